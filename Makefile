@@ -1,0 +1,199 @@
+# petal-tui — build, test, bench, install.
+#
+#   make run        install missing Debian packages, build, open the workbench on demo data
+#   make test       install missing Debian packages, build, run every test
+#   make            build build/petal-tui
+#   make bench      run the benchmarks in bench/ (figures go to bench/RESULTS.md by hand)
+#   make install    PREFIX=/usr/local DESTDIR=
+#   make SAN=1 test run the tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make valgrind   run the tests under valgrind memcheck
+#
+# Every library comes from the system through pkg-config.
+
+VERSION   := 0.1.0
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+BUILD     ?= build
+CC        ?= cc
+PKG_CONFIG ?= pkg-config
+PROTOC_C  ?= protoc-c
+
+# The libraries and the Debian package that provides each (pc-name:package).
+LIBS      := ncursesw libturbojpeg libsixel openblas libprotobuf-c
+DEB_LIBS  := ncursesw:libncurses-dev libturbojpeg:libturbojpeg0-dev libsixel:libsixel-dev \
+             openblas:libopenblas-dev libprotobuf-c:libprotobuf-c-dev
+# Programs the build or the tests run (program:package).
+DEB_TOOLS := pkg-config:pkg-config protoc-c:protobuf-c-compiler tmux:tmux
+
+V         ?= 0
+ifeq ($(V),0)
+  Q := @
+else
+  Q :=
+endif
+
+OPT       ?= -O2
+DEBUG     ?= -g
+WARN      := -Wall -Wextra -Wpedantic -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+STD       := -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L
+ifeq ($(SAN),1)
+  SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+  BUILD    := $(BUILD)-san
+endif
+
+# Recursive (=) on purpose: pkg-config runs when a recipe needs the flags,
+# which is after `make deps` has installed what was missing.
+PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIBS) 2>/dev/null)
+PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(LIBS) 2>/dev/null)
+CPPFLAGS_ALL = -I. -Icore -I$(BUILD)/gen $(PKG_CFLAGS) -DPT_VERSION=\"$(VERSION)\"
+CFLAGS_ALL   = $(STD) $(OPT) $(DEBUG) $(WARN) -pthread $(SANFLAGS) $(CFLAGS)
+LDFLAGS_ALL  = -pthread $(SANFLAGS) $(LDFLAGS)
+LDLIBS_ALL   = $(PKG_LIBS) -lm $(LDLIBS)
+
+CORE_SRC  := $(sort $(wildcard core/*.c core/*/*.c))
+UI_SRC    := $(sort $(wildcard ui/*.c))
+APP_SRC   := $(sort $(wildcard src/*.c))
+TEST_SRC  := $(sort $(wildcard tests/*.c))
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+
+GEN_SRC   := $(BUILD)/gen/example.pb-c.c $(BUILD)/gen/classes104.c
+GEN_HDR   := $(BUILD)/gen/example.pb-c.h
+
+CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/example.pb-c.o $(BUILD)/gen/classes104.o
+UI_OBJ    := $(UI_SRC:%.c=$(BUILD)/%.o)
+APP_OBJ   := $(APP_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/list.o
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+CORE_LIB  := $(BUILD)/libpetalcore.a
+UI_LIB    := $(BUILD)/libpetalui.a
+BIN       := $(BUILD)/petal-tui
+TEST_BIN  := $(BUILD)/tests/run-tests
+
+.PHONY: all run test check build-tests bench valgrind deps install uninstall clean
+.DEFAULT_GOAL := all
+
+all: $(BIN)
+
+# --- the two commands of the README -------------------------------------------------
+run: deps
+	@$(MAKE) --no-print-directory all
+	$(BIN)
+
+test: deps
+	@$(MAKE) --no-print-directory build-tests
+	$(TEST_BIN) $(TESTFLAGS)
+
+check: test
+
+build-tests: $(BIN) $(TEST_BIN)
+
+# Installs only what is missing; uses sudo when not root. Idempotent and quiet when
+# everything is present.
+deps:
+	@missing=""; \
+	command -v $(PKG_CONFIG) >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+	for pair in $(DEB_LIBS); do \
+	  pc=$${pair%%:*}; pkg=$${pair#*:}; \
+	  $(PKG_CONFIG) --exists $$pc 2>/dev/null || missing="$$missing $$pkg"; \
+	done; \
+	for pair in $(DEB_TOOLS); do \
+	  prog=$${pair%%:*}; pkg=$${pair#*:}; \
+	  command -v $$prog >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "petal-tui: installing missing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+# --- generated sources ---------------------------------------------------------------
+$(BUILD)/gen/example.pb-c.c $(BUILD)/gen/example.pb-c.h: core/io/example.proto
+	@mkdir -p $(BUILD)/gen
+	@echo "  PROTOC  $<"
+	$(Q)$(PROTOC_C) --proto_path=core/io --c_out=$(BUILD)/gen core/io/example.proto
+
+# The competition's 104 class names, compiled in so the binary needs no data files.
+$(BUILD)/gen/classes104.c: assets/classes-104.txt Makefile
+	@mkdir -p $(BUILD)/gen
+	@{ echo '/* generated from assets/classes-104.txt */'; \
+	   echo '#include <stddef.h>'; \
+	   echo 'const char *const ds_competition_classes[] = {'; \
+	   sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/",/' $<; \
+	   echo '};'; \
+	   echo 'const size_t ds_competition_class_count = sizeof ds_competition_classes / sizeof ds_competition_classes[0];'; \
+	 } > $@
+
+# Test registry: every `TEST(name)` in tests/*.c, in file order.
+$(BUILD)/tests/list.c: $(TEST_SRC) Makefile
+	@mkdir -p $(BUILD)/tests
+	@{ echo '/* generated from the TEST() lines in tests/ */'; echo '#include "tests/t.h"'; \
+	   grep -ho '^TEST([A-Za-z0-9_]*)' $(TEST_SRC) | sed 's/^TEST(\(.*\))/void t_\1(void);/'; \
+	   echo 'const struct t_case t_cases[] = {'; \
+	   for f in $(TEST_SRC); do \
+	     grep -ho '^TEST([A-Za-z0-9_]*)' $$f | sed "s|^TEST(\(.*\))|    { \"\1\", \"$$f\", t_\1 },|"; \
+	   done; \
+	   echo '    { 0, 0, 0 }'; echo '};'; } > $@
+
+# --- compile -------------------------------------------------------------------------
+$(BUILD)/%.o: %.c $(GEN_HDR)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(BUILD)/gen/%.o: $(BUILD)/gen/%.c $(GEN_HDR)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/tests/list.o: $(BUILD)/tests/list.c
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) -Wno-missing-prototypes -c $< -o $@
+
+$(CORE_LIB): $(CORE_OBJ)
+	@rm -f $@
+	@echo "  AR      $@"
+	$(Q)ar rcs $@ $^
+
+$(UI_LIB): $(UI_OBJ)
+	@rm -f $@
+	@echo "  AR      $@"
+	$(Q)ar rcs $@ $^
+
+$(BIN): $(APP_OBJ) $(UI_LIB) $(CORE_LIB)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(APP_OBJ) $(UI_LIB) $(CORE_LIB) $(LDLIBS_ALL)
+
+$(TEST_BIN): $(TEST_OBJ) $(UI_LIB) $(CORE_LIB)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(TEST_OBJ) $(UI_LIB) $(CORE_LIB) $(LDLIBS_ALL)
+
+$(BUILD)/bench/%: bench/%.c $(CORE_LIB) $(GEN_HDR)
+	@mkdir -p $(dir $@)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(CORE_LIB) $(LDLIBS_ALL)
+
+# --- benchmarks, valgrind ------------------------------------------------------------
+bench: deps
+	@$(MAKE) --no-print-directory $(BIN) $(BENCH_BIN)
+	@BUILD=$(BUILD) sh bench/run.sh
+
+valgrind: deps
+	@$(MAKE) --no-print-directory build-tests
+	PT_VALGRIND=1 valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	  --track-fds=no $(TEST_BIN) $(TESTFLAGS)
+
+# --- install -------------------------------------------------------------------------
+install: $(BIN)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/petal-tui
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/petal-tui
+	install -m 644 man/petal-tui.1 $(DESTDIR)$(PREFIX)/share/man/man1/petal-tui.1
+	install -m 644 assets/classes-104.txt assets/config.example $(DESTDIR)$(PREFIX)/share/petal-tui/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/petal-tui $(DESTDIR)$(PREFIX)/share/man/man1/petal-tui.1
+	rm -rf $(DESTDIR)$(PREFIX)/share/petal-tui
+
+clean:
+	rm -rf build build-san build-*
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,183 @@
+#include "base/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+double util_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double util_thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void *util_aligned_alloc(size_t n)
+{
+    if (n == 0)
+        n = 64;
+    size_t rounded = (n + 63) & ~(size_t)63;
+    if (rounded < n)
+        return NULL;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, rounded) != 0)
+        return NULL;
+    memset(p, 0, rounded);
+    return p;
+}
+
+void util_aligned_free(void *p)
+{
+    free(p);
+}
+
+int util_read_file(const char *path, uint8_t **data, size_t *len, pt_err *e)
+{
+    *data = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "cannot open: %s",
+                       strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = malloc(cap + 1);
+    if (!buf) {
+        fclose(f);
+        return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    }
+    for (;;) {
+        if (n == cap) {
+            size_t ncap = cap * 2;
+            uint8_t *nb = realloc(buf, ncap + 1);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return err_set(e, PT_EIO, path, PT_NO_RECORD, (long long)n, "read failed");
+    }
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return PT_OK;
+}
+
+static int fsync_dir_of(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    int fd = open(dirname(tmp), O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+int util_write_file_atomic(const char *path, const void *data, size_t len, pt_err *e)
+{
+    char tmp[4096];
+    if (util_path(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) != 0)
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return err_set(e, PT_EIO, tmp, PT_NO_RECORD, PT_NO_OFFSET, "cannot create: %s",
+                       strerror(errno));
+    const uint8_t *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            int saved = errno;
+            close(fd);
+            unlink(tmp);
+            return err_set(e, PT_EIO, tmp, PT_NO_RECORD, (long long)(len - left),
+                           "write failed: %s", strerror(saved));
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        int saved = errno;
+        unlink(tmp);
+        return err_set(e, PT_EIO, tmp, PT_NO_RECORD, PT_NO_OFFSET, "fsync/close failed: %s",
+                       strerror(saved));
+    }
+    if (rename(tmp, path) != 0) {
+        int saved = errno;
+        unlink(tmp);
+        return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "rename failed: %s",
+                       strerror(saved));
+    }
+    fsync_dir_of(path);
+    return PT_OK;
+}
+
+int util_mkdirs(const char *path, pt_err *e)
+{
+    char tmp[4096];
+    if (util_path(tmp, sizeof tmp, "%s", path) != 0)
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
+    size_t n = strlen(tmp);
+    for (size_t i = 1; i <= n; i++) {
+        if (tmp[i] == '/' || tmp[i] == '\0') {
+            char c = tmp[i];
+            tmp[i] = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+                return err_set(e, PT_EIO, tmp, PT_NO_RECORD, PT_NO_OFFSET,
+                               "cannot create folder: %s", strerror(errno));
+            tmp[i] = c;
+        }
+    }
+    if (!util_is_dir(path))
+        return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "not a folder");
+    return PT_OK;
+}
+
+int util_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int util_is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int util_path(char *out, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(out, n, fmt, ap);
+    va_end(ap);
+    return (w < 0 || (size_t)w >= n) ? -1 : 0;
+}

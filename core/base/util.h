@@ -1,0 +1,44 @@
+/* util — small helpers every module uses: a monotonic clock, aligned allocation,
+ * file helpers (read a whole file, write a file atomically, make directories).
+ *
+ * Ownership: util_aligned_alloc() memory is released with util_aligned_free();
+ * util_read_file() returns malloc'd memory the caller frees.
+ */
+#ifndef PT_UTIL_H
+#define PT_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+/* Seconds on the monotonic clock. */
+double util_now(void);
+/* CPU seconds used by the calling thread. */
+double util_thread_cpu(void);
+
+/* 64-byte aligned, zeroed; NULL on failure or n == 0 overflow. */
+void *util_aligned_alloc(size_t n);
+void util_aligned_free(void *p);
+
+/* Whole file into memory (NUL-terminated for convenience; *len excludes the NUL). */
+int util_read_file(const char *path, uint8_t **data, size_t *len, pt_err *e);
+
+/* Write data to path atomically: PATH.tmp.PID, fsync, rename, fsync the folder. */
+int util_write_file_atomic(const char *path, const void *data, size_t len, pt_err *e);
+
+/* mkdir -p. */
+int util_mkdirs(const char *path, pt_err *e);
+
+/* 1 when path is a directory, 0 otherwise. */
+int util_is_dir(const char *path);
+int util_is_file(const char *path);
+
+/* snprintf that reports truncation as an error (returns -1). */
+int util_path(char *out, size_t n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#endif

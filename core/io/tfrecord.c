@@ -1,0 +1,300 @@
+#include "io/tfrecord.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "io/crc32c.h"
+
+struct tfr_reader {
+    FILE *f;
+    char path[512];
+    long long size;      /* file size at open */
+    long long pos;       /* offset of the next header */
+    long long index;     /* index of the next record */
+    long long last_index, last_offset;
+    int verify;
+    int dead;            /* framing lost or file ended: no more records */
+    uint8_t *buf;
+    size_t cap;
+};
+
+static uint64_t get_u64le(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static uint32_t get_u32le(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put_u64le(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u32le(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+int tfr_open(tfr_reader **out, const char *path, pt_err *e)
+{
+    *out = NULL;
+    tfr_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    snprintf(r->path, sizeof r->path, "%s", path);
+    r->f = fopen(path, "rb");
+    if (!r->f) {
+        int saved = errno;
+        free(r);
+        return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "cannot open: %s",
+                       strerror(saved));
+    }
+    struct stat st;
+    if (fstat(fileno(r->f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(r->f);
+        free(r);
+        return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "not a regular file");
+    }
+    setvbuf(r->f, NULL, _IOFBF, 1 << 16);
+    r->size = (long long)st.st_size;
+    r->verify = 1;
+    r->last_index = r->last_offset = -1;
+    *out = r;
+    return PT_OK;
+}
+
+void tfr_close(tfr_reader *r)
+{
+    if (!r)
+        return;
+    if (r->f)
+        fclose(r->f);
+    free(r->buf);
+    free(r);
+}
+
+long long tfr_index(const tfr_reader *r) { return r->last_index; }
+long long tfr_offset(const tfr_reader *r) { return r->last_offset; }
+long long tfr_file_size(const tfr_reader *r) { return r->size; }
+const char *tfr_path(const tfr_reader *r) { return r->path; }
+void tfr_set_verify(tfr_reader *r, int verify) { r->verify = verify; }
+
+/* Read the header at r->pos. 1 ok (len filled), 0 clean end, < 0 error (reader dead). */
+static int read_header(tfr_reader *r, uint64_t *len, pt_err *e)
+{
+    if (r->dead)
+        return 0;
+    long long at = r->pos;
+    r->last_index = r->index;
+    r->last_offset = at;
+    if (at == r->size) {
+        r->dead = 1;
+        return 0;
+    }
+    uint8_t hdr[TFR_HEADER_BYTES];
+    size_t got = fread(hdr, 1, sizeof hdr, r->f);
+    if (got != sizeof hdr) {
+        r->dead = 1;
+        if (ferror(r->f))
+            return err_set(e, PT_EIO, r->path, r->index, at, "read failed");
+        return err_set(e, PT_ETRUNC, r->path, r->index, at,
+                       "truncated: file ends %lld bytes into a 12-byte record header",
+                       (long long)got);
+    }
+    uint64_t n = get_u64le(hdr);
+    uint32_t want = get_u32le(hdr + 8);
+    uint32_t have = crc32c_mask(crc32c(hdr, 8));
+    if (want != have) {
+        r->dead = 1;
+        return err_set(e, PT_ECRC, r->path, r->index, at,
+                       "length crc mismatch (stored 0x%08x, computed 0x%08x); framing lost, "
+                       "rest of file skipped",
+                       want, have);
+    }
+    long long remain = r->size - at - TFR_HEADER_BYTES;
+    if (n > (uint64_t)remain || (uint64_t)remain - n < TFR_FOOTER_BYTES) {
+        r->dead = 1;
+        return err_set(e, PT_ETRUNC, r->path, r->index, at,
+                       "truncated: record of %llu bytes needs %llu more bytes, file has %lld",
+                       (unsigned long long)n, (unsigned long long)n + TFR_FOOTER_BYTES, remain);
+    }
+    *len = n;
+    return 1;
+}
+
+static int ensure_cap(tfr_reader *r, size_t n, pt_err *e)
+{
+    if (n <= r->cap)
+        return PT_OK;
+    size_t ncap = r->cap ? r->cap : 1 << 16;
+    while (ncap < n)
+        ncap *= 2;
+    uint8_t *nb = realloc(r->buf, ncap);
+    if (!nb)
+        return err_set(e, PT_ENOMEM, r->path, r->index, r->pos, "out of memory for %zu bytes",
+                       n);
+    r->buf = nb;
+    r->cap = ncap;
+    return PT_OK;
+}
+
+int tfr_next(tfr_reader *r, const uint8_t **data, size_t *len, pt_err *e)
+{
+    uint64_t n;
+    int rc = read_header(r, &n, e);
+    if (rc <= 0)
+        return rc;
+    long long at = r->pos;
+    size_t total = (size_t)n + TFR_FOOTER_BYTES;
+    if ((rc = ensure_cap(r, total, e)) != PT_OK) {
+        r->dead = 1;
+        return rc;
+    }
+    if (fread(r->buf, 1, total, r->f) != total) {
+        r->dead = 1;
+        return err_set(e, PT_EIO, r->path, r->index, at, "read failed");
+    }
+    /* Move on first: a bad payload CRC still leaves the framing intact. */
+    r->pos += TFR_HEADER_BYTES + (long long)total;
+    r->index++;
+    if (r->verify) {
+        uint32_t want = get_u32le(r->buf + n);
+        uint32_t have = crc32c_mask(crc32c(r->buf, (size_t)n));
+        if (want != have)
+            return err_set(e, PT_ECRC, r->path, r->last_index, at,
+                           "payload crc mismatch (stored 0x%08x, computed 0x%08x) in %llu "
+                           "bytes; record skipped",
+                           want, have, (unsigned long long)n);
+    }
+    *data = r->buf;
+    *len = (size_t)n;
+    return 1;
+}
+
+int tfr_skip(tfr_reader *r, long long *offset, size_t *len, pt_err *e)
+{
+    uint64_t n;
+    int rc = read_header(r, &n, e);
+    if (rc <= 0)
+        return rc;
+    *offset = r->pos;
+    *len = (size_t)n;
+    r->pos += TFR_OVERHEAD + (long long)n;
+    r->index++;
+    if (fseeko(r->f, (off_t)r->pos, SEEK_SET) != 0) {
+        r->dead = 1;
+        return err_set(e, PT_EIO, r->path, r->last_index, *offset, "seek failed");
+    }
+    return 1;
+}
+
+int tfr_read_at(tfr_reader *r, long long offset, long long index, const uint8_t **data,
+                size_t *len, pt_err *e)
+{
+    if (offset < 0 || offset > r->size)
+        return err_set(e, PT_EUSAGE, r->path, index, offset, "offset outside the file");
+    if (r->pos != offset && fseeko(r->f, (off_t)offset, SEEK_SET) != 0)
+        return err_set(e, PT_EIO, r->path, index, offset, "seek failed");
+    r->pos = offset;
+    r->index = index;
+    r->dead = 0;
+    return tfr_next(r, data, len, e);
+}
+
+/* ------------------------------------------------------------------------------ */
+
+struct tfr_writer {
+    FILE *f;
+    char path[512];
+    char tmp[560];
+    long long count;
+};
+
+void tfr_frame_header(uint8_t hdr[TFR_HEADER_BYTES], uint64_t len)
+{
+    put_u64le(hdr, len);
+    put_u32le(hdr + 8, crc32c_mask(crc32c(hdr, 8)));
+}
+
+uint32_t tfr_payload_crc(const void *data, size_t len)
+{
+    return crc32c_mask(crc32c(data, len));
+}
+
+int tfr_writer_open(tfr_writer **out, const char *path, pt_err *e)
+{
+    *out = NULL;
+    tfr_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    if (util_path(w->path, sizeof w->path, "%s", path) != 0 ||
+        util_path(w->tmp, sizeof w->tmp, "%s.tmp", path) != 0) {
+        free(w);
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
+    }
+    w->f = fopen(w->tmp, "wb");
+    if (!w->f) {
+        int saved = errno;
+        free(w);
+        return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "cannot create: %s",
+                       strerror(saved));
+    }
+    *out = w;
+    return PT_OK;
+}
+
+int tfr_write(tfr_writer *w, const void *data, size_t len, pt_err *e)
+{
+    uint8_t hdr[TFR_HEADER_BYTES], foot[TFR_FOOTER_BYTES];
+    tfr_frame_header(hdr, len);
+    put_u32le(foot, tfr_payload_crc(data, len));
+    if (fwrite(hdr, 1, sizeof hdr, w->f) != sizeof hdr ||
+        (len && fwrite(data, 1, len, w->f) != len) ||
+        fwrite(foot, 1, sizeof foot, w->f) != sizeof foot)
+        return err_set(e, PT_EIO, w->path, w->count, PT_NO_OFFSET, "write failed: %s",
+                       strerror(errno));
+    w->count++;
+    return PT_OK;
+}
+
+long long tfr_writer_count(const tfr_writer *w) { return w->count; }
+
+int tfr_writer_close(tfr_writer *w, pt_err *e)
+{
+    int rc = PT_OK;
+    if (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0)
+        rc = err_set(e, PT_EIO, w->path, PT_NO_RECORD, PT_NO_OFFSET, "flush failed: %s",
+                     strerror(errno));
+    if (fclose(w->f) != 0 && rc == PT_OK)
+        rc = err_set(e, PT_EIO, w->path, PT_NO_RECORD, PT_NO_OFFSET, "close failed: %s",
+                     strerror(errno));
+    if (rc == PT_OK && rename(w->tmp, w->path) != 0)
+        rc = err_set(e, PT_EIO, w->path, PT_NO_RECORD, PT_NO_OFFSET, "rename failed: %s",
+                     strerror(errno));
+    if (rc != PT_OK)
+        unlink(w->tmp);
+    free(w);
+    return rc;
+}
+
+void tfr_writer_abort(tfr_writer *w)
+{
+    if (!w)
+        return;
+    fclose(w->f);
+    unlink(w->tmp);
+    free(w);
+}
