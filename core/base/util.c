@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -180,4 +181,19 @@ int util_path(char *out, size_t n, const char *fmt, ...)
     int w = vsnprintf(out, n, fmt, ap);
     va_end(ap);
     return (w < 0 || (size_t)w >= n) ? -1 : 0;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+int util_remove_tree(const char *path)
+{
+    if (!util_is_dir(path))
+        return remove(path) == 0 ? 0 : -1;
+    return nftw(path, remove_one, 32, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
 }

@@ -30,6 +30,9 @@ int util_write_file_atomic(const char *path, const void *data, size_t len, pt_er
 /* mkdir -p. */
 int util_mkdirs(const char *path, pt_err *e);
 
+/* rm -r: remove a folder and everything in it (does not follow links). 0 or -1. */
+int util_remove_tree(const char *path);
+
 /* 1 when path is a directory, 0 otherwise. */
 int util_is_dir(const char *path);
 int util_is_file(const char *path);

@@ -1,0 +1,106 @@
+/* pipeline — from TFRecord shards to ready batches, on worker threads.
+ *
+ *   shards --interleave--> records --parse/check--> oversample --> shuffle buffer
+ *          --> batch plans --(workers: decode, resize, augment)--> prefetch queue
+ *
+ * Planning (which records go into which batch) is cheap and sequential: reading
+ * records round-robin from `interleave` open shards, checking CRCs, parsing the
+ * Example, checking the label and the JPEG header, repeating examples for
+ * oversampling, and drawing from a seeded shuffle buffer of compressed records.
+ * Whichever worker needs its next batch runs the planner under a lock. Decoding,
+ * resizing and augmenting (the expensive part) run in parallel, one whole batch per
+ * worker, straight into a batch buffer from a fixed pool. Because the plan is
+ * sequential and seeded, the batches' contents are the same for the same seed in
+ * both modes; deterministic mode also hands them out in order (fast mode hands out
+ * whichever is ready first).
+ *
+ * Memory is set by the configuration, not the dataset: (prefetch + workers + 1)
+ * batch buffers, the shuffle buffer's compressed records, and one record buffer per
+ * open shard.
+ *
+ * Bad records (CRC, truncation, not an Example, missing or mistyped feature, class
+ * out of range, not a JPEG, a header claiming a huge size, corrupt JPEG data) are
+ * skipped and counted, with a message naming file, record and byte offset; with
+ * stop_on_error the first one stops the stream and pipe_next() returns it.
+ *
+ * Ownership: pipe_create() copies the configuration; the split and the oversampling
+ * table it points to must outlive the pipeline. Batches returned by pipe_next()
+ * belong to the pipeline: give each back with pipe_release(). pipe_destroy() stops
+ * and joins every thread and frees everything.
+ */
+#ifndef PT_PIPELINE_H
+#define PT_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "data/batch.h"
+#include "data/dataset.h"
+#include "data/sampler.h"
+
+/* Augmentation hook, run by workers on each decoded batch. *ws is a per-worker slot
+ * for the hook's own workspace (NULL at first); ws_free releases it at the end. */
+typedef void (*pipe_augment_fn)(void *ctx, batch *b, uint64_t seed, void **ws);
+typedef void (*pipe_ws_free_fn)(void *ws);
+
+typedef struct pipe_config {
+    const ds_split *split;
+    int labeled;            /* 1: records carry "class"; 0: they carry "id" */
+    int n_classes;          /* labels must be in [0, n_classes) */
+    int image_w, image_h;   /* output size */
+    int crop;               /* centre-crop to the output aspect before resizing */
+    int fast_decode;        /* faster IDCT / upsampling */
+    int batch_size;
+    int drop_remainder;
+    int repeat;             /* endless passes over the data */
+    int shuffle_buffer;     /* elements; <= 1 means no shuffling */
+    int shuffle_shards;     /* new shard order every pass */
+    int interleave;         /* shards read round-robin; 0: min(4, shards) */
+    int workers;            /* decode threads, >= 1 */
+    int prefetch;           /* ready batches kept ahead, >= 1 */
+    int deterministic;
+    uint64_t seed;
+    const smp_table *oversample; /* NULL: no oversampling */
+    pipe_augment_fn augment;     /* NULL: none */
+    void *augment_ctx;
+    pipe_ws_free_fn augment_ws_free;
+    int stop_on_error;
+    uint64_t start_batch;   /* skip this many batches first (resuming a run) */
+} pipe_config;
+
+/* Defaults for everything but split, sizes, batch size and classes. */
+void pipe_config_defaults(pipe_config *c);
+
+typedef struct pipeline pipeline;
+
+int pipe_create(const pipe_config *cfg, pipeline **out, pt_err *e);
+
+/* Next batch (blocks). 1: *out is a batch; 0: the data is exhausted (no repeat);
+ * < 0: stopped by an error (stop_on_error) or by pipe_cancel(). */
+int pipe_next(pipeline *p, batch **out, pt_err *e);
+void pipe_release(pipeline *p, batch *b);
+
+/* Wake every waiter and make pipe_next() return PT_ESTOPPED. Any thread. */
+void pipe_cancel(pipeline *p);
+void pipe_destroy(pipeline *p);
+
+typedef struct pipe_stats {
+    int ready;              /* batches waiting in the prefetch queue */
+    int capacity;           /* prefetch queue capacity */
+    uint64_t batches_out;
+    uint64_t records_read;  /* records planned (oversampled copies counted once) */
+    uint64_t examples_out;  /* examples handed out */
+    uint64_t errors;        /* bad records skipped */
+    uint64_t passes;        /* passes over the data begun */
+    double decode_seconds;  /* worker time decoding + augmenting */
+    double wait_seconds;    /* consumer time blocked in pipe_next */
+} pipe_stats;
+
+void pipe_get_stats(pipeline *p, pipe_stats *s);
+
+/* Pop the oldest unread error message (up to the last 64 are kept). 1 if one was
+ * copied, 0 if none. */
+int pipe_pop_error(pipeline *p, char *msg, size_t n);
+
+#endif

@@ -1,0 +1,93 @@
+/* shards — writing datasets in the competition's layout.
+ *
+ *   OUT/classes.txt
+ *   OUT/tfrecords-jpeg-SxS/train/NN-SxS-COUNT.tfrec   (records: image, class, id)
+ *   OUT/tfrecords-jpeg-SxS/val/...                    (image, class, id)
+ *   OUT/tfrecords-jpeg-SxS/test/...                   (image, id: unlabeled)
+ *
+ * shd_from_folders() builds that from a folder of class sub-folders of JPEGs (any
+ * sizes): a stratified, seeded split, centre crop and resize to S x S, re-encode.
+ * shd_write_dataset() is the general writer it uses: the caller supplies the items
+ * and a function that draws each one's pixels (the demo generator uses it too).
+ * Images are produced in parallel, shard by shard, so memory holds one shard's
+ * JPEGs at a time. The whole tfrecords-jpeg-SxS folder is written under a temporary
+ * name and renamed into place at the end: a dataset is complete or absent.
+ *
+ * Ownership: callers own their item arrays; nothing returned needs freeing.
+ */
+#ifndef PT_SHARDS_H
+#define PT_SHARDS_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "data/dataset.h"
+#include "data/jpeg.h"
+
+#define SHD_ID_LEN 9 /* hex digits, as the competition's ids */
+
+typedef struct shd_item {
+    int split;              /* DS_TRAIN, DS_VAL, DS_TEST */
+    int label;              /* class (written for train and val) */
+    char id[SHD_ID_LEN + 1];
+    const char *path;       /* source file, when there is one */
+    uint64_t seed;          /* variation, for generated images */
+} shd_item;
+
+/* Draw item's pixels: size x size RGB into rgb. Called from worker threads, each
+ * with its own codec. Return PT_OK, or an error (the item is then skipped). */
+typedef int (*shd_draw_fn)(void *ctx, const shd_item *item, jpg_codec *codec, uint8_t *rgb,
+                           int size, pt_err *e);
+typedef void (*shd_progress_fn)(void *ctx, long long done, long long total);
+typedef void (*shd_skip_fn)(void *ctx, const pt_err *why);
+
+typedef struct shd_writer_config {
+    const char *out_dir;
+    int size;
+    int per_shard;          /* records per shard (the last may hold fewer); >= 1 */
+    int quality;            /* JPEG quality, 1..100 */
+    int workers;
+    const char *const *class_names;
+    int n_classes;
+    shd_draw_fn draw;
+    void *draw_ctx;
+    shd_progress_fn progress;
+    shd_skip_fn on_skip;
+    void *cb_ctx;
+} shd_writer_config;
+
+typedef struct shd_result {
+    long long written[DS_NSPLITS];
+    long long skipped;
+    int shards[DS_NSPLITS];
+    char root[4096];        /* the tfrecords-jpeg-SxS folder */
+} shd_result;
+
+/* Items are written in the order given, split by split. */
+int shd_write_dataset(const shd_writer_config *cfg, const shd_item *items, long long n,
+                      shd_result *res, pt_err *e);
+
+typedef struct shd_folder_config {
+    const char *src_dir, *out_dir;
+    int size;
+    double val_frac, test_frac;
+    int per_shard;
+    int quality;
+    int workers;
+    uint64_t seed;
+    shd_progress_fn progress;
+    shd_skip_fn on_skip;
+    void *cb_ctx;
+} shd_folder_config;
+
+int shd_from_folders(const shd_folder_config *cfg, shd_result *res, pt_err *e);
+
+/* Deterministic, unique 9-hex-digit ids for n items: id of item i from (seed, i). */
+void shd_make_ids(shd_item *items, long long n, uint64_t seed);
+
+/* Stratified split of per-class item counts: how many of class k's n_k go to val and
+ * test (rounded, at least one each when the fraction is > 0 and n_k >= 3). */
+void shd_split_counts(long long n_k, double val_frac, double test_frac, long long *n_val,
+                      long long *n_test);
+
+#endif

@@ -1,0 +1,94 @@
+#include "tests/fixtures.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/shards.h"
+
+static int draw_label(void *ctx, const shd_item *it, jpg_codec *codec, uint8_t *rgb, int size,
+                      pt_err *e)
+{
+    (void)ctx;
+    (void)codec;
+    (void)e;
+    int lab = it->split == DS_TEST ? 0 : it->label;
+    for (int i = 0; i < size * size; i++) {
+        rgb[3 * i] = (uint8_t)(10 + 20 * lab);
+        rgb[3 * i + 1] = (uint8_t)(it->seed * 37 % 200);
+        rgb[3 * i + 2] = (uint8_t)((i / size) * 255 / size); /* a vertical ramp */
+    }
+    return PT_OK;
+}
+
+const char *fx_dataset(const char *out, int n_classes, const long long *train_counts,
+                       const long long *val_counts, long long n_test, int size, int per_shard)
+{
+    static char ring[4][4096];
+    static int slot;
+    long long n = n_test;
+    for (int k = 0; k < n_classes; k++)
+        n += train_counts[k] + (val_counts ? val_counts[k] : 0);
+    shd_item *items = calloc((size_t)n, sizeof *items);
+    long long at = 0;
+    for (int s = 0; s < 2; s++)
+        for (int k = 0; k < n_classes; k++) {
+            long long c = s == 0 ? train_counts[k] : (val_counts ? val_counts[k] : 0);
+            for (long long i = 0; i < c; i++) {
+                items[at].split = s;
+                items[at].label = k;
+                items[at].seed = (uint64_t)at;
+                at++;
+            }
+        }
+    for (long long i = 0; i < n_test; i++) {
+        items[at].split = DS_TEST;
+        items[at].seed = (uint64_t)at;
+        at++;
+    }
+    /* Interleave classes inside each split deterministically (as real shards are). */
+    for (long long i = n - 1; i > 0; i--) {
+        long long j = (long long)((uint64_t)(i * 2654435761u) % (uint64_t)(i + 1));
+        if (items[i].split == items[j].split) {
+            shd_item t = items[i];
+            items[i] = items[j];
+            items[j] = t;
+        }
+    }
+    shd_make_ids(items, n, 7);
+    char names[64][16];
+    const char *np[64];
+    for (int k = 0; k < n_classes && k < 64; k++) {
+        snprintf(names[k], sizeof names[k], "flower%02d", k);
+        np[k] = names[k];
+    }
+    shd_writer_config w = {
+        .out_dir = out, .size = size, .per_shard = per_shard, .quality = 95, .workers = 2,
+        .class_names = np, .n_classes = n_classes, .draw = draw_label,
+    };
+    shd_result res;
+    pt_err e;
+    int rc = shd_write_dataset(&w, items, n, &res, &e);
+    free(items);
+    if (rc != PT_OK) {
+        fprintf(stderr, "fixture: %s\n", e.msg);
+        return NULL;
+    }
+    slot = (slot + 1) % 4;
+    snprintf(ring[slot], sizeof ring[slot], "%s", res.root);
+    return ring[slot];
+}
+
+int fx_label_of(const uint8_t *rgb, int w, int h)
+{
+    /* Average red over the centre: JPEG keeps flat areas within a few levels. */
+    long sum = 0, n = 0;
+    for (int y = h / 4; y < 3 * h / 4; y++)
+        for (int x = w / 4; x < 3 * w / 4; x++) {
+            sum += rgb[(y * w + x) * 3];
+            n++;
+        }
+    double red = (double)sum / n;
+    int lab = (int)((red - 10) / 20 + 0.5);
+    return lab < 0 ? -1 : lab;
+}

@@ -1,0 +1,597 @@
+/* Tests of core/data/pipeline (with dataset, sampler and shard writer underneath). */
+#include "tests/t.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "data/dataset.h"
+#include "data/jpeg.h"
+#include "data/pipeline.h"
+#include "data/sampler.h"
+#include "data/shards.h"
+#include "io/example.h"
+#include "io/tfrecord.h"
+#include "tests/fixtures.h"
+
+static const long long COUNTS[5] = { 40, 7, 23, 3, 12 }; /* 85 train, imbalanced */
+static const long long VCOUNTS[5] = { 4, 2, 3, 1, 2 };
+
+static ds_dataset *open_fixture(const char **root_out)
+{
+    const char *root = fx_dataset(t_tmpdir(), 5, COUNTS, VCOUNTS, 9, 32, 20);
+    if (!root)
+        return NULL;
+    ds_dataset *d;
+    pt_err e;
+    if (ds_open(root, 0, &d, &e) != PT_OK) {
+        printf("  %s\n", e.msg);
+        return NULL;
+    }
+    if (root_out)
+        *root_out = root;
+    return d;
+}
+
+static pipe_config base_config(const ds_dataset *d, ds_split_id s, int batch_size)
+{
+    pipe_config c;
+    pipe_config_defaults(&c);
+    c.split = &d->split[s];
+    c.labeled = s != DS_TEST;
+    c.n_classes = d->n_classes;
+    c.image_w = c.image_h = 32;
+    c.batch_size = batch_size;
+    return c;
+}
+
+TEST(dataset_discovers_layout_counts_and_class_names)
+{
+    const char *root;
+    ds_dataset *d = open_fixture(&root);
+    T_REQUIRE(d);
+    T_EQ_INT(d->image_w, 32);
+    T_EQ_INT(d->split[DS_TRAIN].count, 85);
+    T_EQ_INT(d->split[DS_TRAIN].n_shards, 5); /* 85 / 20 -> 5 shards of 17 */
+    T_CHECK(d->split[DS_TRAIN].shards[0].count_from_name);
+    T_EQ_INT(d->split[DS_VAL].count, 12);
+    T_EQ_INT(d->split[DS_TEST].count, 9);
+    T_EQ_INT(d->n_classes, 5);
+    T_EQ_INT(d->names_source, DS_NAMES_FILE);
+    T_EQ_STR(ds_class_name(d, 3), "flower03");
+    /* The parent folder (holding tfrecords-jpeg-32x32) opens the same dataset. */
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s/..", root);
+    ds_dataset *d2;
+    pt_err e;
+    T_REQUIRE(ds_open(parent, 0, &d2, &e) == PT_OK);
+    T_EQ_INT(d2->split[DS_TRAIN].count, 85);
+    ds_free(d2);
+    /* Labels scan agrees with what was written. */
+    int32_t *labels;
+    long long n, bad;
+    T_REQUIRE(ds_scan_labels(&d->split[DS_TRAIN], &labels, &n, &bad, NULL, NULL, &e) == PT_OK);
+    T_EQ_INT(n, 85);
+    T_EQ_INT(bad, 0);
+    long long cnt[5];
+    smp_count_labels(labels, (size_t)n, 5, cnt);
+    for (int k = 0; k < 5; k++)
+        T_EQ_INT(cnt[k], COUNTS[k]);
+    free(labels);
+    ds_free(d);
+}
+
+TEST(dataset_count_from_name_and_errors)
+{
+    T_EQ_INT(ds_count_from_name("/x/00-192x192-798.tfrec"), 798);
+    T_EQ_INT(ds_count_from_name("flowers00-230.tfrec"), 230);
+    T_EQ_INT(ds_count_from_name("train.tfrecord"), -1);
+    T_EQ_INT(ds_count_from_name("a-b.tfrec"), -1);
+    ds_dataset *d;
+    pt_err e;
+    T_EQ_INT(ds_open(t_tmpdir(), 0, &d, &e), PT_ENODATA);
+    T_CHECK(strstr(e.msg, "no dataset here") != NULL);
+    T_EQ_INT(ds_open("/nonexistent/folder", 0, &d, &e), PT_ENODATA);
+}
+
+TEST(dataset_104_classes_get_the_competition_names)
+{
+    ds_dataset *d = open_fixture(NULL);
+    T_REQUIRE(d);
+    /* Remove classes.txt's effect by asking for more classes than it lists. */
+    pt_err e;
+    T_REQUIRE(ds_set_classes(d, 104, &e) == PT_OK);
+    T_EQ_INT(d->names_source, DS_NAMES_COMPETITION);
+    T_EQ_STR(ds_class_name(d, 0), "pink primrose");
+    T_EQ_STR(ds_class_name(d, 103), "wild rose");
+    T_REQUIRE(ds_set_classes(d, 7, &e) == PT_OK);
+    T_EQ_INT(d->names_source, DS_NAMES_GENERATED);
+    T_EQ_STR(ds_class_name(d, 6), "class 6");
+    ds_free(d);
+}
+
+/* Reads a whole (non-repeating) stream; returns examples seen and checks labels. */
+static long long drain(pipeline *p, long long *per_class, int n_classes, int *label_mismatch,
+                       int *batches)
+{
+    batch *b;
+    pt_err e;
+    long long total = 0;
+    int rc;
+    *batches = 0;
+    while ((rc = pipe_next(p, &b, &e)) == 1) {
+        for (int i = 0; i < b->n; i++) {
+            int lab = b->label[i];
+            if (lab >= 0 && lab < n_classes)
+                per_class[lab]++;
+            if (fx_label_of(batch_image(b, i), b->w, b->h) != lab)
+                (*label_mismatch)++;
+        }
+        total += b->n;
+        (*batches)++;
+        pipe_release(p, b);
+    }
+    T_CHECKF(rc == 0, "stream ended with %d: %s", rc, e.msg);
+    return total;
+}
+
+TEST(pipeline_reads_every_record_once_with_its_label)
+{
+    ds_dataset *d = open_fixture(NULL);
+    T_REQUIRE(d);
+    for (int workers = 1; workers <= 3; workers++) {
+        pipe_config c = base_config(d, DS_TRAIN, 7);
+        c.workers = workers;
+        c.shuffle_buffer = 16;
+        pipeline *p;
+        pt_err e;
+        T_REQUIRE(pipe_create(&c, &p, &e) == PT_OK);
+        long long per[5] = { 0 };
+        int mism = 0, nb;
+        T_EQ_INT(drain(p, per, 5, &mism, &nb), 85);
+        T_EQ_INT(nb, 13); /* 12 full + 1 partial of 1 */
+        T_EQ_INT(mism, 0);
+        for (int k = 0; k < 5; k++)
+            T_EQ_INT(per[k], COUNTS[k]);
+        pipe_stats st;
+        pipe_get_stats(p, &st);
+        T_EQ_INT(st.errors, 0);
+        T_EQ_INT(st.records_read, 85);
+        pipe_destroy(p);
+    }
+    ds_free(d);
+}
+
+TEST(pipeline_drop_remainder_gives_full_batches_only)
+{
+    ds_dataset *d = open_fixture(NULL);
+    T_REQUIRE(d);
+    pipe_config c = base_config(d, DS_TRAIN, 10);
+    c.drop_remainder = 1;
+    pipeline *p;
+    pt_err e;
+    T_REQUIRE(pipe_create(&c, &p, &e) == PT_OK);
+    batch *b;
+    int nb = 0;
+    while (pipe_next(p, &b, &e) == 1) {
+        T_EQ_INT(b->n, 10);
+        nb++;
+        pipe_release(p, b);
+    }
+    T_EQ_INT(nb, 8);
+    pipe_destroy(p);
+    ds_free(d);
+}
+
+/* Signature of a stream: the (shard, record) of every example, batch by batch. */
+static int signature(const ds_dataset *d, pipe_config c, int nbatches, long long *sig)
+{
+    pipeline *p;
+    pt_err e;
+    if (pipe_create(&c, &p, &e) != PT_OK)
+        return -1;
+    int k = 0;
+    batch *b;
+    for (int i = 0; i < nbatches && pipe_next(p, &b, &e) == 1; i++) {
+        for (int j = 0; j < b->n; j++)
+            sig[k++] = (long long)b->src[j].shard * 100000 + b->src[j].record;
+        pipe_release(p, b);
+    }
+    pipe_destroy(p);
+    (void)d;
+    return k;
+}
+
+TEST(pipeline_same_seed_same_stream_other_seed_other_stream)
+{
+    ds_dataset *d = open_fixture(NULL);
+    T_REQUIRE(d);
+    pipe_config c = base_config(d, DS_TRAIN, 8);
+    c.shuffle_buffer = 32;
+    c.shuffle_shards = 1;
+    c.repeat = 1;
+    c.workers = 3;
+    c.seed = 123;
+    long long a[400], b2[400], x[400];
+    int na = signature(d, c, 40, a);
+    int nb = signature(d, c, 40, b2);
+    c.seed = 124;
+    int nx = signature(d, c, 40, x);
+    T_EQ_INT(na, 320);
+    T_CHECK(na == nb && memcmp(a, b2, sizeof(long long) * (size_t)na) == 0);
+    T_CHECK(nx == na && memcmp(a, x, sizeof(long long) * (size_t)na) != 0);
+    ds_free(d);
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+TEST(pipeline_fast_mode_same_batches_any_order)
+{
+    ds_dataset *d = open_fixture(NULL);
+    T_REQUIRE(d);
+    pipe_config c = base_config(d, DS_TRAIN, 5);
+    c.shuffle_buffer = 20;
+    c.workers = 3;
+    c.deterministic = 1;
+    long long det[100], fast[100];
+    int n1 = signature(d, c, 1000, det);
+    c.deterministic = 0;
+    int n2 = signature(d, c, 1000, fast);
+    T_EQ_INT(n1, 85);
+    T_EQ_INT(n2, 85);
+    /* Same multiset of examples (batch order may differ in fast mode). */
+    qsort(det, (size_t)n1, sizeof det[0], cmp_ll);
+    qsort(fast, (size_t)n2, sizeof fast[0], cmp_ll);
+    T_CHECK(memcmp(det, fast, sizeof(long long) * 85) == 0);
+    ds_free(d);
+}
+
+TEST(pipeline_oversampling_balances_classes_within_a_few_percent)
+{
+    /* The notebook's claim: with N = the largest class, every class lands near N. */
+    const char *dir = t_tmpdir();
+    long long counts[6] = { 300, 18, 60, 150, 33, 240 };
+    const char *root = fx_dataset(dir, 6, counts, NULL, 0, 16, 200);
+    T_REQUIRE(root);
+    ds_dataset *d;
+    pt_err e;
+    T_REQUIRE(ds_open(root, 0, &d, &e) == PT_OK);
+    smp_table t;
+    T_REQUIRE(smp_build(&t, counts, 6, 0) == 0);
+    T_EQ_INT(t.target, 300);
+    T_NEAR(t.repeat[1], 300.0 / 18, 1e-12);
+    T_NEAR(t.repeat[0], 1.0, 0);
+    pipe_config c;
+    pipe_config_defaults(&c);
+    c.split = &d->split[DS_TRAIN];
+    c.n_classes = 6;
+    c.image_w = c.image_h = 16;
+    c.batch_size = 32;
+    c.oversample = &t;
+    c.shuffle_buffer = 100;
+    pipeline *p;
+    T_REQUIRE(pipe_create(&c, &p, &e) == PT_OK);
+    long long per[6] = { 0 };
+    int mism = 0, nb;
+    long long total = drain(p, per, 6, &mism, &nb);
+    T_EQ_INT(mism, 0);
+    for (int k = 0; k < 6; k++)
+        T_CHECKF(per[k] >= 300 * 0.95 && per[k] <= 300 * 1.05, "class %d: %lld", k, per[k]);
+    long long expect = smp_expected_total(&t, counts);
+    T_CHECKF(llabs(total - expect) < expect / 20, "total %lld vs expected %lld", total, expect);
+    /* The label counter's simulation of a pass agrees in the same way. */
+    int32_t *labels;
+    long long n, bad;
+    T_REQUIRE(ds_scan_labels(&d->split[DS_TRAIN], &labels, &n, &bad, NULL, NULL, &e) == PT_OK);
+    long long sim[6];
+    smp_count_pass(&t, labels, (size_t)n, 5, sim);
+    for (int k = 0; k < 6; k++)
+        T_CHECKF(sim[k] >= 285 && sim[k] <= 315, "sim class %d: %lld", k, sim[k]);
+    /* A target below the largest class leaves big classes alone. */
+    smp_table t2;
+    T_REQUIRE(smp_build(&t2, counts, 6, 100) == 0);
+    T_NEAR(t2.repeat[0], 1.0, 0);
+    T_NEAR(t2.repeat[1], 100.0 / 18, 1e-12);
+    smp_free(&t2);
+    free(labels);
+    pipe_destroy(p);
+    smp_free(&t);
+    ds_free(d);
+}
+
+TEST(pipeline_repeat_cycles_through_the_data)
+{
+    ds_dataset *d = open_fixture(NULL);
+    T_REQUIRE(d);
+    pipe_config c = base_config(d, DS_VAL, 4);
+    c.repeat = 1;
+    c.shuffle_buffer = 5;
+    pipeline *p;
+    pt_err e;
+    T_REQUIRE(pipe_create(&c, &p, &e) == PT_OK);
+    long long per[5] = { 0 };
+    batch *b;
+    for (int i = 0; i < 30; i++) { /* 120 examples = 10 passes of 12 */
+        T_REQUIRE(pipe_next(p, &b, &e) == 1);
+        for (int j = 0; j < b->n; j++)
+            per[b->label[j]]++;
+        pipe_release(p, b);
+    }
+    for (int k = 0; k < 5; k++)
+        T_CHECKF(llabs(per[k] - VCOUNTS[k] * 10) <= VCOUNTS[k] + 4, "class %d: %lld", k, per[k]);
+    pipe_destroy(p);
+    ds_free(d);
+}
+
+TEST(pipeline_resume_continues_exactly_where_it_stopped)
+{
+    ds_dataset *d = open_fixture(NULL);
+    T_REQUIRE(d);
+    pipe_config c = base_config(d, DS_TRAIN, 6);
+    c.shuffle_buffer = 25;
+    c.shuffle_shards = 1;
+    c.repeat = 1;
+    c.workers = 2;
+    long long full[600], rest[600];
+    int nf = signature(d, c, 50, full);
+    c.start_batch = 17;
+    int nr = signature(d, c, 33, rest);
+    T_EQ_INT(nf, 300);
+    T_EQ_INT(nr, 198);
+    T_CHECK(memcmp(full + 17 * 6, rest, sizeof(long long) * 198) == 0);
+    ds_free(d);
+}
+
+TEST(pipeline_test_split_carries_ids_in_file_order)
+{
+    const char *root;
+    ds_dataset *d = open_fixture(&root);
+    T_REQUIRE(d);
+    pipe_config c = base_config(d, DS_TEST, 4);
+    c.workers = 2;
+    pipeline *p;
+    pt_err e;
+    T_REQUIRE(pipe_create(&c, &p, &e) == PT_OK);
+    /* File order: read the ids straight from the shard for comparison. */
+    char want[9][16];
+    tfr_reader *r;
+    T_REQUIRE(tfr_open(&r, d->split[DS_TEST].shards[0].path, &e) == PT_OK);
+    const uint8_t *pl;
+    size_t len;
+    int k = 0;
+    while (k < 9 && tfr_next(r, &pl, &len, &e) == 1) {
+        ex_example *ex;
+        const uint8_t *id;
+        size_t idl;
+        T_REQUIRE(ex_parse(pl, len, &ex, NULL, 0, 0, &e) == PT_OK);
+        T_REQUIRE(ex_get_bytes(ex, "id", &id, &idl, &e) == PT_OK);
+        T_EQ_INT(idl, 9);
+        memcpy(want[k], id, idl);
+        want[k][idl] = 0;
+        T_CHECK(ex_find(ex, "class") < 0);
+        ex_free(ex);
+        k++;
+    }
+    tfr_close(r);
+    T_EQ_INT(k, 9);
+    batch *b;
+    int got = 0;
+    while (pipe_next(p, &b, &e) == 1) {
+        for (int i = 0; i < b->n; i++, got++) {
+            T_EQ_INT(b->label[i], -1);
+            T_EQ_STR(b->id[i], want[got]);
+        }
+        pipe_release(p, b);
+    }
+    T_EQ_INT(got, 9);
+    pipe_destroy(p);
+    ds_free(d);
+}
+
+static void write_good(tfr_writer *w, const uint8_t *jpeg, size_t jlen)
+{
+    ex_builder *b = ex_builder_new();
+    int64_t cls = 1;
+    ex_add_int64(b, "class", &cls, 1);
+    ex_add_bytes(b, "image", jpeg, jlen);
+    uint8_t *buf;
+    size_t len;
+    pt_err e;
+    ex_serialize(b, &buf, &len);
+    tfr_write(w, buf, len, &e);
+    free(buf);
+    ex_builder_free(b);
+}
+
+/* A shard with one good record between each kind of bad one. */
+static void write_bad_shard(const char *dir, const uint8_t *jpeg, size_t jlen,
+                            long long *good_out, long long *bad_out)
+{
+    char path[4096];
+    util_path(path, sizeof path, "%s/00-32x32-bad.tfrec", dir);
+    tfr_writer *w;
+    pt_err e;
+    tfr_writer_open(&w, path, &e);
+    long long good = 0, bad = 0;
+    write_good(w, jpeg, jlen);
+    good++;
+    /* not an Example */
+    tfr_write(w, "\xff\xff\xff\xff garbage", 13, &e);
+    bad++;
+    write_good(w, jpeg, jlen);
+    good++;
+    /* missing image */
+    {
+        ex_builder *b = ex_builder_new();
+        int64_t cls = 1;
+        ex_add_int64(b, "class", &cls, 1);
+        uint8_t *buf;
+        size_t len;
+        ex_serialize(b, &buf, &len);
+        tfr_write(w, buf, len, &e);
+        free(buf);
+        ex_builder_free(b);
+        bad++;
+    }
+    /* class of the wrong type, class out of range, non-JPEG bytes, huge header,
+     * truncated JPEG data */
+    for (int kind = 0; kind < 5; kind++) {
+        ex_builder *b = ex_builder_new();
+        int64_t cls = kind == 1 ? 99 : 2;
+        float fcls = 2.0f;
+        if (kind == 0)
+            ex_add_float(b, "class", &fcls, 1);
+        else
+            ex_add_int64(b, "class", &cls, 1);
+        uint8_t *img = malloc(jlen);
+        memcpy(img, jpeg, jlen);
+        size_t ilen = jlen;
+        if (kind == 2)
+            memcpy(img, "GIF89a", 6);
+        if (kind == 3)
+            for (size_t i = 2; i + 9 < jlen; i++)
+                if (img[i] == 0xff && img[i + 1] == 0xc0) {
+                    img[i + 5] = 0xfe;
+                    img[i + 7] = 0xfe;
+                    break;
+                }
+        if (kind == 4)
+            ilen = jlen * 2 / 3;
+        ex_add_bytes(b, "image", img, ilen);
+        uint8_t *buf;
+        size_t len;
+        ex_serialize(b, &buf, &len);
+        tfr_write(w, buf, len, &e);
+        free(buf);
+        free(img);
+        ex_builder_free(b);
+        bad++;
+        write_good(w, jpeg, jlen);
+    good++;
+    }
+    tfr_writer_close(w, &e);
+    *good_out = good;
+    *bad_out = bad;
+}
+
+TEST(pipeline_skips_and_reports_every_kind_of_bad_record)
+{
+    const char *dir = t_tmpdir();
+    char split[4096];
+    snprintf(split, sizeof split, "%s/train", dir);
+    pt_err e;
+    T_REQUIRE(util_mkdirs(split, &e) == PT_OK);
+    /* A real 32x32 JPEG. */
+    jpg_codec *codec = jpg_codec_new();
+    uint8_t rgb[32 * 32 * 3];
+    for (int i = 0; i < 32 * 32 * 3; i++)
+        rgb[i] = (uint8_t)(i % 3 == 0 ? 30 : (i * 13) & 255); /* red 30: label 1 */
+    const uint8_t *jp;
+    size_t jlen;
+    T_REQUIRE(jpg_encode(codec, rgb, 32, 32, 90, &jp, &jlen, &e) == PT_OK);
+    uint8_t *jpeg = malloc(jlen);
+    memcpy(jpeg, jp, jlen);
+    jpg_codec_free(codec);
+    long long good, bad;
+    write_bad_shard(split, jpeg, jlen, &good, &bad);
+    /* A second shard whose tail is cut off. */
+    char cut[4096];
+    util_path(cut, sizeof cut, "%s/01-32x32-cut.tfrec", split);
+    {
+        tfr_writer *w;
+        tfr_writer_open(&w, cut, &e);
+        ex_builder *b = ex_builder_new();
+        int64_t cls = 1;
+        ex_add_int64(b, "class", &cls, 1);
+        ex_add_bytes(b, "image", jpeg, jlen);
+        uint8_t *buf;
+        size_t len;
+        ex_serialize(b, &buf, &len);
+        tfr_write(w, buf, len, &e);
+        tfr_write(w, buf, len, &e);
+        free(buf);
+        ex_builder_free(b);
+        tfr_writer_close(w, &e);
+        FILE *f = fopen(cut, "r+b");
+        fseek(f, 0, SEEK_END);
+        long sz = ftell(f);
+        fclose(f);
+        T_REQUIRE(truncate(cut, sz - 10) == 0);
+        good += 1;
+        bad += 1;
+    }
+    ds_dataset *d;
+    T_REQUIRE(ds_open(dir, 0, &d, &e) == PT_OK);
+    T_REQUIRE(ds_set_classes(d, 3, &e) == PT_OK);
+    pipe_config c = base_config(d, DS_TRAIN, 4);
+    c.interleave = 2;
+    pipeline *p;
+    T_REQUIRE(pipe_create(&c, &p, &e) == PT_OK);
+    long long per[3] = { 0 };
+    int mism = 0, nb;
+    long long total = drain(p, per, 3, &mism, &nb);
+    T_EQ_INT(total, good);
+    T_EQ_INT(mism, 0);
+    pipe_stats st;
+    pipe_get_stats(p, &st);
+    T_EQ_INT(st.errors, bad);
+    /* Every message names the file, the record and the byte offset. */
+    char msg[1100];
+    int nmsg = 0, saw[8] = { 0 };
+    const char *needles[8] = { "not a tf.train.Example", "'image' is missing",
+                               "'class' is float, expected int64", "class 99 outside 0..2",
+                               "not a JPEG", "over the limit", "JPEG data is corrupt",
+                               "truncated" };
+    while (pipe_pop_error(p, msg, sizeof msg)) {
+        nmsg++;
+        T_CHECKF(strstr(msg, ".tfrec: record ") && strstr(msg, " at byte "), "%s", msg);
+        for (int k = 0; k < 8; k++)
+            if (strstr(msg, needles[k]))
+                saw[k] = 1;
+    }
+    T_EQ_INT(nmsg, bad);
+    for (int k = 0; k < 8; k++)
+        T_CHECKF(saw[k], "no message about: %s", needles[k]);
+    pipe_destroy(p);
+
+    /* stop_on_error: the first bad record ends the stream with its message. */
+    c.stop_on_error = 1;
+    c.interleave = 1;
+    T_REQUIRE(pipe_create(&c, &p, &e) == PT_OK);
+    batch *b;
+    int rc;
+    while ((rc = pipe_next(p, &b, &e)) == 1)
+        pipe_release(p, b);
+    T_EQ_INT(rc, PT_EPARSE);
+    T_EQ_INT(e.record, 1);
+    T_CHECK(e.offset > 0 && strstr(e.msg, "00-32x32-bad.tfrec") != NULL);
+    pipe_destroy(p);
+    free(jpeg);
+    ds_free(d);
+}
+
+TEST(pipeline_destroy_while_workers_wait_does_not_hang_or_leak)
+{
+    ds_dataset *d = open_fixture(NULL);
+    T_REQUIRE(d);
+    pipe_config c = base_config(d, DS_TRAIN, 4);
+    c.repeat = 1;
+    c.workers = 3;
+    c.prefetch = 2;
+    for (int i = 0; i < 5; i++) {
+        pipeline *p;
+        pt_err e;
+        T_REQUIRE(pipe_create(&c, &p, &e) == PT_OK);
+        batch *b;
+        if (i % 2 == 0) {
+            T_REQUIRE(pipe_next(p, &b, &e) == 1); /* keep one batch out */
+        }
+        usleep(20000);
+        pipe_destroy(p);
+    }
+    ds_free(d);
+}
