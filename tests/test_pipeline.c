@@ -87,6 +87,7 @@ TEST(dataset_count_from_name_and_errors)
     T_EQ_INT(ds_count_from_name("flowers00-230.tfrec"), 230);
     T_EQ_INT(ds_count_from_name("train.tfrecord"), -1);
     T_EQ_INT(ds_count_from_name("a-b.tfrec"), -1);
+    T_EQ_INT(ds_count_from_name("val-00000-of-00001.tfrecord"), -1);
     ds_dataset *d;
     pt_err e;
     T_EQ_INT(ds_open(t_tmpdir(), 0, &d, &e), PT_ENODATA);

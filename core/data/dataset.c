@@ -38,6 +38,9 @@ long long ds_count_from_name(const char *path)
         p--;
     if (p == dot || p == base || p[-1] != '-')
         return -1;
+    /* "name-00000-of-00004.tfrecord" numbers shards; it does not count records. */
+    if (p - base >= 4 && strncmp(p - 4, "-of-", 4) == 0)
+        return -1;
     long long v = 0;
     for (const char *q = p; q < dot; q++) {
         v = v * 10 + (*q - '0');

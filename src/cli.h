@@ -1,0 +1,14 @@
+/* cli — the subcommands of the petal-tui program. Each takes the arguments after
+ * its name (argv[0] is the subcommand) and returns the process exit status. */
+#ifndef PT_CLI_H
+#define PT_CLI_H
+
+int cmd_inspect(int argc, char **argv);
+int cmd_shards(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+/* Parse helpers: 0 on success, -1 (with a message on stderr) otherwise. */
+int cli_int(const char *opt, const char *s, long long lo, long long hi, long long *out);
+int cli_double(const char *opt, const char *s, double lo, double hi, double *out);
+
+#endif

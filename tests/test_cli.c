@@ -1,0 +1,122 @@
+/* The petal-tui program itself: help, version, inspect, shards (run as a user would). */
+#include "tests/t.h"
+
+#include <stdlib.h>
+
+static int run(char **out, const char *fmt, const char *arg1, const char *arg2)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, fmt, t_bin(), arg1 ? arg1 : "", arg2 ? arg2 : "");
+    return t_run(cmd, out);
+}
+
+TEST(cli_help_and_version)
+{
+    char *out;
+    T_EQ_INT(run(&out, "%s --version", NULL, NULL), 0);
+    T_CHECK(strncmp(out, "petal-tui ", 10) == 0);
+    free(out);
+    T_EQ_INT(run(&out, "%s --help", NULL, NULL), 0);
+    T_CHECK(strstr(out, "inspect") && strstr(out, "shards"));
+    free(out);
+    T_EQ_INT(run(&out, "%s --no-such-option", NULL, NULL), 1);
+    T_CHECK(strstr(out, "--no-such-option") != NULL);
+    free(out);
+    T_EQ_INT(run(&out, "%s shards --size 3 a b", NULL, NULL), 1);
+    T_CHECK(strstr(out, "--size wants a whole number from 8") != NULL);
+    free(out);
+}
+
+TEST(cli_inspect_tf_written_singles)
+{
+    char *out;
+    int rc = run(&out, "%s inspect '%s'", t_data("tf-written-tfrecords/node-tfrecord/singles.tfrecords"),
+                 NULL);
+    T_EQ_INT(rc, 0);
+    T_CHECK(strstr(out, "int_feature int64[1] = 42") != NULL);
+    T_CHECK(strstr(out, "float_feature float[1] = 3.14") != NULL);
+    T_CHECK(strstr(out, "byte_feature bytes[1] = \"@ABCD\"") != NULL);
+    T_CHECK(strstr(out, "total: 3 records") != NULL);
+    free(out);
+}
+
+TEST(cli_inspect_deeplab_folder_reports_sizes_and_no_damage)
+{
+    char *out;
+    int rc = run(&out, "%s inspect '%s'", t_data("tf-written-tfrecords/tf-models-testdata"), NULL);
+    T_EQ_INT(rc, 0);
+    T_CHECK(strstr(out, "500x366 (1) 500x335 (1) 500x333 (1)") != NULL);
+    T_CHECK(strstr(out, "image/encoded") && strstr(out, "JPEG 500x366"));
+    T_CHECK(strstr(out, "total: 3 records") != NULL);
+    free(out);
+}
+
+TEST(cli_inspect_damaged_files_exit_nonzero_with_locations)
+{
+    char *out;
+    int rc = run(&out, "%s inspect '%s'", t_data("tf-written-tfrecords/crlf-damaged"), NULL);
+    T_EQ_INT(rc, 2);
+    T_CHECK(strstr(out, "pets_examples.record: record 0 at byte 0: payload crc mismatch") != NULL);
+    T_CHECK(strstr(out, "pets_examples.record: record 1 at byte 18446: length crc mismatch") != NULL);
+    T_CHECK(strstr(out, "snapshot_serengeti_sequence_examples.record: record 0 at byte 0: truncated") !=
+            NULL);
+    free(out);
+    rc = run(&out, "%s inspect '%s'",
+             t_data("tf-written-tfrecords/crlf-damaged/pets_examples.record"), NULL);
+    T_EQ_INT(rc, 2);
+    free(out);
+}
+
+TEST(cli_inspect_tensorboard_events_are_intact_but_not_examples)
+{
+    char *out;
+    int rc = run(&out, "%s inspect '%s'",
+                 t_data("tf-written-tfrecords/tfevents-petals/20250321-152615/train"), NULL);
+    T_EQ_INT(rc, 0);
+    T_CHECK(strstr(out, "a TensorBoard event file") != NULL);
+    T_CHECK(strstr(out, "total: 50 records") != NULL);
+    free(out);
+}
+
+TEST(cli_shards_from_real_photos_then_inspect_totals_4317)
+{
+    const char *dir = t_tmpdir();
+    char *out;
+    int rc = run(&out, "%s shards '%s' '%s/out' --size 64 --val 0.2", t_data("flower-jpegs-128"),
+                 dir);
+    T_EQ_INT(rc, 0);
+    T_CHECKF(strstr(out, "total: 4317 records") != NULL, "%s", out);
+    free(out);
+    char ds[4096];
+    snprintf(ds, sizeof ds, "%s/out", dir);
+    rc = run(&out, "%s inspect '%s'", ds, NULL);
+    T_EQ_INT(rc, 0);
+    T_CHECK(strstr(out, "total: 4317 records") != NULL);
+    T_CHECK(strstr(out, "image sizes: 64x64 (3453)") != NULL);
+    /* Stratified: each class's val share is 20% of it, rounded. */
+    T_CHECK(strstr(out, "daisy                           611      153") != NULL);
+    T_CHECK(strstr(out, "dandelion                       842      210") != NULL);
+    free(out);
+    /* Refuses to overwrite an existing dataset. */
+    rc = run(&out, "%s shards '%s' '%s/out' --size 64", t_data("flower-jpegs-128"), dir);
+    T_EQ_INT(rc, 1);
+    T_CHECK(strstr(out, "already exists") != NULL);
+    free(out);
+}
+
+TEST(cli_shards_test_split_gets_ids_not_classes)
+{
+    const char *dir = t_tmpdir();
+    char *out;
+    int rc = run(&out, "%s shards '%s' '%s' --size 32 --val 0.1 --test 0.1 --per-shard 1000",
+                 t_data("flower-jpegs-128"), dir);
+    T_EQ_INT(rc, 0);
+    free(out);
+    char test_dir[4096];
+    snprintf(test_dir, sizeof test_dir, "%s/tfrecords-jpeg-32x32/test", dir);
+    rc = run(&out, "%s inspect --records 1 '%s'", test_dir, NULL);
+    T_EQ_INT(rc, 0);
+    T_CHECK(strstr(out, "class") == NULL);
+    T_CHECK(strstr(out, " id bytes[1] = \"") != NULL);
+    free(out);
+}
