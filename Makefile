@@ -38,7 +38,8 @@ WARN      := -Wall -Wextra -Wpedantic -Werror -Wshadow -Wstrict-prototypes -Wmis
 STD       := -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L
 ifeq ($(SAN),1)
   SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-  BUILD    := $(BUILD)-san
+  # override: a BUILD=x on the command line still gets its own x-san folder
+  override BUILD := $(BUILD)-san
 endif
 
 # Recursive (=) on purpose: pkg-config runs when a recipe needs the flags,
@@ -56,10 +57,11 @@ APP_SRC   := $(sort $(wildcard src/*.c))
 TEST_SRC  := $(sort $(wildcard tests/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
-GEN_SRC   := $(BUILD)/gen/example.pb-c.c $(BUILD)/gen/classes104.c
+GEN_SRC   := $(BUILD)/gen/example.pb-c.c $(BUILD)/gen/classes104.c $(BUILD)/gen/demo_params.c
 GEN_HDR   := $(BUILD)/gen/example.pb-c.h
 
-CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/example.pb-c.o $(BUILD)/gen/classes104.o
+CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/example.pb-c.o $(BUILD)/gen/classes104.o \
+             $(BUILD)/gen/demo_params.o
 UI_OBJ    := $(UI_SRC:%.c=$(BUILD)/%.o)
 APP_OBJ   := $(APP_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/list.o
@@ -124,6 +126,14 @@ $(BUILD)/gen/classes104.c: assets/classes-104.txt Makefile
 	   echo '};'; \
 	   echo 'const size_t ds_competition_class_count = sizeof ds_competition_classes / sizeof ds_competition_classes[0];'; \
 	 } > $@
+
+# The demo dataset's parameters, compiled in as text.
+$(BUILD)/gen/demo_params.c: assets/demo-dataset.conf Makefile
+	@mkdir -p $(BUILD)/gen
+	@{ echo '/* generated from assets/demo-dataset.conf */'; \
+	   echo 'const char demo_params_text[] ='; \
+	   sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $<; \
+	   echo ';'; } > $@
 
 # Test registry: every `TEST(name)` in tests/*.c, in file order.
 $(BUILD)/tests/list.c: $(TEST_SRC) Makefile

@@ -12,6 +12,7 @@ static void help(void)
            "usage:\n"
            "  petal-tui inspect PATH            what is in a shard, folder or dataset\n"
            "  petal-tui shards SRC_DIR OUT_DIR  class folders of JPEGs -> TFRecord shards\n"
+           "  petal-tui demo [--cache DIR]      generate the demo dataset, print its folder\n"
            "  petal-tui --help | --version\n"
            "\n"
            "Each subcommand takes --help. See petal-tui(1).\n",
@@ -34,6 +35,8 @@ int main(int argc, char **argv)
             return cmd_inspect(argc - 1, argv + 1);
         if (!strcmp(c, "shards"))
             return cmd_shards(argc - 1, argv + 1);
+        if (!strcmp(c, "demo"))
+            return cmd_demo(argc - 1, argv + 1);
         fprintf(stderr, "petal-tui: unknown command or option '%s' (try --help)\n", c);
         return 1;
     }

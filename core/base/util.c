@@ -197,3 +197,24 @@ int util_remove_tree(const char *path)
         return remove(path) == 0 ? 0 : -1;
     return nftw(path, remove_one, 32, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
 }
+
+void util_copy(char *dst, size_t n, const char *src)
+{
+    if (n == 0)
+        return;
+    size_t k = strlen(src);
+    if (k >= n)
+        k = n - 1;
+    memcpy(dst, src, k);
+    dst[k] = '\0';
+}
+
+void util_fmt(char *dst, size_t n, const char *fmt, ...)
+{
+    if (n == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, n, fmt, ap);
+    va_end(ap);
+}

@@ -44,4 +44,13 @@ int util_path(char *out, size_t n, const char *fmt, ...)
 #endif
     ;
 
+/* Copy or format into a fixed buffer, cutting what does not fit (always
+ * NUL-terminated). For display strings, where truncation is the intent. */
+void util_copy(char *dst, size_t n, const char *src);
+void util_fmt(char *dst, size_t n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 #endif
