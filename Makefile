@@ -147,6 +147,12 @@ $(BUILD)/tests/list.c: $(TEST_SRC) Makefile
 	   echo '    { 0, 0, 0 }'; echo '};'; } > $@
 
 # --- compile -------------------------------------------------------------------------
+# The layer kernels: GCC vectorises their channel loops only at -O3, and without
+# trapping math it may if-convert the ReLU masks (only FP exception flags differ,
+# which nothing reads). Same flags under clang.
+NN_OPT ?= -O3 -fno-trapping-math
+$(BUILD)/core/nn/%.o: OPT := $(NN_OPT)
+
 $(BUILD)/%.o: %.c $(GEN_HDR)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"

@@ -1,0 +1,250 @@
+/* nn — the neural-network library: a graph of layers built through a builder API,
+ * per-replica contexts that run forward and backward, the softmax cross-entropy loss,
+ * FLOP counts and the built-in models (nn_models.h).
+ *
+ * Layout and numbers: float32, NHWC (channels fastest), 64-byte aligned buffers.
+ *
+ * Ownership:
+ *   - nn_model owns its node list, ONE contiguous parameter array (every conv/dense
+ *     weight and bias, every BN gamma/beta), ONE contiguous buffer array (BN running
+ *     mean/var) and the per-parameter trainable mask. nn_model_free() releases them.
+ *     The trainer may read and write both arrays in place (optimizer, checkpoints).
+ *   - nn_ctx (one per replica thread) owns everything a forward/backward writes:
+ *     activations, gradients of activations, workspaces, the dropout masks, the BN
+ *     batch statistics it recorded, and ONE contiguous gradient array with the same
+ *     length and layout as the model's parameter array. It keeps a const pointer to
+ *     its model; free every context before its model. nn_ctx_free() releases it.
+ *   - nn_forward() keeps the caller's input pointer for nn_backward(): the input must
+ *     stay valid and unchanged until the backward of that forward has run.
+ *
+ * Threads: several contexts may run forward/backward at once on one model; forward
+ * and backward only read the model. Everything that writes the model (the builder,
+ * nn_model_init_params, nn_model_freeze_backbone, nn_model_update_bn) must not run at
+ * the same time as them. Call nn_init() once before starting threads: it makes
+ * OpenBLAS single-threaded, so each replica's sgemm runs on its own thread.
+ *
+ * Errors: library code never prints or aborts. Builder calls return a node id >= 0 or
+ * a negative PT_E* code; the first builder error is kept and nn_model_finalize()
+ * reports it, so a model can be described without checking every call.
+ *
+ * Sources: nn_model.c (builder, layout, init, freezing, FLOPs, summary, BN update),
+ * nn_ctx.c (contexts, forward, backward), nn_conv.c, nn_layers.c, nn_loss.c, and
+ * nn_models.c (nn_models.h: the built-in models). nn_impl.h is internal.
+ */
+#ifndef PT_NN_H
+#define PT_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+/* Padding arguments of nn_conv2d / nn_maxpool / nn_avgpool: a value >= 0 pads every
+ * side by that many pixels; these two follow TensorFlow's padding strings. "same"
+ * pads so the output is ceil(in / stride), the extra pixel (if any) at the bottom
+ * and right, exactly as TensorFlow does. */
+#define NN_PAD_SAME (-1)
+#define NN_PAD_VALID (-2)
+
+/* BatchNormalization constants (Keras defaults). */
+#define NN_BN_EPS 1e-3f
+#define NN_BN_MOMENTUM 0.99f
+
+typedef enum nn_op {
+    NN_OP_INPUT,
+    NN_OP_AFFINE,   /* fixed per-channel y = x * scale + shift (input normalisation) */
+    NN_OP_CONV,
+    NN_OP_BN,
+    NN_OP_RELU,
+    NN_OP_RELU6,
+    NN_OP_MAXPOOL,
+    NN_OP_AVGPOOL,
+    NN_OP_GAP,      /* global average pooling: h x w x c -> 1 x 1 x c */
+    NN_OP_DROPOUT,
+    NN_OP_DENSE,    /* flattens its input: h*w*c -> cout */
+    NN_OP_ADD,
+} nn_op;
+
+typedef enum nn_init_kind {
+    NN_INIT_HE_NORMAL,   /* truncated normal, std sqrt(2 / fan_in) (Keras he_normal) */
+    NN_INIT_HE_UNIFORM,  /* uniform +-sqrt(6 / fan_in) */
+} nn_init_kind;
+
+typedef struct nn_model nn_model;
+typedef struct nn_ctx nn_ctx;
+
+/* Make OpenBLAS run single-threaded (each replica thread calls sgemm itself).
+ * Call once before starting replica threads. */
+void nn_init(void);
+/* The OpenBLAS kernel set in use (e.g. "Haswell"), to print beside speed figures. */
+const char *nn_blas_corename(void);
+
+/* ---- building a model ----------------------------------------------------------- */
+
+/* A model whose input is h x w x c. NULL when out of memory or a size is <= 0. */
+nn_model *nn_model_new(int h, int w, int c);
+void nn_model_free(nn_model *m);
+
+/* Each returns the new node's id (>= 0), or a negative PT_E* code. Passing a negative
+ * id (a failed earlier call) returns that error again. Nodes are numbered in the
+ * order they are added, which is a topological order. */
+int nn_input(nn_model *m);
+/* scale and shift have c entries each (copied). No parameters. */
+int nn_affine(nn_model *m, int in, const float *scale, const float *shift);
+/* groups divides cin and cout; groups == cin == cout is depthwise. pad: >= 0,
+ * NN_PAD_SAME or NN_PAD_VALID. Weights are HWIO: [kh][kw][cin/groups][cout]. */
+int nn_conv2d(nn_model *m, int in, int cout, int kh, int kw, int stride, int pad, int groups,
+              int bias);
+int nn_batchnorm(nn_model *m, int in);
+int nn_relu(nn_model *m, int in);
+int nn_relu6(nn_model *m, int in);
+/* Windows k x k. Padded pixels never win a max and are not counted by the average. */
+int nn_maxpool(nn_model *m, int in, int k, int stride, int pad);
+int nn_avgpool(nn_model *m, int in, int k, int stride, int pad);
+int nn_gap(nn_model *m, int in);
+/* Inverted dropout: keeps with probability 1 - rate and scales kept values by
+ * 1 / (1 - rate) in training; identity in inference. 0 <= rate < 1. */
+int nn_dropout(nn_model *m, int in, float rate);
+/* Weights [h*w*c][cout] row-major, then cout biases. */
+int nn_dense(nn_model *m, int in, int cout);
+int nn_add(nn_model *m, int a, int b);
+/* Choose the initialiser of conv weights (before nn_model_finalize; default He normal). */
+void nn_model_set_conv_init(nn_model *m, nn_init_kind kind);
+
+/* Close the description: out is the node whose output is the logits. Lays out the
+ * parameter and buffer arrays and initialises them with seed 0. Nodes that do not
+ * lead to out are kept but never run. Reports the first builder error.
+ * A BN whose only reader is a ReLU/ReLU6 applies that activation itself (one pass,
+ * no stored pre-activation); the two nodes then share their output. */
+int nn_model_finalize(nn_model *m, int out, pt_err *e);
+
+/* ---- parameters ------------------------------------------------------------------- */
+
+float *nn_params(nn_model *m);
+const float *nn_params_const(const nn_model *m);
+size_t nn_param_count(const nn_model *m);
+/* Non-trainable state: per BN layer, running mean[c] then running var[c]. */
+float *nn_buffers(nn_model *m);
+size_t nn_buffer_count(const nn_model *m);
+
+/* Seeded initialisation of every parameter and buffer: He (conv), Glorot-uniform
+ * (dense), zero biases, BN gamma 1 / beta 0, running mean 0 / var 1. Each tensor's
+ * values depend only on (seed, node id), so they are identical on every run. */
+void nn_model_init_params(nn_model *m, uint64_t seed);
+
+/* Transfer learning: every parameter except those of the last dense layer becomes
+ * non-trainable. Backward then writes no gradient for them (they stay 0) and stops
+ * below the first trainable layer. Frozen BN layers run in inference mode (running
+ * statistics, nothing recorded) even in a training forward, as Keras does.
+ * PT_EUSAGE (and nothing changed) when the model has no dense layer. Change freezing
+ * between optimizer updates only, never between a forward and its backward. */
+int nn_model_freeze_backbone(nn_model *m);
+/* Every parameter trainable again. */
+void nn_model_unfreeze(nn_model *m);
+/* Make backward also compute the gradient with respect to the model's input
+ * (off by default: nothing needs it in training). */
+void nn_model_set_input_grad(nn_model *m, int on);
+/* 1 when parameter index i receives gradients. */
+int nn_param_trainable(const nn_model *m, size_t i);
+/* Per parameter: 1 trainable, 0 frozen (nn_param_count() entries, owned by m). */
+const uint8_t *nn_param_mask(const nn_model *m);
+size_t nn_trainable_count(const nn_model *m);
+
+/* ---- describing a model ----------------------------------------------------------- */
+
+typedef struct nn_node_info {
+    nn_op op;
+    int in[2];           /* input node ids, -1 when unused */
+    int h, w, c;         /* output shape per example */
+    int kh, kw, stride, groups, has_bias;   /* conv and pools */
+    float rate;          /* dropout */
+    size_t param_offset; /* into nn_params(): weights (or BN gamma), then bias (BN beta) */
+    size_t weight_count; /* conv/dense weights; BN gamma */
+    size_t bias_count;   /* conv/dense bias; BN beta */
+    size_t buffer_offset, buffer_count;  /* BN running mean, var */
+    int trainable;
+} nn_node_info;
+
+int nn_node_count(const nn_model *m);
+int nn_output_node(const nn_model *m);
+int nn_node_get(const nn_model *m, int node, nn_node_info *out);
+const char *nn_op_name(nn_op op);
+/* Output classes (size of the output node per example). */
+int nn_model_classes(const nn_model *m);
+void nn_model_input_shape(const nn_model *m, int *h, int *w, int *c);
+
+/* FLOPs for n examples, counting only the multiply-adds of conv (depthwise included)
+ * and dense layers, 2 per multiply-add: the work a matrix unit does. Elementwise
+ * layers (BN, activations, pooling, add, dropout) count 0. with_backward adds what
+ * backward actually runs under the current freezing: the weight gradient of each
+ * trainable layer and the input gradient where one is needed (never for the first
+ * conv). nn_node_flops is the same for one node. */
+double nn_flops(const nn_model *m, int n, int with_backward);
+double nn_node_flops(const nn_model *m, int node, int n, int with_backward);
+
+/* One line per node (id, op, inputs, output shape, params, forward MFLOPs per example)
+ * and a total, written into buf (always NUL-terminated when size > 0). Returns the
+ * length the full text needs, like snprintf. */
+size_t nn_model_summary(const nn_model *m, char *buf, size_t size);
+
+/* ---- running a model: one context per replica ---------------------------------------- */
+
+/* Allocates every activation, gradient and workspace for batches of up to max_batch
+ * examples; nothing is allocated later. m must be finalized. */
+nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e);
+void nn_ctx_free(nn_ctx *c);
+int nn_ctx_max_batch(const nn_ctx *c);
+/* Bytes the context allocated. */
+size_t nn_ctx_bytes(const nn_ctx *c);
+
+/* Forward n (1..max_batch) examples, NHWC floats. training: BN uses batch statistics
+ * (and records them, see nn_model_update_bn) and dropout is active, keeping what
+ * backward needs; otherwise inference. Dropout's mask for (example, element j) is a
+ * function of (seed, first_example + example index, j, node) alone, so it does not
+ * depend on how a global batch is split across replicas. Returns the logits
+ * [n][classes] (owned by the context, valid until its next forward), or NULL when n
+ * is out of range or the model is not finalized. */
+const float *nn_forward(nn_ctx *c, const float *input, int n, int training, uint64_t seed,
+                        int64_t first_example);
+/* Backward of the last (training) forward, from dlogits [n][classes]. ACCUMULATES
+ * (+=) into the gradient array. PT_EUSAGE when the last forward was not training. */
+int nn_backward(nn_ctx *c, const float *dlogits);
+/* The context's gradient array (nn_param_count() floats, layout of nn_params()). */
+float *nn_grads(nn_ctx *c);
+void nn_zero_grads(nn_ctx *c);
+/* Output of any node in the last forward ([n][h*w*c]), for tests and inspection (a
+ * BN with a fused activation shows the activated values). */
+const float *nn_ctx_output(const nn_ctx *c, int node);
+/* The gradient of the loss with respect to the input of the last backward
+ * ([n][h*w*c]), or NULL unless nn_model_set_input_grad(m, 1) was called. */
+const float *nn_ctx_input_grad(const nn_ctx *c);
+
+/* Averages the BN batch statistics recorded by the training forwards of these
+ * contexts since the last update (each forward weighted by its example count), applies
+ * one momentum update to the model's running mean/var (var uses the unbiased batch
+ * variance, as Keras and PyTorch do), and clears the records. Layers with no record
+ * are left alone. Call once per optimizer update, with no forward running. */
+void nn_model_update_bn(nn_model *m, nn_ctx *const *ctxs, int count);
+/* Drop the recorded statistics without applying them. */
+void nn_ctx_clear_bn_records(nn_ctx *c);
+
+/* Per-node timing (for benchmarks): when on, forward and backward add the calling
+ * thread's CPU time spent in each node into the context (everything, sgemm included,
+ * runs on that thread, so this is busy time, unaffected by other processes). */
+void nn_ctx_set_profile(nn_ctx *c, int on);
+void nn_ctx_node_time(const nn_ctx *c, int node, double *fwd_s, double *bwd_s);
+void nn_ctx_reset_profile(nn_ctx *c);
+
+/* ---- loss ------------------------------------------------------------------------------ */
+
+/* Softmax cross-entropy from logits [n][k], SUM reduction, numerically stable.
+ * Targets in the batch's form: example i is class a[i] with weight mix[i] and class
+ * b[i] with weight 1 - mix[i]. b and mix may be NULL (hard labels a). Writes *loss
+ * (the sum over the n examples; may be NULL), dlogits = scale * d(loss)/d(logits)
+ * (may be NULL) and the argmax class of each example into pred (may be NULL).
+ * PT_ECLASS when a label is outside [0, k); nothing is written then. */
+int nn_softmax_ce(const float *logits, int n, int k, const int32_t *a, const int32_t *b,
+                  const float *mix, float scale, double *loss, float *dlogits, int32_t *pred,
+                  pt_err *e);
+
+#endif

@@ -1,0 +1,152 @@
+/* nn_impl — internals shared by the core/nn/ sources (not for other modules): the
+ * node, model and context structs and the layer kernels each source provides.
+ *
+ * Ownership is as in nn.h. Kernels never allocate: every scratch array they use is
+ * passed in by the caller (the context owns them).
+ */
+#ifndef PT_NN_IMPL_H
+#define PT_NN_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn/nn.h"
+
+/* Largest kernel / pool window side the builder accepts. */
+#define NN_MAX_KERNEL 15
+
+typedef struct nn_node {
+    nn_op op;
+    int in[2];               /* -1 when unused */
+    int h, w, c;             /* output shape per example */
+    size_t len;              /* h * w * c */
+    int kh, kw, stride, pad_t, pad_l, groups, has_bias;  /* conv, pools */
+    float rate;              /* dropout */
+    float *aff;              /* affine: scale[c] then shift[c] (owned by the model) */
+    size_t p_off, w_len, b_len;     /* parameters */
+    size_t buf_off, buf_len;        /* buffers (BN running mean, var) */
+    size_t bn_coff;          /* BN: offset of its channels in the context's BN arrays */
+    int bn_slot;             /* BN: index among the BN layers */
+    /* Filled by nn_model_finalize(). */
+    int live;                /* the output depends on it */
+    int consumers;           /* live nodes reading it (an add of x with x counts twice) */
+    int last_use;            /* highest live node id reading it (its own id when none) */
+    int fused_act;           /* BN: NN_OP_RELU / NN_OP_RELU6 applied by the BN, else 0 */
+    int alias;               /* activation fused into a BN: that BN's id; else -1 */
+    int trainable;           /* its parameters receive gradients */
+    int grad;                /* backward runs here (it or something below is trainable) */
+} nn_node;
+
+struct nn_model {
+    int h, w, c;
+    nn_node *nodes;
+    int n_nodes, cap_nodes;
+    int out;
+    int finalized;
+    int err;                 /* first builder error, PT_OK when none */
+    char msg[256];
+    nn_init_kind conv_init;
+    int input_grad;
+    int n_bn;
+    size_t bn_channels;      /* sum of the channels of all BN layers */
+    int max_c;               /* largest channel count of any node */
+    float *params;
+    size_t n_params;
+    float *bufs;
+    size_t n_bufs;
+    uint8_t *mask;
+};
+
+struct nn_ctx {
+    const nn_model *m;
+    int max_batch;
+    int n;                   /* examples in the last forward */
+    int training;            /* the last forward was a training one */
+    int backward_ok;         /* a training forward ran and nothing invalidated it */
+    const float **outp;      /* per node: its output in the last forward */
+    float **act;             /* per node: its own output storage, NULL for none */
+    float **dy;              /* per node: storage of the gradient of its output */
+    uint8_t *fresh;          /* per node: dy holds a value in the current backward */
+    float **drop_mask;       /* dropout: 0 or 1 / (1 - rate), per element */
+    float *grads;
+    float *ws;               /* im2col / col2im workspace */
+    size_t ws_floats;
+    float *bn_mean, *bn_invstd;       /* batch statistics of the last training forward */
+    double *rec_mean, *rec_var;       /* recorded sums (weighted by examples) */
+    double *rec_w;                    /* per BN layer: examples recorded */
+    float *fscratch;                  /* 4 * max_c floats */
+    double *dscratch;                 /* 4 * max_c doubles */
+    int profile;
+    double *t_fwd, *t_bwd;
+    size_t bytes;
+    /* The storage blocks behind the pointers above. */
+    float *act_arena, *dy_arena, *mask_arena;
+};
+
+/* ---- conv (nn_conv.c) ---- */
+
+typedef struct nn_conv_shape {
+    int n, h, w, cin;        /* input */
+    int oh, ow, cout;        /* output */
+    int kh, kw, stride, pt, pl, groups;
+} nn_conv_shape;
+
+void nn_conv_shape_of(const nn_model *m, const nn_node *nd, int n, nn_conv_shape *s);
+/* Workspace floats the conv needs (0 for depthwise and stride-1 1x1). */
+size_t nn_conv_ws_floats(const nn_conv_shape *s);
+void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
+                 float *y, float *ws);
+/* dx (NULL: not needed) is overwritten, or added to when dx_accum. dw/db (NULL: not
+ * trainable / no bias) are added to. */
+void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const float *dy,
+                 float *dx, int dx_accum, float *dw, float *db, float *ws);
+
+/* ---- elementwise and small layers (nn_layers.c) ---- */
+
+void nn_affine_fwd(long rows, int c, const float *x, const float *scale, const float *shift,
+                   float *y);
+void nn_affine_bwd(long rows, int c, const float *dy, const float *scale, float *dx, int accum);
+/* Training: normalises with the batch statistics (returned in mean, invstd, and the
+ * unbiased variance in var_u), then applies act (0, NN_OP_RELU, NN_OP_RELU6). */
+void nn_bn_fwd_train(long rows, int c, const float *x, const float *gamma, const float *beta,
+                     int act, float *y, float *mean, float *invstd, float *var_u,
+                     double *dscratch, float *fscratch);
+void nn_bn_fwd_infer(long rows, int c, const float *x, const float *gamma, const float *beta,
+                     const float *rmean, const float *rvar, int act, float *y, float *fscratch);
+/* dgamma/dbeta (NULL: frozen) are added to; dx (NULL: not needed) written or added. */
+void nn_bn_bwd(long rows, int c, const float *x, const float *y, const float *dy,
+               const float *gamma, const float *mean, const float *invstd, int act, float *dx,
+               int accum, float *dgamma, float *dbeta, double *dscratch, float *fscratch);
+/* Backward through a BN that ran in inference mode (frozen). */
+void nn_bn_bwd_frozen(long rows, int c, const float *y, const float *dy, const float *gamma,
+                      const float *rvar, int act, float *dx, int accum, float *fscratch);
+void nn_act_fwd(size_t len, int act, const float *x, float *y);
+void nn_act_bwd(size_t len, int act, const float *y, const float *dy, float *dx, int accum);
+/* Pools: input n x h x w x c, window k, stride, top/left padding, output oh x ow.
+ * Max-pool backward finds each window's winner again from its input x and output y
+ * (the first element equal to the max, the one forward kept), so forward stores no
+ * indices. */
+void nn_maxpool_fwd(int n, int h, int w, int c, int k, int stride, int pt, int pl, int oh,
+                    int ow, const float *x, float *y);
+void nn_maxpool_bwd(int n, int h, int w, int c, int k, int stride, int pt, int pl, int oh,
+                    int ow, const float *x, const float *y, const float *dy, float *dx,
+                    int accum);
+void nn_avgpool_fwd(int n, int h, int w, int c, int k, int stride, int pt, int pl, int oh,
+                    int ow, const float *x, float *y);
+void nn_avgpool_bwd(int n, int h, int w, int c, int k, int stride, int pt, int pl, int oh,
+                    int ow, const float *dy, float *dx, int accum);
+void nn_gap_fwd(int n, int hw, int c, const float *x, float *y);
+void nn_gap_bwd(int n, int hw, int c, const float *dy, float *dx, int accum);
+void nn_dropout_mask(int n, size_t len, float rate, uint64_t seed, int64_t first, int node,
+                     float *mask);
+void nn_mul_fwd(size_t len, const float *x, const float *mask, float *y);
+void nn_mul_bwd(size_t len, const float *dy, const float *mask, float *dx, int accum);
+void nn_dense_fwd(int n, int cin, int cout, const float *x, const float *wt, const float *b,
+                  float *y);
+void nn_dense_bwd(int n, int cin, int cout, const float *x, const float *wt, const float *dy,
+                  float *dx, int accum, float *dw, float *db);
+void nn_add_fwd(size_t len, const float *a, const float *b, float *y);
+/* dx = dy or dx += dy. */
+void nn_copy_grad(size_t len, const float *dy, float *dx, int accum);
+
+#endif

@@ -1,0 +1,46 @@
+/* nn_loss — softmax cross-entropy from logits with the batch's two-label targets. */
+#include <math.h>
+
+#include "nn/nn_impl.h"
+
+int nn_softmax_ce(const float *logits, int n, int k, const int32_t *a, const int32_t *b,
+                  const float *mix, float scale, double *loss, float *dlogits, int32_t *pred,
+                  pt_err *e)
+{
+    /* Check every label first, so nothing is written on bad input. */
+    for (int i = 0; i < n; i++) {
+        int la = a[i], lb = b ? b[i] : la;
+        if (la < 0 || la >= k || lb < 0 || lb >= k)
+            return err_set(e, PT_ECLASS, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                           "nn: example %d has label %d/%d outside [0, %d)", i, la, lb, k);
+    }
+    double total = 0.0;
+    for (int i = 0; i < n; i++) {
+        const float *z = logits + (size_t)i * k;
+        int best = 0;
+        for (int j = 1; j < k; j++)
+            if (z[j] > z[best])
+                best = j;
+        const double mx = z[best];
+        double s = 0.0;
+        for (int j = 0; j < k; j++)
+            s += exp((double)z[j] - mx);
+        const double lse = mx + log(s);
+        const int la = a[i], lb = b ? b[i] : la;
+        const double wa = mix ? (double)mix[i] : 1.0;
+        total += lse - wa * z[la] - (1.0 - wa) * z[lb];
+        if (dlogits) {
+            float *d = dlogits + (size_t)i * k;
+            const double inv = 1.0 / s;
+            for (int j = 0; j < k; j++)
+                d[j] = (float)(scale * exp((double)z[j] - mx) * inv);
+            d[la] -= (float)(scale * wa);
+            d[lb] -= (float)(scale * (1.0 - wa));
+        }
+        if (pred)
+            pred[i] = best;
+    }
+    if (loss)
+        *loss = total;
+    return PT_OK;
+}

@@ -1,0 +1,495 @@
+/* nn: every layer's backward against central finite differences, for the gradient of
+ * the input and of every parameter, on small shapes.
+ *
+ * The scalar checked is L = sum(output * R) for a fixed random R, so backward is run
+ * with dlogits = R. Forward runs in float, L is summed in double. A coordinate whose
+ * two differences disagree in slope (a ReLU or max switching inside +-h) is skipped
+ * and counted; a check fails when more than a few are skipped. The error of one
+ * coordinate is |analytic - numeric| / max(|analytic|, |numeric|, 2% of the largest
+ * gradient of that tensor). Single layers are held to 1%; whole networks to 5%, as
+ * float rounding through many layers leaves about 1e-4 of noise in the differences. */
+#include "tests/t.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "base/rng.h"
+#include "nn/nn.h"
+#include "nn/nn_models.h"
+
+#define FD_H 1e-3
+#define FD_MAX_COORDS 300
+
+static void fill_uniform(float *p, size_t n, uint64_t seed, float lo, float hi)
+{
+    rng r;
+    rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++)
+        p[i] = rng_uniform(&r, lo, hi);
+}
+
+/* Values with |v| >= 0.05 (ReLU kinks stay out of reach of +-FD_H). */
+static void fill_away_from_zero(float *p, size_t n, uint64_t seed, float lo, float hi)
+{
+    rng r;
+    rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) {
+        float v;
+        do
+            v = rng_uniform(&r, lo, hi);
+        while (fabsf(v) < 0.05f || fabsf(v - 6.0f) < 0.05f);
+        p[i] = v;
+    }
+}
+
+/* Distinct values 0.02 apart in random order (maxpool winners cannot change). */
+static void fill_distinct(float *p, size_t n, uint64_t seed)
+{
+    rng r;
+    rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++)
+        p[i] = -1.0f + 0.02f * (float)i;
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)rng_below(&r, i);
+        float t = p[i - 1];
+        p[i - 1] = p[j];
+        p[j] = t;
+    }
+}
+
+/* Non-trivial values for what initialisation sets to constants: biases, BN gamma and
+ * beta, BN running statistics. */
+static void randomize_constants(nn_model *m, uint64_t seed)
+{
+    rng r;
+    rng_seed(&r, seed);
+    float *P = nn_params(m), *B = nn_buffers(m);
+    for (int i = 0; i < nn_node_count(m); i++) {
+        nn_node_info ni;
+        nn_node_get(m, i, &ni);
+        if (ni.op == NN_OP_BN) {
+            for (size_t j = 0; j < ni.weight_count; j++) {
+                P[ni.param_offset + j] = rng_uniform(&r, 0.5f, 1.5f);
+                P[ni.param_offset + ni.weight_count + j] = rng_uniform(&r, -0.5f, 0.5f);
+            }
+            for (int j = 0; j < ni.c; j++) {
+                B[ni.buffer_offset + (size_t)j] = rng_uniform(&r, -0.3f, 0.3f);
+                B[ni.buffer_offset + (size_t)ni.c + (size_t)j] = rng_uniform(&r, 0.5f, 2.0f);
+            }
+        } else {
+            for (size_t j = 0; j < ni.bias_count; j++)
+                P[ni.param_offset + ni.weight_count + j] = rng_uniform(&r, -0.3f, 0.3f);
+        }
+    }
+}
+
+typedef struct fd {
+    nn_ctx *c;
+    const float *x;
+    int n, training;
+    const float *R;
+    size_t nout;
+} fd;
+
+static double loss_at(const fd *f)
+{
+    const float *y = nn_forward(f->c, f->x, f->n, f->training, 1234, 0);
+    double L = 0.0;
+    for (size_t j = 0; j < f->nout; j++)
+        L += (double)y[j] * (double)f->R[j];
+    return L;
+}
+
+typedef struct fd_result {
+    double max_err;
+    size_t worst;
+    double worst_a, worst_n;
+    int checked, skipped;
+} fd_result;
+
+/* Central differences of L over (a sample of) the n values at v, against g; only
+ * where mask (when given) is 1. */
+static fd_result compare(const fd *f, float *v, size_t n, const float *g, const uint8_t *mask,
+                         double L0)
+{
+    fd_result r = {0};
+    double gmax = 0.0;
+    for (size_t i = 0; i < n; i++)
+        gmax = fmax(gmax, fabs((double)g[i]));
+    const double floor_ = 0.02 * gmax + 1e-4;
+    size_t step = n > FD_MAX_COORDS ? n / FD_MAX_COORDS : 1;
+    for (size_t i = 0; i < n; i += step) {
+        if (mask && !mask[i])
+            continue;
+        const float keep = v[i];
+        v[i] = (float)(keep + FD_H);
+        double hp = (double)v[i] - keep;
+        double Lp = loss_at(f);
+        v[i] = (float)(keep - FD_H);
+        double hm = keep - (double)v[i];
+        double Lm = loss_at(f);
+        v[i] = keep;
+        /* A kink inside the interval shows up as different one-sided slopes. */
+        double sp = (Lp - L0) / hp, sm = (L0 - Lm) / hm;
+        if (fabs(sp - sm) > 0.05 * fmax(fabs(sp), fabs(sm)) + 0.02 * floor_ + 1e-3) {
+            r.skipped++;
+            continue;
+        }
+        double num = (Lp - Lm) / (hp + hm), a = g[i];
+        double err = fabs(a - num) / fmax(fmax(fabs(a), fabs(num)), floor_);
+        r.checked++;
+        if (err > r.max_err) {
+            r.max_err = err;
+            r.worst = i;
+            r.worst_a = a;
+            r.worst_n = num;
+        }
+    }
+    return r;
+}
+
+/* Checks the input and parameter gradients of model m (finalized) on input x of n
+ * examples, within tol. */
+static void gradcheck(const char *what, nn_model *m, int n, int training, float *x, double tol)
+{
+    nn_model_set_input_grad(m, 1);
+    nn_ctx *c = nn_ctx_new(m, n, NULL);
+    T_REQUIRE(c != NULL);
+    int h, w, ch;
+    nn_model_input_shape(m, &h, &w, &ch);
+    const size_t in_len = (size_t)n * h * w * ch;
+    const size_t nout = (size_t)n * (size_t)nn_model_classes(m);
+    const size_t np = nn_param_count(m);
+    float *R = malloc(nout * sizeof *R);
+    float *G = malloc((np ? np : 1) * sizeof *G);
+    float *GX = malloc(in_len * sizeof *GX);
+    fill_uniform(R, nout, 99, -1.0f, 1.0f);
+    fd f = {c, x, n, training, R, nout};
+
+    nn_zero_grads(c);
+    T_REQUIRE(nn_forward(c, x, n, training, 1234, 0) != NULL);
+    T_REQUIRE(nn_backward(c, R) == PT_OK);
+    memcpy(G, nn_grads(c), np * sizeof *G);
+    const float *gx = nn_ctx_input_grad(c);
+    T_REQUIRE(gx != NULL);
+    memcpy(GX, gx, in_len * sizeof *GX);
+    double L0 = loss_at(&f);
+
+    fd_result ri = compare(&f, x, in_len, GX, NULL, L0);
+    T_CHECKF(ri.max_err <= tol && ri.skipped * 10 <= ri.checked,
+             "%s: input gradient: max rel err %.3g at %zu (analytic %.6g numeric %.6g), "
+             "%d checked, %d skipped at kinks",
+             what, ri.max_err, ri.worst, ri.worst_a, ri.worst_n, ri.checked, ri.skipped);
+    if (np) {
+        /* Frozen parameters get exactly nothing; the others match differences. */
+        const uint8_t *mask = nn_param_mask(m);
+        size_t nonzero_frozen = 0;
+        for (size_t i = 0; i < np; i++)
+            nonzero_frozen += !mask[i] && G[i] != 0.0f;
+        T_CHECKF(nonzero_frozen == 0, "%s: %zu frozen parameters got a gradient", what,
+                 nonzero_frozen);
+        fd_result rp = compare(&f, nn_params(m), np, G, mask, L0);
+        T_CHECKF(rp.max_err <= tol && rp.skipped * 10 <= rp.checked,
+                 "%s: parameter gradient: max rel err %.3g at %zu (analytic %.6g numeric %.6g), "
+                 "%d checked, %d skipped at kinks",
+                 what, rp.max_err, rp.worst, rp.worst_a, rp.worst_n, rp.checked, rp.skipped);
+    }
+    free(R);
+    free(G);
+    free(GX);
+    nn_ctx_free(c);
+}
+
+/* input (h x w x cin) -> one layer built by the callback -> output. */
+typedef int (*layer_fn)(nn_model *m, int in, const void *arg);
+
+static void check_layer(const char *what, int n, int h, int w, int cin, layer_fn fn,
+                        const void *arg, int training, int input_kind, double tol)
+{
+    nn_model *m = nn_model_new(h, w, cin);
+    int out = fn(m, nn_input(m), arg);
+    pt_err e;
+    if (nn_model_finalize(m, out, &e) != PT_OK) {
+        t_fail(__FILE__, __LINE__, "%s: %s", what, e.msg);
+        nn_model_free(m);
+        return;
+    }
+    nn_model_init_params(m, 7);
+    randomize_constants(m, 8);
+    size_t len = (size_t)n * h * w * cin;
+    float *x = malloc(len * sizeof *x);
+    if (input_kind == 1)
+        fill_away_from_zero(x, len, 5, -1.0f, 1.0f);
+    else if (input_kind == 2)
+        fill_distinct(x, len, 5);
+    else if (input_kind == 3)
+        fill_away_from_zero(x, len, 5, -1.0f, 7.0f);
+    else
+        fill_uniform(x, len, 5, -1.0f, 1.0f);
+    gradcheck(what, m, n, training, x, tol);
+    free(x);
+    nn_model_free(m);
+}
+
+typedef struct conv_arg {
+    int cout, kh, kw, stride, pad, groups, bias;
+} conv_arg;
+
+static int mk_conv(nn_model *m, int in, const void *arg)
+{
+    const conv_arg *a = arg;
+    return nn_conv2d(m, in, a->cout, a->kh, a->kw, a->stride, a->pad, a->groups, a->bias);
+}
+
+TEST(nn_grad_conv)
+{
+    static const struct {
+        const char *name;
+        int h, w, cin;
+        conv_arg a;
+    } cases[] = {
+        {"3x3/1 same, bias", 5, 6, 3, {4, 3, 3, 1, NN_PAD_SAME, 1, 1}},
+        {"3x3/2 same (asymmetric pad)", 6, 7, 4, {5, 3, 3, 2, NN_PAD_SAME, 1, 0}},
+        {"3x3/1 valid", 6, 5, 2, {3, 3, 3, 1, NN_PAD_VALID, 1, 1}},
+        {"2x3/2 pad 1", 7, 6, 3, {4, 2, 3, 2, 1, 1, 1}},
+        {"5x5/1 pad 2", 6, 6, 2, {3, 5, 5, 1, 2, 1, 0}},
+        {"3x3/1 groups 2", 5, 5, 4, {6, 3, 3, 1, 1, 2, 1}},
+        {"3x3/2 groups 3", 6, 6, 6, {3, 3, 3, 2, NN_PAD_SAME, 3, 0}},
+        {"depthwise 3x3/1 same", 5, 6, 5, {5, 3, 3, 1, NN_PAD_SAME, 5, 0}},
+        {"depthwise 3x3/2 same, bias", 7, 6, 4, {4, 3, 3, 2, NN_PAD_SAME, 4, 1}},
+        {"1x1/1", 4, 5, 6, {7, 1, 1, 1, 0, 1, 1}},
+        {"1x1/1 groups 2", 4, 4, 6, {4, 1, 1, 1, 0, 2, 0}},
+        {"1x1/2", 5, 5, 3, {4, 1, 1, 2, 0, 1, 0}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "conv %s", cases[i].name);
+        check_layer(what, 2, cases[i].h, cases[i].w, cases[i].cin, mk_conv, &cases[i].a, 1, 0,
+                    1e-2);
+    }
+}
+
+static int mk_bn(nn_model *m, int in, const void *arg)
+{
+    (void)arg;
+    return nn_batchnorm(m, in);
+}
+
+static int mk_bn_act(nn_model *m, int in, const void *arg)
+{
+    int x = nn_batchnorm(m, in);
+    return *(const int *)arg == NN_OP_RELU6 ? nn_relu6(m, x) : nn_relu(m, x);
+}
+
+TEST(nn_grad_batchnorm_training)
+{
+    check_layer("batchnorm (training)", 3, 3, 4, 5, mk_bn, NULL, 1, 0, 1e-2);
+    int relu = NN_OP_RELU, relu6 = NN_OP_RELU6;
+    check_layer("batchnorm + fused relu (training)", 3, 3, 4, 5, mk_bn_act, &relu, 1, 0, 1e-2);
+    check_layer("batchnorm + fused relu6 (training)", 3, 3, 4, 5, mk_bn_act, &relu6, 1, 0, 1e-2);
+}
+
+TEST(nn_grad_batchnorm_frozen)
+{
+    /* A frozen BN normalises with its running statistics even in a training forward;
+     * the input gradient goes through that affine map (and the fused ReLU). */
+    nn_model *m = nn_model_new(3, 3, 4);
+    int x = nn_relu(m, nn_batchnorm(m, nn_input(m)));
+    int out = nn_dense(m, x, 3);
+    T_REQUIRE(nn_model_finalize(m, out, NULL) == PT_OK);
+    nn_model_init_params(m, 1);
+    randomize_constants(m, 2);
+    T_REQUIRE(nn_model_freeze_backbone(m) == PT_OK);
+    float in[2 * 3 * 3 * 4];
+    fill_uniform(in, sizeof in / sizeof in[0], 3, -1.0f, 1.0f);
+    gradcheck("frozen batchnorm + relu", m, 2, 1, in, 1e-2);
+    nn_model_free(m);
+}
+
+static int mk_relu(nn_model *m, int in, const void *arg)
+{
+    return *(const int *)arg == NN_OP_RELU6 ? nn_relu6(m, in) : nn_relu(m, in);
+}
+
+TEST(nn_grad_relu_relu6)
+{
+    int relu = NN_OP_RELU, relu6 = NN_OP_RELU6;
+    check_layer("relu", 2, 3, 3, 4, mk_relu, &relu, 1, 1, 1e-2);
+    check_layer("relu6", 2, 3, 3, 4, mk_relu, &relu6, 1, 3, 1e-2);
+}
+
+typedef struct pool_arg {
+    int max, k, stride, pad;
+} pool_arg;
+
+static int mk_pool(nn_model *m, int in, const void *arg)
+{
+    const pool_arg *a = arg;
+    return a->max ? nn_maxpool(m, in, a->k, a->stride, a->pad)
+                  : nn_avgpool(m, in, a->k, a->stride, a->pad);
+}
+
+TEST(nn_grad_pools)
+{
+    pool_arg max22 = {1, 2, 2, 0}, max32s = {1, 3, 2, NN_PAD_SAME}, max31p = {1, 3, 1, 1};
+    pool_arg avg22 = {0, 2, 2, 0}, avg31s = {0, 3, 1, NN_PAD_SAME}, avg32p = {0, 3, 2, 1};
+    check_layer("maxpool 2/2", 2, 4, 6, 3, mk_pool, &max22, 1, 2, 1e-2);
+    check_layer("maxpool 3/2 same (odd size)", 2, 5, 7, 2, mk_pool, &max32s, 1, 2, 1e-2);
+    check_layer("maxpool 3/1 pad 1 (overlapping)", 1, 4, 5, 3, mk_pool, &max31p, 1, 2, 1e-2);
+    check_layer("avgpool 2/2", 2, 4, 6, 3, mk_pool, &avg22, 1, 0, 1e-2);
+    check_layer("avgpool 3/1 same", 2, 4, 5, 3, mk_pool, &avg31s, 1, 0, 1e-2);
+    check_layer("avgpool 3/2 pad 1", 1, 5, 5, 2, mk_pool, &avg32p, 1, 0, 1e-2);
+}
+
+static int mk_gap(nn_model *m, int in, const void *arg)
+{
+    (void)arg;
+    return nn_gap(m, in);
+}
+
+static int mk_dense(nn_model *m, int in, const void *arg)
+{
+    return nn_dense(m, in, *(const int *)arg);
+}
+
+static int mk_dropout(nn_model *m, int in, const void *arg)
+{
+    return nn_dropout(m, in, *(const float *)arg);
+}
+
+static int mk_affine(nn_model *m, int in, const void *arg)
+{
+    (void)arg;
+    float s[3] = {2.0f, -0.5f, 1.5f}, b[3] = {-1.0f, 0.25f, 0.0f};
+    return nn_affine(m, in, s, b);
+}
+
+TEST(nn_grad_gap_dense_dropout_affine)
+{
+    int five = 5;
+    float rate = 0.4f;
+    check_layer("gap", 2, 3, 4, 5, mk_gap, NULL, 1, 0, 1e-2);
+    check_layer("dense (flattening a 2x2x3 input)", 3, 2, 2, 3, mk_dense, &five, 1, 0, 1e-2);
+    check_layer("dropout 0.4 (fixed seed)", 2, 3, 3, 4, mk_dropout, &rate, 1, 0, 1e-2);
+    check_layer("affine", 2, 3, 3, 3, mk_affine, NULL, 1, 0, 1e-2);
+}
+
+static int mk_add(nn_model *m, int in, const void *arg)
+{
+    (void)arg;
+    int a = nn_conv2d(m, in, 4, 3, 3, 1, NN_PAD_SAME, 1, 1);
+    int b = nn_conv2d(m, in, 4, 1, 1, 1, 0, 1, 0);
+    int s = nn_add(m, a, b);
+    /* x + x: the same gradient reaches one node twice and must add up. */
+    return nn_add(m, s, s);
+}
+
+TEST(nn_grad_add)
+{
+    check_layer("add (two branches, and x + x)", 2, 4, 4, 3, mk_add, NULL, 1, 0, 1e-2);
+}
+
+/* A small residual network through every plumbing path: fused BN activations, a BN
+ * followed by an add (not fused), a ReLU after an add (not fused), shared gradient
+ * storage, pooling and the head. */
+static int mk_resnet(nn_model *m, int in, const void *arg)
+{
+    (void)arg;
+    int x = nn_conv2d(m, in, 6, 3, 3, 1, NN_PAD_SAME, 1, 0);
+    x = nn_relu(m, nn_batchnorm(m, x));
+    int y = nn_conv2d(m, x, 6, 3, 3, 1, NN_PAD_SAME, 6, 0);
+    y = nn_relu6(m, nn_batchnorm(m, y));
+    y = nn_conv2d(m, y, 6, 1, 1, 1, 0, 1, 0);
+    y = nn_batchnorm(m, y);
+    x = nn_relu(m, nn_add(m, x, y));
+    x = nn_maxpool(m, x, 2, 2, 0);
+    x = nn_conv2d(m, x, 8, 3, 3, 2, NN_PAD_SAME, 1, 1);
+    x = nn_gap(m, x);
+    x = nn_dropout(m, x, 0.25f);
+    return nn_dense(m, x, 3);
+}
+
+TEST(nn_grad_residual_network)
+{
+    check_layer("residual network (training)", 3, 6, 6, 3, mk_resnet, NULL, 1, 0, 5e-2);
+}
+
+TEST(nn_grad_frozen_backbone_input_gradient)
+{
+    /* With the backbone frozen, BN runs on running statistics; the input gradient still
+     * flows through every frozen layer when asked for. */
+    nn_model *m = nn_model_new(6, 6, 3);
+    int out = mk_resnet(m, nn_input(m), NULL);
+    T_REQUIRE(nn_model_finalize(m, out, NULL) == PT_OK);
+    nn_model_init_params(m, 3);
+    randomize_constants(m, 4);
+    T_REQUIRE(nn_model_freeze_backbone(m) == PT_OK);
+    float x[3 * 6 * 6 * 3];
+    fill_uniform(x, sizeof x / sizeof x[0], 11, -1.0f, 1.0f);
+    gradcheck("frozen residual network", m, 3, 1, x, 5e-2);
+    nn_model_free(m);
+}
+
+TEST(nn_grad_softmax_ce_hard_and_soft)
+{
+    enum { N = 4, K = 5 };
+    float z[N * K], d[N * K];
+    fill_uniform(z, N * K, 3, -3.0f, 3.0f);
+    int32_t a[N] = {0, 4, 2, 2}, b[N] = {3, 4, 1, 2};
+    float mix[N] = {0.7f, 1.0f, 0.25f, 1.0f};
+    for (int soft = 0; soft < 2; soft++) {
+        const float scale = 0.25f;
+        double L;
+        int32_t pred[N];
+        T_REQUIRE(nn_softmax_ce(z, N, K, a, soft ? b : NULL, soft ? mix : NULL, scale, &L, d,
+                                pred, NULL) == PT_OK);
+        /* The loss itself, straight from the definition. */
+        double ref = 0.0;
+        for (int i = 0; i < N; i++) {
+            double s = 0.0;
+            int best = 0;
+            for (int j = 0; j < K; j++) {
+                s += exp((double)z[i * K + j]);
+                if (z[i * K + j] > z[i * K + best])
+                    best = j;
+            }
+            double wa = soft ? mix[i] : 1.0;
+            ref += wa * -log(exp((double)z[i * K + a[i]]) / s);
+            if (soft)
+                ref += (1.0 - wa) * -log(exp((double)z[i * K + b[i]]) / s);
+            T_EQ_INT(pred[i], best);
+        }
+        T_NEAR(L, ref, 1e-5 * fabs(ref));
+        double max_err = 0.0;
+        for (int i = 0; i < N * K; i++) {
+            const float keep = z[i];
+            double Lp, Lm;
+            z[i] = keep + 1e-3f;
+            double hp = (double)z[i] - keep;
+            nn_softmax_ce(z, N, K, a, soft ? b : NULL, soft ? mix : NULL, 1.0f, &Lp, NULL, NULL,
+                          NULL);
+            z[i] = keep - 1e-3f;
+            double hm = keep - (double)z[i];
+            nn_softmax_ce(z, N, K, a, soft ? b : NULL, soft ? mix : NULL, 1.0f, &Lm, NULL, NULL,
+                          NULL);
+            z[i] = keep;
+            double num = scale * (Lp - Lm) / (hp + hm);
+            max_err = fmax(max_err, fabs(num - d[i]) / fmax(fabs(num), 1e-3));
+        }
+        T_CHECKF(max_err < 1e-3, "softmax-ce (%s targets): max rel err %.3g", soft ? "soft" : "hard",
+                 max_err);
+    }
+    /* Huge logits stay finite (log-sum-exp). */
+    float big[2] = {1000.0f, -1000.0f};
+    double L;
+    int32_t lab = 1;
+    T_REQUIRE(nn_softmax_ce(big, 1, 2, &lab, NULL, NULL, 1.0f, &L, d, NULL, NULL) == PT_OK);
+    T_NEAR(L, 2000.0, 1e-3);
+    T_CHECK(isfinite(d[0]) && isfinite(d[1]));
+    /* A label out of range is an error and writes nothing. */
+    lab = 2;
+    pt_err e;
+    d[0] = 42.0f;
+    T_EQ_INT(nn_softmax_ce(big, 1, 2, &lab, NULL, NULL, 1.0f, &L, d, NULL, &e), PT_ECLASS);
+    T_CHECK(d[0] == 42.0f);
+}
