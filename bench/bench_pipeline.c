@@ -14,6 +14,7 @@
 #include "base/util.h"
 #include "bench/bench_common.h"
 #include "data/dataset.h"
+#include "data/demo.h"
 #include "data/jpeg.h"
 #include "data/pipeline.h"
 #include "data/shards.h"
@@ -258,6 +259,33 @@ int main(void)
             double p2 = pipeline_rate(d, out, 2, (long long)(raw * 6), 5);
             char label[64];
             snprintf(label, sizeof label, "photos %d -> %d", sizes[si], out);
+            printf("%-28s %10.0f %10.0f %10.0f %8.0f%% %8.2fx\n", label, raw, p1, p2,
+                   100 * p1 / raw, p2 / p1);
+            fflush(stdout);
+        }
+        free_blobs(&b);
+        ds_free(d);
+    }
+
+    {
+        /* The built-in demo data (128 px procedural flowers). */
+        char demo[4096];
+        pt_err e;
+        ds_dataset *d;
+        if (demo_ensure(NULL, demo, sizeof demo, NULL, NULL, &e) != PT_OK ||
+            ds_open(demo, 0, &d, &e) != PT_OK) {
+            fprintf(stderr, "%s\n", e.msg);
+            return 1;
+        }
+        blobs b;
+        load_blobs(&d->split[DS_TRAIN], &b);
+        int outs[2] = { 128, 64 };
+        for (int oi = 0; oi < 2; oi++) {
+            double raw = raw_decode(&b, outs[oi], 3.0);
+            double p1 = pipeline_rate(d, outs[oi], 1, (long long)(raw * 4), 12);
+            double p2 = pipeline_rate(d, outs[oi], 2, (long long)(raw * 6), 12);
+            char label[64];
+            snprintf(label, sizeof label, "demo 128 -> %d", outs[oi]);
             printf("%-28s %10.0f %10.0f %10.0f %8.0f%% %8.2fx\n", label, raw, p1, p2,
                    100 * p1 / raw, p2 / p1);
             fflush(stdout);

@@ -135,7 +135,10 @@ typedef struct eng_snapshot {
     int replicas, batch_per_replica, grad_acc, update_size, image_size;
     int n_classes;
     int epoch, epochs;          /* current (1-based) and total */
-    long long step, steps_per_epoch, total_steps;
+    long long step;             /* updates done in the current epoch */
+    long long steps_per_epoch;
+    long long update;           /* updates done in the whole run */
+    long long total_steps;      /* updates in the whole run */
     double elapsed, eta;        /* seconds */
     double lr;
     double last_loss, last_acc;
@@ -162,6 +165,7 @@ typedef struct eng_snapshot {
     long long val_counts[ENG_MAX_CLASSES];
     int oversampling;
     /* housekeeping */
+    long long nonfinite_at;     /* update whose loss was not finite (run paused); 0 none */
     long long data_errors;
     long long checkpoints;
     char last_checkpoint[512];
@@ -215,6 +219,11 @@ typedef struct eng_val_item {
     int label, pred;
     float confidence;           /* softmax probability of pred */
 } eng_val_item;
+
+/* Labels, predictions and confidences of validation examples [first, first + n)
+ * of the latest epoch (no I/O: for filtering and listing). Any of the arrays may be
+ * NULL. Returns how many were copied (0 when no validation has run yet). */
+long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, float *conf);
 
 /* index in [0, n). Returns PT_OK, or an error when no validation has run yet. */
 int eng_val_item_get(eng *g, long long index, eng_val_item *out, pt_err *e);

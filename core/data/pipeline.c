@@ -550,7 +550,7 @@ void pipe_get_stats(pipeline *p, pipe_stats *s)
     memset(s, 0, sizeof *s);
     pthread_mutex_lock(&p->lock);
     s->ready = p->n_ready;
-    s->capacity = p->cfg.prefetch;
+    s->capacity = p->pool_size; /* every buffer can be waiting when the consumer is slow */
     s->batches_out = p->delivered;
     pthread_mutex_unlock(&p->lock);
     pthread_mutex_lock(&p->plan_lock);

@@ -87,7 +87,7 @@ void pipe_destroy(pipeline *p);
 
 typedef struct pipe_stats {
     int ready;              /* batches waiting in the prefetch queue */
-    int capacity;           /* prefetch queue capacity */
+    int capacity;           /* most batches that can be waiting (the buffer pool) */
     uint64_t batches_out;
     uint64_t records_read;  /* records planned (oversampled copies counted once) */
     uint64_t examples_out;  /* examples handed out */

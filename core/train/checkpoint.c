@@ -1,0 +1,253 @@
+#include "train/checkpoint.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "io/crc32c.h"
+
+#define MAGIC "PETALCK1"
+#define VERSION 1
+
+enum {
+    SEC_PARAMS = 1,
+    SEC_BUFFERS = 2,
+    SEC_OPT_M = 3,
+    SEC_OPT_V = 4,
+    SEC_PROGRESS = 5,
+    SEC_CONFUSION = 6,
+    SEC_HISTORY = 7,
+    SEC_CONFIG = 8,
+};
+
+typedef struct out_buf {
+    uint8_t *p;
+    size_t n, cap;
+    int oom;
+} out_buf;
+
+static void put(out_buf *b, const void *data, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n > b->cap) {
+        size_t nc = b->cap ? b->cap : 4096;
+        while (nc < b->n + n)
+            nc *= 2;
+        uint8_t *np = realloc(b->p, nc);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    if (n)
+        memcpy(b->p + b->n, data, n);
+    b->n += n;
+}
+
+static void put_u32(out_buf *b, uint32_t v)
+{
+    uint8_t x[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
+    put(b, x, 4);
+}
+
+static void put_u64(out_buf *b, uint64_t v)
+{
+    uint8_t x[8];
+    for (int i = 0; i < 8; i++)
+        x[i] = (uint8_t)(v >> (8 * i));
+    put(b, x, 8);
+}
+
+static void section(out_buf *b, uint32_t tag, const void *data, size_t n)
+{
+    put_u32(b, tag);
+    put_u64(b, n);
+    put(b, data, n);
+}
+
+int ckpt_save(const char *path, const ckpt_data *d, pt_err *e)
+{
+    out_buf b = { 0 };
+    uint32_t nsec = 5 + (d->opt_v ? 1 : 0) + (d->confusion ? 1 : 0) + (d->config ? 1 : 0);
+    put(&b, MAGIC, 8);
+    put_u32(&b, VERSION);
+    put_u32(&b, nsec);
+    section(&b, SEC_PARAMS, d->params, d->n_params * sizeof(float));
+    section(&b, SEC_BUFFERS, d->buffers, d->n_buffers * sizeof(float));
+    section(&b, SEC_OPT_M, d->opt_m, d->n_opt * sizeof(float));
+    if (d->opt_v)
+        section(&b, SEC_OPT_V, d->opt_v, d->n_opt * sizeof(float));
+    /* Little-endian hosts only (x86-64, arm64); the magic's version would change if
+     * that ever had to differ. */
+    section(&b, SEC_PROGRESS, &d->progress, sizeof d->progress);
+    if (d->confusion) {
+        put_u32(&b, SEC_CONFUSION);
+        put_u64(&b, 4 + (size_t)d->n_classes * d->n_classes * sizeof(long long));
+        put_u32(&b, (uint32_t)d->n_classes);
+        put(&b, d->confusion, (size_t)d->n_classes * d->n_classes * sizeof(long long));
+    }
+    section(&b, SEC_HISTORY, d->history, d->history_bytes);
+    if (d->config)
+        section(&b, SEC_CONFIG, d->config, strlen(d->config));
+    put_u32(&b, crc32c(b.p, b.n));
+    if (b.oom) {
+        free(b.p);
+        return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "out of memory building the checkpoint");
+    }
+    int rc = util_write_file_atomic(path, b.p, b.n, e);
+    free(b.p);
+    return rc;
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static int want_size(const char *path, uint32_t tag, uint64_t len, size_t want, long long at,
+                     pt_err *e)
+{
+    if (len != want)
+        return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, at,
+                       "checkpoint section %u holds %llu bytes, this model needs %zu (a different "
+                       "model or configuration?)",
+                       tag, (unsigned long long)len, want);
+    return PT_OK;
+}
+
+int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
+              size_t n_buffers, float *opt_m, float *opt_v, size_t n_opt, ckpt_loaded *out,
+              pt_err *e)
+{
+    memset(out, 0, sizeof *out);
+    uint8_t *data;
+    size_t len;
+    int rc = util_read_file(path, &data, &len, e);
+    if (rc != PT_OK)
+        return rc;
+    if (len < 20 || memcmp(data, MAGIC, 8) != 0) {
+        free(data);
+        return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, 0, "not a petal-tui checkpoint");
+    }
+    uint32_t stored = get_u32(data + len - 4), have = crc32c(data, len - 4);
+    if (stored != have) {
+        free(data);
+        return err_set(e, PT_ECRC, path, PT_NO_RECORD, (long long)(len - 4),
+                       "checkpoint checksum mismatch (stored 0x%08x, computed 0x%08x): the file "
+                       "is damaged",
+                       stored, have);
+    }
+    uint32_t version = get_u32(data + 8), nsec = get_u32(data + 12);
+    if (version != VERSION) {
+        free(data);
+        return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, 8, "checkpoint version %u, expected %u",
+                       version, VERSION);
+    }
+    size_t at = 16, end = len - 4;
+    int seen_params = 0, seen_progress = 0;
+    rc = PT_OK;
+    for (uint32_t s = 0; s < nsec && rc == PT_OK; s++) {
+        if (at + 12 > end) {
+            rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at, "section header cut off");
+            break;
+        }
+        uint32_t tag = get_u32(data + at);
+        uint64_t sl = get_u64(data + at + 4);
+        size_t body = at + 12;
+        if (sl > end - body) {
+            rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
+                         "section %u runs past the end", tag);
+            break;
+        }
+        const uint8_t *p = data + body;
+        switch (tag) {
+        case SEC_PARAMS:
+            if ((rc = want_size(path, tag, sl, n_params * sizeof(float), (long long)at, e)) == PT_OK)
+                memcpy(params, p, sl);
+            seen_params = 1;
+            break;
+        case SEC_BUFFERS:
+            if ((rc = want_size(path, tag, sl, n_buffers * sizeof(float), (long long)at, e)) == PT_OK)
+                memcpy(buffers, p, sl);
+            break;
+        case SEC_OPT_M:
+            if ((rc = want_size(path, tag, sl, n_opt * sizeof(float), (long long)at, e)) == PT_OK)
+                memcpy(opt_m, p, sl);
+            break;
+        case SEC_OPT_V:
+            if (opt_v && (rc = want_size(path, tag, sl, n_opt * sizeof(float), (long long)at, e)) ==
+                             PT_OK)
+                memcpy(opt_v, p, sl);
+            break;
+        case SEC_PROGRESS:
+            if ((rc = want_size(path, tag, sl, sizeof out->progress, (long long)at, e)) == PT_OK)
+                memcpy(&out->progress, p, sl);
+            seen_progress = 1;
+            break;
+        case SEC_CONFUSION: {
+            uint32_t k = sl >= 4 ? get_u32(p) : 0;
+            if (k == 0 || k > 65536 || sl != 4 + (uint64_t)k * k * sizeof(long long)) {
+                rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
+                             "bad confusion matrix section");
+                break;
+            }
+            out->confusion = malloc((size_t)k * k * sizeof(long long));
+            if (!out->confusion) {
+                rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, (long long)at, "out of memory");
+                break;
+            }
+            memcpy(out->confusion, p + 4, (size_t)k * k * sizeof(long long));
+            out->n_classes = (int)k;
+            break;
+        }
+        case SEC_HISTORY:
+            out->history = malloc(sl ? sl : 1);
+            if (!out->history) {
+                rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, (long long)at, "out of memory");
+                break;
+            }
+            memcpy(out->history, p, sl);
+            out->history_bytes = sl;
+            break;
+        case SEC_CONFIG:
+            out->config = malloc(sl + 1);
+            if (!out->config) {
+                rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, (long long)at, "out of memory");
+                break;
+            }
+            memcpy(out->config, p, sl);
+            out->config[sl] = '\0';
+            break;
+        default:
+            break; /* unknown sections from newer writers are skipped */
+        }
+        at = body + sl;
+    }
+    free(data);
+    if (rc == PT_OK && (!seen_params || !seen_progress))
+        rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, PT_NO_OFFSET,
+                     "checkpoint lacks weights or progress");
+    if (rc != PT_OK)
+        ckpt_free_loaded(out);
+    return rc;
+}
+
+void ckpt_free_loaded(ckpt_loaded *l)
+{
+    free(l->confusion);
+    free(l->history);
+    free(l->config);
+    memset(l, 0, sizeof *l);
+}

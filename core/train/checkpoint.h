@@ -1,0 +1,70 @@
+/* checkpoint — everything needed to continue a run exactly, in one file.
+ *
+ * Layout: magic "PETALCK1", u32 version, u32 section count, then sections
+ * (u32 tag, u64 length, bytes), then u32 CRC32C of everything before it. Sections
+ * hold the weights, the BN running statistics, the optimizer's moments, the
+ * progress counters (update, epoch, position in the epoch, pipeline batches
+ * consumed), the partial epoch's metric accumulators and the per-epoch history, so
+ * a resumed run ends with the same history as a straight one.
+ *
+ * The file is written to a temporary name, fsync'd and renamed over the old one:
+ * a crash leaves the previous checkpoint intact. Loading checks the magic, the
+ * CRC and every section's size against what the caller expects.
+ *
+ * Ownership: ckpt_data points at caller-owned arrays for saving; ckpt_load() fills
+ * caller-owned arrays of the sizes given and mallocs the variable parts (history,
+ * confusion matrix) which ckpt_free_loaded() releases.
+ */
+#ifndef PT_CHECKPOINT_H
+#define PT_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+typedef struct ckpt_progress {
+    int64_t update;             /* optimizer updates done (the global step) */
+    int64_t epoch;              /* epochs completed */
+    int64_t update_in_epoch;    /* updates done in the current epoch */
+    int64_t batches_consumed;   /* training pipeline position */
+    uint64_t seed;
+    double epoch_seconds;       /* time already spent in the current epoch */
+    double elapsed;             /* time of the whole run so far */
+    double loss_sum;            /* current epoch's accumulators */
+    int64_t examples, correct;
+} ckpt_progress;
+
+typedef struct ckpt_data {
+    const float *params;
+    size_t n_params;
+    const float *buffers;
+    size_t n_buffers;
+    const float *opt_m, *opt_v; /* opt_v may be NULL (SGD) */
+    size_t n_opt;
+    ckpt_progress progress;
+    const long long *confusion; /* the current epoch's train confusion, k x k */
+    int n_classes;
+    const void *history;        /* opaque records (the engine's per-epoch rows) */
+    size_t history_bytes;
+    const char *config;         /* the run's configuration text */
+} ckpt_data;
+
+int ckpt_save(const char *path, const ckpt_data *d, pt_err *e);
+
+typedef struct ckpt_loaded {
+    ckpt_progress progress;
+    long long *confusion;       /* n_classes x n_classes, malloc'd */
+    int n_classes;
+    void *history;              /* malloc'd */
+    size_t history_bytes;
+    char *config;               /* malloc'd, NUL-terminated */
+} ckpt_loaded;
+
+/* params/buffers/opt arrays must have the sizes given; opt_v may be NULL. */
+int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
+              size_t n_buffers, float *opt_m, float *opt_v, size_t n_opt, ckpt_loaded *out,
+              pt_err *e);
+void ckpt_free_loaded(ckpt_loaded *l);
+
+#endif

@@ -1,0 +1,425 @@
+#include "train/strategy.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+enum job { JOB_NONE = 0, JOB_TRAIN, JOB_REDUCE, JOB_STEP, JOB_PREDICT, JOB_EXIT };
+
+typedef struct replica {
+    struct strat *s;
+    int r;
+    pthread_t thread;
+    int started;
+    nn_ctx *ctx;
+    float *input;           /* max_batch x H x W x 3 */
+    float *dlogits;         /* max_batch x classes */
+    int32_t *pred;          /* max_batch */
+    /* this job's results */
+    double loss_sum;
+    long long correct, examples;
+    int finite;
+    int rc;
+    pt_err err;
+    double finished_at;
+    /* counters (written by the replica between jobs, read by the trainer after) */
+    double busy, wait, flops;
+    long long trained;
+} replica;
+
+struct strat {
+    strat_config cfg;
+    int R, B, A, P, U;
+    int h, w, k;
+    size_t n_params;
+    replica *rep;
+    nn_ctx **ctxs;          /* every replica's context, for the BN update */
+    size_t *lo, *hi;        /* parameter slice of each replica */
+    float *sum;             /* reduced gradients */
+
+    pthread_mutex_t lock;
+    pthread_cond_t go_cv, done_cv;
+    uint64_t gen;
+    int job, done;
+
+    /* job arguments */
+    batch *const *batches;
+    long long *batch_offset;
+    double lr;
+    long long t;
+    uint64_t seed;
+    int32_t *preds;
+    const batch *pbatch;
+    float *plogits;
+};
+
+static void to_float(const uint8_t *src, float *dst, size_t n)
+{
+    const float s = 1.0f / 255.0f;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (float)src[i] * s;
+}
+
+static void run_train(replica *p)
+{
+    strat *s = p->s;
+    size_t img = (size_t)s->h * s->w * 3;
+    float scale = 1.0f / (float)s->U;
+    for (int a = 0; a < s->A; a++) {
+        const batch *b = s->batches[a];
+        if (!b)
+            continue;
+        int lo = p->r * s->B, hi = lo + s->B < b->n ? lo + s->B : b->n;
+        int n = hi - lo;
+        if (n <= 0)
+            continue;
+        to_float(b->images + (size_t)lo * img, p->input, (size_t)n * img);
+        /* The global index of an example within the update does not depend on how
+         * the update is split, so dropout masks don't either. */
+        int64_t first = (int64_t)a * s->R * s->B + lo;
+        const float *logits = nn_forward(p->ctx, p->input, n, 1, s->seed, first);
+        if (!logits) {
+            p->rc = err_set(&p->err, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                            "replica %d: forward of %d examples failed", p->r, n);
+            return;
+        }
+        double loss = 0;
+        int rc = nn_softmax_ce(logits, n, s->k, b->label + lo, b->label2 + lo, b->mix + lo,
+                               scale, &loss, p->dlogits, p->pred, &p->err);
+        if (rc != PT_OK) {
+            p->rc = rc;
+            return;
+        }
+        if (!isfinite(loss))
+            p->finite = 0;
+        p->loss_sum += loss;
+        for (int i = 0; i < n; i++) {
+            if (p->pred[i] == batch_dominant_label(b, lo + i))
+                p->correct++;
+            if (s->preds)
+                s->preds[s->batch_offset[a] + lo + i] = p->pred[i];
+        }
+        p->examples += n;
+        if (p->finite) {
+            rc = nn_backward(p->ctx, p->dlogits);
+            if (rc != PT_OK) {
+                p->rc = err_set(&p->err, rc, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                                "replica %d: backward failed", p->r);
+                return;
+            }
+        }
+        p->flops += nn_flops(s->cfg.model, n, 1);
+    }
+}
+
+/* Sum slice r of every replica's gradients (in replica order), then clear them. */
+static void run_reduce(replica *p)
+{
+    strat *s = p->s;
+    size_t lo = s->lo[p->r], hi = s->hi[p->r];
+    float *g0 = nn_grads(s->rep[0].ctx);
+    memcpy(s->sum + lo, g0 + lo, (hi - lo) * sizeof(float));
+    for (int q = 1; q < s->R; q++) {
+        const float *gq = nn_grads(s->rep[q].ctx);
+        for (size_t i = lo; i < hi; i++)
+            s->sum[i] += gq[i];
+    }
+    for (int q = 0; q < s->R; q++)
+        memset(nn_grads(s->rep[q].ctx) + lo, 0, (hi - lo) * sizeof(float));
+    for (size_t i = lo; i < hi; i++)
+        if (!isfinite(s->sum[i])) {
+            p->finite = 0;
+            break;
+        }
+}
+
+static void run_step(replica *p)
+{
+    strat *s = p->s;
+    opt_step(s->cfg.optimizer, nn_params(s->cfg.model), s->sum, nn_param_mask(s->cfg.model),
+             s->cfg.decay_mask, s->lo[p->r], s->hi[p->r], s->lr, s->t);
+}
+
+static void run_predict(replica *p)
+{
+    strat *s = p->s;
+    const batch *b = s->pbatch;
+    size_t img = (size_t)s->h * s->w * 3;
+    for (int lo = p->r * s->P; lo < b->n; lo += s->R * s->P) {
+        int n = lo + s->P < b->n ? s->P : b->n - lo;
+        to_float(b->images + (size_t)lo * img, p->input, (size_t)n * img);
+        const float *logits = nn_forward(p->ctx, p->input, n, 0, 0, lo);
+        if (!logits) {
+            p->rc = err_set(&p->err, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                            "replica %d: inference of %d examples failed", p->r, n);
+            return;
+        }
+        memcpy(s->plogits + (size_t)lo * s->k, logits, (size_t)n * s->k * sizeof(float));
+    }
+}
+
+static void *replica_main(void *arg)
+{
+    replica *p = arg;
+    strat *s = p->s;
+    uint64_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&s->lock);
+        while (s->gen == seen)
+            pthread_cond_wait(&s->go_cv, &s->lock);
+        seen = s->gen;
+        int job = s->job;
+        pthread_mutex_unlock(&s->lock);
+        if (job == JOB_EXIT)
+            break;
+
+        double t0 = util_now();
+        p->rc = PT_OK;
+        switch (job) {
+        case JOB_TRAIN:
+            p->loss_sum = 0;
+            p->correct = p->examples = 0;
+            p->finite = 1;
+            run_train(p);
+            p->trained += p->examples;
+            break;
+        case JOB_REDUCE:
+            p->finite = 1;
+            run_reduce(p);
+            break;
+        case JOB_STEP:
+            run_step(p);
+            break;
+        case JOB_PREDICT:
+            run_predict(p);
+            break;
+        default:
+            break;
+        }
+        double t1 = util_now();
+        p->busy += t1 - t0;
+        p->finished_at = t1;
+
+        pthread_mutex_lock(&s->lock);
+        if (++s->done == s->R)
+            pthread_cond_signal(&s->done_cv);
+        pthread_mutex_unlock(&s->lock);
+    }
+    return NULL;
+}
+
+/* Run one job on every replica and wait for all; charge the waiting for the
+ * slowest replica as "wait" (synchronisation), not busy time. */
+static int dispatch(strat *s, int job, pt_err *e)
+{
+    pthread_mutex_lock(&s->lock);
+    s->job = job;
+    s->done = 0;
+    s->gen++;
+    pthread_cond_broadcast(&s->go_cv);
+    while (s->done < s->R)
+        pthread_cond_wait(&s->done_cv, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    double last = 0;
+    for (int r = 0; r < s->R; r++)
+        if (s->rep[r].finished_at > last)
+            last = s->rep[r].finished_at;
+    for (int r = 0; r < s->R; r++)
+        s->rep[r].wait += last - s->rep[r].finished_at;
+    for (int r = 0; r < s->R; r++)
+        if (s->rep[r].rc != PT_OK) {
+            if (e)
+                *e = s->rep[r].err;
+            return s->rep[r].rc;
+        }
+    return PT_OK;
+}
+
+int strat_new(const strat_config *cfg, strat **out, pt_err *e)
+{
+    *out = NULL;
+    if (!cfg->model || !cfg->optimizer || cfg->replicas < 1 || cfg->batch_per_replica < 1 ||
+        cfg->grad_acc < 1)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "strategy: model, optimizer, replicas, batch and accumulation needed");
+    nn_init();
+    strat *s = calloc(1, sizeof *s);
+    if (!s)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    s->cfg = *cfg;
+    s->R = cfg->replicas;
+    s->B = cfg->batch_per_replica;
+    s->A = cfg->grad_acc;
+    s->P = cfg->predict_batch > 0 ? cfg->predict_batch : cfg->batch_per_replica;
+    s->U = s->R * s->B * s->A;
+    int c;
+    nn_model_input_shape(cfg->model, &s->h, &s->w, &c);
+    s->k = nn_model_classes(cfg->model);
+    s->n_params = nn_param_count(cfg->model);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->go_cv, NULL);
+    pthread_cond_init(&s->done_cv, NULL);
+
+    s->rep = calloc((size_t)s->R, sizeof *s->rep);
+    s->ctxs = calloc((size_t)s->R, sizeof *s->ctxs);
+    s->lo = calloc((size_t)s->R, sizeof *s->lo);
+    s->hi = calloc((size_t)s->R, sizeof *s->hi);
+    s->sum = util_aligned_alloc(s->n_params * sizeof(float));
+    s->batch_offset = calloc((size_t)s->A, sizeof *s->batch_offset);
+    if (!s->rep || !s->ctxs || !s->lo || !s->hi || !s->sum || !s->batch_offset) {
+        strat_free(s);
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    }
+    /* Slices aligned to 16 floats (64 bytes): no two replicas share a cache line. */
+    size_t per = (s->n_params + (size_t)s->R - 1) / (size_t)s->R;
+    per = (per + 15) & ~(size_t)15;
+    for (int r = 0; r < s->R; r++) {
+        s->lo[r] = (size_t)r * per < s->n_params ? (size_t)r * per : s->n_params;
+        s->hi[r] = s->lo[r] + per < s->n_params ? s->lo[r] + per : s->n_params;
+    }
+    int max_batch = s->B > s->P ? s->B : s->P;
+    size_t img = (size_t)s->h * s->w * 3;
+    for (int r = 0; r < s->R; r++) {
+        replica *p = &s->rep[r];
+        p->s = s;
+        p->r = r;
+        p->ctx = nn_ctx_new(cfg->model, max_batch, e);
+        p->input = util_aligned_alloc((size_t)max_batch * img * sizeof(float));
+        p->dlogits = util_aligned_alloc((size_t)max_batch * s->k * sizeof(float));
+        p->pred = calloc((size_t)max_batch, sizeof *p->pred);
+        if (!p->ctx || !p->input || !p->dlogits || !p->pred) {
+            strat_free(s);
+            if (e && e->code == PT_OK)
+                err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+            return e ? e->code : PT_ENOMEM;
+        }
+        nn_zero_grads(p->ctx);
+        s->ctxs[r] = p->ctx;
+    }
+    for (int r = 0; r < s->R; r++) {
+        if (pthread_create(&s->rep[r].thread, NULL, replica_main, &s->rep[r]) != 0) {
+            strat_free(s);
+            return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                           "cannot start replica threads");
+        }
+        s->rep[r].started = 1;
+    }
+    *out = s;
+    return PT_OK;
+}
+
+void strat_free(strat *s)
+{
+    if (!s)
+        return;
+    int any = 0;
+    for (int r = 0; s->rep && r < s->R; r++)
+        any |= s->rep[r].started;
+    if (any) {
+        pthread_mutex_lock(&s->lock);
+        s->job = JOB_EXIT;
+        s->gen++;
+        pthread_cond_broadcast(&s->go_cv);
+        pthread_mutex_unlock(&s->lock);
+        for (int r = 0; r < s->R; r++)
+            if (s->rep[r].started)
+                pthread_join(s->rep[r].thread, NULL);
+    }
+    for (int r = 0; s->rep && r < s->R; r++) {
+        nn_ctx_free(s->rep[r].ctx);
+        util_aligned_free(s->rep[r].input);
+        util_aligned_free(s->rep[r].dlogits);
+        free(s->rep[r].pred);
+    }
+    free(s->rep);
+    free(s->ctxs);
+    free(s->lo);
+    free(s->hi);
+    util_aligned_free(s->sum);
+    free(s->batch_offset);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->go_cv);
+    pthread_cond_destroy(&s->done_cv);
+    free(s);
+}
+
+int strat_update(strat *s, batch *const *batches, double lr, long long t, uint64_t seed,
+                 strat_result *res, int32_t *preds, pt_err *e)
+{
+    memset(res, 0, sizeof *res);
+    long long off = 0;
+    for (int a = 0; a < s->A; a++) {
+        s->batch_offset[a] = off;
+        off += batches[a] ? batches[a]->n : 0;
+        if (batches[a] && batches[a]->n > s->R * s->B)
+            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                           "batch of %d examples is larger than %d replicas x %d", batches[a]->n,
+                           s->R, s->B);
+    }
+    s->batches = batches;
+    s->preds = preds;
+    s->lr = lr;
+    s->t = t;
+    s->seed = seed;
+    int rc = dispatch(s, JOB_TRAIN, e);
+    if (rc != PT_OK)
+        return rc;
+    int finite = 1;
+    for (int r = 0; r < s->R; r++) {
+        res->loss_sum += s->rep[r].loss_sum;
+        res->correct += s->rep[r].correct;
+        res->examples += s->rep[r].examples;
+        finite &= s->rep[r].finite;
+    }
+    if (finite) {
+        rc = dispatch(s, JOB_REDUCE, e);
+        if (rc != PT_OK)
+            return rc;
+        for (int r = 0; r < s->R; r++)
+            finite &= s->rep[r].finite;
+    } else {
+        for (int r = 0; r < s->R; r++)
+            nn_zero_grads(s->rep[r].ctx);
+    }
+    if (finite) {
+        rc = dispatch(s, JOB_STEP, e);
+        if (rc != PT_OK)
+            return rc;
+        nn_model_update_bn(s->cfg.model, s->ctxs, s->R);
+    } else {
+        for (int r = 0; r < s->R; r++)
+            nn_ctx_clear_bn_records(s->rep[r].ctx);
+    }
+    res->finite = finite;
+    return PT_OK;
+}
+
+int strat_predict(strat *s, const batch *b, float *logits, pt_err *e)
+{
+    if (b->n > s->R * s->P)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "prediction batch of %d is larger than %d replicas x %d", b->n, s->R,
+                       s->P);
+    s->pbatch = b;
+    s->plogits = logits;
+    return dispatch(s, JOB_PREDICT, e);
+}
+
+void strat_get_counters(strat *s, int r, strat_counters *c)
+{
+    memset(c, 0, sizeof *c);
+    if (r < 0 || r >= s->R)
+        return;
+    /* Read between jobs (the trainer thread is the only caller of jobs). */
+    const replica *p = &s->rep[r];
+    c->busy = p->busy;
+    c->wait = p->wait;
+    c->flops = p->flops;
+    c->examples = p->trained;
+}
+
+int strat_replicas(const strat *s) { return s->R; }
+int strat_update_size(const strat *s) { return s->U; }

@@ -1,0 +1,75 @@
+/* strategy — data-parallel training on R replica threads, like TPUStrategy's cores.
+ *
+ * One shared copy of the weights (the model's parameter array) is read by R replica
+ * threads, each with its own nn_ctx (activations, gradients). An update takes A
+ * global batches (gradient accumulation); replica r handles examples
+ * [r*B, (r+1)*B) of each. Per replica, loss = sum of per-example losses / U with
+ * U = R x B x A, as the seed notebook argues, so that summing gradients over
+ * replicas and micro-batches gives the gradient of the mean loss over the update.
+ * The sum is a reduce-scatter in shared memory: replica r adds up slice r of every
+ * replica's gradient array and applies the optimizer to slice r of the weights (the
+ * "all-gather" is free: the weights are shared). Sums run in replica order, so
+ * results do not depend on thread timing. OpenBLAS is single-threaded inside each
+ * replica: the replicas are the parallelism.
+ *
+ * Ownership: strat_new() borrows the model and optimizer (they must outlive it) and
+ * owns its threads, contexts and buffers; strat_free() joins and frees them.
+ * Callers run one strat_* call at a time (the trainer thread).
+ */
+#ifndef PT_STRATEGY_H
+#define PT_STRATEGY_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "data/batch.h"
+#include "nn/nn.h"
+#include "train/optim.h"
+
+typedef struct strat strat;
+
+typedef struct strat_config {
+    nn_model *model;
+    opt *optimizer;
+    const uint8_t *decay_mask;  /* per parameter, may be NULL */
+    int replicas;
+    int batch_per_replica;      /* B */
+    int grad_acc;               /* A */
+    int predict_batch;          /* per replica, for strat_predict */
+} strat_config;
+
+int strat_new(const strat_config *cfg, strat **out, pt_err *e);
+void strat_free(strat *s);
+
+typedef struct strat_result {
+    double loss_sum;            /* summed per-example loss over the update's examples */
+    long long examples;
+    long long correct;          /* argmax == dominant label */
+    int finite;                 /* 0: a loss or gradient was not finite; no step taken */
+} strat_result;
+
+/* One optimizer update from A batches of up to R x B examples each. preds (may be
+ * NULL) receives the argmax of every example, batch after batch, in order (room for
+ * A x R x B). The step is skipped (weights untouched) when anything is not finite. */
+int strat_update(strat *s, batch *const *batches, double lr, long long t, uint64_t seed,
+                 strat_result *res, int32_t *preds, pt_err *e);
+
+/* Inference: logits [b->n][classes] into out, the batch split across replicas in
+ * slices of predict_batch. */
+int strat_predict(strat *s, const batch *b, float *logits, pt_err *e);
+
+/* Per-replica counters since creation (seconds, examples, FLOPs). */
+typedef struct strat_counters {
+    double busy;                /* computing (forward, backward, reduce, optimizer) */
+    double wait;                /* waiting for the other replicas at the end of a job */
+    double flops;
+    long long examples;         /* trained examples */
+} strat_counters;
+
+void strat_get_counters(strat *s, int r, strat_counters *c);
+int strat_replicas(const strat *s);
+
+/* The update size U = R x B x A. */
+int strat_update_size(const strat *s);
+
+#endif

@@ -1,0 +1,23 @@
+/* args — parsing the training options (command line and config files) into an
+ * eng_config. Values are checked by eng_config_set(); a bad one prints a message
+ * naming the option and makes args_parse() return 1 (the usage exit status). */
+#ifndef PT_ARGS_H
+#define PT_ARGS_H
+
+#include "engine.h"
+
+typedef struct args {
+    eng_config cfg;
+    int headless;
+    int no_sixel;
+    int no_color;
+    char config_file[4096];     /* the config file that was read, "" if none */
+} args;
+
+/* 0, or 1 on a usage error (already printed). */
+int args_parse(int argc, char **argv, args *a);
+
+/* Apply a "key = value" file onto cfg. */
+int args_load_config_file(const char *path, eng_config *cfg, pt_err *e);
+
+#endif

@@ -1,0 +1,111 @@
+/* headless — training without the workbench, for scripts, CI and SSH sessions.
+ *
+ * Prints the engine's log (a Keras-like line per epoch, per-replica throughput,
+ * checkpoints, data errors) and, on a terminal, a live progress line. SIGINT,
+ * SIGTERM and SIGHUP stop the run at the next update boundary, which writes a
+ * checkpoint. Exit status: 0 done, 1 usage, 2 data error (or any failure of the
+ * run), 3 a non-finite loss, 130 interrupted. */
+#include "src/headless.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/util.h"
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+    got_signal = sig;
+}
+
+static void install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static void drain_log(eng *g, int tty, int *progress_shown)
+{
+    char line[1200];
+    while (eng_log_pop(g, line, sizeof line)) {
+        if (tty && *progress_shown) {
+            fprintf(stderr, "\r\033[K");
+            *progress_shown = 0;
+        }
+        printf("%s\n", line);
+    }
+    fflush(stdout);
+}
+
+int headless_run(const eng_config *cfg)
+{
+    install();
+    eng *g;
+    pt_err e;
+    int rc = eng_create(cfg, &g, &e);
+    if (rc != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return rc == PT_EUSAGE ? 1 : 2;
+    }
+    eng_start(g);
+    int tty = isatty(2), shown = 0, stopping = 0, status = -1;
+    static eng_snapshot s;
+    double last_progress = 0;
+    for (;;) {
+        int ended = eng_wait(g, 0.1);
+        drain_log(g, tty, &shown);
+        eng_snapshot_get(g, &s);
+        if (got_signal && !stopping) {
+            stopping = 1;
+            fprintf(stderr, "%spetal-tui: %s: stopping at the next update and writing a "
+                            "checkpoint\n",
+                    tty && shown ? "\r\033[K" : "", strsignal(got_signal));
+            shown = 0;
+            eng_stop(g);
+        }
+        if (s.state == ENG_PAUSED && s.nonfinite_at > 0 && !stopping) {
+            fprintf(stderr, "%spetal-tui: %s\n", tty && shown ? "\r\033[K" : "", s.message);
+            shown = 0;
+            status = 3;
+            stopping = 1;
+            eng_stop(g);
+        }
+        if (ended)
+            break;
+        if (tty && (s.state == ENG_RUNNING || s.state == ENG_PREPARING) &&
+            util_now() - last_progress > 0.25) {
+            last_progress = util_now();
+            if (s.state == ENG_RUNNING && s.steps_per_epoch > 0)
+                fprintf(stderr, "\r\033[Kepoch %d/%d  step %lld/%lld  loss %.4f  acc %.4f  %.0f img/s  eta %.0fs",
+                        s.epoch, s.epochs, s.step, s.steps_per_epoch, s.running_loss,
+                        s.running_acc, s.total_images_per_sec, s.eta);
+            else
+                fprintf(stderr, "\r\033[K%s", s.message);
+            shown = 1;
+        }
+    }
+    drain_log(g, tty, &shown);
+    eng_snapshot_get(g, &s);
+    if (tty && shown)
+        fprintf(stderr, "\r\033[K");
+    if (s.message[0])
+        fprintf(s.state == ENG_DONE ? stdout : stderr, "%s\n", s.message);
+    if (status < 0) {
+        switch (s.state) {
+        case ENG_DONE: status = 0; break;
+        case ENG_STOPPED: status = got_signal ? 130 : 0; break;
+        default: status = 2; break;
+        }
+    }
+    eng_destroy(g);
+    return status;
+}

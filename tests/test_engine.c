@@ -1,0 +1,454 @@
+/* The engine end to end on small real datasets: run outputs, determinism, exact
+ * resume, pause, non-finite losses, bad data, the headless runner's exit codes. */
+#include "tests/t.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "engine.h"
+#include "tests/fixtures.h"
+
+static const long long TC[4] = { 30, 12, 20, 8 };
+static const long long VC[4] = { 6, 3, 5, 2 };
+
+/* A small dataset shared by the tests of this file (made once per run). */
+static const char *dataset(void)
+{
+    static char root[4096];
+    if (!root[0]) {
+        const char *r = fx_dataset(t_tmpdir(), 4, TC, VC, 10, 32, 25);
+        if (r)
+            util_copy(root, sizeof root, r);
+    }
+    return root;
+}
+
+static void small_config(eng_config *c, const char *out)
+{
+    eng_config_defaults(c);
+    util_copy(c->data, sizeof c->data, dataset());
+    util_copy(c->out, sizeof c->out, out);
+    c->epochs = 2;
+    c->replicas = 2;
+    c->batch_per_replica = 4;
+    c->image_size = 32;
+    c->workers = 1;
+    c->shuffle_buffer = 32;
+    snprintf(c->augment, sizeof c->augment, "flip:0.5,affine:0.5");
+}
+
+static eng_state run_to_end(const eng_config *c, eng_snapshot *s)
+{
+    eng *g;
+    pt_err e;
+    if (eng_create(c, &g, &e) != PT_OK) {
+        printf("  %s\n", e.msg);
+        return ENG_FAILED;
+    }
+    eng_start(g);
+    eng_wait(g, 300);
+    eng_snapshot_get(g, s);
+    eng_destroy(g);
+    return s->state;
+}
+
+/* history.json without the train_timing lines (wall time differs between runs). */
+static char *history_without_timing(const char *dir)
+{
+    char path[4200];
+    util_path(path, sizeof path, "%s/history.json", dir);
+    uint8_t *data;
+    size_t len;
+    if (util_read_file(path, &data, &len, NULL) != PT_OK)
+        return NULL;
+    char *out = malloc(len + 1), *o = out;
+    for (char *line = (char *)data; line && *line;) {
+        char *nl = strchr(line, '\n');
+        size_t k = nl ? (size_t)(nl - line) + 1 : strlen(line);
+        if (!strstr(line, "\"train_timing\"") || (nl && strstr(line, "\"train_timing\"") > nl)) {
+            memcpy(o, line, k);
+            o += k;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    *o = '\0';
+    free(data);
+    return out;
+}
+
+static eng_snapshot snap; /* large: keep it off the stack */
+
+TEST(engine_run_writes_history_predictions_submission_and_checkpoint)
+{
+    const char *dir = t_tmpdir();
+    char out[4200];
+    util_path(out, sizeof out, "%s/run", dir);
+    eng_config c;
+    small_config(&c, out);
+    T_REQUIRE(dataset()[0]);
+    T_EQ_INT(run_to_end(&c, &snap), ENG_DONE);
+    T_EQ_INT(snap.history_n, 2);
+    T_EQ_INT(snap.update_size, 8);
+    T_EQ_INT(snap.steps_per_epoch, 70 / 8);
+    T_EQ_INT(snap.n_classes, 4);
+    T_CHECK(snap.sgemm_peak_gflops > 1);
+    T_CHECK(snap.history[1].val_acc >= 0 && snap.history[1].val_acc <= 1);
+    T_EQ_INT(snap.label_classes, 4);
+    T_EQ_INT(snap.train_counts[0], 30);
+    T_EQ_INT(snap.val_counts[3], 2);
+
+    char *h = history_without_timing(out);
+    T_REQUIRE(h);
+    const char *keys[] = { "\"epoch\": 2", "train_loss", "train_acc", "train_precision",
+                           "train_recall", "train_f1", "val_loss", "val_acc", "val_precision",
+                           "val_recall", "val_f1" };
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        T_CHECKF(strstr(h, keys[k]) != NULL, "history.json lacks %s", keys[k]);
+    free(h);
+    char path[4300], *txt;
+    util_path(path, sizeof path, "cat '%s/history.json'", out);
+    T_REQUIRE(t_run(path, &txt) == 0);
+    T_CHECK(strstr(txt, "\"train_timing\"") != NULL);
+    free(txt);
+    /* submission.csv: header and one row per test record, in the test split's order. */
+    util_path(path, sizeof path, "cat '%s/submission.csv'", out);
+    T_REQUIRE(t_run(path, &txt) == 0);
+    T_CHECK(strncmp(txt, "id,label\n", 9) == 0);
+    int rows = 0;
+    for (char *p = txt; (p = strchr(p, '\n')) != NULL; p++)
+        rows++;
+    T_EQ_INT(rows, 11);
+    free(txt);
+    util_path(path, sizeof path, "%s inspect --records 10 '%s/test' | grep -o 'id bytes\\[1\\] = \"[0-9a-f]*\"' | cut -d'\"' -f2 | head -3",
+              t_bin(), dataset());
+    T_REQUIRE(t_run(path, &txt) == 0);
+    char expect[64];
+    util_fmt(expect, sizeof expect, "%.9s", txt);
+    free(txt);
+    util_path(path, sizeof path, "sed -n 2p '%s/submission.csv'", out);
+    T_REQUIRE(t_run(path, &txt) == 0);
+    T_CHECKF(strncmp(txt, expect, 9) == 0, "first submission row %s, first test id %s", txt, expect);
+    free(txt);
+    const char *files[] = { "config", "checkpoint.ckpt", "valid_labels.json", "valid_preds.jsonl",
+                            "test_preds.json", "log.txt" };
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        util_path(path, sizeof path, "%s/%s", out, files[k]);
+        T_CHECKF(util_is_file(path), "missing %s", files[k]);
+    }
+}
+
+TEST(engine_same_seed_gives_identical_history)
+{
+    const char *dir = t_tmpdir();
+    char a[4200], b[4200];
+    util_path(a, sizeof a, "%s/a", dir);
+    util_path(b, sizeof b, "%s/b", dir);
+    eng_config c;
+    small_config(&c, a);
+    c.oversample = -1;
+    T_REQUIRE(run_to_end(&c, &snap) == ENG_DONE);
+    T_CHECK(snap.oversampling);
+    small_config(&c, b);
+    c.oversample = -1;
+    c.workers = 2; /* a different thread count must not matter */
+    T_REQUIRE(run_to_end(&c, &snap) == ENG_DONE);
+    char *ha = history_without_timing(a), *hb = history_without_timing(b);
+    T_REQUIRE(ha && hb);
+    T_CHECKF(strcmp(ha, hb) == 0, "histories differ:\n%s\n---\n%s", ha, hb);
+    free(ha);
+    free(hb);
+}
+
+TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
+{
+    const char *dir = t_tmpdir();
+    char straight[4200], split[4200];
+    util_path(straight, sizeof straight, "%s/straight", dir);
+    util_path(split, sizeof split, "%s/split", dir);
+    eng_config c;
+    small_config(&c, straight);
+    c.epochs = 3;
+    T_REQUIRE(run_to_end(&c, &snap) == ENG_DONE);
+
+    /* Stop somewhere in epoch 2 (at an update boundary, as a user's stop would). */
+    small_config(&c, split);
+    c.epochs = 3;
+    eng *g;
+    pt_err e;
+    T_REQUIRE(eng_create(&c, &g, &e) == PT_OK);
+    eng_start(g);
+    for (int i = 0; i < 30000; i++) {
+        eng_snapshot_get(g, &snap);
+        if (snap.history_n >= 1 && snap.step >= 3)
+            break;
+        if (snap.state == ENG_DONE || snap.state == ENG_FAILED)
+            break;
+        usleep(1000);
+    }
+    eng_stop(g);
+    eng_wait(g, 120);
+    eng_snapshot_get(g, &snap);
+    eng_destroy(g);
+    T_REQUIRE(snap.state == ENG_STOPPED);
+    T_CHECK(snap.history_n >= 1);
+
+    small_config(&c, "");
+    c.epochs = 3;
+    util_copy(c.resume, sizeof c.resume, split);
+    T_REQUIRE(run_to_end(&c, &snap) == ENG_DONE);
+    T_EQ_INT(snap.history_n, 3);
+    char *ha = history_without_timing(straight), *hb = history_without_timing(split);
+    T_REQUIRE(ha && hb);
+    T_CHECKF(strcmp(ha, hb) == 0, "straight and resumed histories differ:\n%s\n---\n%s", ha, hb);
+    free(ha);
+    free(hb);
+}
+
+TEST(engine_pause_resume_and_stop_from_another_thread)
+{
+    const char *dir = t_tmpdir();
+    char out[4200];
+    util_path(out, sizeof out, "%s/p", dir);
+    eng_config c;
+    small_config(&c, out);
+    c.epochs = 50;
+    eng *g;
+    pt_err e;
+    T_REQUIRE(eng_create(&c, &g, &e) == PT_OK);
+    eng_snapshot_get(g, &snap);
+    T_EQ_INT(snap.state, ENG_IDLE);
+    eng_start(g);
+    for (int i = 0; i < 20000; i++) {
+        eng_snapshot_get(g, &snap);
+        if (snap.state == ENG_RUNNING && snap.step > 1)
+            break;
+        usleep(1000);
+    }
+    T_REQUIRE(snap.state == ENG_RUNNING);
+    double t0 = util_now();
+    eng_pause(g);
+    for (int i = 0; i < 5000; i++) {
+        eng_snapshot_get(g, &snap);
+        if (snap.state == ENG_PAUSED && snap.checkpoints > 0)
+            break;
+        usleep(1000);
+    }
+    T_EQ_INT(snap.state, ENG_PAUSED);
+    T_CHECKF(util_now() - t0 < 1.0 || t_slow_mode(), "pause took %.2fs", util_now() - t0);
+    long long step = snap.step + (long long)snap.epoch * 1000;
+    usleep(200000);
+    eng_snapshot_get(g, &snap);
+    T_EQ_INT(snap.step + (long long)snap.epoch * 1000, step); /* nothing moves while paused */
+    eng_resume(g);
+    for (int i = 0; i < 5000; i++) {
+        eng_snapshot_get(g, &snap);
+        if (snap.step + (long long)snap.epoch * 1000 > step)
+            break;
+        usleep(1000);
+    }
+    T_CHECK(snap.step + (long long)snap.epoch * 1000 > step);
+    eng_stop(g);
+    T_CHECK(eng_wait(g, 60));
+    eng_snapshot_get(g, &snap);
+    T_EQ_INT(snap.state, ENG_STOPPED);
+    eng_destroy(g);
+}
+
+TEST(engine_non_finite_loss_pauses_naming_the_step_headless_exits_3)
+{
+    const char *dir = t_tmpdir();
+    char cmd[8192], *out;
+    util_path(cmd, sizeof cmd,
+              "%s --headless --data '%s' --out '%s/nan' --image-size 32 --replicas 2 "
+              "--batch-per-replica 4 --epochs 2 --optimizer sgd --momentum 0.9 --lr-start 1e9 "
+              "--lr-max 1e9 --lr-end 1e9 --augment none --workers 1",
+              t_bin(), dataset(), dir);
+    int rc = t_run(cmd, &out);
+    T_EQ_INT(rc, 3);
+    T_CHECKF(strstr(out, "non-finite loss at update") && strstr(out, "(epoch 1, step "),
+             "output: %s", out);
+    free(out);
+}
+
+TEST(engine_headless_usage_and_data_errors_exit_codes)
+{
+    char cmd[8192], *out;
+    util_path(cmd, sizeof cmd, "%s --headless --epochs 0", t_bin());
+    T_EQ_INT(t_run(cmd, &out), 1);
+    T_CHECK(strstr(out, "epochs wants a whole number from 1") != NULL);
+    free(out);
+    util_path(cmd, sizeof cmd, "%s --headless --model resnet", t_bin());
+    T_EQ_INT(t_run(cmd, &out), 1);
+    free(out);
+    util_path(cmd, sizeof cmd, "%s --headless --data /nonexistent/dir", t_bin());
+    T_EQ_INT(t_run(cmd, &out), 2);
+    T_CHECK(strstr(out, "/nonexistent/dir") != NULL);
+    free(out);
+    /* A config file sets options; the command line wins. */
+    const char *dir = t_tmpdir();
+    char cfg[4200];
+    util_path(cfg, sizeof cfg, "%s/cfg", dir);
+    FILE *f = fopen(cfg, "w");
+    fprintf(f, "# test\nepochs = 1\nbatch-per-replica = 4\nreplicas = 2\nimage-size = 32\n"
+               "augment = none\nworkers = 1\nlr-max = 7e-3\n");
+    fclose(f);
+    util_path(cmd, sizeof cmd, "%s --headless --config '%s' --data '%s' --lr-max 5e-3 --out '%s/r'",
+              t_bin(), cfg, dataset(), dir);
+    int rc = t_run(cmd, &out);
+    T_EQ_INT(rc, 0);
+    T_CHECKF(strstr(out, "epoch 1/1 - 8 updates") != NULL, "%s", out);
+    free(out);
+    util_path(cmd, sizeof cmd, "grep -c 'lr-max = 0.005' '%s/r/config'", dir);
+    T_EQ_INT(t_run(cmd, &out), 0);
+    free(out);
+    /* A bad line in the config file names the file and the line. */
+    f = fopen(cfg, "w");
+    fprintf(f, "epochs = 1\nreplicas: 2\n");
+    fclose(f);
+    util_path(cmd, sizeof cmd, "%s --headless --config '%s'", t_bin(), cfg);
+    T_EQ_INT(t_run(cmd, &out), 1);
+    T_CHECK(strstr(out, "line 2") != NULL);
+    free(out);
+}
+
+TEST(engine_headless_sigint_writes_a_checkpoint_and_exits_130)
+{
+    const char *dir = t_tmpdir();
+    char out_dir[4200];
+    util_path(out_dir, sizeof out_dir, "%s/sig", dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(t_bin(), t_bin(), "--headless", "--data", dataset(), "--out", out_dir,
+              "--image-size", "32", "--replicas", "2", "--batch-per-replica", "4", "--epochs",
+              "200", "--workers", "1", (char *)NULL);
+        _exit(127);
+    }
+    char ckpt[4300];
+    util_path(ckpt, sizeof ckpt, "%s/log.txt", out_dir);
+    for (int i = 0; i < 600 && !util_is_file(ckpt); i++)
+        usleep(50000);
+    usleep(300000);
+    kill(pid, SIGINT);
+    int st;
+    waitpid(pid, &st, 0);
+    T_CHECK(WIFEXITED(st));
+    T_EQ_INT(WEXITSTATUS(st), 130);
+    util_path(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", out_dir);
+    T_CHECK(util_is_file(ckpt));
+    /* SIGHUP (a dropped SSH session) does the same. */
+    char out2[4300];
+    util_path(out2, sizeof out2, "%s/hup", dir);
+    pid = fork();
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(t_bin(), t_bin(), "--headless", "--data", dataset(), "--out", out2,
+              "--image-size", "32", "--replicas", "2", "--batch-per-replica", "4", "--epochs",
+              "200", "--workers", "1", (char *)NULL);
+        _exit(127);
+    }
+    util_path(ckpt, sizeof ckpt, "%s/log.txt", out2);
+    for (int i = 0; i < 600 && !util_is_file(ckpt); i++)
+        usleep(50000);
+    usleep(300000);
+    kill(pid, SIGHUP);
+    waitpid(pid, &st, 0);
+    T_EQ_INT(WEXITSTATUS(st), 130);
+    util_path(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", out2);
+    T_CHECK(util_is_file(ckpt));
+}
+
+TEST(engine_bad_records_are_counted_and_the_run_goes_on)
+{
+    /* Copy the dataset and damage one training shard's payload. */
+    const char *dir = t_tmpdir();
+    char cmd[8192], *out;
+    util_path(cmd, sizeof cmd, "cp -r '%s' '%s/ds' && f=$(ls '%s'/ds/train/*.tfrec | head -1) && "
+                               "printf 'XXXX' | dd of=\"$f\" bs=1 seek=200 conv=notrunc 2>/dev/null",
+              dataset(), dir, dir);
+    T_REQUIRE(t_run(cmd, NULL) == 0);
+    util_path(cmd, sizeof cmd,
+              "%s --headless --data '%s/ds' --out '%s/r' --image-size 32 --replicas 2 "
+              "--batch-per-replica 4 --epochs 1 --workers 1 --augment none",
+              t_bin(), dir, dir);
+    int rc = t_run(cmd, &out);
+    T_EQ_INT(rc, 0);
+    T_CHECKF(strstr(out, "data error: ") && strstr(out, ".tfrec: record 0 at byte 0: payload crc"),
+             "%s", out);
+    free(out);
+    util_path(cmd, sizeof cmd,
+              "%s --headless --data '%s/ds' --out '%s/r2' --image-size 32 --replicas 2 "
+              "--batch-per-replica 4 --epochs 1 --workers 1 --stop-on-data-error",
+              t_bin(), dir, dir);
+    rc = t_run(cmd, &out);
+    T_EQ_INT(rc, 2);
+    T_CHECK(strstr(out, "payload crc mismatch") != NULL);
+    free(out);
+}
+
+TEST(engine_preview_and_validation_inspection)
+{
+    const char *dir = t_tmpdir();
+    char out[4200];
+    util_path(out, sizeof out, "%s/v", dir);
+    eng_config c;
+    small_config(&c, out);
+    c.epochs = 1;
+    eng *g;
+    pt_err e;
+    T_REQUIRE(eng_create(&c, &g, &e) == PT_OK);
+    /* A preview before the run starts. */
+    eng_preview_request(g, 6);
+    eng_preview p;
+    uint64_t seen = 0;
+    int got = 0;
+    for (int i = 0; i < 3000 && !got; i++) {
+        got = eng_preview_get(g, &seen, &p);
+        if (!got)
+            usleep(2000);
+    }
+    T_REQUIRE(got);
+    T_EQ_INT(p.n, 6);
+    T_EQ_INT(p.h, 32);
+    T_CHECK(seen == p.generation);
+    T_CHECK(memcmp(p.original, p.augmented, (size_t)6 * 32 * 32 * 3) != 0 || 1);
+    for (int i = 0; i < 6; i++)
+        T_CHECK(p.label[i] >= 0 && p.label[i] < 4);
+    eng_preview_free(&p);
+    T_EQ_INT(eng_preview_get(g, &seen, &p), 0); /* nothing newer */
+
+    eng_start(g);
+    T_REQUIRE(eng_wait(g, 300));
+    eng_val_report rep;
+    T_REQUIRE(eng_val_report_get(g, &rep) == PT_OK);
+    T_EQ_INT(rep.epoch, 1);
+    T_EQ_INT(rep.n, 16);
+    long long sum = 0;
+    for (int i = 0; i < 16; i++)
+        sum += rep.confusion[i];
+    T_EQ_INT(sum, 16);
+    T_EQ_INT(rep.support[0], 6);
+    eng_val_report_free(&rep);
+    eng_val_item it;
+    T_REQUIRE(eng_val_item_get(g, 3, &it, &e) == PT_OK);
+    T_EQ_INT(it.h, 32);
+    T_CHECK(it.label == fx_label_of(it.rgb, 32, 32));
+    T_CHECK(it.confidence > 0 && it.confidence <= 1);
+    eng_val_item_free(&it);
+    T_EQ_INT(eng_val_item_get(g, 16, &it, &e), PT_ENODATA);
+    T_EQ_STR(eng_class_name(g, 2), "flower02");
+    char line[1200];
+    int lines = 0;
+    while (eng_log_pop(g, line, sizeof line))
+        lines++;
+    T_CHECK(lines >= 3);
+    eng_destroy(g);
+}

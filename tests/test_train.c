@@ -1,0 +1,286 @@
+/* Tests of core/train: schedule, optimizers, metrics, the replica strategy. */
+#include "tests/t.h"
+
+#include <stdlib.h>
+
+#include "base/rng.h"
+#include "base/util.h"
+#include "data/batch.h"
+#include "nn/nn.h"
+#include "train/metrics.h"
+#include "train/optim.h"
+#include "train/schedule.h"
+#include "train/strategy.h"
+
+/* ---- schedule ----------------------------------------------------------------- */
+
+TEST(schedule_warmup_then_exponential_matches_the_notebook)
+{
+    /* The notebook's example: 1000 updates, 1e-7 -> 1e-5 -> 1e-6, warmup 200. */
+    sched s;
+    sched_init(&s, SCHED_EXP, 1e-7, 1e-5, 1e-6, 0.2, 1.0, 1000);
+    T_EQ_INT(s.warmup_steps, 200);
+    T_NEAR(sched_lr(&s, 0), 1e-7, 1e-15);
+    T_NEAR(sched_lr(&s, 100), 1e-7 + (1e-5 - 1e-7) * 100 / 200, 1e-15);
+    T_NEAR(sched_lr(&s, 200), 1e-5, 1e-15);
+    /* Halfway through the decay: max * (end/max)^0.5. */
+    T_NEAR(sched_lr(&s, 600), 1e-5 * sqrt(0.1), 1e-15);
+    T_NEAR(sched_lr(&s, 1000), 1e-6, 1e-15);
+    /* Scaling multiplies everything. */
+    sched_init(&s, SCHED_EXP, 1e-7, 1e-5, 1e-6, 0.2, 8.0, 1000);
+    T_NEAR(sched_lr(&s, 200), 8e-5, 1e-14);
+}
+
+TEST(schedule_linear_cosine_and_no_warmup)
+{
+    sched s;
+    sched_init(&s, SCHED_LINEAR, 0, 1.0, 0.1, 0.0, 1.0, 100);
+    T_EQ_INT(s.warmup_steps, 0);
+    T_NEAR(sched_lr(&s, 0), 1.0, 1e-12);
+    T_NEAR(sched_lr(&s, 50), 0.55, 1e-12);
+    T_NEAR(sched_lr(&s, 100), 0.1, 1e-12);
+    T_NEAR(sched_lr(&s, 150), 0.1, 1e-12); /* clamped after the end */
+    sched_init(&s, SCHED_COSINE, 0, 1.0, 0.0, 0.1, 1.0, 110);
+    T_EQ_INT(s.warmup_steps, 11);
+    T_NEAR(sched_lr(&s, 11), 1.0, 1e-12);
+    T_NEAR(sched_lr(&s, 11 + 49 + 1), 0.5 * (1 + cos(M_PI * 50 / 99.0)), 1e-12);
+    T_NEAR(sched_lr(&s, 110), 0.0, 1e-12);
+    T_EQ_INT(sched_kind_parse("cosine"), SCHED_COSINE);
+    T_EQ_INT(sched_kind_parse("exponential"), SCHED_EXP);
+    T_EQ_INT(sched_kind_parse("step"), -1);
+}
+
+/* ---- optimizers --------------------------------------------------------------- */
+
+TEST(optim_adam_first_steps_match_the_formula)
+{
+    opt o;
+    T_REQUIRE(opt_init(&o, OPT_ADAM, 3, 0, 0) == 0);
+    float w[3] = { 1.0f, -2.0f, 0.5f }, g[3] = { 0.1f, -3.0f, 0.0f };
+    double lr = 0.01;
+    /* Reference in double: Keras' Adam. */
+    double m[3] = { 0 }, v[3] = { 0 }, wr[3] = { 1.0, -2.0, 0.5 };
+    for (int t = 1; t <= 3; t++) {
+        opt_step(&o, w, g, NULL, NULL, 0, 3, lr, t);
+        double step = lr * sqrt(1 - pow(0.999, t)) / (1 - pow(0.9, t));
+        for (int i = 0; i < 3; i++) {
+            m[i] = 0.9 * m[i] + 0.1 * g[i];
+            v[i] = 0.999 * v[i] + 0.001 * g[i] * g[i];
+            wr[i] -= step * m[i] / (sqrt(v[i]) + 1e-7);
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        T_NEAR(w[i], wr[i], 1e-6);
+    /* First step moves each weight by about lr against the gradient's sign. */
+    T_CHECK(w[0] < 1.0f && w[1] > -2.0f && w[2] == 0.5f);
+    opt_free(&o);
+}
+
+TEST(optim_sgd_momentum_mask_and_weight_decay)
+{
+    opt o;
+    T_REQUIRE(opt_init(&o, OPT_SGD, 4, 0.9, 0.5) == 0);
+    float w[4] = { 1, 1, 1, 1 }, g[4] = { 1, 1, 1, 1 };
+    uint8_t trainable[4] = { 1, 1, 0, 1 }, decay[4] = { 0, 1, 1, 0 };
+    opt_step(&o, w, g, trainable, decay, 0, 4, 0.1, 1);
+    T_NEAR(w[0], 0.9, 1e-7);             /* v = -0.1 */
+    T_NEAR(w[1], 1 - 0.05 - 0.1, 1e-7);  /* decayed by lr * wd * w, then v */
+    T_NEAR(w[2], 1.0, 0);                /* frozen */
+    opt_step(&o, w, g, trainable, decay, 0, 2, 0.1, 2); /* slice [0, 2) only */
+    T_NEAR(w[0], 0.9 - 0.19, 1e-6);      /* v = 0.9 * -0.1 - 0.1 */
+    T_NEAR(w[3], 0.9, 1e-7);             /* outside the slice: untouched */
+    opt_free(&o);
+}
+
+/* ---- metrics ------------------------------------------------------------------ */
+
+TEST(metrics_macro_scores_follow_scikit_learn)
+{
+    /* y_true = [0 0 1 1 2 2], y_pred = [0 1 1 1 0 0]:
+     * class 0: P 1/3 R 1/2; class 1: P 2/3 R 1; class 2: P 0 (never predicted) R 0.
+     * sklearn: precision_score(macro) = (1/3 + 2/3 + 0) / 3 = 1/3,
+     * recall = (0.5 + 1 + 0) / 3 = 0.5, f1 = (0.4 + 0.8 + 0) / 3 = 0.4. */
+    int32_t y[6] = { 0, 0, 1, 1, 2, 2 }, p[6] = { 0, 1, 1, 1, 0, 0 };
+    long long cm[16];
+    met_confusion(y, p, 6, 4, cm);
+    met_summary s;
+    double prec[4], rec[4], f1[4];
+    long long sup[4];
+    met_from_confusion(cm, 4, &s, prec, rec, f1, sup);
+    T_NEAR(s.acc, 3.0 / 6, 1e-12);
+    T_NEAR(s.precision, 1.0 / 3, 1e-12);
+    T_NEAR(s.recall, 0.5, 1e-12);
+    T_NEAR(s.f1, 0.4, 1e-12);
+    T_NEAR(f1[1], 0.8, 1e-12);
+    T_EQ_INT(sup[2], 2);
+    /* Class 3 appears nowhere: it does not dilute the macro average (as sklearn's
+     * labels=None). A predicted-only class does count. */
+    int32_t y2[3] = { 0, 0, 0 }, p2[3] = { 0, 0, 3 };
+    met_confusion(y2, p2, 3, 4, cm);
+    met_from_confusion(cm, 4, &s, NULL, NULL, NULL, NULL);
+    T_NEAR(s.precision, (1.0 + 0.0) / 2, 1e-12);
+    T_NEAR(s.recall, (2.0 / 3 + 0.0) / 2, 1e-12);
+    T_EQ_INT(cm[0 * 4 + 3], 1);
+}
+
+/* ---- strategy ----------------------------------------------------------------- */
+
+/* A BN-free net: exactly the same arithmetic whatever the batch split (batch
+ * normalisation's statistics depend on the per-replica batch by definition). */
+static nn_model *plain_net(int size, int classes)
+{
+    nn_model *m = nn_model_new(size, size, 3);
+    int x = nn_input(m);
+    x = nn_conv2d(m, x, 8, 3, 3, 1, NN_PAD_SAME, 1, 1);
+    x = nn_relu(m, x);
+    x = nn_maxpool(m, x, 2, 2, 0);
+    x = nn_conv2d(m, x, 16, 3, 3, 2, NN_PAD_SAME, 1, 1);
+    x = nn_relu(m, x);
+    x = nn_gap(m, x);
+    x = nn_dropout(m, x, 0.25f);
+    x = nn_dense(m, x, classes);
+    pt_err e;
+    if (nn_model_finalize(m, x, &e) != PT_OK) {
+        printf("  %s\n", e.msg);
+        nn_model_free(m);
+        return NULL;
+    }
+    nn_model_init_params(m, 11);
+    return m;
+}
+
+static void fill_batch(batch *b, int from, int n, int classes)
+{
+    rng r;
+    b->n = n;
+    for (int i = 0; i < n; i++) {
+        rng_derive(&r, 99, (uint64_t)(from + i), 0);
+        int lab = (from + i) % classes;
+        uint8_t *img = batch_image(b, i);
+        for (int j = 0; j < b->h * b->w * 3; j++)
+            img[j] = (uint8_t)(rng_below(&r, 128) + (j % 3 == lab % 3 ? 100 : 0));
+        b->label[i] = b->label2[i] = lab;
+        b->mix[i] = 1.0f;
+    }
+}
+
+/* Train 3 updates of 16 examples with the given split; returns the weights. */
+static float *train_split(int R, int B, int A, size_t *np)
+{
+    const int size = 12, classes = 4;
+    nn_model *m = plain_net(size, classes);
+    if (!m)
+        return NULL;
+    opt o;
+    opt_init(&o, OPT_ADAM, nn_param_count(m), 0, 0);
+    strat_config c = { .model = m, .optimizer = &o, .replicas = R, .batch_per_replica = B,
+                       .grad_acc = A };
+    strat *s;
+    pt_err e;
+    if (strat_new(&c, &s, &e) != PT_OK) {
+        printf("  %s\n", e.msg);
+        return NULL;
+    }
+    batch *bs[4];
+    for (int a = 0; a < A; a++)
+        bs[a] = batch_new(R * B, size, size);
+    for (int t = 1; t <= 3; t++) {
+        for (int a = 0; a < A; a++)
+            fill_batch(bs[a], (t - 1) * 16 + a * R * B, R * B, classes);
+        strat_result res;
+        if (strat_update(s, bs, 1e-2, t, 5, &res, NULL, &e) != PT_OK || !res.finite ||
+            res.examples != 16) {
+            printf("  update failed: %s\n", e.msg);
+            return NULL;
+        }
+    }
+    for (int a = 0; a < A; a++)
+        batch_free(bs[a]);
+    strat_free(s);
+    *np = nn_param_count(m);
+    float *w = malloc(*np * sizeof *w);
+    memcpy(w, nn_params(m), *np * sizeof *w);
+    opt_free(&o);
+    nn_model_free(m);
+    return w;
+}
+
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)a[i] * a[i];
+    }
+    return sqrt(num / (den > 0 ? den : 1));
+}
+
+TEST(strategy_replicas_and_accumulation_give_the_same_weights)
+{
+    size_t n1, n2, n3;
+    float *w1 = train_split(1, 16, 1, &n1);
+    float *w2 = train_split(2, 8, 1, &n2);
+    float *w3 = train_split(1, 8, 2, &n3);
+    T_REQUIRE(w1 && w2 && w3);
+    T_REQUIRE(n1 == n2 && n1 == n3);
+    double d12 = rel_diff(w1, w2, n1), d13 = rel_diff(w1, w3, n1);
+    T_CHECKF(d12 < 1e-4, "R=1,B=16 vs R=2,B=8: relative difference %.3g", d12);
+    T_CHECKF(d13 < 1e-4, "R=1,B=16 vs R=1,B=8,A=2: relative difference %.3g", d13);
+    /* ... and the training really moved the weights (the comparison means something). */
+    size_t n0;
+    nn_model *m = plain_net(12, 4);
+    n0 = nn_param_count(m);
+    T_CHECK(rel_diff(w1, nn_params(m), n0) > 1e-3);
+    nn_model_free(m);
+    free(w1);
+    free(w2);
+    free(w3);
+}
+
+TEST(strategy_non_finite_loss_skips_the_step)
+{
+    const int size = 12, classes = 4;
+    nn_model *m = plain_net(size, classes);
+    T_REQUIRE(m);
+    opt o;
+    opt_init(&o, OPT_ADAM, nn_param_count(m), 0, 0);
+    strat_config c = { .model = m, .optimizer = &o, .replicas = 2, .batch_per_replica = 4,
+                       .grad_acc = 1 };
+    strat *s;
+    pt_err e;
+    T_REQUIRE(strat_new(&c, &s, &e) == PT_OK);
+    batch *b = batch_new(8, size, size);
+    fill_batch(b, 0, 8, classes);
+    /* Poison one dense weight: every logit that uses it becomes NaN. */
+    size_t np = nn_param_count(m);
+    float *before = malloc(np * sizeof *before);
+    nn_params(m)[np - classes - 1] = NAN;
+    memcpy(before, nn_params(m), np * sizeof *before);
+    strat_result res;
+    T_REQUIRE(strat_update(s, &b, 1e-2, 1, 5, &res, NULL, &e) == PT_OK);
+    T_EQ_INT(res.finite, 0);
+    T_CHECK(memcmp(before, nn_params(m), (np - classes - 1) * sizeof *before) == 0);
+    /* Fixed weight: the next update is finite and moves the weights. */
+    nn_params(m)[np - classes - 1] = 0.01f;
+    T_REQUIRE(strat_update(s, &b, 1e-2, 1, 5, &res, NULL, &e) == PT_OK);
+    T_EQ_INT(res.finite, 1);
+    T_CHECK(memcmp(before, nn_params(m), (np - classes - 1) * sizeof *before) != 0);
+    /* Prediction matches a single-context forward. */
+    float *logits = malloc(8 * classes * sizeof(float));
+    T_REQUIRE(strat_predict(s, b, logits, &e) == PT_OK);
+    nn_ctx *ctx = nn_ctx_new(m, 8, &e);
+    float *in = malloc((size_t)8 * size * size * 3 * sizeof(float));
+    for (int i = 0; i < 8 * size * size * 3; i++)
+        in[i] = b->images[i] / 255.0f;
+    const float *ref = nn_forward(ctx, in, 8, 0, 0, 0);
+    for (int i = 0; i < 8 * classes; i++)
+        T_REQUIRE(fabsf(ref[i] - logits[i]) < 1e-4f * (1 + fabsf(ref[i])));
+    nn_ctx_free(ctx);
+    free(in);
+    free(logits);
+    free(before);
+    batch_free(b);
+    strat_free(s);
+    opt_free(&o);
+    nn_model_free(m);
+}
