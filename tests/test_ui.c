@@ -1,0 +1,863 @@
+/* The workbench's parts without a terminal: layout, charts, keys, the terminal
+ * reply parsers and the probe over a pseudo-terminal, sixel encoding (decoded
+ * back with libsixel), picture tiles, inspect helpers, the log ring, and the
+ * panels drawn on a curses screen that writes to /dev/null and read back. */
+#include "tests/t.h"
+
+#include <fcntl.h>
+#include <locale.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sixel.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "ui/chart.h"
+#include "ui/draw.h"
+#include "ui/inspect.h"
+#include "ui/keys.h"
+#include "ui/layout.h"
+#include "ui/log.h"
+#include "ui/panels.h"
+#include "ui/preview.h"
+#include "ui/sixel.h"
+#include "ui/term.h"
+
+/* memmem is a GNU extension; this is all the tests need of it. */
+static const void *find(const void *hay, size_t n, const void *needle, size_t k)
+{
+    const char *h = hay;
+    for (size_t i = 0; k <= n && i + k <= n; i++)
+        if (memcmp(h + i, needle, k) == 0)
+            return h + i;
+    return NULL;
+}
+
+/* ---- layout --------------------------------------------------------------------- */
+
+static int inside(ui_rect in, ui_rect out)
+{
+    return in.y >= out.y && in.x >= out.x && in.y + in.h <= out.y + out.h &&
+           in.x + in.w <= out.x + out.w;
+}
+
+TEST(ui_layout_fits_every_size_without_overlap)
+{
+    static const int sizes[][2] = { { 24, 80 }, { 30, 100 }, { 30, 120 }, { 48, 160 },
+                                    { 60, 240 }, { 16, 60 } };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int reps = 1; reps <= 16; reps += 15) {
+            int rows = sizes[i][0], cols = sizes[i][1];
+            ui_layout l;
+            ui_layout_compute(&l, rows, cols, -1, reps);
+            T_REQUIRE(!l.too_small);
+            T_EQ_INT(l.wide, cols >= 120 && rows >= 30);
+            ui_rect screen = { 0, 0, rows, cols };
+            T_CHECK(l.header.y == 0 && l.header.h == 2 && l.footer.y == rows - 1);
+            for (int p = 0; p < UI_P_COUNT; p++) {
+                T_CHECKF(ui_layout_visible(&l, p), "%dx%d: %s hidden", cols, rows,
+                         ui_layout_name(p));
+                T_CHECKF(inside(l.panel[p], l.body) && inside(l.body, screen),
+                         "%dx%d: %s outside the body", cols, rows, ui_layout_name(p));
+                T_CHECKF(l.panel[p].h >= 4 && l.panel[p].w >= 20, "%dx%d: %s is %dx%d", cols,
+                         rows, ui_layout_name(p), l.panel[p].w, l.panel[p].h);
+                for (int q = 0; q < p; q++)
+                    T_CHECKF(!ui_layout_overlap(l.panel[p], l.panel[q]), "%dx%d: %s over %s",
+                             cols, rows, ui_layout_name(p), ui_layout_name(q));
+            }
+            /* Every body cell belongs to a panel: nothing left unpainted. */
+            long long area = 0;
+            for (int p = 0; p < UI_P_COUNT; p++)
+                area += (long long)l.panel[p].h * l.panel[p].w;
+            T_EQ_INT(area, (long long)l.body.h * l.body.w);
+        }
+    /* A larger screen gives the preview more room. */
+    ui_layout small, big;
+    ui_layout_compute(&small, 24, 80, -1, 2);
+    ui_layout_compute(&big, 48, 160, -1, 2);
+    T_CHECK(big.panel[UI_P_PREVIEW].h * big.panel[UI_P_PREVIEW].w >
+            2 * small.panel[UI_P_PREVIEW].h * small.panel[UI_P_PREVIEW].w);
+    /* Zoom: one panel takes the body. */
+    ui_layout z;
+    ui_layout_compute(&z, 24, 80, UI_P_LABELS, 2);
+    T_CHECK(memcmp(&z.panel[UI_P_LABELS], &z.body, sizeof z.body) == 0);
+    for (int p = 0; p < UI_P_COUNT; p++)
+        T_EQ_INT(ui_layout_visible(&z, p), p == UI_P_LABELS);
+    /* Below the minimum: nothing but the note. */
+    ui_layout_compute(&z, 15, 80, -1, 2);
+    T_CHECK(z.too_small);
+    ui_layout_compute(&z, 24, 59, -1, 2);
+    T_CHECK(z.too_small);
+}
+
+TEST(ui_layout_focus_moves_by_direction)
+{
+    ui_layout l;
+    ui_layout_compute(&l, 24, 80, -1, 2);
+    T_EQ_INT(ui_layout_neighbor(&l, UI_P_REPLICAS, UI_DIR_RIGHT), UI_P_CURVES);
+    T_EQ_INT(ui_layout_neighbor(&l, UI_P_REPLICAS, UI_DIR_DOWN), UI_P_LABELS);
+    T_EQ_INT(ui_layout_neighbor(&l, UI_P_LABELS, UI_DIR_DOWN), UI_P_LOG);
+    T_EQ_INT(ui_layout_neighbor(&l, UI_P_LOG, UI_DIR_UP), UI_P_LABELS);
+    T_EQ_INT(ui_layout_neighbor(&l, UI_P_CURVES, UI_DIR_DOWN), UI_P_PREVIEW);
+    T_EQ_INT(ui_layout_neighbor(&l, UI_P_CURVES, UI_DIR_LEFT), UI_P_REPLICAS);
+    /* Nothing above the top row, nothing right of the right column. */
+    T_EQ_INT(ui_layout_neighbor(&l, UI_P_CURVES, UI_DIR_UP), UI_P_CURVES);
+    T_EQ_INT(ui_layout_neighbor(&l, UI_P_PREVIEW, UI_DIR_RIGHT), UI_P_PREVIEW);
+    ui_layout_compute(&l, 48, 160, -1, 2);
+    T_EQ_INT(ui_layout_neighbor(&l, UI_P_CURVES, UI_DIR_RIGHT), UI_P_PREVIEW);
+    T_EQ_INT(ui_layout_neighbor(&l, UI_P_LOG, UI_DIR_LEFT), UI_P_LABELS);
+}
+
+/* ---- charts --------------------------------------------------------------------- */
+
+static int braille(uint32_t c)
+{
+    return c >= 0x2801 && c <= 0x28ff;
+}
+
+TEST(ui_chart_braille_lines_follow_the_data)
+{
+    ui_cells g;
+    T_REQUIRE(ui_draw_cells_init(&g, 4, 10) == 0);
+    float up[20];
+    for (int i = 0; i < 20; i++)
+        up[i] = (float)i;
+    ui_chart_series s = { up, NULL, 0, 1, 20, UI_R_S1, 0, 0 };
+    ui_chart_axis xa = { 0, 19, 0 }, ya = { 0, 19, 0 };
+    ui_chart_plot(&g, xa, ya, &s, 1);
+    /* A rising line: bottom-left and top-right have dots, the other corners not. */
+    T_CHECK(braille(g.c[3 * 10 + 0].ch));
+    T_CHECK(braille(g.c[0 * 10 + 9].ch));
+    T_EQ_INT(g.c[0].ch, ' ');
+    T_EQ_INT(g.c[3 * 10 + 9].ch, ' ');
+    /* Every column is crossed exactly once by a continuous line. */
+    for (int x = 0; x < 10; x++) {
+        int rows = 0;
+        for (int y = 0; y < 4; y++)
+            rows += braille(g.c[y * 10 + x].ch);
+        T_CHECKF(rows >= 1 && rows <= 2, "column %d has %d rows", x, rows);
+        T_EQ_INT(g.c[x].role, g.c[x].ch == ' ' ? UI_R_NORMAL : UI_R_S1);
+    }
+    /* The lowest dot of the first cell is its bottom-left dot (0x40). */
+    T_CHECK((g.c[30].ch - 0x2800) & 0x40);
+
+    /* Scatter: the two end points only, nothing between. */
+    float two[2] = { 0, 19 };
+    ui_chart_series sc = { two, NULL, 0, 19, 2, UI_R_DIM, 0, 1 };
+    ui_chart_plot(&g, xa, ya, &sc, 1);
+    int cells = 0;
+    for (int i = 0; i < 40; i++)
+        cells += braille(g.c[i].ch);
+    T_EQ_INT(cells, 2);
+    T_CHECK(braille(g.c[30].ch) && braille(g.c[9].ch));
+
+    /* A gap (NaN) breaks the line: the middle columns stay empty. */
+    float gap[20];
+    for (int i = 0; i < 20; i++)
+        gap[i] = i >= 6 && i <= 13 ? NAN : 5.0f;
+    s.y = gap;
+    ui_chart_plot(&g, xa, ya, &s, 1);
+    for (int y = 0; y < 4; y++)
+        for (int x = 4; x <= 5; x++)
+            T_CHECKF(g.c[y * 10 + x].ch == ' ', "cell %d,%d drawn in a gap", y, x);
+
+    /* Log scale: 1, 10, 100 sit on equal steps, so 10 is in the middle rows. */
+    float lg[3] = { 1, 10, 100 };
+    ui_chart_series ls = { lg, NULL, 0, 1, 3, UI_R_S2, 0, 0 };
+    ui_chart_axis lx = { 0, 2, 0 }, ly = { 1, 100, 1 };
+    ui_chart_plot(&g, lx, ly, &ls, 1);
+    int mid = 0;
+    for (int y = 1; y <= 2; y++)
+        mid += braille(g.c[y * 10 + 5].ch) || braille(g.c[y * 10 + 4].ch);
+    T_CHECK(mid > 0);
+    T_NEAR(ui_chart_row_value(ly, 4, 0), 100 * pow(100, -1.5 / 15), 1e-6);
+    /* y range: a flat series still gets a span, and accuracy-like data keeps 0. */
+    ui_chart_axis r;
+    float flat[3] = { 2, 2, 2 };
+    ui_chart_series fs = { flat, NULL, 0, 1, 3, UI_R_S1, 0, 0 };
+    T_EQ_INT(ui_chart_yrange(&fs, 1, 0, &r), 0);
+    T_CHECK(r.lo < 2 && r.hi > 2);
+    float acc[3] = { 0.01f, 0.5f, 0.9f };
+    fs.y = acc;
+    ui_chart_yrange(&fs, 1, 0, &r);
+    T_CHECK(r.lo == 0 && r.hi > 0.9);
+    float none[2] = { NAN, NAN };
+    fs.y = none;
+    fs.n = 2;
+    T_EQ_INT(ui_chart_yrange(&fs, 1, 0, &r), -1);
+    ui_draw_cells_free(&g);
+}
+
+TEST(ui_chart_sparklines_bars_smoothing)
+{
+    uint32_t out[16];
+    float v[9] = { 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+    ui_chart_spark(v, 9, 8, 9, out);
+    for (int i = 1; i < 9; i++)
+        T_EQ_INT(out[i], 0x2580 + i);
+    T_EQ_INT(out[0], 0x2581); /* zero is the lowest bar, not a hole */
+    ui_chart_spark(v + 7, 2, 8, 5, out); /* short history: right-aligned */
+    T_CHECK(out[0] == ' ' && out[2] == ' ' && out[3] == 0x2587 && out[4] == 0x2588);
+    float many[100];
+    for (int i = 0; i < 100; i++)
+        many[i] = i == 57 ? 10.0f : 1.0f;
+    ui_chart_spark(many, 100, 0, 10, out); /* bins keep the spike */
+    T_EQ_INT(out[5], 0x2588);
+    T_EQ_INT(out[0], 0x2581);
+
+    T_EQ_INT(ui_chart_bar(0.5, 4, out), 2);
+    T_CHECK(out[0] == 0x2588 && out[1] == 0x2588 && out[2] == ' ');
+    T_EQ_INT(ui_chart_bar(1.0 / 32, 4, out), 1);
+    T_EQ_INT(out[0], 0x258f); /* one eighth */
+    T_EQ_INT(ui_chart_bar(7.0 / 8, 1, out), 1);
+    T_EQ_INT(out[0], 0x2589);
+    T_EQ_INT(ui_chart_bar(3.0, 3, out), 3); /* clamped */
+    T_EQ_INT(ui_chart_bar(NAN, 3, out), 0);
+
+    float in[5] = { 1, 1, 1, 1, 1 }, sm[5];
+    ui_chart_ema(in, 5, 0.9, sm);
+    for (int i = 0; i < 5; i++)
+        T_NEAR(sm[i], 1.0, 1e-6); /* debiased: no ramp from zero */
+    float step[4] = { 0, 1, 1, 1 };
+    ui_chart_ema(step, 4, 0.5, sm);
+    T_NEAR(sm[0], 0, 1e-6);
+    T_NEAR(sm[1], 0.5 / 0.75, 1e-6);
+    ui_chart_ema(step, 4, 0, sm);
+    T_NEAR(sm[2], 1, 1e-6);
+    float withnan[3] = { 2, NAN, 2 };
+    ui_chart_ema(withnan, 3, 0.5, sm);
+    T_CHECK(isnan(sm[1]) && fabs(sm[2] - 2) < 1e-6);
+}
+
+TEST(ui_chart_number_and_time_formats)
+{
+    char b[32];
+    struct {
+        double v;
+        int w;
+        const char *want;
+    } cases[] = {
+        { 0.123456, 6, "0.123" }, { 12.345, 6, "12.3" },   { 1234, 6, "1234" },
+        { 12345, 5, "12345" },    { 123456, 6, "123k" },   { 1234567, 5, "1.23M" },
+        { 3.2e-4, 6, "3.2e-4" },  { 3e-4, 6, "3.0e-4" },   { 0.05, 6, "0.05" },
+        { -1.5, 6, "-1.5" },      { 0, 6, "0" },           { 2.5e9, 6, "2.50G" },
+        { NAN, 6, "--" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ui_chart_fmt(cases[i].v, cases[i].w, b, sizeof b);
+        T_CHECKF(strcmp(b, cases[i].want) == 0, "fmt(%g, %d) = '%s', want '%s'", cases[i].v,
+                 cases[i].w, b, cases[i].want);
+        T_CHECKF((int)strlen(b) <= cases[i].w, "'%s' wider than %d", b, cases[i].w);
+    }
+    for (double v = 1e-7; v < 1e12; v *= 3.7) {
+        ui_chart_fmt(v, 6, b, sizeof b);
+        T_CHECKF((int)strlen(b) <= 6, "fmt(%g) = '%s' too wide", v, b);
+        T_CHECKF(fabs(atof(b) - v) <= v * 0.06 || strpbrk(b, "kMGT"), "fmt(%g) = '%s'", v, b);
+    }
+    ui_chart_fmt_dur(42, b, sizeof b);
+    T_EQ_STR(b, "42s");
+    ui_chart_fmt_dur(187, b, sizeof b);
+    T_EQ_STR(b, "3:07");
+    ui_chart_fmt_dur(3723, b, sizeof b);
+    T_EQ_STR(b, "1:02:03");
+    ui_chart_fmt_dur(-1, b, sizeof b);
+    T_EQ_STR(b, "--");
+}
+
+/* ---- keys ----------------------------------------------------------------------- */
+
+TEST(ui_keys_every_key_is_bound_once_and_in_the_help)
+{
+    size_t n;
+    const ui_key *k = ui_keys_table(&n);
+    T_REQUIRE(n > 20);
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < i; j++)
+            T_CHECKF(!(k[i].ctx == k[j].ctx && k[i].code == k[j].code),
+                     "key %s bound twice in %s", k[i].name, ui_keys_ctx_name(k[i].ctx));
+        /* Each action of a context has a help line (on one of its keys). */
+        int helped = 0;
+        for (size_t j = 0; j < n; j++)
+            helped |= k[j].ctx == k[i].ctx && k[j].act == k[i].act && k[j].help != NULL;
+        T_CHECKF(helped, "%s: key %s has no help", ui_keys_ctx_name(k[i].ctx), k[i].name);
+        T_EQ_INT(ui_keys_action(k[i].ctx, k[i].code), k[i].act);
+    }
+    /* The keys the issue names, on the main screen. */
+    static const struct {
+        int code;
+        ui_act act;
+    } want[] = { { 's', UI_ACT_START }, { 'p', UI_ACT_PAUSE },      { 'i', UI_ACT_INSPECT },
+                 { 'a', UI_ACT_AUGMENT }, { 'n', UI_ACT_NEXT },     { '\t', UI_ACT_FOCUS_NEXT },
+                 { KEY_UP, UI_ACT_UP }, { '\n', UI_ACT_ZOOM },      { 'c', UI_ACT_CONFIG },
+                 { '?', UI_ACT_HELP }, { 'q', UI_ACT_QUIT },        { 'v', UI_ACT_METRIC },
+                 { 'l', UI_ACT_LOGSCALE } };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        T_EQ_INT(ui_keys_action(UI_CTX_MAIN, want[i].code), want[i].act);
+    T_EQ_INT(ui_keys_action(UI_CTX_MAIN, 'm'), UI_ACT_NONE);
+    T_EQ_INT(ui_keys_action(UI_CTX_INSPECT, 'm'), UI_ACT_MISTAKES);
+    T_EQ_INT(ui_keys_action(UI_CTX_INSPECT, 'q'), UI_ACT_QUIT);  /* global keys work there */
+    T_EQ_INT(ui_keys_action(UI_CTX_INSPECT, 'c'), UI_ACT_NONE);
+    /* The help lines: one per action, key names joined, no duplicates. */
+    char lines[64][160];
+    int nl = ui_keys_help(UI_CTX_MAIN, 12, &lines[0][0], sizeof lines[0], 64);
+    int found_quit = 0, found_zoom = 0;
+    for (int i = 0; i < nl; i++) {
+        found_quit |= strncmp(lines[i], "q ", 2) == 0 && strstr(lines[i], "quit") != NULL;
+        if (strstr(lines[i], "zoom the focused panel")) {
+            found_zoom = 1;
+            T_CHECKF(strncmp(lines[i], "Enter ", 6) == 0, "'%s'", lines[i]);
+        }
+        if (strstr(lines[i], "this help"))
+            T_CHECKF(strncmp(lines[i], "?/F1", 4) == 0, "'%s'", lines[i]);
+    }
+    T_CHECK(found_quit && found_zoom);
+}
+
+/* ---- terminal replies and the probe ----------------------------------------------- */
+
+TEST(ui_term_reply_parsers)
+{
+    int a[16], n, st, v1, v2;
+    const char da_xterm[] = "\033[?64;1;2;4;6;9;15;16;17;18;21;22;28c";
+    T_REQUIRE(ui_term_parse_da1(da_xterm, sizeof da_xterm - 1, a, 16, &n));
+    T_EQ_INT(n, 13);
+    T_EQ_INT(a[3], 4);
+    const char da_tmux[] = "junk\033[?1;2c";
+    T_REQUIRE(ui_term_parse_da1(da_tmux, sizeof da_tmux - 1, a, 16, &n));
+    T_CHECK(n == 2 && a[0] == 1 && a[1] == 2);
+    const char partial[] = "\033[?64;1;2";
+    T_CHECK(!ui_term_parse_da1(partial, sizeof partial - 1, a, 16, &n));
+    const char both[] = "\033[?1;0;256S\033[?2;0;480;312S\033[?64;4c";
+    T_REQUIRE(ui_term_parse_xtsm(both, sizeof both - 1, 1, &st, &v1, &v2));
+    T_CHECK(st == 0 && v1 == 256);
+    T_REQUIRE(ui_term_parse_xtsm(both, sizeof both - 1, 2, &st, &v1, &v2));
+    T_CHECK(st == 0 && v1 == 480 && v2 == 312);
+    const char err[] = "\033[?2;3S";
+    T_REQUIRE(ui_term_parse_xtsm(err, sizeof err - 1, 2, &st, &v1, &v2));
+    T_EQ_INT(st, 3);
+    T_CHECK(!ui_term_parse_xtsm(err, sizeof err - 1, 1, &st, &v1, &v2));
+    const char cell[] = "\033[6;13;6t\033[?64c";
+    int ch, cw;
+    T_REQUIRE(ui_term_parse_cell(cell, sizeof cell - 1, &ch, &cw));
+    T_CHECK(ch == 13 && cw == 6);
+    unsigned char rgb[3];
+    const char bg[] = "\033]11;rgb:ffff/8080/0000\033\\";
+    T_REQUIRE(ui_term_parse_bg(bg, sizeof bg - 1, rgb));
+    T_CHECK(rgb[0] == 255 && rgb[1] == 128 && rgb[2] == 0);
+    const char bg2[] = "\033]11;rgb:f/0/8\007";
+    T_REQUIRE(ui_term_parse_bg(bg2, sizeof bg2 - 1, rgb));
+    T_CHECK(rgb[0] == 255 && rgb[1] == 0 && rgb[2] == 136);
+}
+
+/* A fake terminal on the master side of a pty: answers the queries it knows the
+ * way a terminal would. */
+struct fake_term {
+    int fd;
+    const char *da1;        /* DA1 reply, NULL: answer nothing at all */
+    int queries;            /* queries seen */
+};
+
+static void *fake_term_main(void *arg)
+{
+    struct fake_term *t = arg;
+    char buf[4096];
+    size_t n = 0;
+    static const struct {
+        const char *q, *a;
+    } known[] = { { "\033[?1;1;0S", "\033[?1;0;256S" },
+                  { "\033[?2;1;0S", "\033[?2;0;480;312S" },
+                  { "\033[16t", "\033[6;13;6t" },
+                  { "\033]11;?\033\\", "\033]11;rgb:ffff/ffff/dddd\033\\" },
+                  { "\033[c", NULL } };
+    for (;;) {
+        struct pollfd pf = { t->fd, POLLIN, 0 };
+        if (poll(&pf, 1, 3000) <= 0)
+            break;
+        ssize_t r = read(t->fd, buf + n, sizeof buf - 1 - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        buf[n] = 0;
+        for (;;) {
+            /* The earliest known query in the buffer. */
+            char *best = NULL;
+            size_t bi = 0;
+            for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+                char *p = strstr(buf, known[k].q);
+                if (p && (!best || p < best)) {
+                    best = p;
+                    bi = k;
+                }
+            }
+            if (!best)
+                break;
+            t->queries++;
+            const char *ans = known[bi].a ? known[bi].a : t->da1;
+            if (t->da1 && ans && write(t->fd, ans, strlen(ans)) < 0)
+                return NULL;
+            size_t used = (size_t)(best - buf) + strlen(known[bi].q);
+            memmove(buf, buf + used, n - used + 1);
+            n -= used;
+        }
+    }
+    return NULL;
+}
+
+static int probe_with(const char *da1, ui_term_caps *caps, int *queries)
+{
+    int m = posix_openpt(O_RDWR | O_NOCTTY);
+    if (m < 0 || grantpt(m) != 0 || unlockpt(m) != 0)
+        return -1;
+    int s = open(ptsname(m), O_RDWR | O_NOCTTY);
+    if (s < 0) {
+        close(m);
+        return -1;
+    }
+    struct fake_term ft = { m, da1, 0 };
+    pthread_t th;
+    pthread_create(&th, NULL, fake_term_main, &ft);
+    char *tmux = getenv("TMUX") ? strdup(getenv("TMUX")) : NULL;
+    unsetenv("TMUX"); /* the test itself may run inside tmux */
+    ui_term_probe(s, s, 1, 0.3, caps);
+    if (tmux) {
+        setenv("TMUX", tmux, 1);
+        free(tmux);
+    }
+    close(s); /* the fake terminal sees the hang-up and ends */
+    pthread_join(th, NULL);
+    close(m);
+    *queries = ft.queries;
+    return 0;
+}
+
+TEST(ui_term_probe_asks_a_pty_like_a_terminal)
+{
+    ui_term_caps c;
+    int q;
+    /* xterm with sixel on: everything is asked and understood. */
+    T_REQUIRE(probe_with("\033[?64;1;2;4;6;9;15;22c", &c, &q) == 0);
+    T_CHECK(c.asked && c.answered);
+    T_CHECKF(c.sixel, "no sixel: %s", c.why);
+    T_EQ_INT(c.sixel_colors, 256);
+    T_CHECK(c.sixel_max_w == 480 && c.sixel_max_h == 312);
+    T_CHECK(c.cell_w == 6 && c.cell_h == 13); /* a pty has no pixel size: CSI 16 t */
+    T_CHECK(c.bg_known && c.bg[0] == 255 && c.bg[2] == 221);
+    T_CHECK(q >= 8);
+    /* tmux 3.3a's answer: no 4, so no sixel and no further questions. */
+    T_REQUIRE(probe_with("\033[?1;2c", &c, &q) == 0);
+    T_CHECK(c.answered && !c.sixel && strstr(c.why, "DA1"));
+    T_EQ_INT(q, 1);
+    /* A terminal that says nothing: a timeout, not a hang. */
+    T_REQUIRE(probe_with(NULL, &c, &q) == 0);
+    T_CHECK(c.asked && !c.answered && !c.sixel);
+    /* Turned off: nothing is asked. */
+    ui_term_probe(0, 1, 0, 0.3, &c);
+    T_CHECK(!c.asked && !c.sixel && strstr(c.why, "no-sixel"));
+}
+
+/* ---- sixel ---------------------------------------------------------------------- */
+
+/* A 4 x 4 grid of 96-pixel tiles, each a flat colour. */
+static uint8_t *grid_image(int *w, int *h)
+{
+    static const uint8_t pal[16][3] = { { 255, 0, 0 },   { 0, 255, 0 },   { 0, 0, 255 },
+                                        { 255, 255, 0 }, { 0, 255, 255 }, { 255, 0, 255 },
+                                        { 255, 255, 255 }, { 0, 0, 0 },  { 128, 128, 128 },
+                                        { 255, 128, 0 }, { 128, 0, 255 }, { 0, 128, 64 },
+                                        { 64, 32, 16 },  { 200, 200, 100 }, { 30, 60, 90 },
+                                        { 250, 180, 200 } };
+    *w = *h = 384;
+    uint8_t *img = malloc(384 * 384 * 3);
+    for (int y = 0; y < 384; y++)
+        for (int x = 0; x < 384; x++)
+            memcpy(img + ((size_t)y * 384 + x) * 3, pal[(y / 96) * 4 + x / 96], 3);
+    return img;
+}
+
+TEST(ui_sixel_encode_decodes_back_to_the_picture)
+{
+    int w, h;
+    uint8_t *img = grid_image(&w, &h);
+    uint8_t *copy = malloc((size_t)w * h * 3);
+    memcpy(copy, img, (size_t)w * h * 3);
+    ui_sixel_buf b = { 0 };
+    T_REQUIRE(ui_sixel_encode(img, w, h, 256, &b) == 0);
+    T_CHECK(memcmp(img, copy, (size_t)w * h * 3) == 0); /* input untouched */
+    T_REQUIRE(b.len > 100);
+    T_CHECK(b.data[0] == 033 && b.data[1] == 'P');
+    T_CHECK(memchr(b.data, 'q', 16) != NULL);
+    char raster[32];
+    snprintf(raster, sizeof raster, "\"1;1;%d;%d", w, h);
+    T_CHECK(find(b.data, b.len, raster, strlen(raster)) != NULL);
+    T_CHECK(b.data[b.len - 2] == 033 && b.data[b.len - 1] == '\\');
+    unsigned char *px = NULL, *palette = NULL;
+    int dw = 0, dh = 0, nc = 0;
+    T_REQUIRE(sixel_decode_raw((unsigned char *)b.data, (int)b.len, &px, &dw, &dh, &palette, &nc,
+                               NULL) == SIXEL_OK);
+    T_CHECK(dw == w && dh == h);
+    int worst = 0;
+    for (int y = 48; y < h; y += 96)
+        for (int x = 48; x < w; x += 96) {
+            const uint8_t *want = img + ((size_t)y * w + x) * 3;
+            const unsigned char *got = palette + 3 * px[(size_t)y * dw + x];
+            for (int c = 0; c < 3; c++) {
+                int d = abs((int)want[c] - (int)got[c]);
+                worst = d > worst ? d : worst;
+            }
+        }
+    /* libsixel builds its palette from a 5-bit-per-channel histogram, and sixel
+     * stores colours in percent: a flat colour comes back within 8 of itself. */
+    T_CHECKF(worst <= 8, "decoded colours off by up to %d", worst);
+    free(px);
+    free(palette);
+    /* Fewer registers (a VT340 at 16): still a valid picture. */
+    T_REQUIRE(ui_sixel_encode(img, w, h, 16, &b) == 0);
+    T_CHECK(b.len > 100);
+    T_CHECK(ui_sixel_encode(NULL, 0, 0, 256, &b) == -1 && b.len == 0);
+    ui_sixel_buf_free(&b);
+    free(img);
+    free(copy);
+}
+
+/* ---- picture tiles -------------------------------------------------------------- */
+
+TEST(ui_preview_fit_scale_and_palette)
+{
+    ui_preview_geom g;
+    /* The 80x24 preview panel inside (38x8 cells) with half blocks. */
+    T_REQUIRE(ui_preview_fit(38, 8, 1, 2, 2, 1, 4, 8, 24, &g) == 0);
+    T_CHECK(g.count >= 2);
+    T_CHECK(g.per_row * g.group_cols + (g.per_row - 1) * 2 <= 38);
+    T_CHECK(g.rows * (g.tile_rows + g.caption) <= 8);
+    /* Sixel at 6x13 cells in the 160x48 preview column: 96-pixel tiles fit 4 pairs. */
+    T_REQUIRE(ui_preview_fit(56, 45, 6, 13, 2, 1, 4, 32, 96, &g) == 0);
+    T_EQ_INT(g.tile_px, 96);
+    T_CHECK(g.count >= 4 && g.tile_cols * 6 >= 96 && g.tile_rows * 13 >= 96);
+    T_CHECK(ui_preview_fit(5, 2, 1, 2, 2, 1, 4, 8, 24, &g) == -1);
+
+    uint8_t chk[2 * 2 * 3] = { 0, 0, 0, 200, 200, 200, 200, 200, 200, 0, 0, 0 };
+    uint8_t one[3];
+    ui_preview_scale(chk, 2, 2, one, 1, 1);
+    T_CHECK(one[0] == 100 && one[1] == 100);
+    /* A wide source is cropped to its centre: 4x2 -> 2x2 keeps columns 1 and 2. */
+    uint8_t wide[4 * 2 * 3];
+    for (int i = 0; i < 8; i++)
+        memset(wide + 3 * i, (i % 4) * 60, 3);
+    uint8_t sq[2 * 2 * 3];
+    ui_preview_scale(wide, 4, 2, sq, 2, 2);
+    T_CHECK(sq[0] == 60 && sq[3] == 120);
+    uint8_t up[4 * 4 * 3];
+    uint8_t flat[3] = { 10, 20, 30 };
+    ui_preview_scale(flat, 1, 1, up, 4, 4);
+    T_CHECK(up[45] == 10 && up[46] == 20 && up[47] == 30);
+
+    T_EQ_INT(ui_preview_xterm256((const uint8_t[]){ 255, 0, 0 }), 196);
+    T_EQ_INT(ui_preview_xterm256((const uint8_t[]){ 0, 0, 0 }), 16);
+    T_EQ_INT(ui_preview_xterm256((const uint8_t[]){ 255, 255, 255 }), 231);
+    T_EQ_INT(ui_preview_xterm256((const uint8_t[]){ 128, 128, 128 }), 244);
+}
+
+/* An 8x8 picture: red top half, blue bottom half. */
+static void red_over_blue(uint8_t *p)
+{
+    for (int y = 0; y < 8; y++)
+        for (int x = 0; x < 8; x++) {
+            uint8_t *c = p + (y * 8 + x) * 3;
+            c[0] = y < 4 ? 255 : 0;
+            c[1] = 0;
+            c[2] = y < 4 ? 0 : 255;
+        }
+}
+
+TEST(ui_preview_builds_half_blocks_sixel_and_sends_only_changes)
+{
+    uint8_t pic[8 * 8 * 3];
+    red_over_blue(pic);
+    ui_preview_image im[2] = { { pic, 8, 8 }, { pic, 8, 8 } };
+    ui_preview_caption cap[1];
+    memset(cap, 0, sizeof cap);
+    snprintf(cap[0].text[0], sizeof cap[0].text[0], "rose");
+    ui_preview_geom g;
+    T_REQUIRE(ui_preview_fit(30, 6, 1, 2, 2, 1, 1, 8, 8, &g) == 0);
+    T_CHECK(g.tile_cols == 8 && g.tile_rows == 4);
+    ui_rect area = { 5, 10, 6, 30 };
+
+    /* 256 colours: top rows red on red, bottom rows blue on blue; the gap blank. */
+    ui_preview p;
+    ui_preview_init(&p, UI_PIX_256, 0, 0, 256, 0, NULL);
+    T_EQ_INT(ui_preview_set(&p, 7, area, &g, im, cap, 1), 1);
+    T_EQ_INT(ui_preview_set(&p, 7, area, &g, im, cap, 1), 0); /* nothing changed */
+    snprintf(cap[0].text[0], sizeof cap[0].text[0], "wild rose"); /* a name came later */
+    T_EQ_INT(ui_preview_set(&p, 7, area, &g, im, cap, 1), 0);
+    T_EQ_STR(p.cap[0].text[0], "wild rose");
+    int ox = (30 - g.group_cols) / 2;
+    T_EQ_INT(p.fg[0 * 30 + ox], 196);
+    T_EQ_INT(p.bgc[1 * 30 + ox], 196);
+    T_EQ_INT(p.fg[2 * 30 + ox + 3], 21);
+    T_EQ_INT(p.bgc[3 * 30 + ox + 7], 21);
+    T_CHECK(p.used[ox] && !p.used[ox + 8] && p.used[ox + 9]); /* column 8 is the gap */
+    T_CHECK(!p.used[4 * 30 + ox]);                             /* the caption row */
+    T_EQ_INT(p.n_ov, 0);
+    ui_preview_free(&p);
+
+    /* 24-bit: an overlay of SGR half blocks at the tile's screen position. */
+    ui_preview_init(&p, UI_PIX_DIRECT, 0, 0, 256, 0, NULL);
+    T_EQ_INT(ui_preview_set(&p, 1, area, &g, im, cap, 1), 1);
+    T_REQUIRE(p.n_ov == 1 && p.ov[0].len > 0);
+    char want[64];
+    snprintf(want, sizeof want, "\033[%d;%dH", 5 + 1, 10 + ox + 1);
+    T_CHECK(find(p.ov[0].data, p.ov[0].len, want, strlen(want)) != NULL);
+    const char *red = "\033[38;2;255;0;0;48;2;255;0;0m\xe2\x96\x80";
+    const char *blue = "\033[38;2;0;0;255;48;2;0;0;255m\xe2\x96\x80";
+    T_CHECK(find(p.ov[0].data, p.ov[0].len, red, strlen(red)) != NULL);
+    T_CHECK(find(p.ov[0].data, p.ov[0].len, blue, strlen(blue)) != NULL);
+    ui_preview_free(&p);
+
+    /* Sixel: one image per row of groups, sent once, again only when forced. */
+    int fds[2];
+    T_REQUIRE(pipe(fds) == 0);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    ui_preview_init(&p, UI_PIX_SIXEL, 6, 13, 256, 0, (const uint8_t[]){ 255, 255, 255 });
+    T_REQUIRE(ui_preview_fit(30, 6, 6, 13, 2, 1, 1, 32, 32, &g) == 0);
+    T_EQ_INT(ui_preview_set(&p, 1, area, &g, im, cap, 1), 1);
+    T_REQUIRE(p.n_ov == 1);
+    size_t sent = ui_preview_flush(&p, fds[1], 0);
+    T_CHECK(sent == p.ov[0].len && sent > 0);
+    static char got[1 << 16];
+    ssize_t r = read(fds[0], got, sizeof got);
+    T_REQUIRE(r > 10);
+    int total_w = g.per_row * g.group_cols + (g.per_row - 1) * 2; /* the image spans the row */
+    snprintf(want, sizeof want, "\0337\033[%d;%dH\033P", 5 + 1, 10 + (30 - total_w) / 2 + 1);
+    T_CHECKF(memcmp(got, want, strlen(want)) == 0, "picture not wrapped in DECSC/CUP: %.12s",
+             got + 1);
+    T_CHECK(got[r - 2] == 033 && got[r - 1] == '8'); /* DECRC last */
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 0), 0);       /* unchanged: nothing */
+    T_CHECK(ui_preview_flush(&p, fds[1], 1) > 0);       /* after a repaint: again */
+    T_EQ_INT(ui_preview_set(&p, 2, area, &g, im, cap, 1), 1); /* a new batch */
+    T_CHECK(ui_preview_flush(&p, fds[1], 0) > 0);
+    ui_preview_hide(&p);
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 1), 0);
+    ui_preview_free(&p);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+/* ---- inspect helpers, log ------------------------------------------------------- */
+
+TEST(ui_inspect_confused_pairs_and_order)
+{
+    /* [true][pred] */
+    long long c[9] = { 10, 3, 0,
+                       5, 20, 1,
+                       3, 0, 7 };
+    ui_inspect_pair p[8];
+    int n = ui_inspect_confusions(c, 3, p, 8);
+    T_EQ_INT(n, 4);
+    T_CHECK(p[0].truth == 1 && p[0].pred == 0 && p[0].count == 5);
+    T_CHECK(p[1].truth == 0 && p[1].pred == 1 && p[1].count == 3); /* tie: lower true first */
+    T_CHECK(p[2].truth == 2 && p[2].pred == 0 && p[2].count == 3);
+    T_CHECK(p[3].truth == 1 && p[3].pred == 2 && p[3].count == 1);
+    T_EQ_INT(ui_inspect_confusions(c, 3, p, 2), 2);
+    T_EQ_INT(p[1].count, 3);
+    double f1[4] = { 0.9, 0.2, 0.5, 0.2 };
+    int order[4];
+    ui_inspect_order(f1, 4, 1, order);
+    T_CHECK(order[0] == 1 && order[1] == 3 && order[2] == 2 && order[3] == 0);
+    ui_inspect_order(f1, 4, 0, order);
+    T_CHECK(order[0] == 0 && order[3] == 3);
+}
+
+TEST(ui_log_ring_keeps_the_newest_and_colours_by_words)
+{
+    static ui_log l;
+    ui_log_init(&l);
+    char line[64];
+    for (int i = 0; i < UI_LOG_LINES + 88; i++) {
+        snprintf(line, sizeof line, "line %d\nmore", i);
+        ui_log_add(&l, i, -1, line);
+    }
+    T_EQ_INT(l.n, UI_LOG_LINES);
+    T_EQ_STR(ui_log_get(&l, 0)->text, "line 88 more");
+    snprintf(line, sizeof line, "line %d more", UI_LOG_LINES + 87);
+    T_EQ_STR(ui_log_get(&l, UI_LOG_LINES - 1)->text, line);
+    T_CHECK(ui_log_get(&l, UI_LOG_LINES) == NULL);
+    T_EQ_INT(ui_log_role_of("shard 3 record 17: data error (crc mismatch)"), UI_R_BAD);
+    T_EQ_INT(ui_log_role_of("checkpoint written: runs/x/checkpoint.ckpt"), UI_R_INFO);
+    T_EQ_INT(ui_log_role_of("epoch 3/10: loss 0.93"), UI_R_OK);
+    T_EQ_INT(ui_log_role_of("model small: 391980 parameters (10 epochs)"), UI_R_NORMAL);
+}
+
+/* ---- panels on a curses screen that writes to /dev/null ------------------------- */
+
+static eng_snapshot *fake_snapshot(void)
+{
+    eng_snapshot *s = calloc(1, sizeof *s);
+    s->state = ENG_RUNNING;
+    snprintf(s->dataset, sizeof s->dataset, "/data/petals/tfrecords-jpeg-192x192");
+    snprintf(s->model, sizeof s->model, "small");
+    s->replicas = s->n_replicas = 2;
+    s->batch_per_replica = 16;
+    s->grad_acc = 1;
+    s->update_size = 32;
+    s->image_size = 64;
+    s->n_classes = s->label_classes = 12;
+    s->epoch = 3;
+    s->epochs = 10;
+    s->step = 97;
+    s->total_steps = 400;
+    s->steps_per_epoch = 40;
+    s->eta = 190;
+    s->lr = 3.2e-4;
+    s->curve_n = 97;
+    s->curve_stride = 1;
+    for (int i = 0; i < 97; i++) {
+        s->curve_loss[i] = 2.3f * expf(-i / 40.0f);
+        s->curve_acc[i] = 1 - expf(-i / 30.0f);
+        s->curve_lr[i] = 1e-4f;
+    }
+    s->history_n = 2;
+    for (int e = 0; e < 2; e++) {
+        s->history[e].epoch = e + 1;
+        s->history[e].updates = 40;
+        s->history[e].train_loss = 1.9 - 0.8 * e;
+        s->history[e].val_loss = 1.7 - 0.6 * e;
+        s->history[e].val_f1 = 0.5;
+    }
+    for (int r = 0; r < 2; r++) {
+        s->replica[r].images_per_sec = 120 + r;
+        s->replica[r].busy_pct = 88;
+        s->replica[r].idle_pct = 4;
+        s->replica[r].mxu_pct = 42;
+        s->replica[r].spark_n = 30;
+        for (int i = 0; i < 30; i++)
+            s->replica[r].spark[i] = 100 + i;
+    }
+    s->queue_depth = 3;
+    s->queue_capacity = 8;
+    for (int k = 0; k < 12; k++) {
+        s->train_counts[k] = 50 + k;
+        s->train_oversampled[k] = 50 + k;
+        s->val_counts[k] = 10;
+    }
+    s->data_errors = 1;
+    return s;
+}
+
+/* The text of screen row y (wide characters as UTF-8). */
+static void row_text(int y, char *out, size_t n)
+{
+    wchar_t wb[512];
+    int got = mvwinnwstr(stdscr, y, 0, wb, COLS < 511 ? COLS : 511);
+    wb[got > 0 ? got : 0] = 0;
+    size_t k = wcstombs(out, wb, n - 1);
+    out[k == (size_t)-1 ? 0 : k] = 0;
+}
+
+static int screen_has(const char *s)
+{
+    char line[2048];
+    for (int y = 0; y < LINES; y++) {
+        row_text(y, line, sizeof line);
+        if (strstr(line, s))
+            return 1;
+    }
+    return 0;
+}
+
+TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
+{
+    FILE *out = fopen("/dev/null", "w"), *in = fopen("/dev/null", "r");
+    T_REQUIRE(out && in);
+    /* Wide characters need a UTF-8 locale, as the workbench sets from the user's. */
+    T_REQUIRE(setlocale(LC_CTYPE, "C.UTF-8") != NULL);
+    setenv("LINES", "24", 1);
+    setenv("COLUMNS", "80", 1);
+    SCREEN *scr = newterm("xterm-256color", out, in);
+    T_REQUIRE(scr != NULL);
+    set_term(scr);
+    eng_snapshot *s = fake_snapshot();
+    ui_log *log = calloc(1, sizeof *log);
+    ui_log_add(log, 50, -1, "data error: shard 03 record 17: payload crc mismatch");
+    const char *names[12] = { "pink primrose", "hard-leaved pocket orchid" };
+    ui_frame f = { s, names, 2, log, "flip", NULL, 0, "text", 0 };
+    ui_view v;
+    ui_panel_view_defaults(&v);
+    for (int mode = 0; mode < 2; mode++) {
+        if (mode == 0) {
+            start_color();
+            use_default_colors();
+            ui_draw_setup(UI_COLOR_256, 1);
+        } else {
+            ui_draw_setup(UI_COLOR_NONE, 1);
+        }
+        werase(stdscr);
+        ui_layout l;
+        ui_layout_compute(&l, LINES, COLS, -1, 2);
+        ui_panel_header(stdscr, l.header, &f);
+        ui_panel_footer(stdscr, l.footer, &f, UI_CTX_MAIN);
+        ui_panel_replicas(stdscr, l.panel[UI_P_REPLICAS], &f, &v, 0);
+        ui_panel_curves(stdscr, l.panel[UI_P_CURVES], &f, &v, 1);
+        ui_panel_labels(stdscr, l.panel[UI_P_LABELS], &f, &v, 0);
+        ui_panel_log(stdscr, l.panel[UI_P_LOG], &f, &v, 0);
+        ui_panel_preview(stdscr, l.panel[UI_P_PREVIEW], &f, 0, 3);
+        int before = t_failed_now();
+        T_CHECK(screen_has("RUNNING"));
+        T_CHECK(screen_has("epoch 3/10"));
+        T_CHECK(screen_has("2 x 16 = 32/update"));
+        T_CHECK(screen_has(" tfrecords-jpeg-192x192 | ")); /* the path shortened */
+        T_CHECK(screen_has("Replicas 2"));
+        T_CHECK(screen_has("Curves: loss"));
+        T_CHECK(screen_has("Labels: 12 classes"));
+        T_CHECK(screen_has("Preview #3"));
+        T_CHECK(screen_has("1 data error"));
+        T_CHECK(screen_has("q quit") && screen_has("p pause") && !screen_has("s start"));
+        T_CHECK(screen_has("3/8"));     /* the queue */
+        T_CHECK(screen_has("3.2e-4"));  /* lr */
+        if (t_failed_now() != before) {
+            char line[2048];
+            for (int y = 0; y < LINES; y++) {
+                row_text(y, line, sizeof line);
+                printf("  |%s|\n", line);
+            }
+        }
+        int colour_cells = 0;
+        for (int y = 0; y < LINES; y++)
+            for (int x = 0; x < COLS; x++) {
+                cchar_t cc;
+                attr_t a;
+                short pair;
+                wchar_t wc[CCHARW_MAX + 1];
+                mvwin_wch(stdscr, y, x, &cc);
+                getcchar(&cc, wc, &a, &pair, NULL);
+                colour_cells += pair != 0;
+            }
+        if (mode == 0)
+            T_CHECKF(colour_cells > 50, "only %d coloured cells", colour_cells);
+        else
+            T_CHECKF(colour_cells == 0, "%d coloured cells under NO_COLOR", colour_cells);
+    }
+    /* The help overlay lists the keys, and the per-class labels show names. */
+    werase(stdscr);
+    ui_panel_help(stdscr, LINES, COLS, &v);
+    T_CHECK(screen_has("start training") && screen_has("Help"));
+    v.help_top = 1000; /* clamped */
+    ui_panel_help(stdscr, LINES, COLS, &v);
+    T_CHECK(v.help_top > 0 && v.help_top < 200);
+    T_CHECK(screen_has("Ctrl-C"));
+    werase(stdscr);
+    v.label_bins = 0;
+    ui_rect big = { 0, 0, 20, 80 };
+    ui_panel_labels(stdscr, big, &f, &v, 1);
+    T_CHECK(screen_has("pink primrose") && screen_has("hard-leaved pocket"));
+    T_CHECK(screen_has("class 11"));
+    endwin();
+    delscreen(scr);
+    fclose(out);
+    fclose(in);
+    unsetenv("LINES");
+    unsetenv("COLUMNS");
+    setlocale(LC_CTYPE, "C");
+    free(s);
+    free(log);
+}

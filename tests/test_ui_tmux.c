@@ -1,0 +1,395 @@
+/* The workbench as a person uses it: petal-tui runs in a private, detached tmux
+ * server (its own socket, no user config, no status line), keys go in with
+ * send-keys and the screen comes back with capture-pane. tmux 3.3a has no sixel,
+ * so these are the text-preview screens (--no-sixel says so explicitly). */
+#include "tests/t.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "tests/fixtures.h"
+
+typedef struct tmux_srv {
+    char sock[1024];
+    char conf[1024];
+    char dir[1024];     /* pid and status files of the command */
+} tmux_srv;
+
+/* Runs a tmux command on the test's server; returns the exit status. */
+static int tmx_cmd(const tmux_srv *t, char **out, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static int tmx_cmd(const tmux_srv *t, char **out, const char *fmt, ...)
+{
+    char args[6000], cmd[8100];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "tmux -S '%s' -f '%s' %s", t->sock, t->conf, args);
+    return t_run(cmd, out);
+}
+
+/* A server with one cols x rows pane running `command` (a shell command line)
+ * with the environment assignments env. A small script around it records the
+ * command's pid and, when it ends, its exit status (tmux 3.3a does not always
+ * report a dead pane's status). */
+static int tmx_start(tmux_srv *t, int cols, int rows, const char *env, const char *command)
+{
+    const char *dir = t_tmpdir();
+    snprintf(t->dir, sizeof t->dir, "%s", dir);
+    snprintf(t->sock, sizeof t->sock, "%s/tmux.sock", dir);
+    snprintf(t->conf, sizeof t->conf, "%s/tmux.conf", dir);
+    FILE *f = fopen(t->conf, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "set -g status off\nset -g default-terminal tmux-256color\n"
+               "set -g remain-on-exit on\nset -g escape-time 10\n");
+    fclose(f);
+    char script[1200];
+    snprintf(script, sizeof script, "%s/run.sh", dir);
+    f = fopen(script, "w");
+    if (!f)
+        return -1;
+    /* The wrapper catches SIGINT (Ctrl-C reaches the whole foreground group) so
+     * it lives to record the status; the command gets default dispositions. */
+    fprintf(f, "trap : INT\nsh -c 'echo $$ > %s/pid && exec env %s %s'\n"
+               "echo $? > %s/status.tmp && mv %s/status.tmp %s/status\n",
+            dir, env ? env : "", command, dir, dir, dir);
+    fclose(f);
+    char *out = NULL;
+    int rc = tmx_cmd(t, &out, "new-session -d -x %d -y %d 'sh %s'", cols, rows, script);
+    if (rc != 0)
+        printf("  tmux new-session: %s\n", out);
+    free(out);
+    return rc;
+}
+
+/* The command's pid (0 when not known yet). */
+static int tmx_pid(const tmux_srv *t)
+{
+    char p[1100];
+    snprintf(p, sizeof p, "%s/pid", t->dir);
+    FILE *f = fopen(p, "r");
+    int pid = 0;
+    if (f) {
+        if (fscanf(f, "%d", &pid) != 1)
+            pid = 0;
+        fclose(f);
+    }
+    return pid;
+}
+
+static void tmx_stop(tmux_srv *t)
+{
+    tmx_cmd(t, NULL, "kill-server");
+}
+
+/* The pane as text (trailing spaces trimmed by tmux); caller frees. With
+ * escapes, colours and attributes come as SGR sequences. */
+static char *tmx_screen(tmux_srv *t, int escapes)
+{
+    char *out = NULL;
+    tmx_cmd(t, &out, "capture-pane -p %s -t 0", escapes ? "-e" : "");
+    return out ? out : strdup("");
+}
+
+static void tmx_keys(tmux_srv *t, const char *keys)
+{
+    tmx_cmd(t, NULL, "send-keys -t 0 %s", keys);
+}
+
+/* Poll the screen until it contains text (1) or timeout seconds pass (0). */
+static int tmx_wait(tmux_srv *t, const char *text, double timeout)
+{
+    double end = util_now() + timeout;
+    do {
+        char *s = tmx_screen(t, 0);
+        int ok = strstr(s, text) != NULL;
+        free(s);
+        if (ok)
+            return 1;
+        usleep(100000);
+    } while (util_now() < end);
+    return 0;
+}
+
+/* Wait until the screen no longer contains text. */
+static int tmx_wait_gone(tmux_srv *t, const char *text, double timeout)
+{
+    double end = util_now() + timeout;
+    do {
+        char *s = tmx_screen(t, 0);
+        int gone = strstr(s, text) == NULL;
+        free(s);
+        if (gone)
+            return 1;
+        usleep(100000);
+    } while (util_now() < end);
+    return 0;
+}
+
+/* The command's exit status once it has ended, or -1 after timeout. */
+static int tmx_exit_status(tmux_srv *t, double timeout)
+{
+    char p[1100];
+    snprintf(p, sizeof p, "%s/status", t->dir);
+    double end = util_now() + timeout;
+    do {
+        FILE *f = fopen(p, "r");
+        if (f) {
+            int st = -1;
+            if (fscanf(f, "%d", &st) != 1)
+                st = -1;
+            fclose(f);
+            return st;
+        }
+        usleep(100000);
+    } while (util_now() < end);
+    return -1;
+}
+
+static void show(tmux_srv *t, const char *why)
+{
+    char *s = tmx_screen(t, 0);
+    printf("  screen (%s):\n%s\n", why, s);
+    free(s);
+}
+
+/* Every line of the screen fits in cols columns (UTF-8 aware). */
+static int max_line_width(const char *s)
+{
+    int w = 0, best = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\n') {
+            best = w > best ? w : best;
+            w = 0;
+        } else if ((*p & 0xc0) != 0x80) {
+            w++;
+        }
+    }
+    return w > best ? w : best;
+}
+
+#define WAIT(t, text, secs)                                                    \
+    do {                                                                       \
+        if (!tmx_wait((t), (text), (secs))) {                                  \
+            t_fail(__FILE__, __LINE__, "no \"%s\" on screen", (text));         \
+            show((t), text);                                                   \
+        }                                                                      \
+    } while (0)
+
+TEST(ui_tmux_workbench_panels_start_pause_help_quit)
+{
+    tmux_srv t;
+    char cmd[4096];
+    const char *run = t_tmpdir();
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --image-size 32 --out %s/run", t_bin(), run);
+    T_REQUIRE(tmx_start(&t, 80, 24, NULL, cmd) == 0);
+    WAIT(&t, "IDLE", 20);
+    char *s = tmx_screen(&t, 0);
+    static const char *const panels[] = { "petal-tui", "Replicas", "Curves: loss", "Labels",
+                                          "Preview", "Log", "s start", "? help", "q quit" };
+    for (size_t i = 0; i < sizeof panels / sizeof panels[0]; i++)
+        T_CHECKF(strstr(s, panels[i]) != NULL, "no \"%s\" on the idle screen", panels[i]);
+    T_CHECKF(max_line_width(s) <= 80, "a line is %d columns wide", max_line_width(s));
+    free(s);
+
+    tmx_keys(&t, "?");
+    WAIT(&t, "start training", 5);
+    tmx_keys(&t, "NPage"); /* 24 rows do not hold it all: it scrolls */
+    WAIT(&t, "quit (asks when a run is active", 2);
+    tmx_keys(&t, "Escape");
+    T_CHECK(tmx_wait_gone(&t, "start training", 5));
+
+    if (!t_slow_mode()) {
+        tmx_keys(&t, "s");
+        WAIT(&t, "RUNNING", 120);
+        WAIT(&t, "img/s", 5);
+        tmx_keys(&t, "p");
+        WAIT(&t, "PAUSED", 60);
+        tmx_keys(&t, "q");
+        WAIT(&t, "Stop it and quit?", 5);
+        tmx_keys(&t, "y");
+        T_EQ_INT(tmx_exit_status(&t, 60), 0);
+        char ck[4200];
+        snprintf(ck, sizeof ck, "%s/run/checkpoint.ckpt", run);
+        T_CHECKF(util_is_file(ck), "no checkpoint at %s", ck);
+    } else {
+        tmx_keys(&t, "q"); /* idle: quits at once */
+        T_EQ_INT(tmx_exit_status(&t, 30), 0);
+    }
+    tmx_stop(&t);
+}
+
+TEST(ui_tmux_80x24_resize_and_too_small)
+{
+    tmux_srv t;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s --no-sixel", t_bin());
+    T_REQUIRE(tmx_start(&t, 80, 24, NULL, cmd) == 0);
+    WAIT(&t, "IDLE", 20);
+    /* Larger: the three-column arrangement, three boxes side by side. */
+    tmx_cmd(&t, NULL, "resize-window -t 0 -x 160 -y 48");
+    WAIT(&t, "Preview", 5);
+    double end = util_now() + 5;
+    int three = 0;
+    while (!three && util_now() < end) {
+        char *s = tmx_screen(&t, 0);
+        char *row = strstr(s, "\n");           /* header row 1 */
+        row = row ? strstr(row + 1, "\n") : NULL; /* the panels' top edge */
+        int corners = 0;
+        if (row)
+            for (char *p = row + 1; *p && *p != '\n'; p++)
+                corners += strncmp(p, "\xe2\x94\x8c", 3) == 0; /* U+250C */
+        three = corners == 3;
+        T_CHECK(max_line_width(s) <= 160);
+        free(s);
+        if (!three)
+            usleep(100000);
+    }
+    T_CHECKF(three, "no three columns at 160x48");
+    if (!three)
+        show(&t, "160x48");
+    /* Below the minimum: a note, not a broken screen. */
+    tmx_cmd(&t, NULL, "resize-window -t 0 -x 50 -y 12");
+    WAIT(&t, "needs 60x16", 5);
+    /* Back to 80x24: the panels again, within 80 columns. */
+    tmx_cmd(&t, NULL, "resize-window -t 0 -x 80 -y 24");
+    WAIT(&t, "Curves", 5);
+    tmx_keys(&t, "C-l");
+    WAIT(&t, "Labels", 5);
+    char *s = tmx_screen(&t, 0);
+    T_CHECK(max_line_width(s) <= 80 && strstr(s, "Replicas") && strstr(s, "q quit"));
+    free(s);
+    /* Focus and zoom: Tab moves on, Enter zooms (the other panels go), Esc back. */
+    tmx_keys(&t, "Tab");
+    tmx_keys(&t, "Enter");
+    T_CHECK(tmx_wait_gone(&t, "Replicas", 5));
+    tmx_keys(&t, "Escape");
+    WAIT(&t, "Replicas", 5);
+    tmx_keys(&t, "q");
+    T_EQ_INT(tmx_exit_status(&t, 30), 0);
+    tmx_stop(&t);
+}
+
+/* 1 when an SGR sequence in s sets a colour (30-37, 38, 40-47, 48, 90-97, 100-107). */
+static int has_colour_sgr(const char *s)
+{
+    for (const char *p = s; (p = strstr(p, "\033[")) != NULL; p += 2) {
+        const char *q = p + 2;
+        const char *m = q;
+        while (*m && ((*m >= '0' && *m <= '9') || *m == ';'))
+            m++;
+        if (*m != 'm')
+            continue;
+        while (q < m) {
+            int v = atoi(q);
+            if ((v >= 30 && v <= 38) || (v >= 40 && v <= 48) || (v >= 90 && v <= 97) ||
+                (v >= 100 && v <= 107))
+                return 1;
+            while (q < m && *q != ';')
+                q++;
+            q++;
+        }
+    }
+    return 0;
+}
+
+TEST(ui_tmux_no_color_and_ctrl_c_exit_130)
+{
+    tmux_srv t;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s", t_bin());
+    /* Colour first, to know the check can see colours at all. */
+    T_REQUIRE(tmx_start(&t, 100, 30, NULL, cmd) == 0);
+    WAIT(&t, "IDLE", 20);
+    WAIT(&t, "Preview #", 20); /* pictures in colour too */
+    char *s = tmx_screen(&t, 1);
+    T_CHECK(has_colour_sgr(s));
+    free(s);
+    tmx_keys(&t, "q");
+    T_EQ_INT(tmx_exit_status(&t, 30), 0);
+    tmx_stop(&t);
+
+    T_REQUIRE(tmx_start(&t, 100, 30, "NO_COLOR=1", cmd) == 0);
+    WAIT(&t, "IDLE", 20);
+    tmx_keys(&t, "Tab"); /* focus shows without colour too */
+    usleep(300000);
+    s = tmx_screen(&t, 1);
+    T_CHECKF(!has_colour_sgr(s), "colour on screen under NO_COLOR");
+    T_CHECK(strstr(s, "\033[7m") != NULL || strstr(s, ";7m") != NULL); /* reverse video */
+    free(s);
+    tmx_keys(&t, "C-c");
+    WAIT(&t, "Interrupted", 5);
+    tmx_keys(&t, "y");
+    T_EQ_INT(tmx_exit_status(&t, 30), 130);
+    tmx_stop(&t);
+}
+
+static const long long TRAIN[3] = { 24, 16, 20 };
+static const long long VAL[3] = { 8, 6, 6 };
+
+TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
+{
+    if (t_slow_mode())
+        return; /* a training run per tmux pane is too slow under valgrind */
+    const char *data = fx_dataset(t_tmpdir(), 3, TRAIN, VAL, 0, 32, 20);
+    T_REQUIRE(data != NULL);
+    tmux_srv t;
+    char cmd[8192];
+    const char *run = t_tmpdir();
+    snprintf(cmd, sizeof cmd,
+             "%s --no-sixel --data %s --out %s/a --epochs 1 --batch-per-replica 4 "
+             "--replicas 2",
+             t_bin(), data, run);
+    T_REQUIRE(tmx_start(&t, 120, 36, NULL, cmd) == 0);
+    WAIT(&t, "IDLE", 20);
+    tmx_keys(&t, "s");
+    WAIT(&t, "DONE", 120);
+    tmx_keys(&t, "i");
+    WAIT(&t, "Validation after epoch 1: 20 images", 10);
+    WAIT(&t, "Per class", 2);
+    WAIT(&t, "Most confused", 2);
+    /* Captions as the notebooks title them: OK or NO and the predicted class. */
+    double end = util_now() + 10;
+    int captions = 0;
+    while (util_now() < end && !captions) {
+        char *s = tmx_screen(&t, 0);
+        captions = strstr(s, "  OK flower0") || strstr(s, "  NO flower0");
+        free(s);
+        usleep(100000);
+    }
+    T_CHECKF(captions, "no OK/NO captions");
+    if (!captions)
+        show(&t, "inspect");
+    tmx_keys(&t, "m");
+    WAIT(&t, "mistakes", 5);
+    tmx_keys(&t, "i");
+    WAIT(&t, "Curves", 5);
+    tmx_keys(&t, "q");
+    T_EQ_INT(tmx_exit_status(&t, 30), 0);
+    tmx_stop(&t);
+
+    /* A dropped session mid-run: SIGHUP stops the run with a checkpoint, exit 130. */
+    snprintf(cmd, sizeof cmd,
+             "%s --no-sixel --data %s --out %s/b --epochs 50 --batch-per-replica 4", t_bin(),
+             data, run);
+    T_REQUIRE(tmx_start(&t, 80, 24, NULL, cmd) == 0);
+    WAIT(&t, "IDLE", 20);
+    tmx_keys(&t, "s");
+    WAIT(&t, "RUNNING", 120);
+    char kill[64];
+    snprintf(kill, sizeof kill, "kill -HUP %d", tmx_pid(&t));
+    T_EQ_INT(t_run(kill, NULL), 0);
+    T_EQ_INT(tmx_exit_status(&t, 60), 130);
+    char ck[4200];
+    snprintf(ck, sizeof ck, "%s/b/checkpoint.ckpt", run);
+    T_CHECKF(util_is_file(ck), "no checkpoint at %s", ck);
+    tmx_stop(&t);
+}

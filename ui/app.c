@@ -1,0 +1,845 @@
+/* The workbench's main loop (see ui.h). Collect (snapshot, log, names, preview,
+ * inspect data), draw (panels from the copies), flush (curses, then pictures),
+ * read keys and signals; about ten times a second. */
+#include "ui/ui.h"
+
+#include <curses.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "ui/chart.h"
+#include "ui/config.h"
+#include "ui/draw.h"
+#include "ui/inspect.h"
+#include "ui/keys.h"
+#include "ui/layout.h"
+#include "ui/log.h"
+#include "ui/panels.h"
+#include "ui/preview.h"
+#include "ui/term.h"
+
+#define TICK 0.1            /* seconds between frames */
+#define INSPECT_BUDGET 0.02 /* seconds per frame the inspect view may spend reading */
+
+static volatile sig_atomic_t g_sig_int, g_sig_hup, g_sig_cont;
+
+static void on_int(int s)
+{
+    (void)s;
+    g_sig_int = 1;
+}
+
+static void on_hup(int s)
+{
+    (void)s;
+    g_sig_hup = 1;
+}
+
+static void on_cont(int s)
+{
+    (void)s;
+    g_sig_cont = 1;
+}
+
+enum { MODAL_NONE = 0, MODAL_HELP, MODAL_QUIT, MODAL_INT, MODAL_CONFIG };
+
+typedef struct app {
+    eng_config cfg;
+    ui_options opt;
+    eng *g;
+    eng_snapshot *snap;
+    double t0;
+    /* class names, copied from the engine once known */
+    char (*name)[ENG_NAME_MAX];
+    const char *name_ptr[ENG_MAX_CLASSES];
+    int n_names;
+    double names_at;
+    ui_log *log;
+    ui_view view;
+    ui_layout layout;
+    ui_term_caps caps;
+    ui_color_mode cmode;
+    ui_pix_mode pix;
+    char pix_label[64];
+    /* preview */
+    eng_preview pv;
+    uint64_t pv_seen;
+    int pv_asked;           /* the most images asked for since this engine was made */
+    ui_preview pview;
+    /* inspect */
+    ui_inspect insp;
+    ui_preview iview;
+    /* dialogs */
+    int modal;
+    int int_paused;         /* Ctrl-C paused the run */
+    ui_config cfgd;
+    /* the screen */
+    uint64_t scene;
+    int repaint;
+    char note[512];
+    int note_role;
+    double note_until;
+    /* the end */
+    int stopping;           /* eng_stop() sent; leave when the run has ended */
+    int done;
+    int status;
+} app;
+
+static double now(const app *a)
+{
+    return util_now() - a->t0;
+}
+
+static void note(app *a, int role, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void note(app *a, int role, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->note, sizeof a->note, fmt, ap);
+    va_end(ap);
+    a->note_role = role;
+    a->note_until = now(a) + 4;
+}
+
+static int active(eng_state s)
+{
+    return s == ENG_PREPARING || s == ENG_RUNNING || s == ENG_PAUSED;
+}
+
+static int ended(eng_state s)
+{
+    return s == ENG_DONE || s == ENG_FAILED || s == ENG_STOPPED;
+}
+
+/* A new engine for cfg; the old one goes only when the new one exists. */
+static int make_engine(app *a, const eng_config *cfg, pt_err *e)
+{
+    eng *g;
+    int rc = eng_create(cfg, &g, e);
+    if (rc != PT_OK)
+        return rc;
+    if (a->g)
+        eng_destroy(a->g);
+    a->g = g;
+    a->cfg = *cfg;
+    eng_preview_free(&a->pv);
+    a->pv_seen = 0;
+    a->pv_asked = 0;
+    a->n_names = 0;
+    a->names_at = -1;
+    ui_inspect_free(&a->insp);
+    int open = a->insp.open;
+    ui_inspect_init(&a->insp);
+    a->insp.open = open;
+    ui_preview_hide(&a->pview);
+    ui_preview_hide(&a->iview);
+    eng_snapshot_get(a->g, a->snap);
+    return PT_OK;
+}
+
+/* ---- collect -------------------------------------------------------------------- */
+
+static void collect(app *a)
+{
+    eng_snapshot_get(a->g, a->snap);
+    char line[1200];
+    while (eng_log_pop(a->g, line, sizeof line))
+        ui_log_add(a->log, now(a), -1, line);
+    /* Names appear once the data is open (a preview or the label scan). */
+    int want = a->snap->n_classes > a->snap->label_classes ? a->snap->n_classes
+                                                           : a->snap->label_classes;
+    int settled = a->n_names >= want && a->n_names > 0 && a->snap->state > ENG_PREPARING;
+    for (int k = 0; settled && k < a->n_names; k++)
+        settled = a->name[k][0] != 0;
+    if (!settled && now(a) - a->names_at >= 1.0) {
+        a->names_at = now(a);
+        int k = 0;
+        for (; k < ENG_MAX_CLASSES; k++) {
+            const char *n = eng_class_name(a->g, k);
+            if (!n)
+                break;
+            snprintf(a->name[k], ENG_NAME_MAX, "%s", n);
+            a->name_ptr[k] = a->name[k];
+        }
+        a->n_names = k;
+    }
+    eng_preview nv;
+    if (eng_preview_get(a->g, &a->pv_seen, &nv)) {
+        eng_preview_free(&a->pv);
+        a->pv = nv;
+    }
+    if (a->insp.open && a->modal == MODAL_NONE)
+        ui_inspect_work(&a->insp, a->g, a->snap->history_n, INSPECT_BUDGET);
+}
+
+static void ask_preview(app *a, int n)
+{
+    if (n < 1)
+        n = 1;
+    if (n > 64)
+        n = 64;
+    eng_preview_request(a->g, n);
+    if (n > a->pv_asked)
+        a->pv_asked = n;
+}
+
+/* ---- draw ----------------------------------------------------------------------- */
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static void draw_preview(app *a, const ui_frame *f)
+{
+    ui_rect r = a->layout.panel[UI_P_PREVIEW];
+    int focused = a->view.focus == UI_P_PREVIEW;
+    ui_rect in = ui_panel_preview(stdscr, r, f, focused, a->pv.n > 0 ? a->pv.generation : 0);
+    if (in.h < 2 || in.w < 8) {
+        ui_preview_hide(&a->pview);
+        return;
+    }
+    int sixel = a->pix == UI_PIX_SIXEL;
+    int cw = sixel ? a->pview.cell_w : 1, ch = sixel ? a->pview.cell_h : 2;
+    int cols = in.w;
+    if (sixel && a->caps.sixel_max_w > 0 && cols * cw > a->caps.sixel_max_w)
+        cols = a->caps.sixel_max_w / cw;
+    int zoomed = a->view.zoom == UI_P_PREVIEW;
+    int want = zoomed ? 8 : 4;
+    int px_max = sixel ? (zoomed ? 128 : 96) : (zoomed ? 40 : 24);
+    ui_preview_geom g;
+    if (ui_preview_fit(cols, in.h, cw, ch, 2, 1, want, sixel ? 32 : 8, px_max, &g) != 0) {
+        ui_preview_hide(&a->pview);
+        ui_draw_text(stdscr, in.y, in.x, in.w, UI_R_DIM, "too small: Enter zooms");
+        return;
+    }
+    int slots = g.count < 64 ? g.count : 64;
+    /* A grid bigger than any batch asked for so far wants a bigger batch; a
+     * dataset with fewer images than slots is asked only once. */
+    if (slots > a->pv_asked)
+        ask_preview(a, slots);
+    if (a->pv.n <= 0) {
+        ui_preview_hide(&a->pview);
+        ui_draw_text(stdscr, in.y + in.h / 2, in.x + 1, in.w - 1, UI_R_DIM,
+                     "making a batch of augmented images...");
+        return;
+    }
+    static ui_preview_image im[128];
+    static ui_preview_caption cap[64];
+    int n = a->pv.n < slots ? a->pv.n : slots;
+    size_t sz = (size_t)a->pv.h * a->pv.w * 3;
+    for (int i = 0; i < n; i++) {
+        im[2 * i] = (ui_preview_image){ a->pv.original + sz * i, a->pv.w, a->pv.h };
+        im[2 * i + 1] = (ui_preview_image){ a->pv.augmented + sz * i, a->pv.w, a->pv.h };
+        int k = a->pv.label ? a->pv.label[i] : -1;
+        if (k >= 0 && k < a->n_names)
+            snprintf(cap[i].text[0], sizeof cap[i].text[0], "%s", a->name[k]);
+        else
+            snprintf(cap[i].text[0], sizeof cap[i].text[0], "class %d", k);
+        cap[i].role[0] = UI_R_NORMAL;
+        cap[i].text[1][0] = 0;
+    }
+    ui_rect area = { in.y, in.x, in.h, cols };
+    ui_preview_set(&a->pview, a->pv.generation, area, &g, im, cap, n);
+    ui_preview_draw(&a->pview, stdscr);
+}
+
+static void frame(app *a)
+{
+    werase(stdscr);
+    int rows = LINES, cols = COLS;
+    const eng_snapshot *s = a->snap;
+    int zoom = a->insp.open ? -1 : a->view.zoom;
+    ui_layout_compute(&a->layout, rows, cols, zoom, s->n_replicas > 0 ? s->n_replicas : s->replicas);
+    if (!ui_layout_visible(&a->layout, a->view.focus) && !a->layout.too_small && zoom < 0)
+        a->view.focus = UI_P_CURVES;
+
+    ui_frame f = { 0 };
+    f.s = s;
+    f.names = a->name_ptr;
+    f.n_names = a->n_names;
+    f.log = a->log;
+    f.augment = a->cfg.augment;
+    f.pix = a->pix_label;
+    if (a->note[0] && now(a) < a->note_until) {
+        f.note = a->note;
+        f.note_role = a->note_role;
+    } else if (a->stopping) {
+        f.note = "stopping: finishing the update and writing a checkpoint...";
+        f.note_role = UI_R_WARN;
+    } else {
+        f.note = s->message;
+        f.note_role = s->state == ENG_FAILED ? UI_R_BAD : UI_R_DIM;
+    }
+
+    int pictures = a->modal == MODAL_NONE;
+    if (a->layout.too_small) {
+        ui_panel_too_small(stdscr, rows, cols);
+        ui_preview_hide(&a->pview);
+        ui_preview_hide(&a->iview);
+    } else {
+        ui_panel_header(stdscr, a->layout.header, &f);
+        ui_panel_footer(stdscr, a->layout.footer, &f, a->insp.open ? UI_CTX_INSPECT : UI_CTX_MAIN);
+        if (a->insp.open) {
+            ui_preview_hide(&a->pview);
+            if (pictures)
+                ui_inspect_draw(&a->insp, stdscr, a->layout.body, &f, &a->iview);
+            else
+                ui_preview_hide(&a->iview);
+        } else {
+            ui_preview_hide(&a->iview);
+            const ui_view *v = &a->view;
+            const ui_layout *L = &a->layout;
+            if (ui_layout_visible(L, UI_P_REPLICAS))
+                ui_panel_replicas(stdscr, L->panel[UI_P_REPLICAS], &f, v, v->focus == UI_P_REPLICAS);
+            if (ui_layout_visible(L, UI_P_CURVES))
+                ui_panel_curves(stdscr, L->panel[UI_P_CURVES], &f, v, v->focus == UI_P_CURVES);
+            if (ui_layout_visible(L, UI_P_LABELS))
+                ui_panel_labels(stdscr, L->panel[UI_P_LABELS], &f, v, v->focus == UI_P_LABELS);
+            if (ui_layout_visible(L, UI_P_LOG))
+                ui_panel_log(stdscr, L->panel[UI_P_LOG], &f, v, v->focus == UI_P_LOG);
+            if (ui_layout_visible(L, UI_P_PREVIEW) && pictures)
+                draw_preview(a, &f);
+            else if (ui_layout_visible(L, UI_P_PREVIEW))
+                ui_panel_preview(stdscr, L->panel[UI_P_PREVIEW], &f, v->focus == UI_P_PREVIEW, 0);
+            else
+                ui_preview_hide(&a->pview);
+        }
+        if (!pictures) {
+            ui_preview_hide(&a->pview);
+            ui_preview_hide(&a->iview);
+        }
+    }
+
+    if (a->modal == MODAL_HELP) {
+        ui_panel_help(stdscr, rows, cols, &a->view);
+    } else if (a->modal == MODAL_QUIT) {
+        const char *l[] = { "A run is active. Stop it and quit?",
+                            "The engine finishes the current update and writes a checkpoint;",
+                            "--resume RUN_DIR continues from it." };
+        ui_panel_dialog(stdscr, rows, cols, "Quit", l, 3, UI_CTX_ASK, 0);
+    } else if (a->modal == MODAL_INT) {
+        if (active(s->state)) {
+            const char *l[] = { "Interrupted: the run pauses at the end of this update",
+                                "and writes a checkpoint.",
+                                "y stops and quits, r resumes, n stays paused." };
+            ui_panel_dialog(stdscr, rows, cols, "Ctrl-C", l, 3, UI_CTX_ASK, 1);
+        } else {
+            const char *l[] = { "Interrupted. Quit the workbench?" };
+            ui_panel_dialog(stdscr, rows, cols, "Ctrl-C", l, 1, UI_CTX_ASK, 0);
+        }
+    } else if (a->modal == MODAL_CONFIG) {
+        ui_config_draw(&a->cfgd, stdscr, rows, cols);
+    }
+
+    /* What is on screen, as far as pictures care: any change in it and curses
+     * must repaint everything, which wipes the pictures, so they go again. */
+    uint64_t scene = hash_bytes(0xcbf29ce484222325ULL, &a->layout, sizeof a->layout);
+    int bits[4] = { a->modal, a->insp.open, (int)a->pix, a->view.zoom };
+    scene = hash_bytes(scene, bits, sizeof bits);
+    int force = a->repaint || scene != a->scene;
+    a->scene = scene;
+    a->repaint = 0;
+    if (force)
+        clearok(curscr, TRUE);
+    wnoutrefresh(stdscr);
+    doupdate();
+    ui_preview_flush(&a->pview, STDOUT_FILENO, force);
+    ui_preview_flush(&a->iview, STDOUT_FILENO, force);
+}
+
+/* ---- keys ----------------------------------------------------------------------- */
+
+static int first_visible(const ui_layout *L, int from, int step)
+{
+    for (int i = 1; i <= UI_P_COUNT; i++) {
+        int p = ((from + step * i) % UI_P_COUNT + UI_P_COUNT) % UI_P_COUNT;
+        if (ui_layout_visible(L, p))
+            return p;
+    }
+    return from;
+}
+
+static void start(app *a)
+{
+    eng_state st = a->snap->state;
+    if (active(st)) {
+        note(a, UI_R_DIM, "the run is already %s", ui_panel_state_name(st));
+        return;
+    }
+    if (ended(st)) {
+        /* A new run with the same settings. */
+        pt_err e;
+        eng_config c = a->cfg;
+        c.resume[0] = 0;
+        if (make_engine(a, &c, &e) != PT_OK) {
+            note(a, UI_R_BAD, "%s", e.msg);
+            return;
+        }
+    }
+    if (eng_start(a->g) != PT_OK)
+        note(a, UI_R_BAD, "could not start the run");
+    else
+        ui_log_add(a->log, now(a), UI_R_OK, "run started");
+    a->int_paused = 0;
+}
+
+static void pause_resume(app *a)
+{
+    eng_state st = a->snap->state;
+    if (st == ENG_PAUSED) {
+        eng_resume(a->g);
+        note(a, UI_R_OK, "resumed");
+    } else if (st == ENG_RUNNING || st == ENG_PREPARING) {
+        eng_pause(a->g);
+        note(a, UI_R_WARN, "pausing at the end of this update (a checkpoint is written)");
+    } else {
+        note(a, UI_R_DIM, "nothing to pause: the run is %s", ui_panel_state_name(st));
+    }
+}
+
+static void scroll_panel(app *a, ui_act act)
+{
+    ui_view *v = &a->view;
+    int p = v->focus;
+    int page = a->layout.panel[p].h > 4 ? a->layout.panel[p].h - 3 : 1;
+    if (p == UI_P_LABELS) {
+        v->label_bins = 0;
+        int C = a->snap->label_classes;
+        if (act == UI_ACT_PGDN)
+            v->label_top += page;
+        else if (act == UI_ACT_PGUP)
+            v->label_top -= page;
+        else if (act == UI_ACT_HOME)
+            v->label_top = 0;
+        else
+            v->label_top = C;
+        if (v->label_top > C - page)
+            v->label_top = C - page;
+        if (v->label_top < 0)
+            v->label_top = 0;
+    } else if (p == UI_P_LOG) {
+        int n = a->log->n;
+        if (act == UI_ACT_PGUP)
+            v->log_back += page;
+        else if (act == UI_ACT_PGDN)
+            v->log_back -= page;
+        else if (act == UI_ACT_HOME)
+            v->log_back = n;
+        else
+            v->log_back = 0;
+        if (v->log_back > n - page)
+            v->log_back = n - page;
+        if (v->log_back < 0)
+            v->log_back = 0;
+    } else {
+        note(a, UI_R_DIM, "PgUp/PgDn scroll the labels and log panels");
+    }
+}
+
+static void quit(app *a, int status)
+{
+    a->status = status;
+    if (a->snap->state != ENG_IDLE && !ended(a->snap->state)) {
+        eng_stop(a->g);
+        a->stopping = 1;
+    } else {
+        a->done = 1;
+    }
+}
+
+static void key_main(app *a, int ch)
+{
+    ui_view *v = &a->view;
+    ui_act act = ui_keys_action(a->insp.open ? UI_CTX_INSPECT : UI_CTX_MAIN, ch);
+    if (a->insp.open) {
+        switch (act) {
+        case UI_ACT_BACK:
+            a->insp.open = 0;
+            return;
+        case UI_ACT_PGDN: case UI_ACT_PGUP: case UI_ACT_HOME: case UI_ACT_MISTAKES:
+        case UI_ACT_SORT: case UI_ACT_UP: case UI_ACT_DOWN: case UI_ACT_NEXT:
+            ui_inspect_key(&a->insp, act);
+            return;
+        default:
+            break;
+        }
+    }
+    switch (act) {
+    case UI_ACT_START:
+        start(a);
+        break;
+    case UI_ACT_PAUSE:
+        pause_resume(a);
+        break;
+    case UI_ACT_INSPECT:
+        a->insp.open = 1;
+        break;
+    case UI_ACT_AUGMENT:
+        if (v->zoom == UI_P_PREVIEW) {
+            v->zoom = -1;
+        } else {
+            v->zoom = UI_P_PREVIEW;
+            v->focus = UI_P_PREVIEW;
+        }
+        break;
+    case UI_ACT_NEXT:
+        ask_preview(a, a->pv_asked > a->pv.n ? a->pv_asked : a->pv.n);
+        break;
+    case UI_ACT_CONFIG:
+        if (active(a->snap->state)) {
+            note(a, UI_R_WARN, "configure is for before a run: q stops this one");
+        } else {
+            ui_config_open(&a->cfgd, &a->cfg);
+            a->modal = MODAL_CONFIG;
+        }
+        break;
+    case UI_ACT_FOCUS_NEXT:
+        v->focus = first_visible(&a->layout, v->focus, 1);
+        break;
+    case UI_ACT_FOCUS_PREV:
+        v->focus = first_visible(&a->layout, v->focus, -1);
+        break;
+    case UI_ACT_UP:
+        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_UP);
+        break;
+    case UI_ACT_DOWN:
+        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_DOWN);
+        break;
+    case UI_ACT_LEFT:
+        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_LEFT);
+        break;
+    case UI_ACT_RIGHT:
+        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_RIGHT);
+        break;
+    case UI_ACT_ZOOM:
+        v->zoom = v->zoom == v->focus ? -1 : v->focus;
+        break;
+    case UI_ACT_BACK:
+        v->zoom = -1;
+        break;
+    case UI_ACT_METRIC:
+        v->metric = (v->metric + 1) % UI_METRIC_COUNT;
+        break;
+    case UI_ACT_LOGSCALE:
+        v->logy = !v->logy;
+        break;
+    case UI_ACT_SMOOTH_MORE:
+        if (v->smooth + 1 < UI_SMOOTH_STEPS)
+            v->smooth++;
+        break;
+    case UI_ACT_SMOOTH_LESS:
+        if (v->smooth > 0)
+            v->smooth--;
+        break;
+    case UI_ACT_BINS:
+        v->label_bins = !v->label_bins;
+        v->label_top = 0;
+        break;
+    case UI_ACT_PGUP: case UI_ACT_PGDN: case UI_ACT_HOME: case UI_ACT_END:
+        scroll_panel(a, act);
+        break;
+    case UI_ACT_REDRAW:
+        a->repaint = 1;
+        break;
+    case UI_ACT_HELP:
+        a->modal = MODAL_HELP;
+        break;
+    case UI_ACT_QUIT:
+        if (active(a->snap->state))
+            a->modal = MODAL_QUIT;
+        else
+            quit(a, 0);
+        break;
+    default:
+        break;
+    }
+}
+
+static void key(app *a, int ch)
+{
+    if (ch == KEY_RESIZE) {
+        int cw, chh;
+        if (a->pix == UI_PIX_SIXEL && ui_term_cell_px(STDOUT_FILENO, &cw, &chh)) {
+            a->pview.cell_w = a->iview.cell_w = cw;
+            a->pview.cell_h = a->iview.cell_h = chh;
+        }
+        ui_preview_hide(&a->pview);
+        ui_preview_hide(&a->iview);
+        a->repaint = 1;
+        return;
+    }
+    if (a->stopping)
+        return;
+    switch (a->modal) {
+    case MODAL_HELP: {
+        ui_act act = ui_keys_action(UI_CTX_CONFIG, ch); /* Up/Down/PgUp/PgDn */
+        if (act == UI_ACT_UP)
+            a->view.help_top--;
+        else if (act == UI_ACT_DOWN)
+            a->view.help_top++;
+        else if (act == UI_ACT_PGUP)
+            a->view.help_top -= 10;
+        else if (act == UI_ACT_PGDN)
+            a->view.help_top += 10;
+        else
+            a->modal = MODAL_NONE;
+        return;
+    }
+    case MODAL_QUIT:
+    case MODAL_INT: {
+        ui_act act = ui_keys_action(UI_CTX_ASK, ch);
+        int was = a->modal;
+        if (act == UI_ACT_YES) {
+            a->modal = MODAL_NONE;
+            quit(a, was == MODAL_INT ? 130 : 0);
+        } else if (act == UI_ACT_NO) {
+            a->modal = MODAL_NONE;
+        } else if (act == UI_ACT_RESUME && was == MODAL_INT) {
+            a->modal = MODAL_NONE;
+            if (a->int_paused || a->snap->state == ENG_PAUSED)
+                eng_resume(a->g);
+            a->int_paused = 0;
+        }
+        return;
+    }
+    case MODAL_CONFIG: {
+        int r = ui_config_key(&a->cfgd, ch);
+        if (r == UI_CONFIG_CANCEL) {
+            a->modal = MODAL_NONE;
+        } else if (r == UI_CONFIG_APPLY) {
+            pt_err e;
+            if (make_engine(a, &a->cfgd.work, &e) != PT_OK) {
+                snprintf(a->cfgd.error, sizeof a->cfgd.error, "%s", e.msg);
+            } else {
+                a->modal = MODAL_NONE;
+                ui_log_add(a->log, now(a), UI_R_INFO, "configuration applied");
+            }
+        }
+        return;
+    }
+    default:
+        key_main(a, ch);
+    }
+}
+
+static void on_interrupt(app *a)
+{
+    if (a->stopping)
+        return;
+    if (a->modal == MODAL_INT) {
+        /* A second Ctrl-C means it. */
+        a->modal = MODAL_NONE;
+        quit(a, 130);
+        return;
+    }
+    if (a->snap->state == ENG_RUNNING || a->snap->state == ENG_PREPARING) {
+        eng_pause(a->g);
+        a->int_paused = 1;
+    }
+    a->modal = MODAL_INT;
+    ui_log_add(a->log, now(a), UI_R_WARN, "interrupted (Ctrl-C)");
+}
+
+/* ---- set-up --------------------------------------------------------------------- */
+
+static ui_color_mode color_mode(const ui_options *opt)
+{
+    const char *nc = getenv("NO_COLOR");
+    if (opt->no_color || (nc && *nc) || !has_colors())
+        return UI_COLOR_NONE;
+    if (start_color() != OK)
+        return UI_COLOR_NONE;
+    use_default_colors();
+    const char *ct = getenv("COLORTERM");
+    if (ct && (strstr(ct, "truecolor") || strstr(ct, "24bit")))
+        return UI_COLOR_DIRECT;
+    return COLORS >= 256 ? UI_COLOR_256 : UI_COLOR_8;
+}
+
+static void pick_pictures(app *a)
+{
+    if (a->caps.sixel && !a->opt.no_sixel) {
+        a->pix = UI_PIX_SIXEL;
+        snprintf(a->pix_label, sizeof a->pix_label, "sixel");
+    } else {
+        a->pix = a->cmode == UI_COLOR_DIRECT ? UI_PIX_DIRECT
+                 : a->cmode == UI_COLOR_256  ? UI_PIX_256
+                                             : UI_PIX_ASCII;
+        snprintf(a->pix_label, sizeof a->pix_label, "%s", ui_preview_mode_name(a->pix));
+    }
+    uint8_t bg[3] = { 0, 0, 0 };
+    if (a->caps.bg_known)
+        memcpy(bg, a->caps.bg, 3);
+    ui_preview_init(&a->pview, a->pix, a->caps.cell_w, a->caps.cell_h, a->caps.sixel_colors,
+                    a->caps.sixel_max_w, bg);
+    ui_preview_init(&a->iview, a->pix, a->caps.cell_w, a->caps.cell_h, a->caps.sixel_colors,
+                    a->caps.sixel_max_w, bg);
+    char m[300];
+    if (a->pix == UI_PIX_SIXEL)
+        snprintf(m, sizeof m, "pictures: sixel, %d colours, %dx%d-pixel cells", a->caps.sixel_colors,
+                 a->caps.cell_w, a->caps.cell_h);
+    else
+        snprintf(m, sizeof m, "pictures: %s (sixel: %s)", ui_preview_mode_name(a->pix),
+                 a->caps.why[0] ? a->caps.why : "no");
+    ui_log_add(a->log, now(a), UI_R_DIM, m);
+}
+
+static void free_app(app *a)
+{
+    ui_preview_free(&a->pview);
+    ui_preview_free(&a->iview);
+    ui_inspect_free(&a->insp);
+    eng_preview_free(&a->pv);
+    if (a->g)
+        eng_destroy(a->g);
+    free(a->snap);
+    free(a->name);
+    free(a->log);
+    free(a);
+}
+
+int ui_run(const eng_config *cfg, const ui_options *opt)
+{
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "petal-tui: the workbench needs a terminal; --headless trains without one\n");
+        return 1;
+    }
+    app *a = calloc(1, sizeof *a);
+    if (!a)
+        return 1;
+    a->t0 = util_now();
+    a->opt = *opt;
+    a->snap = calloc(1, sizeof *a->snap);
+    a->name = calloc(ENG_MAX_CLASSES, sizeof *a->name);
+    a->log = malloc(sizeof *a->log);
+    if (!a->snap || !a->name || !a->log) {
+        free_app(a);
+        fprintf(stderr, "petal-tui: out of memory\n");
+        return 1;
+    }
+    ui_log_init(a->log);
+    ui_panel_view_defaults(&a->view);
+    ui_inspect_init(&a->insp);
+    pt_err e;
+    if (make_engine(a, cfg, &e) != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        free_app(a);
+        return 1;
+    }
+
+    /* The terminal is asked before curses reads the keyboard. */
+    ui_term_probe(STDIN_FILENO, STDOUT_FILENO, !opt->no_sixel, 0.5, &a->caps);
+
+    setlocale(LC_ALL, "");
+    SCREEN *scr = newterm(NULL, stdout, stdin);
+    if (!scr) {
+        fprintf(stderr, "petal-tui: cannot use terminal type '%s'\n",
+                getenv("TERM") ? getenv("TERM") : "(unset)");
+        free_app(a);
+        return 1;
+    }
+    set_term(scr);
+    cbreak();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    set_escdelay(25);
+    curs_set(0);
+    a->cmode = color_mode(opt);
+    const char *cs = nl_langinfo(CODESET);
+    ui_draw_setup(a->cmode, cs && !strcmp(cs, "UTF-8"));
+    pick_pictures(a);
+
+    struct sigaction sa, old_int, old_hup, old_term, old_cont;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_int;
+    sigaction(SIGINT, &sa, &old_int);
+    sa.sa_handler = on_hup;
+    sigaction(SIGHUP, &sa, &old_hup);
+    sigaction(SIGTERM, &sa, &old_term);
+    sa.sa_handler = on_cont;
+    sigaction(SIGCONT, &sa, &old_cont);
+    g_sig_int = g_sig_hup = g_sig_cont = 0;
+
+    double next = 0;
+    int hung_up = 0;
+    collect(a);
+    while (!a->done) {
+        double t = util_now();
+        int wait_ms = next > t ? (int)((next - t) * 1000) + 1 : 0;
+        wtimeout(stdscr, wait_ms > 100 ? 100 : wait_ms);
+        int ch = wgetch(stdscr);
+        int keyed = 0;
+        /* Several keys may be waiting (a paste, key repeat): take them all. */
+        for (int i = 0; ch != ERR && i < 64; i++) {
+            if (ch == ('c' & 0x1f))
+                g_sig_int = 1; /* in case the terminal sends ^C as a key */
+            else
+                key(a, ch);
+            keyed = 1;
+            wtimeout(stdscr, 0);
+            ch = wgetch(stdscr);
+        }
+        if (g_sig_hup) {
+            hung_up = 1;
+            break;
+        }
+        if (g_sig_int) {
+            g_sig_int = 0;
+            on_interrupt(a);
+            keyed = 1;
+        }
+        if (g_sig_cont) {
+            g_sig_cont = 0;
+            a->repaint = 1;
+            keyed = 1;
+        }
+        if (a->stopping && eng_wait(a->g, 0))
+            break;
+        if (a->done)
+            break;
+        if (keyed || util_now() >= next) {
+            collect(a);
+            frame(a);
+            next = util_now() + TICK;
+        }
+    }
+    if (hung_up) {
+        /* The terminal may be gone: nothing more is drawn. The engine finishes
+         * the update and writes the checkpoint; then leave. */
+        eng_stop(a->g);
+        eng_wait(a->g, -1);
+        a->status = 130;
+    }
+    endwin();
+    delscreen(scr);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGCONT, &old_cont, NULL);
+    eng_snapshot_get(a->g, a->snap);
+    int status = a->status;
+    if (!hung_up && a->snap->last_checkpoint[0] && a->stopping)
+        fprintf(stderr, "petal-tui: checkpoint written: %s\n", a->snap->last_checkpoint);
+    free_app(a);
+    return status;
+}

@@ -1,0 +1,271 @@
+#include "ui/draw.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+static ui_color_mode g_mode;
+static int g_unicode = 1;
+static attr_t g_attr[UI_R_COUNT];
+
+/* fg colour (8-colour index, 256-colour index) and attributes for each role, in
+ * colour and in attribute-only form. 256-colour terminals get softer hues. */
+static const struct {
+    short fg8, fg256;
+    attr_t color_attr, mono_attr;
+} g_roles[UI_R_COUNT] = {
+    [UI_R_NORMAL] = { -1, -1, A_NORMAL, A_NORMAL },
+    [UI_R_DIM] = { -1, 245, A_NORMAL, A_DIM },
+    [UI_R_TITLE] = { -1, -1, A_BOLD, A_BOLD },
+    [UI_R_FOCUS] = { COLOR_CYAN, 45, A_BOLD, A_BOLD | A_REVERSE },
+    [UI_R_KEY] = { COLOR_CYAN, 81, A_BOLD, A_BOLD },
+    [UI_R_OK] = { COLOR_GREEN, 77, A_BOLD, A_BOLD },
+    [UI_R_BAD] = { COLOR_RED, 196, A_BOLD, A_BOLD | A_UNDERLINE },
+    [UI_R_WARN] = { COLOR_YELLOW, 220, A_BOLD, A_BOLD },
+    [UI_R_INFO] = { COLOR_CYAN, 110, A_NORMAL, A_UNDERLINE },
+    [UI_R_S1] = { COLOR_CYAN, 74, A_NORMAL, A_NORMAL },
+    [UI_R_S2] = { COLOR_BLUE, 33, A_BOLD, A_BOLD },
+    [UI_R_S3] = { COLOR_YELLOW, 208, A_BOLD, A_BOLD },
+    [UI_R_BAR_A] = { COLOR_CYAN, 74, A_NORMAL, A_NORMAL },
+    [UI_R_BAR_B] = { COLOR_MAGENTA, 175, A_NORMAL, A_NORMAL },
+    [UI_R_BAR_C] = { COLOR_BLUE, 61, A_NORMAL, A_DIM },
+    [UI_R_SEL] = { -1, -1, A_REVERSE, A_REVERSE },
+};
+
+void ui_draw_setup(ui_color_mode mode, int unicode)
+{
+    g_mode = mode;
+    g_unicode = unicode;
+    for (int r = 0; r < UI_R_COUNT; r++) {
+        if (mode == UI_COLOR_NONE) {
+            g_attr[r] = g_roles[r].mono_attr;
+            continue;
+        }
+        short fg = mode >= UI_COLOR_256 && COLORS >= 256 ? g_roles[r].fg256 : g_roles[r].fg8;
+        if (r == UI_R_DIM && fg < 0) {
+            g_attr[r] = A_DIM;
+            continue;
+        }
+        attr_t a = g_roles[r].color_attr;
+        if (fg >= 0 && init_pair((short)(r + 1), fg, -1) == OK)
+            a |= COLOR_PAIR(r + 1);
+        else if (fg >= 0)
+            a = g_roles[r].mono_attr;
+        g_attr[r] = a;
+    }
+}
+
+ui_color_mode ui_draw_color_mode(void)
+{
+    return g_mode;
+}
+
+int ui_draw_unicode(void)
+{
+    return g_unicode;
+}
+
+attr_t ui_draw_attr(ui_role r)
+{
+    return r >= 0 && r < UI_R_COUNT ? g_attr[r] : A_NORMAL;
+}
+
+/* ASCII stand-ins for the glyphs the panels use, for terminals without UTF-8. */
+static uint32_t ascii_of(uint32_t c)
+{
+    if (c < 0x80)
+        return c;
+    if (c >= 0x2800 && c <= 0x28ff) {       /* braille: where the dots sit */
+        unsigned b = c - 0x2800;
+        int top = (b & 0x1b) != 0, bottom = (b & 0xe4) != 0;
+        return top && bottom ? ':' : top ? '\'' : bottom ? '.' : ' ';
+    }
+    if (c >= 0x2581 && c <= 0x2588) {       /* lower blocks, by height */
+        static const char ramp[] = "_.-=+*##";
+        return (uint32_t)ramp[c - 0x2581];
+    }
+    if (c >= 0x2589 && c <= 0x258f)          /* left partial blocks */
+        return c <= 0x258c ? '#' : '|';
+    switch (c) {
+    case 0x2591: case 0x2592: case 0x00b7: return '.';
+    case 0x2593: return '#';
+    case 0x2500: return '-';
+    case 0x2502: return '|';
+    case 0x25cf: case 0x2022: return 'o';
+    case 0x2192: return '>';
+    case 0x2190: return '<';
+    case 0x2191: return '^';
+    case 0x2193: return 'v';
+    case 0x2580: return '"';
+    case 0x2026: return '~';
+    default: return '?';
+    }
+}
+
+void ui_draw_glyph(WINDOW *w, int y, int x, uint32_t ch, ui_role r)
+{
+    if (!g_unicode)
+        ch = ascii_of(ch);
+    if (ch == 0)
+        ch = ' ';
+    wchar_t wc[2] = { (wchar_t)ch, 0 };
+    cchar_t cc;
+    /* setcchar takes the colour as its own argument and ignores the pair bits
+     * of the attributes. */
+    attr_t a = ui_draw_attr(r);
+    if (setcchar(&cc, wc, a & ~A_COLOR, (short)PAIR_NUMBER(a), NULL) == OK)
+        mvwadd_wch(w, y, x, &cc);
+}
+
+void ui_draw_hline(WINDOW *w, int y, int x, int n, uint32_t ch, ui_role r)
+{
+    for (int i = 0; i < n; i++)
+        ui_draw_glyph(w, y, x + i, ch, r);
+}
+
+int ui_draw_width(const char *s)
+{
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    int cols = 0;
+    size_t len = strlen(s);
+    while (len > 0) {
+        wchar_t wc;
+        size_t k = mbrtowc(&wc, s, len, &st);
+        if (k == (size_t)-1 || k == (size_t)-2) {
+            memset(&st, 0, sizeof st);
+            k = 1;
+            wc = '?';
+        } else if (k == 0) {
+            break;
+        }
+        int cw = wcwidth(wc);
+        cols += cw > 0 ? cw : 0;
+        s += k;
+        len -= k;
+    }
+    return cols;
+}
+
+int ui_draw_text(WINDOW *w, int y, int x, int maxw, ui_role r, const char *s)
+{
+    if (maxw <= 0 || !s)
+        return 0;
+    wchar_t buf[512];
+    int n = 0, cols = 0;
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    size_t len = strlen(s);
+    while (len > 0 && n < (int)(sizeof buf / sizeof buf[0]) - 1) {
+        wchar_t wc;
+        size_t k = mbrtowc(&wc, s, len, &st);
+        if (k == (size_t)-1 || k == (size_t)-2) {
+            memset(&st, 0, sizeof st);
+            k = 1;
+            wc = '?';
+        } else if (k == 0) {
+            break;
+        }
+        if (!g_unicode && (uint32_t)wc >= 0x80)
+            wc = (wchar_t)ascii_of((uint32_t)wc);
+        if (wc < 0x20)
+            wc = ' ';
+        int cw = wcwidth(wc);
+        if (cw < 0)
+            cw = 1, wc = '?';
+        if (cols + cw > maxw)
+            break;
+        buf[n++] = wc;
+        cols += cw;
+        s += k;
+        len -= k;
+    }
+    buf[n] = 0;
+    if (n == 0)
+        return 0;
+    wattrset(w, ui_draw_attr(r));
+    mvwaddnwstr(w, y, x, buf, n);
+    wattrset(w, A_NORMAL);
+    return cols;
+}
+
+int ui_draw_textf(WINDOW *w, int y, int x, int maxw, ui_role r, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return ui_draw_text(w, y, x, maxw, r, buf);
+}
+
+void ui_draw_clear(WINDOW *w, ui_rect r)
+{
+    wattrset(w, A_NORMAL);
+    for (int y = 0; y < r.h; y++)
+        mvwhline(w, r.y + y, r.x, ' ', r.w);
+}
+
+ui_rect ui_draw_box(WINDOW *w, ui_rect r, const char *title, int focused)
+{
+    ui_rect in = { r.y + 1, r.x + 1, r.h - 2, r.w - 2 };
+    if (r.h < 2 || r.w < 2)
+        return (ui_rect){ r.y, r.x, 0, 0 };
+    attr_t a = focused ? ui_draw_attr(UI_R_FOCUS) & ~A_REVERSE : ui_draw_attr(UI_R_DIM);
+    wattrset(w, a);
+    mvwhline(w, r.y, r.x + 1, ACS_HLINE, r.w - 2);
+    mvwhline(w, r.y + r.h - 1, r.x + 1, ACS_HLINE, r.w - 2);
+    mvwvline(w, r.y + 1, r.x, ACS_VLINE, r.h - 2);
+    mvwvline(w, r.y + 1, r.x + r.w - 1, ACS_VLINE, r.h - 2);
+    mvwaddch(w, r.y, r.x, ACS_ULCORNER);
+    mvwaddch(w, r.y, r.x + r.w - 1, ACS_URCORNER);
+    mvwaddch(w, r.y + r.h - 1, r.x, ACS_LLCORNER);
+    mvwaddch(w, r.y + r.h - 1, r.x + r.w - 1, ACS_LRCORNER);
+    wattrset(w, A_NORMAL);
+    if (title && *title && r.w > 6) {
+        char t[256];
+        snprintf(t, sizeof t, " %s ", title);
+        /* Focus shows in reverse video, so it is visible without colour too. */
+        ui_draw_text(w, r.y, r.x + 2, r.w - 4, focused ? UI_R_SEL : UI_R_TITLE, t);
+    }
+    return in;
+}
+
+int ui_draw_cells_init(ui_cells *g, int h, int w)
+{
+    g->h = h > 0 ? h : 0;
+    g->w = w > 0 ? w : 0;
+    g->c = calloc((size_t)g->h * (size_t)g->w + 1, sizeof *g->c);
+    if (!g->c) {
+        g->h = g->w = 0;
+        return -1;
+    }
+    ui_draw_cells_clear(g);
+    return 0;
+}
+
+void ui_draw_cells_clear(ui_cells *g)
+{
+    for (int i = 0; i < g->h * g->w; i++) {
+        g->c[i].ch = ' ';
+        g->c[i].role = UI_R_NORMAL;
+    }
+}
+
+void ui_draw_cells_free(ui_cells *g)
+{
+    free(g->c);
+    g->c = NULL;
+    g->h = g->w = 0;
+}
+
+void ui_draw_cells(WINDOW *w, int y, int x, const ui_cells *g)
+{
+    for (int r = 0; r < g->h; r++)
+        for (int c = 0; c < g->w; c++) {
+            const ui_cell *k = &g->c[r * g->w + c];
+            ui_draw_glyph(w, y + r, x + c, k->ch ? k->ch : ' ', (ui_role)k->role);
+        }
+}

@@ -1,0 +1,345 @@
+#include "ui/inspect.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ui/chart.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int ui_inspect_confusions(const long long *c, int k, ui_inspect_pair *out, int max)
+{
+    int n = 0;
+    for (int t = 0; t < k; t++)
+        for (int p = 0; p < k; p++) {
+            long long v = c[(size_t)t * k + p];
+            if (t == p || v <= 0)
+                continue;
+            /* Insertion into the sorted top list. */
+            int at = n;
+            while (at > 0 && out[at - 1].count < v)
+                at--;
+            if (at >= max)
+                continue;
+            int last = n < max ? n : max - 1;
+            for (int i = last; i > at; i--)
+                out[i] = out[i - 1];
+            out[at] = (ui_inspect_pair){ t, p, v };
+            if (n < max)
+                n++;
+        }
+    return n;
+}
+
+static const double *g_sort_f1;
+
+static int by_f1_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    double fx = g_sort_f1[x], fy = g_sort_f1[y];
+    if (fx < fy)
+        return -1;
+    if (fx > fy)
+        return 1;
+    return x - y;
+}
+
+void ui_inspect_order(const double *f1, int k, int by_f1, int *order)
+{
+    for (int i = 0; i < k; i++)
+        order[i] = i;
+    if (by_f1 && f1) {
+        g_sort_f1 = f1; /* qsort has no context argument; the UI thread only */
+        qsort(order, (size_t)k, sizeof *order, by_f1_cmp);
+        g_sort_f1 = NULL;
+    }
+}
+
+void ui_inspect_init(ui_inspect *v)
+{
+    memset(v, 0, sizeof *v);
+    v->seen_history = -1;
+}
+
+static void drop_page(ui_inspect *v)
+{
+    for (int i = 0; i < v->n_items; i++)
+        eng_val_item_free(&v->item[i]);
+    v->n_items = 0;
+    v->page_id++;
+}
+
+void ui_inspect_free(ui_inspect *v)
+{
+    drop_page(v);
+    eng_val_report_free(&v->rep);
+    free(v->label);
+    free(v->pred);
+    v->label = v->pred = NULL;
+    v->n = v->scanned = 0;
+}
+
+long long ui_inspect_count(const ui_inspect *v)
+{
+    if (!v->mistakes)
+        return v->n;
+    long long w = 0;
+    for (long long i = 0; i < v->scanned; i++)
+        w += v->label[i] != v->pred[i];
+    return w;
+}
+
+/* The validation index at list position pos (-1 when there is none yet). */
+static long long index_at(const ui_inspect *v, long long pos)
+{
+    if (!v->mistakes)
+        return pos < v->n ? pos : -1;
+    for (long long i = 0; i < v->scanned; i++)
+        if (v->label[i] != v->pred[i] && pos-- == 0)
+            return i;
+    return -1;
+}
+
+void ui_inspect_work(ui_inspect *v, eng *g, int history_n, double budget)
+{
+    double end = now_s() + budget;
+    if (history_n != v->seen_history) {
+        /* New results: start the collection over. */
+        v->seen_history = history_n;
+        eng_val_report_free(&v->rep);
+        if (eng_val_report_get(g, &v->rep) != PT_OK)
+            memset(&v->rep, 0, sizeof v->rep);
+        drop_page(v);
+        free(v->label);
+        free(v->pred);
+        v->label = v->pred = NULL;
+        v->n = v->scanned = 0;
+        v->err[0] = 0;
+        if (v->rep.epoch > 0 && v->rep.n > 0) {
+            v->label = malloc(sizeof(int) * (size_t)v->rep.n);
+            v->pred = malloc(sizeof(int) * (size_t)v->rep.n);
+            if (v->label && v->pred) {
+                v->n = v->rep.n;
+                /* Every label and prediction at once, from memory: the mistakes
+                 * filter and its count need no image reads. */
+                v->scanned = eng_val_preds(g, 0, (int)v->n, v->label, v->pred, NULL);
+            }
+        }
+        if (v->pos >= v->n)
+            v->pos = 0;
+    }
+    if (v->n == 0)
+        return;
+    /* The page on screen first. */
+    int want = v->per_page < UI_INSPECT_PAGE_MAX ? v->per_page : UI_INSPECT_PAGE_MAX;
+    int same = 1;
+    for (int i = 0; i < v->n_items && i < want; i++)
+        if (v->item_index[i] != index_at(v, v->pos + i))
+            same = 0;
+    if (!same || v->n_items > want)
+        drop_page(v);
+    int got = 0;
+    while (v->n_items < want && now_s() < end) {
+        long long idx = index_at(v, v->pos + v->n_items);
+        if (idx < 0)
+            break;
+        pt_err e;
+        eng_val_item *it = &v->item[v->n_items];
+        if (eng_val_item_get(g, idx, it, &e) != PT_OK) {
+            snprintf(v->err, sizeof v->err, "%s", e.msg);
+            memset(it, 0, sizeof *it);
+            it->label = it->pred = -1;
+        }
+        v->item_index[v->n_items++] = idx;
+        got = 1;
+    }
+    if (got)
+        v->page_id++;
+}
+
+void ui_inspect_key(ui_inspect *v, ui_act a)
+{
+    long long count = ui_inspect_count(v);
+    int page = v->per_page > 0 ? v->per_page : 1;
+    switch (a) {
+    case UI_ACT_PGDN:
+        if (v->pos + page < count)
+            v->pos += page;
+        break;
+    case UI_ACT_PGUP:
+        v->pos = v->pos >= page ? v->pos - page : 0;
+        break;
+    case UI_ACT_HOME:
+        v->pos = 0;
+        break;
+    case UI_ACT_MISTAKES:
+        v->mistakes = !v->mistakes;
+        v->pos = 0;
+        break;
+    case UI_ACT_SORT:
+        v->by_f1 = !v->by_f1;
+        v->table_top = 0;
+        break;
+    case UI_ACT_UP:
+        if (v->table_top > 0)
+            v->table_top--;
+        break;
+    case UI_ACT_DOWN:
+        v->table_top++;
+        break;
+    case UI_ACT_NEXT:
+        v->seen_history = -1; /* collect again */
+        break;
+    default:
+        break;
+    }
+}
+
+static const char *cname(const ui_frame *f, int k, char *buf, size_t n)
+{
+    if (f->names && k >= 0 && k < f->n_names && f->names[k] && f->names[k][0])
+        return f->names[k];
+    snprintf(buf, n, "class %d", k);
+    return buf;
+}
+
+static void draw_table(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
+{
+    char title[96];
+    snprintf(title, sizeof title, "Per class, by %s  [o Up Down]", v->by_f1 ? "F1" : "class");
+    ui_rect in = ui_draw_box(w, r, title, 0);
+    if (in.h < 2 || in.w < 24)
+        return;
+    int k = v->rep.n_classes;
+    int nw = in.w - 24;
+    ui_draw_textf(w, in.y, in.x, in.w, UI_R_DIM, "%-*s %5s %5s %5s %6s", nw, "class", "P", "R",
+                  "F1", "n");
+    int *order = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
+    if (!order)
+        return;
+    ui_inspect_order(v->rep.f1, k, v->by_f1, order);
+    int rows = in.h - 1;
+    if (v->table_top > k - rows)
+        v->table_top = k - rows > 0 ? k - rows : 0;
+    for (int i = 0; i < rows && v->table_top + i < k; i++) {
+        int c = order[v->table_top + i];
+        char nb[48], line[256];
+        snprintf(line, sizeof line, "%-*.*s", nw, nw, cname(f, c, nb, sizeof nb));
+        ui_draw_text(w, in.y + 1 + i, in.x, nw, UI_R_NORMAL, line);
+        double f1 = v->rep.f1[c];
+        snprintf(line, sizeof line, " %5.2f %5.2f", v->rep.precision[c], v->rep.recall[c]);
+        ui_draw_text(w, in.y + 1 + i, in.x + nw, 12, UI_R_NORMAL, line);
+        snprintf(line, sizeof line, " %5.2f", f1);
+        ui_draw_text(w, in.y + 1 + i, in.x + nw + 12, 6,
+                     f1 < 0.5 ? UI_R_BAD : f1 < 0.8 ? UI_R_WARN : UI_R_OK, line);
+        snprintf(line, sizeof line, " %6lld", v->rep.support[c]);
+        ui_draw_text(w, in.y + 1 + i, in.x + nw + 18, 7, UI_R_DIM, line);
+    }
+    free(order);
+}
+
+static void draw_pairs(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
+{
+    ui_rect in = ui_draw_box(w, r, "Most confused: true -> predicted", 0);
+    if (in.h < 1 || in.w < 16)
+        return;
+    ui_inspect_pair top[32];
+    int n = ui_inspect_confusions(v->rep.confusion, v->rep.n_classes, top,
+                                  in.h < 32 ? in.h : 32);
+    if (n == 0)
+        ui_draw_text(w, in.y, in.x, in.w, UI_R_DIM, "no confusions");
+    for (int i = 0; i < n; i++) {
+        char a[48], b[48], line[160];
+        snprintf(line, sizeof line, "%s -> %s", cname(f, top[i].truth, a, sizeof a),
+                 cname(f, top[i].pred, b, sizeof b));
+        char cnt[24];
+        snprintf(cnt, sizeof cnt, " %lld", top[i].count);
+        int cw = (int)strlen(cnt);
+        ui_draw_text(w, in.y + i, in.x, in.w - cw, UI_R_NORMAL, line);
+        ui_draw_text(w, in.y + i, in.x + in.w - cw, cw, UI_R_BAD, cnt);
+    }
+}
+
+void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, ui_preview *pv)
+{
+    if (v->rep.epoch <= 0 || v->n == 0) {
+        ui_rect in = ui_draw_box(w, body, "Inspect validation", 1);
+        const char *m = "validation results come after the first epoch (s starts the run)";
+        int mw = ui_draw_width(m);
+        ui_draw_text(w, in.y + in.h / 2, in.x + (in.w > mw ? (in.w - mw) / 2 : 0), in.w,
+                     UI_R_DIM, m);
+        ui_preview_hide(pv);
+        return;
+    }
+    int tw = body.w >= 100 ? 48 : body.w * 2 / 5;
+    int ph = body.h / 3 < 12 ? body.h / 3 : 12;
+    ui_rect left = { body.y, body.x, body.h, body.w - tw };
+    ui_rect table = { body.y, body.x + body.w - tw, body.h - ph, tw };
+    ui_rect pairs = { body.y + body.h - ph, body.x + body.w - tw, ph, tw };
+    draw_table(v, w, table, f);
+    draw_pairs(v, w, pairs, f);
+
+    long long count = ui_inspect_count(v);
+    long long right = 0;
+    for (long long i = 0; i < v->scanned; i++)
+        right += v->label[i] == v->pred[i];
+    char title[256], acc[32] = "";
+    if (v->scanned == v->n && v->n > 0)
+        snprintf(acc, sizeof acc, ", accuracy %.1f%%", 100.0 * (double)right / (double)v->n);
+    long long last = v->pos + v->per_page < count ? v->pos + v->per_page : count;
+    snprintf(title, sizeof title, "Validation after epoch %d: %lld images%s | %s %lld-%lld of %lld%s",
+             v->rep.epoch, v->n, acc, v->mistakes ? "mistakes" : "all", count ? v->pos + 1 : 0,
+             last, count,
+             v->scanned < v->n ? " (reading)" : "");
+    ui_rect in = ui_draw_box(w, left, title, 1);
+    if (in.h < 4 || in.w < 10) {
+        ui_preview_hide(pv);
+        return;
+    }
+    ui_preview_geom g;
+    int sixel = pv->mode == UI_PIX_SIXEL;
+    int cw = sixel ? pv->cell_w : 1, ch = sixel ? pv->cell_h : 2;
+    int cols = in.w;
+    if (sixel && pv->max_w > 0 && cols * cw > pv->max_w)
+        cols = pv->max_w / cw;
+    if (ui_preview_fit(cols, in.h, cw, ch, 1, 2, 12, sixel ? 32 : 8, sixel ? 128 : 24, &g) != 0) {
+        ui_preview_hide(pv);
+        v->per_page = 1;
+        return;
+    }
+    v->per_page = g.count < UI_INSPECT_PAGE_MAX ? g.count : UI_INSPECT_PAGE_MAX;
+    if (count == 0) {
+        ui_draw_text(w, in.y + in.h / 2, in.x + 2, in.w - 2, UI_R_DIM,
+                     v->scanned < v->n ? "looking for mistakes..." : "no mistakes");
+        ui_preview_hide(pv);
+        return;
+    }
+    ui_preview_image im[UI_INSPECT_PAGE_MAX];
+    ui_preview_caption cap[UI_INSPECT_PAGE_MAX];
+    int n = v->n_items < v->per_page ? v->n_items : v->per_page;
+    for (int i = 0; i < n; i++) {
+        const eng_val_item *it = &v->item[i];
+        im[i] = (ui_preview_image){ it->rgb, it->w, it->h };
+        char a[48], b[48];
+        int ok = it->label == it->pred;
+        /* The notebooks' title: "pred [OK]" or "pred [NO -> true]". */
+        snprintf(cap[i].text[0], sizeof cap[i].text[0], "%s %s", ok ? "OK" : "NO",
+                 cname(f, it->pred, a, sizeof a));
+        cap[i].role[0] = ok ? UI_R_OK : UI_R_BAD;
+        if (ok)
+            snprintf(cap[i].text[1], sizeof cap[i].text[1], "%.0f%% sure", it->confidence * 100);
+        else
+            snprintf(cap[i].text[1], sizeof cap[i].text[1], "was %s", cname(f, it->label, b, sizeof b));
+        cap[i].role[1] = ok ? UI_R_DIM : UI_R_NORMAL;
+    }
+    ui_rect area = { in.y, in.x, in.h, cols };
+    ui_preview_set(pv, v->page_id + 1, area, &g, im, cap, n);
+    ui_preview_draw(pv, w);
+}

@@ -1,0 +1,77 @@
+/* inspect — the validation view (`i`): validation images with their true and
+ * predicted class, marked OK, or NO in red as the notebooks' display_batch_of_
+ * images does; a filter for mistakes only; per-class precision, recall and F1;
+ * the most confused class pairs.
+ *
+ * Data collection apart from drawing: ui_inspect_work() asks the engine, a
+ * little per frame (a time budget), for the latest validation report, the label
+ * and prediction of every validation example (needed for the mistakes filter)
+ * and the images of the page on screen; ui_inspect_draw() draws only what was
+ * collected. A new epoch's results restart the collection.
+ *
+ * Ownership: ui_inspect_init() / ui_inspect_free(); the report and the page's
+ * items are the engine's copies, freed here.
+ */
+#ifndef PT_UI_INSPECT_H
+#define PT_UI_INSPECT_H
+
+#include "engine.h"
+#include "ui/keys.h"
+#include "ui/panels.h"
+#include "ui/preview.h"
+
+#define UI_INSPECT_PAGE_MAX 48
+
+typedef struct ui_inspect_pair {
+    int truth, pred;
+    long long count;
+} ui_inspect_pair;
+
+/* The off-diagonal cells of a k x k confusion matrix ([true][pred]) with the
+ * largest counts, largest first (ties: lower true class, then lower predicted);
+ * zero counts are left out. Returns how many were written (<= max). */
+int ui_inspect_confusions(const long long *confusion, int k, ui_inspect_pair *out, int max);
+
+/* Class indices in table order: by class, or by F1 from the worst (ties by
+ * class). order has k entries. */
+void ui_inspect_order(const double *f1, int k, int by_f1, int *order);
+
+typedef struct ui_inspect {
+    int open;
+    int mistakes;               /* show mistakes only */
+    int by_f1;                  /* per-class table sorted by F1 */
+    int table_top;
+    long long pos;              /* first entry of the list shown */
+    int per_page;               /* images that fit, from the last draw */
+    int seen_history;           /* snapshot history_n the report belongs to */
+    eng_val_report rep;         /* epoch 0: no validation yet */
+    /* label and prediction of every validation example, collected in order */
+    int *label, *pred;
+    long long n, scanned;
+    /* the page on screen */
+    eng_val_item item[UI_INSPECT_PAGE_MAX];
+    long long item_index[UI_INSPECT_PAGE_MAX];
+    int n_items;
+    long long page_pos;
+    int page_key;               /* what the page was fetched for */
+    uint64_t page_id;           /* changes whenever the page's images change */
+    char err[1024];
+} ui_inspect;
+
+void ui_inspect_init(ui_inspect *v);
+void ui_inspect_free(ui_inspect *v);
+
+/* Collect from the engine for up to budget seconds. history_n: the snapshot's
+ * count of finished epochs (a change means new results). */
+void ui_inspect_work(ui_inspect *v, eng *g, int history_n, double budget);
+
+/* Number of entries in the list shown (all, or the mistakes found so far). */
+long long ui_inspect_count(const ui_inspect *v);
+
+/* A key of the inspect context (paging, filter, sort, table scroll). */
+void ui_inspect_key(ui_inspect *v, ui_act a);
+
+/* Draw the view into body; the images go through pv (mode set by the app). */
+void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, ui_preview *pv);
+
+#endif

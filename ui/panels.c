@@ -1,0 +1,813 @@
+#include "ui/panels.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ui/chart.h"
+
+const double ui_panel_smooth[UI_SMOOTH_STEPS] = { 0, 0.3, 0.6, 0.8, 0.9, 0.95, 0.99 };
+
+void ui_panel_view_defaults(ui_view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->focus = UI_P_CURVES;
+    v->zoom = -1;
+    v->metric = UI_METRIC_LOSS;
+    v->smooth = 3;
+    v->label_bins = 1;
+}
+
+const char *ui_panel_state_name(eng_state st)
+{
+    switch (st) {
+    case ENG_IDLE: return "idle";
+    case ENG_PREPARING: return "preparing";
+    case ENG_RUNNING: return "running";
+    case ENG_PAUSED: return "paused";
+    case ENG_DONE: return "done";
+    case ENG_FAILED: return "failed";
+    case ENG_STOPPED: return "stopped";
+    default: return "?";
+    }
+}
+
+ui_role ui_panel_state_role(eng_state st)
+{
+    switch (st) {
+    case ENG_RUNNING: return UI_R_OK;
+    case ENG_PREPARING: return UI_R_INFO;
+    case ENG_PAUSED: return UI_R_WARN;
+    case ENG_DONE: return UI_R_INFO;
+    case ENG_FAILED: return UI_R_BAD;
+    case ENG_STOPPED: return UI_R_WARN;
+    default: return UI_R_DIM;
+    }
+}
+
+const char *ui_panel_metric_name(int m)
+{
+    static const char *const n[UI_METRIC_COUNT] = { "loss", "accuracy", "macro F1",
+                                                    "learning rate" };
+    return m >= 0 && m < UI_METRIC_COUNT ? n[m] : "?";
+}
+
+static const char *class_name(const ui_frame *f, int k, char *buf, size_t n)
+{
+    if (f->names && k >= 0 && k < f->n_names && f->names[k] && f->names[k][0])
+        return f->names[k];
+    snprintf(buf, n, "class %d", k);
+    return buf;
+}
+
+/* A bar (see ui_chart_bar) drawn in role, its empty part as a dim track. */
+static void bar(WINDOW *w, int y, int x, int width, double frac, ui_role role, int track)
+{
+    uint32_t g[256];
+    if (width > 256)
+        width = 256;
+    if (width <= 0)
+        return;
+    ui_chart_bar(frac, width, g);
+    for (int i = 0; i < width; i++) {
+        if (g[i] == ' ' && track)
+            ui_draw_glyph(w, y, x + i, 0x00b7, UI_R_DIM);
+        else if (g[i] != ' ')
+            ui_draw_glyph(w, y, x + i, g[i], role);
+    }
+}
+
+/* ---- header -------------------------------------------------------------------- */
+
+/* A path in at most maxw columns: whole, else its last two components, else its
+ * last, else the end of it after "...". */
+static void shorten_path(const char *p, int maxw, char *out, size_t n)
+{
+    snprintf(out, n, "%s", p);
+    if ((int)strlen(out) <= maxw)
+        return;
+    size_t len = strlen(p);
+    while (len > 1 && p[len - 1] == '/')
+        len--;
+    int slashes = 0;
+    for (size_t i = len; i-- > 0;) {
+        if (p[i] != '/')
+            continue;
+        if (++slashes == 2 && (int)(len - i - 1) <= maxw) {
+            snprintf(out, n, "%.*s", (int)(len - i - 1), p + i + 1);
+            return;
+        }
+    }
+    const char *last = p;
+    for (size_t i = 0; i < len; i++)
+        if (p[i] == '/')
+            last = p + i + 1;
+    int ll = (int)(len - (size_t)(last - p));
+    if (ll <= maxw) {
+        snprintf(out, n, "%.*s", ll, last);
+        return;
+    }
+    if (maxw < 4)
+        maxw = 4;
+    snprintf(out, n, "...%.*s", maxw - 3, p + len - (size_t)(maxw - 3));
+}
+
+void ui_panel_header(WINDOW *w, ui_rect r, const ui_frame *f)
+{
+    const eng_snapshot *s = f->s;
+    char buf[512], t1[32], t2[32];
+    int x = r.x, end = r.x + r.w;
+
+    /* The state badge sits at the right of the first row. */
+    char badge[32];
+    snprintf(badge, sizeof badge, " %s ", ui_panel_state_name(s->state));
+    for (char *c = badge; *c; c++)
+        if (*c >= 'a' && *c <= 'z')
+            *c = (char)(*c - 'a' + 'A');
+    int bw = (int)strlen(badge);
+    ui_role sr = ui_panel_state_role(s->state);
+    wattrset(w, ui_draw_attr(sr) | A_REVERSE);
+    mvwaddnstr(w, r.y, end - bw, badge, bw);
+    wattrset(w, A_NORMAL);
+    end -= bw + 1;
+
+    x += ui_draw_text(w, r.y, x, end - x, UI_R_TITLE, "petal-tui ");
+    /* The pieces of the first row. The dataset gets what the others leave (it
+     * is a path and shortens well); a piece that does not fit is left out
+     * whole rather than cut, the class count first. */
+    char p[4][300];
+    ui_role pr[4] = { UI_R_NORMAL, UI_R_NORMAL, UI_R_NORMAL, UI_R_DIM };
+    /* Before the run starts the replica count may still be "one per core". */
+    char reps[16], upd[16];
+    snprintf(reps, sizeof reps, s->replicas > 0 ? "%d" : "auto", s->replicas);
+    snprintf(upd, sizeof upd, s->update_size > 0 ? "%d" : "?", s->update_size);
+    if (s->grad_acc > 1)
+        snprintf(p[1], 300, " | %s x %d x %d acc = %s/update", reps, s->batch_per_replica,
+                 s->grad_acc, upd);
+    else
+        snprintf(p[1], 300, " | %s x %d = %s/update", reps, s->batch_per_replica, upd);
+    snprintf(p[2], 300, " | %s", s->model[0] ? s->model : "?");
+    if (s->image_size > 0)
+        snprintf(p[2] + strlen(p[2]), 300 - strlen(p[2]), " %dpx", s->image_size);
+    p[3][0] = 0;
+    if (s->n_classes > 0)
+        snprintf(p[3], 300, " | %d classes", s->n_classes);
+    int room = end - x;
+    int others = ui_draw_width(p[1]) + ui_draw_width(p[2]);
+    int dw = room - others;
+    dw = dw > 44 ? 44 : dw < 12 ? 12 : dw;
+    shorten_path(s->dataset[0] ? s->dataset : "demo", dw, p[0], 300);
+    int used = 0;
+    for (int k = 0; k < 4; k++) {
+        int pw = ui_draw_width(p[k]);
+        if (used + pw > room)
+            continue;
+        used += pw;
+        x += ui_draw_text(w, r.y, x, end - x, pr[k], p[k]);
+    }
+
+    /* Second row: progress first, then what fits in order of use. */
+    int y = r.y + 1;
+    x = r.x;
+    end = r.x + r.w;
+    snprintf(buf, sizeof buf, "epoch %d/%d ", s->epoch, s->epochs);
+    x += ui_draw_text(w, y, x, end - x, UI_R_NORMAL, buf);
+    snprintf(buf, sizeof buf, "step %lld/%lld ", s->step, s->steps_per_epoch);
+    x += ui_draw_text(w, y, x, end - x, UI_R_NORMAL, buf);
+    /* The bar is the whole run's progress. */
+    double frac = s->total_steps > 0 ? (double)s->update / (double)s->total_steps : 0;
+    int bw2 = r.w >= 110 ? 20 : r.w >= 90 ? 12 : 8;
+    if (end - x > bw2 + 6) {
+        bar(w, y, x, bw2, frac, UI_R_OK, 1);
+        x += bw2;
+        snprintf(buf, sizeof buf, " %3.0f%% ", frac * 100);
+        x += ui_draw_text(w, y, x, end - x, UI_R_NORMAL, buf);
+    }
+    const char *items[6];
+    ui_role roles[6];
+    char it[6][64];
+    int ni = 0;
+    ui_chart_fmt_dur(s->eta, t1, sizeof t1);
+    snprintf(it[ni], 64, " ETA %s", s->state == ENG_RUNNING || s->state == ENG_PAUSED ? t1 : "--");
+    roles[ni] = UI_R_NORMAL, items[ni] = it[ni], ni++;
+    ui_chart_fmt(s->lr, 6, t2, sizeof t2);
+    snprintf(it[ni], 64, " lr %s", t2);
+    roles[ni] = UI_R_NORMAL, items[ni] = it[ni], ni++;
+    if (s->step > 0) {
+        snprintf(it[ni], 64, " loss %.3f", s->running_loss);
+        roles[ni] = UI_R_S1, items[ni] = it[ni], ni++;
+        snprintf(it[ni], 64, " acc %.1f%%", s->running_acc * 100);
+        roles[ni] = UI_R_S1, items[ni] = it[ni], ni++;
+    }
+    ui_chart_fmt_dur(s->elapsed, t1, sizeof t1);
+    snprintf(it[ni], 64, " elapsed %s", t1);
+    roles[ni] = UI_R_DIM, items[ni] = it[ni], ni++;
+    for (int i = 0; i < ni; i++) {
+        int iw = ui_draw_width(items[i]);
+        if (x + iw > end)
+            break;
+        x += ui_draw_text(w, y, x, end - x, roles[i], items[i]);
+    }
+}
+
+/* ---- footer -------------------------------------------------------------------- */
+
+void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx)
+{
+    size_t nk;
+    const ui_key *keys = ui_keys_table(&nk);
+    int state = f->s ? (int)f->s->state : ENG_IDLE;
+    int end = r.x + r.w;
+    if (f->note && *f->note) {
+        int nw = ui_draw_width(f->note);
+        int room = r.w / 2 > 40 ? r.w / 2 : 40;
+        if (nw > room)
+            nw = room;
+        if (nw > r.w)
+            nw = r.w;
+        ui_draw_text(w, r.y, end - nw, nw, (ui_role)f->note_role, f->note);
+        end -= nw + 2;
+    }
+    /* Hints for this context, dropping the less useful ones until they fit:
+     * importance is the position in this list. */
+    static const ui_act rank[] = { UI_ACT_QUIT, UI_ACT_HELP, UI_ACT_START, UI_ACT_PAUSE,
+                                   UI_ACT_YES, UI_ACT_NO, UI_ACT_RESUME, UI_ACT_EDIT,
+                                   UI_ACT_APPLY, UI_ACT_BACK, UI_ACT_INSPECT, UI_ACT_MISTAKES,
+                                   UI_ACT_PGDN, UI_ACT_PGUP, UI_ACT_NEXT, UI_ACT_AUGMENT,
+                                   UI_ACT_CONFIG, UI_ACT_SORT, UI_ACT_ZOOM, UI_ACT_FOCUS_NEXT };
+    int show[64] = { 0 }, ns = 0;
+    int width = 0;
+    for (size_t ri = 0; ri < sizeof rank / sizeof rank[0]; ri++) {
+        for (size_t i = 0; i < nk && ns < 64; i++) {
+            const ui_key *k = &keys[i];
+            if (k->ctx != ctx || !k->hint || k->act != rank[ri])
+                continue;
+            if (ctx == UI_CTX_MAIN && k->act == UI_ACT_START && state != ENG_IDLE)
+                continue;
+            if (ctx == UI_CTX_MAIN && k->act == UI_ACT_CONFIG && state != ENG_IDLE)
+                continue;
+            if (ctx == UI_CTX_MAIN && k->act == UI_ACT_PAUSE && state == ENG_IDLE)
+                continue;
+            if (ctx == UI_CTX_ASK && k->act == UI_ACT_RESUME && !f->ask_resume)
+                continue;
+            int kw = ui_draw_width(k->name) + 1 + ui_draw_width(k->hint) + 2;
+            if (width + kw > end - r.x)
+                continue;
+            width += kw;
+            show[ns++] = (int)i;
+        }
+    }
+    /* Print in table order. */
+    int x = r.x;
+    for (size_t i = 0; i < nk; i++) {
+        int on = 0;
+        for (int j = 0; j < ns; j++)
+            if (show[j] == (int)i)
+                on = 1;
+        if (!on)
+            continue;
+        const ui_key *k = &keys[i];
+        const char *hint = k->hint;
+        if (k->act == UI_ACT_PAUSE && state == ENG_PAUSED)
+            hint = "resume";
+        x += ui_draw_text(w, r.y, x, end - x, UI_R_KEY, k->name);
+        x += ui_draw_text(w, r.y, x, end - x, UI_R_NORMAL, " ");
+        x += ui_draw_text(w, r.y, x, end - x, UI_R_NORMAL, hint);
+        x += 2;
+    }
+}
+
+/* ---- replicas ------------------------------------------------------------------ */
+
+void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused)
+{
+    (void)v;
+    const eng_snapshot *s = f->s;
+    char title[96], buf[128];
+    snprintf(title, sizeof title, "Replicas %d", s->n_replicas > 0 ? s->n_replicas : s->replicas);
+    ui_rect in = ui_draw_box(w, r, title, focused);
+    if (in.h <= 0 || in.w <= 10)
+        return;
+    int W = in.w;
+    /* Columns: id 3, img/s 7, history (rest), busy 5, idle 5, MXU gauge + 4. */
+    int gauge = (W - 27) / 4;
+    gauge = gauge < 0 ? 0 : gauge > 10 ? 10 : gauge;
+    int spark = W - 27 - gauge;
+    if (spark < 0)
+        spark = 0;
+    int y = in.y;
+    int x = in.x;
+    ui_draw_text(w, y, x, W, UI_R_DIM, "#");
+    ui_draw_text(w, y, x + 3, 7, UI_R_DIM, "  img/s");
+    if (spark > 0)
+        ui_draw_text(w, y, x + 11, spark, UI_R_DIM, "history");
+    ui_draw_text(w, y, x + 11 + spark, 16, UI_R_DIM, " busy idle  MXU");
+    y++;
+    int rows_left = in.h - 1 - 2; /* keep room for queue and totals */
+    if (s->n_replicas == 0) {
+        if (rows_left > 0) {
+            snprintf(buf, sizeof buf, "%d replica%s start with the run", s->replicas,
+                     s->replicas == 1 ? "" : "s");
+            ui_draw_text(w, y, x, W, UI_R_DIM, buf);
+            y++;
+        }
+    }
+    for (int i = 0; i < s->n_replicas && i < ENG_MAX_REPLICAS; i++) {
+        const eng_replica *rp = &s->replica[i];
+        if (rows_left <= 0 || (rows_left == 1 && i + 1 < s->n_replicas)) {
+            snprintf(buf, sizeof buf, "+%d more (Enter zooms)", s->n_replicas - i);
+            ui_draw_text(w, y, x, W, UI_R_DIM, buf);
+            y++;
+            break;
+        }
+        snprintf(buf, sizeof buf, "%-2d", i);
+        ui_draw_text(w, y, x, 3, UI_R_DIM, buf);
+        char num[16];
+        ui_chart_fmt(rp->images_per_sec, 6, num, sizeof num);
+        snprintf(buf, sizeof buf, "%7s", num);
+        ui_draw_text(w, y, x + 3, 7, UI_R_NORMAL, buf);
+        if (spark > 1) {
+            uint32_t g[256];
+            int sw = spark - 1 < 256 ? spark - 1 : 256;
+            ui_chart_spark(rp->spark, rp->spark_n, 0, sw, g);
+            for (int k = 0; k < sw; k++)
+                if (g[k] != ' ')
+                    ui_draw_glyph(w, y, x + 11 + k, g[k], UI_R_S1);
+        }
+        int cx = x + 11 + spark;
+        snprintf(buf, sizeof buf, "%4.0f%%", rp->busy_pct);
+        ui_draw_text(w, y, cx, 5, UI_R_NORMAL, buf);
+        snprintf(buf, sizeof buf, "%4.0f%%", rp->idle_pct);
+        ui_draw_text(w, y, cx + 5, 5, rp->idle_pct >= 20 ? UI_R_WARN : UI_R_NORMAL, buf);
+        cx += 11;
+        if (gauge > 0) {
+            bar(w, y, cx, gauge, rp->mxu_pct / 100.0, UI_R_OK, 1);
+            cx += gauge;
+        }
+        snprintf(buf, sizeof buf, "%3.0f%%", rp->mxu_pct);
+        ui_draw_text(w, y, cx, 4, UI_R_NORMAL, buf);
+        y++;
+        rows_left--;
+    }
+    /* The queue and the totals take the last two rows. */
+    int yq = in.y + in.h - 2;
+    if (yq < y)
+        yq = y;
+    if (yq < in.y + in.h) {
+        x = in.x;
+        x += ui_draw_text(w, yq, x, W, UI_R_DIM, "queue ");
+        int qw = W - 16 > 16 ? 16 : W - 16;
+        double q = s->queue_capacity > 0 ? (double)s->queue_depth / s->queue_capacity : 0;
+        if (qw > 2) {
+            bar(w, yq, x, qw, q, q < 0.25 && s->state == ENG_RUNNING ? UI_R_WARN : UI_R_BAR_A, 1);
+            x += qw;
+        }
+        snprintf(buf, sizeof buf, " %d/%d", s->queue_depth, s->queue_capacity);
+        ui_draw_text(w, yq, x, in.x + W - x, UI_R_NORMAL, buf);
+    }
+    if (yq + 1 < in.y + in.h) {
+        char a[16], b[16];
+        ui_chart_fmt(s->total_images_per_sec, 6, a, sizeof a);
+        ui_chart_fmt(s->sgemm_peak_gflops, 5, b, sizeof b);
+        x = in.x;
+        x += ui_draw_text(w, yq + 1, x, W, UI_R_DIM, "total ");
+        snprintf(buf, sizeof buf, "%s img/s", a);
+        x += ui_draw_text(w, yq + 1, x, in.x + W - x, UI_R_TITLE, buf);
+        snprintf(buf, sizeof buf, "  peak %s GF/s/core%s%s", b, s->blas_core[0] ? " " : "",
+                 s->blas_core);
+        ui_draw_text(w, yq + 1, x, in.x + W - x, UI_R_DIM, buf);
+    }
+}
+
+/* ---- curves -------------------------------------------------------------------- */
+
+static float epoch_value(const eng_epoch *e, int metric, int val)
+{
+    switch (metric) {
+    case UI_METRIC_LOSS: return (float)(val ? e->val_loss : e->train_loss);
+    case UI_METRIC_ACC: return (float)(val ? e->val_acc : e->train_acc);
+    case UI_METRIC_F1: return (float)(val ? e->val_f1 : e->train_f1);
+    default: return NAN;
+    }
+}
+
+void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused)
+{
+    const eng_snapshot *s = f->s;
+    int metric = v->metric;
+    int logy = v->logy && (metric == UI_METRIC_LOSS || metric == UI_METRIC_LR);
+    double sm = ui_panel_smooth[v->smooth >= 0 && v->smooth < UI_SMOOTH_STEPS ? v->smooth : 0];
+    char title[128];
+    snprintf(title, sizeof title, "Curves: %s%s  smooth %.2g%s", ui_panel_metric_name(metric),
+             logy ? " (log)" : "", sm, focused ? "  [v l + -]" : "");
+    ui_rect in = ui_draw_box(w, r, title, focused);
+    if (in.h < 4 || in.w < 16)
+        return;
+    const int yw = 7;
+    int ph = in.h - 2, pw = in.w - yw;
+
+    static float raw[ENG_CURVE_POINTS], smooth[ENG_CURVE_POINTS];
+    static float ex[ENG_MAX_EPOCHS], et[ENG_MAX_EPOCHS], ev[ENG_MAX_EPOCHS];
+    int n = s->curve_n < ENG_CURVE_POINTS ? s->curve_n : ENG_CURVE_POINTS;
+    const float *src = metric == UI_METRIC_LOSS ? s->curve_loss
+                       : metric == UI_METRIC_ACC ? s->curve_acc
+                       : metric == UI_METRIC_LR  ? s->curve_lr
+                                                 : NULL;
+    if (!src)
+        n = 0;
+    int stride = s->curve_stride > 0 ? s->curve_stride : 1;
+    if (n > 0) {
+        memcpy(raw, src, sizeof(float) * (size_t)n);
+        ui_chart_ema(raw, n, metric == UI_METRIC_LR ? 0 : sm, smooth);
+    }
+    int ne = s->history_n < ENG_MAX_EPOCHS ? s->history_n : ENG_MAX_EPOCHS;
+    long long cum = 0;
+    for (int i = 0; i < ne; i++) {
+        long long upd = s->history[i].updates > 0 ? s->history[i].updates : s->steps_per_epoch;
+        cum += upd;
+        ex[i] = (float)cum;
+        et[i] = metric == UI_METRIC_LR ? NAN : epoch_value(&s->history[i], metric, 0);
+        ev[i] = metric == UI_METRIC_LR ? NAN : epoch_value(&s->history[i], metric, 1);
+    }
+    int mono = ui_draw_color_mode() == UI_COLOR_NONE;
+    ui_chart_series ser[4];
+    int ns = 0;
+    if (n > 0 && sm > 0 && metric != UI_METRIC_LR)
+        ser[ns++] = (ui_chart_series){ raw, NULL, stride, stride, n, UI_R_DIM, 0, 1 };
+    if (n > 0)
+        ser[ns++] = (ui_chart_series){ smooth, NULL, stride, stride, n, UI_R_S1, 0, 0 };
+    if (ne > 0 && metric != UI_METRIC_LR) {
+        ser[ns++] = (ui_chart_series){ et, ex, 0, 0, ne, UI_R_S2, mono ? 't' : 0, 0 };
+        ser[ns++] = (ui_chart_series){ ev, ex, 0, 0, ne, UI_R_S3, mono ? 'v' : 0, 0 };
+    }
+    if (ns == 0) {
+        const char *msg = metric == UI_METRIC_F1 ? "macro F1 comes after the first epoch"
+                          : s->state == ENG_IDLE  ? "no updates yet: s starts the run"
+                                                  : "waiting for the first update";
+        int mw = ui_draw_width(msg);
+        ui_draw_text(w, in.y + ph / 2, in.x + (in.w > mw ? (in.w - mw) / 2 : 0), in.w, UI_R_DIM,
+                     msg);
+        return;
+    }
+    ui_chart_axis ya, xa = { 0, 1, 0 };
+    /* The y range follows what is drawn; the raw curve's outliers would squash
+     * the smoothed one, so the range comes from the others when there are some. */
+    int skip = (n > 0 && sm > 0 && metric != UI_METRIC_LR) ? 1 : 0;
+    ui_chart_yrange(ser + skip, ns - skip, logy, &ya);
+    double xmax = 1;
+    if (n > 0 && (double)n * stride > xmax)
+        xmax = (double)n * stride;
+    if (ne > 0 && ex[ne - 1] > xmax)
+        xmax = ex[ne - 1];
+    if ((double)s->update > xmax)
+        xmax = (double)s->update;
+    xa.hi = xmax;
+    ui_cells g;
+    if (ui_draw_cells_init(&g, ph, pw) != 0)
+        return;
+    ui_chart_plot(&g, xa, ya, ser, ns);
+    ui_draw_cells(w, in.y, in.x + yw, &g);
+    ui_draw_cells_free(&g);
+    char num[16];
+    int label_rows[3] = { 0, ph / 2, ph - 1 };
+    for (int i = 0; i < 3; i++) {
+        if (i > 0 && label_rows[i] == label_rows[i - 1])
+            continue;
+        double val = ui_chart_row_value(ya, ph, label_rows[i]);
+        ui_chart_fmt(val, yw - 1, num, sizeof num);
+        ui_draw_textf(w, in.y + label_rows[i], in.x, yw - 1, UI_R_DIM, "%*s", yw - 1, num);
+    }
+    for (int y = 0; y < ph; y++)
+        ui_draw_glyph(w, in.y + y, in.x + yw - 1, 0x2502, UI_R_DIM);
+    /* x axis: a rule with a tick at every epoch's end, 0 and the last update. */
+    int ay = in.y + ph;
+    ui_draw_hline(w, ay, in.x + yw, pw, 0x2500, UI_R_DIM);
+    for (int i = 0; i < ne; i++) {
+        int tx = (int)lround(ex[i] / xmax * (pw * 2 - 1)) / 2;
+        if (tx >= 0 && tx < pw)
+            ui_draw_glyph(w, ay, in.x + yw + tx, '+', UI_R_DIM);
+    }
+    ui_draw_text(w, ay, in.x + yw - 1, 2, UI_R_DIM, "0");
+    ui_chart_fmt(xmax, 6, num, sizeof num);
+    char lab[32];
+    snprintf(lab, sizeof lab, "%s upd", num);
+    int lw = (int)strlen(lab);
+    ui_draw_text(w, ay, in.x + in.w - lw, lw, UI_R_DIM, lab);
+    /* legend */
+    int lx = in.x, ly = in.y + ph + 1;
+    if (metric != UI_METRIC_F1 && n > 0)
+        lx += ui_draw_text(w, ly, lx, in.x + in.w - lx, UI_R_S1,
+                           metric == UI_METRIC_LR ? "-- lr per update  " : "-- train/update  ");
+    if (metric != UI_METRIC_LR && ne > 0) {
+        lx += ui_draw_text(w, ly, lx, in.x + in.w - lx, UI_R_S2,
+                           mono ? "t train/epoch  " : "-- train/epoch  ");
+        lx += ui_draw_text(w, ly, lx, in.x + in.w - lx, UI_R_S3,
+                           mono ? "v val/epoch  " : "-- val/epoch  ");
+        const eng_epoch *e = &s->history[ne - 1];
+        float lv = epoch_value(e, metric, 1);
+        if (isfinite(lv)) {
+            ui_chart_fmt(lv, 6, num, sizeof num);
+            char last[48];
+            snprintf(last, sizeof last, "val %s", num);
+            ui_draw_text(w, ly, lx, in.x + in.w - lx, UI_R_S3, last);
+        }
+    }
+}
+
+/* ---- labels -------------------------------------------------------------------- */
+
+void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused)
+{
+    const eng_snapshot *s = f->s;
+    int C = s->label_classes < ENG_MAX_CLASSES ? s->label_classes : ENG_MAX_CLASSES;
+    ui_rect in;
+    char title[128], nb[64];
+    int rows_avail = r.h - 3;
+    int binned = C > rows_avail && v->label_bins;
+    snprintf(title, sizeof title, "Labels: %d classes%s%s", C,
+             binned ? " in bins" : "", focused ? "  [b PgUp PgDn]" : "");
+    in = ui_draw_box(w, r, title, focused);
+    if (in.h < 2 || in.w < 20)
+        return;
+    if (C <= 0) {
+        ui_draw_text(w, in.y + in.h / 2, in.x + 1, in.w - 1, UI_R_DIM,
+                     "counts come with the label scan");
+        return;
+    }
+    /* legend row */
+    int x = in.x;
+    ui_draw_glyph(w, in.y, x, 0x2588, UI_R_BAR_A);
+    x += 1 + ui_draw_text(w, in.y, x + 1, in.w - 1, UI_R_NORMAL,
+                          s->oversampling ? " original  " : " train  ");
+    if (s->oversampling && x + 2 < in.x + in.w) {
+        ui_draw_glyph(w, in.y, x, 0x2588, UI_R_BAR_C);
+        x += 1 + ui_draw_text(w, in.y, x + 1, in.x + in.w - x - 1, UI_R_NORMAL, " oversampled  ");
+    }
+    if (x + 2 < in.x + in.w) {
+        ui_draw_glyph(w, in.y, x, 0x2588, UI_R_BAR_B);
+        ui_draw_text(w, in.y, x + 1, in.x + in.w - x - 1, UI_R_NORMAL, " validation");
+    }
+
+    int rows = in.h - 1;
+    int k = 1; /* classes per row */
+    if (binned)
+        k = (C + rows - 1) / rows;
+    int nrows = (C + k - 1) / k;
+    int top = binned ? 0 : v->label_top;
+    if (top > nrows - rows)
+        top = nrows - rows;
+    if (top < 0)
+        top = 0;
+    long long mt = 1, mv = 1;
+    for (int row = 0; row < nrows; row++) {
+        long long t = 0, vv = 0;
+        for (int c = row * k; c < (row + 1) * k && c < C; c++) {
+            t += s->oversampling ? s->train_oversampled[c] : s->train_counts[c];
+            vv += s->val_counts[c];
+        }
+        mt = t > mt ? t : mt;
+        mv = vv > mv ? vv : mv;
+    }
+    int nw = in.w / 3 > 20 ? 20 : in.w / 3;
+    int numw = 6;
+    int bars = in.w - nw - 2 * numw - 2;
+    int tb = bars * 3 / 5, vb = bars - tb;
+    for (int i = 0; i < rows && top + i < nrows; i++) {
+        int row = top + i, y = in.y + 1 + i;
+        int c0 = row * k, c1 = (row + 1) * k < C ? (row + 1) * k : C;
+        long long t = 0, o = 0, vv = 0;
+        for (int c = c0; c < c1; c++) {
+            t += s->train_counts[c];
+            o += s->train_oversampled[c];
+            vv += s->val_counts[c];
+        }
+        const char *name = nb;
+        if (k == 1)
+            name = class_name(f, c0, nb, sizeof nb);
+        else
+            snprintf(nb, sizeof nb, "%d-%d", c0, c1 - 1);
+        ui_draw_text(w, y, in.x, nw, UI_R_NORMAL, name);
+        int bx = in.x + nw + 1;
+        if (s->oversampling) {
+            bar(w, y, bx, tb, (double)o / mt, UI_R_BAR_C, 0);
+            uint32_t g[256];
+            int n = tb < 256 ? tb : 256;
+            ui_chart_bar((double)t / mt, n, g);
+            for (int j = 0; j < n; j++)
+                if (g[j] != ' ')
+                    ui_draw_glyph(w, y, bx + j, g[j], UI_R_BAR_A);
+        } else {
+            bar(w, y, bx, tb, (double)t / mt, UI_R_BAR_A, 0);
+        }
+        char num[16];
+        ui_chart_fmt((double)(s->oversampling ? o : t), numw - 1, num, sizeof num);
+        ui_draw_textf(w, y, bx + tb, numw, UI_R_DIM, "%*s", numw - 1, num);
+        int vx = bx + tb + numw + 1;
+        bar(w, y, vx, vb, (double)vv / mv, UI_R_BAR_B, 0);
+        ui_chart_fmt((double)vv, numw - 1, num, sizeof num);
+        ui_draw_textf(w, y, vx + vb, numw, UI_R_DIM, "%*s", numw - 1, num);
+    }
+    if (nrows + 2 <= rows) {
+        /* Room to spare: the totals, and how uneven the classes are (what
+         * oversampling is for). */
+        long long tt = 0, to = 0, tv = 0, lo = -1, hi = 0;
+        for (int c = 0; c < C; c++) {
+            tt += s->train_counts[c];
+            to += s->train_oversampled[c];
+            tv += s->val_counts[c];
+            if (s->train_counts[c] > 0 && (lo < 0 || s->train_counts[c] < lo))
+                lo = s->train_counts[c];
+            hi = s->train_counts[c] > hi ? s->train_counts[c] : hi;
+        }
+        char tot[160];
+        if (s->oversampling)
+            snprintf(tot, sizeof tot, "train %lld -> %lld oversampled, val %lld, largest/smallest %.1fx",
+                     tt, to, tv, lo > 0 ? (double)hi / (double)lo : 0.0);
+        else
+            snprintf(tot, sizeof tot, "train %lld, val %lld, largest/smallest %.1fx, no oversampling",
+                     tt, tv, lo > 0 ? (double)hi / (double)lo : 0.0);
+        ui_draw_text(w, in.y + in.h - 1, in.x, in.w, UI_R_DIM, tot);
+    }
+    if (!binned && nrows > rows) {
+        snprintf(nb, sizeof nb, " %d-%d of %d ", top + 1,
+                 top + rows < nrows ? top + rows : nrows, nrows);
+        ui_draw_text(w, r.y + r.h - 1, r.x + r.w - 2 - (int)strlen(nb), (int)strlen(nb), UI_R_DIM,
+                     nb);
+    }
+}
+
+/* ---- log ----------------------------------------------------------------------- */
+
+void ui_panel_log(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused)
+{
+    const eng_snapshot *s = f->s;
+    char title[160];
+    snprintf(title, sizeof title, "Log  %lld data error%s  %lld checkpoint%s", s->data_errors,
+             s->data_errors == 1 ? "" : "s", s->checkpoints, s->checkpoints == 1 ? "" : "s");
+    ui_rect in = ui_draw_box(w, r, title, focused);
+    if (in.h <= 0 || in.w < 10)
+        return;
+    if (s->data_errors > 0) {
+        /* Errors are what must not be missed: their count stays in red. */
+        char e[48];
+        snprintf(e, sizeof e, "%lld data error%s", s->data_errors, s->data_errors == 1 ? "" : "s");
+        ui_draw_text(w, r.y, r.x + 2 + 6, r.w - 10, UI_R_BAD, e);
+    }
+    int rows = in.h;
+    int show_ckpt = s->last_checkpoint[0] && rows >= 3;
+    if (show_ckpt)
+        rows--;
+    int n = f->log ? f->log->n : 0;
+    int back = v->log_back < 0 ? 0 : v->log_back;
+    if (back > n - rows)
+        back = n - rows > 0 ? n - rows : 0;
+    int first = n - rows - back;
+    if (first < 0)
+        first = 0;
+    for (int i = 0; i < rows && first + i < n; i++) {
+        const ui_log_line *ln = ui_log_get(f->log, first + i);
+        char t[16];
+        int sec = (int)ln->t;
+        snprintf(t, sizeof t, "%02d:%02d ", sec / 60 % 100, sec % 60);
+        int x = in.x;
+        x += ui_draw_text(w, in.y + i, x, in.w, UI_R_DIM, t);
+        ui_draw_text(w, in.y + i, x, in.x + in.w - x, (ui_role)ln->role, ln->text);
+    }
+    if (n == 0)
+        ui_draw_text(w, in.y, in.x, in.w, UI_R_DIM, "messages, data errors and checkpoints");
+    if (show_ckpt) {
+        int x = in.x;
+        x += ui_draw_text(w, in.y + in.h - 1, x, in.w, UI_R_DIM, "last checkpoint ");
+        ui_draw_text(w, in.y + in.h - 1, x, in.x + in.w - x, UI_R_INFO, s->last_checkpoint);
+    }
+    if (back > 0) {
+        char b[32];
+        snprintf(b, sizeof b, " -%d ", back);
+        ui_draw_text(w, r.y + r.h - 1, r.x + r.w - 2 - (int)strlen(b), (int)strlen(b), UI_R_DIM, b);
+    }
+}
+
+/* ---- preview frame ------------------------------------------------------------- */
+
+ui_rect ui_panel_preview(WINDOW *w, ui_rect r, const ui_frame *f, int focused, uint64_t batch)
+{
+    char title[256];
+    const char *aug = f->augment && *f->augment ? f->augment : "default";
+    if (batch)
+        snprintf(title, sizeof title, "Preview #%llu: original | augmented (%s)%s",
+                 (unsigned long long)batch, aug, focused ? "  [n a]" : "");
+    else
+        snprintf(title, sizeof title, "Preview: original | augmented (%s)", aug);
+    ui_rect in = ui_draw_box(w, r, title, focused);
+    if (f->pix && in.w > 20 && in.h > 0) {
+        char m[64];
+        snprintf(m, sizeof m, " %s ", f->pix);
+        int mw = (int)strlen(m);
+        if (mw < r.w - 4)
+            ui_draw_text(w, r.y + r.h - 1, r.x + r.w - 2 - mw, mw, UI_R_DIM, m);
+    }
+    return in;
+}
+
+/* ---- overlays ------------------------------------------------------------------ */
+
+static ui_rect centred(int rows, int cols, int h, int wd)
+{
+    if (wd > cols - 2)
+        wd = cols - 2;
+    if (h > rows - 2)
+        h = rows - 2;
+    ui_rect r = { (rows - h) / 2, (cols - wd) / 2, h, wd };
+    return r;
+}
+
+void ui_panel_help(WINDOW *w, int rows, int cols, ui_view *v)
+{
+    enum { LINE_N = 160, MAXL = 128, KEYW = 16 };
+    static char text[MAXL][LINE_N];
+    static ui_role role[MAXL];
+    int n = 0;
+    for (int c = 0; c < UI_CTX_COUNT && n < MAXL; c++) {
+        if (n > 0 && n < MAXL) {
+            text[n][0] = 0;
+            role[n++] = UI_R_NORMAL;
+        }
+        snprintf(text[n], LINE_N, "%s", ui_keys_ctx_name((ui_ctx)c));
+        role[n++] = UI_R_TITLE;
+        int got = ui_keys_help((ui_ctx)c, KEYW, &text[n][0], LINE_N, MAXL - n);
+        for (int i = 0; i < got; i++)
+            role[n + i] = UI_R_NORMAL;
+        n += got;
+        if (c == UI_CTX_INSPECT && n < MAXL) {
+            snprintf(text[n], LINE_N, "%-*s %s", KEYW, "s p ? q ^L", "work here too");
+            role[n++] = UI_R_NORMAL;
+        }
+    }
+    if (n < MAXL - 2) {
+        text[n][0] = 0;
+        role[n++] = UI_R_NORMAL;
+        snprintf(text[n], LINE_N, "Ctrl-C pauses the run and asks; a hang-up writes a checkpoint "
+                                  "and exits.");
+        role[n++] = UI_R_DIM;
+    }
+    ui_rect b = centred(rows, cols, n + 2, 96);
+    ui_draw_clear(w, b);
+    ui_rect in = ui_draw_box(w, b, "Help: Up/Down/PgUp/PgDn scroll, any other key closes", 1);
+    if (in.h <= 0)
+        return;
+    int maxtop = n - in.h > 0 ? n - in.h : 0;
+    if (v->help_top > maxtop)
+        v->help_top = maxtop;
+    if (v->help_top < 0)
+        v->help_top = 0;
+    for (int i = 0; i < in.h && v->help_top + i < n; i++) {
+        const char *t = text[v->help_top + i];
+        ui_role rr = role[v->help_top + i];
+        if (rr == UI_R_NORMAL && strlen(t) > KEYW + 1) {
+            /* The key names in the key colour, the description plain. */
+            char k[KEYW + 1];
+            snprintf(k, sizeof k, "%.*s", KEYW, t);
+            ui_draw_text(w, in.y + i, in.x + 1, KEYW, UI_R_KEY, k);
+            ui_draw_text(w, in.y + i, in.x + KEYW + 2, in.w - KEYW - 2, UI_R_NORMAL, t + KEYW + 1);
+        } else {
+            ui_draw_text(w, in.y + i, in.x + 1, in.w - 1, rr, t);
+        }
+    }
+    if (maxtop > 0) {
+        char m[32];
+        snprintf(m, sizeof m, " %d/%d ", v->help_top + in.h < n ? v->help_top + in.h : n, n);
+        ui_draw_text(w, b.y + b.h - 1, b.x + b.w - 2 - (int)strlen(m), (int)strlen(m), UI_R_DIM, m);
+    }
+}
+
+void ui_panel_dialog(WINDOW *w, int rows, int cols, const char *title, const char *const *lines,
+                     int n, ui_ctx ctx, int can_resume)
+{
+    if (n > 8)
+        n = 8;
+    int wd = ui_draw_width(title) + 6;
+    for (int i = 0; i < n; i++)
+        if (ui_draw_width(lines[i]) + 4 > wd)
+            wd = ui_draw_width(lines[i]) + 4;
+    if (wd < 40)
+        wd = 40;
+    ui_rect b = centred(rows, cols, n + 4, wd);
+    ui_draw_clear(w, b);
+    ui_rect in = ui_draw_box(w, b, title, 1);
+    for (int i = 0; i < n && i < in.h; i++)
+        ui_draw_text(w, in.y + i, in.x + 1, in.w - 2, UI_R_NORMAL, lines[i]);
+    ui_rect hints = { in.y + in.h - 1, in.x + 1, 1, in.w - 2 };
+    ui_frame none = { 0 };
+    none.ask_resume = can_resume;
+    ui_panel_footer(w, hints, &none, ctx);
+}
+
+void ui_panel_too_small(WINDOW *w, int rows, int cols)
+{
+    char m[96];
+    snprintf(m, sizeof m, "terminal %dx%d: petal-tui needs %dx%d (q quits)", cols, rows,
+             UI_LAYOUT_MIN_COLS, UI_LAYOUT_MIN_ROWS);
+    int mw = (int)strlen(m);
+    ui_draw_text(w, rows / 2, cols > mw ? (cols - mw) / 2 : 0, cols, UI_R_WARN, m);
+}

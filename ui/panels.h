@@ -1,0 +1,79 @@
+/* panels — drawing the workbench's panels from a snapshot.
+ *
+ * Each function draws one panel into its rectangle from a ui_frame (a copy of
+ * the engine's state that the app took for this frame, plus the UI's own log and
+ * class names) and the view settings (ui_view: focus, zoom, which curve, scroll
+ * positions). Drawing never asks the engine anything and never changes the
+ * frame; the app collects, the panels draw. The header, the footer with the key
+ * hints, the help overlay and the question dialog are here too.
+ *
+ * Ownership: nothing is kept between calls; the caller owns the frame, the view
+ * and the window.
+ */
+#ifndef PT_UI_PANELS_H
+#define PT_UI_PANELS_H
+
+#include "engine.h"
+#include "ui/draw.h"
+#include "ui/keys.h"
+#include "ui/layout.h"
+#include "ui/log.h"
+
+enum { UI_METRIC_LOSS = 0, UI_METRIC_ACC, UI_METRIC_F1, UI_METRIC_LR, UI_METRIC_COUNT };
+
+#define UI_SMOOTH_STEPS 7
+extern const double ui_panel_smooth[UI_SMOOTH_STEPS];
+
+typedef struct ui_view {
+    int focus;              /* a ui_panel_id */
+    int zoom;               /* zoomed panel, or -1 */
+    int metric;             /* UI_METRIC_* shown in the curves panel */
+    int logy;               /* log scale for loss and lr */
+    int smooth;             /* index into ui_panel_smooth */
+    int label_bins;         /* 1: bins of classes; 0: a row per class with its name */
+    int label_top;          /* first class shown in per-class rows */
+    int log_back;           /* log lines scrolled back from the end (0 = follow) */
+    int help_top;           /* first line of the help overlay */
+} ui_view;
+
+void ui_panel_view_defaults(ui_view *v);
+
+typedef struct ui_frame {
+    const eng_snapshot *s;
+    const char *const *names;   /* class names, n_names of them; NULL or "" = unknown */
+    int n_names;
+    const ui_log *log;
+    const char *augment;        /* the augmentation spec in use */
+    const char *note;           /* a passing message for the footer, or NULL */
+    int note_role;
+    const char *pix;            /* how pictures are shown ("sixel", ...) */
+    int ask_resume;             /* the question offers r (resume) */
+} ui_frame;
+
+/* "idle", "running", ... as the header shows them, and the role they get. */
+const char *ui_panel_state_name(eng_state st);
+ui_role ui_panel_state_role(eng_state st);
+const char *ui_panel_metric_name(int metric);
+
+void ui_panel_header(WINDOW *w, ui_rect r, const ui_frame *f);
+void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx);
+void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
+void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
+void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
+void ui_panel_log(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
+/* The preview panel's frame and title; returns the inside, where the pictures go. */
+ui_rect ui_panel_preview(WINDOW *w, ui_rect r, const ui_frame *f, int focused, uint64_t batch);
+
+/* The help overlay over the whole screen, scrolled to v->help_top (clamped;
+ * the clamped value is written back). */
+void ui_panel_help(WINDOW *w, int rows, int cols, ui_view *v);
+
+/* A centred box with a title and up to 8 lines, and the keys of ctx under them
+ * (with r only when can_resume). */
+void ui_panel_dialog(WINDOW *w, int rows, int cols, const char *title, const char *const *lines,
+                     int n, ui_ctx ctx, int can_resume);
+
+/* The note shown on a screen below the minimum size. */
+void ui_panel_too_small(WINDOW *w, int rows, int cols);
+
+#endif
