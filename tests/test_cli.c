@@ -120,3 +120,79 @@ TEST(cli_shards_test_split_gets_ids_not_classes)
     T_CHECK(strstr(out, " id bytes[1] = \"") != NULL);
     free(out);
 }
+
+TEST(cli_lr_schedule_prints_the_warmup_and_decay)
+{
+    char *out;
+    int rc = run(&out, "%s lr-schedule --epochs 10 --updates-per-epoch 100 --lr-start 1e-5 "
+                       "--lr-max 1e-3 --lr-end 1e-5 --warmup 0.2 --schedule linear --rows 10%s%s",
+                 NULL, NULL);
+    T_EQ_INT(rc, 0);
+    T_CHECK(strstr(out, "warmup 200 updates") != NULL);
+    T_CHECK(strstr(out, "         0       1   1.000000e-05") != NULL);
+    T_CHECK(strstr(out, "       200       3   1.000000e-03") != NULL);
+    T_CHECK(strstr(out, "       999      10   1.123750e-05") != NULL);
+    free(out);
+    T_EQ_INT(run(&out, "%s lr-schedule --schedule step%s%s", NULL, NULL), 1);
+    free(out);
+}
+
+TEST(cli_preview_writes_a_png_grid_of_real_photos)
+{
+    const char *dir = t_tmpdir();
+    char *out;
+    int rc = run(&out, "%s shards '%s' '%s/ds' --size 64 --per-shard 2000", t_data("flower-jpegs-128"),
+                 dir);
+    T_REQUIRE(rc == 0);
+    free(out);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "%s preview --data '%s/ds' --augment perspective:1.0,flip:0.5 --count 6 --cols 3 "
+             "--out '%s/p.png' && file -b '%s/p.png'",
+             t_bin(), dir, dir, dir);
+    rc = t_run(cmd, &out);
+    T_EQ_INT(rc, 0);
+    T_CHECKF(strstr(out, "wrote ") && strstr(out, "6 images") && strstr(out, "PNG image data"),
+             "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s preview --augment bogus:0.5 --out '%s/q.png'", t_bin(), dir);
+    rc = t_run(cmd, &out);
+    T_EQ_INT(rc, 1);
+    T_CHECK(strstr(out, "bogus") != NULL);
+    free(out);
+}
+
+#include "base/util.h"
+#include "engine.h"
+
+TEST(cli_help_and_man_page_document_every_option)
+{
+    const char *keys[64];
+    size_t n = eng_config_keys(keys, 64);
+    T_REQUIRE(n > 20);
+    char *help;
+    T_REQUIRE(run(&help, "%s --help%s%s", NULL, NULL) == 0);
+    uint8_t *man;
+    size_t len;
+    pt_err e;
+    T_REQUIRE(util_read_file("man/petal-tui.1", &man, &len, &e) == PT_OK);
+    for (size_t i = 0; i < n; i++) {
+        char opt[96], roff[128];
+        util_fmt(opt, sizeof opt, "--%s", keys[i]);
+        /* roff writes each dash as \- */
+        size_t k = 0;
+        for (const char *p = opt; *p && k + 3 < sizeof roff; p++) {
+            if (*p == '-')
+                roff[k++] = '\\';
+            roff[k++] = *p;
+        }
+        roff[k] = '\0';
+        T_CHECKF(strstr(help, opt) != NULL, "--help lacks %s", opt);
+        T_CHECKF(strstr((char *)man, roff) != NULL, "the man page lacks %s", opt);
+    }
+    const char *more[] = { "--headless", "--no-sixel", "--no-color", "--config" };
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
+        T_CHECKF(strstr(help, more[i]) != NULL, "--help lacks %s", more[i]);
+    free(help);
+    free(man);
+}
