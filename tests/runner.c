@@ -43,13 +43,35 @@ static const char *ring(void)
     return bufs[i];
 }
 
+/* The shared data: $PT_SHARED_DATA, else the first shared/data found going up
+ * from the repository (../shared/data where the checkout sits beside it). */
+static const char *data_root(void)
+{
+    static char root[1024];
+    if (root[0])
+        return root;
+    const char *env = getenv("PT_SHARED_DATA");
+    if (env && *env) {
+        snprintf(root, sizeof root, "%s", env);
+        return root;
+    }
+    const char *ups[] = { "..", "../..", "../../..", "../../../.." };
+    for (size_t i = 0; i < sizeof ups / sizeof ups[0]; i++) {
+        char probe[1100];
+        snprintf(probe, sizeof probe, "%s/shared/data/flower-jpegs-128", ups[i]);
+        if (util_is_dir(probe)) {
+            snprintf(root, sizeof root, "%s/shared/data", ups[i]);
+            return root;
+        }
+    }
+    snprintf(root, sizeof root, "../shared/data");
+    return root;
+}
+
 const char *t_data(const char *rel)
 {
     char *p = (char *)ring();
-    const char *root = getenv("PT_SHARED_DATA");
-    if (!root || !*root)
-        root = "../shared/data";
-    snprintf(p, 4096, "%s%s%s", root, rel && *rel ? "/" : "", rel ? rel : "");
+    snprintf(p, 4096, "%s%s%s", data_root(), rel && *rel ? "/" : "", rel ? rel : "");
     return p;
 }
 

@@ -5,8 +5,8 @@
  * go on (T_CHECK) or return from the test (T_REQUIRE). The runner prints one line
  * per failed check and ends with "N passed, N failed".
  *
- * Shared data lives in ../shared/data relative to the repository (override with
- * PT_SHARED_DATA); t_data() builds a path into it, t_tmpdir() a fresh scratch folder
+ * Shared data lives in ../shared/data relative to the repository (found further up
+ * too; override with PT_SHARED_DATA); t_data() builds a path into it, t_tmpdir() a fresh scratch folder
  * under the build folder that the runner removes at exit.
  */
 #ifndef PT_TEST_H
