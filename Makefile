@@ -84,7 +84,7 @@ run: deps
 
 test: deps
 	@$(MAKE) --no-print-directory build-tests
-	$(TEST_BIN) $(TESTFLAGS)
+	PT_BIN=$(BIN) $(TEST_BIN) $(TESTFLAGS)
 
 check: test
 
@@ -195,7 +195,7 @@ bench: deps
 
 valgrind: deps
 	@$(MAKE) --no-print-directory build-tests
-	PT_VALGRIND=1 valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	PT_BIN=$(BIN) PT_VALGRIND=1 valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  --track-fds=no $(TEST_BIN) $(TESTFLAGS)
 
 # --- install -------------------------------------------------------------------------

@@ -311,7 +311,8 @@ static void publish_history(run *r)
 {
     trn_state *t = r->h->lock(r->h->ctx);
     int n = r->hist_n < ENG_MAX_EPOCHS ? r->hist_n : ENG_MAX_EPOCHS;
-    memcpy(t->snap.history, r->hist, (size_t)n * sizeof(eng_epoch));
+    if (n > 0) /* a run that failed while preparing has no history array */
+        memcpy(t->snap.history, r->hist, (size_t)n * sizeof(eng_epoch));
     t->snap.history_n = n;
     t->snap.checkpoints = r->checkpoints;
     util_copy(t->snap.last_checkpoint, sizeof t->snap.last_checkpoint, r->last_ckpt);
