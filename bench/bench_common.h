@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The CPU model from /proc/cpuinfo. */
 static inline void bench_cpu(char *out, size_t n)

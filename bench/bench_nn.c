@@ -17,29 +17,9 @@
 
 #include "base/rng.h"
 #include "base/util.h"
+#include "bench/bench_common.h"
 #include "nn/nn.h"
 #include "nn/nn_models.h"
-
-static void cpu_model(char *out, size_t n)
-{
-    snprintf(out, n, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *p = strchr(line, ':');
-            if (p) {
-                p += 2;
-                p[strcspn(p, "\n")] = '\0';
-                snprintf(out, n, "%s", p);
-            }
-            break;
-        }
-    }
-    fclose(f);
-}
 
 static float *rand_buf(size_t n, uint64_t seed)
 {
@@ -220,7 +200,7 @@ int main(int argc, char **argv)
     const int batch = quick ? 8 : 32, reps = quick ? 1 : 3;
     nn_init();
     char cpu[256];
-    cpu_model(cpu, sizeof cpu);
+    bench_cpu(cpu, sizeof cpu);
     printf("bench_nn: OpenBLAS core %s, CPU %s, 1 thread, batch %d\n\n", nn_blas_corename(), cpu,
            batch);
 

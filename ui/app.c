@@ -381,7 +381,7 @@ static void start(app *a)
 {
     eng_state st = a->snap->state;
     if (active(st)) {
-        note(a, UI_R_DIM, "the run is already %s", ui_panel_state_name(st));
+        note(a, UI_R_DIM, "the run is already %s", eng_state_name(st));
         return;
     }
     if (ended(st)) {
@@ -411,7 +411,7 @@ static void pause_resume(app *a)
         eng_pause(a->g);
         note(a, UI_R_WARN, "pausing at the end of this update (a checkpoint is written)");
     } else {
-        note(a, UI_R_DIM, "nothing to pause: the run is %s", ui_panel_state_name(st));
+        note(a, UI_R_DIM, "nothing to pause: the run is %s", eng_state_name(st));
     }
 }
 

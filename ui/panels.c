@@ -19,20 +19,6 @@ void ui_panel_view_defaults(ui_view *v)
     v->label_bins = 1;
 }
 
-const char *ui_panel_state_name(eng_state st)
-{
-    switch (st) {
-    case ENG_IDLE: return "idle";
-    case ENG_PREPARING: return "preparing";
-    case ENG_RUNNING: return "running";
-    case ENG_PAUSED: return "paused";
-    case ENG_DONE: return "done";
-    case ENG_FAILED: return "failed";
-    case ENG_STOPPED: return "stopped";
-    default: return "?";
-    }
-}
-
 ui_role ui_panel_state_role(eng_state st)
 {
     switch (st) {
@@ -121,7 +107,7 @@ void ui_panel_header(WINDOW *w, ui_rect r, const ui_frame *f)
 
     /* The state badge sits at the right of the first row. */
     char badge[32];
-    snprintf(badge, sizeof badge, " %s ", ui_panel_state_name(s->state));
+    snprintf(badge, sizeof badge, " %s ", eng_state_name(s->state));
     for (char *c = badge; *c; c++)
         if (*c >= 'a' && *c <= 'z')
             *c = (char)(*c - 'a' + 'A');

@@ -50,8 +50,6 @@ typedef struct ui_frame {
     int ask_resume;             /* the question offers r (resume) */
 } ui_frame;
 
-/* "idle", "running", ... as the header shows them, and the role they get. */
-const char *ui_panel_state_name(eng_state st);
 ui_role ui_panel_state_role(eng_state st);
 const char *ui_panel_metric_name(int metric);
 

@@ -96,16 +96,6 @@ static int draw_flower(void *ctx, const shd_item *it, jpg_codec *codec, uint8_t 
     return PT_OK;
 }
 
-static void shuffle(shd_item *v, long long n, rng *r)
-{
-    for (long long i = n - 1; i > 0; i--) {
-        long long j = (long long)rng_below(r, (uint64_t)i + 1);
-        shd_item t = v[i];
-        v[i] = v[j];
-        v[j] = t;
-    }
-}
-
 int demo_ensure(const char *cache_root, char *path, size_t n, demo_progress_fn progress,
                 void *ctx, pt_err *e)
 {
@@ -168,7 +158,7 @@ int demo_ensure(const char *cache_root, char *path, size_t n, demo_progress_fn p
                 sorted[at++] = items[i];
         rng r;
         rng_derive(&r, p.seed, 0x5f, (uint64_t)s);
-        shuffle(sorted + from, at - from, &r);
+        shd_shuffle(sorted + from, at - from, &r);
     }
     free(items);
     shd_make_ids(sorted, total, p.seed);

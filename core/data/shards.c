@@ -384,7 +384,7 @@ static int draw_from_file(void *ctx, const shd_item *it, jpg_codec *codec, uint8
     return PT_OK;
 }
 
-static void shuffle_items(shd_item *v, long long n, rng *r)
+void shd_shuffle(shd_item *v, long long n, rng *r)
 {
     for (long long i = n - 1; i > 0; i--) {
         long long j = (long long)rng_below(r, (uint64_t)i + 1);
@@ -455,7 +455,7 @@ int shd_from_folders(const shd_folder_config *cfg, shd_result *res, pt_err *e)
             /* Stratified split of this class. */
             rng r;
             rng_derive(&r, cfg->seed, 1, (uint64_t)k_used);
-            shuffle_items(items + first, n - first, &r);
+            shd_shuffle(items + first, n - first, &r);
             long long nv, nt;
             shd_split_counts(n - first, cfg->val_frac, cfg->test_frac, &nv, &nt);
             for (long long i = first; i < n; i++) {
@@ -485,7 +485,7 @@ int shd_from_folders(const shd_folder_config *cfg, shd_result *res, pt_err *e)
                         sorted[at++] = items[i];
                 rng r;
                 rng_derive(&r, cfg->seed, 2, (uint64_t)s);
-                shuffle_items(sorted + from, at - from, &r);
+                shd_shuffle(sorted + from, at - from, &r);
             }
             shd_make_ids(sorted, n, cfg->seed);
             shd_writer_config w = {

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/rng.h"
 #include "data/dataset.h"
 #include "data/jpeg.h"
 
@@ -81,6 +82,9 @@ typedef struct shd_folder_config {
 } shd_folder_config;
 
 int shd_from_folders(const shd_folder_config *cfg, shd_result *res, pt_err *e);
+
+/* Fisher-Yates shuffle of items with r (seeded by the caller). */
+void shd_shuffle(shd_item *items, long long n, rng *r);
 
 /* Deterministic, unique 9-hex-digit ids for n items: id of item i from (seed, i). */
 void shd_make_ids(shd_item *items, long long n, uint64_t seed);
