@@ -196,3 +196,30 @@ TEST(cli_help_and_man_page_document_every_option)
     free(help);
     free(man);
 }
+
+TEST(cli_make_install_honours_prefix_and_destdir)
+{
+    /* Install the binary under test (its build folder) into a scratch root. */
+    char bin[4096];
+    util_copy(bin, sizeof bin, t_bin());
+    char *slash = strrchr(bin, '/');
+    T_REQUIRE(slash);
+    *slash = '\0';
+    const char *dir = t_tmpdir();
+    char cmd[8192], *out;
+    util_path(cmd, sizeof cmd,
+              "make --no-print-directory -s install BUILD='%s' PREFIX=/opt/pt DESTDIR='%s/root' "
+              "&& '%s/root/opt/pt/bin/petal-tui' --version",
+              bin, dir, dir);
+    int rc = t_run(cmd, &out);
+    T_EQ_INT(rc, 0);
+    T_CHECKF(strstr(out, "petal-tui ") != NULL, "%s", out);
+    free(out);
+    const char *files[] = { "opt/pt/share/man/man1/petal-tui.1",
+                            "opt/pt/share/petal-tui/classes-104.txt",
+                            "opt/pt/share/petal-tui/config.example" };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        util_path(cmd, sizeof cmd, "%s/root/%s", dir, files[i]);
+        T_CHECKF(util_is_file(cmd), "missing %s", files[i]);
+    }
+}
