@@ -183,6 +183,25 @@ static double pipeline_rate(const ds_dataset *d, int out, int workers, long long
     return (double)n / dt;
 }
 
+/* Raw decode, 1 and 2 workers, in three alternating rounds; the best of each
+ * (the machine's other load only ever slows a round down). */
+static void measure_row(const char *label, const ds_dataset *d, const blobs *b, int out,
+                        int n_classes)
+{
+    double raw = 0, p1 = 0, p2 = 0;
+    for (int round = 0; round < 3; round++) {
+        double r = raw_decode(b, out, 1.5);
+        double a = pipeline_rate(d, out, 1, (long long)(r * 2), n_classes);
+        double c = pipeline_rate(d, out, 2, (long long)(r * 3), n_classes);
+        raw = r > raw ? r : raw;
+        p1 = a > p1 ? a : p1;
+        p2 = c > p2 ? c : p2;
+    }
+    printf("%-28s %10.0f %10.0f %10.0f %8.0f%% %8.2fx\n", label, raw, p1, p2, 100 * p1 / raw,
+           p2 / p1);
+    fflush(stdout);
+}
+
 /* Peak RSS (MiB) of a child that runs one full pass of the pipeline. */
 static double pass_peak_mib(const char *root, int out, int workers, long long *images)
 {
@@ -236,6 +255,7 @@ int main(void)
 {
     bench_header("bench_pipeline");
     printf("pipeline: batch 64, shuffle buffer 512, interleave 4, deterministic, prefetch 4\n");
+    printf("best of 3 alternating rounds each (raw 1.5 s; pipelines 2x / 3x raw's images)\n");
     printf("%-28s %10s %10s %10s %9s %9s\n", "data", "raw img/s", "1w img/s", "2w img/s",
            "1w/raw", "2w/1w");
     int sizes[2] = { 128, 192 };
@@ -253,15 +273,9 @@ int main(void)
         load_blobs(&d->split[DS_TRAIN], &b);
         int outs[2] = { sizes[si], sizes[si] / 2 };
         for (int oi = 0; oi < 2; oi++) {
-            int out = outs[oi];
-            double raw = raw_decode(&b, out, 3.0);
-            double p1 = pipeline_rate(d, out, 1, (long long)(raw * 4), 5);
-            double p2 = pipeline_rate(d, out, 2, (long long)(raw * 6), 5);
             char label[64];
-            snprintf(label, sizeof label, "photos %d -> %d", sizes[si], out);
-            printf("%-28s %10.0f %10.0f %10.0f %8.0f%% %8.2fx\n", label, raw, p1, p2,
-                   100 * p1 / raw, p2 / p1);
-            fflush(stdout);
+            snprintf(label, sizeof label, "photos %d -> %d", sizes[si], outs[oi]);
+            measure_row(label, d, &b, outs[oi], 5);
         }
         free_blobs(&b);
         ds_free(d);
@@ -281,14 +295,9 @@ int main(void)
         load_blobs(&d->split[DS_TRAIN], &b);
         int outs[2] = { 128, 64 };
         for (int oi = 0; oi < 2; oi++) {
-            double raw = raw_decode(&b, outs[oi], 3.0);
-            double p1 = pipeline_rate(d, outs[oi], 1, (long long)(raw * 4), 12);
-            double p2 = pipeline_rate(d, outs[oi], 2, (long long)(raw * 6), 12);
             char label[64];
             snprintf(label, sizeof label, "demo 128 -> %d", outs[oi]);
-            printf("%-28s %10.0f %10.0f %10.0f %8.0f%% %8.2fx\n", label, raw, p1, p2,
-                   100 * p1 / raw, p2 / p1);
-            fflush(stdout);
+            measure_row(label, d, &b, outs[oi], 12);
         }
         free_blobs(&b);
         ds_free(d);

@@ -596,3 +596,55 @@ TEST(pipeline_destroy_while_workers_wait_does_not_hang_or_leak)
     }
     ds_free(d);
 }
+
+TEST(pipeline_endless_stream_of_undecodable_images_ends_in_an_error)
+{
+    /* Every record's JPEG has a good header but is cut off: nothing decodes. A
+     * repeating stream must say so instead of skipping empty batches forever. */
+    const char *dir = t_tmpdir();
+    char split[4096];
+    util_path(split, sizeof split, "%s/train", dir);
+    pt_err e;
+    T_REQUIRE(util_mkdirs(split, &e) == PT_OK);
+    jpg_codec *codec = jpg_codec_new();
+    uint8_t rgb[32 * 32 * 3];
+    for (int i = 0; i < 32 * 32 * 3; i++)
+        rgb[i] = (uint8_t)(i * 7);
+    const uint8_t *jp;
+    size_t jlen;
+    T_REQUIRE(jpg_encode(codec, rgb, 32, 32, 90, &jp, &jlen, &e) == PT_OK);
+    char path[4200];
+    util_path(path, sizeof path, "%s/00-32x32-20.tfrec", split);
+    tfr_writer *w;
+    T_REQUIRE(tfr_writer_open(&w, path, &e) == PT_OK);
+    for (int i = 0; i < 20; i++) {
+        ex_builder *b = ex_builder_new();
+        int64_t cls = i % 2;
+        ex_add_int64(b, "class", &cls, 1);
+        ex_add_bytes(b, "image", jp, jlen * 3 / 4);
+        uint8_t *buf;
+        size_t len;
+        ex_serialize(b, &buf, &len);
+        tfr_write(w, buf, len, &e);
+        free(buf);
+        ex_builder_free(b);
+    }
+    T_REQUIRE(tfr_writer_close(w, &e) == PT_OK);
+    jpg_codec_free(codec);
+    ds_dataset *d;
+    T_REQUIRE(ds_open(dir, 0, &d, &e) == PT_OK);
+    T_REQUIRE(ds_set_classes(d, 2, &e) == PT_OK);
+    pipe_config c = base_config(d, DS_TRAIN, 4);
+    c.repeat = 1;
+    pipeline *p;
+    T_REQUIRE(pipe_create(&c, &p, &e) == PT_OK);
+    batch *b;
+    int rc = pipe_next(p, &b, &e);
+    T_EQ_INT(rc, PT_EJPEG);
+    T_CHECKF(strstr(e.msg, "no decodable image") != NULL, "%s", e.msg);
+    pipe_stats st;
+    pipe_get_stats(p, &st);
+    T_CHECK(st.errors > 20);
+    pipe_destroy(p);
+    ds_free(d);
+}

@@ -105,7 +105,12 @@ int jpg_decode_into(jpg_codec *c, const uint8_t *buf, size_t len, uint8_t *out, 
         *src_w = w;
     if (src_h)
         *src_h = h;
+    return jpg_decode_sized(c, buf, len, w, h, out, out_w, out_h, crop, fast, e);
+}
 
+int jpg_decode_sized(jpg_codec *c, const uint8_t *buf, size_t len, int w, int h, uint8_t *out,
+                     int out_w, int out_h, int crop, int fast, pt_err *e)
+{
     if (w == out_w && h == out_h) {
         if (tjDecompress2(c->dec, buf, (unsigned long)len, out, w, out_w * 3, h, TJPF_RGB,
                           decode_flags(fast)) != 0)
@@ -140,6 +145,13 @@ int jpg_decode_into(jpg_codec *c, const uint8_t *buf, size_t len, uint8_t *out, 
     if (best >= 0)
         f = c->factors[best];
     int dw = TJSCALED(w, f), dh = TJSCALED(h, f);
+    if (dw == out_w && dh == out_h && cw == w && ch == h) {
+        /* Decode-time scaling lands exactly on the target: straight into out. */
+        if (tjDecompress2(c->dec, buf, (unsigned long)len, out, out_w, out_w * 3, out_h,
+                          TJPF_RGB, decode_flags(fast)) != 0)
+            return decode_err(c, e);
+        return PT_OK;
+    }
     size_t need = (size_t)dw * dh * 3;
     if (need > c->rgb_cap) {
         uint8_t *nb = realloc(c->rgb, need);

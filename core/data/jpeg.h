@@ -39,6 +39,11 @@ int jpg_header(jpg_codec *c, const uint8_t *buf, size_t len, int *w, int *h, pt_
 int jpg_decode_into(jpg_codec *c, const uint8_t *buf, size_t len, uint8_t *out, int out_w,
                     int out_h, int crop, int fast, int *src_w, int *src_h, pt_err *e);
 
+/* As jpg_decode_into() for a JPEG whose size a jpg_header() call on the same bytes
+ * already gave (and checked): skips parsing the header again. */
+int jpg_decode_sized(jpg_codec *c, const uint8_t *buf, size_t len, int w, int h, uint8_t *out,
+                     int out_w, int out_h, int crop, int fast, pt_err *e);
+
 /* Decode at full size into codec-owned memory valid until the next call. */
 int jpg_decode_full(jpg_codec *c, const uint8_t *buf, size_t len, const uint8_t **rgb, int *w,
                     int *h, pt_err *e);

@@ -18,6 +18,7 @@ typedef struct rec {
     size_t len;
     atomic_int refs;        /* copies not yet decoded or dropped */
     int32_t label;
+    int w, h;               /* from the header check, so workers need not parse it */
     char id[BATCH_ID_MAX];
     batch_src src;
 } rec;
@@ -73,6 +74,7 @@ struct pipeline {
     int total_known;
     uint64_t next_out;      /* deterministic: the seq to hand out next */
     uint64_t delivered;
+    uint64_t empty_run;     /* consecutive batches whose every image failed */
     int stop;
     int failed;
     pt_err fail_err;
@@ -247,6 +249,8 @@ static rec *make_rec(pipeline *p, const uint8_t *data, size_t len, int shard, lo
     memcpy(r->jpeg, img, ilen);
     r->len = ilen;
     r->label = label;
+    r->w = w;
+    r->h = h;
     memcpy(r->id, id, sizeof id);
     r->src.shard = shard;
     r->src.record = index;
@@ -427,8 +431,8 @@ static void *worker_main(void *arg)
         for (int i = 0; i < n; i++) {
             rec *r = items[i];
             pt_err je;
-            if (jpg_decode_into(codec, r->jpeg, r->len, batch_image(b, m), b->w, b->h,
-                                p->cfg.crop, p->cfg.fast_decode, NULL, NULL, &je) == PT_OK) {
+            if (jpg_decode_sized(codec, r->jpeg, r->len, r->w, r->h, batch_image(b, m), b->w,
+                                 b->h, p->cfg.crop, p->cfg.fast_decode, &je) == PT_OK) {
                 b->label[m] = r->label;
                 memcpy(b->id[m], r->id, BATCH_ID_MAX);
                 b->src[m] = r->src;
@@ -499,11 +503,24 @@ int pipe_next(pipeline *p, batch **out, pt_err *e)
             p->next_out++;
             p->delivered++;
             if (b->n == 0) {
-                /* Every image of this batch failed to decode: skip it. */
+                /* Every image of this batch failed to decode: skip it, but not
+                 * forever: an endless stream of undecodable records must end in
+                 * an error, not a hang. */
                 p->pool_free[p->n_free++] = b;
                 pthread_cond_broadcast(&p->free_cv);
+                uint64_t limit = 16 + 2 * (uint64_t)(p->cfg.split->count / p->cfg.batch_size);
+                if (++p->empty_run > limit) {
+                    p->failed = 1;
+                    err_set(&p->fail_err, PT_EJPEG, p->cfg.split->dir, PT_NO_RECORD,
+                            PT_NO_OFFSET,
+                            "no decodable image in %llu batches in a row: the images of this "
+                            "split are damaged",
+                            (unsigned long long)p->empty_run);
+                    pthread_cond_broadcast(&p->ready_cv);
+                }
                 continue;
             }
+            p->empty_run = 0;
             *out = b;
             rc = 1;
             break;

@@ -1,6 +1,7 @@
 #include "io/tfrecord.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +11,12 @@
 #include "base/util.h"
 #include "io/crc32c.h"
 
+/* The reader keeps its own buffer: large read()s, and payloads handed out in
+ * place (no second copy, no stdio locking per record). */
+#define CHUNK (256 * 1024)
+
 struct tfr_reader {
-    FILE *f;
+    int fd;
     char path[512];
     long long size;      /* file size at open */
     long long pos;       /* offset of the next header */
@@ -19,8 +24,9 @@ struct tfr_reader {
     long long last_index, last_offset;
     int verify;
     int dead;            /* framing lost or file ended: no more records */
-    uint8_t *buf;
-    size_t cap;
+    uint8_t *buf;        /* file bytes [buf_off, buf_off + len) */
+    size_t cap, start, len;
+    long long buf_off;   /* file offset of buf[0] */
 };
 
 static uint64_t get_u64le(const uint8_t *p)
@@ -55,20 +61,19 @@ int tfr_open(tfr_reader **out, const char *path, pt_err *e)
     if (!r)
         return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     snprintf(r->path, sizeof r->path, "%s", path);
-    r->f = fopen(path, "rb");
-    if (!r->f) {
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
         int saved = errno;
         free(r);
         return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "cannot open: %s",
                        strerror(saved));
     }
     struct stat st;
-    if (fstat(fileno(r->f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(r->f);
+    if (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(r->fd);
         free(r);
         return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "not a regular file");
     }
-    setvbuf(r->f, NULL, _IOFBF, 1 << 16);
     r->size = (long long)st.st_size;
     r->verify = 1;
     r->last_index = r->last_offset = -1;
@@ -80,8 +85,7 @@ void tfr_close(tfr_reader *r)
 {
     if (!r)
         return;
-    if (r->f)
-        fclose(r->f);
+    close(r->fd);
     free(r->buf);
     free(r);
 }
@@ -91,6 +95,48 @@ long long tfr_offset(const tfr_reader *r) { return r->last_offset; }
 long long tfr_file_size(const tfr_reader *r) { return r->size; }
 const char *tfr_path(const tfr_reader *r) { return r->path; }
 void tfr_set_verify(tfr_reader *r, int verify) { r->verify = verify; }
+
+/* Make bytes [at, at + n) of the file available in the buffer; returns a pointer to
+ * them, or NULL (with e set) when the file cannot give them. The caller has already
+ * checked that the file is long enough. */
+static const uint8_t *want(tfr_reader *r, long long at, size_t n, pt_err *e)
+{
+    long long have_lo = r->buf_off + (long long)r->start;
+    long long have_hi = r->buf_off + (long long)(r->start + r->len);
+    if (at >= have_lo && at + (long long)n <= have_hi)
+        return r->buf + (at - r->buf_off);
+    /* Keep what is already there from `at` on, move it to the front, read more. */
+    size_t keep = 0;
+    if (at >= have_lo && at < have_hi) {
+        keep = (size_t)(have_hi - at);
+        memmove(r->buf, r->buf + (at - r->buf_off), keep);
+    }
+    size_t need = n > CHUNK ? n : CHUNK;
+    if (need > r->cap) {
+        uint8_t *nb = realloc(r->buf, need);
+        if (!nb) {
+            err_set(e, PT_ENOMEM, r->path, r->index, at, "out of memory for %zu bytes", n);
+            return NULL;
+        }
+        r->buf = nb;
+        r->cap = need;
+    }
+    r->buf_off = at;
+    r->start = 0;
+    r->len = keep;
+    while (r->len < n) {
+        ssize_t got = pread(r->fd, r->buf + r->len, r->cap - r->len, at + (long long)r->len);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            err_set(e, got < 0 ? PT_EIO : PT_ETRUNC, r->path, r->index, at, "%s",
+                    got < 0 ? strerror(errno) : "file shrank while reading");
+            return NULL;
+        }
+        r->len += (size_t)got;
+    }
+    return r->buf;
+}
 
 /* Read the header at r->pos. 1 ok (len filled), 0 clean end, < 0 error (reader dead). */
 static int read_header(tfr_reader *r, uint64_t *len, pt_err *e)
@@ -104,25 +150,26 @@ static int read_header(tfr_reader *r, uint64_t *len, pt_err *e)
         r->dead = 1;
         return 0;
     }
-    uint8_t hdr[TFR_HEADER_BYTES];
-    size_t got = fread(hdr, 1, sizeof hdr, r->f);
-    if (got != sizeof hdr) {
+    if (r->size - at < TFR_HEADER_BYTES) {
         r->dead = 1;
-        if (ferror(r->f))
-            return err_set(e, PT_EIO, r->path, r->index, at, "read failed");
         return err_set(e, PT_ETRUNC, r->path, r->index, at,
                        "truncated: file ends %lld bytes into a 12-byte record header",
-                       (long long)got);
+                       r->size - at);
+    }
+    const uint8_t *hdr = want(r, at, TFR_HEADER_BYTES, e);
+    if (!hdr) {
+        r->dead = 1;
+        return e ? e->code : PT_EIO;
     }
     uint64_t n = get_u64le(hdr);
-    uint32_t want = get_u32le(hdr + 8);
+    uint32_t stored = get_u32le(hdr + 8);
     uint32_t have = crc32c_mask(crc32c(hdr, 8));
-    if (want != have) {
+    if (stored != have) {
         r->dead = 1;
         return err_set(e, PT_ECRC, r->path, r->index, at,
                        "length crc mismatch (stored 0x%08x, computed 0x%08x); framing lost, "
                        "rest of file skipped",
-                       want, have);
+                       stored, have);
     }
     long long remain = r->size - at - TFR_HEADER_BYTES;
     if (n > (uint64_t)remain || (uint64_t)remain - n < TFR_FOOTER_BYTES) {
@@ -135,22 +182,6 @@ static int read_header(tfr_reader *r, uint64_t *len, pt_err *e)
     return 1;
 }
 
-static int ensure_cap(tfr_reader *r, size_t n, pt_err *e)
-{
-    if (n <= r->cap)
-        return PT_OK;
-    size_t ncap = r->cap ? r->cap : 1 << 16;
-    while (ncap < n)
-        ncap *= 2;
-    uint8_t *nb = realloc(r->buf, ncap);
-    if (!nb)
-        return err_set(e, PT_ENOMEM, r->path, r->index, r->pos, "out of memory for %zu bytes",
-                       n);
-    r->buf = nb;
-    r->cap = ncap;
-    return PT_OK;
-}
-
 int tfr_next(tfr_reader *r, const uint8_t **data, size_t *len, pt_err *e)
 {
     uint64_t n;
@@ -158,28 +189,24 @@ int tfr_next(tfr_reader *r, const uint8_t **data, size_t *len, pt_err *e)
     if (rc <= 0)
         return rc;
     long long at = r->pos;
-    size_t total = (size_t)n + TFR_FOOTER_BYTES;
-    if ((rc = ensure_cap(r, total, e)) != PT_OK) {
+    const uint8_t *p = want(r, at + TFR_HEADER_BYTES, (size_t)n + TFR_FOOTER_BYTES, e);
+    if (!p) {
         r->dead = 1;
-        return rc;
-    }
-    if (fread(r->buf, 1, total, r->f) != total) {
-        r->dead = 1;
-        return err_set(e, PT_EIO, r->path, r->index, at, "read failed");
+        return e ? e->code : PT_EIO;
     }
     /* Move on first: a bad payload CRC still leaves the framing intact. */
-    r->pos += TFR_HEADER_BYTES + (long long)total;
+    r->pos += TFR_OVERHEAD + (long long)n;
     r->index++;
     if (r->verify) {
-        uint32_t want = get_u32le(r->buf + n);
-        uint32_t have = crc32c_mask(crc32c(r->buf, (size_t)n));
-        if (want != have)
+        uint32_t stored = get_u32le(p + n);
+        uint32_t have = crc32c_mask(crc32c(p, (size_t)n));
+        if (stored != have)
             return err_set(e, PT_ECRC, r->path, r->last_index, at,
                            "payload crc mismatch (stored 0x%08x, computed 0x%08x) in %llu "
                            "bytes; record skipped",
-                           want, have, (unsigned long long)n);
+                           stored, have, (unsigned long long)n);
     }
-    *data = r->buf;
+    *data = p;
     *len = (size_t)n;
     return 1;
 }
@@ -194,10 +221,6 @@ int tfr_skip(tfr_reader *r, long long *offset, size_t *len, pt_err *e)
     *len = (size_t)n;
     r->pos += TFR_OVERHEAD + (long long)n;
     r->index++;
-    if (fseeko(r->f, (off_t)r->pos, SEEK_SET) != 0) {
-        r->dead = 1;
-        return err_set(e, PT_EIO, r->path, r->last_index, *offset, "seek failed");
-    }
     return 1;
 }
 
@@ -206,8 +229,6 @@ int tfr_read_at(tfr_reader *r, long long offset, long long index, const uint8_t 
 {
     if (offset < 0 || offset > r->size)
         return err_set(e, PT_EUSAGE, r->path, index, offset, "offset outside the file");
-    if (r->pos != offset && fseeko(r->f, (off_t)offset, SEEK_SET) != 0)
-        return err_set(e, PT_EIO, r->path, index, offset, "seek failed");
     r->pos = offset;
     r->index = index;
     r->dead = 0;
