@@ -362,13 +362,16 @@ static void log_push(eng *g, const char *line)
     pthread_mutex_unlock(&g->lock);
 }
 
-static void demo_progress(void *ctx, long long done, long long total)
+static int demo_progress(void *ctx, long long done, long long total)
 {
     eng *g = ctx;
     pthread_mutex_lock(&g->lock);
     snprintf(g->st.snap.message, sizeof g->st.snap.message,
              "generating the demo dataset (once): %lld / %lld images", done, total);
+    /* A stop or a quit does not wait for the rest of the generation. */
+    int stop = g->cmd == TRN_STOP || g->preview_exit;
     pthread_mutex_unlock(&g->lock);
+    return stop;
 }
 
 /* Open the dataset once, for the run and the previews. */
@@ -606,13 +609,12 @@ void eng_destroy(eng *g)
     eng_stop(g);
     if (g->started)
         pthread_join(g->run_thread, NULL);
-    if (g->preview_started) {
-        pthread_mutex_lock(&g->lock);
-        g->preview_exit = 1;
-        pthread_cond_broadcast(&g->preview_cv);
-        pthread_mutex_unlock(&g->lock);
+    pthread_mutex_lock(&g->lock);
+    g->preview_exit = 1; /* also tells a demo generation under way to stop */
+    pthread_cond_broadcast(&g->preview_cv);
+    pthread_mutex_unlock(&g->lock);
+    if (g->preview_started)
         pthread_join(g->preview_thread, NULL);
-    }
     eng_preview_free(&g->preview);
     trn_state_free(&g->st);
     ds_free(g->ds);

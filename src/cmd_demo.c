@@ -7,11 +7,12 @@
 #include "data/demo.h"
 #include "src/cli.h"
 
-static void progress(void *ctx, long long done, long long total)
+static int progress(void *ctx, long long done, long long total)
 {
     (void)ctx;
     if (isatty(2))
         fprintf(stderr, "\rgenerating the demo dataset: %lld / %lld images", done, total);
+    return 0;
 }
 
 int cmd_demo(int argc, char **argv)

@@ -7,11 +7,12 @@
 #include "data/shards.h"
 #include "src/cli.h"
 
-static void progress(void *ctx, long long done, long long total)
+static int progress(void *ctx, long long done, long long total)
 {
     (void)ctx;
     if (isatty(2))
         fprintf(stderr, "\r  %lld / %lld images", done, total);
+    return 0;
 }
 
 static void skipped(void *ctx, const pt_err *why)

@@ -81,3 +81,25 @@ TEST(demo_dataset_is_generated_as_configured_and_identically)
              DEMO_GOLDEN);
     free(out);
 }
+
+static int stop_at_once(void *ctx, long long done, long long total)
+{
+    (void)total;
+    *(long long *)ctx = done;
+    return 1;
+}
+
+TEST(demo_generation_stops_on_request_and_leaves_nothing)
+{
+    const char *cache = t_tmpdir();
+    char path[4096];
+    long long seen = 0;
+    pt_err e;
+    T_EQ_INT(demo_ensure(cache, path, sizeof path, stop_at_once, &seen, &e), PT_ESTOPPED);
+    T_CHECK(seen > 0);
+    char cmd[4200], *out;
+    util_path(cmd, sizeof cmd, "ls -A '%s' | wc -l", cache);
+    T_REQUIRE(t_run(cmd, &out) == 0);
+    T_CHECKF(atoi(out) == 0, "left behind: %s", out);
+    free(out);
+}

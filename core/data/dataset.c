@@ -399,9 +399,10 @@ int ds_scan_labels(const ds_split *s, int32_t **labels, long long *n, long long 
         return err_set(e, PT_ENOMEM, s->dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     long long cnt = 0;
     int stop = 0;
+    pt_err re;
+    err_clear(&re);
     for (int i = 0; i < s->n_shards && !stop; i++) {
         tfr_reader *r;
-        pt_err re;
         if (tfr_open(&r, s->shards[i].path, &re) != PT_OK) {
             (*bad)++;
             if (on_error && on_error(ctx, &re))
@@ -459,8 +460,12 @@ int ds_scan_labels(const ds_split *s, int32_t **labels, long long *n, long long 
     }
     *labels = out;
     *n = cnt;
-    if (stop)
-        return err_set(e, PT_ESTOPPED, s->dir, PT_NO_RECORD, PT_NO_OFFSET, "scan stopped");
+    if (stop) {
+        /* Stopped at a bad record: that record's error is the answer. */
+        if (e)
+            *e = re;
+        return re.code != PT_OK ? re.code : PT_EIO;
+    }
     return PT_OK;
 }
 

@@ -66,7 +66,8 @@ typedef int (*ds_error_fn)(void *ctx, const pt_err *err);
 
 /* Read every record of a labeled split in file order, collecting the "class" of
  * each. Bad records are reported through on_error (may be NULL) and skipped;
- * *bad counts them. Returns PT_OK, or the error that stopped the scan. */
+ * *bad counts them. Returns PT_OK, or the error of the bad record at which on_error
+ * asked to stop. */
 int ds_scan_labels(const ds_split *s, int32_t **labels, long long *n, long long *bad,
                    ds_error_fn on_error, void *ctx, pt_err *e);
 

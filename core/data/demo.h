@@ -17,7 +17,9 @@
 
 #include "base/err.h"
 
-typedef void (*demo_progress_fn)(void *ctx, long long done, long long total);
+/* Called as images are made; a nonzero return stops the generation (PT_ESTOPPED;
+ * the cache is left without a half-made dataset). */
+typedef int (*demo_progress_fn)(void *ctx, long long done, long long total);
 
 /* cache_root: NULL for $XDG_CACHE_HOME/petal-tui (default ~/.cache/petal-tui).
  * path receives the dataset folder (holding classes.txt and tfrecords-jpeg-SxS). */

@@ -275,8 +275,9 @@ int shd_write_dataset(const shd_writer_config *cfg, const shd_item *items, long 
             res->skipped += m - wrote;
             at += m;
             done += m;
-            if (cfg->progress)
-                cfg->progress(cfg->cb_ctx, done, n);
+            if (cfg->progress && cfg->progress(cfg->cb_ctx, done, n) && rc == PT_OK)
+                rc = err_set(e, PT_ESTOPPED, cfg->out_dir, PT_NO_RECORD, PT_NO_OFFSET,
+                             "stopped on request");
         }
         free(mine);
     }

@@ -39,7 +39,9 @@ typedef struct shd_item {
  * with its own codec. Return PT_OK, or an error (the item is then skipped). */
 typedef int (*shd_draw_fn)(void *ctx, const shd_item *item, jpg_codec *codec, uint8_t *rgb,
                            int size, pt_err *e);
-typedef void (*shd_progress_fn)(void *ctx, long long done, long long total);
+/* Called after each shard; a nonzero return stops the writing (PT_ESTOPPED, and
+ * nothing is left behind). */
+typedef int (*shd_progress_fn)(void *ctx, long long done, long long total);
 typedef void (*shd_skip_fn)(void *ctx, const pt_err *why);
 
 typedef struct shd_writer_config {

@@ -1250,6 +1250,12 @@ eng_state trn_run(const eng_config *cfg, const trn_hooks *h, pt_err *e)
                   r->run_dir);
     }
 done:
+    if (rc == PT_ESTOPPED && final != ENG_DONE) {
+        /* Stopped while preparing (e.g. during the demo data's generation). */
+        final = ENG_STOPPED;
+        rc = PT_OK;
+        set_state(r, ENG_STOPPED, "stopped before training began");
+    }
     if (rc != PT_OK && final != ENG_DONE && final != ENG_STOPPED) {
         final = ENG_FAILED;
         if (r->run_dir[0])
