@@ -21,6 +21,7 @@
 #include "ui/log.h"
 #include "ui/panels.h"
 #include "ui/preview.h"
+#include "ui/rowmove.h"
 #include "ui/sixel.h"
 #include "ui/term.h"
 
@@ -860,4 +861,53 @@ TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
     setlocale(LC_CTYPE, "C");
     free(s);
     free(log);
+}
+
+/* The log scrolling beside a blank picture area makes rows of the new screen equal
+ * other rows of the current one: curses may then scroll terminal rows (and drag
+ * sixel pixels), so the workbench must be told. A change in place must not. */
+TEST(ui_rows_may_move_predicts_curses_scrolling)
+{
+    FILE *out = fopen("/dev/null", "w"), *in = fopen("/dev/null", "r");
+    T_REQUIRE(out && in);
+    setenv("LINES", "24", 1);
+    setenv("COLUMNS", "80", 1);
+    SCREEN *scr = newterm("xterm-256color", out, in);
+    T_REQUIRE(scr != NULL);
+    set_term(scr);
+    /* A "log" of numbered lines in rows 10..20, a constant border elsewhere. */
+    for (int y = 0; y < LINES; y++)
+        mvaddstr(y, 0, y < 10 ? "header and panels" : "|");
+    for (int y = 10; y < 21; y++)
+        mvprintw(y, 2, "log line %d", y);
+    wnoutrefresh(stdscr);
+    doupdate();
+    T_EQ_INT(ui_rows_may_move(), 0); /* nothing pending */
+
+    /* Every log line moves up one row, and a new one appears at the bottom. */
+    for (int y = 10; y < 21; y++) {
+        move(y, 2);
+        clrtoeol();
+        mvprintw(y, 2, "log line %d", y + 1);
+    }
+    wnoutrefresh(stdscr);
+    T_EQ_INT(ui_rows_may_move(), 1);
+    doupdate();
+
+    /* A counter changing in place matches no other row. */
+    mvprintw(2, 30, "step 41");
+    wnoutrefresh(stdscr);
+    doupdate();
+    mvprintw(2, 30, "step 42");
+    wnoutrefresh(stdscr);
+    T_EQ_INT(ui_rows_may_move(), 0);
+    doupdate();
+    ui_rows_free();
+    endwin();
+    delscreen(scr);
+    fclose(out);
+    fclose(in);
+    /* Children started by later tests must see their real terminal size. */
+    unsetenv("LINES");
+    unsetenv("COLUMNS");
 }

@@ -21,6 +21,7 @@
 #include "ui/keys.h"
 #include "ui/layout.h"
 #include "ui/log.h"
+#include "ui/rowmove.h"
 #include "ui/panels.h"
 #include "ui/preview.h"
 #include "ui/term.h"
@@ -360,9 +361,12 @@ static void frame(app *a)
     if (force)
         clearok(curscr, TRUE);
     wnoutrefresh(stdscr);
+    /* curses may scroll terminal rows in this update, dragging picture pixels
+     * along (ui/rowmove.h): then the pictures go again right after it. */
+    int moved = a->pix == UI_PIX_SIXEL && !force && ui_rows_may_move();
     doupdate();
-    ui_preview_flush(&a->pview, STDOUT_FILENO, force);
-    ui_preview_flush(&a->iview, STDOUT_FILENO, force);
+    ui_preview_flush(&a->pview, STDOUT_FILENO, force || moved);
+    ui_preview_flush(&a->iview, STDOUT_FILENO, force || moved);
 }
 
 /* ---- keys ----------------------------------------------------------------------- */
@@ -832,6 +836,7 @@ int ui_run(const eng_config *cfg, const ui_options *opt)
     }
     endwin();
     delscreen(scr);
+    ui_rows_free();
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGHUP, &old_hup, NULL);
     sigaction(SIGTERM, &old_term, NULL);
