@@ -193,7 +193,8 @@ bench: deps
 	@$(MAKE) --no-print-directory $(BIN) $(BENCH_BIN)
 	@BUILD=$(BUILD) sh bench/run.sh
 
-valgrind: deps
+valgrind:
+	@$(MAKE) --no-print-directory deps DEB_TOOLS="$(DEB_TOOLS) valgrind:valgrind"
 	@$(MAKE) --no-print-directory build-tests
 	PT_BIN=$(BIN) PT_VALGRIND=1 valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  --track-fds=no $(TEST_BIN) $(TESTFLAGS)
