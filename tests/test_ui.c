@@ -163,6 +163,22 @@ TEST(ui_chart_braille_lines_follow_the_data)
         for (int x = 4; x <= 5; x++)
             T_CHECKF(g.c[y * 10 + x].ch == ' ', "cell %d,%d drawn in a gap", y, x);
 
+    /* A big zoomed chart (a 160 x 48 terminal gives about 41 x 151 cells) is drawn
+     * like a small one: the rising line reaches both corners and every column. */
+    ui_cells big;
+    T_REQUIRE(ui_draw_cells_init(&big, 41, 151) == 0);
+    s.y = up;
+    ui_chart_plot(&big, xa, ya, &s, 1);
+    T_CHECK(braille(big.c[40 * 151 + 0].ch));
+    T_CHECK(braille(big.c[0 * 151 + 150].ch));
+    for (int x = 0; x < 151; x++) {
+        int rows = 0;
+        for (int y = 0; y < 41; y++)
+            rows += braille(big.c[y * 151 + x].ch);
+        T_CHECKF(rows >= 1, "column %d of the big chart is empty", x);
+    }
+    ui_draw_cells_free(&big);
+
     /* Log scale: 1, 10, 100 sit on equal steps, so 10 is in the middle rows. */
     float lg[3] = { 1, 10, 100 };
     ui_chart_series ls = { lg, NULL, 0, 1, 3, UI_R_S2, 0, 0 };

@@ -65,22 +65,26 @@ static const uint8_t braille_bit[4][2] = {
     { 0x01, 0x08 }, { 0x02, 0x10 }, { 0x04, 0x20 }, { 0x40, 0x80 }
 };
 
-static void dot(ui_cells *g, uint8_t *bits, int px, int py, ui_role role)
+/* The dots accumulate in the cell's own glyph: a cleared cell is a space, below
+ * the braille block, so its first dot starts from the empty pattern U+2800. */
+static void dot(ui_cells *g, int px, int py, ui_role role)
 {
     if (px < 0 || py < 0 || px >= g->w * 2 || py >= g->h * 4)
         return;
-    int cell = (py / 4) * g->w + px / 2;
-    bits[cell] |= braille_bit[py % 4][px % 2];
-    g->c[cell].role = (uint8_t)role;
+    ui_cell *c = &g->c[(py / 4) * g->w + px / 2];
+    if (c->ch < 0x2800u || c->ch > 0x28ffu)
+        c->ch = 0x2800u;
+    c->ch |= braille_bit[py % 4][px % 2];
+    c->role = (uint8_t)role;
 }
 
-static void line(ui_cells *g, uint8_t *bits, int x0, int y0, int x1, int y1, ui_role role)
+static void line(ui_cells *g, int x0, int y0, int x1, int y1, ui_role role)
 {
     int dx = x1 > x0 ? x1 - x0 : x0 - x1, sx = x0 < x1 ? 1 : -1;
     int dy = y1 > y0 ? y0 - y1 : y1 - y0, sy = y0 < y1 ? 1 : -1;
     int err = dx + dy;
     for (;;) {
-        dot(g, bits, x0, y0, role);
+        dot(g, x0, y0, role);
         if (x0 == x1 && y0 == y1)
             break;
         int e2 = 2 * err;
@@ -102,12 +106,6 @@ void ui_chart_plot(ui_cells *g, ui_chart_axis xa, ui_chart_axis ya, const ui_cha
     if (g->h <= 0 || g->w <= 0)
         return;
     int W = g->w * 2, H = g->h * 4;
-    uint8_t bits_small[4096];
-    uint8_t *bits = bits_small;
-    size_t ncell = (size_t)g->h * (size_t)g->w;
-    if (ncell > sizeof bits_small)
-        return; /* 4096 cells is far beyond any panel; refuse rather than allocate */
-    memset(bits, 0, ncell);
     double ylo = fwd(ya.lo, ya.log), yhi = fwd(ya.hi, ya.log);
     double xspan = xa.hi - xa.lo, yspan = yhi - ylo;
     for (int k = 0; k < ns; k++) {
@@ -124,16 +122,14 @@ void ui_chart_plot(ui_cells *g, ui_chart_axis xa, ui_chart_axis ya, const ui_cha
             int px = (int)lround(tx * (W - 1));
             int py = (H - 1) - (int)lround(ty * (H - 1));
             if (have && !s[k].scatter)
-                line(g, bits, lx, ly, px, py, s[k].role);
+                line(g, lx, ly, px, py, s[k].role);
             else
-                dot(g, bits, px, py, s[k].role);
+                dot(g, px, py, s[k].role);
             have = 1;
             lx = px;
             ly = py;
         }
     }
-    for (size_t i = 0; i < ncell; i++)
-        g->c[i].ch = bits[i] ? 0x2800u + bits[i] : ' ';
     for (int k = 0; k < ns; k++) {
         if (!s[k].marker)
             continue;
