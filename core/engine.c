@@ -22,7 +22,13 @@
 #include "io/example.h"
 #include "io/tfrecord.h"
 #include "train/metrics.h"
+#include "train/schedule.h"
 #include "train/trainer.h"
+
+/* The engine's schedule names are the trainer's: the values are passed across. */
+_Static_assert(ENG_SCHED_EXP == (int)SCHED_EXP && ENG_SCHED_LINEAR == (int)SCHED_LINEAR &&
+                   ENG_SCHED_COSINE == (int)SCHED_COSINE,
+               "eng_schedule and sched_kind must agree");
 
 #define LOG_LINES 512
 
@@ -246,15 +252,11 @@ int eng_config_set(eng_config *c, const char *key, const char *v, pt_err *e)
             return rc;
         }
     if (!strcmp(key, "schedule")) {
-        if (!strcmp(v, "exp") || !strcmp(v, "exponential"))
-            c->schedule = ENG_SCHED_EXP;
-        else if (!strcmp(v, "linear"))
-            c->schedule = ENG_SCHED_LINEAR;
-        else if (!strcmp(v, "cosine"))
-            c->schedule = ENG_SCHED_COSINE;
-        else
+        int k = sched_kind_parse(v);
+        if (k < 0)
             return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                            "schedule wants exp, linear or cosine, not '%s'", v);
+        c->schedule = (eng_schedule)k;
         return PT_OK;
     }
     if (!strcmp(key, "freeze-backbone"))
@@ -306,9 +308,7 @@ int eng_config_set(eng_config *c, const char *key, const char *v, pt_err *e)
 int eng_config_format(const eng_config *c, char *buf, size_t n)
 {
     const char *opt = c->optimizer == ENG_OPT_SGD ? "sgd" : "adam";
-    const char *sch = c->schedule == ENG_SCHED_LINEAR   ? "linear"
-                      : c->schedule == ENG_SCHED_COSINE ? "cosine"
-                                                        : "exp";
+    const char *sch = sched_kind_name((sched_kind)c->schedule);
     char os[32];
     if (c->oversample < 0)
         snprintf(os, sizeof os, "max");
