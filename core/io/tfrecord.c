@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/le.h"
 #include "base/util.h"
 #include "io/crc32c.h"
 
@@ -28,31 +29,6 @@ struct tfr_reader {
     size_t cap, start, len;
     long long buf_off;   /* file offset of buf[0] */
 };
-
-static uint64_t get_u64le(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint32_t get_u32le(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put_u64le(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_u32le(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
 
 int tfr_open(tfr_reader **out, const char *path, pt_err *e)
 {
@@ -161,8 +137,8 @@ static int read_header(tfr_reader *r, uint64_t *len, pt_err *e)
         r->dead = 1;
         return e ? e->code : PT_EIO;
     }
-    uint64_t n = get_u64le(hdr);
-    uint32_t stored = get_u32le(hdr + 8);
+    uint64_t n = le_get_u64(hdr);
+    uint32_t stored = le_get_u32(hdr + 8);
     uint32_t have = crc32c_mask(crc32c(hdr, 8));
     if (stored != have) {
         r->dead = 1;
@@ -198,7 +174,7 @@ int tfr_next(tfr_reader *r, const uint8_t **data, size_t *len, pt_err *e)
     r->pos += TFR_OVERHEAD + (long long)n;
     r->index++;
     if (r->verify) {
-        uint32_t stored = get_u32le(p + n);
+        uint32_t stored = le_get_u32(p + n);
         uint32_t have = crc32c_mask(crc32c(p, (size_t)n));
         if (stored != have)
             return err_set(e, PT_ECRC, r->path, r->last_index, at,
@@ -246,8 +222,8 @@ struct tfr_writer {
 
 void tfr_frame_header(uint8_t hdr[TFR_HEADER_BYTES], uint64_t len)
 {
-    put_u64le(hdr, len);
-    put_u32le(hdr + 8, crc32c_mask(crc32c(hdr, 8)));
+    le_put_u64(hdr, len);
+    le_put_u32(hdr + 8, crc32c_mask(crc32c(hdr, 8)));
 }
 
 uint32_t tfr_payload_crc(const void *data, size_t len)
@@ -281,7 +257,7 @@ int tfr_write(tfr_writer *w, const void *data, size_t len, pt_err *e)
 {
     uint8_t hdr[TFR_HEADER_BYTES], foot[TFR_FOOTER_BYTES];
     tfr_frame_header(hdr, len);
-    put_u32le(foot, tfr_payload_crc(data, len));
+    le_put_u32(foot, tfr_payload_crc(data, len));
     if (fwrite(hdr, 1, sizeof hdr, w->f) != sizeof hdr ||
         (len && fwrite(data, 1, len, w->f) != len) ||
         fwrite(foot, 1, sizeof foot, w->f) != sizeof foot)

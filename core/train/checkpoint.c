@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/le.h"
 #include "base/util.h"
 #include "io/crc32c.h"
 
@@ -49,15 +50,15 @@ static void put(out_buf *b, const void *data, size_t n)
 
 static void put_u32(out_buf *b, uint32_t v)
 {
-    uint8_t x[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
+    uint8_t x[4];
+    le_put_u32(x, v);
     put(b, x, 4);
 }
 
 static void put_u64(out_buf *b, uint64_t v)
 {
     uint8_t x[8];
-    for (int i = 0; i < 8; i++)
-        x[i] = (uint8_t)(v >> (8 * i));
+    le_put_u64(x, v);
     put(b, x, 8);
 }
 
@@ -103,19 +104,6 @@ int ckpt_save(const char *path, const ckpt_data *d, pt_err *e)
     return rc;
 }
 
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
 static int want_size(const char *path, uint32_t tag, uint64_t len, size_t want, long long at,
                      pt_err *e)
 {
@@ -141,7 +129,7 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
         free(data);
         return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, 0, "not a petal-tui checkpoint");
     }
-    uint32_t stored = get_u32(data + len - 4), have = crc32c(data, len - 4);
+    uint32_t stored = le_get_u32(data + len - 4), have = crc32c(data, len - 4);
     if (stored != have) {
         free(data);
         return err_set(e, PT_ECRC, path, PT_NO_RECORD, (long long)(len - 4),
@@ -149,7 +137,7 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
                        "is damaged",
                        stored, have);
     }
-    uint32_t version = get_u32(data + 8), nsec = get_u32(data + 12);
+    uint32_t version = le_get_u32(data + 8), nsec = le_get_u32(data + 12);
     if (version != VERSION) {
         free(data);
         return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, 8, "checkpoint version %u, expected %u",
@@ -163,8 +151,8 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
             rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at, "section header cut off");
             break;
         }
-        uint32_t tag = get_u32(data + at);
-        uint64_t sl = get_u64(data + at + 4);
+        uint32_t tag = le_get_u32(data + at);
+        uint64_t sl = le_get_u64(data + at + 4);
         size_t body = at + 12;
         if (sl > end - body) {
             rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
@@ -197,7 +185,7 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
             seen_progress = 1;
             break;
         case SEC_CONFUSION: {
-            uint32_t k = sl >= 4 ? get_u32(p) : 0;
+            uint32_t k = sl >= 4 ? le_get_u32(p) : 0;
             if (k == 0 || k > 65536 || sl != 4 + (uint64_t)k * k * sizeof(long long)) {
                 rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
                              "bad confusion matrix section");
