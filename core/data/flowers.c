@@ -242,18 +242,6 @@ static float vnoise(float x, float y, uint32_t salt)
     return a + (b - a) * fy;
 }
 
-/* Uniform floats drawn here rather than with rng_uniform(), so that this file's
- * FP_CONTRACT setting covers the arithmetic (same values as rng.h's helpers). */
-static float unif(rng *r)
-{
-    return (float)(rng_u64(r) >> 40) * (1.0f / 16777216.0f);
-}
-
-static float uni(rng *r, float lo, float hi)
-{
-    return lo + (hi - lo) * unif(r);
-}
-
 static void mix3(float *col, const float *c, float a)
 {
     col[0] += (c[0] - col[0]) * a;
@@ -349,10 +337,10 @@ static void rgb_of(float *out, const unsigned char *c)
 static void rgb_range(rng *r, float *out, const unsigned char *lo, const unsigned char *hi,
                       float jitter)
 {
-    float t = unif(r);
+    float t = rng_float(r);
     for (int i = 0; i < 3; i++) {
         float v = ((float)lo[i] + ((float)hi[i] - (float)lo[i]) * t) * (1.0f / 255.0f);
-        out[i] = clampf(v + uni(r, -jitter, jitter), 0.0f, 1.0f);
+        out[i] = clampf(v + rng_uniform(r, -jitter, jitter), 0.0f, 1.0f);
     }
 }
 
@@ -379,7 +367,7 @@ static void flower_setup(flower *f, const cls *c, rng *r, float cx, float cy, fl
 
     /* Tilt: squash the disk along a random axis, as a flower seen at an angle. */
     double tilt = rng_double(r) * 2.0 * PI_D;
-    float u = unif(r);
+    float u = rng_float(r);
     double squash = 1.0 - 0.45 * (double)(u * u);
     double tc = dcos(tilt), ts = dsin(tilt);
     double A[4] = { tc / R, ts / R, -ts / (R * squash), tc / (R * squash) };
@@ -413,13 +401,13 @@ static void flower_setup(flower *f, const cls *c, rng *r, float cx, float cy, fl
         float ring_max = 0.0f;
         for (int j = 0; j < n; j++) {
             petal *p = &f->p[ring][j];
-            double th = ph + (j + 0.5) * sector + uni(r, -0.12f, 0.12f) * sector;
+            double th = ph + (j + 0.5) * sector + rng_uniform(r, -0.12f, 0.12f) * sector;
             petal_frame(p, th, A);
-            float len = len_ring * uni(r, 0.9f, 1.06f);
+            float len = len_ring * rng_uniform(r, 0.9f, 1.06f);
             float u0 = c->base * len_ring;
             p->a = 0.5f * (len - u0);
             p->uc = u0 + p->a;
-            p->b0 = c->width * (float)dsin(sector * 0.5) * p->uc * uni(r, 0.9f, 1.1f);
+            p->b0 = c->width * (float)dsin(sector * 0.5) * p->uc * rng_uniform(r, 0.9f, 1.1f);
             p->s = c->taper;
             p->nr = c->notch * p->b0;
             p->nu = p->uc + p->a + 0.35f * p->nr;
@@ -432,8 +420,8 @@ static void flower_setup(flower *f, const cls *c, rng *r, float cx, float cy, fl
             p->veins = c->veins * sstep(2.5f, 5.0f, 0.4f * p->b0 * R * (float)squash / blur);
             /* Petals facing the light are brighter; each also varies a little. */
             float facing = (float)(dcos(th) * llx + dsin(th) * lly);
-            p->shade = dim * (1.0f + 0.08f * facing) * uni(r, 0.93f, 1.05f);
-            p->depth = unif(r);
+            p->shade = dim * (1.0f + 0.08f * facing) * rng_uniform(r, 0.93f, 1.05f);
+            p->depth = rng_float(r);
             if (len > ring_max)
                 ring_max = len;
         }
@@ -453,14 +441,14 @@ static void flower_setup(flower *f, const cls *c, rng *r, float cx, float cy, fl
     rgb_of(f->st.base, c->base_col);
     for (int i = 0; i < 3; i++)
         f->st.base[i] = clampf(f->st.base[i] + (f->st.tip[i] - f->st.base[i]) * 0.3f *
-                               unif(r), 0.0f, 1.0f);
-    f->st.base_len = c->base_len * uni(r, 0.8f, 1.2f);
+                               rng_float(r), 0.0f, 1.0f);
+    f->st.base_len = c->base_len * rng_uniform(r, 0.8f, 1.2f);
     f->st.rim = c->rim;
     f->st.spots = c->spots;
     f->st.gloss = c->gloss;
     f->st.salt = (uint32_t)rng_u64(r);
 
-    f->rc = c->centre * uni(r, 0.9f, 1.1f);
+    f->rc = c->centre * rng_uniform(r, 0.9f, 1.1f);
     rgb_range(r, f->ctr, c->ctr_lo, c->ctr_hi, 0.03f);
     for (int i = 0; i < 3; i++)
         f->ctr2[i] = f->ctr[i] * 0.7f;
@@ -738,10 +726,10 @@ static void pick_palette(rng *r, float *g0, float *g1, float *leaf_lo, float *le
         pick -= weight[p];
         p++;
     }
-    float j = uni(r, 0.75f, 1.2f);
+    float j = rng_uniform(r, 0.75f, 1.2f);
     for (int i = 0; i < 3; i++) {
-        g0[i] = clampf((float)pal[p][0][i] / 255.0f * j + uni(r, -0.04f, 0.04f), 0.0f, 1.0f);
-        g1[i] = clampf((float)pal[p][1][i] / 255.0f * j + uni(r, -0.04f, 0.04f), 0.0f, 1.0f);
+        g0[i] = clampf((float)pal[p][0][i] / 255.0f * j + rng_uniform(r, -0.04f, 0.04f), 0.0f, 1.0f);
+        g1[i] = clampf((float)pal[p][1][i] / 255.0f * j + rng_uniform(r, -0.04f, 0.04f), 0.0f, 1.0f);
         leaf_lo[i] = (float)pal[p][2][i] / 255.0f;
         leaf_hi[i] = (float)pal[p][3][i] / 255.0f;
     }
@@ -760,13 +748,13 @@ static void scene_setup(scene *sc, const cls *c, uint64_t seed, int k, int size)
     double ldx = dcos(la), ldy = dsin(la);
     sc->lx = (float)ldx;
     sc->ly = (float)ldy;
-    sc->lk = uni(&r, 0.0f, 0.45f);
-    sc->vignette = uni(&r, 0.0f, 0.35f);
-    sc->contrast = uni(&r, 0.8f, 1.2f);
-    sc->bright = uni(&r, -0.08f, 0.08f);
+    sc->lk = rng_uniform(&r, 0.0f, 0.45f);
+    sc->vignette = rng_uniform(&r, 0.0f, 0.35f);
+    sc->contrast = rng_uniform(&r, 0.8f, 1.2f);
+    sc->bright = rng_uniform(&r, -0.08f, 0.08f);
     for (int i = 0; i < 3; i++)
-        sc->wb[i] = uni(&r, 0.93f, 1.07f);
-    sc->noise = uni(&r, 1.0f, 7.0f);
+        sc->wb[i] = rng_uniform(&r, 0.93f, 1.07f);
+    sc->noise = rng_uniform(&r, 1.0f, 7.0f);
 
     float leaf_lo[3], leaf_hi[3];
     pick_palette(&r, sc->g0, sc->g1, leaf_lo, leaf_hi);
@@ -774,27 +762,27 @@ static void scene_setup(scene *sc, const cls *c, uint64_t seed, int k, int size)
     sc->gx = (float)dcos(ga) / S;
     sc->gy = (float)dsin(ga) / S;
     sc->goff = 0.5f - 0.5f * (sc->gx + sc->gy) * S;
-    sc->mottle = uni(&r, 0.05f, 0.3f);
+    sc->mottle = rng_uniform(&r, 0.05f, 0.3f);
     for (int i = 0; i < NGRID + 2; i++)
         for (int j = 0; j < NGRID + 2; j++)
-            sc->grid[i][j] = uni(&r, -1.0f, 1.0f);
+            sc->grid[i][j] = rng_uniform(&r, -1.0f, 1.0f);
 
     /* Out-of-focus leaves: soft ellipses. */
     sc->nblob = rng_int(&r, 2, MAXBLOB + 1);
     for (int i = 0; i < sc->nblob; i++) {
         blob *b = &sc->b[i];
-        b->cx = uni(&r, -0.1f, 1.1f) * S;
-        b->cy = uni(&r, -0.1f, 1.1f) * S;
-        float ra = uni(&r, 0.08f, 0.35f) * S, rb = ra * uni(&r, 0.3f, 0.8f);
+        b->cx = rng_uniform(&r, -0.1f, 1.1f) * S;
+        b->cy = rng_uniform(&r, -0.1f, 1.1f) * S;
+        float ra = rng_uniform(&r, 0.08f, 0.35f) * S, rb = ra * rng_uniform(&r, 0.3f, 0.8f);
         double ang = rng_double(&r) * PI_D;
         double cs = dcos(ang), sn = dsin(ang);
         b->m00 = (float)(cs / ra);
         b->m01 = (float)(sn / ra);
         b->m10 = (float)(-sn / rb);
         b->m11 = (float)(cs / rb);
-        b->soft = uni(&r, 0.3f, 0.9f);
-        b->op = uni(&r, 0.3f, 0.85f);
-        float t = unif(&r);
+        b->soft = rng_uniform(&r, 0.3f, 0.9f);
+        b->op = rng_uniform(&r, 0.3f, 0.85f);
+        float t = rng_float(&r);
         for (int j = 0; j < 3; j++)
             b->col[j] = leaf_lo[j] + (leaf_hi[j] - leaf_lo[j]) * t;
         b->x0 = b->cx - ra;
@@ -805,59 +793,59 @@ static void scene_setup(scene *sc, const cls *c, uint64_t seed, int k, int size)
     /* Blurred stems behind everything. */
     sc->nstem = rng_int(&r, 0, MAXSTEM + 1);
     for (int i = 0; i < sc->nstem; i++) {
-        float col[3], t = unif(&r);
+        float col[3], t = rng_float(&r);
         for (int j = 0; j < 3; j++)
             col[j] = (leaf_lo[j] + (leaf_hi[j] - leaf_lo[j]) * t) * 0.9f;
         /* One draw per statement: the order in which function arguments (or
          * initialisers) are evaluated is unspecified and differs between compilers. */
-        float x0 = uni(&r, 0.0f, 1.0f) * S;
-        float y0 = uni(&r, -0.1f, 0.6f) * S;
-        double ang = PI_D / 2.0 + uni(&r, -0.6f, 0.6f);
-        float len = uni(&r, 0.4f, 1.2f) * S;
-        float hw = uni(&r, 0.006f, 0.02f) * S;
-        float blur = uni(&r, 0.01f, 0.03f) * S + 1.0f;
+        float x0 = rng_uniform(&r, 0.0f, 1.0f) * S;
+        float y0 = rng_uniform(&r, -0.1f, 0.6f) * S;
+        double ang = PI_D / 2.0 + rng_uniform(&r, -0.6f, 0.6f);
+        float len = rng_uniform(&r, 0.4f, 1.2f) * S;
+        float hw = rng_uniform(&r, 0.006f, 0.02f) * S;
+        float blur = rng_uniform(&r, 0.01f, 0.03f) * S + 1.0f;
         stem_setup(&sc->s[i], x0, y0, ang, len, hw, blur, col);
     }
 
     /* The flower: size, place (may be cropped by the frame), blur 1 px. */
-    float R = uni(&r, 0.22f, 0.5f) * S;
-    float cx = (0.5f + uni(&r, -0.2f, 0.2f)) * S;
-    float cy = (0.5f + uni(&r, -0.2f, 0.2f)) * S;
+    float R = rng_uniform(&r, 0.22f, 0.5f) * S;
+    float cx = (0.5f + rng_uniform(&r, -0.2f, 0.2f)) * S;
+    float cy = (0.5f + rng_uniform(&r, -0.2f, 0.2f)) * S;
 
     /* Sometimes a second, smaller flower of the same class, out of focus behind. */
-    sc->has_back = unif(&r) < 0.35f;
+    sc->has_back = rng_float(&r) < 0.35f;
     if (sc->has_back) {
         double ba = rng_double(&r) * 2.0 * PI_D;
-        float dist = R * uni(&r, 1.0f, 1.6f);
+        float dist = R * rng_uniform(&r, 1.0f, 1.6f);
         float bx = cx + (float)dcos(ba) * dist, by = cy + (float)dsin(ba) * dist;
-        float br = R * uni(&r, 0.4f, 0.65f);
-        float blur = uni(&r, 0.015f, 0.035f) * S;
-        float dim = uni(&r, 0.7f, 0.9f);
+        float br = R * rng_uniform(&r, 0.4f, 0.65f);
+        float blur = rng_uniform(&r, 0.015f, 0.035f) * S;
+        float dim = rng_uniform(&r, 0.7f, 0.9f);
         flower_setup(&sc->back, c, &r, bx, by, br, blur, dim, ldx, ldy);
     }
 
     float stem_col[3];
-    stem_col[0] = uni(&r, 0.2f, 0.35f);
-    stem_col[1] = uni(&r, 0.4f, 0.55f);
-    stem_col[2] = uni(&r, 0.12f, 0.22f);
-    double stem_ang = PI_D / 2.0 + uni(&r, -0.5f, 0.5f);
-    float stem_hw = uni(&r, 0.012f, 0.025f) * S;
+    stem_col[0] = rng_uniform(&r, 0.2f, 0.35f);
+    stem_col[1] = rng_uniform(&r, 0.4f, 0.55f);
+    stem_col[2] = rng_uniform(&r, 0.12f, 0.22f);
+    double stem_ang = PI_D / 2.0 + rng_uniform(&r, -0.5f, 0.5f);
+    float stem_hw = rng_uniform(&r, 0.012f, 0.025f) * S;
     stem_setup(&sc->main_stem, cx, cy, stem_ang, 1.2f * S, stem_hw, 1.0f, stem_col);
 
     /* Sometimes a leaf in focus near the flower, now and then hiding part of it. */
-    sc->has_leaf = unif(&r) < 0.35f;
+    sc->has_leaf = rng_float(&r) < 0.35f;
     if (sc->has_leaf) {
-        if (unif(&r) < 0.3f)
+        if (rng_float(&r) < 0.3f)
             sc->has_leaf = 2;
         petal *lf = &sc->leaf;
-        sc->leaf_cx = cx + uni(&r, -0.3f, 0.3f) * S;
-        sc->leaf_cy = cy + uni(&r, 0.05f, 0.35f) * S;
-        float L = uni(&r, 0.2f, 0.4f) * S;
+        sc->leaf_cx = cx + rng_uniform(&r, -0.3f, 0.3f) * S;
+        sc->leaf_cy = cy + rng_uniform(&r, 0.05f, 0.35f) * S;
+        float L = rng_uniform(&r, 0.2f, 0.4f) * S;
         double A[4] = { 1.0 / L, 0.0, 0.0, 1.0 / L };
         petal_frame(lf, rng_double(&r) * 2.0 * PI_D, A);
         lf->a = 0.5f;
         lf->uc = 0.5f;
-        lf->b0 = uni(&r, 0.15f, 0.25f);
+        lf->b0 = rng_uniform(&r, 0.15f, 0.25f);
         lf->s = 0.4f;
         lf->nr = 0.0f;
         lf->nu = 0.0f;
@@ -866,10 +854,10 @@ static void scene_setup(scene *sc, const cls *c, uint64_t seed, int k, int size)
         lf->xlim = 1.0f + 4.0f / (0.5f * L);
         lf->vlim = lf->b0 * (1.0f + lf->s) + 4.0f / L;
         lf->nlim2 = 0.0f;
-        lf->shade = uni(&r, 0.8f, 1.0f);
+        lf->shade = rng_uniform(&r, 0.8f, 1.0f);
         lf->depth = 0.0f;
         lf->veins = 0.15f * sstep(2.5f, 5.0f, 0.4f * lf->b0 * L);
-        float t = unif(&r);
+        float t = rng_float(&r);
         for (int j = 0; j < 3; j++) {
             sc->leaf_st.tip[j] = 0.12f + 0.25f * t * (j == 1 ? 1.6f : 0.7f);
             sc->leaf_st.base[j] = sc->leaf_st.tip[j] * 0.8f;
