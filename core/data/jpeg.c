@@ -94,6 +94,19 @@ static int decode_flags(int fast)
     return f;
 }
 
+/* Grow the codec's RGB scratch to at least need bytes; -1 when out of memory. */
+static int rgb_reserve(jpg_codec *c, size_t need)
+{
+    if (need <= c->rgb_cap)
+        return 0;
+    uint8_t *nb = realloc(c->rgb, need);
+    if (!nb)
+        return -1;
+    c->rgb = nb;
+    c->rgb_cap = need;
+    return 0;
+}
+
 int jpg_decode_into(jpg_codec *c, const uint8_t *buf, size_t len, uint8_t *out, int out_w,
                     int out_h, int crop, int fast, int *src_w, int *src_h, pt_err *e)
 {
@@ -111,13 +124,6 @@ int jpg_decode_into(jpg_codec *c, const uint8_t *buf, size_t len, uint8_t *out, 
 int jpg_decode_sized(jpg_codec *c, const uint8_t *buf, size_t len, int w, int h, uint8_t *out,
                      int out_w, int out_h, int crop, int fast, pt_err *e)
 {
-    if (w == out_w && h == out_h) {
-        if (tjDecompress2(c->dec, buf, (unsigned long)len, out, w, out_w * 3, h, TJPF_RGB,
-                          decode_flags(fast)) != 0)
-            return decode_err(c, e);
-        return PT_OK;
-    }
-
     /* The window of the source that maps onto the target. */
     int cx = 0, cy = 0, cw = w, ch = h;
     if (crop)
@@ -152,15 +158,9 @@ int jpg_decode_sized(jpg_codec *c, const uint8_t *buf, size_t len, int w, int h,
             return decode_err(c, e);
         return PT_OK;
     }
-    size_t need = (size_t)dw * dh * 3;
-    if (need > c->rgb_cap) {
-        uint8_t *nb = realloc(c->rgb, need);
-        if (!nb)
-            return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                           "out of memory decoding %dx%d", dw, dh);
-        c->rgb = nb;
-        c->rgb_cap = need;
-    }
+    if (rgb_reserve(c, (size_t)dw * dh * 3) != 0)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "out of memory decoding %dx%d", dw, dh);
     if (tjDecompress2(c->dec, buf, (unsigned long)len, c->rgb, dw, dw * 3, dh, TJPF_RGB,
                       decode_flags(fast)) != 0)
         return decode_err(c, e);
@@ -187,14 +187,8 @@ int jpg_decode_full(jpg_codec *c, const uint8_t *buf, size_t len, const uint8_t 
     int rc = jpg_header(c, buf, len, w, h, e);
     if (rc != PT_OK)
         return rc;
-    size_t need = (size_t)*w * *h * 3;
-    if (need > c->rgb_cap) {
-        uint8_t *nb = realloc(c->rgb, need);
-        if (!nb)
-            return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-        c->rgb = nb;
-        c->rgb_cap = need;
-    }
+    if (rgb_reserve(c, (size_t)*w * *h * 3) != 0)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     if (tjDecompress2(c->dec, buf, (unsigned long)len, c->rgb, *w, *w * 3, *h, TJPF_RGB,
                       decode_flags(0)) != 0)
         return decode_err(c, e);
