@@ -302,8 +302,6 @@ static void frame(app *a)
             ui_preview_hide(&a->pview);
             if (pictures)
                 ui_inspect_draw(&a->insp, stdscr, a->layout.body, &f, &a->iview);
-            else
-                ui_preview_hide(&a->iview);
         } else {
             ui_preview_hide(&a->iview);
             const ui_view *v = &a->view;

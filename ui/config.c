@@ -34,9 +34,17 @@ void ui_config_open(ui_config *d, const eng_config *cur)
     }
 }
 
-void ui_config_value(const ui_config *d, const char *key, char *buf, size_t n)
+/* The working copy as eng_config_format() writes it (one buffer, overwritten
+ * by the next call), or NULL when that failed. */
+static const char *format(const ui_config *d)
 {
     static char text[16384];
+    return eng_config_format(&d->work, text, sizeof text) == 0 ? text : NULL;
+}
+
+/* The value of key from text (format()'s, or NULL: nothing but out and resume). */
+static void value_in(const ui_config *d, const char *text, const char *key, char *buf, size_t n)
+{
     buf[0] = 0;
     if (!strcmp(key, "out")) {
         snprintf(buf, n, "%s", d->work.out);
@@ -46,11 +54,11 @@ void ui_config_value(const ui_config *d, const char *key, char *buf, size_t n)
         snprintf(buf, n, "%s", d->work.resume);
         return;
     }
-    if (eng_config_format(&d->work, text, sizeof text) != 0)
+    if (!text)
         return;
     size_t kl = strlen(key);
-    for (char *line = text; line && *line;) {
-        char *nl = strchr(line, '\n');
+    for (const char *line = text; line && *line;) {
+        const char *nl = strchr(line, '\n');
         if (!strncmp(line, key, kl) && !strncmp(line + kl, " = ", 3)) {
             const char *v = line + kl + 3;
             int len = nl ? (int)(nl - v) : (int)strlen(v);
@@ -59,6 +67,11 @@ void ui_config_value(const ui_config *d, const char *key, char *buf, size_t n)
         }
         line = nl ? nl + 1 : NULL;
     }
+}
+
+void ui_config_value(const ui_config *d, const char *key, char *buf, size_t n)
+{
+    value_in(d, format(d), key, buf, n);
 }
 
 int ui_config_key(ui_config *d, int ch)
@@ -140,6 +153,7 @@ void ui_config_draw(ui_config *d, WINDOW *w, int rows, int cols)
     if (d->sel >= d->top + list_h)
         d->top = d->sel - list_h + 1;
     int kw = 20;
+    const char *text = format(d); /* once for all the rows */
     for (int i = 0; i < list_h && d->top + i < d->n_keys; i++) {
         int k = d->top + i;
         int y = in.y + i;
@@ -147,7 +161,7 @@ void ui_config_draw(ui_config *d, WINDOW *w, int rows, int cols)
         if (k == d->sel && d->editing)
             snprintf(v, sizeof v, "%s_", d->edit);
         else
-            ui_config_value(d, d->keys[k], v, sizeof v);
+            value_in(d, text, d->keys[k], v, sizeof v);
         ui_role r = k == d->sel ? UI_R_SEL : UI_R_NORMAL;
         if (k == d->sel)
             mvwchgat(w, y, in.x, in.w, ui_draw_attr(UI_R_SEL), 0, NULL);

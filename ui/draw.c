@@ -125,6 +125,20 @@ void ui_draw_hline(WINDOW *w, int y, int x, int n, uint32_t ch, ui_role r)
         ui_draw_glyph(w, y, x + i, ch, r);
 }
 
+/* Decodes the character at s (len bytes left) into *wc and returns its length
+ * in bytes: an invalid or cut sequence is taken as one byte '?' (and the state
+ * reset); 0 at a NUL, where the text ends. */
+static size_t next_char(const char *s, size_t len, mbstate_t *st, wchar_t *wc)
+{
+    size_t k = mbrtowc(wc, s, len, st);
+    if (k == (size_t)-1 || k == (size_t)-2) {
+        memset(st, 0, sizeof *st);
+        k = 1;
+        *wc = '?';
+    }
+    return k;
+}
+
 int ui_draw_width(const char *s)
 {
     mbstate_t st;
@@ -133,14 +147,9 @@ int ui_draw_width(const char *s)
     size_t len = strlen(s);
     while (len > 0) {
         wchar_t wc;
-        size_t k = mbrtowc(&wc, s, len, &st);
-        if (k == (size_t)-1 || k == (size_t)-2) {
-            memset(&st, 0, sizeof st);
-            k = 1;
-            wc = '?';
-        } else if (k == 0) {
+        size_t k = next_char(s, len, &st, &wc);
+        if (k == 0)
             break;
-        }
         int cw = wcwidth(wc);
         cols += cw > 0 ? cw : 0;
         s += k;
@@ -160,14 +169,9 @@ int ui_draw_text(WINDOW *w, int y, int x, int maxw, ui_role r, const char *s)
     size_t len = strlen(s);
     while (len > 0 && n < (int)(sizeof buf / sizeof buf[0]) - 1) {
         wchar_t wc;
-        size_t k = mbrtowc(&wc, s, len, &st);
-        if (k == (size_t)-1 || k == (size_t)-2) {
-            memset(&st, 0, sizeof st);
-            k = 1;
-            wc = '?';
-        } else if (k == 0) {
+        size_t k = next_char(s, len, &st, &wc);
+        if (k == 0)
             break;
-        }
         if (!g_unicode && (uint32_t)wc >= 0x80)
             wc = (wchar_t)ascii_of((uint32_t)wc);
         if (wc < 0x20)

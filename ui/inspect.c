@@ -3,16 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/util.h"
 #include "ui/chart.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int ui_inspect_confusions(const long long *c, int k, ui_inspect_pair *out, int max)
 {
@@ -80,20 +73,14 @@ void ui_inspect_free(ui_inspect *v)
 {
     drop_page(v);
     eng_val_report_free(&v->rep);
-    free(v->label);
-    free(v->pred);
-    v->label = v->pred = NULL;
-    v->n = v->scanned = 0;
+    free(v->wrong);
+    v->wrong = NULL;
+    v->n = v->scanned = v->n_wrong = 0;
 }
 
 long long ui_inspect_count(const ui_inspect *v)
 {
-    if (!v->mistakes)
-        return v->n;
-    long long w = 0;
-    for (long long i = 0; i < v->scanned; i++)
-        w += v->label[i] != v->pred[i];
-    return w;
+    return v->mistakes ? v->n_wrong : v->n;
 }
 
 /* The validation index at list position pos (-1 when there is none yet). */
@@ -101,15 +88,12 @@ static long long index_at(const ui_inspect *v, long long pos)
 {
     if (!v->mistakes)
         return pos < v->n ? pos : -1;
-    for (long long i = 0; i < v->scanned; i++)
-        if (v->label[i] != v->pred[i] && pos-- == 0)
-            return i;
-    return -1;
+    return pos >= 0 && pos < v->n_wrong ? v->wrong[pos] : -1;
 }
 
 void ui_inspect_work(ui_inspect *v, eng *g, int history_n, double budget)
 {
-    double end = now_s() + budget;
+    double end = util_now() + budget;
     if (history_n != v->seen_history) {
         /* New results: start the collection over. */
         v->seen_history = history_n;
@@ -117,20 +101,29 @@ void ui_inspect_work(ui_inspect *v, eng *g, int history_n, double budget)
         if (eng_val_report_get(g, &v->rep) != PT_OK)
             memset(&v->rep, 0, sizeof v->rep);
         drop_page(v);
-        free(v->label);
-        free(v->pred);
-        v->label = v->pred = NULL;
-        v->n = v->scanned = 0;
+        free(v->wrong);
+        v->wrong = NULL;
+        v->n = v->scanned = v->n_wrong = 0;
         v->err[0] = 0;
         if (v->rep.epoch > 0 && v->rep.n > 0) {
-            v->label = malloc(sizeof(int) * (size_t)v->rep.n);
-            v->pred = malloc(sizeof(int) * (size_t)v->rep.n);
-            if (v->label && v->pred) {
+            int *label = malloc(sizeof(int) * (size_t)v->rep.n);
+            int *pred = malloc(sizeof(int) * (size_t)v->rep.n);
+            v->wrong = malloc(sizeof(int) * (size_t)v->rep.n);
+            if (label && pred && v->wrong) {
                 v->n = v->rep.n;
                 /* Every label and prediction at once, from memory: the mistakes
-                 * filter and its count need no image reads. */
-                v->scanned = eng_val_preds(g, 0, (int)v->n, v->label, v->pred, NULL);
+                 * filter and its count need no image reads. They stay as they
+                 * are until the next results, so the mistakes are listed once. */
+                v->scanned = eng_val_preds(g, 0, (int)v->n, label, pred, NULL);
+                for (long long i = 0; i < v->scanned; i++)
+                    if (label[i] != pred[i])
+                        v->wrong[v->n_wrong++] = (int)i;
+            } else {
+                free(v->wrong);
+                v->wrong = NULL;
             }
+            free(label);
+            free(pred);
         }
         if (v->pos >= v->n)
             v->pos = 0;
@@ -146,7 +139,7 @@ void ui_inspect_work(ui_inspect *v, eng *g, int history_n, double budget)
     if (!same || v->n_items > want)
         drop_page(v);
     int got = 0;
-    while (v->n_items < want && now_s() < end) {
+    while (v->n_items < want && util_now() < end) {
         long long idx = index_at(v, v->pos + v->n_items);
         if (idx < 0)
             break;
@@ -202,14 +195,6 @@ void ui_inspect_key(ui_inspect *v, ui_act a)
     }
 }
 
-static const char *cname(const ui_frame *f, int k, char *buf, size_t n)
-{
-    if (f->names && k >= 0 && k < f->n_names && f->names[k] && f->names[k][0])
-        return f->names[k];
-    snprintf(buf, n, "class %d", k);
-    return buf;
-}
-
 static void draw_table(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
 {
     char title[96];
@@ -231,7 +216,7 @@ static void draw_table(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
     for (int i = 0; i < rows && v->table_top + i < k; i++) {
         int c = order[v->table_top + i];
         char nb[48], line[256];
-        snprintf(line, sizeof line, "%-*.*s", nw, nw, cname(f, c, nb, sizeof nb));
+        snprintf(line, sizeof line, "%-*.*s", nw, nw, ui_panel_class_name(f, c, nb, sizeof nb));
         ui_draw_text(w, in.y + 1 + i, in.x, nw, UI_R_NORMAL, line);
         double f1 = v->rep.f1[c];
         snprintf(line, sizeof line, " %5.2f %5.2f", v->rep.precision[c], v->rep.recall[c]);
@@ -257,8 +242,8 @@ static void draw_pairs(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
         ui_draw_text(w, in.y, in.x, in.w, UI_R_DIM, "no confusions");
     for (int i = 0; i < n; i++) {
         char a[48], b[48], line[160];
-        snprintf(line, sizeof line, "%s -> %s", cname(f, top[i].truth, a, sizeof a),
-                 cname(f, top[i].pred, b, sizeof b));
+        snprintf(line, sizeof line, "%s -> %s", ui_panel_class_name(f, top[i].truth, a, sizeof a),
+                 ui_panel_class_name(f, top[i].pred, b, sizeof b));
         char cnt[24];
         snprintf(cnt, sizeof cnt, " %lld", top[i].count);
         int cw = (int)strlen(cnt);
@@ -287,9 +272,7 @@ void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, 
     draw_pairs(v, w, pairs, f);
 
     long long count = ui_inspect_count(v);
-    long long right = 0;
-    for (long long i = 0; i < v->scanned; i++)
-        right += v->label[i] == v->pred[i];
+    long long right = v->scanned - v->n_wrong;
     char title[256], acc[32] = "";
     if (v->scanned == v->n && v->n > 0)
         snprintf(acc, sizeof acc, ", accuracy %.1f%%", 100.0 * (double)right / (double)v->n);
@@ -331,12 +314,13 @@ void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, 
         int ok = it->label == it->pred;
         /* The notebooks' title: "pred [OK]" or "pred [NO -> true]". */
         snprintf(cap[i].text[0], sizeof cap[i].text[0], "%s %s", ok ? "OK" : "NO",
-                 cname(f, it->pred, a, sizeof a));
+                 ui_panel_class_name(f, it->pred, a, sizeof a));
         cap[i].role[0] = ok ? UI_R_OK : UI_R_BAD;
         if (ok)
             snprintf(cap[i].text[1], sizeof cap[i].text[1], "%.0f%% sure", it->confidence * 100);
         else
-            snprintf(cap[i].text[1], sizeof cap[i].text[1], "was %s", cname(f, it->label, b, sizeof b));
+            snprintf(cap[i].text[1], sizeof cap[i].text[1], "was %s",
+                     ui_panel_class_name(f, it->label, b, sizeof b));
         cap[i].role[1] = ok ? UI_R_DIM : UI_R_NORMAL;
     }
     ui_rect area = { in.y, in.x, in.h, cols };

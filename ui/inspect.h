@@ -45,9 +45,11 @@ typedef struct ui_inspect {
     int per_page;               /* images that fit, from the last draw */
     int seen_history;           /* snapshot history_n the report belongs to */
     eng_val_report rep;         /* epoch 0: no validation yet */
-    /* label and prediction of every validation example, collected in order */
-    int *label, *pred;
+    /* validation examples: n in all, scanned of them with label and prediction
+     * read; the indices of the mistakes among those, in order */
     long long n, scanned;
+    int *wrong;
+    long long n_wrong;
     /* the page on screen */
     eng_val_item item[UI_INSPECT_PAGE_MAX];
     long long item_index[UI_INSPECT_PAGE_MAX];

@@ -39,7 +39,7 @@ const char *ui_panel_metric_name(int m)
     return m >= 0 && m < UI_METRIC_COUNT ? n[m] : "?";
 }
 
-static const char *class_name(const ui_frame *f, int k, char *buf, size_t n)
+const char *ui_panel_class_name(const ui_frame *f, int k, char *buf, size_t n)
 {
     if (f->names && k >= 0 && k < f->n_names && f->names[k] && f->names[k][0])
         return f->names[k];
@@ -393,7 +393,7 @@ void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
     const int yw = 7;
     int ph = in.h - 2, pw = in.w - yw;
 
-    static float raw[ENG_CURVE_POINTS], smooth[ENG_CURVE_POINTS];
+    static float smooth[ENG_CURVE_POINTS];
     static float ex[ENG_MAX_EPOCHS], et[ENG_MAX_EPOCHS], ev[ENG_MAX_EPOCHS];
     int n = s->curve_n < ENG_CURVE_POINTS ? s->curve_n : ENG_CURVE_POINTS;
     const float *src = metric == UI_METRIC_LOSS ? s->curve_loss
@@ -403,10 +403,8 @@ void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
     if (!src)
         n = 0;
     int stride = s->curve_stride > 0 ? s->curve_stride : 1;
-    if (n > 0) {
-        memcpy(raw, src, sizeof(float) * (size_t)n);
-        ui_chart_ema(raw, n, metric == UI_METRIC_LR ? 0 : sm, smooth);
-    }
+    if (n > 0)
+        ui_chart_ema(src, n, metric == UI_METRIC_LR ? 0 : sm, smooth);
     int ne = s->history_n < ENG_MAX_EPOCHS ? s->history_n : ENG_MAX_EPOCHS;
     long long cum = 0;
     for (int i = 0; i < ne; i++) {
@@ -420,7 +418,7 @@ void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
     ui_chart_series ser[4];
     int ns = 0;
     if (n > 0 && sm > 0 && metric != UI_METRIC_LR)
-        ser[ns++] = (ui_chart_series){ raw, NULL, stride, stride, n, UI_R_DIM, 0, 1 };
+        ser[ns++] = (ui_chart_series){ src, NULL, stride, stride, n, UI_R_DIM, 0, 1 };
     if (n > 0)
         ser[ns++] = (ui_chart_series){ smooth, NULL, stride, stride, n, UI_R_S1, 0, 0 };
     if (ne > 0 && metric != UI_METRIC_LR) {
@@ -570,22 +568,15 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
         }
         const char *name = nb;
         if (k == 1)
-            name = class_name(f, c0, nb, sizeof nb);
+            name = ui_panel_class_name(f, c0, nb, sizeof nb);
         else
             snprintf(nb, sizeof nb, "%d-%d", c0, c1 - 1);
         ui_draw_text(w, y, in.x, nw, UI_R_NORMAL, name);
         int bx = in.x + nw + 1;
-        if (s->oversampling) {
+        /* With oversampling, the real count is drawn over the oversampled one. */
+        if (s->oversampling)
             bar(w, y, bx, tb, (double)o / mt, UI_R_BAR_C, 0);
-            uint32_t g[256];
-            int n = tb < 256 ? tb : 256;
-            ui_chart_bar((double)t / mt, n, g);
-            for (int j = 0; j < n; j++)
-                if (g[j] != ' ')
-                    ui_draw_glyph(w, y, bx + j, g[j], UI_R_BAR_A);
-        } else {
-            bar(w, y, bx, tb, (double)t / mt, UI_R_BAR_A, 0);
-        }
+        bar(w, y, bx, tb, (double)t / mt, UI_R_BAR_A, 0);
         char num[16];
         ui_chart_fmt((double)(s->oversampling ? o : t), numw - 1, num, sizeof num);
         ui_draw_textf(w, y, bx + tb, numw, UI_R_DIM, "%*s", numw - 1, num);

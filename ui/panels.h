@@ -52,6 +52,9 @@ typedef struct ui_frame {
 
 ui_role ui_panel_state_role(eng_state st);
 const char *ui_panel_metric_name(int metric);
+/* Class k's name from the frame, or "class k" written into buf (n bytes) when
+ * it is unknown. */
+const char *ui_panel_class_name(const ui_frame *f, int k, char *buf, size_t n);
 
 void ui_panel_header(WINDOW *w, ui_rect r, const ui_frame *f);
 void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx);

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ui/sixel.h"
 #include "ui/term.h"
@@ -243,13 +242,6 @@ static void compose_row(const ui_preview *p, const ui_preview_image *imgs, int r
     }
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static int luminance(const uint8_t *c)
 {
     return (c[0] * 299 + c[1] * 587 + c[2] * 114) / 1000;
@@ -268,7 +260,6 @@ int ui_preview_set(ui_preview *p, uint64_t content, ui_rect area, const ui_previ
             memcpy(p->cap, caps, sizeof *p->cap * (size_t)groups);
         return 0;
     }
-    double t0 = now_ms();
     drop(p);
     p->content = content;
     p->area = area;
@@ -378,7 +369,6 @@ int ui_preview_set(ui_preview *p, uint64_t content, ui_rect area, const ui_previ
     if (p->mode == UI_PIX_256 || p->mode == UI_PIX_ASCII)
         p->n_ov = 0;
     p->unsent = p->n_ov > 0;
-    p->encode_ms = now_ms() - t0;
     return 1;
 fail:
     drop(p);

@@ -96,7 +96,6 @@ typedef struct ui_preview {
     } ov[UI_PREVIEW_MAX_ROWS];
     int n_ov;
     int unsent;             /* overlays built but not yet written */
-    double encode_ms;       /* time the last build took */
 } ui_preview;
 
 void ui_preview_init(ui_preview *p, ui_pix_mode mode, int cell_w, int cell_h, int colors,

@@ -7,15 +7,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <termios.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "base/util.h"
 
 /* Reads a number at *p (advancing it); -1 when there is no digit. */
 static int number(const char *buf, size_t n, size_t *p)
@@ -204,12 +198,12 @@ static int ask(int in, int out, const char *q, char *buf, size_t cap, size_t *le
     *len = 0;
     if (ui_term_write(out, msg, (size_t)k) != 0)
         return 0;
-    double end = now_s() + timeout;
+    double end = util_now() + timeout;
     for (;;) {
         int attrs[1], count;
         if (ui_term_parse_da1(buf, *len, attrs, 1, &count))
             return 1;
-        double left = end - now_s();
+        double left = end - util_now();
         if (left <= 0 || *len + 1 >= cap)
             return 0;
         struct pollfd pf = { in, POLLIN, 0 };
