@@ -518,9 +518,7 @@ int eng_create(const eng_config *cfg, eng **out, pt_err *e)
     g->st.snap.batch_per_replica = cfg->batch_per_replica;
     g->st.snap.grad_acc = cfg->grad_acc;
     /* What the run will use, so the UI can show it before start. */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int R = cfg->replicas > 0 ? cfg->replicas : (int)(cores > 0 ? cores : 1);
-    g->st.snap.replicas = R < ENG_MAX_REPLICAS ? R : ENG_MAX_REPLICAS;
+    g->st.snap.replicas = trn_replicas(cfg);
     g->st.snap.update_size = g->st.snap.replicas * cfg->batch_per_replica * cfg->grad_acc;
     g->st.snap.image_size = cfg->image_size;
     g->cmd = TRN_GO;
@@ -676,13 +674,9 @@ static int make_preview(eng *g, int n, uint64_t count, eng_preview *p, pt_err *e
     int rc = open_data(g, &d, e);
     if (rc != PT_OK)
         return rc;
-    int img = g->cfg.image_size > 0 ? g->cfg.image_size : d->image_w;
-    if (img <= 0) {
-        int w, h;
-        if ((rc = ds_probe_image_size(&d->split[DS_TRAIN], &w, &h, e)) != PT_OK)
-            return rc;
-        img = w;
-    }
+    int img;
+    if ((rc = trn_image_size(&g->cfg, d, &img, e)) != PT_OK)
+        return rc;
     pipe_config c;
     pipe_config_defaults(&c);
     c.split = &d->split[DS_TRAIN];

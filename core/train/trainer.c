@@ -561,6 +561,17 @@ static int open_eval_pipe(run *r, const ds_split *split, int labeled, pipeline *
 }
 
 /* Validation pass: fills the epoch's val metrics and publishes the results. */
+/* Frees the arrays of a validation result and leaves it empty (epoch 0). */
+static void val_free(trn_val *v)
+{
+    free(v->labels);
+    free(v->preds);
+    free(v->conf);
+    free(v->src);
+    free(v->confusion);
+    memset(v, 0, sizeof *v);
+}
+
 static int validate(run *r, eng_epoch *row, pt_err *e)
 {
     const ds_split *vs = &r->ds->split[DS_VAL];
@@ -634,11 +645,7 @@ static int validate(run *r, eng_epoch *row, pt_err *e)
     {
         trn_state *t = r->h->lock(r->h->ctx);
         trn_val *v = &t->val;
-        free(v->labels);
-        free(v->preds);
-        free(v->conf);
-        free(v->src);
-        free(v->confusion);
+        val_free(v);
         v->labels = labels;
         v->preds = preds;
         v->conf = conf;
@@ -746,6 +753,25 @@ out:
 
 /* ------------------------------------------------------------------------------ */
 /* preparation */
+
+int trn_replicas(const eng_config *cfg)
+{
+    int R = cfg->replicas > 0 ? cfg->replicas : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (R < 1)
+        R = 1;
+    return R < ENG_MAX_REPLICAS ? R : ENG_MAX_REPLICAS;
+}
+
+int trn_image_size(const eng_config *cfg, const ds_dataset *ds, int *img, pt_err *e)
+{
+    *img = cfg->image_size > 0 ? cfg->image_size : ds->image_w;
+    if (*img > 0)
+        return PT_OK;
+    int w, h, rc = ds_probe_image_size(&ds->split[DS_TRAIN], &w, &h, e);
+    if (rc == PT_OK)
+        *img = w;
+    return rc;
+}
 
 double trn_sgemm_peak(double seconds)
 {
@@ -907,18 +933,9 @@ static int prepare(run *r, pt_err *e)
     free(tl);
     free(vl);
 
-    r->img = cfg->image_size > 0 ? cfg->image_size : r->ds->image_w;
-    if (r->img <= 0) {
-        int w, h;
-        if ((rc = ds_probe_image_size(&r->ds->split[DS_TRAIN], &w, &h, e)) != PT_OK)
-            return rc;
-        r->img = w;
-    }
-    r->R = cfg->replicas > 0 ? cfg->replicas : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (r->R < 1)
-        r->R = 1;
-    if (r->R > ENG_MAX_REPLICAS)
-        r->R = ENG_MAX_REPLICAS;
+    if ((rc = trn_image_size(cfg, r->ds, &r->img, e)) != PT_OK)
+        return rc;
+    r->R = trn_replicas(cfg);
     r->B = cfg->batch_per_replica;
     r->A = cfg->grad_acc;
     r->P = r->B; /* prediction reuses the training contexts: no extra memory */
@@ -1285,13 +1302,8 @@ done:
 
 void trn_state_free(trn_state *s)
 {
-    free(s->val.labels);
-    free(s->val.preds);
-    free(s->val.conf);
-    free(s->val.src);
-    free(s->val.confusion);
+    val_free(&s->val);
     free(s->names);
-    memset(&s->val, 0, sizeof s->val);
     s->names = NULL;
     s->n_names = 0;
 }

@@ -63,6 +63,14 @@ typedef struct trn_hooks {
 /* Runs the whole run; returns ENG_DONE, ENG_STOPPED or ENG_FAILED (e says why). */
 eng_state trn_run(const eng_config *cfg, const trn_hooks *h, pt_err *e);
 
+/* The replicas a run with cfg uses: cfg->replicas, or one per online core when it
+ * is 0; 1 .. ENG_MAX_REPLICAS. */
+int trn_replicas(const eng_config *cfg);
+
+/* The model's input side: cfg->image_size, or the dataset's image size (from its
+ * folder name, else from the first training record). */
+int trn_image_size(const eng_config *cfg, const ds_dataset *ds, int *img, pt_err *e);
+
 /* Single-core sgemm GFLOP/s, measured for about `seconds`. */
 double trn_sgemm_peak(double seconds);
 
