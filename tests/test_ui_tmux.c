@@ -189,7 +189,10 @@ TEST(ui_tmux_workbench_panels_start_pause_help_quit)
     tmux_srv t;
     char cmd[4096];
     const char *run = t_tmpdir();
-    snprintf(cmd, sizeof cmd, "%s --no-sixel --image-size 32 --out %s/run", t_bin(), run);
+    /* --checkpoint-every 1000: no periodic checkpoint; the one checked below comes
+     * from the pause or the stop. */
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --image-size 32 --checkpoint-every 1000 --out %s/run",
+             t_bin(), run);
     T_REQUIRE(tmx_start(&t, 80, 24, NULL, cmd) == 0);
     WAIT(&t, "IDLE", 20);
     char *s = tmx_screen(&t, 0);
@@ -376,10 +379,13 @@ TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
     T_EQ_INT(tmx_exit_status(&t, 30), 0);
     tmx_stop(&t);
 
-    /* A dropped session mid-run: SIGHUP stops the run with a checkpoint, exit 130. */
+    /* A dropped session mid-run: SIGHUP stops the run with a checkpoint, exit 130.
+     * --checkpoint-every 1000 (the maximum) puts the first checkpoint due after the
+     * 50th and last epoch: the only one that can exist is the one the signal makes. */
     snprintf(cmd, sizeof cmd,
-             "%s --no-sixel --data %s --out %s/b --epochs 50 --batch-per-replica 4", t_bin(),
-             data, run);
+             "%s --no-sixel --data %s --out %s/b --epochs 50 --checkpoint-every 1000 "
+             "--batch-per-replica 4",
+             t_bin(), data, run);
     T_REQUIRE(tmx_start(&t, 80, 24, NULL, cmd) == 0);
     WAIT(&t, "IDLE", 20);
     tmx_keys(&t, "s");
