@@ -1,11 +1,171 @@
-/* PNG writer: checked by an independent decoder (Python's zlib) when python3 is
- * present, and by parsing the chunk structure here. */
+/* PNG writer: checked by a small independent reader here (chunks and their CRCs,
+ * IHDR, the zlib stream of stored blocks and its Adler-32, filter bytes, pixels)
+ * and, when python3 is present, also by Python's zlib. */
 #include "tests/t.h"
 
 #include <stdlib.h>
 
 #include "base/util.h"
 #include "io/png.h"
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* CRC-32 (ISO-HDLC), computed bit by bit: independent of the writer's table. */
+static uint32_t crc32_bits(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
+    }
+    return c ^ 0xffffffffu;
+}
+
+/* Reads the PNG at path as the writer makes it (8-bit RGB, no interlace, a zlib
+ * stream of stored blocks, filter 0 rows) into *rgb (caller frees). Returns NULL
+ * when it is all right, else what is wrong. */
+static const char *read_png(const char *path, int *w_out, int *h_out, uint8_t **rgb)
+{
+    static char why[200];
+    *rgb = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return "cannot open";
+    uint8_t *d = NULL, *idat = NULL, *raw = NULL;
+    size_t n = 0, cap = 0, nidat = 0;
+    for (;;) {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 65536;
+            d = realloc(d, cap);
+        }
+        size_t got = fread(d + n, 1, cap - n, f);
+        if (got == 0)
+            break;
+        n += got;
+    }
+    fclose(f);
+    const char *bad = NULL;
+    static const uint8_t sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+    int w = 0, h = 0, seen_ihdr = 0, seen_iend = 0;
+    if (n < 8 || memcmp(d, sig, 8) != 0) {
+        bad = "bad signature";
+        goto out;
+    }
+    /* Chunks: length, type, data, CRC over type and data; IHDR first, IEND last. */
+    for (size_t i = 8; i < n && !seen_iend;) {
+        if (n - i < 12 || be32(d + i) > n - i - 12) {
+            bad = "chunk runs past the end of the file";
+            goto out;
+        }
+        uint32_t len = be32(d + i);
+        const uint8_t *type = d + i + 4, *body = d + i + 8;
+        if (crc32_bits(type, 4 + (size_t)len) != be32(body + len)) {
+            snprintf(why, sizeof why, "CRC of chunk %.4s", (const char *)type);
+            bad = why;
+            goto out;
+        }
+        if (!seen_ihdr && memcmp(type, "IHDR", 4) != 0) {
+            bad = "first chunk is not IHDR";
+            goto out;
+        }
+        if (!memcmp(type, "IHDR", 4)) {
+            if (seen_ihdr || len != 13 || body[8] != 8 || body[9] != 2 || body[10] != 0 ||
+                body[11] != 0 || body[12] != 0) {
+                bad = "IHDR is not one 8-bit RGB, deflate, filter 0, no interlace header";
+                goto out;
+            }
+            seen_ihdr = 1;
+            w = (int)be32(body);
+            h = (int)be32(body + 4);
+        } else if (!memcmp(type, "IDAT", 4)) {
+            idat = realloc(idat, nidat + len + 1);
+            memcpy(idat + nidat, body, len);
+            nidat += len;
+        } else if (!memcmp(type, "IEND", 4)) {
+            seen_iend = 1;
+        }
+        i += 12 + (size_t)len;
+        if (seen_iend && i != n) {
+            bad = "bytes after IEND";
+            goto out;
+        }
+    }
+    if (!seen_iend || !idat || w <= 0 || h <= 0) {
+        bad = "no IEND, no IDAT or an empty image";
+        goto out;
+    }
+    /* zlib: CMF 8 (deflate, window <= 32K), no preset dictionary, check bits. */
+    if (nidat < 6 || (idat[0] & 15) != 8 || (idat[0] >> 4) > 7 || (idat[1] & 0x20) ||
+        (idat[0] * 256 + idat[1]) % 31 != 0) {
+        bad = "bad zlib header";
+        goto out;
+    }
+    size_t row = (size_t)w * 3 + 1, want = row * (size_t)h, nraw = 0, at = 2;
+    raw = malloc(want);
+    int last = 0;
+    while (!last) {
+        if (nidat - at < 5) {
+            bad = "zlib stream ends inside a block header";
+            goto out;
+        }
+        last = idat[at] & 1;
+        if (idat[at] >> 1 != 0) { /* BTYPE 00, and the rest of the byte padding */
+            bad = "not a stored block (or nonzero padding)";
+            goto out;
+        }
+        unsigned len = idat[at + 1] | (unsigned)idat[at + 2] << 8;
+        unsigned nlen = idat[at + 3] | (unsigned)idat[at + 4] << 8;
+        at += 5;
+        if ((len ^ 0xffffu) != nlen) {
+            bad = "stored block LEN != ~NLEN";
+            goto out;
+        }
+        if (nidat - at < len || want - nraw < len) {
+            bad = "stored block runs past the stream or the image";
+            goto out;
+        }
+        memcpy(raw + nraw, idat + at, len);
+        nraw += len;
+        at += len;
+    }
+    if (nraw != want || nidat - at != 4) {
+        bad = "wrong amount of image data or trailing bytes";
+        goto out;
+    }
+    uint32_t a = 1, b = 0;
+    for (size_t i = 0; i < nraw; i++) {
+        a = (a + raw[i]) % 65521;
+        b = (b + a) % 65521;
+    }
+    if (be32(idat + at) != (b << 16 | a)) {
+        bad = "Adler-32 mismatch";
+        goto out;
+    }
+    /* Rows: the writer uses filter 0 (none) on every row. */
+    *rgb = malloc((size_t)w * h * 3);
+    for (int y = 0; y < h; y++) {
+        if (raw[(size_t)y * row] != 0) {
+            snprintf(why, sizeof why, "row %d has filter %d, expected 0", y,
+                     raw[(size_t)y * row]);
+            bad = why;
+            free(*rgb);
+            *rgb = NULL;
+            goto out;
+        }
+        memcpy(*rgb + (size_t)y * w * 3, raw + (size_t)y * row + 1, (size_t)w * 3);
+    }
+    *w_out = w;
+    *h_out = h;
+out:
+    free(d);
+    free(idat);
+    free(raw);
+    return bad;
+}
 
 TEST(png_writes_a_valid_file_with_the_exact_pixels)
 {
@@ -18,13 +178,26 @@ TEST(png_writes_a_valid_file_with_the_exact_pixels)
     pt_err e;
     T_REQUIRE(png_write_rgb(path, rgb, w, h, &e) == PT_OK);
 
+    /* The reader here: every chunk, the stream and the exact pixels. */
+    int rw = 0, rh = 0;
+    uint8_t *back;
+    const char *why = read_png(path, &rw, &rh, &back);
+    T_CHECKF(why == NULL, "%s", why ? why : "");
+    if (!why) {
+        T_EQ_INT(rw, w);
+        T_EQ_INT(rh, h);
+        T_CHECK(rw == w && rh == h && memcmp(back, rgb, (size_t)w * h * 3) == 0);
+    }
+    free(back);
+
     char cmd[8192], *out = NULL;
     snprintf(cmd, sizeof cmd, "file -b '%s'", path);
     if (t_run(cmd, &out) == 0)
         T_CHECKF(strstr(out, "PNG image data, 301 x 157, 8-bit/color RGB") != NULL, "file: %s", out);
     free(out);
 
-    /* Independent decode: parse chunks with Python, inflate with zlib, compare. */
+    /* A second independent decode: parse chunks with Python, inflate with zlib,
+     * compare. */
     snprintf(cmd, sizeof cmd,
              "command -v python3 >/dev/null || { echo skip; exit 0; }; python3 -c '\n"
              "import sys, zlib, struct, binascii\n"
