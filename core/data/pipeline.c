@@ -312,6 +312,8 @@ static rec *stream_next(pipeline *p)
         p->pass_valid++;
         int copies = p->cfg.oversample ? smp_draw(p->cfg.oversample, r->label, &p->plan_rng) : 1;
         if (copies <= 0) {
+            /* Not rec_unref(): refs is still 0 here (make_rec callocs it) and is set
+             * only below, so this record has no references to drop. */
             free(r->jpeg);
             free(r);
             continue;
@@ -419,10 +421,7 @@ static void *worker_main(void *arg)
         int n = plan_batch(p, items, &seq);
         pthread_mutex_unlock(&p->plan_lock);
         if (n == 0) {
-            pthread_mutex_lock(&p->lock);
-            p->pool_free[p->n_free++] = b;
-            pthread_cond_broadcast(&p->free_cv);
-            pthread_mutex_unlock(&p->lock);
+            pipe_release(p, b);
             break;
         }
 
