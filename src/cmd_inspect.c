@@ -6,7 +6,6 @@
  * found in JPEG-valued features, the class counts, and every error with its file,
  * record and byte offset. Exit status 0 when all is well, 2 when damage was found,
  * 1 on a usage error. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,12 +318,19 @@ static void print_group(const group *g)
     }
 }
 
-static void print_labels(const ds_dataset *d, group *groups, int n_groups)
+/* The largest class seen over the groups, -1 none. */
+static long long groups_label_max(const group *groups, int n_groups)
 {
     long long max = -1;
     for (int i = 0; i < n_groups; i++)
         if (groups[i].label_max > max)
             max = groups[i].label_max;
+    return max;
+}
+
+static void print_labels(const ds_dataset *d, group *groups, int n_groups)
+{
+    long long max = groups_label_max(groups, n_groups);
     if (max < 0)
         return;
     int n_classes = d && d->n_classes > max ? d->n_classes : (int)max + 1;
@@ -349,19 +355,18 @@ static void print_labels(const ds_dataset *d, group *groups, int n_groups)
     }
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int cmd_inspect(int argc, char **argv)
 {
     const char *path = NULL;
     int show = -1;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--records") == 0 && i + 1 < argc)
-            show = atoi(argv[++i]);
-        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+        if (strcmp(argv[i], "--records") == 0 && i + 1 < argc) {
+            long long v;
+            if (cli_int(argv[i], argv[i + 1], 0, 1000000, &v))
+                return 1;
+            show = (int)v;
+            i++;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             printf("usage: petal-tui inspect [--records N] PATH\n"
                    "PATH: a TFRecord file, a folder of them, or a dataset folder.\n"
                    "--records N  show the features of the first N records of each file\n"
@@ -419,46 +424,43 @@ int cmd_inspect(int argc, char **argv)
             printf("  %s: %lld records%s\n", sp->name, g->records,
                    g->errors ? ", with errors" : "");
         }
-        long long max = -1;
-        for (int i = 0; i < n_groups; i++)
-            if (groups[i].label_max > max)
-                max = groups[i].label_max;
+        long long max = groups_label_max(groups, n_groups);
         if (max >= 0 && d->n_classes <= max)
             ds_set_classes(d, (int)max + 1, NULL);
     } else if (util_is_dir(path)) {
         /* A plain folder of shard files. */
         ic.show_records = show >= 0 ? show : 0;
-        char **names = NULL;
-        int n = 0, cap = 0;
-        DIR *dir = opendir(path);
-        struct dirent *de;
-        while (dir && (de = readdir(dir)) != NULL) {
-            if (!ds_is_shard_name(de->d_name) && !strstr(de->d_name, "tfevents"))
-                continue;
-            if (n == cap) {
-                cap = cap ? cap * 2 : 16;
-                names = realloc(names, (size_t)cap * sizeof *names);
-            }
-            names[n++] = strdup(de->d_name);
-        }
-        if (dir)
-            closedir(dir);
-        if (n == 0) {
-            fprintf(stderr, "petal-tui inspect: %s: no dataset and no TFRecord files here\n", path);
-            free(names);
+        char **names;
+        int n;
+        /* Entries of any type, dot names too, whose names look like TFRecord files;
+         * a folder that cannot be opened holds none. */
+        if (util_list_dir(path, UTIL_LIST_ALL, &names, &n, &e) == PT_ENOMEM) {
+            fprintf(stderr, "petal-tui inspect: %s\n", e.msg);
             jpg_codec_free(ic.codec);
             return 2;
         }
-        qsort(names, (size_t)n, sizeof *names, cmp_str);
+        int kept = 0;
+        for (int i = 0; i < n; i++) {
+            if (ds_is_shard_name(names[i]) || strstr(names[i], "tfevents"))
+                names[kept++] = names[i];
+            else
+                free(names[i]);
+        }
+        n = kept;
+        if (n == 0) {
+            fprintf(stderr, "petal-tui inspect: %s: no dataset and no TFRecord files here\n", path);
+            util_free_list(names, n);
+            jpg_codec_free(ic.codec);
+            return 2;
+        }
         groups[0].name = "records";
         printf("folder: %s (%d TFRecord files)\n", path, n);
         for (int i = 0; i < n; i++) {
             char full[4096];
             util_path(full, sizeof full, "%s/%s", path, names[i]);
             inspect_file(&ic, &groups[0], full, ds_count_from_name(names[i]));
-            free(names[i]);
         }
-        free(names);
+        util_free_list(names, n);
         print_group(&groups[0]);
         n_groups = 1;
     } else {

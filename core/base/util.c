@@ -1,9 +1,11 @@
 #include "base/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,6 +174,71 @@ int util_is_file(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int util_list_dir(const char *dir, int what, char ***names, int *n, pt_err *e)
+{
+    *names = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return err_set(e, PT_EIO, dir, PT_NO_RECORD, PT_NO_OFFSET, "cannot open folder");
+    int cap = 16, cnt = 0;
+    char **v = malloc((size_t)cap * sizeof *v);
+    int oom = !v;
+    struct dirent *de;
+    while (!oom && (de = readdir(d)) != NULL) {
+        const char *name = de->d_name;
+        if (what == UTIL_LIST_ALL) {
+            if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                continue;
+        } else {
+            if (name[0] == '.')
+                continue;
+            char full[4096];
+            if (util_path(full, sizeof full, "%s/%s", dir, name) != 0)
+                continue;
+            if (what == UTIL_LIST_DIRS ? !util_is_dir(full) : !util_is_file(full))
+                continue;
+        }
+        if (cnt == cap) {
+            char **nv = cap <= INT_MAX / 2 ? realloc(v, (size_t)cap * 2 * sizeof *nv) : NULL;
+            if (!nv) {
+                oom = 1;
+                break;
+            }
+            v = nv;
+            cap *= 2;
+        }
+        if (!(v[cnt] = strdup(name))) {
+            oom = 1;
+            break;
+        }
+        cnt++;
+    }
+    closedir(d);
+    if (oom) {
+        util_free_list(v, cnt);
+        return err_set(e, PT_ENOMEM, dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    }
+    qsort(v, (size_t)cnt, sizeof *v, cmp_str);
+    *names = v;
+    *n = cnt;
+    return PT_OK;
+}
+
+void util_free_list(char **names, int n)
+{
+    if (!names)
+        return;
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
 }
 
 int util_path(char *out, size_t n, const char *fmt, ...)

@@ -1,8 +1,10 @@
 /* util — small helpers every module uses: a monotonic clock, aligned allocation,
- * file helpers (read a whole file, write a file atomically, make directories).
+ * file helpers (read a whole file, write a file atomically, make directories,
+ * list a folder).
  *
  * Ownership: util_aligned_alloc() memory is released with util_aligned_free();
- * util_read_file() returns malloc'd memory the caller frees.
+ * util_read_file() returns malloc'd memory the caller frees; util_list_dir()
+ * returns a malloc'd list of malloc'd names the caller frees with util_free_list().
  */
 #ifndef PT_UTIL_H
 #define PT_UTIL_H
@@ -32,6 +34,22 @@ int util_mkdirs(const char *path, pt_err *e);
 
 /* rm -r: remove a folder and everything in it (does not follow links). 0 or -1. */
 int util_remove_tree(const char *path);
+
+/* What util_list_dir() lists. */
+enum {
+    UTIL_LIST_FILES = 0, /* regular files (links followed), names not starting with '.' */
+    UTIL_LIST_DIRS = 1,  /* folders (links followed), names not starting with '.' */
+    UTIL_LIST_ALL = 2,   /* every entry but "." and "..", of any type, dot names included */
+};
+
+/* The entry names of dir (not paths), sorted by strcmp, as *n strings in *names.
+ * With UTIL_LIST_FILES or UTIL_LIST_DIRS, entries whose "dir/name" path does not
+ * fit in 4096 bytes are left out. PT_EIO ("cannot open folder") when dir cannot
+ * be opened, PT_ENOMEM; on failure *names is NULL and *n is 0. On success the
+ * caller frees the list with util_free_list(*names, *n). */
+int util_list_dir(const char *dir, int what, char ***names, int *n, pt_err *e);
+/* Free n names and the list (NULL is fine). */
+void util_free_list(char **names, int n);
 
 /* 1 when path is a directory, 0 otherwise. */
 int util_is_dir(const char *path);

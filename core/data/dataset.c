@@ -1,7 +1,6 @@
 #include "data/dataset.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,55 +47,6 @@ long long ds_count_from_name(const char *path)
             return -1;
     }
     return v;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted list of entries of dir (files or folders as asked). */
-static int list_dir(const char *dir, int want_dirs, char ***out, int *n, pt_err *e)
-{
-    *out = NULL;
-    *n = 0;
-    DIR *d = opendir(dir);
-    if (!d)
-        return err_set(e, PT_EIO, dir, PT_NO_RECORD, PT_NO_OFFSET, "cannot open folder");
-    int cap = 16, cnt = 0;
-    char **names = malloc((size_t)cap * sizeof *names);
-    struct dirent *de;
-    while (names && (de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        char full[4096];
-        if (util_path(full, sizeof full, "%s/%s", dir, de->d_name) != 0)
-            continue;
-        if (want_dirs ? !util_is_dir(full) : !util_is_file(full))
-            continue;
-        if (cnt == cap) {
-            cap *= 2;
-            char **nn = realloc(names, (size_t)cap * sizeof *nn);
-            if (!nn)
-                break;
-            names = nn;
-        }
-        names[cnt++] = strdup(de->d_name);
-    }
-    closedir(d);
-    if (!names)
-        return err_set(e, PT_ENOMEM, dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    qsort(names, (size_t)cnt, sizeof *names, cmp_str);
-    *out = names;
-    *n = cnt;
-    return PT_OK;
-}
-
-static void free_list(char **names, int n)
-{
-    for (int i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
 }
 
 static const char *split_dir_name(const char *root, ds_split_id id, char *buf, size_t n)
@@ -155,12 +105,12 @@ static int load_split(ds_split *s, const char *dir, pt_err *e)
     s->dir = strdup(dir);
     char **files;
     int nf;
-    int rc = list_dir(dir, 0, &files, &nf, e);
+    int rc = util_list_dir(dir, UTIL_LIST_FILES, &files, &nf, e);
     if (rc != PT_OK)
         return rc;
     s->shards = calloc((size_t)(nf ? nf : 1), sizeof *s->shards);
     if (!s->dir || !s->shards) {
-        free_list(files, nf);
+        util_free_list(files, nf);
         return err_set(e, PT_ENOMEM, dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }
     for (int i = 0; i < nf; i++) {
@@ -178,7 +128,7 @@ static int load_split(ds_split *s, const char *dir, pt_err *e)
         } else {
             rc = count_scan(full, &sh->count, e);
             if (rc != PT_OK) {
-                free_list(files, nf);
+                util_free_list(files, nf);
                 free(sh->path);
                 return rc;
             }
@@ -186,7 +136,7 @@ static int load_split(ds_split *s, const char *dir, pt_err *e)
         s->count += sh->count;
         s->n_shards++;
     }
-    free_list(files, nf);
+    util_free_list(files, nf);
     return PT_OK;
 }
 
@@ -228,7 +178,11 @@ static int read_classes_txt(ds_dataset *d, char ***names, int *n)
     return 0;
 }
 
-int ds_set_classes(ds_dataset *d, int n_classes, pt_err *e)
+/* Set n_classes class names: from file_names (the have_file lines of classes.txt,
+ * nf of them, still owned by the caller) when there are enough, else the
+ * competition's names when the count matches, else "class K". */
+static int set_classes(ds_dataset *d, int n_classes, int have_file, char **file_names, int nf,
+                       pt_err *e)
 {
     if (n_classes <= 0)
         return err_set(e, PT_ENODATA, d->root, PT_NO_RECORD, PT_NO_OFFSET, "no classes");
@@ -240,9 +194,6 @@ int ds_set_classes(ds_dataset *d, int n_classes, pt_err *e)
         return err_set(e, PT_ENOMEM, d->root, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     d->n_classes = n_classes;
 
-    char **file_names;
-    int nf;
-    int have_file = read_classes_txt(d, &file_names, &nf);
     if (have_file && nf >= n_classes) {
         d->names_source = DS_NAMES_FILE;
         for (int i = 0; i < n_classes; i++)
@@ -259,12 +210,21 @@ int ds_set_classes(ds_dataset *d, int n_classes, pt_err *e)
             d->class_names[i] = strdup(buf);
         }
     }
-    if (have_file)
-        free_list(file_names, nf);
     for (int i = 0; i < n_classes; i++)
         if (!d->class_names[i])
             return err_set(e, PT_ENOMEM, d->root, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     return PT_OK;
+}
+
+int ds_set_classes(ds_dataset *d, int n_classes, pt_err *e)
+{
+    char **file_names;
+    int nf;
+    int have_file = read_classes_txt(d, &file_names, &nf);
+    int rc = set_classes(d, n_classes, have_file, file_names, nf, e);
+    if (have_file)
+        util_free_list(file_names, nf);
+    return rc;
 }
 
 const char *ds_class_name(const ds_dataset *d, int k)
@@ -297,7 +257,7 @@ int ds_open(const char *path, int want_size, ds_dataset **out, pt_err *e)
         /* Look for tfrecords-jpeg-WxH folders and choose one. */
         char **dirs;
         int nd;
-        rc = list_dir(path, 1, &dirs, &nd, e);
+        rc = util_list_dir(path, UTIL_LIST_DIRS, &dirs, &nd, e);
         if (rc != PT_OK) {
             ds_free(d);
             return rc;
@@ -331,7 +291,7 @@ int ds_open(const char *path, int want_size, ds_dataset **out, pt_err *e)
             }
         }
         if (best < 0) {
-            free_list(dirs, nd);
+            util_free_list(dirs, nd);
             ds_free(d);
             return err_set(e, PT_ENODATA, path, PT_NO_RECORD, PT_NO_OFFSET,
                            "no dataset here: expected train/ val/ test/ folders of .tfrec "
@@ -340,7 +300,7 @@ int ds_open(const char *path, int want_size, ds_dataset **out, pt_err *e)
         snprintf(root, sizeof root, "%s/%s", path, dirs[best]);
         d->image_w = bw;
         d->image_h = bh;
-        free_list(dirs, nd);
+        util_free_list(dirs, nd);
     }
     d->root = strdup(root);
     for (int s = 0; s < DS_NSPLITS && rc == PT_OK; s++) {
@@ -358,8 +318,8 @@ int ds_open(const char *path, int want_size, ds_dataset **out, pt_err *e)
         int nn;
         if (read_classes_txt(d, &names, &nn)) {
             if (nn > 0)
-                rc = ds_set_classes(d, nn, e);
-            free_list(names, nn);
+                rc = set_classes(d, nn, 1, names, nn, e);
+            util_free_list(names, nn);
         }
     }
     if (rc != PT_OK) {
@@ -387,6 +347,13 @@ void ds_free(ds_dataset *d)
     free(d);
 }
 
+/* Count one bad record and pass it to on_error; 1 when that asks to stop. */
+static int note_bad(long long *bad, ds_error_fn on_error, void *ctx, const pt_err *err)
+{
+    (*bad)++;
+    return on_error && on_error(ctx, err);
+}
+
 int ds_scan_labels(const ds_split *s, int32_t **labels, long long *n, long long *bad,
                    ds_error_fn on_error, void *ctx, pt_err *e)
 {
@@ -404,8 +371,7 @@ int ds_scan_labels(const ds_split *s, int32_t **labels, long long *n, long long 
     for (int i = 0; i < s->n_shards && !stop; i++) {
         tfr_reader *r;
         if (tfr_open(&r, s->shards[i].path, &re) != PT_OK) {
-            (*bad)++;
-            if (on_error && on_error(ctx, &re))
+            if (note_bad(bad, on_error, ctx, &re))
                 stop = 1;
             continue;
         }
@@ -414,8 +380,7 @@ int ds_scan_labels(const ds_split *s, int32_t **labels, long long *n, long long 
         int rc;
         while (!stop && (rc = tfr_next(r, &p, &len, &re)) != 0) {
             if (rc < 0) {
-                (*bad)++;
-                if (on_error && on_error(ctx, &re))
+                if (note_bad(bad, on_error, ctx, &re))
                     stop = 1;
                 continue;
             }
@@ -423,8 +388,7 @@ int ds_scan_labels(const ds_split *s, int32_t **labels, long long *n, long long 
             ex_example *ex;
             int64_t cls = 0;
             if (ex_parse(p, len, &ex, s->shards[i].path, rec, off, &re) != PT_OK) {
-                (*bad)++;
-                if (on_error && on_error(ctx, &re))
+                if (note_bad(bad, on_error, ctx, &re))
                     stop = 1;
                 continue;
             }
@@ -437,8 +401,7 @@ int ds_scan_labels(const ds_split *s, int32_t **labels, long long *n, long long 
                 else
                     err_set(&re, PT_EFEATURE, s->shards[i].path, rec, off, "%s", fe.msg);
                 ex_free(ex);
-                (*bad)++;
-                if (on_error && on_error(ctx, &re))
+                if (note_bad(bad, on_error, ctx, &re))
                     stop = 1;
                 continue;
             }

@@ -1,7 +1,6 @@
 #include "data/shards.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -324,50 +323,6 @@ static int is_jpeg_name(const char *name)
     return strcmp(ext, "jpg") == 0 || strcmp(ext, "jpeg") == 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static char **list_names(const char *dir, int dirs, int *n)
-{
-    *n = 0;
-    DIR *d = opendir(dir);
-    if (!d)
-        return NULL;
-    int cap = 64;
-    char **out = malloc((size_t)cap * sizeof *out);
-    struct dirent *de;
-    while (out && (de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        char full[4096];
-        if (util_path(full, sizeof full, "%s/%s", dir, de->d_name) != 0)
-            continue;
-        if (dirs ? !util_is_dir(full) : !util_is_file(full))
-            continue;
-        if (*n == cap) {
-            cap *= 2;
-            char **no = realloc(out, (size_t)cap * sizeof *no);
-            if (!no)
-                break;
-            out = no;
-        }
-        out[(*n)++] = strdup(de->d_name);
-    }
-    closedir(d);
-    if (out)
-        qsort(out, (size_t)*n, sizeof *out, cmp_str);
-    return out;
-}
-
-static void free_names(char **v, int n)
-{
-    for (int i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
 static int draw_from_file(void *ctx, const shd_item *it, jpg_codec *codec, uint8_t *rgb,
                           int size, pt_err *e)
 {
@@ -402,9 +357,10 @@ int shd_from_folders(const shd_folder_config *cfg, shd_result *res, pt_err *e)
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                        "--val and --test must be >= 0 and leave some training data");
     int nc;
-    char **classes = list_names(cfg->src_dir, 1, &nc);
-    if (!classes)
-        return err_set(e, PT_EIO, cfg->src_dir, PT_NO_RECORD, PT_NO_OFFSET, "cannot open folder");
+    char **classes;
+    int lrc = util_list_dir(cfg->src_dir, UTIL_LIST_DIRS, &classes, &nc, e);
+    if (lrc != PT_OK)
+        return lrc;
 
     /* Gather items class by class; folders without JPEGs are not classes. */
     long long cap = 1024, n = 0;
@@ -420,8 +376,13 @@ int shd_from_folders(const shd_folder_config *cfg, shd_result *res, pt_err *e)
         if (util_path(dir, sizeof dir, "%s/%s", cfg->src_dir, classes[c]) != 0)
             continue;
         int nf;
-        char **files = list_names(dir, 0, &nf);
-        if (!files)
+        char **files;
+        int frc = util_list_dir(dir, UTIL_LIST_FILES, &files, &nf, NULL);
+        if (frc == PT_ENOMEM) {
+            rc = PT_ENOMEM;
+            break;
+        }
+        if (frc != PT_OK)
             continue;
         long long first = n;
         for (int f = 0; f < nf && rc == PT_OK; f++) {
@@ -451,7 +412,7 @@ int shd_from_folders(const shd_folder_config *cfg, shd_result *res, pt_err *e)
             items[n].label = k_used;
             n++;
         }
-        free_names(files, nf);
+        util_free_list(files, nf);
         if (n > first) {
             /* Stratified split of this class. */
             rng r;
@@ -513,6 +474,6 @@ int shd_from_folders(const shd_folder_config *cfg, shd_result *res, pt_err *e)
     free(paths);
     free(items);
     free(names);
-    free_names(classes, nc);
+    util_free_list(classes, nc);
     return rc;
 }
