@@ -101,8 +101,8 @@ static void idle_on_input(double peak)
             return;
         }
     }
-    eng_config c;
-    eng_config_defaults(&c);
+    run_config c;
+    cfg_defaults(&c);
     util_copy(c.data, sizeof c.data, root);
     util_path(c.out, sizeof c.out, "%s/run-%ld", bench_dir(), (long)getpid());
     c.epochs = 1;
@@ -114,13 +114,13 @@ static void idle_on_input(double peak)
         return;
     }
     eng_start(g);
-    static eng_snapshot s;
+    static run_snapshot s;
     double busy[2] = { 0 }, idle[2] = { 0 }, mxu[2] = { 0 }, ips = 0;
     int samples = 0;
     /* Sample the live telemetry over the middle of the epoch. */
     while (!eng_wait(g, 0.5)) {
         eng_snapshot_get(g, &s);
-        if (s.state == ENG_RUNNING && s.step > 10 && s.step < s.steps_per_epoch - 5) {
+        if (s.state == RUN_RUNNING && s.step > 10 && s.step < s.steps_per_epoch - 5) {
             for (int q = 0; q < 2; q++) {
                 busy[q] += s.replica[q].busy_pct;
                 idle[q] += s.replica[q].idle_pct;

@@ -22,18 +22,12 @@
 #include "io/example.h"
 #include "io/tfrecord.h"
 #include "train/metrics.h"
-#include "train/schedule.h"
 #include "train/trainer.h"
-
-/* The engine's schedule names are the trainer's: the values are passed across. */
-_Static_assert(ENG_SCHED_EXP == (int)SCHED_EXP && ENG_SCHED_LINEAR == (int)SCHED_LINEAR &&
-                   ENG_SCHED_COSINE == (int)SCHED_COSINE,
-               "eng_schedule and sched_kind must agree");
 
 #define LOG_LINES 512
 
 struct eng {
-    eng_config cfg;
+    run_config cfg;
 
     pthread_mutex_t lock;           /* st, log, command, data, preview */
     pthread_cond_t cmd_cv;          /* command changes */
@@ -58,296 +52,9 @@ struct eng {
     int preview_started, preview_exit;
     int preview_want;               /* images asked for; 0 none pending */
     uint64_t preview_gen, preview_count;
-    eng_preview preview;
+    run_preview preview;
     pthread_cond_t preview_cv;
 };
-
-/* ------------------------------------------------------------------------------ */
-/* configuration */
-
-void eng_config_defaults(eng_config *c)
-{
-    memset(c, 0, sizeof *c);
-    snprintf(c->model, sizeof c->model, "small");
-    c->width = 1.0;
-    c->image_size = 0;
-    c->epochs = 10;
-    c->replicas = 0;
-    c->batch_per_replica = 16;
-    c->grad_acc = 1;
-    c->oversample = 0;
-    c->optimizer = ENG_OPT_ADAM;
-    c->lr_start = 1e-4;
-    c->lr_max = 2e-3;
-    c->lr_end = 1e-4;
-    c->warmup = 0.1;
-    c->lr_scaling = 1.0;
-    c->schedule = ENG_SCHED_EXP;
-    c->momentum = 0.9;
-    c->weight_decay = 0.0;
-    c->dropout = 0.2;
-    c->freeze_backbone = 0;
-    util_copy(c->augment, sizeof c->augment, aug_default_spec());
-    c->seed = 42;
-    c->deterministic = 1;
-    c->shuffle_buffer = 2048;
-    c->workers = 0;
-    c->prefetch = 4;
-    c->stop_on_data_error = 0;
-    c->checkpoint_every = 1;
-}
-
-static const char *const KEYS[] = {
-    "data", "out", "resume", "model", "width", "image-size", "epochs", "replicas",
-    "batch-per-replica", "grad-acc", "oversample", "optimizer", "lr-start", "lr-max", "lr-end",
-    "warmup", "schedule", "lr-scaling", "momentum", "weight-decay", "dropout",
-    "freeze-backbone", "augment", "seed", "deterministic", "shuffle-buffer", "workers",
-    "prefetch", "stop-on-data-error", "checkpoint-every",
-};
-
-size_t eng_config_keys(const char **keys, size_t max)
-{
-    size_t n = sizeof KEYS / sizeof KEYS[0];
-    for (size_t i = 0; i < n && i < max; i++)
-        keys[i] = KEYS[i];
-    return n;
-}
-
-static int parse_int(const char *key, const char *v, long long lo, long long hi, long long *out,
-                     pt_err *e)
-{
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (end == v || *end || x < lo || x > hi)
-        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                       "%s wants a whole number from %lld to %lld, not '%s'", key, lo, hi, v);
-    *out = x;
-    return PT_OK;
-}
-
-static int parse_num(const char *key, const char *v, double lo, double hi, double *out, pt_err *e)
-{
-    char *end;
-    double x = strtod(v, &end);
-    if (end == v || *end || !(x >= lo && x <= hi))
-        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                       "%s wants a number from %g to %g, not '%s'", key, lo, hi, v);
-    *out = x;
-    return PT_OK;
-}
-
-static int parse_bool(const char *key, const char *v, int *out, pt_err *e)
-{
-    if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on")) {
-        *out = 1;
-        return PT_OK;
-    }
-    if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off")) {
-        *out = 0;
-        return PT_OK;
-    }
-    return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                   "%s wants yes or no, not '%s'", key, v);
-}
-
-static int set_path(char *dst, size_t n, const char *key, const char *v, pt_err *e)
-{
-    if (strlen(v) >= n)
-        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s: path too long", key);
-    snprintf(dst, n, "%s", v);
-    return PT_OK;
-}
-
-int eng_config_set(eng_config *c, const char *key, const char *v, pt_err *e)
-{
-    long long i;
-    double d;
-    int rc = PT_OK;
-    if (!strcmp(key, "data"))
-        return set_path(c->data, sizeof c->data, key, v, e);
-    if (!strcmp(key, "out"))
-        return set_path(c->out, sizeof c->out, key, v, e);
-    if (!strcmp(key, "resume"))
-        return set_path(c->resume, sizeof c->resume, key, v, e);
-    if (!strcmp(key, "model")) {
-        if (strcmp(v, "small") && strcmp(v, "mobilenetv2"))
-            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                           "model wants small or mobilenetv2, not '%s'", v);
-        util_copy(c->model, sizeof c->model, v);
-        return PT_OK;
-    }
-    if (!strcmp(key, "width")) {
-        if ((rc = parse_num(key, v, 0.1, 4.0, &d, e)) == PT_OK)
-            c->width = d;
-        return rc;
-    }
-    if (!strcmp(key, "image-size")) {
-        if ((rc = parse_int(key, v, 0, 1024, &i, e)) == PT_OK) {
-            if (i != 0 && i < 32)
-                return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                               "image-size must be 0 (the dataset's) or at least 32, not %lld", i);
-            c->image_size = (int)i;
-        }
-        return rc;
-    }
-    if (!strcmp(key, "epochs")) {
-        if ((rc = parse_int(key, v, 1, ENG_MAX_EPOCHS, &i, e)) == PT_OK)
-            c->epochs = (int)i;
-        return rc;
-    }
-    if (!strcmp(key, "replicas")) {
-        if ((rc = parse_int(key, v, 0, ENG_MAX_REPLICAS, &i, e)) == PT_OK)
-            c->replicas = (int)i;
-        return rc;
-    }
-    if (!strcmp(key, "batch-per-replica")) {
-        if ((rc = parse_int(key, v, 1, 4096, &i, e)) == PT_OK)
-            c->batch_per_replica = (int)i;
-        return rc;
-    }
-    if (!strcmp(key, "grad-acc")) {
-        if ((rc = parse_int(key, v, 1, 1024, &i, e)) == PT_OK)
-            c->grad_acc = (int)i;
-        return rc;
-    }
-    if (!strcmp(key, "oversample")) {
-        if (!strcmp(v, "off") || !strcmp(v, "no")) {
-            c->oversample = 0;
-            return PT_OK;
-        }
-        if (!strcmp(v, "max") || !strcmp(v, "largest")) {
-            c->oversample = -1;
-            return PT_OK;
-        }
-        if ((rc = parse_int(key, v, 0, 1LL << 40, &i, e)) == PT_OK)
-            c->oversample = i;
-        else
-            err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                    "oversample wants a target count, max (the largest class) or off, not '%s'", v);
-        return rc;
-    }
-    if (!strcmp(key, "optimizer")) {
-        if (!strcmp(v, "adam"))
-            c->optimizer = ENG_OPT_ADAM;
-        else if (!strcmp(v, "sgd"))
-            c->optimizer = ENG_OPT_SGD;
-        else
-            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                           "optimizer wants adam or sgd, not '%s'", v);
-        return PT_OK;
-    }
-    struct {
-        const char *k;
-        double *dst, lo, hi;
-    } nums[] = {
-        { "lr-start", &c->lr_start, 0, 1e9 },  { "lr-max", &c->lr_max, 0, 1e9 },
-        { "lr-end", &c->lr_end, 0, 1e9 },      { "warmup", &c->warmup, 0, 1 },
-        { "lr-scaling", &c->lr_scaling, 0, 1e4 }, { "momentum", &c->momentum, 0, 0.9999 },
-        { "weight-decay", &c->weight_decay, 0, 1 }, { "dropout", &c->dropout, 0, 0.95 },
-    };
-    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
-        if (!strcmp(key, nums[k].k)) {
-            if ((rc = parse_num(key, v, nums[k].lo, nums[k].hi, &d, e)) == PT_OK)
-                *nums[k].dst = d;
-            return rc;
-        }
-    if (!strcmp(key, "schedule")) {
-        int k = sched_kind_parse(v);
-        if (k < 0)
-            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                           "schedule wants exp, linear or cosine, not '%s'", v);
-        c->schedule = (eng_schedule)k;
-        return PT_OK;
-    }
-    if (!strcmp(key, "freeze-backbone"))
-        return parse_bool(key, v, &c->freeze_backbone, e);
-    if (!strcmp(key, "deterministic"))
-        return parse_bool(key, v, &c->deterministic, e);
-    if (!strcmp(key, "stop-on-data-error"))
-        return parse_bool(key, v, &c->stop_on_data_error, e);
-    if (!strcmp(key, "augment")) {
-        if (strcmp(v, "none") != 0) {
-            aug_chain *ch;
-            if ((rc = aug_parse(v, &ch, e)) != PT_OK)
-                return rc;
-            aug_free(ch);
-        }
-        if (strlen(v) >= sizeof c->augment)
-            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "augment: too long");
-        util_copy(c->augment, sizeof c->augment, v);
-        return PT_OK;
-    }
-    if (!strcmp(key, "seed")) {
-        if ((rc = parse_int(key, v, 0, (1LL << 62), &i, e)) == PT_OK)
-            c->seed = (uint64_t)i;
-        return rc;
-    }
-    if (!strcmp(key, "shuffle-buffer")) {
-        if ((rc = parse_int(key, v, 0, 1 << 22, &i, e)) == PT_OK)
-            c->shuffle_buffer = (int)i;
-        return rc;
-    }
-    if (!strcmp(key, "workers")) {
-        if ((rc = parse_int(key, v, 0, 64, &i, e)) == PT_OK)
-            c->workers = (int)i;
-        return rc;
-    }
-    if (!strcmp(key, "prefetch")) {
-        if ((rc = parse_int(key, v, 1, 256, &i, e)) == PT_OK)
-            c->prefetch = (int)i;
-        return rc;
-    }
-    if (!strcmp(key, "checkpoint-every")) {
-        if ((rc = parse_int(key, v, 1, ENG_MAX_EPOCHS, &i, e)) == PT_OK)
-            c->checkpoint_every = (int)i;
-        return rc;
-    }
-    return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "unknown option '%s'", key);
-}
-
-int eng_config_format(const eng_config *c, char *buf, size_t n)
-{
-    const char *opt = c->optimizer == ENG_OPT_SGD ? "sgd" : "adam";
-    const char *sch = sched_kind_name((sched_kind)c->schedule);
-    char os[32];
-    if (c->oversample < 0)
-        snprintf(os, sizeof os, "max");
-    else if (c->oversample == 0)
-        snprintf(os, sizeof os, "off");
-    else
-        snprintf(os, sizeof os, "%lld", c->oversample);
-    int k = snprintf(buf, n,
-                     "# petal-tui configuration (keys as the long options; see petal-tui(1))\n"
-                     "data = %s\nmodel = %s\nwidth = %g\nimage-size = %d\nepochs = %d\n"
-                     "replicas = %d\nbatch-per-replica = %d\ngrad-acc = %d\noversample = %s\n"
-                     "optimizer = %s\nlr-start = %g\nlr-max = %g\nlr-end = %g\nwarmup = %g\n"
-                     "schedule = %s\nlr-scaling = %g\nmomentum = %g\nweight-decay = %g\n"
-                     "dropout = %g\nfreeze-backbone = %s\naugment = %s\nseed = %llu\n"
-                     "deterministic = %s\nshuffle-buffer = %d\nworkers = %d\nprefetch = %d\n"
-                     "stop-on-data-error = %s\ncheckpoint-every = %d\n",
-                     c->data, c->model, c->width, c->image_size, c->epochs, c->replicas,
-                     c->batch_per_replica, c->grad_acc, os, opt, c->lr_start, c->lr_max,
-                     c->lr_end, c->warmup, sch, c->lr_scaling, c->momentum, c->weight_decay,
-                     c->dropout, c->freeze_backbone ? "yes" : "no", c->augment,
-                     (unsigned long long)c->seed, c->deterministic ? "yes" : "no",
-                     c->shuffle_buffer, c->workers, c->prefetch,
-                     c->stop_on_data_error ? "yes" : "no", c->checkpoint_every);
-    return k < 0 || (size_t)k >= n ? -1 : 0;
-}
-
-const char *eng_state_name(eng_state s)
-{
-    switch (s) {
-    case ENG_IDLE: return "idle";
-    case ENG_PREPARING: return "preparing";
-    case ENG_RUNNING: return "running";
-    case ENG_PAUSED: return "paused";
-    case ENG_DONE: return "done";
-    case ENG_FAILED: return "failed";
-    case ENG_STOPPED: return "stopped";
-    }
-    return "?";
-}
 
 /* ------------------------------------------------------------------------------ */
 /* shared pieces */
@@ -455,10 +162,10 @@ static void *run_main(void *arg)
                     .data = hook_data };
     pt_err e;
     err_clear(&e);
-    eng_state final = trn_run(&g->cfg, &h, &e);
+    run_state final = trn_run(&g->cfg, &h, &e);
     pthread_mutex_lock(&g->lock);
     g->st.snap.state = final;
-    if (final == ENG_FAILED && e.msg[0] && strncmp(g->st.snap.message, "failed", 6) != 0)
+    if (final == RUN_FAILED && e.msg[0] && strncmp(g->st.snap.message, "failed", 6) != 0)
         util_fmt(g->st.snap.message, sizeof g->st.snap.message, "failed: %s", e.msg);
     g->ended = 1;
     pthread_cond_broadcast(&g->end_cv);
@@ -469,7 +176,7 @@ static void *run_main(void *arg)
 /* ------------------------------------------------------------------------------ */
 /* life cycle */
 
-int eng_create(const eng_config *cfg, eng **out, pt_err *e)
+int eng_create(const run_config *cfg, eng **out, pt_err *e)
 {
     *out = NULL;
     if (cfg->epochs < 1 || cfg->batch_per_replica < 1 || cfg->grad_acc < 1)
@@ -509,7 +216,7 @@ int eng_create(const eng_config *cfg, eng **out, pt_err *e)
     pthread_cond_init(&g->cmd_cv, NULL);
     pthread_cond_init(&g->end_cv, NULL);
     pthread_cond_init(&g->preview_cv, NULL);
-    g->st.snap.state = ENG_IDLE;
+    g->st.snap.state = RUN_IDLE;
     snprintf(g->st.snap.message, sizeof g->st.snap.message, "ready: press s to start");
     util_copy(g->st.snap.model, sizeof g->st.snap.model, cfg->model);
     util_copy(g->st.snap.dataset, sizeof g->st.snap.dataset,
@@ -534,14 +241,14 @@ int eng_start(eng *g)
         return PT_OK;
     }
     g->started = 1;
-    g->st.snap.state = ENG_PREPARING;
+    g->st.snap.state = RUN_PREPARING;
     snprintf(g->st.snap.message, sizeof g->st.snap.message, "preparing");
     pthread_mutex_unlock(&g->lock);
     if (pthread_create(&g->run_thread, NULL, run_main, g) != 0) {
         pthread_mutex_lock(&g->lock);
         g->started = 0;
         g->ended = 1;
-        g->st.snap.state = ENG_FAILED;
+        g->st.snap.state = RUN_FAILED;
         snprintf(g->st.snap.message, sizeof g->st.snap.message, "failed: cannot start a thread");
         pthread_mutex_unlock(&g->lock);
         return PT_ENOMEM;
@@ -613,7 +320,7 @@ void eng_destroy(eng *g)
     pthread_mutex_unlock(&g->lock);
     if (g->preview_started)
         pthread_join(g->preview_thread, NULL);
-    eng_preview_free(&g->preview);
+    run_preview_free(&g->preview);
     trn_state_free(&g->st);
     ds_free(g->ds);
     free(g->log);
@@ -628,7 +335,7 @@ void eng_destroy(eng *g)
 /* ------------------------------------------------------------------------------ */
 /* reading */
 
-void eng_snapshot_get(eng *g, eng_snapshot *out)
+void eng_snapshot_get(eng *g, run_snapshot *out)
 {
     pthread_mutex_lock(&g->lock);
     *out = g->st.snap;
@@ -668,7 +375,7 @@ int eng_log_pop(eng *g, char *buf, size_t n)
 /* ------------------------------------------------------------------------------ */
 /* previews */
 
-static int make_preview(eng *g, int n, uint64_t count, eng_preview *p, pt_err *e)
+static int make_preview(eng *g, int n, uint64_t count, run_preview *p, pt_err *e)
 {
     const ds_dataset *d;
     int rc = open_data(g, &d, e);
@@ -681,7 +388,7 @@ static int make_preview(eng *g, int n, uint64_t count, eng_preview *p, pt_err *e
     pipe_config_defaults(&c);
     c.split = &d->split[DS_TRAIN];
     c.labeled = 1;
-    c.n_classes = ENG_MAX_CLASSES; /* names come later; any label is fine here */
+    c.n_classes = RUN_MAX_CLASSES; /* names come later; any label is fine here */
     c.image_w = c.image_h = img;
     c.batch_size = n;
     c.shuffle_buffer = 256;
@@ -744,7 +451,7 @@ static void *preview_main(void *arg)
         g->preview_want = 0;
         uint64_t count = ++g->preview_count;
         pthread_mutex_unlock(&g->lock);
-        eng_preview p;
+        run_preview p;
         memset(&p, 0, sizeof p);
         pt_err e;
         int rc = make_preview(g, n, count, &p, &e);
@@ -755,11 +462,11 @@ static void *preview_main(void *arg)
         }
         pthread_mutex_lock(&g->lock);
         if (rc == PT_OK) {
-            eng_preview_free(&g->preview);
+            run_preview_free(&g->preview);
             g->preview = p;
             g->preview.generation = ++g->preview_gen;
         } else {
-            eng_preview_free(&p);
+            run_preview_free(&p);
         }
     }
     pthread_mutex_unlock(&g->lock);
@@ -785,7 +492,7 @@ void eng_preview_request(eng *g, int n)
     }
 }
 
-int eng_preview_get(eng *g, uint64_t *seen, eng_preview *out)
+int eng_preview_get(eng *g, uint64_t *seen, run_preview *out)
 {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&g->lock);
@@ -803,27 +510,17 @@ int eng_preview_get(eng *g, uint64_t *seen, eng_preview *out)
             *seen = g->preview.generation;
             got = 1;
         } else {
-            eng_preview_free(out);
+            run_preview_free(out);
         }
     }
     pthread_mutex_unlock(&g->lock);
     return got;
 }
 
-void eng_preview_free(eng_preview *p)
-{
-    free(p->original);
-    free(p->augmented);
-    free(p->label);
-    p->original = p->augmented = NULL;
-    p->label = NULL;
-    p->n = 0;
-}
-
 /* ------------------------------------------------------------------------------ */
 /* validation results */
 
-int eng_val_report_get(eng *g, eng_val_report *out)
+int eng_val_report_get(eng *g, run_val_report *out)
 {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&g->lock);
@@ -845,22 +542,12 @@ int eng_val_report_get(eng *g, eng_val_report *out)
                                out->support);
         } else {
             pthread_mutex_unlock(&g->lock);
-            eng_val_report_free(out);
+            run_val_report_free(out);
             return PT_ENOMEM;
         }
     }
     pthread_mutex_unlock(&g->lock);
     return PT_OK;
-}
-
-void eng_val_report_free(eng_val_report *r)
-{
-    free(r->precision);
-    free(r->recall);
-    free(r->f1);
-    free(r->support);
-    free(r->confusion);
-    memset(r, 0, sizeof *r);
 }
 
 long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, float *conf)
@@ -883,7 +570,7 @@ long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, f
     return got;
 }
 
-int eng_val_item_get(eng *g, long long index, eng_val_item *out, pt_err *e)
+int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e)
 {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&g->lock);
@@ -940,12 +627,6 @@ int eng_val_item_get(eng *g, long long index, eng_val_item *out, pt_err *e)
     ex_free(ex);
     tfr_close(r);
     if (rc != PT_OK)
-        eng_val_item_free(out);
+        run_val_item_free(out);
     return rc;
-}
-
-void eng_val_item_free(eng_val_item *it)
-{
-    free(it->rgb);
-    it->rgb = NULL;
 }

@@ -26,14 +26,14 @@ static int is_flag(const char *key)
 static int is_key(const char *key)
 {
     const char *keys[64];
-    size_t n = eng_config_keys(keys, 64);
+    size_t n = cfg_keys(keys, 64);
     for (size_t i = 0; i < n; i++)
         if (!strcmp(keys[i], key))
             return 1;
     return 0;
 }
 
-int args_load_config_file(const char *path, eng_config *cfg, pt_err *e)
+int args_load_config_file(const char *path, run_config *cfg, pt_err *e)
 {
     uint8_t *data;
     size_t len;
@@ -71,7 +71,7 @@ int args_load_config_file(const char *path, eng_config *cfg, pt_err *e)
             for (char *v = val + strlen(val) - 1; v >= val && isspace((unsigned char)*v); v--)
                 *v = '\0';
             pt_err ke;
-            if (eng_config_set(cfg, key, val, &ke) != PT_OK)
+            if (cfg_set(cfg, key, val, &ke) != PT_OK)
                 rc = err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET, "line %lld: %s",
                              line_no, ke.msg);
         }
@@ -103,7 +103,7 @@ static const char *find_opt(int argc, char **argv, const char *key)
 int args_parse(int argc, char **argv, args *a)
 {
     memset(a, 0, sizeof *a);
-    eng_config_defaults(&a->cfg);
+    cfg_defaults(&a->cfg);
     pt_err e;
 
     /* The config file first. */
@@ -179,7 +179,7 @@ int args_parse(int argc, char **argv, args *a)
             continue;
         }
         if (!val && !strncmp(key, "no-", 3) && is_flag(key + 3)) {
-            eng_config_set(&a->cfg, key + 3, "no", NULL);
+            cfg_set(&a->cfg, key + 3, "no", NULL);
             continue;
         }
         if (!is_key(key)) {
@@ -189,7 +189,7 @@ int args_parse(int argc, char **argv, args *a)
         if (!val && is_flag(key)) {
             /* A bare flag means yes, unless a yes/no value follows. */
             if (i + 1 < argc && argv[i + 1][0] != '-' &&
-                eng_config_set(&a->cfg, key, argv[i + 1], NULL) == PT_OK) {
+                cfg_set(&a->cfg, key, argv[i + 1], NULL) == PT_OK) {
                 i++;
                 continue;
             }
@@ -202,7 +202,7 @@ int args_parse(int argc, char **argv, args *a)
             }
             val = argv[++i];
         }
-        if (eng_config_set(&a->cfg, key, val, &e) != PT_OK) {
+        if (cfg_set(&a->cfg, key, val, &e) != PT_OK) {
             fprintf(stderr, "petal-tui: %s\n", e.msg);
             return 1;
         }

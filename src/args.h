@@ -1,5 +1,5 @@
 /* args — parsing the training options (command line and config files) into an
- * eng_config. Values are checked by eng_config_set(); a bad one prints a message
+ * run_config. Values are checked by cfg_set(); a bad one prints a message
  * naming the option and makes args_parse() return 1 (the usage exit status). */
 #ifndef PT_ARGS_H
 #define PT_ARGS_H
@@ -7,7 +7,7 @@
 #include "engine.h"
 
 typedef struct args {
-    eng_config cfg;
+    run_config cfg;
     int headless;
     int no_sixel;
     int no_color;
@@ -18,6 +18,6 @@ typedef struct args {
 int args_parse(int argc, char **argv, args *a);
 
 /* Apply a "key = value" file onto cfg. */
-int args_load_config_file(const char *path, eng_config *cfg, pt_err *e);
+int args_load_config_file(const char *path, run_config *cfg, pt_err *e);
 
 #endif

@@ -21,8 +21,8 @@ static void usage(FILE *f)
 
 int cmd_preview(int argc, char **argv)
 {
-    eng_config cfg;
-    eng_config_defaults(&cfg);
+    run_config cfg;
+    cfg_defaults(&cfg);
     const char *out = NULL;
     long long count = 8, cols = 0;
     for (int i = 1; i < argc; i++) {
@@ -48,7 +48,7 @@ int cmd_preview(int argc, char **argv)
         } else if (!strcmp(a, "--data") || !strcmp(a, "--augment") || !strcmp(a, "--seed") ||
                    !strcmp(a, "--image-size")) {
             pt_err e;
-            if (eng_config_set(&cfg, a + 2, v, &e) != PT_OK) {
+            if (cfg_set(&cfg, a + 2, v, &e) != PT_OK) {
                 fprintf(stderr, "petal-tui preview: %s\n", e.msg);
                 return 1;
             }
@@ -68,7 +68,7 @@ int cmd_preview(int argc, char **argv)
         return e.code == PT_EUSAGE ? 1 : 2;
     }
     eng_preview_request(g, (int)count);
-    eng_preview p;
+    run_preview p;
     uint64_t seen = 0;
     int got = 0;
     char line[1200];
@@ -120,7 +120,7 @@ int cmd_preview(int argc, char **argv)
     free(aug);
     free(caps);
     free(names);
-    eng_preview_free(&p);
+    run_preview_free(&p);
     eng_destroy(g);
     return rc;
 }

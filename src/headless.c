@@ -46,7 +46,7 @@ static void drain_log(eng *g, int tty, int *progress_shown)
     fflush(stdout);
 }
 
-int headless_run(const eng_config *cfg)
+int headless_run(const run_config *cfg)
 {
     install();
     eng *g;
@@ -58,7 +58,7 @@ int headless_run(const eng_config *cfg)
     }
     eng_start(g);
     int tty = isatty(2), shown = 0, stopping = 0, status = -1;
-    static eng_snapshot s;
+    static run_snapshot s;
     double last_progress = 0;
     for (;;) {
         int ended = eng_wait(g, 0.1);
@@ -72,7 +72,7 @@ int headless_run(const eng_config *cfg)
             shown = 0;
             eng_stop(g);
         }
-        if (s.state == ENG_PAUSED && s.nonfinite_at > 0 && !stopping) {
+        if (s.state == RUN_PAUSED && s.nonfinite_at > 0 && !stopping) {
             fprintf(stderr, "%spetal-tui: %s\n", tty && shown ? "\r\033[K" : "", s.message);
             shown = 0;
             status = 3;
@@ -81,10 +81,10 @@ int headless_run(const eng_config *cfg)
         }
         if (ended)
             break;
-        if (tty && (s.state == ENG_RUNNING || s.state == ENG_PREPARING) &&
+        if (tty && (s.state == RUN_RUNNING || s.state == RUN_PREPARING) &&
             util_now() - last_progress > 0.25) {
             last_progress = util_now();
-            if (s.state == ENG_RUNNING && s.steps_per_epoch > 0)
+            if (s.state == RUN_RUNNING && s.steps_per_epoch > 0)
                 fprintf(stderr, "\r\033[Kepoch %d/%d  step %lld/%lld  loss %.4f  acc %.4f  %.0f img/s  eta %.0fs",
                         s.epoch, s.epochs, s.step, s.steps_per_epoch, s.running_loss,
                         s.running_acc, s.total_images_per_sec, s.eta);
@@ -98,11 +98,11 @@ int headless_run(const eng_config *cfg)
     if (tty && shown)
         fprintf(stderr, "\r\033[K");
     if (s.message[0])
-        fprintf(s.state == ENG_DONE ? stdout : stderr, "%s\n", s.message);
+        fprintf(s.state == RUN_DONE ? stdout : stderr, "%s\n", s.message);
     if (status < 0) {
         switch (s.state) {
-        case ENG_DONE: status = 0; break;
-        case ENG_STOPPED: status = got_signal ? 130 : 0; break;
+        case RUN_DONE: status = 0; break;
+        case RUN_STOPPED: status = got_signal ? 130 : 0; break;
         default: status = 2; break;
         }
     }

@@ -4,6 +4,6 @@
 
 #include "engine.h"
 
-int headless_run(const eng_config *cfg);
+int headless_run(const run_config *cfg);
 
 #endif

@@ -11,8 +11,8 @@
 
 static void help(void)
 {
-    eng_config d;
-    eng_config_defaults(&d);
+    run_config d;
+    cfg_defaults(&d);
     printf("petal-tui %s - train image classifiers from TFRecord shards in a terminal\n"
            "\n"
            "usage:\n"

@@ -168,7 +168,7 @@ TEST(cli_preview_writes_a_png_grid_of_real_photos)
 TEST(cli_help_and_man_page_document_every_option)
 {
     const char *keys[64];
-    size_t n = eng_config_keys(keys, 64);
+    size_t n = cfg_keys(keys, 64);
     T_REQUIRE(n > 20);
     char *help;
     T_REQUIRE(run(&help, "%s --help%s%s", NULL, NULL) == 0);

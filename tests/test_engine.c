@@ -27,9 +27,9 @@ static const char *dataset(void)
     return root;
 }
 
-static void small_config(eng_config *c, const char *out)
+static void small_config(run_config *c, const char *out)
 {
-    eng_config_defaults(c);
+    cfg_defaults(c);
     util_copy(c->data, sizeof c->data, dataset());
     util_copy(c->out, sizeof c->out, out);
     c->epochs = 2;
@@ -41,13 +41,13 @@ static void small_config(eng_config *c, const char *out)
     snprintf(c->augment, sizeof c->augment, "flip:0.5,affine:0.5");
 }
 
-static eng_state run_to_end(const eng_config *c, eng_snapshot *s)
+static run_state run_to_end(const run_config *c, run_snapshot *s)
 {
     eng *g;
     pt_err e;
     if (eng_create(c, &g, &e) != PT_OK) {
         printf("  %s\n", e.msg);
-        return ENG_FAILED;
+        return RUN_FAILED;
     }
     eng_start(g);
     eng_wait(g, -1); /* the runner's alarm ends a hang */
@@ -80,19 +80,19 @@ static char *history_without_timing(const char *dir)
     return out;
 }
 
-static eng_snapshot snap; /* large: keep it off the stack */
+static run_snapshot snap; /* large: keep it off the stack */
 
 TEST(engine_run_writes_history_predictions_submission_and_checkpoint)
 {
     const char *dir = t_tmpdir();
     char out[4200];
     util_path(out, sizeof out, "%s/run", dir);
-    eng_config c;
+    run_config c;
     small_config(&c, out);
     if (t_slow_mode())
         c.epochs = 1; /* under valgrind an update takes seconds */
     T_REQUIRE(dataset()[0]);
-    T_EQ_INT(run_to_end(&c, &snap), ENG_DONE);
+    T_EQ_INT(run_to_end(&c, &snap), RUN_DONE);
     T_EQ_INT(snap.history_n, c.epochs);
     T_EQ_INT(snap.update_size, 8);
     T_EQ_INT(snap.steps_per_epoch, 70 / 8);
@@ -154,15 +154,15 @@ TEST(engine_same_seed_gives_identical_history)
     char a[4200], b[4200];
     util_path(a, sizeof a, "%s/a", dir);
     util_path(b, sizeof b, "%s/b", dir);
-    eng_config c;
+    run_config c;
     small_config(&c, a);
     c.oversample = -1;
-    T_REQUIRE(run_to_end(&c, &snap) == ENG_DONE);
+    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
     T_CHECK(snap.oversampling);
     small_config(&c, b);
     c.oversample = -1;
     c.workers = 2; /* a different thread count must not matter */
-    T_REQUIRE(run_to_end(&c, &snap) == ENG_DONE);
+    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
     char *ha = history_without_timing(a), *hb = history_without_timing(b);
     T_REQUIRE(ha && hb);
     T_CHECKF(strcmp(ha, hb) == 0, "histories differ:\n%s\n---\n%s", ha, hb);
@@ -181,10 +181,10 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
     char straight[4200], split[4200];
     util_path(straight, sizeof straight, "%s/straight", dir);
     util_path(split, sizeof split, "%s/split", dir);
-    eng_config c;
+    run_config c;
     small_config(&c, straight);
     c.epochs = 3;
-    T_REQUIRE(run_to_end(&c, &snap) == ENG_DONE);
+    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
 
     /* Stop somewhere in epoch 2 (at an update boundary, as a user's stop would). */
     small_config(&c, split);
@@ -197,7 +197,7 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
         eng_snapshot_get(g, &snap);
         if (snap.history_n >= 1 && snap.step >= 3)
             break;
-        if (snap.state == ENG_DONE || snap.state == ENG_FAILED)
+        if (snap.state == RUN_DONE || snap.state == RUN_FAILED)
             break;
         usleep(1000);
     }
@@ -205,13 +205,13 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
     eng_wait(g, 120);
     eng_snapshot_get(g, &snap);
     eng_destroy(g);
-    T_REQUIRE(snap.state == ENG_STOPPED);
+    T_REQUIRE(snap.state == RUN_STOPPED);
     T_CHECK(snap.history_n >= 1);
 
     small_config(&c, "");
     c.epochs = 3;
     util_copy(c.resume, sizeof c.resume, split);
-    T_REQUIRE(run_to_end(&c, &snap) == ENG_DONE);
+    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
     T_EQ_INT(snap.history_n, 3);
     char *ha = history_without_timing(straight), *hb = history_without_timing(split);
     T_REQUIRE(ha && hb);
@@ -230,31 +230,31 @@ TEST(engine_pause_resume_and_stop_from_another_thread)
     const char *dir = t_tmpdir();
     char out[4200];
     util_path(out, sizeof out, "%s/p", dir);
-    eng_config c;
+    run_config c;
     small_config(&c, out);
     c.epochs = 50;
     eng *g;
     pt_err e;
     T_REQUIRE(eng_create(&c, &g, &e) == PT_OK);
     eng_snapshot_get(g, &snap);
-    T_EQ_INT(snap.state, ENG_IDLE);
+    T_EQ_INT(snap.state, RUN_IDLE);
     eng_start(g);
     for (int i = 0; i < 20000; i++) {
         eng_snapshot_get(g, &snap);
-        if (snap.state == ENG_RUNNING && snap.step > 1)
+        if (snap.state == RUN_RUNNING && snap.step > 1)
             break;
         usleep(1000);
     }
-    T_REQUIRE(snap.state == ENG_RUNNING);
+    T_REQUIRE(snap.state == RUN_RUNNING);
     double t0 = util_now();
     eng_pause(g);
     for (int i = 0; i < 5000; i++) {
         eng_snapshot_get(g, &snap);
-        if (snap.state == ENG_PAUSED && snap.checkpoints > 0)
+        if (snap.state == RUN_PAUSED && snap.checkpoints > 0)
             break;
         usleep(1000);
     }
-    T_EQ_INT(snap.state, ENG_PAUSED);
+    T_EQ_INT(snap.state, RUN_PAUSED);
     T_CHECKF(util_now() - t0 < 1.0 || t_slow_mode(), "pause took %.2fs", util_now() - t0);
     long long step = snap.step + (long long)snap.epoch * 1000;
     usleep(200000);
@@ -271,7 +271,7 @@ TEST(engine_pause_resume_and_stop_from_another_thread)
     eng_stop(g);
     T_CHECK(eng_wait(g, 60));
     eng_snapshot_get(g, &snap);
-    T_EQ_INT(snap.state, ENG_STOPPED);
+    T_EQ_INT(snap.state, RUN_STOPPED);
     eng_destroy(g);
 }
 
@@ -419,7 +419,7 @@ TEST(engine_preview_and_validation_inspection)
     const char *dir = t_tmpdir();
     char out[4200];
     util_path(out, sizeof out, "%s/v", dir);
-    eng_config c;
+    run_config c;
     small_config(&c, out);
     c.epochs = 1;
     eng *g;
@@ -427,7 +427,7 @@ TEST(engine_preview_and_validation_inspection)
     T_REQUIRE(eng_create(&c, &g, &e) == PT_OK);
     /* A preview before the run starts. */
     eng_preview_request(g, 6);
-    eng_preview p;
+    run_preview p;
     uint64_t seen = 0;
     int got = 0;
     for (int i = 0; i < 3000 && !got; i++) {
@@ -443,12 +443,12 @@ TEST(engine_preview_and_validation_inspection)
     T_CHECK(memcmp(p.original, p.augmented, (size_t)6 * 32 * 32 * 3) != 0);
     for (int i = 0; i < 6; i++)
         T_CHECK(p.label[i] >= 0 && p.label[i] < 4);
-    eng_preview_free(&p);
+    run_preview_free(&p);
     T_EQ_INT(eng_preview_get(g, &seen, &p), 0); /* nothing newer */
 
     eng_start(g);
     T_REQUIRE(eng_wait(g, 300));
-    eng_val_report rep;
+    run_val_report rep;
     T_REQUIRE(eng_val_report_get(g, &rep) == PT_OK);
     T_EQ_INT(rep.epoch, 1);
     T_EQ_INT(rep.n, 16);
@@ -457,13 +457,13 @@ TEST(engine_preview_and_validation_inspection)
         sum += rep.confusion[i];
     T_EQ_INT(sum, 16);
     T_EQ_INT(rep.support[0], 6);
-    eng_val_report_free(&rep);
-    eng_val_item it;
+    run_val_report_free(&rep);
+    run_val_item it;
     T_REQUIRE(eng_val_item_get(g, 3, &it, &e) == PT_OK);
     T_EQ_INT(it.h, 32);
     T_CHECK(it.label == fx_label_of(it.rgb, 32, 32));
     T_CHECK(it.confidence > 0 && it.confidence <= 1);
-    eng_val_item_free(&it);
+    run_val_item_free(&it);
     T_EQ_INT(eng_val_item_get(g, 16, &it, &e), PT_ENODATA);
     T_EQ_STR(eng_class_name(g, 2), "flower02");
     char line[1200];

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "base/util.h"
-#include "io/crc32c.h"
+#include "base/crc32c.h"
 #include "io/example.h"
 #include "io/tfrecord.h"
 

@@ -707,10 +707,10 @@ TEST(ui_log_ring_keeps_the_newest_and_colours_by_words)
 
 /* ---- panels on a curses screen that writes to /dev/null ------------------------- */
 
-static eng_snapshot *fake_snapshot(void)
+static run_snapshot *fake_snapshot(void)
 {
-    eng_snapshot *s = calloc(1, sizeof *s);
-    s->state = ENG_RUNNING;
+    run_snapshot *s = calloc(1, sizeof *s);
+    s->state = RUN_RUNNING;
     snprintf(s->dataset, sizeof s->dataset, "/data/petals/tfrecords-jpeg-192x192");
     snprintf(s->model, sizeof s->model, "small");
     s->replicas = s->n_replicas = 2;
@@ -793,7 +793,7 @@ TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
     SCREEN *scr = newterm("xterm-256color", out, in);
     T_REQUIRE(scr != NULL);
     set_term(scr);
-    eng_snapshot *s = fake_snapshot();
+    run_snapshot *s = fake_snapshot();
     ui_log *log = calloc(1, sizeof *log);
     ui_log_add(log, 50, -1, "data error: shard 03 record 17: payload crc mismatch");
     const char *names[12] = { "pink primrose", "hard-leaved pocket orchid" };

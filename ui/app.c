@@ -52,14 +52,14 @@ static void on_cont(int s)
 enum { MODAL_NONE = 0, MODAL_HELP, MODAL_QUIT, MODAL_INT, MODAL_CONFIG };
 
 typedef struct app {
-    eng_config cfg;
+    run_config cfg;
     ui_options opt;
     eng *g;
-    eng_snapshot *snap;
+    run_snapshot *snap;
     double t0;
     /* class names, copied from the engine once known */
-    char (*name)[ENG_NAME_MAX];
-    const char *name_ptr[ENG_MAX_CLASSES];
+    char (*name)[RUN_NAME_MAX];
+    const char *name_ptr[RUN_MAX_CLASSES];
     int n_names;
     double names_at;
     ui_log *log;
@@ -70,7 +70,7 @@ typedef struct app {
     ui_pix_mode pix;
     char pix_label[64];
     /* preview */
-    eng_preview pv;
+    run_preview pv;
     uint64_t pv_seen;
     int pv_asked;           /* the most images asked for since this engine was made */
     ui_preview pview;
@@ -114,18 +114,18 @@ static void note(app *a, int role, const char *fmt, ...)
     a->note_until = now(a) + 4;
 }
 
-static int active(eng_state s)
+static int active(run_state s)
 {
-    return s == ENG_PREPARING || s == ENG_RUNNING || s == ENG_PAUSED;
+    return s == RUN_PREPARING || s == RUN_RUNNING || s == RUN_PAUSED;
 }
 
-static int ended(eng_state s)
+static int ended(run_state s)
 {
-    return s == ENG_DONE || s == ENG_FAILED || s == ENG_STOPPED;
+    return s == RUN_DONE || s == RUN_FAILED || s == RUN_STOPPED;
 }
 
 /* A new engine for cfg; the old one goes only when the new one exists. */
-static int make_engine(app *a, const eng_config *cfg, pt_err *e)
+static int make_engine(app *a, const run_config *cfg, pt_err *e)
 {
     eng *g;
     int rc = eng_create(cfg, &g, e);
@@ -135,7 +135,7 @@ static int make_engine(app *a, const eng_config *cfg, pt_err *e)
         eng_destroy(a->g);
     a->g = g;
     a->cfg = *cfg;
-    eng_preview_free(&a->pv);
+    run_preview_free(&a->pv);
     a->pv_seen = 0;
     a->pv_asked = 0;
     a->n_names = 0;
@@ -161,24 +161,24 @@ static void collect(app *a)
     /* Names appear once the data is open (a preview or the label scan). */
     int want = a->snap->n_classes > a->snap->label_classes ? a->snap->n_classes
                                                            : a->snap->label_classes;
-    int settled = a->n_names >= want && a->n_names > 0 && a->snap->state > ENG_PREPARING;
+    int settled = a->n_names >= want && a->n_names > 0 && a->snap->state > RUN_PREPARING;
     for (int k = 0; settled && k < a->n_names; k++)
         settled = a->name[k][0] != 0;
     if (!settled && now(a) - a->names_at >= 1.0) {
         a->names_at = now(a);
         int k = 0;
-        for (; k < ENG_MAX_CLASSES; k++) {
+        for (; k < RUN_MAX_CLASSES; k++) {
             const char *n = eng_class_name(a->g, k);
             if (!n)
                 break;
-            snprintf(a->name[k], ENG_NAME_MAX, "%s", n);
+            snprintf(a->name[k], RUN_NAME_MAX, "%s", n);
             a->name_ptr[k] = a->name[k];
         }
         a->n_names = k;
     }
-    eng_preview nv;
+    run_preview nv;
     if (eng_preview_get(a->g, &a->pv_seen, &nv)) {
-        eng_preview_free(&a->pv);
+        run_preview_free(&a->pv);
         a->pv = nv;
     }
     if (a->insp.open && a->modal == MODAL_NONE)
@@ -266,7 +266,7 @@ static void frame(app *a)
 {
     werase(stdscr);
     int rows = LINES, cols = COLS;
-    const eng_snapshot *s = a->snap;
+    const run_snapshot *s = a->snap;
     int zoom = a->insp.open ? -1 : a->view.zoom;
     ui_layout_compute(&a->layout, rows, cols, zoom, s->n_replicas > 0 ? s->n_replicas : s->replicas);
     if (!ui_layout_visible(&a->layout, a->view.focus) && !a->layout.too_small && zoom < 0)
@@ -287,7 +287,7 @@ static void frame(app *a)
         f.note_role = UI_R_WARN;
     } else {
         f.note = s->message;
-        f.note_role = s->state == ENG_FAILED ? UI_R_BAD : UI_R_DIM;
+        f.note_role = s->state == RUN_FAILED ? UI_R_BAD : UI_R_DIM;
     }
 
     int pictures = a->modal == MODAL_NONE;
@@ -381,15 +381,15 @@ static int first_visible(const ui_layout *L, int from, int step)
 
 static void start(app *a)
 {
-    eng_state st = a->snap->state;
+    run_state st = a->snap->state;
     if (active(st)) {
-        note(a, UI_R_DIM, "the run is already %s", eng_state_name(st));
+        note(a, UI_R_DIM, "the run is already %s", run_state_name(st));
         return;
     }
     if (ended(st)) {
         /* A new run with the same settings. */
         pt_err e;
-        eng_config c = a->cfg;
+        run_config c = a->cfg;
         c.resume[0] = 0;
         if (make_engine(a, &c, &e) != PT_OK) {
             note(a, UI_R_BAD, "%s", e.msg);
@@ -405,15 +405,15 @@ static void start(app *a)
 
 static void pause_resume(app *a)
 {
-    eng_state st = a->snap->state;
-    if (st == ENG_PAUSED) {
+    run_state st = a->snap->state;
+    if (st == RUN_PAUSED) {
         eng_resume(a->g);
         note(a, UI_R_OK, "resumed");
-    } else if (st == ENG_RUNNING || st == ENG_PREPARING) {
+    } else if (st == RUN_RUNNING || st == RUN_PREPARING) {
         eng_pause(a->g);
         note(a, UI_R_WARN, "pausing at the end of this update (a checkpoint is written)");
     } else {
-        note(a, UI_R_DIM, "nothing to pause: the run is %s", eng_state_name(st));
+        note(a, UI_R_DIM, "nothing to pause: the run is %s", run_state_name(st));
     }
 }
 
@@ -459,7 +459,7 @@ static void scroll_panel(app *a, ui_act act)
 static void quit(app *a, int status)
 {
     a->status = status;
-    if (a->snap->state != ENG_IDLE && !ended(a->snap->state)) {
+    if (a->snap->state != RUN_IDLE && !ended(a->snap->state)) {
         eng_stop(a->g);
         a->stopping = 1;
     } else {
@@ -616,7 +616,7 @@ static void key(app *a, int ch)
             a->modal = MODAL_NONE;
         } else if (act == UI_ACT_RESUME && was == MODAL_INT) {
             a->modal = MODAL_NONE;
-            if (a->int_paused || a->snap->state == ENG_PAUSED)
+            if (a->int_paused || a->snap->state == RUN_PAUSED)
                 eng_resume(a->g);
             a->int_paused = 0;
         }
@@ -652,7 +652,7 @@ static void on_interrupt(app *a)
         quit(a, 130);
         return;
     }
-    if (a->snap->state == ENG_RUNNING || a->snap->state == ENG_PREPARING) {
+    if (a->snap->state == RUN_RUNNING || a->snap->state == RUN_PREPARING) {
         eng_pause(a->g);
         a->int_paused = 1;
     }
@@ -709,7 +709,7 @@ static void free_app(app *a)
     ui_preview_free(&a->pview);
     ui_preview_free(&a->iview);
     ui_inspect_free(&a->insp);
-    eng_preview_free(&a->pv);
+    run_preview_free(&a->pv);
     if (a->g)
         eng_destroy(a->g);
     free(a->snap);
@@ -718,7 +718,7 @@ static void free_app(app *a)
     free(a);
 }
 
-int ui_run(const eng_config *cfg, const ui_options *opt)
+int ui_run(const run_config *cfg, const ui_options *opt)
 {
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "petal-tui: the workbench needs a terminal; --headless trains without one\n");
@@ -730,7 +730,7 @@ int ui_run(const eng_config *cfg, const ui_options *opt)
     a->t0 = util_now();
     a->opt = *opt;
     a->snap = calloc(1, sizeof *a->snap);
-    a->name = calloc(ENG_MAX_CLASSES, sizeof *a->name);
+    a->name = calloc(RUN_MAX_CLASSES, sizeof *a->name);
     a->log = malloc(sizeof *a->log);
     if (!a->snap || !a->name || !a->log) {
         free_app(a);

@@ -12,12 +12,12 @@ static const char *const g_first[] = { "model", "replicas", "batch-per-replica",
                                        "epochs", "lr-start", "lr-max", "lr-end", "warmup",
                                        "schedule", "oversample", "augment", "data" };
 
-void ui_config_open(ui_config *d, const eng_config *cur)
+void ui_config_open(ui_config *d, const run_config *cur)
 {
     memset(d, 0, sizeof *d);
     d->work = *cur;
     const char *all[UI_CONFIG_KEYS];
-    size_t n = eng_config_keys(all, UI_CONFIG_KEYS);
+    size_t n = cfg_keys(all, UI_CONFIG_KEYS);
     if (n > UI_CONFIG_KEYS)
         n = UI_CONFIG_KEYS;
     for (size_t i = 0; i < sizeof g_first / sizeof g_first[0]; i++)
@@ -34,12 +34,12 @@ void ui_config_open(ui_config *d, const eng_config *cur)
     }
 }
 
-/* The working copy as eng_config_format() writes it (one buffer, overwritten
+/* The working copy as cfg_format() writes it (one buffer, overwritten
  * by the next call), or NULL when that failed. */
 static const char *format(const ui_config *d)
 {
     static char text[16384];
-    return eng_config_format(&d->work, text, sizeof text) == 0 ? text : NULL;
+    return cfg_format(&d->work, text, sizeof text) == 0 ? text : NULL;
 }
 
 /* The value of key from text (format()'s, or NULL: nothing but out and resume). */
@@ -83,8 +83,8 @@ int ui_config_key(ui_config *d, int ch)
             d->error[0] = 0;
         } else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
             pt_err e;
-            eng_config tmp = d->work;
-            if (eng_config_set(&tmp, d->keys[d->sel], d->edit, &e) == PT_OK) {
+            run_config tmp = d->work;
+            if (cfg_set(&tmp, d->keys[d->sel], d->edit, &e) == PT_OK) {
                 d->work = tmp;
                 d->editing = 0;
                 d->changed = 1;

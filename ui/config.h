@@ -1,11 +1,11 @@
 /* config — the configure dialog (`c`, before a run starts).
  *
  * It edits a copy of the engine configuration, one setting at a time: the
- * value typed is checked by eng_config_set() at once, and a bad value stays in
+ * value typed is checked by cfg_set() at once, and a bad value stays in
  * the edit line with the engine's message under it. The settings the issue
  * names come first (model, replicas, batch per replica, accumulation, epochs,
  * the learning rate and its schedule, oversampling, augmentations), then every
- * other key eng_config_keys() lists. Applying is the app's job: it builds a new
+ * other key cfg_keys() lists. Applying is the app's job: it builds a new
  * engine from the copy and drops the old one only when that worked.
  *
  * Ownership: a plain value (no heap); the app owns it.
@@ -21,7 +21,7 @@
 enum { UI_CONFIG_STAY = 0, UI_CONFIG_CANCEL, UI_CONFIG_APPLY };
 
 typedef struct ui_config {
-    eng_config work;            /* the copy being edited */
+    run_config work;            /* the copy being edited */
     const char *keys[UI_CONFIG_KEYS];
     int n_keys;
     int sel, top;
@@ -31,9 +31,9 @@ typedef struct ui_config {
     int changed;
 } ui_config;
 
-void ui_config_open(ui_config *d, const eng_config *cur);
+void ui_config_open(ui_config *d, const run_config *cur);
 
-/* The value of a key in the working copy, as eng_config_format() writes it. */
+/* The value of a key in the working copy, as cfg_format() writes it. */
 void ui_config_value(const ui_config *d, const char *key, char *buf, size_t n);
 
 /* One key press (a curses key code); UI_CONFIG_STAY, _CANCEL or _APPLY. */

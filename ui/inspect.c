@@ -64,7 +64,7 @@ void ui_inspect_init(ui_inspect *v)
 static void drop_page(ui_inspect *v)
 {
     for (int i = 0; i < v->n_items; i++)
-        eng_val_item_free(&v->item[i]);
+        run_val_item_free(&v->item[i]);
     v->n_items = 0;
     v->page_id++;
 }
@@ -72,7 +72,7 @@ static void drop_page(ui_inspect *v)
 void ui_inspect_free(ui_inspect *v)
 {
     drop_page(v);
-    eng_val_report_free(&v->rep);
+    run_val_report_free(&v->rep);
     free(v->wrong);
     v->wrong = NULL;
     v->n = v->scanned = v->n_wrong = 0;
@@ -97,7 +97,7 @@ void ui_inspect_work(ui_inspect *v, eng *g, int history_n, double budget)
     if (history_n != v->seen_history) {
         /* New results: start the collection over. */
         v->seen_history = history_n;
-        eng_val_report_free(&v->rep);
+        run_val_report_free(&v->rep);
         if (eng_val_report_get(g, &v->rep) != PT_OK)
             memset(&v->rep, 0, sizeof v->rep);
         drop_page(v);
@@ -144,7 +144,7 @@ void ui_inspect_work(ui_inspect *v, eng *g, int history_n, double budget)
         if (idx < 0)
             break;
         pt_err e;
-        eng_val_item *it = &v->item[v->n_items];
+        run_val_item *it = &v->item[v->n_items];
         if (eng_val_item_get(g, idx, it, &e) != PT_OK) {
             snprintf(v->err, sizeof v->err, "%s", e.msg);
             memset(it, 0, sizeof *it);
@@ -308,7 +308,7 @@ void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, 
     ui_preview_caption cap[UI_INSPECT_PAGE_MAX];
     int n = v->n_items < v->per_page ? v->n_items : v->per_page;
     for (int i = 0; i < n; i++) {
-        const eng_val_item *it = &v->item[i];
+        const run_val_item *it = &v->item[i];
         im[i] = (ui_preview_image){ it->rgb, it->w, it->h };
         char a[48], b[48];
         int ok = it->label == it->pred;

@@ -44,14 +44,14 @@ typedef struct ui_inspect {
     long long pos;              /* first entry of the list shown */
     int per_page;               /* images that fit, from the last draw */
     int seen_history;           /* snapshot history_n the report belongs to */
-    eng_val_report rep;         /* epoch 0: no validation yet */
+    run_val_report rep;         /* epoch 0: no validation yet */
     /* validation examples: n in all, scanned of them with label and prediction
      * read; the indices of the mistakes among those, in order */
     long long n, scanned;
     int *wrong;
     long long n_wrong;
     /* the page on screen */
-    eng_val_item item[UI_INSPECT_PAGE_MAX];
+    run_val_item item[UI_INSPECT_PAGE_MAX];
     long long item_index[UI_INSPECT_PAGE_MAX];
     int n_items;
     long long page_pos;

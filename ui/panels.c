@@ -19,15 +19,15 @@ void ui_panel_view_defaults(ui_view *v)
     v->label_bins = 1;
 }
 
-ui_role ui_panel_state_role(eng_state st)
+ui_role ui_panel_state_role(run_state st)
 {
     switch (st) {
-    case ENG_RUNNING: return UI_R_OK;
-    case ENG_PREPARING: return UI_R_INFO;
-    case ENG_PAUSED: return UI_R_WARN;
-    case ENG_DONE: return UI_R_INFO;
-    case ENG_FAILED: return UI_R_BAD;
-    case ENG_STOPPED: return UI_R_WARN;
+    case RUN_RUNNING: return UI_R_OK;
+    case RUN_PREPARING: return UI_R_INFO;
+    case RUN_PAUSED: return UI_R_WARN;
+    case RUN_DONE: return UI_R_INFO;
+    case RUN_FAILED: return UI_R_BAD;
+    case RUN_STOPPED: return UI_R_WARN;
     default: return UI_R_DIM;
     }
 }
@@ -101,13 +101,13 @@ static void shorten_path(const char *p, int maxw, char *out, size_t n)
 
 void ui_panel_header(WINDOW *w, ui_rect r, const ui_frame *f)
 {
-    const eng_snapshot *s = f->s;
+    const run_snapshot *s = f->s;
     char buf[512], t1[32], t2[32];
     int x = r.x, end = r.x + r.w;
 
     /* The state badge sits at the right of the first row. */
     char badge[32];
-    snprintf(badge, sizeof badge, " %s ", eng_state_name(s->state));
+    snprintf(badge, sizeof badge, " %s ", run_state_name(s->state));
     for (char *c = badge; *c; c++)
         if (*c >= 'a' && *c <= 'z')
             *c = (char)(*c - 'a' + 'A');
@@ -175,7 +175,7 @@ void ui_panel_header(WINDOW *w, ui_rect r, const ui_frame *f)
     char it[6][64];
     int ni = 0;
     ui_chart_fmt_dur(s->eta, t1, sizeof t1);
-    snprintf(it[ni], 64, " ETA %s", s->state == ENG_RUNNING || s->state == ENG_PAUSED ? t1 : "--");
+    snprintf(it[ni], 64, " ETA %s", s->state == RUN_RUNNING || s->state == RUN_PAUSED ? t1 : "--");
     roles[ni] = UI_R_NORMAL, items[ni] = it[ni], ni++;
     ui_chart_fmt(s->lr, 6, t2, sizeof t2);
     snprintf(it[ni], 64, " lr %s", t2);
@@ -203,7 +203,7 @@ void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx)
 {
     size_t nk;
     const ui_key *keys = ui_keys_table(&nk);
-    int state = f->s ? (int)f->s->state : ENG_IDLE;
+    int state = f->s ? (int)f->s->state : RUN_IDLE;
     int end = r.x + r.w;
     if (f->note && *f->note) {
         int nw = ui_draw_width(f->note);
@@ -229,11 +229,11 @@ void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx)
             const ui_key *k = &keys[i];
             if (k->ctx != ctx || !k->hint || k->act != rank[ri])
                 continue;
-            if (ctx == UI_CTX_MAIN && k->act == UI_ACT_START && state != ENG_IDLE)
+            if (ctx == UI_CTX_MAIN && k->act == UI_ACT_START && state != RUN_IDLE)
                 continue;
-            if (ctx == UI_CTX_MAIN && k->act == UI_ACT_CONFIG && state != ENG_IDLE)
+            if (ctx == UI_CTX_MAIN && k->act == UI_ACT_CONFIG && state != RUN_IDLE)
                 continue;
-            if (ctx == UI_CTX_MAIN && k->act == UI_ACT_PAUSE && state == ENG_IDLE)
+            if (ctx == UI_CTX_MAIN && k->act == UI_ACT_PAUSE && state == RUN_IDLE)
                 continue;
             if (ctx == UI_CTX_ASK && k->act == UI_ACT_RESUME && !f->ask_resume)
                 continue;
@@ -255,7 +255,7 @@ void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx)
             continue;
         const ui_key *k = &keys[i];
         const char *hint = k->hint;
-        if (k->act == UI_ACT_PAUSE && state == ENG_PAUSED)
+        if (k->act == UI_ACT_PAUSE && state == RUN_PAUSED)
             hint = "resume";
         x += ui_draw_text(w, r.y, x, end - x, UI_R_KEY, k->name);
         x += ui_draw_text(w, r.y, x, end - x, UI_R_NORMAL, " ");
@@ -269,7 +269,7 @@ void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx)
 void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused)
 {
     (void)v;
-    const eng_snapshot *s = f->s;
+    const run_snapshot *s = f->s;
     char title[96], buf[128];
     snprintf(title, sizeof title, "Replicas %d", s->n_replicas > 0 ? s->n_replicas : s->replicas);
     ui_rect in = ui_draw_box(w, r, title, focused);
@@ -299,8 +299,8 @@ void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v
             y++;
         }
     }
-    for (int i = 0; i < s->n_replicas && i < ENG_MAX_REPLICAS; i++) {
-        const eng_replica *rp = &s->replica[i];
+    for (int i = 0; i < s->n_replicas && i < RUN_MAX_REPLICAS; i++) {
+        const run_replica *rp = &s->replica[i];
         if (rows_left <= 0 || (rows_left == 1 && i + 1 < s->n_replicas)) {
             snprintf(buf, sizeof buf, "+%d more (Enter zooms)", s->n_replicas - i);
             ui_draw_text(w, y, x, W, UI_R_DIM, buf);
@@ -346,7 +346,7 @@ void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v
         int qw = W - 16 > 16 ? 16 : W - 16;
         double q = s->queue_capacity > 0 ? (double)s->queue_depth / s->queue_capacity : 0;
         if (qw > 2) {
-            bar(w, yq, x, qw, q, q < 0.25 && s->state == ENG_RUNNING ? UI_R_WARN : UI_R_BAR_A, 1);
+            bar(w, yq, x, qw, q, q < 0.25 && s->state == RUN_RUNNING ? UI_R_WARN : UI_R_BAR_A, 1);
             x += qw;
         }
         snprintf(buf, sizeof buf, " %d/%d", s->queue_depth, s->queue_capacity);
@@ -368,7 +368,7 @@ void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v
 
 /* ---- curves -------------------------------------------------------------------- */
 
-static float epoch_value(const eng_epoch *e, int metric, int val)
+static float epoch_value(const run_epoch *e, int metric, int val)
 {
     switch (metric) {
     case UI_METRIC_LOSS: return (float)(val ? e->val_loss : e->train_loss);
@@ -380,7 +380,7 @@ static float epoch_value(const eng_epoch *e, int metric, int val)
 
 void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused)
 {
-    const eng_snapshot *s = f->s;
+    const run_snapshot *s = f->s;
     int metric = v->metric;
     int logy = v->logy && (metric == UI_METRIC_LOSS || metric == UI_METRIC_LR);
     double sm = ui_panel_smooth[v->smooth >= 0 && v->smooth < UI_SMOOTH_STEPS ? v->smooth : 0];
@@ -393,9 +393,9 @@ void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
     const int yw = 7;
     int ph = in.h - 2, pw = in.w - yw;
 
-    static float smooth[ENG_CURVE_POINTS];
-    static float ex[ENG_MAX_EPOCHS], et[ENG_MAX_EPOCHS], ev[ENG_MAX_EPOCHS];
-    int n = s->curve_n < ENG_CURVE_POINTS ? s->curve_n : ENG_CURVE_POINTS;
+    static float smooth[RUN_CURVE_POINTS];
+    static float ex[RUN_MAX_EPOCHS], et[RUN_MAX_EPOCHS], ev[RUN_MAX_EPOCHS];
+    int n = s->curve_n < RUN_CURVE_POINTS ? s->curve_n : RUN_CURVE_POINTS;
     const float *src = metric == UI_METRIC_LOSS ? s->curve_loss
                        : metric == UI_METRIC_ACC ? s->curve_acc
                        : metric == UI_METRIC_LR  ? s->curve_lr
@@ -405,7 +405,7 @@ void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
     int stride = s->curve_stride > 0 ? s->curve_stride : 1;
     if (n > 0)
         ui_chart_ema(src, n, metric == UI_METRIC_LR ? 0 : sm, smooth);
-    int ne = s->history_n < ENG_MAX_EPOCHS ? s->history_n : ENG_MAX_EPOCHS;
+    int ne = s->history_n < RUN_MAX_EPOCHS ? s->history_n : RUN_MAX_EPOCHS;
     long long cum = 0;
     for (int i = 0; i < ne; i++) {
         long long upd = s->history[i].updates > 0 ? s->history[i].updates : s->steps_per_epoch;
@@ -427,7 +427,7 @@ void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
     }
     if (ns == 0) {
         const char *msg = metric == UI_METRIC_F1 ? "macro F1 comes after the first epoch"
-                          : s->state == ENG_IDLE  ? "no updates yet: s starts the run"
+                          : s->state == RUN_IDLE  ? "no updates yet: s starts the run"
                                                   : "waiting for the first update";
         int mw = ui_draw_width(msg);
         ui_draw_text(w, in.y + ph / 2, in.x + (in.w > mw ? (in.w - mw) / 2 : 0), in.w, UI_R_DIM,
@@ -488,7 +488,7 @@ void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
                            mono ? "t train/epoch  " : "-- train/epoch  ");
         lx += ui_draw_text(w, ly, lx, in.x + in.w - lx, UI_R_S3,
                            mono ? "v val/epoch  " : "-- val/epoch  ");
-        const eng_epoch *e = &s->history[ne - 1];
+        const run_epoch *e = &s->history[ne - 1];
         float lv = epoch_value(e, metric, 1);
         if (isfinite(lv)) {
             ui_chart_fmt(lv, 6, num, sizeof num);
@@ -503,8 +503,8 @@ void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
 
 void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused)
 {
-    const eng_snapshot *s = f->s;
-    int C = s->label_classes < ENG_MAX_CLASSES ? s->label_classes : ENG_MAX_CLASSES;
+    const run_snapshot *s = f->s;
+    int C = s->label_classes < RUN_MAX_CLASSES ? s->label_classes : RUN_MAX_CLASSES;
     ui_rect in;
     char title[128], nb[64];
     int rows_avail = r.h - 3;
@@ -618,7 +618,7 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
 
 void ui_panel_log(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused)
 {
-    const eng_snapshot *s = f->s;
+    const run_snapshot *s = f->s;
     char title[160];
     snprintf(title, sizeof title, "Log  %lld data error%s  %lld checkpoint%s", s->data_errors,
              s->data_errors == 1 ? "" : "s", s->checkpoints, s->checkpoints == 1 ? "" : "s");

@@ -39,7 +39,7 @@ typedef struct ui_view {
 void ui_panel_view_defaults(ui_view *v);
 
 typedef struct ui_frame {
-    const eng_snapshot *s;
+    const run_snapshot *s;
     const char *const *names;   /* class names, n_names of them; NULL or "" = unknown */
     int n_names;
     const ui_log *log;
@@ -50,7 +50,7 @@ typedef struct ui_frame {
     int ask_resume;             /* the question offers r (resume) */
 } ui_frame;
 
-ui_role ui_panel_state_role(eng_state st);
+ui_role ui_panel_state_role(run_state st);
 const char *ui_panel_metric_name(int metric);
 /* Class k's name from the frame, or "class k" written into buf (n bytes) when
  * it is unknown. */

@@ -27,6 +27,6 @@ typedef struct ui_options {
  * (0 normal quit, 130 interrupted/hung up after writing a checkpoint; 1 when
  * there is no terminal or the engine cannot be created, with a message on
  * stderr). */
-int ui_run(const eng_config *cfg, const ui_options *opt);
+int ui_run(const run_config *cfg, const ui_options *opt);
 
 #endif

@@ -10,7 +10,7 @@
 #include "base/util.h"
 #include "data/flowers.h"
 #include "data/shards.h"
-#include "io/crc32c.h"
+#include "base/crc32c.h"
 
 extern const char demo_params_text[];
 

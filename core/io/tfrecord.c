@@ -10,7 +10,7 @@
 
 #include "base/le.h"
 #include "base/util.h"
-#include "io/crc32c.h"
+#include "base/crc32c.h"
 
 /* The reader keeps its own buffer: large read()s, and payloads handed out in
  * place (no second copy, no stdio locking per record). */

@@ -5,7 +5,7 @@
 
 #include "base/le.h"
 #include "base/util.h"
-#include "io/crc32c.h"
+#include "base/crc32c.h"
 
 #define MAGIC "PETALCK1"
 #define VERSION 1

@@ -35,7 +35,7 @@ typedef struct rep_tel {
 } rep_tel;
 
 typedef struct run {
-    const eng_config *cfg;
+    const run_config *cfg;
     const trn_hooks *h;
     const ds_dataset *ds;
     int n_classes, img;
@@ -43,7 +43,7 @@ typedef struct run {
     long long updates_per_epoch, total_updates;
     smp_table smp;
     int oversampling;
-    long long train_counts[ENG_MAX_CLASSES], train_os[ENG_MAX_CLASSES], val_counts[ENG_MAX_CLASSES];
+    long long train_counts[RUN_MAX_CLASSES], train_os[RUN_MAX_CLASSES], val_counts[RUN_MAX_CLASSES];
     nn_model *model;
     opt optim;
     int optim_ready;
@@ -69,15 +69,15 @@ typedef struct run {
     int32_t *preds;
     long long data_errors;
 
-    eng_epoch *hist;
+    run_epoch *hist;
     int hist_n;
     float *curve_loss, *curve_acc, *curve_lr;
     int curve_n, curve_stride, curve_pending;
     double curve_acc_loss, curve_acc_acc, curve_acc_lr;
 
-    rep_tel tel[ENG_MAX_REPLICAS];
+    rep_tel tel[RUN_MAX_REPLICAS];
     double tel_t, spark_t, sec_per_update, val_seconds;
-    float spark[ENG_MAX_REPLICAS][ENG_SPARK_POINTS];
+    float spark[RUN_MAX_REPLICAS][RUN_SPARK_POINTS];
     int spark_n;
     char last_ckpt[512];
     long long checkpoints;
@@ -111,13 +111,13 @@ static void logf_(run *r, const char *fmt, ...)
     }
 }
 
-static void set_state(run *r, eng_state s, const char *fmt, ...)
+static void set_state(run *r, run_state s, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
 
-static void set_state(run *r, eng_state s, const char *fmt, ...)
+static void set_state(run *r, run_state s, const char *fmt, ...)
 {
     trn_state *t = r->h->lock(r->h->ctx);
     t->snap.state = s;
@@ -141,7 +141,7 @@ static void drain_errors(run *r, pipeline *p)
 static void publish_static(run *r)
 {
     trn_state *t = r->h->lock(r->h->ctx);
-    eng_snapshot *s = &t->snap;
+    run_snapshot *s = &t->snap;
     util_copy(s->dataset, sizeof s->dataset, r->ds->root);
     util_copy(s->run_dir, sizeof s->run_dir, r->run_dir);
     if (!strcmp(r->cfg->model, "mobilenetv2"))
@@ -159,7 +159,7 @@ static void publish_static(run *r)
     s->total_steps = r->total_updates;
     s->sgemm_peak_gflops = r->peak;
     util_copy(s->blas_core, sizeof s->blas_core, nn_blas_corename());
-    int k = r->n_classes < ENG_MAX_CLASSES ? r->n_classes : ENG_MAX_CLASSES;
+    int k = r->n_classes < RUN_MAX_CLASSES ? r->n_classes : RUN_MAX_CLASSES;
     s->label_classes = k;
     memcpy(s->train_counts, r->train_counts, (size_t)k * sizeof(long long));
     memcpy(s->train_oversampled, r->train_os, (size_t)k * sizeof(long long));
@@ -172,11 +172,11 @@ static void publish_static(run *r)
         /* The dataset is shared with the preview thread: read it, never change it. */
         for (int c = 0; c < r->n_classes; c++) {
             if (c < r->ds->n_classes)
-                util_copy(t->names[c], ENG_NAME_MAX, ds_class_name(r->ds, c));
+                util_copy(t->names[c], RUN_NAME_MAX, ds_class_name(r->ds, c));
             else if (r->n_classes == (int)ds_competition_class_count)
-                util_copy(t->names[c], ENG_NAME_MAX, ds_competition_classes[c]);
+                util_copy(t->names[c], RUN_NAME_MAX, ds_competition_classes[c]);
             else
-                util_fmt(t->names[c], ENG_NAME_MAX, "class %d", c);
+                util_fmt(t->names[c], RUN_NAME_MAX, "class %d", c);
         }
         t->n_names = r->n_classes;
     }
@@ -192,13 +192,13 @@ static void curve_push(run *r, double loss, double acc, double lr)
     if (++r->curve_pending < r->curve_stride)
         return;
     double k = r->curve_pending;
-    if (r->curve_n == ENG_CURVE_POINTS) {
-        for (int i = 0; i < ENG_CURVE_POINTS / 2; i++) {
+    if (r->curve_n == RUN_CURVE_POINTS) {
+        for (int i = 0; i < RUN_CURVE_POINTS / 2; i++) {
             r->curve_loss[i] = 0.5f * (r->curve_loss[2 * i] + r->curve_loss[2 * i + 1]);
             r->curve_acc[i] = 0.5f * (r->curve_acc[2 * i] + r->curve_acc[2 * i + 1]);
             r->curve_lr[i] = 0.5f * (r->curve_lr[2 * i] + r->curve_lr[2 * i + 1]);
         }
-        r->curve_n = ENG_CURVE_POINTS / 2;
+        r->curve_n = RUN_CURVE_POINTS / 2;
         r->curve_stride *= 2;
     }
     r->curve_loss[r->curve_n] = (float)(r->curve_acc_loss / k);
@@ -227,7 +227,7 @@ static void telemetry(run *r, double idle_this_update)
     if (dt <= 0)
         return;
     double a = 1.0 - exp(-dt / TELEMETRY_TAU);
-    for (int q = 0; q < r->R && q < ENG_MAX_REPLICAS; q++) {
+    for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++) {
         strat_counters c;
         strat_get_counters(r->st, q, &c);
         rep_tel *t = &r->tel[q];
@@ -255,12 +255,12 @@ static void telemetry(run *r, double idle_this_update)
     r->tel_t = now;
     if (now - r->spark_t >= SPARK_PERIOD) {
         r->spark_t = now;
-        if (r->spark_n == ENG_SPARK_POINTS) {
-            for (int q = 0; q < r->R && q < ENG_MAX_REPLICAS; q++)
-                memmove(r->spark[q], r->spark[q] + 1, (ENG_SPARK_POINTS - 1) * sizeof(float));
+        if (r->spark_n == RUN_SPARK_POINTS) {
+            for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++)
+                memmove(r->spark[q], r->spark[q] + 1, (RUN_SPARK_POINTS - 1) * sizeof(float));
             r->spark_n--;
         }
-        for (int q = 0; q < r->R && q < ENG_MAX_REPLICAS; q++)
+        for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++)
             r->spark[q][r->spark_n] = (float)r->tel[q].ips;
         r->spark_n++;
     }
@@ -271,7 +271,7 @@ static void publish_progress(run *r, double lr, double loss, double acc)
     pipe_stats ps;
     pipe_get_stats(r->train, &ps);
     trn_state *t = r->h->lock(r->h->ctx);
-    eng_snapshot *s = &t->snap;
+    run_snapshot *s = &t->snap;
     s->epoch = r->epoch + 1 <= r->cfg->epochs ? r->epoch + 1 : r->cfg->epochs;
     s->step = r->in_epoch;
     s->update = r->update;
@@ -290,8 +290,8 @@ static void publish_progress(run *r, double lr, double loss, double acc)
     memcpy(s->curve_acc, r->curve_acc, (size_t)r->curve_n * sizeof(float));
     memcpy(s->curve_lr, r->curve_lr, (size_t)r->curve_n * sizeof(float));
     double total = 0;
-    for (int q = 0; q < r->R && q < ENG_MAX_REPLICAS; q++) {
-        eng_replica *e = &s->replica[q];
+    for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++) {
+        run_replica *e = &s->replica[q];
         e->images_per_sec = r->tel[q].ips;
         e->busy_pct = 100 * r->tel[q].busy_pct;
         e->idle_pct = 100 * r->tel[q].idle_pct;
@@ -310,9 +310,9 @@ static void publish_progress(run *r, double lr, double loss, double acc)
 static void publish_history(run *r)
 {
     trn_state *t = r->h->lock(r->h->ctx);
-    int n = r->hist_n < ENG_MAX_EPOCHS ? r->hist_n : ENG_MAX_EPOCHS;
+    int n = r->hist_n < RUN_MAX_EPOCHS ? r->hist_n : RUN_MAX_EPOCHS;
     if (n > 0) /* a run that failed while preparing has no history array */
-        memcpy(t->snap.history, r->hist, (size_t)n * sizeof(eng_epoch));
+        memcpy(t->snap.history, r->hist, (size_t)n * sizeof(run_epoch));
     t->snap.history_n = n;
     t->snap.checkpoints = r->checkpoints;
     util_copy(t->snap.last_checkpoint, sizeof t->snap.last_checkpoint, r->last_ckpt);
@@ -337,7 +337,7 @@ static int write_history(run *r, pt_err *e)
     json_init(&j, 1);
     json_arr(&j);
     for (int i = 0; i < r->hist_n; i++) {
-        const eng_epoch *h = &r->hist[i];
+        const run_epoch *h = &r->hist[i];
         json_obj(&j);
         json_key(&j, "epoch");
         json_int(&j, h->epoch);
@@ -442,15 +442,15 @@ static int append_valid_preds(run *r, int epoch, const int32_t *preds, long long
 
 static size_t history_blob(run *r, uint8_t **out)
 {
-    size_t n = 4 + (size_t)r->hist_n * sizeof(eng_epoch) + 12 + (size_t)r->curve_n * 3 * sizeof(float);
+    size_t n = 4 + (size_t)r->hist_n * sizeof(run_epoch) + 12 + (size_t)r->curve_n * 3 * sizeof(float);
     uint8_t *b = malloc(n), *p = b;
     if (!b)
         return 0;
     int32_t v = r->hist_n;
     memcpy(p, &v, 4);
     p += 4;
-    memcpy(p, r->hist, (size_t)r->hist_n * sizeof(eng_epoch));
-    p += (size_t)r->hist_n * sizeof(eng_epoch);
+    memcpy(p, r->hist, (size_t)r->hist_n * sizeof(run_epoch));
+    p += (size_t)r->hist_n * sizeof(run_epoch);
     int32_t c[3] = { r->curve_n, r->curve_stride, 0 };
     memcpy(p, c, 12);
     p += 12;
@@ -469,15 +469,15 @@ static int unpack_history(run *r, const uint8_t *b, size_t n)
         return -1;
     int32_t hn;
     memcpy(&hn, b, 4);
-    if (hn < 0 || hn > ENG_MAX_EPOCHS || 4 + (size_t)hn * sizeof(eng_epoch) + 12 > n)
+    if (hn < 0 || hn > RUN_MAX_EPOCHS || 4 + (size_t)hn * sizeof(run_epoch) + 12 > n)
         return -1;
-    memcpy(r->hist, b + 4, (size_t)hn * sizeof(eng_epoch));
+    memcpy(r->hist, b + 4, (size_t)hn * sizeof(run_epoch));
     r->hist_n = hn;
-    const uint8_t *p = b + 4 + (size_t)hn * sizeof(eng_epoch);
+    const uint8_t *p = b + 4 + (size_t)hn * sizeof(run_epoch);
     int32_t c[3];
     memcpy(c, p, 12);
     p += 12;
-    if (c[0] < 0 || c[0] > ENG_CURVE_POINTS || c[1] < 1 ||
+    if (c[0] < 0 || c[0] > RUN_CURVE_POINTS || c[1] < 1 ||
         (size_t)(p - b) + (size_t)c[0] * 3 * sizeof(float) > n)
         return -1;
     r->curve_n = c[0];
@@ -572,7 +572,7 @@ static void val_free(trn_val *v)
     memset(v, 0, sizeof *v);
 }
 
-static int validate(run *r, eng_epoch *row, pt_err *e)
+static int validate(run *r, run_epoch *row, pt_err *e)
 {
     const ds_split *vs = &r->ds->split[DS_VAL];
     if (vs->count == 0) {
@@ -754,15 +754,15 @@ out:
 /* ------------------------------------------------------------------------------ */
 /* preparation */
 
-int trn_replicas(const eng_config *cfg)
+int trn_replicas(const run_config *cfg)
 {
     int R = cfg->replicas > 0 ? cfg->replicas : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (R < 1)
         R = 1;
-    return R < ENG_MAX_REPLICAS ? R : ENG_MAX_REPLICAS;
+    return R < RUN_MAX_REPLICAS ? R : RUN_MAX_REPLICAS;
 }
 
-int trn_image_size(const eng_config *cfg, const ds_dataset *ds, int *img, pt_err *e)
+int trn_image_size(const run_config *cfg, const ds_dataset *ds, int *img, pt_err *e)
 {
     *img = cfg->image_size > 0 ? cfg->image_size : ds->image_w;
     if (*img > 0)
@@ -871,7 +871,7 @@ static int build_model(run *r, pt_err *e)
         if (ni.op == NN_OP_CONV || ni.op == NN_OP_DENSE)
             memset(r->decay + ni.param_offset, 1, ni.weight_count);
     }
-    if (opt_init(&r->optim, r->cfg->optimizer == ENG_OPT_SGD ? OPT_SGD : OPT_ADAM, np,
+    if (opt_init(&r->optim, r->cfg->optimizer == RUN_OPT_SGD ? OPT_SGD : OPT_ADAM, np,
                  r->cfg->momentum, r->cfg->weight_decay) != 0)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     r->optim_ready = 1;
@@ -880,7 +880,7 @@ static int build_model(run *r, pt_err *e)
 
 static int prepare(run *r, pt_err *e)
 {
-    const eng_config *cfg = r->cfg;
+    const run_config *cfg = r->cfg;
     int rc = r->h->data(r->h->ctx, &r->ds, e);
     if (rc != PT_OK)
         return rc;
@@ -888,7 +888,7 @@ static int prepare(run *r, pt_err *e)
         return err_set(e, PT_ENODATA, r->ds->root, PT_NO_RECORD, PT_NO_OFFSET,
                        "no training records (train/ is missing or empty)");
 
-    set_state(r, ENG_PREPARING, "scanning labels of %lld training and %lld validation records",
+    set_state(r, RUN_PREPARING, "scanning labels of %lld training and %lld validation records",
               r->ds->split[DS_TRAIN].count, r->ds->split[DS_VAL].count);
     int32_t *tl = NULL, *vl = NULL;
     long long tn = 0, vn = 0, bad = 0;
@@ -908,12 +908,12 @@ static int prepare(run *r, pt_err *e)
         if (vl[i] > max)
             max = vl[i];
     r->n_classes = r->ds->n_classes > max ? r->ds->n_classes : max + 1;
-    if (r->n_classes < 2 || r->n_classes > ENG_MAX_CLASSES) {
+    if (r->n_classes < 2 || r->n_classes > RUN_MAX_CLASSES) {
         free(tl);
         free(vl);
         return err_set(e, PT_ENODATA, r->ds->root, PT_NO_RECORD, PT_NO_OFFSET,
                        "%d classes found; between 2 and %d are supported", r->n_classes,
-                       ENG_MAX_CLASSES);
+                       RUN_MAX_CLASSES);
     }
     smp_count_labels(tl, (size_t)tn, r->n_classes, r->train_counts);
     smp_count_labels(vl, (size_t)vn, r->n_classes, r->val_counts);
@@ -952,7 +952,7 @@ static int prepare(run *r, pt_err *e)
 
     if ((rc = make_run_dir(r, e)) != PT_OK)
         return rc;
-    set_state(r, ENG_PREPARING, "building %s for %dx%d input, %d classes", cfg->model, r->img,
+    set_state(r, RUN_PREPARING, "building %s for %dx%d input, %d classes", cfg->model, r->img,
               r->img, r->n_classes);
     if ((rc = build_model(r, e)) != PT_OK)
         return rc;
@@ -961,7 +961,7 @@ static int prepare(run *r, pt_err *e)
                         .predict_batch = r->P };
     if ((rc = strat_new(&sc, &r->st, e)) != PT_OK)
         return rc;
-    set_state(r, ENG_PREPARING, "measuring the single-core sgemm peak");
+    set_state(r, RUN_PREPARING, "measuring the single-core sgemm peak");
     r->peak = trn_sgemm_peak(0.3);
 
     if (strcmp(cfg->augment, "none") != 0 && cfg->augment[0]) {
@@ -970,15 +970,15 @@ static int prepare(run *r, pt_err *e)
     }
     r->train_cm = calloc((size_t)r->n_classes * r->n_classes, sizeof *r->train_cm);
     r->preds = calloc((size_t)r->U, sizeof *r->preds);
-    r->hist = calloc(ENG_MAX_EPOCHS, sizeof *r->hist);
-    r->curve_loss = calloc(ENG_CURVE_POINTS, sizeof(float));
-    r->curve_acc = calloc(ENG_CURVE_POINTS, sizeof(float));
-    r->curve_lr = calloc(ENG_CURVE_POINTS, sizeof(float));
+    r->hist = calloc(RUN_MAX_EPOCHS, sizeof *r->hist);
+    r->curve_loss = calloc(RUN_CURVE_POINTS, sizeof(float));
+    r->curve_acc = calloc(RUN_CURVE_POINTS, sizeof(float));
+    r->curve_lr = calloc(RUN_CURVE_POINTS, sizeof(float));
     if (!r->train_cm || !r->preds || !r->hist || !r->curve_loss || !r->curve_acc || !r->curve_lr)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     r->curve_stride = 1;
 
-    eng_config_format(cfg, r->cfg_text, sizeof r->cfg_text);
+    cfg_format(cfg, r->cfg_text, sizeof r->cfg_text);
     if (cfg->resume[0]) {
         char path[4200];
         util_path(path, sizeof path, "%s/checkpoint.ckpt", r->run_dir);
@@ -1053,7 +1053,7 @@ static int prepare(run *r, pt_err *e)
 /* ------------------------------------------------------------------------------ */
 /* the loop */
 
-static void end_of_epoch_row(run *r, eng_epoch *row)
+static void end_of_epoch_row(run *r, run_epoch *row)
 {
     memset(row, 0, sizeof *row);
     row->epoch = r->epoch + 1;
@@ -1074,11 +1074,11 @@ static int pause_point(run *r, pt_err *e, int *stopped)
     if (c == TRN_GO)
         return PT_OK;
     if (c == TRN_PAUSE) {
-        set_state(r, ENG_PAUSED, "paused at update %lld (epoch %d, step %lld); writing a checkpoint",
+        set_state(r, RUN_PAUSED, "paused at update %lld (epoch %d, step %lld); writing a checkpoint",
                   r->update, r->epoch + 1, r->in_epoch);
         double t_pause = util_now();
         save_checkpoint(r, "pause", e);
-        set_state(r, ENG_PAUSED, "paused at update %lld (epoch %d, step %lld)", r->update,
+        set_state(r, RUN_PAUSED, "paused at update %lld (epoch %d, step %lld)", r->update,
                   r->epoch + 1, r->in_epoch);
         c = r->h->wait_resume(r->h->ctx);
         /* Paused time is not training time. */
@@ -1087,7 +1087,7 @@ static int pause_point(run *r, pt_err *e, int *stopped)
         r->t_run += away;
         r->tel_t = util_now();
         if (c == TRN_GO) {
-            set_state(r, ENG_RUNNING, "running");
+            set_state(r, RUN_RUNNING, "running");
             return PT_OK;
         }
     }
@@ -1096,17 +1096,17 @@ static int pause_point(run *r, pt_err *e, int *stopped)
     return PT_OK;
 }
 
-eng_state trn_run(const eng_config *cfg, const trn_hooks *h, pt_err *e)
+run_state trn_run(const run_config *cfg, const trn_hooks *h, pt_err *e)
 {
     run *r = calloc(1, sizeof *r);
     if (!r) {
         err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-        return ENG_FAILED;
+        return RUN_FAILED;
     }
     r->cfg = cfg;
     r->h = h;
     r->t_run = r->t_epoch = r->tel_t = r->spark_t = util_now();
-    eng_state final = ENG_FAILED;
+    run_state final = RUN_FAILED;
     int rc = prepare(r, e);
     batch **batches = NULL;
     if (rc != PT_OK)
@@ -1116,7 +1116,7 @@ eng_state trn_run(const eng_config *cfg, const trn_hooks *h, pt_err *e)
         rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
         goto done;
     }
-    set_state(r, ENG_RUNNING, "running");
+    set_state(r, RUN_RUNNING, "running");
     r->t_run = r->t_epoch = r->tel_t = util_now();
     int stopped = 0;
     while (r->epoch < cfg->epochs && !stopped) {
@@ -1165,7 +1165,7 @@ eng_state trn_run(const eng_config *cfg, const trn_hooks *h, pt_err *e)
                          "skipped; the last good checkpoint is kept%s%s",
                       r->update + 1, r->epoch + 1, r->in_epoch + 1, r->last_ckpt[0] ? ": " : "",
                       r->last_ckpt);
-                set_state(r, ENG_PAUSED,
+                set_state(r, RUN_PAUSED,
                           "non-finite loss at update %lld (epoch %d, step %lld); paused, weights "
                           "unchanged (lower the learning rate?)",
                           r->update + 1, r->epoch + 1, r->in_epoch + 1);
@@ -1174,7 +1174,7 @@ eng_state trn_run(const eng_config *cfg, const trn_hooks *h, pt_err *e)
                     stopped = 2; /* no new checkpoint: keep the last good one */
                     break;
                 }
-                set_state(r, ENG_RUNNING, "running");
+                set_state(r, RUN_RUNNING, "running");
                 continue;
             }
             r->update++;
@@ -1193,9 +1193,9 @@ eng_state trn_run(const eng_config *cfg, const trn_hooks *h, pt_err *e)
         if (stopped || rc != PT_OK)
             break;
         /* End of the epoch: validation, history, outputs, checkpoint. */
-        eng_epoch row;
+        run_epoch row;
         end_of_epoch_row(r, &row);
-        set_state(r, ENG_RUNNING, "validating after epoch %d", r->epoch + 1);
+        set_state(r, RUN_RUNNING, "validating after epoch %d", r->epoch + 1);
         rc = validate(r, &row, e);
         if (rc == PT_ESTOPPED) {
             stopped = 1;
@@ -1205,7 +1205,7 @@ eng_state trn_run(const eng_config *cfg, const trn_hooks *h, pt_err *e)
         }
         if (rc != PT_OK)
             goto done;
-        if (r->hist_n < ENG_MAX_EPOCHS)
+        if (r->hist_n < RUN_MAX_EPOCHS)
             r->hist[r->hist_n++] = row;
         r->epoch++;
         r->in_epoch = 0;
@@ -1235,49 +1235,49 @@ eng_state trn_run(const eng_config *cfg, const trn_hooks *h, pt_err *e)
             r->epoch == cfg->epochs)
             save_checkpoint(r, "epoch", e);
         publish_history(r);
-        set_state(r, ENG_RUNNING, "running");
+        set_state(r, RUN_RUNNING, "running");
     }
     if (rc != PT_OK)
         goto done;
     if (stopped) {
-        final = ENG_STOPPED;
+        final = RUN_STOPPED;
         if (stopped == 2 && !r->last_ckpt[0])
-            set_state(r, ENG_STOPPED,
+            set_state(r, RUN_STOPPED,
                       "stopped after a non-finite loss at update %lld; no checkpoint had been "
                       "written yet",
                       r->update + 1);
         else if (stopped == 2)
-            set_state(r, ENG_STOPPED,
+            set_state(r, RUN_STOPPED,
                       "stopped after a non-finite loss at update %lld; the last good checkpoint "
                       "is %s",
                       r->update + 1, r->last_ckpt);
         else
-            set_state(r, ENG_STOPPED, "stopped at update %lld; continue with --resume %s",
+            set_state(r, RUN_STOPPED, "stopped at update %lld; continue with --resume %s",
                       r->update, r->run_dir);
         goto done;
     }
-    set_state(r, ENG_RUNNING, "predicting the test split");
+    set_state(r, RUN_RUNNING, "predicting the test split");
     if ((rc = predict_test(r, e)) != PT_OK)
         goto done;
-    final = ENG_DONE;
+    final = RUN_DONE;
     {
-        const eng_epoch *last = r->hist_n ? &r->hist[r->hist_n - 1] : NULL;
-        set_state(r, ENG_DONE, "done: %d epochs in %.0fs; val_acc %.4f, val_f1 %.4f; outputs in %s",
+        const run_epoch *last = r->hist_n ? &r->hist[r->hist_n - 1] : NULL;
+        set_state(r, RUN_DONE, "done: %d epochs in %.0fs; val_acc %.4f, val_f1 %.4f; outputs in %s",
                   r->epoch, run_elapsed(r), last ? last->val_acc : 0, last ? last->val_f1 : 0,
                   r->run_dir);
     }
 done:
-    if (rc == PT_ESTOPPED && final != ENG_DONE) {
+    if (rc == PT_ESTOPPED && final != RUN_DONE) {
         /* Stopped while preparing (e.g. during the demo data's generation). */
-        final = ENG_STOPPED;
+        final = RUN_STOPPED;
         rc = PT_OK;
-        set_state(r, ENG_STOPPED, "stopped before training began");
+        set_state(r, RUN_STOPPED, "stopped before training began");
     }
-    if (rc != PT_OK && final != ENG_DONE && final != ENG_STOPPED) {
-        final = ENG_FAILED;
+    if (rc != PT_OK && final != RUN_DONE && final != RUN_STOPPED) {
+        final = RUN_FAILED;
         if (r->run_dir[0])
             logf_(r, "failed: %s", e ? e->msg : "error");
-        set_state(r, ENG_FAILED, "failed: %s", e ? e->msg : "error");
+        set_state(r, RUN_FAILED, "failed: %s", e ? e->msg : "error");
     }
     publish_history(r);
     free(batches);

@@ -24,7 +24,8 @@
 #include "base/err.h"
 #include "data/batch.h"
 #include "data/dataset.h"
-#include "engine.h"
+#include "config.h"
+#include "run.h"
 
 typedef struct trn_val {
     int epoch;                  /* 0: none yet */
@@ -37,9 +38,9 @@ typedef struct trn_val {
 } trn_val;
 
 typedef struct trn_state {
-    eng_snapshot snap;
+    run_snapshot snap;
     trn_val val;
-    char (*names)[ENG_NAME_MAX];
+    char (*names)[RUN_NAME_MAX];
     int n_names;
 } trn_state;
 
@@ -60,16 +61,16 @@ typedef struct trn_hooks {
     int (*data)(void *ctx, const ds_dataset **d, pt_err *e);
 } trn_hooks;
 
-/* Runs the whole run; returns ENG_DONE, ENG_STOPPED or ENG_FAILED (e says why). */
-eng_state trn_run(const eng_config *cfg, const trn_hooks *h, pt_err *e);
+/* Runs the whole run; returns RUN_DONE, RUN_STOPPED or RUN_FAILED (e says why). */
+run_state trn_run(const run_config *cfg, const trn_hooks *h, pt_err *e);
 
 /* The replicas a run with cfg uses: cfg->replicas, or one per online core when it
- * is 0; 1 .. ENG_MAX_REPLICAS. */
-int trn_replicas(const eng_config *cfg);
+ * is 0; 1 .. RUN_MAX_REPLICAS. */
+int trn_replicas(const run_config *cfg);
 
 /* The model's input side: cfg->image_size, or the dataset's image size (from its
  * folder name, else from the first training record). */
-int trn_image_size(const eng_config *cfg, const ds_dataset *ds, int *img, pt_err *e);
+int trn_image_size(const run_config *cfg, const ds_dataset *ds, int *img, pt_err *e);
 
 /* Single-core sgemm GFLOP/s, measured for about `seconds`. */
 double trn_sgemm_peak(double seconds);

@@ -1,4 +1,4 @@
-/* crc32c — CRC-32C (Castagnoli), as TFRecord framing uses it.
+/* crc32c — CRC-32C (Castagnoli): TFRecord framing, checkpoints and the demo cache use it.
  *
  * crc32c() picks the SSE4.2 crc32 instruction when the CPU has it (checked once, at
  * run time) and a slicing-by-8 table otherwise. Both are exposed so tests can check

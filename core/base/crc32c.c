@@ -1,4 +1,4 @@
-#include "io/crc32c.h"
+#include "base/crc32c.h"
 
 #include <pthread.h>
 #include <string.h>

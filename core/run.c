@@ -1,0 +1,45 @@
+/* run — names of the run states and the frees of run.h's heap-holding copies. */
+#include "run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *run_state_name(run_state s)
+{
+    switch (s) {
+    case RUN_IDLE: return "idle";
+    case RUN_PREPARING: return "preparing";
+    case RUN_RUNNING: return "running";
+    case RUN_PAUSED: return "paused";
+    case RUN_DONE: return "done";
+    case RUN_FAILED: return "failed";
+    case RUN_STOPPED: return "stopped";
+    }
+    return "?";
+}
+
+void run_preview_free(run_preview *p)
+{
+    free(p->original);
+    free(p->augmented);
+    free(p->label);
+    p->original = p->augmented = NULL;
+    p->label = NULL;
+    p->n = 0;
+}
+
+void run_val_report_free(run_val_report *r)
+{
+    free(r->precision);
+    free(r->recall);
+    free(r->f1);
+    free(r->support);
+    free(r->confusion);
+    memset(r, 0, sizeof *r);
+}
+
+void run_val_item_free(run_val_item *it)
+{
+    free(it->rgb);
+    it->rgb = NULL;
+}

@@ -1,0 +1,171 @@
+/* run — the plain data of a training run, shared by the engine (core/engine.h) and
+ * the trainer (core/train/) without either depending on the other: limits, the
+ * configuration, the run's state, per-epoch and per-replica figures, the snapshot
+ * the UI reads, previews and validation results.
+ *
+ * Nothing here has behaviour beyond naming states and freeing the heap parts of
+ * previews and validation copies: the options' names, defaults and parsing are in
+ * config.h; the engine's life cycle in engine.h; the run itself in train/trainer.h.
+ *
+ * Ownership: every struct here is plain data. run_preview, run_val_report and
+ * run_val_item hold heap arrays that their owner releases with run_*_free().
+ */
+#ifndef PT_RUN_H
+#define PT_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RUN_MAX_REPLICAS 16
+#define RUN_MAX_CLASSES 1024
+#define RUN_MAX_EPOCHS 1000
+#define RUN_CURVE_POINTS 2048   /* per-update curve, thinned by 2 when full */
+#define RUN_SPARK_POINTS 120    /* per-replica throughput history (one per ~0.5 s) */
+#define RUN_NAME_MAX 48
+
+/* ---- configuration ------------------------------------------------------------ */
+
+typedef enum run_schedule { RUN_SCHED_EXP = 0, RUN_SCHED_LINEAR, RUN_SCHED_COSINE } run_schedule;
+typedef enum run_optimizer { RUN_OPT_ADAM = 0, RUN_OPT_SGD } run_optimizer;
+
+typedef struct run_config {
+    char data[4096];            /* dataset folder; "" = the built-in demo data */
+    char out[4096];             /* run folder; "" = runs/NAME-DATE */
+    char resume[4096];          /* run folder to continue; "" = a new run */
+    char model[32];             /* "small" or "mobilenetv2" */
+    double width;               /* mobilenetv2 width multiplier */
+    int image_size;             /* model input side; 0 = the dataset's size */
+    int epochs;
+    int replicas;               /* 0 = number of cores */
+    int batch_per_replica;
+    int grad_acc;
+    long long oversample;       /* target count N; 0 = off, -1 = the largest class */
+    run_optimizer optimizer;
+    double lr_start, lr_max, lr_end, warmup, lr_scaling;
+    run_schedule schedule;
+    double momentum;            /* SGD */
+    double weight_decay;        /* decoupled, on conv/dense weights */
+    double dropout;
+    int freeze_backbone;
+    char augment[512];          /* augmentation chain spec; "none" = off */
+    uint64_t seed;
+    int deterministic;
+    int shuffle_buffer;
+    int workers;                /* pipeline decode threads; 0 = automatic */
+    int prefetch;
+    int stop_on_data_error;
+    int checkpoint_every;       /* epochs between checkpoints (>= 1) */
+} run_config;
+
+/* ---- state and progress -------------------------------------------------------- */
+
+typedef enum run_state {
+    RUN_IDLE = 0,       /* created, not started */
+    RUN_PREPARING,      /* scanning labels, building, calibrating */
+    RUN_RUNNING,
+    RUN_PAUSED,
+    RUN_DONE,
+    RUN_FAILED,
+    RUN_STOPPED,
+} run_state;
+
+const char *run_state_name(run_state s);
+
+typedef struct run_epoch {
+    int epoch;                  /* 1-based */
+    int updates;
+    double seconds;
+    double train_loss, train_acc, train_precision, train_recall, train_f1;
+    double val_loss, val_acc, val_precision, val_recall, val_f1;
+} run_epoch;
+
+typedef struct run_replica {
+    double images_per_sec;      /* over the last few seconds */
+    double busy_pct;            /* computing */
+    double idle_pct;            /* waiting for input batches */
+    double mxu_pct;             /* FLOPs executed / (busy time x sgemm peak) */
+    float spark[RUN_SPARK_POINTS]; /* images/s history, oldest first */
+    int spark_n;
+} run_replica;
+
+typedef struct run_snapshot {
+    run_state state;
+    char message[512];          /* what is happening, or why it failed */
+    /* the run */
+    char dataset[256];
+    char run_dir[512];
+    char model[64];
+    int replicas, batch_per_replica, grad_acc, update_size, image_size;
+    int n_classes;
+    int epoch, epochs;          /* current (1-based) and total */
+    long long step;             /* updates done in the current epoch */
+    long long steps_per_epoch;
+    long long update;           /* updates done in the whole run */
+    long long total_steps;      /* updates in the whole run */
+    double elapsed, eta;        /* seconds */
+    double lr;
+    double last_loss, last_acc;
+    double running_loss, running_acc; /* this epoch so far */
+    /* per-update curves (thinned to fit) */
+    int curve_n, curve_stride;
+    float curve_loss[RUN_CURVE_POINTS];
+    float curve_acc[RUN_CURVE_POINTS];
+    float curve_lr[RUN_CURVE_POINTS];
+    /* per-epoch history */
+    int history_n;
+    run_epoch history[RUN_MAX_EPOCHS];
+    /* hardware monitor */
+    int n_replicas;
+    run_replica replica[RUN_MAX_REPLICAS];
+    double total_images_per_sec;
+    double sgemm_peak_gflops;   /* single-core, measured at start */
+    char blas_core[32];
+    int queue_depth, queue_capacity;
+    /* labels: original and oversampled train counts, val counts */
+    int label_classes;
+    long long train_counts[RUN_MAX_CLASSES];
+    long long train_oversampled[RUN_MAX_CLASSES];
+    long long val_counts[RUN_MAX_CLASSES];
+    int oversampling;
+    /* housekeeping */
+    long long nonfinite_at;     /* update whose loss was not finite (run paused); 0 none */
+    long long data_errors;
+    long long checkpoints;
+    char last_checkpoint[512];
+} run_snapshot;
+
+/* ---- previews and validation results ----------------------------------------- */
+
+typedef struct run_preview {
+    int n, h, w;                /* n image pairs of h x w RGB */
+    uint8_t *original;          /* n * h * w * 3 */
+    uint8_t *augmented;         /* n * h * w * 3 */
+    int *label;                 /* dominant label of each augmented image */
+    uint64_t generation;        /* increases with every new preview */
+} run_preview;
+
+void run_preview_free(run_preview *p);
+
+/* Validation results of the latest epoch. */
+typedef struct run_val_report {
+    int n_classes;
+    long long n;                /* validation examples */
+    int epoch;                  /* 0: none yet */
+    double *precision, *recall, *f1;   /* per class */
+    long long *support;
+    long long *confusion;       /* n_classes x n_classes, [true][pred] */
+} run_val_report;
+
+void run_val_report_free(run_val_report *r);
+
+/* One validation example: its image (decoded at h x w), true and predicted class. */
+typedef struct run_val_item {
+    int h, w;
+    uint8_t *rgb;
+    int label, pred;
+    float confidence;           /* softmax probability of pred */
+} run_val_item;
+
+void run_val_item_free(run_val_item *it);
+
+#endif
