@@ -1,38 +1,53 @@
-/* engine — the thread-safe front of a training run (see engine.h).
+/* engine — the thread-safe front of a training run (see engine.h): life cycle,
+ * locks and copies.
  *
  * Threads: the caller's (UI or headless), the run thread (trn_run: the trainer,
- * which drives the replica and pipeline threads), and a preview thread started on
- * the first preview request. Shared state lives in `st` (trn_state) under `lock`;
- * the trainer writes it through the hooks below, everyone else copies from it. */
+ * which drives the replica and pipeline threads), and a sample thread started on
+ * the first preview or validation-image request. The run's progress (snapshot,
+ * validation results, class names) is written by the trainer alone into `progress`,
+ * which has its own lock; the engine copies out of it. `lock` guards the command,
+ * the log ring and the sample thread's requests and results.
+ *
+ * The command is one value, not a queue: go, pause and stop are states the user
+ * wants, and at an update boundary only the latest one matters (a queue would
+ * replay stale presses, p p p, that no longer mean anything). Stop wins over
+ * everything; resume only undoes a pause. */
 #include "engine.h"
 
-#include <ctype.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/util.h"
-#include "data/augment.h"
 #include "data/demo.h"
-#include "data/jpeg.h"
-#include "data/pipeline.h"
-#include "io/example.h"
-#include "io/tfrecord.h"
-#include "train/metrics.h"
+#include "train/progress.h"
+#include "train/samples.h"
 #include "train/trainer.h"
 
 #define LOG_LINES 512
+#define ITEM_QUEUE 64       /* validation images asked for and not loaded yet */
+#define ITEM_CACHE 96       /* loaded validation images kept (two inspect pages) */
+
+/* A loaded validation image (or why it could not be loaded). */
+typedef struct item_slot {
+    int used;
+    int epoch;                      /* of the results it belongs to */
+    long long index;
+    int rc;
+    pt_err err;
+    run_val_item item;
+} item_slot;
 
 struct eng {
     run_config cfg;
+    char cfg_text[16384];           /* cfg as the run folder's config file */
+    prg *progress;
+    sam *samples;
 
-    pthread_mutex_t lock;           /* st, log, command, data, preview */
+    pthread_mutex_t lock;           /* everything below but the dataset */
     pthread_cond_t cmd_cv;          /* command changes */
     pthread_cond_t end_cv;          /* run ended */
-    trn_state st;
     int started, ended;
     int cmd;                        /* TRN_GO / TRN_PAUSE / TRN_STOP */
     pthread_t run_thread;
@@ -41,19 +56,23 @@ struct eng {
     char (*log)[1100];
     uint64_t log_head, log_tail;
 
-    /* the dataset, opened once (run and previews share it) */
+    /* the dataset, opened once (run and samples share it) */
     pthread_mutex_t data_lock;
     ds_dataset *ds;
     int data_rc;
     pt_err data_err;
 
-    /* previews */
-    pthread_t preview_thread;
-    int preview_started, preview_exit;
+    /* the sample thread: previews and validation images */
+    pthread_t sample_thread;
+    pthread_cond_t sample_cv;
+    int sample_started, sample_exit;
     int preview_want;               /* images asked for; 0 none pending */
     uint64_t preview_gen, preview_count;
     run_preview preview;
-    pthread_cond_t preview_cv;
+    long long item_want[ITEM_QUEUE];
+    int item_want_n;
+    item_slot items[ITEM_CACHE];
+    int item_next;                  /* the slot the next loaded image replaces */
 };
 
 /* ------------------------------------------------------------------------------ */
@@ -72,16 +91,16 @@ static void log_push(eng *g, const char *line)
 static int demo_progress(void *ctx, long long done, long long total)
 {
     eng *g = ctx;
-    pthread_mutex_lock(&g->lock);
-    snprintf(g->st.snap.message, sizeof g->st.snap.message,
-             "generating the demo dataset (once): %lld / %lld images", done, total);
+    prg_set_message(g->progress, "generating the demo dataset (once): %lld / %lld images", done,
+                    total);
     /* A stop or a quit does not wait for the rest of the generation. */
-    int stop = g->cmd == TRN_STOP || g->preview_exit;
+    pthread_mutex_lock(&g->lock);
+    int stop = g->cmd == TRN_STOP || g->sample_exit;
     pthread_mutex_unlock(&g->lock);
     return stop;
 }
 
-/* Open the dataset once, for the run and the previews. */
+/* Open the dataset once, for the run and the samples. */
 static int open_data(eng *g, const ds_dataset **out, pt_err *e)
 {
     pthread_mutex_lock(&g->data_lock);
@@ -108,19 +127,6 @@ static int open_data(eng *g, const ds_dataset **out, pt_err *e)
 
 /* ---- hooks for the trainer ---- */
 
-static trn_state *hook_lock(void *ctx)
-{
-    eng *g = ctx;
-    pthread_mutex_lock(&g->lock);
-    return &g->st;
-}
-
-static void hook_unlock(void *ctx)
-{
-    eng *g = ctx;
-    pthread_mutex_unlock(&g->lock);
-}
-
 static void hook_log(void *ctx, const char *line)
 {
     log_push(ctx, line);
@@ -135,12 +141,11 @@ static int hook_control(void *ctx)
     return c;
 }
 
-static int hook_wait_resume(void *ctx)
+static int hook_wait(void *ctx, int pause)
 {
     eng *g = ctx;
     pthread_mutex_lock(&g->lock);
-    /* A non-finite pause arrives with cmd == GO: ask the user by pausing. */
-    if (g->cmd == TRN_GO)
+    if (pause && g->cmd == TRN_GO)
         g->cmd = TRN_PAUSE;
     while (g->cmd == TRN_PAUSE)
         pthread_cond_wait(&g->cmd_cv, &g->lock);
@@ -157,16 +162,13 @@ static int hook_data(void *ctx, const ds_dataset **d, pt_err *e)
 static void *run_main(void *arg)
 {
     eng *g = arg;
-    trn_hooks h = { .ctx = g, .lock = hook_lock, .unlock = hook_unlock, .log = hook_log,
-                    .control = hook_control, .wait_resume = hook_wait_resume,
-                    .data = hook_data };
+    trn_env env = { .cfg = &g->cfg, .cfg_text = g->cfg_text, .progress = g->progress,
+                    .samples = g->samples, .ctx = g, .log = hook_log, .control = hook_control,
+                    .wait = hook_wait, .data = hook_data };
     pt_err e;
     err_clear(&e);
-    run_state final = trn_run(&g->cfg, &h, &e);
+    trn_run(&env, &e); /* it publishes how the run ended */
     pthread_mutex_lock(&g->lock);
-    g->st.snap.state = final;
-    if (final == RUN_FAILED && e.msg[0] && strncmp(g->st.snap.message, "failed", 6) != 0)
-        util_fmt(g->st.snap.message, sizeof g->st.snap.message, "failed: %s", e.msg);
     g->ended = 1;
     pthread_cond_broadcast(&g->end_cv);
     pthread_mutex_unlock(&g->lock);
@@ -185,13 +187,6 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
     if (strcmp(cfg->model, "small") && strcmp(cfg->model, "mobilenetv2"))
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "unknown model '%s'",
                        cfg->model);
-    if (cfg->augment[0] && strcmp(cfg->augment, "none")) {
-        aug_chain *ch;
-        int rc = aug_parse(cfg->augment, &ch, e);
-        if (rc != PT_OK)
-            return rc;
-        aug_free(ch);
-    }
     if (cfg->data[0] && !util_is_dir(cfg->data))
         return err_set(e, PT_ENODATA, cfg->data, PT_NO_RECORD, PT_NO_OFFSET,
                        "no such dataset folder");
@@ -206,8 +201,19 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
     if (!g)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     g->cfg = *cfg;
+    int rc = sam_new(cfg, &g->samples, e); /* checks the augmentation spec */
+    if (rc != PT_OK) {
+        free(g);
+        return rc;
+    }
+    if (cfg_format(cfg, g->cfg_text, sizeof g->cfg_text) != 0)
+        g->cfg_text[0] = '\0';
+    g->progress = prg_new(cfg);
     g->log = calloc(LOG_LINES, sizeof *g->log);
-    if (!g->log) {
+    if (!g->progress || !g->log) {
+        prg_free(g->progress);
+        sam_free(g->samples);
+        free(g->log);
         free(g);
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }
@@ -215,19 +221,7 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
     pthread_mutex_init(&g->data_lock, NULL);
     pthread_cond_init(&g->cmd_cv, NULL);
     pthread_cond_init(&g->end_cv, NULL);
-    pthread_cond_init(&g->preview_cv, NULL);
-    g->st.snap.state = RUN_IDLE;
-    snprintf(g->st.snap.message, sizeof g->st.snap.message, "ready: press s to start");
-    util_copy(g->st.snap.model, sizeof g->st.snap.model, cfg->model);
-    util_copy(g->st.snap.dataset, sizeof g->st.snap.dataset,
-              cfg->data[0] ? cfg->data : "built-in demo flowers");
-    g->st.snap.epochs = cfg->epochs;
-    g->st.snap.batch_per_replica = cfg->batch_per_replica;
-    g->st.snap.grad_acc = cfg->grad_acc;
-    /* What the run will use, so the UI can show it before start. */
-    g->st.snap.replicas = trn_replicas(cfg);
-    g->st.snap.update_size = g->st.snap.replicas * cfg->batch_per_replica * cfg->grad_acc;
-    g->st.snap.image_size = cfg->image_size;
+    pthread_cond_init(&g->sample_cv, NULL);
     g->cmd = TRN_GO;
     *out = g;
     return PT_OK;
@@ -241,15 +235,13 @@ int eng_start(eng *g)
         return PT_OK;
     }
     g->started = 1;
-    g->st.snap.state = RUN_PREPARING;
-    snprintf(g->st.snap.message, sizeof g->st.snap.message, "preparing");
+    prg_set_state(g->progress, RUN_PREPARING, "preparing");
     pthread_mutex_unlock(&g->lock);
     if (pthread_create(&g->run_thread, NULL, run_main, g) != 0) {
         pthread_mutex_lock(&g->lock);
         g->started = 0;
         g->ended = 1;
-        g->st.snap.state = RUN_FAILED;
-        snprintf(g->st.snap.message, sizeof g->st.snap.message, "failed: cannot start a thread");
+        prg_set_state(g->progress, RUN_FAILED, "failed: cannot start a thread");
         pthread_mutex_unlock(&g->lock);
         return PT_ENOMEM;
     }
@@ -270,7 +262,6 @@ void eng_resume(eng *g)
     pthread_mutex_lock(&g->lock);
     if (g->cmd == TRN_PAUSE)
         g->cmd = TRN_GO;
-    g->st.snap.nonfinite_at = 0;
     pthread_cond_broadcast(&g->cmd_cv);
     pthread_mutex_unlock(&g->lock);
 }
@@ -315,20 +306,23 @@ void eng_destroy(eng *g)
     if (g->started)
         pthread_join(g->run_thread, NULL);
     pthread_mutex_lock(&g->lock);
-    g->preview_exit = 1; /* also tells a demo generation under way to stop */
-    pthread_cond_broadcast(&g->preview_cv);
+    g->sample_exit = 1; /* also tells a demo generation under way to stop */
+    pthread_cond_broadcast(&g->sample_cv);
     pthread_mutex_unlock(&g->lock);
-    if (g->preview_started)
-        pthread_join(g->preview_thread, NULL);
+    if (g->sample_started)
+        pthread_join(g->sample_thread, NULL);
     run_preview_free(&g->preview);
-    trn_state_free(&g->st);
+    for (int i = 0; i < ITEM_CACHE; i++)
+        run_val_item_free(&g->items[i].item);
+    prg_free(g->progress);
+    sam_free(g->samples);
     ds_free(g->ds);
     free(g->log);
     pthread_mutex_destroy(&g->lock);
     pthread_mutex_destroy(&g->data_lock);
     pthread_cond_destroy(&g->cmd_cv);
     pthread_cond_destroy(&g->end_cv);
-    pthread_cond_destroy(&g->preview_cv);
+    pthread_cond_destroy(&g->sample_cv);
     free(g);
 }
 
@@ -337,18 +331,12 @@ void eng_destroy(eng *g)
 
 void eng_snapshot_get(eng *g, run_snapshot *out)
 {
-    pthread_mutex_lock(&g->lock);
-    *out = g->st.snap;
-    pthread_mutex_unlock(&g->lock);
+    prg_snapshot(g->progress, out);
 }
 
 const char *eng_class_name(eng *g, int k)
 {
-    const char *name = NULL;
-    pthread_mutex_lock(&g->lock);
-    if (g->st.names && k >= 0 && k < g->st.n_names)
-        name = g->st.names[k];
-    pthread_mutex_unlock(&g->lock);
+    const char *name = prg_class_name(g->progress, k);
     if (!name) {
         /* Before the run has published names: the dataset's, once it is open. */
         pthread_mutex_lock(&g->data_lock);
@@ -373,105 +361,98 @@ int eng_log_pop(eng *g, char *buf, size_t n)
 }
 
 /* ------------------------------------------------------------------------------ */
-/* previews */
+/* the sample thread */
 
-static int make_preview(eng *g, int n, uint64_t count, run_preview *p, pt_err *e)
+static void make_preview(eng *g, int n, uint64_t count)
 {
+    run_preview p;
+    memset(&p, 0, sizeof p);
+    pt_err e;
     const ds_dataset *d;
-    int rc = open_data(g, &d, e);
-    if (rc != PT_OK)
-        return rc;
-    int img;
-    if ((rc = trn_image_size(&g->cfg, d, &img, e)) != PT_OK)
-        return rc;
-    pipe_config c;
-    pipe_config_defaults(&c);
-    c.split = &d->split[DS_TRAIN];
-    c.labeled = 1;
-    c.n_classes = RUN_MAX_CLASSES; /* names come later; any label is fine here */
-    c.image_w = c.image_h = img;
-    c.batch_size = n;
-    c.shuffle_buffer = 256;
-    c.shuffle_shards = 1;
-    c.workers = 1;
-    c.prefetch = 1;
-    c.seed = g->cfg.seed + count * 7919;
-    pipeline *pl;
-    if ((rc = pipe_create(&c, &pl, e)) != PT_OK)
-        return rc;
-    batch *b;
-    rc = pipe_next(pl, &b, e);
-    if (rc != 1) {
-        pipe_destroy(pl);
-        return rc == 0 ? err_set(e, PT_ENODATA, d->root, PT_NO_RECORD, PT_NO_OFFSET,
-                                 "no readable training images")
-                       : rc;
+    int img = 0;
+    int rc = open_data(g, &d, &e);
+    if (rc == PT_OK)
+        rc = trn_image_size(&g->cfg, d, &img, &e);
+    if (rc == PT_OK)
+        rc = sam_preview(g->samples, d, img, n, count, &p, &e);
+    if (rc != PT_OK) {
+        char line[1100];
+        snprintf(line, sizeof line, "preview failed: %s", e.msg);
+        log_push(g, line);
     }
-    size_t bytes = (size_t)b->n * img * img * 3;
-    p->n = b->n;
-    p->h = p->w = img;
-    p->original = malloc(bytes);
-    p->augmented = malloc(bytes);
-    p->label = malloc((size_t)b->n * sizeof *p->label);
-    if (!p->original || !p->augmented || !p->label) {
-        pipe_release(pl, b);
-        pipe_destroy(pl);
-        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    pthread_mutex_lock(&g->lock);
+    if (rc == PT_OK) {
+        run_preview_free(&g->preview);
+        g->preview = p;
+        g->preview.generation = ++g->preview_gen;
     }
-    memcpy(p->original, b->images, bytes);
-    if (g->cfg.augment[0] && strcmp(g->cfg.augment, "none")) {
-        aug_chain *ch;
-        if (aug_parse(g->cfg.augment, &ch, NULL) == PT_OK) {
-            aug_workspace *ws = aug_workspace_new(b->n, img, img);
-            b->seq = count;
-            if (ws)
-                aug_apply(ch, b, g->cfg.seed, ws);
-            aug_workspace_free(ws);
-            aug_free(ch);
-        }
-    }
-    memcpy(p->augmented, b->images, bytes);
-    for (int i = 0; i < b->n; i++)
-        p->label[i] = batch_dominant_label(b, i);
-    pipe_release(pl, b);
-    pipe_destroy(pl);
-    return PT_OK;
+    pthread_mutex_unlock(&g->lock);
 }
 
-static void *preview_main(void *arg)
+static void load_item(eng *g, long long index)
+{
+    item_slot s;
+    memset(&s, 0, sizeof s);
+    s.used = 1;
+    s.index = index;
+    batch_src src;
+    const ds_dataset *d;
+    s.rc = prg_val_example(g->progress, index, &src, &s.item, &s.epoch, &s.err);
+    if (s.rc == PT_OK)
+        s.rc = open_data(g, &d, &s.err);
+    if (s.rc == PT_OK)
+        s.rc = sam_val_image(d, src, &s.item, &s.err);
+    pthread_mutex_lock(&g->lock);
+    item_slot *old = &g->items[g->item_next];
+    run_val_item_free(&old->item);
+    *old = s;
+    g->item_next = (g->item_next + 1) % ITEM_CACHE;
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void *sample_main(void *arg)
 {
     eng *g = arg;
     pthread_mutex_lock(&g->lock);
     for (;;) {
-        while (!g->preview_exit && g->preview_want == 0)
-            pthread_cond_wait(&g->preview_cv, &g->lock);
-        if (g->preview_exit)
+        while (!g->sample_exit && g->preview_want == 0 && g->item_want_n == 0)
+            pthread_cond_wait(&g->sample_cv, &g->lock);
+        if (g->sample_exit)
             break;
-        int n = g->preview_want;
-        g->preview_want = 0;
-        uint64_t count = ++g->preview_count;
-        pthread_mutex_unlock(&g->lock);
-        run_preview p;
-        memset(&p, 0, sizeof p);
-        pt_err e;
-        int rc = make_preview(g, n, count, &p, &e);
-        if (rc != PT_OK) {
-            char line[1100];
-            snprintf(line, sizeof line, "preview failed: %s", e.msg);
-            log_push(g, line);
+        if (g->item_want_n > 0) {
+            /* Images for the inspect page first: someone is looking at it. */
+            long long index = g->item_want[0];
+            g->item_want_n--;
+            memmove(g->item_want, g->item_want + 1, (size_t)g->item_want_n * sizeof *g->item_want);
+            pthread_mutex_unlock(&g->lock);
+            load_item(g, index);
+        } else {
+            int n = g->preview_want;
+            g->preview_want = 0;
+            uint64_t count = ++g->preview_count;
+            pthread_mutex_unlock(&g->lock);
+            make_preview(g, n, count);
         }
         pthread_mutex_lock(&g->lock);
-        if (rc == PT_OK) {
-            run_preview_free(&g->preview);
-            g->preview = p;
-            g->preview.generation = ++g->preview_gen;
-        } else {
-            run_preview_free(&p);
-        }
     }
     pthread_mutex_unlock(&g->lock);
     return NULL;
 }
+
+/* Wake the sample thread, starting it the first time. Called with g->lock held;
+ * returns with it held. */
+static void wake_samples(eng *g)
+{
+    pthread_cond_broadcast(&g->sample_cv);
+    if (g->sample_started)
+        return;
+    g->sample_started = 1;
+    if (pthread_create(&g->sample_thread, NULL, sample_main, g) != 0)
+        g->sample_started = 0;
+}
+
+/* ------------------------------------------------------------------------------ */
+/* previews */
 
 void eng_preview_request(eng *g, int n)
 {
@@ -481,15 +462,8 @@ void eng_preview_request(eng *g, int n)
         n = 64;
     pthread_mutex_lock(&g->lock);
     g->preview_want = n;
-    int start = !g->preview_started;
-    g->preview_started = 1;
-    pthread_cond_broadcast(&g->preview_cv);
+    wake_samples(g);
     pthread_mutex_unlock(&g->lock);
-    if (start && pthread_create(&g->preview_thread, NULL, preview_main, g) != 0) {
-        pthread_mutex_lock(&g->lock);
-        g->preview_started = 0;
-        pthread_mutex_unlock(&g->lock);
-    }
 }
 
 int eng_preview_get(eng *g, uint64_t *seen, run_preview *out)
@@ -522,111 +496,59 @@ int eng_preview_get(eng *g, uint64_t *seen, run_preview *out)
 
 int eng_val_report_get(eng *g, run_val_report *out)
 {
-    memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&g->lock);
-    const trn_val *v = &g->st.val;
-    int k = v->n_classes;
-    if (v->epoch > 0 && k > 0 && v->confusion) {
-        out->n_classes = k;
-        out->n = v->n;
-        out->epoch = v->epoch;
-        out->precision = malloc((size_t)k * sizeof(double));
-        out->recall = malloc((size_t)k * sizeof(double));
-        out->f1 = malloc((size_t)k * sizeof(double));
-        out->support = malloc((size_t)k * sizeof(long long));
-        out->confusion = malloc((size_t)k * k * sizeof(long long));
-        if (out->precision && out->recall && out->f1 && out->support && out->confusion) {
-            memcpy(out->confusion, v->confusion, (size_t)k * k * sizeof(long long));
-            met_summary ms;
-            met_from_confusion(out->confusion, k, &ms, out->precision, out->recall, out->f1,
-                               out->support);
-        } else {
-            pthread_mutex_unlock(&g->lock);
-            run_val_report_free(out);
-            return PT_ENOMEM;
-        }
-    }
-    pthread_mutex_unlock(&g->lock);
-    return PT_OK;
+    return prg_val_report(g->progress, out);
 }
 
 long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, float *conf)
 {
-    long long got = 0;
-    pthread_mutex_lock(&g->lock);
-    const trn_val *v = &g->st.val;
-    if (v->epoch > 0 && first >= 0 && first < v->n) {
-        got = v->n - first < n ? v->n - first : n;
-        for (long long i = 0; i < got; i++) {
-            if (label)
-                label[i] = v->labels[first + i];
-            if (pred)
-                pred[i] = v->preds[first + i];
-            if (conf)
-                conf[i] = v->conf[first + i];
-        }
-    }
-    pthread_mutex_unlock(&g->lock);
-    return got;
+    return prg_val_preds(g->progress, first, n, label, pred, conf);
 }
 
 int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e)
 {
     memset(out, 0, sizeof *out);
+    batch_src src;
+    run_val_item now;
+    int epoch;
+    int rc = prg_val_example(g->progress, index, &src, &now, &epoch, e);
+    if (rc != PT_OK)
+        return rc;
     pthread_mutex_lock(&g->lock);
-    const trn_val *v = &g->st.val;
-    if (v->epoch == 0 || index < 0 || index >= v->n) {
-        long long n = v->n;
+    for (int i = 0; i < ITEM_CACHE; i++) {
+        item_slot *s = &g->items[i];
+        if (!s->used || s->index != index || s->epoch != epoch)
+            continue;
+        rc = s->rc;
+        if (rc != PT_OK) {
+            if (e)
+                *e = s->err;
+        } else {
+            size_t bytes = (size_t)s->item.h * s->item.w * 3;
+            *out = s->item;
+            out->rgb = malloc(bytes);
+            if (out->rgb) {
+                memcpy(out->rgb, s->item.rgb, bytes);
+                rc = 1;
+            } else {
+                rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+            }
+        }
         pthread_mutex_unlock(&g->lock);
-        return err_set(e, PT_ENODATA, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                       n ? "validation example %lld is outside 0..%lld" : "no validation yet",
-                       index, n - 1);
+        return rc;
     }
-    batch_src src = v->src[index];
-    out->label = v->labels[index];
-    out->pred = v->preds[index];
-    out->confidence = v->conf[index];
-    int img = g->st.snap.image_size;
+    int queued = 0;
+    for (int i = 0; i < g->item_want_n; i++)
+        if (g->item_want[i] == index)
+            queued = 1;
+    if (!queued) {
+        if (g->item_want_n == ITEM_QUEUE) {
+            /* The oldest request is for a page that is no longer on screen. */
+            g->item_want_n--;
+            memmove(g->item_want, g->item_want + 1, (size_t)g->item_want_n * sizeof *g->item_want);
+        }
+        g->item_want[g->item_want_n++] = index;
+        wake_samples(g);
+    }
     pthread_mutex_unlock(&g->lock);
-
-    const ds_dataset *d;
-    int rc = open_data(g, &d, e);
-    if (rc != PT_OK)
-        return rc;
-    if (src.shard < 0 || src.shard >= d->split[DS_VAL].n_shards)
-        return err_set(e, PT_ENODATA, NULL, PT_NO_RECORD, PT_NO_OFFSET, "no such shard");
-    const char *path = d->split[DS_VAL].shards[src.shard].path;
-    tfr_reader *r;
-    if ((rc = tfr_open(&r, path, e)) != PT_OK)
-        return rc;
-    const uint8_t *p;
-    size_t len;
-    rc = tfr_read_at(r, src.offset, src.record, &p, &len, e);
-    if (rc != 1) {
-        tfr_close(r);
-        return rc < 0 ? rc : err_set(e, PT_ETRUNC, path, src.record, src.offset, "record vanished");
-    }
-    ex_example *ex;
-    if ((rc = ex_parse(p, len, &ex, path, src.record, src.offset, e)) != PT_OK) {
-        tfr_close(r);
-        return rc;
-    }
-    const uint8_t *jp;
-    size_t jl;
-    rc = ex_get_bytes(ex, "image", &jp, &jl, e);
-    if (rc == PT_OK) {
-        out->h = out->w = img;
-        out->rgb = malloc((size_t)img * img * 3);
-        jpg_codec *c = jpg_codec_new();
-        if (!out->rgb || !c)
-            rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-        else
-            rc = jpg_decode_into(c, jp, jl, out->rgb, img, img, 1, 0, NULL, NULL, e);
-        jpg_codec_free(c);
-    }
-    ex_free(ex);
-    tfr_close(r);
-    if (rc != PT_OK)
-        run_val_item_free(out);
-    return rc;
+    return 0;
 }

@@ -7,7 +7,9 @@
  * run folder's outputs. Every call below is safe from any thread. Commands (start,
  * pause, resume, stop, preview requests) return at once; their effect is seen in
  * the next snapshot. Pause takes effect at the next update boundary and writes a
- * checkpoint; resume continues exactly where the run stopped.
+ * checkpoint; resume continues exactly where the run stopped. The command is the
+ * latest one given, not a queue: pause, resume and stop say what the user wants
+ * now.
  *
  * The engine never touches the terminal. The UI reads eng_snapshot_get() about
  * ten times a second: a consistent copy taken under a short lock.
@@ -70,7 +72,12 @@ int eng_val_report_get(eng *g, run_val_report *out);
  * NULL. Returns how many were copied (0 when no validation has run yet). */
 long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, float *conf);
 
-/* index in [0, n). Returns PT_OK, or an error when no validation has run yet. */
+/* The image of validation example index (in [0, n)) with its labels. Images load
+ * on the engine's sample thread, like previews, so this never blocks on a file:
+ * 1 when out was filled (free it with run_val_item_free), 0 while the image is
+ * still loading (the call asked for it: call again later), or an error (< 0)
+ * when there is no validation yet, index is outside it, or the record could not
+ * be read. */
 int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e);
 
 #endif

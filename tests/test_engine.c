@@ -459,7 +459,13 @@ TEST(engine_preview_and_validation_inspection)
     T_EQ_INT(rep.support[0], 6);
     run_val_report_free(&rep);
     run_val_item it;
-    T_REQUIRE(eng_val_item_get(g, 3, &it, &e) == PT_OK);
+    /* Images load on the engine's sample thread: the first ask only asks. */
+    T_EQ_INT(eng_val_item_get(g, 3, &it, &e), 0);
+    int loaded = 0;
+    for (double until = util_now() + 60; (loaded = eng_val_item_get(g, 3, &it, &e)) == 0 &&
+                                          util_now() < until;)
+        usleep(2000);
+    T_REQUIRE(loaded == 1);
     T_EQ_INT(it.h, 32);
     T_CHECK(it.label == fx_label_of(it.rgb, 32, 32));
     T_CHECK(it.confidence > 0 && it.confidence <= 1);

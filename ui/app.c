@@ -27,7 +27,6 @@
 #include "ui/term.h"
 
 #define TICK 0.1            /* seconds between frames */
-#define INSPECT_BUDGET 0.02 /* seconds per frame the inspect view may spend reading */
 
 static volatile sig_atomic_t g_sig_int, g_sig_hup, g_sig_cont;
 
@@ -182,7 +181,7 @@ static void collect(app *a)
         a->pv = nv;
     }
     if (a->insp.open && a->modal == MODAL_NONE)
-        ui_inspect_work(&a->insp, a->g, a->snap->history_n, INSPECT_BUDGET);
+        ui_inspect_work(&a->insp, a->g, a->snap->history_n);
 }
 
 static void ask_preview(app *a, int n)

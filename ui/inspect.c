@@ -63,9 +63,12 @@ void ui_inspect_init(ui_inspect *v)
 
 static void drop_page(ui_inspect *v)
 {
-    for (int i = 0; i < v->n_items; i++)
-        run_val_item_free(&v->item[i]);
-    v->n_items = 0;
+    for (int i = 0; i < v->n_slots; i++) {
+        if (v->loaded[i])
+            run_val_item_free(&v->item[i]);
+        v->loaded[i] = 0;
+    }
+    v->n_items = v->n_slots = 0;
     v->page_id++;
 }
 
@@ -91,9 +94,8 @@ static long long index_at(const ui_inspect *v, long long pos)
     return pos >= 0 && pos < v->n_wrong ? v->wrong[pos] : -1;
 }
 
-void ui_inspect_work(ui_inspect *v, eng *g, int history_n, double budget)
+void ui_inspect_work(ui_inspect *v, eng *g, int history_n)
 {
-    double end = util_now() + budget;
     if (history_n != v->seen_history) {
         /* New results: start the collection over. */
         v->seen_history = history_n;
@@ -130,31 +132,44 @@ void ui_inspect_work(ui_inspect *v, eng *g, int history_n, double budget)
     }
     if (v->n == 0)
         return;
-    /* The page on screen first. */
+    /* The page on screen: ask for every image on it at once (the engine loads
+     * them on its sample thread) and show the loaded ones from the top. */
     int want = v->per_page < UI_INSPECT_PAGE_MAX ? v->per_page : UI_INSPECT_PAGE_MAX;
-    int same = 1;
-    for (int i = 0; i < v->n_items && i < want; i++)
+    int same = v->n_slots == want;
+    for (int i = 0; i < v->n_slots && same; i++)
         if (v->item_index[i] != index_at(v, v->pos + i))
             same = 0;
-    if (!same || v->n_items > want)
+    if (!same) {
         drop_page(v);
+        v->n_slots = 0;
+        while (v->n_slots < want && index_at(v, v->pos + v->n_slots) >= 0) {
+            v->item_index[v->n_slots] = index_at(v, v->pos + v->n_slots);
+            v->n_slots++;
+        }
+    }
     int got = 0;
-    while (v->n_items < want && util_now() < end) {
-        long long idx = index_at(v, v->pos + v->n_items);
-        if (idx < 0)
-            break;
+    for (int i = 0; i < v->n_slots; i++) {
+        if (v->loaded[i])
+            continue;
         pt_err e;
-        run_val_item *it = &v->item[v->n_items];
-        if (eng_val_item_get(g, idx, it, &e) != PT_OK) {
+        run_val_item *it = &v->item[i];
+        int rc = eng_val_item_get(g, v->item_index[i], it, &e);
+        if (rc == 0)
+            continue; /* still loading */
+        if (rc < 0) {
             snprintf(v->err, sizeof v->err, "%s", e.msg);
             memset(it, 0, sizeof *it);
             it->label = it->pred = -1;
         }
-        v->item_index[v->n_items++] = idx;
+        v->loaded[i] = 1;
         got = 1;
     }
-    if (got)
+    int top = 0;
+    while (top < v->n_slots && v->loaded[top])
+        top++;
+    if (got && top != v->n_items)
         v->page_id++;
+    v->n_items = top;
 }
 
 void ui_inspect_key(ui_inspect *v, ui_act a)

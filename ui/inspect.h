@@ -3,11 +3,12 @@
  * images does; a filter for mistakes only; per-class precision, recall and F1;
  * the most confused class pairs.
  *
- * Data collection apart from drawing: ui_inspect_work() asks the engine, a
- * little per frame (a time budget), for the latest validation report, the label
- * and prediction of every validation example (needed for the mistakes filter)
- * and the images of the page on screen; ui_inspect_draw() draws only what was
- * collected. A new epoch's results restart the collection.
+ * Data collection apart from drawing: ui_inspect_work() copies from the engine,
+ * once per frame, the latest validation report, the label and prediction of
+ * every validation example (needed for the mistakes filter) and the images of the
+ * page on screen as the engine's sample thread loads them (it never waits for a
+ * file); ui_inspect_draw() draws only what was collected. A new epoch's results
+ * restart the collection.
  *
  * Ownership: ui_inspect_init() / ui_inspect_free(); the report and the page's
  * items are the engine's copies, freed here.
@@ -50,10 +51,12 @@ typedef struct ui_inspect {
     long long n, scanned;
     int *wrong;
     long long n_wrong;
-    /* the page on screen */
+    /* the page on screen: n_slots images asked for, the first n_items of them
+     * loaded (drawn); loaded[i] when item[i] holds a copy (or a failed read) */
     run_val_item item[UI_INSPECT_PAGE_MAX];
     long long item_index[UI_INSPECT_PAGE_MAX];
-    int n_items;
+    int loaded[UI_INSPECT_PAGE_MAX];
+    int n_slots, n_items;
     long long page_pos;
     int page_key;               /* what the page was fetched for */
     uint64_t page_id;           /* changes whenever the page's images change */
@@ -63,9 +66,9 @@ typedef struct ui_inspect {
 void ui_inspect_init(ui_inspect *v);
 void ui_inspect_free(ui_inspect *v);
 
-/* Collect from the engine for up to budget seconds. history_n: the snapshot's
- * count of finished epochs (a change means new results). */
-void ui_inspect_work(ui_inspect *v, eng *g, int history_n, double budget);
+/* Collect from the engine. history_n: the snapshot's count of finished epochs
+ * (a change means new results). */
+void ui_inspect_work(ui_inspect *v, eng *g, int history_n);
 
 /* Number of entries in the list shown (all, or the mistakes found so far). */
 long long ui_inspect_count(const ui_inspect *v);

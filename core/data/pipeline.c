@@ -37,7 +37,6 @@ typedef struct slot {
     int shard;
 } slot;
 
-#define ERR_RING 64
 
 struct pipeline {
     pipe_config cfg;
@@ -80,11 +79,6 @@ struct pipeline {
     pt_err fail_err;
     int workers_alive;
 
-    /* ---- errors ---- */
-    pthread_mutex_t err_lock;
-    char err_ring[ERR_RING][sizeof(((pt_err *)0)->msg)];
-    uint64_t err_head, err_tail;
-
     /* ---- stats ---- */
     atomic_uint_fast64_t records_read, examples_out, errors;
     atomic_uint_fast64_t decode_ns, wait_ns;
@@ -113,12 +107,8 @@ void pipe_config_defaults(pipe_config *c)
 static void report(pipeline *p, const pt_err *err)
 {
     atomic_fetch_add(&p->errors, 1);
-    pthread_mutex_lock(&p->err_lock);
-    if (p->err_head - p->err_tail == ERR_RING)
-        p->err_tail++; /* drop the oldest */
-    snprintf(p->err_ring[p->err_head % ERR_RING], sizeof p->err_ring[0], "%s", err->msg);
-    p->err_head++;
-    pthread_mutex_unlock(&p->err_lock);
+    if (p->cfg.on_error)
+        p->cfg.on_error(p->cfg.error_ctx, err);
 
     if (p->cfg.stop_on_error) {
         pthread_mutex_lock(&p->lock);
@@ -130,19 +120,6 @@ static void report(pipeline *p, const pt_err *err)
         pthread_cond_broadcast(&p->free_cv);
         pthread_mutex_unlock(&p->lock);
     }
-}
-
-int pipe_pop_error(pipeline *p, char *msg, size_t n)
-{
-    int got = 0;
-    pthread_mutex_lock(&p->err_lock);
-    if (p->err_tail < p->err_head) {
-        snprintf(msg, n, "%s", p->err_ring[p->err_tail % ERR_RING]);
-        p->err_tail++;
-        got = 1;
-    }
-    pthread_mutex_unlock(&p->err_lock);
-    return got;
 }
 
 static int is_failed(pipeline *p)
@@ -603,7 +580,6 @@ int pipe_create(const pipe_config *cfg, pipeline **out, pt_err *e)
         p->n_slots = p->n_shards > 0 ? p->n_shards : 1;
     pthread_mutex_init(&p->plan_lock, NULL);
     pthread_mutex_init(&p->lock, NULL);
-    pthread_mutex_init(&p->err_lock, NULL);
     pthread_cond_init(&p->free_cv, NULL);
     pthread_cond_init(&p->ready_cv, NULL);
     rng_derive(&p->plan_rng, cfg->seed, 0x9a7e, 0);
@@ -696,7 +672,6 @@ void pipe_destroy(pipeline *p)
     free(p->threads);
     pthread_mutex_destroy(&p->plan_lock);
     pthread_mutex_destroy(&p->lock);
-    pthread_mutex_destroy(&p->err_lock);
     pthread_cond_destroy(&p->free_cv);
     pthread_cond_destroy(&p->ready_cv);
     free(p);

@@ -20,8 +20,10 @@
  *
  * Bad records (CRC, truncation, not an Example, missing or mistyped feature, class
  * out of range, not a JPEG, a header claiming a huge size, corrupt JPEG data) are
- * skipped and counted, with a message naming file, record and byte offset; with
- * stop_on_error the first one stops the stream and pipe_next() returns it.
+ * skipped and counted, with a message naming file, record and byte offset that
+ * on_error receives (on the thread that met the record, so it must be thread-safe
+ * and quick); with stop_on_error the first one stops the stream and pipe_next()
+ * returns it.
  *
  * Ownership: pipe_create() copies the configuration; the split and the oversampling
  * table it points to must outlive the pipeline. Batches returned by pipe_next()
@@ -43,6 +45,8 @@
  * for the hook's own workspace (NULL at first); ws_free releases it at the end. */
 typedef void (*pipe_augment_fn)(void *ctx, batch *b, uint64_t seed, void **ws);
 typedef void (*pipe_ws_free_fn)(void *ws);
+/* A bad record was skipped (or stopped the stream); err names file, record, offset. */
+typedef void (*pipe_error_fn)(void *ctx, const pt_err *err);
 
 typedef struct pipe_config {
     const ds_split *split;
@@ -66,6 +70,8 @@ typedef struct pipe_config {
     void *augment_ctx;
     pipe_ws_free_fn augment_ws_free;
     int stop_on_error;
+    pipe_error_fn on_error;      /* NULL: errors are only counted */
+    void *error_ctx;
     uint64_t start_batch;   /* skip this many batches first (resuming a run) */
 } pipe_config;
 
@@ -98,9 +104,5 @@ typedef struct pipe_stats {
 } pipe_stats;
 
 void pipe_get_stats(pipeline *p, pipe_stats *s);
-
-/* Pop the oldest unread error message (up to the last 64 are kept). 1 if one was
- * copied, 0 if none. */
-int pipe_pop_error(pipeline *p, char *msg, size_t n);
 
 #endif

@@ -7,62 +7,56 @@
  *             history.json, validation predictions and a checkpoint per epoch
  *   finish    test predictions, submission.csv, a last checkpoint
  *
- * The trainer publishes into the engine's shared state (snapshot, latest
- * validation results, class names) under the engine's lock, through trn_hooks, and
- * reads commands (pause, stop) at every update boundary. It never blocks the UI:
- * the lock is held only to copy small values.
+ * The trainer is the one writer of run progress: it publishes the snapshot, the
+ * latest validation results and the class names into the run's progress (see
+ * progress.h), and reads commands (pause, stop) at every update boundary through
+ * trn_hooks. It never blocks the UI: the progress lock is held only to copy.
+ * It decides what a non-finite loss means (skip the update, pause, keep the last
+ * good checkpoint); the engine only waits for the user's answer.
  *
- * Run folder: config, history.json, valid_labels.json, valid_preds.json,
+ * Files: trainer.c (prepare and the loop), evaluate.c (validation, test
+ * predictions), rundir.c (the run folder: log, history, predictions,
+ * checkpoints), telemetry.c (throughput, curves, what is published while
+ * training); trainer_impl.h holds what they share.
+ *
+ * Run folder: config, history.json, valid_labels.json, valid_preds.jsonl,
  * test_preds.json, submission.csv, checkpoint.ckpt, log.txt.
  *
- * Ownership: trn_run() owns everything it creates and frees it before returning.
- * trn_state's val arrays are malloc'd by the trainer and freed by trn_state_free().
+ * Ownership: trn_run() owns everything it creates and frees it before returning;
+ * the environment's pointers are borrowed for the run's length.
  */
 #ifndef PT_TRAINER_H
 #define PT_TRAINER_H
 
 #include "base/err.h"
-#include "data/batch.h"
 #include "data/dataset.h"
-#include "config.h"
 #include "run.h"
-
-typedef struct trn_val {
-    int epoch;                  /* 0: none yet */
-    long long n;
-    int n_classes;
-    int32_t *labels, *preds;
-    float *conf;
-    batch_src *src;
-    long long *confusion;
-} trn_val;
-
-typedef struct trn_state {
-    run_snapshot snap;
-    trn_val val;
-    char (*names)[RUN_NAME_MAX];
-    int n_names;
-} trn_state;
-
-void trn_state_free(trn_state *s);
+#include "train/progress.h"
+#include "train/samples.h"
 
 enum { TRN_GO = 0, TRN_PAUSE = 1, TRN_STOP = 2 };
 
-typedef struct trn_hooks {
-    void *ctx;
-    trn_state *(*lock)(void *ctx);
-    void (*unlock)(void *ctx);
+/* What the engine gives a run: its configuration (and that configuration as the
+ * run folder's text), where progress goes, how samples are made, and hooks back. */
+typedef struct trn_env {
+    const run_config *cfg;
+    const char *cfg_text;       /* "key = value" lines, written to the run folder */
+    prg *progress;
+    const sam *samples;
+    void *ctx;                  /* the hooks' first argument */
     void (*log)(void *ctx, const char *line);
     /* The pending command, without blocking. */
     int (*control)(void *ctx);
-    /* Block while paused; TRN_GO to continue or TRN_STOP. */
-    int (*wait_resume)(void *ctx);
+    /* Block while paused; TRN_GO to continue or TRN_STOP. pause = 1 pauses first
+     * (the trainer's own decision, after a non-finite loss). */
+    int (*wait)(void *ctx, int pause);
     /* The dataset and its folder, opened once by the engine. */
     int (*data)(void *ctx, const ds_dataset **d, pt_err *e);
-} trn_hooks;
+} trn_env;
 
-/* Runs the whole run; returns RUN_DONE, RUN_STOPPED or RUN_FAILED (e says why). */
-run_state trn_run(const run_config *cfg, const trn_hooks *h, pt_err *e);
+/* Runs the whole run and publishes its end in the progress; returns RUN_DONE,
+ * RUN_STOPPED or RUN_FAILED (e says why). */
+run_state trn_run(const trn_env *env, pt_err *e);
 
 /* The replicas a run with cfg uses: cfg->replicas, or one per online core when it
  * is 0; 1 .. RUN_MAX_REPLICAS. */

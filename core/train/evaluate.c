@@ -1,0 +1,204 @@
+/* evaluate — the prediction passes of a run: validation after every epoch (loss,
+ * accuracy, macro precision/recall/F1, the confusion matrix, per-example
+ * predictions for inspect) and the test split's predictions for submission.csv. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/util.h"
+#include "train/metrics.h"
+#include "train/trainer_impl.h"
+
+static void softmax_top(const float *logits, int k, int *arg, float *p)
+{
+    int best = 0;
+    for (int c = 1; c < k; c++)
+        if (logits[c] > logits[best])
+            best = c;
+    double sum = 0;
+    for (int c = 0; c < k; c++)
+        sum += exp((double)logits[c] - logits[best]);
+    *arg = best;
+    *p = (float)(1.0 / sum);
+}
+
+static int open_eval_pipe(trn *r, const ds_split *split, int labeled, pipeline **p, pt_err *e)
+{
+    pipe_config c;
+    sam_pipe_config(r->env->samples, SAM_EVAL, split, labeled, r->n_classes, r->img, r->R * r->P,
+                    &c);
+    c.on_error = trn_data_error;
+    c.error_ctx = r;
+    return pipe_create(&c, p, e);
+}
+
+/* Validation pass: fills the epoch's val metrics and publishes the results. */
+int trn_validate(trn *r, run_epoch *row, pt_err *e)
+{
+    const ds_split *vs = &r->ds->split[DS_VAL];
+    if (vs->count == 0) {
+        row->val_loss = row->val_acc = row->val_precision = row->val_recall = row->val_f1 = NAN;
+        return PT_OK;
+    }
+    double t0 = util_now();
+    pipeline *p;
+    int rc = open_eval_pipe(r, vs, 1, &p, e);
+    if (rc != PT_OK)
+        return rc;
+    long long cap = vs->count, n = 0;
+    int32_t *labels = malloc((size_t)cap * sizeof *labels), *preds = malloc((size_t)cap * sizeof *preds);
+    float *conf = malloc((size_t)cap * sizeof *conf);
+    batch_src *src = malloc((size_t)cap * sizeof *src);
+    float *logits = malloc((size_t)r->R * r->P * r->n_classes * sizeof *logits);
+    long long *cm = calloc((size_t)r->n_classes * r->n_classes, sizeof *cm);
+    if (!labels || !preds || !conf || !src || !logits || !cm) {
+        rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory (validation)");
+        goto out;
+    }
+    double loss = 0;
+    batch *b;
+    while ((rc = pipe_next(p, &b, e)) == 1) {
+        if ((rc = strat_predict(r->st, b, logits, e)) != PT_OK) {
+            pipe_release(p, b);
+            break;
+        }
+        double l = 0;
+        nn_softmax_ce(logits, b->n, r->n_classes, b->label, NULL, NULL, 0.0f, &l, NULL, NULL, NULL);
+        loss += l;
+        for (int i = 0; i < b->n && n < cap; i++, n++) {
+            int arg;
+            float pr;
+            softmax_top(logits + (size_t)i * r->n_classes, r->n_classes, &arg, &pr);
+            labels[n] = b->label[i];
+            preds[n] = arg;
+            conf[n] = pr;
+            src[n] = b->src[i];
+        }
+        pipe_release(p, b);
+        if (r->env->control(r->env->ctx) == TRN_STOP) {
+            rc = PT_ESTOPPED;
+            break;
+        }
+    }
+    if (rc < 0)
+        goto out;
+    rc = PT_OK;
+    met_confusion(labels, preds, (size_t)n, r->n_classes, cm);
+    met_summary ms;
+    met_from_confusion(cm, r->n_classes, &ms, NULL, NULL, NULL, NULL);
+    row->val_loss = n ? loss / (double)n : NAN;
+    row->val_acc = ms.acc;
+    row->val_precision = ms.precision;
+    row->val_recall = ms.recall;
+    row->val_f1 = ms.f1;
+    {
+        /* valid_labels.json: the labels, in the split's order (rewritten each epoch: cheap). */
+        size_t len;
+        char *text = trn_int_list(labels, n, &len);
+        if (text) {
+            trn_write_text(r, "valid_labels.json", text, len, NULL);
+            free(text);
+        }
+    }
+    trn_append_valid_preds(r, row->epoch, preds, n, NULL);
+    /* Hand the arrays to the run's progress (for inspect and the report). */
+    {
+        prg_val v = { .epoch = row->epoch, .n = n, .n_classes = r->n_classes, .labels = labels,
+                      .preds = preds, .conf = conf, .src = src, .confusion = cm };
+        prg_set_val(r->env->progress, &v);
+        labels = preds = NULL;
+        conf = NULL;
+        src = NULL;
+        cm = NULL;
+    }
+    r->val_seconds = util_now() - t0;
+out:
+    free(labels);
+    free(preds);
+    free(conf);
+    free(src);
+    free(logits);
+    free(cm);
+    pipe_destroy(p);
+    return rc;
+}
+
+int trn_predict_test(trn *r, pt_err *e)
+{
+    const ds_split *ts = &r->ds->split[DS_TEST];
+    if (ts->count == 0) {
+        trn_log(r, "no test split: no submission.csv");
+        return PT_OK;
+    }
+    pipeline *p;
+    int rc = open_eval_pipe(r, ts, 0, &p, e);
+    if (rc != PT_OK)
+        return rc;
+    long long cap = ts->count, n = 0;
+    int32_t *preds = malloc((size_t)cap * sizeof *preds);
+    char (*ids)[BATCH_ID_MAX] = malloc((size_t)cap * sizeof *ids);
+    float *logits = malloc((size_t)r->R * r->P * r->n_classes * sizeof *logits);
+    if (!preds || !ids || !logits) {
+        rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory (test)");
+        goto out;
+    }
+    batch *b;
+    while ((rc = pipe_next(p, &b, e)) == 1) {
+        if ((rc = strat_predict(r->st, b, logits, e)) != PT_OK) {
+            pipe_release(p, b);
+            break;
+        }
+        for (int i = 0; i < b->n && n < cap; i++, n++) {
+            int arg;
+            float pr;
+            softmax_top(logits + (size_t)i * r->n_classes, r->n_classes, &arg, &pr);
+            preds[n] = arg;
+            memcpy(ids[n], b->id[i], BATCH_ID_MAX);
+        }
+        pipe_release(p, b);
+    }
+    if (rc < 0)
+        goto out;
+    rc = PT_OK;
+    {
+        /* submission.csv in the test split's order, as the competition wants it. */
+        size_t sz = 16 + (size_t)n * (BATCH_ID_MAX + 16);
+        char *csv = malloc(sz), *q = csv;
+        if (!csv) {
+            rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+            goto out;
+        }
+        q += sprintf(q, "id,label\n");
+        for (long long i = 0; i < n; i++)
+            q += sprintf(q, "%s,%d\n", ids[i], preds[i]);
+        rc = trn_write_text(r, "submission.csv", csv, (size_t)(q - csv), e);
+        free(csv);
+        json_w j;
+        json_init(&j, 0);
+        json_arr(&j);
+        for (long long i = 0; i < n; i++) {
+            json_obj(&j);
+            json_key(&j, "id");
+            json_str(&j, ids[i]);
+            json_key(&j, "label");
+            json_int(&j, preds[i]);
+            json_obj_end(&j);
+        }
+        json_arr_end(&j);
+        size_t len;
+        char *text = json_take(&j, &len);
+        if (text && rc == PT_OK)
+            rc = trn_write_text(r, "test_preds.json", text, len, e);
+        free(text);
+        if (rc == PT_OK)
+            trn_log(r, "test predictions: %lld images -> %s/submission.csv", n, r->run_dir);
+    }
+out:
+    free(preds);
+    free(ids);
+    free(logits);
+    pipe_destroy(p);
+    return rc;
+}

@@ -1,0 +1,129 @@
+/* trainer_impl — internals shared by the trainer's files (trainer.c, evaluate.c,
+ * rundir.c, telemetry.c); not for other modules.
+ *
+ * Ownership: one trn per trn_run(), which allocates every array below and frees
+ * them all at its end. The environment (env, cfg, ds) is borrowed.
+ */
+#ifndef PT_TRAINER_IMPL_H
+#define PT_TRAINER_IMPL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "data/pipeline.h"
+#include "data/sampler.h"
+#include "nn/nn.h"
+#include "train/optim.h"
+#include "train/schedule.h"
+#include "train/strategy.h"
+#include "train/trainer.h"
+
+/* One replica's telemetry: counters at the last sample and smoothed figures. */
+typedef struct trn_tel {
+    double busy, wait, idle, flops;
+    long long ex;
+    double ips, busy_pct, idle_pct, mxu_pct;   /* smoothed */
+} trn_tel;
+
+typedef struct trn {
+    const run_config *cfg;
+    const trn_env *env;
+    const ds_dataset *ds;
+    int n_classes, img;
+    int R, B, A, P, U;
+    long long updates_per_epoch, total_updates;
+    smp_table smp;
+    int oversampling;
+    long long train_counts[RUN_MAX_CLASSES], train_os[RUN_MAX_CLASSES], val_counts[RUN_MAX_CLASSES];
+    nn_model *model;
+    opt optim;
+    int optim_ready;
+    uint8_t *decay;
+    strat *st;
+    pipeline *train;
+    sched sch;
+    double peak;
+    char run_dir[4096];
+
+    /* progress */
+    long long update;           /* updates done */
+    int epoch;                  /* epochs completed */
+    long long in_epoch;         /* updates done in the current epoch */
+    double epoch_time_before;   /* of the current epoch, before a resume */
+    double elapsed_before;      /* of the run, before a resume */
+    double t_epoch, t_run;      /* when this process began the epoch / the run */
+    double loss_sum;
+    long long examples, correct;
+    long long *train_cm;
+    int32_t *preds;
+    /* bad records: counted by the pipelines' worker threads as they meet them */
+    atomic_llong data_errors;
+
+    run_epoch *hist;
+    int hist_n;
+    float *curve_loss, *curve_acc, *curve_lr;
+    int curve_n, curve_stride, curve_pending;
+    double curve_acc_loss, curve_acc_acc, curve_acc_lr;
+
+    trn_tel tel[RUN_MAX_REPLICAS];
+    double tel_t, spark_t, sec_per_update, val_seconds;
+    float spark[RUN_MAX_REPLICAS][RUN_SPARK_POINTS];
+    int spark_n;
+    char last_ckpt[512];
+    long long checkpoints;
+} trn;
+
+/* ---- trainer.c ---- */
+
+/* The pipelines' on_error: count the bad record and log it (any thread). */
+void trn_data_error(void *ctx, const pt_err *err);
+
+/* ---- telemetry.c: what the run shows while it trains ---- */
+
+void trn_set_state(trn *r, run_state s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Once prepared: sizes, counts, class names. */
+void trn_publish_static(trn *r);
+/* After every update. */
+void trn_publish_progress(trn *r, double lr, double loss, double acc);
+/* After an epoch or a checkpoint. */
+void trn_publish_history(trn *r);
+/* Average stride updates into one curve point; the curve halves when full. */
+void trn_curve_push(trn *r, double loss, double acc, double lr);
+/* Per-update telemetry: smoothed images/s, busy/idle/MXU per replica. */
+void trn_telemetry(trn *r, double idle_this_update);
+/* Seconds this run has trained (before a resume too), and this epoch has. */
+double trn_elapsed(const trn *r);
+double trn_epoch_elapsed(const trn *r);
+
+/* ---- rundir.c: the run folder ---- */
+
+/* A line for the log panel and the run folder's log.txt. */
+void trn_log(trn *r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+int trn_make_run_dir(trn *r, pt_err *e);
+int trn_write_text(trn *r, const char *name, const char *text, size_t len, pt_err *e);
+int trn_write_history(trn *r, pt_err *e);
+/* JSON list of n ints (malloc'd, *len bytes), NULL when out of memory. */
+char *trn_int_list(const int32_t *v, long long n, size_t *len);
+/* valid_preds.jsonl: this epoch's line, after the lines of earlier epochs. */
+int trn_append_valid_preds(trn *r, int epoch, const int32_t *preds, long long n, pt_err *e);
+int trn_save_checkpoint(trn *r, const char *why, pt_err *e);
+/* Resuming: weights, optimizer, progress and history from the run's checkpoint. */
+int trn_restore_checkpoint(trn *r, pt_err *e);
+
+/* ---- evaluate.c ---- */
+
+/* Validation pass after an epoch: fills row's val figures, writes the epoch's
+ * predictions and publishes the results. PT_ESTOPPED when asked to stop. */
+int trn_validate(trn *r, run_epoch *row, pt_err *e);
+/* Test predictions: submission.csv and test_preds.json. */
+int trn_predict_test(trn *r, pt_err *e);
+
+#endif
