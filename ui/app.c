@@ -1,19 +1,19 @@
 /* The workbench's main loop (see ui.h). Collect (snapshot, log, names, preview,
  * inspect data), draw (panels from the copies), flush (curses, then pictures),
- * read keys and signals; about ten times a second. */
+ * read keys (handled in app_keys.c) and signals; about ten times a second. */
 #include "ui/ui.h"
 
 #include <curses.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/util.h"
+#include "ui/app_impl.h"
 #include "ui/chart.h"
 #include "ui/config.h"
 #include "ui/draw.h"
@@ -48,83 +48,18 @@ static void on_cont(int s)
     g_sig_cont = 1;
 }
 
-enum { MODAL_NONE = 0, MODAL_HELP, MODAL_QUIT, MODAL_INT, MODAL_CONFIG };
-
-typedef struct app {
-    run_config cfg;
-    ui_options opt;
-    eng *g;
-    run_snapshot *snap;
-    double t0;
-    /* class names, copied from the engine once known */
-    char (*name)[RUN_NAME_MAX];
-    const char *name_ptr[RUN_MAX_CLASSES];
-    int n_names;
-    double names_at;
-    ui_log *log;
-    ui_view view;
-    ui_layout layout;
-    ui_term_caps caps;
-    ui_color_mode cmode;
-    ui_pix_mode pix;
-    char pix_label[64];
-    /* preview */
-    run_preview pv;
-    uint64_t pv_seen;
-    int pv_asked;           /* the most images asked for since this engine was made */
-    ui_preview pview;
-    /* inspect */
-    ui_inspect insp;
-    ui_preview iview;
-    /* dialogs */
-    int modal;
-    int int_paused;         /* Ctrl-C paused the run */
-    ui_config cfgd;
-    /* the screen */
-    uint64_t scene;
-    int repaint;
-    char note[512];
-    int note_role;
-    double note_until;
-    /* the end */
-    int stopping;           /* eng_stop() sent; leave when the run has ended */
-    int done;
-    int status;
-} app;
-
-static double now(const app *a)
+double app_now(const app *a)
 {
     return util_now() - a->t0;
 }
 
-static void note(app *a, int role, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static void note(app *a, int role, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(a->note, sizeof a->note, fmt, ap);
-    va_end(ap);
-    a->note_role = role;
-    a->note_until = now(a) + 4;
-}
-
-static int active(run_state s)
+int app_active(run_state s)
 {
     return s == RUN_PREPARING || s == RUN_RUNNING || s == RUN_PAUSED;
 }
 
-static int ended(run_state s)
-{
-    return s == RUN_DONE || s == RUN_FAILED || s == RUN_STOPPED;
-}
-
 /* A new engine for cfg; the old one goes only when the new one exists. */
-static int make_engine(app *a, const run_config *cfg, pt_err *e)
+int app_make_engine(app *a, const run_config *cfg, pt_err *e)
 {
     eng *g;
     int rc = eng_create(cfg, &g, e);
@@ -156,15 +91,15 @@ static void collect(app *a)
     eng_snapshot_get(a->g, a->snap);
     char line[1200];
     while (eng_log_pop(a->g, line, sizeof line))
-        ui_log_add(a->log, now(a), -1, line);
+        ui_log_add(a->log, app_now(a), -1, line);
     /* Names appear once the data is open (a preview or the label scan). */
     int want = a->snap->n_classes > a->snap->label_classes ? a->snap->n_classes
                                                            : a->snap->label_classes;
     int settled = a->n_names >= want && a->n_names > 0 && a->snap->state > RUN_PREPARING;
     for (int k = 0; settled && k < a->n_names; k++)
         settled = a->name[k][0] != 0;
-    if (!settled && now(a) - a->names_at >= 1.0) {
-        a->names_at = now(a);
+    if (!settled && app_now(a) - a->names_at >= 1.0) {
+        a->names_at = app_now(a);
         int k = 0;
         for (; k < RUN_MAX_CLASSES; k++) {
             const char *n = eng_class_name(a->g, k);
@@ -184,7 +119,7 @@ static void collect(app *a)
         ui_inspect_work(&a->insp, a->g, a->snap->history_n);
 }
 
-static void ask_preview(app *a, int n)
+void app_ask_preview(app *a, int n)
 {
     if (n < 1)
         n = 1;
@@ -234,7 +169,7 @@ static void draw_preview(app *a, const ui_frame *f)
     /* A grid bigger than any batch asked for so far wants a bigger batch; a
      * dataset with fewer images than slots is asked only once. */
     if (slots > a->pv_asked)
-        ask_preview(a, slots);
+        app_ask_preview(a, slots);
     if (a->pv.n <= 0) {
         ui_preview_hide(&a->pview);
         ui_draw_text(stdscr, in.y + in.h / 2, in.x + 1, in.w - 1, UI_R_DIM,
@@ -278,7 +213,7 @@ static void frame(app *a)
     f.log = a->log;
     f.augment = a->cfg.augment;
     f.pix = a->pix_label;
-    if (a->note[0] && now(a) < a->note_until) {
+    if (a->note[0] && app_now(a) < a->note_until) {
         f.note = a->note;
         f.note_role = a->note_role;
     } else if (a->stopping) {
@@ -334,7 +269,7 @@ static void frame(app *a)
                             "--resume RUN_DIR continues from it." };
         ui_panel_dialog(stdscr, rows, cols, "Quit", l, 3, UI_CTX_ASK, 0);
     } else if (a->modal == MODAL_INT) {
-        if (active(s->state)) {
+        if (app_active(s->state)) {
             const char *l[] = { "Interrupted: the run pauses at the end of this update",
                                 "and writes a checkpoint.",
                                 "y stops and quits, r resumes, n stays paused." };
@@ -364,299 +299,6 @@ static void frame(app *a)
     doupdate();
     ui_preview_flush(&a->pview, STDOUT_FILENO, force || moved);
     ui_preview_flush(&a->iview, STDOUT_FILENO, force || moved);
-}
-
-/* ---- keys ----------------------------------------------------------------------- */
-
-static int first_visible(const ui_layout *L, int from, int step)
-{
-    for (int i = 1; i <= UI_P_COUNT; i++) {
-        int p = ((from + step * i) % UI_P_COUNT + UI_P_COUNT) % UI_P_COUNT;
-        if (ui_layout_visible(L, p))
-            return p;
-    }
-    return from;
-}
-
-static void start(app *a)
-{
-    run_state st = a->snap->state;
-    if (active(st)) {
-        note(a, UI_R_DIM, "the run is already %s", run_state_name(st));
-        return;
-    }
-    if (ended(st)) {
-        /* A new run with the same settings. */
-        pt_err e;
-        run_config c = a->cfg;
-        c.resume[0] = 0;
-        if (make_engine(a, &c, &e) != PT_OK) {
-            note(a, UI_R_BAD, "%s", e.msg);
-            return;
-        }
-    }
-    if (eng_start(a->g) != PT_OK)
-        note(a, UI_R_BAD, "could not start the run");
-    else
-        ui_log_add(a->log, now(a), UI_R_OK, "run started");
-    a->int_paused = 0;
-}
-
-static void pause_resume(app *a)
-{
-    run_state st = a->snap->state;
-    if (st == RUN_PAUSED) {
-        eng_resume(a->g);
-        note(a, UI_R_OK, "resumed");
-    } else if (st == RUN_RUNNING || st == RUN_PREPARING) {
-        eng_pause(a->g);
-        note(a, UI_R_WARN, "pausing at the end of this update (a checkpoint is written)");
-    } else {
-        note(a, UI_R_DIM, "nothing to pause: the run is %s", run_state_name(st));
-    }
-}
-
-static void scroll_panel(app *a, ui_act act)
-{
-    ui_view *v = &a->view;
-    int p = v->focus;
-    int page = a->layout.panel[p].h > 4 ? a->layout.panel[p].h - 3 : 1;
-    if (p == UI_P_LABELS) {
-        v->label_bins = 0;
-        int C = a->snap->label_classes;
-        if (act == UI_ACT_PGDN)
-            v->label_top += page;
-        else if (act == UI_ACT_PGUP)
-            v->label_top -= page;
-        else if (act == UI_ACT_HOME)
-            v->label_top = 0;
-        else
-            v->label_top = C;
-        if (v->label_top > C - page)
-            v->label_top = C - page;
-        if (v->label_top < 0)
-            v->label_top = 0;
-    } else if (p == UI_P_LOG) {
-        int n = a->log->n;
-        if (act == UI_ACT_PGUP)
-            v->log_back += page;
-        else if (act == UI_ACT_PGDN)
-            v->log_back -= page;
-        else if (act == UI_ACT_HOME)
-            v->log_back = n;
-        else
-            v->log_back = 0;
-        if (v->log_back > n - page)
-            v->log_back = n - page;
-        if (v->log_back < 0)
-            v->log_back = 0;
-    } else {
-        note(a, UI_R_DIM, "PgUp/PgDn scroll the labels and log panels");
-    }
-}
-
-static void quit(app *a, int status)
-{
-    a->status = status;
-    if (a->snap->state != RUN_IDLE && !ended(a->snap->state)) {
-        eng_stop(a->g);
-        a->stopping = 1;
-    } else {
-        a->done = 1;
-    }
-}
-
-static void key_main(app *a, int ch)
-{
-    ui_view *v = &a->view;
-    ui_act act = ui_keys_action(a->insp.open ? UI_CTX_INSPECT : UI_CTX_MAIN, ch);
-    if (a->insp.open) {
-        switch (act) {
-        case UI_ACT_BACK:
-            a->insp.open = 0;
-            return;
-        case UI_ACT_PGDN: case UI_ACT_PGUP: case UI_ACT_HOME: case UI_ACT_MISTAKES:
-        case UI_ACT_SORT: case UI_ACT_UP: case UI_ACT_DOWN: case UI_ACT_NEXT:
-            ui_inspect_key(&a->insp, act);
-            return;
-        default:
-            break;
-        }
-    }
-    switch (act) {
-    case UI_ACT_START:
-        start(a);
-        break;
-    case UI_ACT_PAUSE:
-        pause_resume(a);
-        break;
-    case UI_ACT_INSPECT:
-        a->insp.open = 1;
-        break;
-    case UI_ACT_AUGMENT:
-        if (v->zoom == UI_P_PREVIEW) {
-            v->zoom = -1;
-        } else {
-            v->zoom = UI_P_PREVIEW;
-            v->focus = UI_P_PREVIEW;
-        }
-        break;
-    case UI_ACT_NEXT:
-        ask_preview(a, a->pv_asked > a->pv.n ? a->pv_asked : a->pv.n);
-        break;
-    case UI_ACT_CONFIG:
-        if (active(a->snap->state)) {
-            note(a, UI_R_WARN, "configure is for before a run: q stops this one");
-        } else {
-            ui_config_open(&a->cfgd, &a->cfg);
-            a->modal = MODAL_CONFIG;
-        }
-        break;
-    case UI_ACT_FOCUS_NEXT:
-        v->focus = first_visible(&a->layout, v->focus, 1);
-        break;
-    case UI_ACT_FOCUS_PREV:
-        v->focus = first_visible(&a->layout, v->focus, -1);
-        break;
-    case UI_ACT_UP:
-        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_UP);
-        break;
-    case UI_ACT_DOWN:
-        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_DOWN);
-        break;
-    case UI_ACT_LEFT:
-        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_LEFT);
-        break;
-    case UI_ACT_RIGHT:
-        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_RIGHT);
-        break;
-    case UI_ACT_ZOOM:
-        v->zoom = v->zoom == v->focus ? -1 : v->focus;
-        break;
-    case UI_ACT_BACK:
-        v->zoom = -1;
-        break;
-    case UI_ACT_METRIC:
-        v->metric = (v->metric + 1) % UI_METRIC_COUNT;
-        break;
-    case UI_ACT_LOGSCALE:
-        v->logy = !v->logy;
-        break;
-    case UI_ACT_SMOOTH_MORE:
-        if (v->smooth + 1 < UI_SMOOTH_STEPS)
-            v->smooth++;
-        break;
-    case UI_ACT_SMOOTH_LESS:
-        if (v->smooth > 0)
-            v->smooth--;
-        break;
-    case UI_ACT_BINS:
-        v->label_bins = !v->label_bins;
-        v->label_top = 0;
-        break;
-    case UI_ACT_PGUP: case UI_ACT_PGDN: case UI_ACT_HOME: case UI_ACT_END:
-        scroll_panel(a, act);
-        break;
-    case UI_ACT_REDRAW:
-        a->repaint = 1;
-        break;
-    case UI_ACT_HELP:
-        a->modal = MODAL_HELP;
-        break;
-    case UI_ACT_QUIT:
-        if (active(a->snap->state))
-            a->modal = MODAL_QUIT;
-        else
-            quit(a, 0);
-        break;
-    default:
-        break;
-    }
-}
-
-static void key(app *a, int ch)
-{
-    if (ch == KEY_RESIZE) {
-        int cw, chh;
-        if (a->pix == UI_PIX_SIXEL && ui_term_cell_px(STDOUT_FILENO, &cw, &chh)) {
-            a->pview.cell_w = a->iview.cell_w = cw;
-            a->pview.cell_h = a->iview.cell_h = chh;
-        }
-        ui_preview_hide(&a->pview);
-        ui_preview_hide(&a->iview);
-        a->repaint = 1;
-        return;
-    }
-    if (a->stopping)
-        return;
-    switch (a->modal) {
-    case MODAL_HELP: {
-        ui_act act = ui_keys_action(UI_CTX_CONFIG, ch); /* Up/Down/PgUp/PgDn */
-        if (act == UI_ACT_UP)
-            a->view.help_top--;
-        else if (act == UI_ACT_DOWN)
-            a->view.help_top++;
-        else if (act == UI_ACT_PGUP)
-            a->view.help_top -= 10;
-        else if (act == UI_ACT_PGDN)
-            a->view.help_top += 10;
-        else
-            a->modal = MODAL_NONE;
-        return;
-    }
-    case MODAL_QUIT:
-    case MODAL_INT: {
-        ui_act act = ui_keys_action(UI_CTX_ASK, ch);
-        int was = a->modal;
-        if (act == UI_ACT_YES) {
-            a->modal = MODAL_NONE;
-            quit(a, was == MODAL_INT ? 130 : 0);
-        } else if (act == UI_ACT_NO) {
-            a->modal = MODAL_NONE;
-        } else if (act == UI_ACT_RESUME && was == MODAL_INT) {
-            a->modal = MODAL_NONE;
-            if (a->int_paused || a->snap->state == RUN_PAUSED)
-                eng_resume(a->g);
-            a->int_paused = 0;
-        }
-        return;
-    }
-    case MODAL_CONFIG: {
-        int r = ui_config_key(&a->cfgd, ch);
-        if (r == UI_CONFIG_CANCEL) {
-            a->modal = MODAL_NONE;
-        } else if (r == UI_CONFIG_APPLY) {
-            pt_err e;
-            if (make_engine(a, &a->cfgd.work, &e) != PT_OK) {
-                snprintf(a->cfgd.error, sizeof a->cfgd.error, "%s", e.msg);
-            } else {
-                a->modal = MODAL_NONE;
-                ui_log_add(a->log, now(a), UI_R_INFO, "configuration applied");
-            }
-        }
-        return;
-    }
-    default:
-        key_main(a, ch);
-    }
-}
-
-static void on_interrupt(app *a)
-{
-    if (a->stopping)
-        return;
-    if (a->modal == MODAL_INT) {
-        /* A second Ctrl-C means it. */
-        a->modal = MODAL_NONE;
-        quit(a, 130);
-        return;
-    }
-    if (a->snap->state == RUN_RUNNING || a->snap->state == RUN_PREPARING) {
-        eng_pause(a->g);
-        a->int_paused = 1;
-    }
-    a->modal = MODAL_INT;
-    ui_log_add(a->log, now(a), UI_R_WARN, "interrupted (Ctrl-C)");
 }
 
 /* ---- set-up --------------------------------------------------------------------- */
@@ -700,7 +342,7 @@ static void pick_pictures(app *a)
     else
         snprintf(m, sizeof m, "pictures: %s (sixel: %s)", ui_preview_mode_name(a->pix),
                  a->caps.why[0] ? a->caps.why : "no");
-    ui_log_add(a->log, now(a), UI_R_DIM, m);
+    ui_log_add(a->log, app_now(a), UI_R_DIM, m);
 }
 
 static void free_app(app *a)
@@ -740,7 +382,7 @@ int ui_run(const run_config *cfg, const ui_options *opt)
     ui_panel_view_defaults(&a->view);
     ui_inspect_init(&a->insp);
     pt_err e;
-    if (make_engine(a, cfg, &e) != PT_OK) {
+    if (app_make_engine(a, cfg, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         free_app(a);
         return 1;
@@ -795,7 +437,7 @@ int ui_run(const run_config *cfg, const ui_options *opt)
             if (ch == ('c' & 0x1f))
                 g_sig_int = 1; /* in case the terminal sends ^C as a key */
             else
-                key(a, ch);
+                app_key(a, ch);
             keyed = 1;
             wtimeout(stdscr, 0);
             ch = wgetch(stdscr);
@@ -806,7 +448,7 @@ int ui_run(const run_config *cfg, const ui_options *opt)
         }
         if (g_sig_int) {
             g_sig_int = 0;
-            on_interrupt(a);
+            app_on_interrupt(a);
             keyed = 1;
         }
         if (g_sig_cont) {

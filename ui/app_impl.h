@@ -1,0 +1,102 @@
+/* app_impl — internals shared by app.c and app_keys.c, not for other modules.
+ *
+ * app.c owns the app's life and the loop: it makes the app and its engine,
+ * collects from the engine, draws the frame and the pictures, handles the
+ * signals and frees it all (ui_run(), see ui.h). app_keys.c turns keys and
+ * Ctrl-C into view changes and engine commands (app_key(), app_on_interrupt()).
+ *
+ * Ownership: one app per ui_run(), calloc'd and freed there (free_app() in
+ * app.c). It owns the engine, the snapshot copy, the class names, the log, the
+ * preview copy and both picture views; the key handling only changes fields in
+ * place and replaces the engine through app_make_engine().
+ */
+#ifndef PT_UI_APP_IMPL_H
+#define PT_UI_APP_IMPL_H
+
+#include <stdint.h>
+
+#include "engine.h"
+#include "ui/config.h"
+#include "ui/draw.h"
+#include "ui/inspect.h"
+#include "ui/layout.h"
+#include "ui/log.h"
+#include "ui/panels.h"
+#include "ui/preview.h"
+#include "ui/term.h"
+#include "ui/ui.h"
+
+enum { MODAL_NONE = 0, MODAL_HELP, MODAL_QUIT, MODAL_INT, MODAL_CONFIG };
+
+/* Who writes what: app.c makes it (ui_run()), replaces the engine and what came
+ * from it (app_make_engine(), also called by the keys for s after a run and for
+ * an applied configuration), copies the snapshot, names and preview in
+ * (collect()), and lays out and draws (frame()). The keys write the view, the
+ * modal, the dialog, the note and the end flags, open and close the inspect
+ * view, and ask for a repaint (on a resize they also set the pictures' cell
+ * size); the loop reads the end flags. */
+typedef struct app {
+    run_config cfg;
+    ui_options opt;
+    eng *g;
+    run_snapshot *snap;
+    double t0;
+    /* class names, copied from the engine once known */
+    char (*name)[RUN_NAME_MAX];
+    const char *name_ptr[RUN_MAX_CLASSES];
+    int n_names;
+    double names_at;
+    ui_log *log;
+    ui_view view;           /* the keys; frame() moves the focus off a hidden panel */
+    ui_layout layout;       /* frame(); the keys read it to move the focus and scroll */
+    ui_term_caps caps;
+    ui_color_mode cmode;
+    ui_pix_mode pix;
+    char pix_label[64];
+    /* preview */
+    run_preview pv;
+    uint64_t pv_seen;
+    int pv_asked;           /* the most images asked for since this engine was made */
+    ui_preview pview;
+    /* inspect */
+    ui_inspect insp;
+    ui_preview iview;
+    /* dialogs */
+    int modal;
+    int int_paused;         /* Ctrl-C paused the run */
+    ui_config cfgd;
+    /* the screen */
+    uint64_t scene;
+    int repaint;            /* set by the keys and SIGCONT, cleared by frame() */
+    char note[512];         /* the keys' last message, shown until note_until */
+    int note_role;
+    double note_until;
+    /* the end */
+    int stopping;           /* eng_stop() sent; leave when the run has ended */
+    int done;
+    int status;
+} app;
+
+/* app.c */
+
+/* Seconds since the app was made. */
+double app_now(const app *a);
+
+/* The run is preparing, running or paused. */
+int app_active(run_state s);
+
+/* A new engine for cfg; the old one goes only when the new one exists. */
+int app_make_engine(app *a, const run_config *cfg, pt_err *e);
+
+/* Asks the engine for a preview batch of n images (clamped to 1..64). */
+void app_ask_preview(app *a, int n);
+
+/* app_keys.c */
+
+/* One key from curses (Ctrl-C comes through app_on_interrupt()). */
+void app_key(app *a, int ch);
+
+/* Ctrl-C, as a signal or a key: pause the run and ask; a second one quits. */
+void app_on_interrupt(app *a);
+
+#endif

@@ -1,0 +1,331 @@
+/* app_keys — the workbench's key handling (see app_impl.h): one key at a time,
+ * through the modal that is open (help, the quit and Ctrl-C questions, the
+ * configure dialog) or else the main screen or the inspect view, looked up in
+ * the key table (keys.h) and turned into view changes and engine commands. */
+#include "ui/app_impl.h"
+
+#include <curses.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "ui/config.h"
+#include "ui/inspect.h"
+#include "ui/keys.h"
+#include "ui/layout.h"
+#include "ui/log.h"
+#include "ui/panels.h"
+#include "ui/preview.h"
+#include "ui/term.h"
+
+static void note(app *a, int role, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void note(app *a, int role, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->note, sizeof a->note, fmt, ap);
+    va_end(ap);
+    a->note_role = role;
+    a->note_until = app_now(a) + 4;
+}
+
+static int ended(run_state s)
+{
+    return s == RUN_DONE || s == RUN_FAILED || s == RUN_STOPPED;
+}
+
+static int first_visible(const ui_layout *L, int from, int step)
+{
+    for (int i = 1; i <= UI_P_COUNT; i++) {
+        int p = ((from + step * i) % UI_P_COUNT + UI_P_COUNT) % UI_P_COUNT;
+        if (ui_layout_visible(L, p))
+            return p;
+    }
+    return from;
+}
+
+static void start(app *a)
+{
+    run_state st = a->snap->state;
+    if (app_active(st)) {
+        note(a, UI_R_DIM, "the run is already %s", run_state_name(st));
+        return;
+    }
+    if (ended(st)) {
+        /* A new run with the same settings. */
+        pt_err e;
+        run_config c = a->cfg;
+        c.resume[0] = 0;
+        if (app_make_engine(a, &c, &e) != PT_OK) {
+            note(a, UI_R_BAD, "%s", e.msg);
+            return;
+        }
+    }
+    if (eng_start(a->g) != PT_OK)
+        note(a, UI_R_BAD, "could not start the run");
+    else
+        ui_log_add(a->log, app_now(a), UI_R_OK, "run started");
+    a->int_paused = 0;
+}
+
+static void pause_resume(app *a)
+{
+    run_state st = a->snap->state;
+    if (st == RUN_PAUSED) {
+        eng_resume(a->g);
+        note(a, UI_R_OK, "resumed");
+    } else if (st == RUN_RUNNING || st == RUN_PREPARING) {
+        eng_pause(a->g);
+        note(a, UI_R_WARN, "pausing at the end of this update (a checkpoint is written)");
+    } else {
+        note(a, UI_R_DIM, "nothing to pause: the run is %s", run_state_name(st));
+    }
+}
+
+static void scroll_panel(app *a, ui_act act)
+{
+    ui_view *v = &a->view;
+    int p = v->focus;
+    int page = a->layout.panel[p].h > 4 ? a->layout.panel[p].h - 3 : 1;
+    if (p == UI_P_LABELS) {
+        v->label_bins = 0;
+        int C = a->snap->label_classes;
+        if (act == UI_ACT_PGDN)
+            v->label_top += page;
+        else if (act == UI_ACT_PGUP)
+            v->label_top -= page;
+        else if (act == UI_ACT_HOME)
+            v->label_top = 0;
+        else
+            v->label_top = C;
+        if (v->label_top > C - page)
+            v->label_top = C - page;
+        if (v->label_top < 0)
+            v->label_top = 0;
+    } else if (p == UI_P_LOG) {
+        int n = a->log->n;
+        if (act == UI_ACT_PGUP)
+            v->log_back += page;
+        else if (act == UI_ACT_PGDN)
+            v->log_back -= page;
+        else if (act == UI_ACT_HOME)
+            v->log_back = n;
+        else
+            v->log_back = 0;
+        if (v->log_back > n - page)
+            v->log_back = n - page;
+        if (v->log_back < 0)
+            v->log_back = 0;
+    } else {
+        note(a, UI_R_DIM, "PgUp/PgDn scroll the labels and log panels");
+    }
+}
+
+static void quit(app *a, int status)
+{
+    a->status = status;
+    if (a->snap->state != RUN_IDLE && !ended(a->snap->state)) {
+        eng_stop(a->g);
+        a->stopping = 1;
+    } else {
+        a->done = 1;
+    }
+}
+
+static void key_main(app *a, int ch)
+{
+    ui_view *v = &a->view;
+    ui_act act = ui_keys_action(a->insp.open ? UI_CTX_INSPECT : UI_CTX_MAIN, ch);
+    if (a->insp.open) {
+        switch (act) {
+        case UI_ACT_BACK:
+            a->insp.open = 0;
+            return;
+        case UI_ACT_PGDN: case UI_ACT_PGUP: case UI_ACT_HOME: case UI_ACT_MISTAKES:
+        case UI_ACT_SORT: case UI_ACT_UP: case UI_ACT_DOWN: case UI_ACT_NEXT:
+            ui_inspect_key(&a->insp, act);
+            return;
+        default:
+            break;
+        }
+    }
+    switch (act) {
+    case UI_ACT_START:
+        start(a);
+        break;
+    case UI_ACT_PAUSE:
+        pause_resume(a);
+        break;
+    case UI_ACT_INSPECT:
+        a->insp.open = 1;
+        break;
+    case UI_ACT_AUGMENT:
+        if (v->zoom == UI_P_PREVIEW) {
+            v->zoom = -1;
+        } else {
+            v->zoom = UI_P_PREVIEW;
+            v->focus = UI_P_PREVIEW;
+        }
+        break;
+    case UI_ACT_NEXT:
+        app_ask_preview(a, a->pv_asked > a->pv.n ? a->pv_asked : a->pv.n);
+        break;
+    case UI_ACT_CONFIG:
+        if (app_active(a->snap->state)) {
+            note(a, UI_R_WARN, "configure is for before a run: q stops this one");
+        } else {
+            ui_config_open(&a->cfgd, &a->cfg);
+            a->modal = MODAL_CONFIG;
+        }
+        break;
+    case UI_ACT_FOCUS_NEXT:
+        v->focus = first_visible(&a->layout, v->focus, 1);
+        break;
+    case UI_ACT_FOCUS_PREV:
+        v->focus = first_visible(&a->layout, v->focus, -1);
+        break;
+    case UI_ACT_UP:
+        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_UP);
+        break;
+    case UI_ACT_DOWN:
+        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_DOWN);
+        break;
+    case UI_ACT_LEFT:
+        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_LEFT);
+        break;
+    case UI_ACT_RIGHT:
+        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_RIGHT);
+        break;
+    case UI_ACT_ZOOM:
+        v->zoom = v->zoom == v->focus ? -1 : v->focus;
+        break;
+    case UI_ACT_BACK:
+        v->zoom = -1;
+        break;
+    case UI_ACT_METRIC:
+        v->metric = (v->metric + 1) % UI_METRIC_COUNT;
+        break;
+    case UI_ACT_LOGSCALE:
+        v->logy = !v->logy;
+        break;
+    case UI_ACT_SMOOTH_MORE:
+        if (v->smooth + 1 < UI_SMOOTH_STEPS)
+            v->smooth++;
+        break;
+    case UI_ACT_SMOOTH_LESS:
+        if (v->smooth > 0)
+            v->smooth--;
+        break;
+    case UI_ACT_BINS:
+        v->label_bins = !v->label_bins;
+        v->label_top = 0;
+        break;
+    case UI_ACT_PGUP: case UI_ACT_PGDN: case UI_ACT_HOME: case UI_ACT_END:
+        scroll_panel(a, act);
+        break;
+    case UI_ACT_REDRAW:
+        a->repaint = 1;
+        break;
+    case UI_ACT_HELP:
+        a->modal = MODAL_HELP;
+        break;
+    case UI_ACT_QUIT:
+        if (app_active(a->snap->state))
+            a->modal = MODAL_QUIT;
+        else
+            quit(a, 0);
+        break;
+    default:
+        break;
+    }
+}
+
+void app_key(app *a, int ch)
+{
+    if (ch == KEY_RESIZE) {
+        int cw, chh;
+        if (a->pix == UI_PIX_SIXEL && ui_term_cell_px(STDOUT_FILENO, &cw, &chh)) {
+            a->pview.cell_w = a->iview.cell_w = cw;
+            a->pview.cell_h = a->iview.cell_h = chh;
+        }
+        ui_preview_hide(&a->pview);
+        ui_preview_hide(&a->iview);
+        a->repaint = 1;
+        return;
+    }
+    if (a->stopping)
+        return;
+    switch (a->modal) {
+    case MODAL_HELP: {
+        ui_act act = ui_keys_action(UI_CTX_CONFIG, ch); /* Up/Down/PgUp/PgDn */
+        if (act == UI_ACT_UP)
+            a->view.help_top--;
+        else if (act == UI_ACT_DOWN)
+            a->view.help_top++;
+        else if (act == UI_ACT_PGUP)
+            a->view.help_top -= 10;
+        else if (act == UI_ACT_PGDN)
+            a->view.help_top += 10;
+        else
+            a->modal = MODAL_NONE;
+        return;
+    }
+    case MODAL_QUIT:
+    case MODAL_INT: {
+        ui_act act = ui_keys_action(UI_CTX_ASK, ch);
+        int was = a->modal;
+        if (act == UI_ACT_YES) {
+            a->modal = MODAL_NONE;
+            quit(a, was == MODAL_INT ? 130 : 0);
+        } else if (act == UI_ACT_NO) {
+            a->modal = MODAL_NONE;
+        } else if (act == UI_ACT_RESUME && was == MODAL_INT) {
+            a->modal = MODAL_NONE;
+            if (a->int_paused || a->snap->state == RUN_PAUSED)
+                eng_resume(a->g);
+            a->int_paused = 0;
+        }
+        return;
+    }
+    case MODAL_CONFIG: {
+        int r = ui_config_key(&a->cfgd, ch);
+        if (r == UI_CONFIG_CANCEL) {
+            a->modal = MODAL_NONE;
+        } else if (r == UI_CONFIG_APPLY) {
+            pt_err e;
+            if (app_make_engine(a, &a->cfgd.work, &e) != PT_OK) {
+                snprintf(a->cfgd.error, sizeof a->cfgd.error, "%s", e.msg);
+            } else {
+                a->modal = MODAL_NONE;
+                ui_log_add(a->log, app_now(a), UI_R_INFO, "configuration applied");
+            }
+        }
+        return;
+    }
+    default:
+        key_main(a, ch);
+    }
+}
+
+void app_on_interrupt(app *a)
+{
+    if (a->stopping)
+        return;
+    if (a->modal == MODAL_INT) {
+        /* A second Ctrl-C means it. */
+        a->modal = MODAL_NONE;
+        quit(a, 130);
+        return;
+    }
+    if (a->snap->state == RUN_RUNNING || a->snap->state == RUN_PREPARING) {
+        eng_pause(a->g);
+        a->int_paused = 1;
+    }
+    a->modal = MODAL_INT;
+    ui_log_add(a->log, app_now(a), UI_R_WARN, "interrupted (Ctrl-C)");
+}
