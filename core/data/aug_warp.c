@@ -340,6 +340,7 @@ static void warp_nearest(uint8_t *img, int h, int w, const double P[9], int proj
     void (*fn)(int32_t *, int, int, const near_row_args *) =
         proj ? near_idx_proj : near_idx_affine;
     int level = aug_simd();
+    (void)level; /* only the x86 kernels read it */
     /* In-range columns, with half a pixel of margin around the exact limits
      * [1, w+1) x [1, h+1): the margin absorbs float rounding and what lies in it
      * reads the black border, which is what the exact limits would give. */
