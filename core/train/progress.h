@@ -76,8 +76,8 @@ const char *prg_class_name(prg *p, int k);
 /* The latest epoch's report (epoch 0: none yet). PT_ENOMEM when a copy failed. */
 int prg_val_report(prg *p, run_val_report *out);
 
-/* Labels, predictions, confidences of examples [first, first + n); see
- * eng_val_preds(). */
+/* Labels, predictions, confidences of examples [first, first + n); any array may
+ * be NULL. Returns how many were copied (0 before the first validation). */
 long long prg_val_preds(prg *p, long long first, int n, int *label, int *pred, float *conf);
 
 /* Where example index of the latest epoch lives and what was predicted for it.
