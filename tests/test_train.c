@@ -1,14 +1,20 @@
-/* Tests of core/train: schedule, optimizers, metrics, the replica strategy. */
+/* Tests of core/train: schedule, optimizers, metrics, the replica strategy, the
+ * samples builder and the run's progress. */
 #include "tests/t.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/rng.h"
 #include "base/util.h"
+#include "config.h"
 #include "data/batch.h"
 #include "nn/nn.h"
 #include "train/metrics.h"
 #include "train/optim.h"
+#include "train/progress.h"
+#include "train/samples.h"
 #include "train/schedule.h"
 #include "train/strategy.h"
 
@@ -283,4 +289,126 @@ TEST(strategy_non_finite_loss_skips_the_step)
     strat_free(s);
     opt_free(&o);
     nn_model_free(m);
+}
+
+/* ---- samples and progress ----------------------------------------------------- */
+
+TEST(samples_one_builder_for_train_eval_and_preview_pipelines)
+{
+    run_config cfg;
+    cfg_defaults(&cfg);
+    cfg.workers = 3;
+    cfg.prefetch = 5;
+    cfg.shuffle_buffer = 100;
+    cfg.deterministic = 0;
+    cfg.stop_on_data_error = 1;
+    cfg.seed = 7;
+    sam *s;
+    pt_err e;
+    T_REQUIRE(sam_new(&cfg, &s, &e) == PT_OK);
+    ds_split split;
+    memset(&split, 0, sizeof split);
+    pipe_config c;
+    sam_pipe_config(s, SAM_TRAIN, &split, 1, 10, 64, 32, &c);
+    T_CHECK(c.split == &split && c.labeled == 1 && c.n_classes == 10);
+    T_EQ_INT(c.image_w, 64);
+    T_EQ_INT(c.batch_size, 32);
+    T_CHECK(c.repeat && c.drop_remainder && c.shuffle_shards);
+    T_EQ_INT(c.shuffle_buffer, 100);
+    T_EQ_INT(c.workers, 3);
+    T_EQ_INT(c.prefetch, 5);
+    T_EQ_INT(c.deterministic, 0);
+    T_EQ_INT(c.stop_on_error, 1);
+    T_CHECK(c.seed == 7);
+    T_CHECK(c.augment != NULL && c.augment_ctx != NULL); /* the default chain */
+    /* Evaluation reads the split once, in file order, whatever the training says. */
+    sam_pipe_config(s, SAM_EVAL, &split, 0, 10, 64, 16, &c);
+    T_CHECK(!c.repeat && !c.drop_remainder && c.interleave == 1 && c.deterministic == 1);
+    T_CHECK(c.labeled == 0 && c.augment == NULL && c.shuffle_buffer <= 1);
+    T_EQ_INT(c.workers, 3);
+    T_EQ_INT(c.prefetch, 2);
+    /* Previews: small and quick, augmented by sam_preview itself. */
+    sam_pipe_config(s, SAM_PREVIEW, &split, 1, 10, 64, 8, &c);
+    T_EQ_INT(c.workers, 1);
+    T_EQ_INT(c.prefetch, 1);
+    T_EQ_INT(c.shuffle_buffer, 256);
+    T_CHECK(c.augment == NULL && !c.repeat);
+    sam_free(s);
+
+    /* "none" is an empty chain: no hook at all. */
+    snprintf(cfg.augment, sizeof cfg.augment, "none");
+    T_REQUIRE(sam_new(&cfg, &s, &e) == PT_OK);
+    sam_pipe_config(s, SAM_TRAIN, &split, 1, 10, 64, 32, &c);
+    T_CHECK(c.augment == NULL);
+    sam_free(s);
+    /* A bad spec is refused with the token named. */
+    snprintf(cfg.augment, sizeof cfg.augment, "flip:0.5,wobble:1");
+    T_EQ_INT(sam_new(&cfg, &s, &e), PT_EUSAGE);
+    T_CHECKF(strstr(e.msg, "wobble") != NULL, "%s", e.msg);
+}
+
+TEST(progress_holds_one_epochs_results_and_names_once)
+{
+    run_config cfg;
+    cfg_defaults(&cfg);
+    cfg.replicas = 3;
+    prg *p = prg_new(&cfg);
+    T_REQUIRE(p != NULL);
+    run_snapshot *snap = malloc(sizeof *snap);
+    T_REQUIRE(snap != NULL);
+    prg_snapshot(p, snap);
+    T_EQ_INT(snap->state, RUN_IDLE);
+    T_EQ_INT(snap->replicas, 3); /* the plan is visible before start */
+    T_EQ_INT(snap->update_size, 3 * cfg.batch_per_replica * cfg.grad_acc);
+    pt_err e;
+    batch_src src;
+    run_val_item it;
+    int epoch;
+    T_EQ_INT(prg_val_example(p, 0, &src, &it, &epoch, &e), PT_ENODATA);
+    T_EQ_STR(e.msg, "no validation yet");
+
+    prg_val v = { .epoch = 2, .n = 3, .n_classes = 2 };
+    v.labels = malloc(3 * sizeof *v.labels);
+    v.preds = malloc(3 * sizeof *v.preds);
+    v.conf = malloc(3 * sizeof *v.conf);
+    v.src = calloc(3, sizeof *v.src);
+    v.confusion = calloc(4, sizeof *v.confusion);
+    T_REQUIRE(v.labels && v.preds && v.conf && v.src && v.confusion);
+    for (int i = 0; i < 3; i++) {
+        v.labels[i] = i % 2;
+        v.preds[i] = 1;
+        v.conf[i] = 0.5f + 0.1f * (float)i;
+        v.src[i].record = 10 + i;
+    }
+    v.confusion[1] = 2; /* true 0, predicted 1 */
+    v.confusion[3] = 1;
+    prg_set_val(p, &v);
+    T_CHECK(v.labels == NULL && v.epoch == 0); /* taken */
+    T_REQUIRE(prg_val_example(p, 2, &src, &it, &epoch, &e) == PT_OK);
+    T_EQ_INT(epoch, 2);
+    T_EQ_INT(src.record, 12);
+    T_EQ_INT(it.label, 0);
+    T_EQ_INT(it.pred, 1);
+    T_EQ_INT(prg_val_example(p, 3, &src, &it, &epoch, &e), PT_ENODATA);
+    T_EQ_STR(e.msg, "validation example 3 is outside 0..2");
+    int label[3], pred[3];
+    T_EQ_INT(prg_val_preds(p, 1, 5, label, pred, NULL), 2);
+    T_EQ_INT(label[0], 1);
+    run_val_report rep;
+    T_REQUIRE(prg_val_report(p, &rep) == PT_OK);
+    T_EQ_INT(rep.epoch, 2);
+    T_EQ_INT(rep.support[0], 2);
+    T_NEAR(rep.recall[1], 1.0, 1e-12);
+    run_val_report_free(&rep);
+
+    char names[2][RUN_NAME_MAX] = { "daisy", "rose" };
+    prg_set_names(p, names, 2);
+    const char *first = prg_class_name(p, 1);
+    T_EQ_STR(first, "rose");
+    char other[2][RUN_NAME_MAX] = { "x", "y" };
+    prg_set_names(p, other, 2); /* a handed-out name must not dangle */
+    T_CHECK(prg_class_name(p, 1) == first);
+    T_CHECK(prg_class_name(p, 2) == NULL);
+    free(snap);
+    prg_free(p);
 }
