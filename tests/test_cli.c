@@ -197,6 +197,67 @@ TEST(cli_help_and_man_page_document_every_option)
     free(man);
 }
 
+/* The training options as a user types them: each case exits before training, with
+ * a usage error (1) or at a missing dataset (2) whose path tells which value won.
+ * '@' in the arguments stands for the scratch folder. */
+TEST(cli_training_options_spellings_errors_and_precedence)
+{
+    const char *dir = t_tmpdir();
+    char path[4200];
+    util_path(path, sizeof path, "%s/cfg", dir);
+    FILE *f = fopen(path, "w");
+    T_REQUIRE(f != NULL);
+    fprintf(f, "data = /nonexistent/from-config\nepochs = 3\n");
+    fclose(f);
+    util_path(path, sizeof path, "%s/run", dir);
+    T_REQUIRE(util_mkdirs(path, NULL) == PT_OK);
+    util_path(path, sizeof path, "%s/run/config", dir);
+    f = fopen(path, "w");
+    T_REQUIRE(f != NULL);
+    fprintf(f, "data = /nonexistent/from-run\n");
+    fclose(f);
+    static const struct {
+        const char *args;
+        int rc;
+        const char *out;
+    } cases[] = {
+        { "--config @/cfg", 2, "petal-tui: /nonexistent/from-config: no such dataset folder" },
+        { "--config @/cfg --resume @/run", 2, "/nonexistent/from-run: no such" },
+        { "--config=@/cfg --resume=@/run --data /nonexistent/cli", 2, "/nonexistent/cli: no such" },
+        { "--data=/nonexistent/cli --config @/cfg", 2, "/nonexistent/cli: no such" },
+        { "--bogus", 1, "petal-tui: unknown option '--bogus' (try --help)" },
+        { "--bogus=3", 1, "petal-tui: unknown option '--bogus' (try --help)" },
+        { "--epochs", 1, "petal-tui: --epochs needs a value" },
+        { "foo", 1, "petal-tui: unexpected argument 'foo' (try --help)" },
+        { "-x", 1, "petal-tui: unexpected argument '-x' (try --help)" },
+        { "--deterministic maybe", 1, "petal-tui: unexpected argument 'maybe' (try --help)" },
+        { "--deterministic no --epochs 0", 1,
+          "petal-tui: epochs wants a whole number from 1 to 1000, not '0'" },
+        { "--no-deterministic --epochs=0", 1, "not '0'" },
+        { "--freeze-backbone --stop-on-data-error yes --epochs=-1", 1, "not '-1'" },
+        { "--deterministic=maybe", 1, "petal-tui: deterministic wants yes or no, not 'maybe'" },
+        { "--lr-start -1", 1, "lr-start wants a number from 0 to 1e+09, not '-1'" },
+        { "--no-color --no-sixel --config @/cfg", 2, "/nonexistent/from-config: no such" },
+        { "--resume nowhere", 1, "nowhere: no run folder with a config file to resume" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[4096], cmd[8192], *out;
+        size_t k = 0;
+        for (const char *p = cases[i].args; *p && k + 1 < sizeof args; p++)
+            if (*p == '@')
+                k += (size_t)snprintf(args + k, sizeof args - k, "%s", dir);
+            else
+                args[k++] = *p;
+        args[k < sizeof args ? k : sizeof args - 1] = 0;
+        util_path(cmd, sizeof cmd, "XDG_CONFIG_HOME=/nonexistent '%s' --headless %s", t_bin(),
+                  args);
+        int rc = t_run(cmd, &out);
+        T_CHECKF(rc == cases[i].rc && strstr(out, cases[i].out), "%s: %d %s", cases[i].args, rc,
+                 out);
+        free(out);
+    }
+}
+
 TEST(cli_make_install_honours_prefix_and_destdir)
 {
     /* Install the binary under test (its build folder) into a scratch root. */
