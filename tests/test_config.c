@@ -3,6 +3,7 @@
 #include "tests/t.h"
 
 #include "engine.h"
+#include "train/schedule.h"
 
 static const char DEFAULT_TEXT[] =
     "# petal-tui configuration (keys as the long options; see petal-tui(1))\n"
@@ -239,4 +240,90 @@ TEST(config_set_checks_values_with_the_messages_users_see)
     T_EQ_INT(c.freeze_backbone, 1);
     T_EQ_STR(c.augment, "none");
     T_EQ_INT(c.image_size, 32);
+}
+
+/* What the table's users take for granted: each field written in its kind's type,
+ * defaults that parse, names found, choices that fit, dialog places 1, 2, ... */
+TEST(config_table_rows_are_consistent)
+{
+    size_t n;
+    const cfg_option *t = cfg_options(&n);
+    T_REQUIRE(n > 20);
+    int places[64] = { 0 };
+    run_config c;
+    for (size_t i = 0; i < n; i++) {
+        const cfg_option *o = &t[i];
+        size_t want = 0;
+        switch (o->kind) {
+        case CFG_INT: case CFG_BOOL: case CFG_CHOICE: want = sizeof(int); break;
+        case CFG_U64: want = sizeof(uint64_t); break;
+        case CFG_OVERSAMPLE: want = sizeof(long long); break;
+        case CFG_NUM: want = sizeof(double); break;
+        case CFG_PATH: case CFG_WORD: case CFG_AUGMENT: want = o->size > 1 ? o->size : 0; break;
+        }
+        T_CHECKF(o->size == want && o->offset + o->size <= sizeof c, "%s: size %zu", o->name,
+                 o->size);
+        T_CHECKF(cfg_find(o->name) == o, "%s not found", o->name);
+        pt_err e;
+        T_CHECKF(cfg_set(&c, o->name, o->def, &e) == PT_OK, "%s default: %s", o->name, e.msg);
+        T_CHECKF(o->help && o->help[0], "%s: no help line", o->name);
+        T_CHECKF((o->choices != NULL) == (o->kind == CFG_WORD || o->kind == CFG_CHOICE),
+                 "%s: choices", o->name);
+        for (int k = 0; o->choices && o->choices[k]; k++)
+            T_CHECKF(o->kind != CFG_WORD || strlen(o->choices[k]) < o->size, "%s", o->name);
+        if (o->kind == CFG_INT || o->kind == CFG_U64 || o->kind == CFG_OVERSAMPLE)
+            T_CHECKF(o->lo == (double)(long long)o->lo && o->hi == (double)(long long)o->hi,
+                     "%s: limits not whole", o->name);
+        T_CHECKF(o->dialog >= 0 && o->dialog < 64, "%s", o->name);
+        if (o->dialog > 0)
+            places[o->dialog]++;
+    }
+    for (int p = 1, gap = 0; p < 64; p++) {
+        T_CHECKF(places[p] <= 1, "dialog place %d taken twice", p);
+        T_CHECKF(!gap || !places[p], "dialog place %d after a gap", p);
+        gap |= !places[p];
+    }
+    T_CHECK(cfg_find("no-such-option") == NULL);
+
+    /* The schedule's names are the trainer's, in its order. */
+    const cfg_option *s = cfg_find("schedule");
+    T_REQUIRE(s && s->choices);
+    for (int k = 0; s->choices[k]; k++) {
+        T_CHECKF(!strncmp(s->choices[k], sched_kind_name((sched_kind)k),
+                          strcspn(s->choices[k], " ")),
+                 "schedule %d", k);
+        char words[64], *save = NULL;
+        snprintf(words, sizeof words, "%s", s->choices[k]);
+        for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save))
+            T_CHECKF(sched_kind_parse(w) == k, "schedule %s", w);
+    }
+}
+
+/* Every option: its value in the non-default config differs from the default (so
+ * the pinned text covers it), and reads back from its own text unchanged. */
+TEST(config_every_option_round_trips_through_its_text)
+{
+    size_t n;
+    const cfg_option *t = cfg_options(&n);
+    run_config def, other, back;
+    cfg_defaults(&def);
+    other_config(&other);
+    cfg_defaults(&back);
+    for (size_t i = 0; i < n; i++) {
+        const cfg_option *o = &t[i];
+        char a[4200], b[4200];
+        T_REQUIRE(cfg_value(&def, o, a, sizeof a) == 0);
+        T_REQUIRE(cfg_value(&other, o, b, sizeof b) == 0);
+        T_CHECKF(strcmp(a, b) != 0, "%s: the same in both configs (%s)", o->name, a);
+        pt_err e;
+        T_CHECKF(cfg_set(&back, o->name, b, &e) == PT_OK, "%s = %s: %s", o->name, b, e.msg);
+        T_REQUIRE(cfg_value(&back, o, a, sizeof a) == 0);
+        T_EQ_STR(a, b);
+    }
+    same_config(&other, &back);
+    T_EQ_STR(back.out, other.out);
+    T_EQ_STR(back.resume, other.resume);
+    char small[4];
+    T_EQ_INT(cfg_value(&other, cfg_find("model"), small, sizeof small), -1);
+    T_EQ_STR(small, "mob");
 }
