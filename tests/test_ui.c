@@ -899,9 +899,9 @@ TEST(ui_config_dialog_order_values_and_edits)
     ui_config *d = calloc(1, sizeof *d);
     T_REQUIRE(d != NULL);
     ui_config_open(d, &cfg);
-    T_EQ_INT(d->n_keys, (int)n_order);
-    for (size_t i = 0; i < n_order && i < (size_t)d->n_keys; i++)
-        T_EQ_STR(d->keys[i], order[i]);
+    T_EQ_INT(d->n_opt, (int)n_order);
+    for (size_t i = 0; i < n_order && i < (size_t)d->n_opt; i++)
+        T_EQ_STR(d->opt[i]->name, order[i]);
     static const char *const values[][2] = {
         { "model", "small" },   { "lr-start", "0.0001" }, { "oversample", "max" },
         { "data", "" },         { "out", "runs/mine" },   { "resume", "" },
