@@ -239,6 +239,13 @@ TEST(cli_training_options_spellings_errors_and_precedence)
         { "--lr-start -1", 1, "lr-start wants a number from 0 to 1e+09, not '-1'" },
         { "--no-color --no-sixel --config @/cfg", 2, "/nonexistent/from-config: no such" },
         { "--resume nowhere", 1, "nowhere: no run folder with a config file to resume" },
+        { "--config", 1, "petal-tui: --config needs a value" },
+        { "--no-color=1", 1, "petal-tui: --no-color takes no value (try --help)" },
+        { "--no-deterministic=no", 1, "petal-tui: --no-deterministic takes no value" },
+        { "-- foo", 1, "petal-tui: unknown option '--' (try --help)" },
+        { "--lr 1", 1, "petal-tui: unknown option '--lr' (try --help)" }, /* lr-start? lr-max? */
+        { "--epoch 0", 1, "epochs wants a whole number" },                 /* a prefix of one */
+        { "--config @/cfg --config=@/none", 1, "none: cannot open" },      /* the last wins */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[4096], cmd[8192], *out;
