@@ -167,8 +167,8 @@ TEST(cli_preview_writes_a_png_grid_of_real_photos)
 
 TEST(cli_help_and_man_page_document_every_option)
 {
-    const char *keys[64];
-    size_t n = cfg_keys(keys, 64);
+    size_t n;
+    const cfg_option *t = cfg_options(&n);
     T_REQUIRE(n > 20);
     char *help;
     T_REQUIRE(run(&help, "%s --help%s%s", NULL, NULL) == 0);
@@ -178,7 +178,9 @@ TEST(cli_help_and_man_page_document_every_option)
     T_REQUIRE(util_read_file("man/petal-tui.1", &man, &len, &e) == PT_OK);
     for (size_t i = 0; i < n; i++) {
         char opt[96], roff[128];
-        util_fmt(opt, sizeof opt, "--%s", keys[i]);
+        if (!(t[i].where & CFG_CLI))
+            continue;
+        util_fmt(opt, sizeof opt, "--%s", t[i].name);
         /* roff writes each dash as \- */
         size_t k = 0;
         for (const char *p = opt; *p && k + 3 < sizeof roff; p++) {
@@ -193,6 +195,13 @@ TEST(cli_help_and_man_page_document_every_option)
     const char *more[] = { "--headless", "--no-sixel", "--no-color", "--config" };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
         T_CHECKF(strstr(help, more[i]) != NULL, "--help lacks %s", more[i]);
+    /* The option rows, generated from the table, fit 80 columns and say the defaults. */
+    for (const char *line = strstr(help, "\n  --"); line; line = strstr(line + 1, "\n  ")) {
+        size_t cols = strcspn(line + 1, "\n");
+        T_CHECKF(cols < 80, "%zu columns: %.*s", cols, (int)cols, line + 1);
+    }
+    T_CHECK(strstr(help, "  --epochs N               epochs to train (default: 10)\n") != NULL);
+    T_CHECK(strstr(help, "(default: the built-in demo flowers)") != NULL);
     free(help);
     free(man);
 }
