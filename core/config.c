@@ -90,13 +90,6 @@ const cfg_option *cfg_find(const char *name)
     return NULL;
 }
 
-size_t cfg_keys(const char **keys, size_t max)
-{
-    for (size_t i = 0; i < N_OPTIONS && i < max; i++)
-        keys[i] = OPTIONS[i].name;
-    return N_OPTIONS;
-}
-
 /* ---- choices: "name other-spelling ..." ---------------------------------------- */
 
 /* The length of a choice's name (its first word). */

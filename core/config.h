@@ -69,9 +69,6 @@ int cfg_set(run_config *c, const char *key, const char *value, pt_err *e);
  * (buf then holds what did). */
 int cfg_value(const run_config *c, const cfg_option *o, char *buf, size_t n);
 
-/* The keys cfg_set() knows, for --help and the configure dialog. */
-size_t cfg_keys(const char **keys, size_t max);
-
 /* Write the configuration as "key = value" lines (the run folder's config): every
  * CFG_FILE row in table order, under a comment line. 0, or -1 when it did not fit. */
 int cfg_format(const run_config *c, char *buf, size_t n);
