@@ -783,17 +783,51 @@ static int screen_has(const char *s)
     return 0;
 }
 
+/* A curses screen of rows x cols that writes to /dev/null. */
+typedef struct null_screen {
+    FILE *out, *in;
+    SCREEN *scr;
+} null_screen;
+
+static void null_screen_close(null_screen *ns)
+{
+    if (ns->scr) {
+        endwin();
+        delscreen(ns->scr);
+    }
+    if (ns->out)
+        fclose(ns->out);
+    if (ns->in)
+        fclose(ns->in);
+    /* Children started by later tests must see their real terminal size. */
+    unsetenv("LINES");
+    unsetenv("COLUMNS");
+    setlocale(LC_CTYPE, "C");
+}
+
+/* 1 when the screen is up; otherwise closed again. */
+static int null_screen_open(null_screen *ns, const char *rows, const char *cols)
+{
+    ns->out = fopen("/dev/null", "w");
+    ns->in = fopen("/dev/null", "r");
+    ns->scr = NULL;
+    /* Wide characters need a UTF-8 locale, as the workbench sets from the user's. */
+    if (ns->out && ns->in && setlocale(LC_CTYPE, "C.UTF-8")) {
+        setenv("LINES", rows, 1);
+        setenv("COLUMNS", cols, 1);
+        ns->scr = newterm("xterm-256color", ns->out, ns->in);
+    }
+    if (ns->scr)
+        set_term(ns->scr);
+    else
+        null_screen_close(ns);
+    return ns->scr != NULL;
+}
+
 TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
 {
-    FILE *out = fopen("/dev/null", "w"), *in = fopen("/dev/null", "r");
-    T_REQUIRE(out && in);
-    /* Wide characters need a UTF-8 locale, as the workbench sets from the user's. */
-    T_REQUIRE(setlocale(LC_CTYPE, "C.UTF-8") != NULL);
-    setenv("LINES", "24", 1);
-    setenv("COLUMNS", "80", 1);
-    SCREEN *scr = newterm("xterm-256color", out, in);
-    T_REQUIRE(scr != NULL);
-    set_term(scr);
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "24", "80"));
     run_snapshot *s = fake_snapshot();
     ui_log *log = calloc(1, sizeof *log);
     ui_log_add(log, 50, -1, "data error: shard 03 record 17: payload crc mismatch");
@@ -869,13 +903,7 @@ TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
     ui_panel_labels(stdscr, big, &f, &v, 1);
     T_CHECK(screen_has("pink primrose") && screen_has("hard-leaved pocket"));
     T_CHECK(screen_has("class 11"));
-    endwin();
-    delscreen(scr);
-    fclose(out);
-    fclose(in);
-    unsetenv("LINES");
-    unsetenv("COLUMNS");
-    setlocale(LC_CTYPE, "C");
+    null_screen_close(&ns);
     free(s);
     free(log);
 }
@@ -930,14 +958,11 @@ TEST(ui_config_dialog_order_values_and_edits)
     T_CHECK(!d->editing && d->changed && d->work.epochs == 7);
 
     /* Drawn: every key in order, each value or what an empty one means. */
-    FILE *out = fopen("/dev/null", "w"), *in = fopen("/dev/null", "r");
-    T_REQUIRE(out && in);
-    T_REQUIRE(setlocale(LC_CTYPE, "C.UTF-8") != NULL);
-    setenv("LINES", "40", 1);
-    setenv("COLUMNS", "100", 1);
-    SCREEN *scr = newterm("xterm-256color", out, in);
-    T_REQUIRE(scr != NULL);
-    set_term(scr);
+    null_screen ns;
+    int up = null_screen_open(&ns, "40", "100");
+    if (!up)
+        free(d);
+    T_REQUIRE(up);
     ui_draw_setup(UI_COLOR_NONE, 1);
     ui_config_draw(d, stdscr, LINES, COLS);
     char line[2048];
@@ -953,13 +978,7 @@ TEST(ui_config_dialog_order_values_and_edits)
     T_CHECK(screen_has("(the built-in demo flowers)") && screen_has("(a new run)"));
     T_CHECK(screen_has("runs/mine") && screen_has("Configure (changed: a applies)"));
     T_CHECK(screen_has("epochs              7"));
-    endwin();
-    delscreen(scr);
-    fclose(out);
-    fclose(in);
-    unsetenv("LINES");
-    unsetenv("COLUMNS");
-    setlocale(LC_CTYPE, "C");
+    null_screen_close(&ns);
     free(d);
 }
 
