@@ -13,79 +13,165 @@
 _Static_assert(RUN_SCHED_EXP == (int)SCHED_EXP && RUN_SCHED_LINEAR == (int)SCHED_LINEAR &&
                    RUN_SCHED_COSINE == (int)SCHED_COSINE,
                "run_schedule and sched_kind must agree");
+/* CFG_CHOICE rows store their index as an int. */
+_Static_assert(sizeof(run_optimizer) == sizeof(int) && sizeof(run_schedule) == sizeof(int),
+               "the enums of the choices must be int-sized");
 
-void cfg_defaults(run_config *c)
+/* A CFG_CHOICE row stores the index, so its list follows the enum's order. The
+ * schedules are the trainer's names, with the other spelling sched_kind_parse()
+ * accepts (a test holds them to it). */
+static const char *const MODELS[] = { "small", "mobilenetv2", NULL };
+static const char *const OPTIMIZERS[] = { "adam", "sgd", NULL };
+static const char *const SCHEDULES[] = { "exp exponential", "linear", "cosine", NULL };
+
+static int image_size_check(long long v, pt_err *e)
 {
-    memset(c, 0, sizeof *c);
-    snprintf(c->model, sizeof c->model, "small");
-    c->width = 1.0;
-    c->image_size = 0;
-    c->epochs = 10;
-    c->replicas = 0;
-    c->batch_per_replica = 16;
-    c->grad_acc = 1;
-    c->oversample = 0;
-    c->optimizer = RUN_OPT_ADAM;
-    c->lr_start = 1e-4;
-    c->lr_max = 2e-3;
-    c->lr_end = 1e-4;
-    c->warmup = 0.1;
-    c->lr_scaling = 1.0;
-    c->schedule = RUN_SCHED_EXP;
-    c->momentum = 0.9;
-    c->weight_decay = 0.0;
-    c->dropout = 0.2;
-    c->freeze_backbone = 0;
-    util_copy(c->augment, sizeof c->augment, aug_default_spec());
-    c->seed = 42;
-    c->deterministic = 1;
-    c->shuffle_buffer = 2048;
-    c->workers = 0;
-    c->prefetch = 4;
-    c->stop_on_data_error = 0;
-    c->checkpoint_every = 1;
+    if (v != 0 && v < 32)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "image-size must be 0 (the dataset's) or at least 32, not %lld", v);
+    return PT_OK;
 }
 
-static const char *const KEYS[] = {
-    "data", "out", "resume", "model", "width", "image-size", "epochs", "replicas",
-    "batch-per-replica", "grad-acc", "oversample", "optimizer", "lr-start", "lr-max", "lr-end",
-    "warmup", "schedule", "lr-scaling", "momentum", "weight-decay", "dropout",
-    "freeze-backbone", "augment", "seed", "deterministic", "shuffle-buffer", "workers",
-    "prefetch", "stop-on-data-error", "checkpoint-every",
+#define F(field) offsetof(run_config, field), sizeof(((run_config *)0)->field)
+#define ALL (CFG_CLI | CFG_FILE | CFG_DIALOG)
+#define NO_FILE (CFG_CLI | CFG_DIALOG)
+
+/* One row per option, one line per row, so that adding an option is one line here
+ * (and its field in run_config). The order is the config file's; the dialog puts the
+ * settings the issue names first (the dialog column), then the rest in this order.
+ * Columns: name, kind, field, default, lo, hi, choices, arg, help, unset, where,
+ * dialog, check. */
+static const cfg_option OPTIONS[] = {
+    { "data", CFG_PATH, F(data), "", 0, 0, NULL, "DIR", "dataset folder", "the built-in demo flowers", ALL, 13, NULL },
+    { "out", CFG_PATH, F(out), "", 0, 0, NULL, "DIR", "run folder", "runs/MODEL-DATE", NO_FILE, 0, NULL },
+    { "resume", CFG_PATH, F(resume), "", 0, 0, NULL, "DIR", "continue the run in DIR", "a new run", NO_FILE, 0, NULL },
+    { "model", CFG_WORD, F(model), "small", 0, 0, MODELS, NULL, "the network", NULL, ALL, 1, NULL },
+    { "width", CFG_NUM, F(width), "1", 0.1, 4.0, NULL, "W", "mobilenetv2 width multiplier", NULL, ALL, 0, NULL },
+    { "image-size", CFG_INT, F(image_size), "0", 0, 1024, NULL, "S", "model input side; 0 = the dataset's", NULL, ALL, 0, image_size_check },
+    { "epochs", CFG_INT, F(epochs), "10", 1, RUN_MAX_EPOCHS, NULL, "N", "epochs to train", NULL, ALL, 5, NULL },
+    { "replicas", CFG_INT, F(replicas), "0", 0, RUN_MAX_REPLICAS, NULL, "R", "replica threads; 0 = one per core", NULL, ALL, 2, NULL },
+    { "batch-per-replica", CFG_INT, F(batch_per_replica), "16", 1, 4096, NULL, "B", "examples per replica per step", NULL, ALL, 3, NULL },
+    { "grad-acc", CFG_INT, F(grad_acc), "1", 1, 1024, NULL, "A", "gradient accumulation steps per update", NULL, ALL, 4, NULL },
+    { "oversample", CFG_OVERSAMPLE, F(oversample), "off", 0, 1LL << 40, NULL, "N|max|off", "oversample small classes to N", NULL, ALL, 11, NULL },
+    { "optimizer", CFG_CHOICE, F(optimizer), "adam", 0, 0, OPTIMIZERS, NULL, "Adam, or SGD with momentum", NULL, ALL, 0, NULL },
+    { "lr-start", CFG_NUM, F(lr_start), "1e-4", 0, 1e9, NULL, "X", "learning rate before the warmup", NULL, ALL, 6, NULL },
+    { "lr-max", CFG_NUM, F(lr_max), "2e-3", 0, 1e9, NULL, "X", "learning rate after the warmup", NULL, ALL, 7, NULL },
+    { "lr-end", CFG_NUM, F(lr_end), "1e-4", 0, 1e9, NULL, "X", "learning rate at the end", NULL, ALL, 8, NULL },
+    { "warmup", CFG_NUM, F(warmup), "0.1", 0, 1, NULL, "F", "warmup as a fraction of all updates", NULL, ALL, 9, NULL },
+    { "schedule", CFG_CHOICE, F(schedule), "exp", 0, 0, SCHEDULES, NULL, "the decay after the warmup", NULL, ALL, 10, NULL },
+    { "lr-scaling", CFG_NUM, F(lr_scaling), "1", 0, 1e4, NULL, "K", "multiplies every learning rate", NULL, ALL, 0, NULL },
+    { "momentum", CFG_NUM, F(momentum), "0.9", 0, 0.9999, NULL, "M", "SGD momentum", NULL, ALL, 0, NULL },
+    { "weight-decay", CFG_NUM, F(weight_decay), "0", 0, 1, NULL, "W", "decoupled weight decay", NULL, ALL, 0, NULL },
+    { "dropout", CFG_NUM, F(dropout), "0.2", 0, 0.95, NULL, "P", "dropout rate before the dense layer", NULL, ALL, 0, NULL },
+    { "freeze-backbone", CFG_BOOL, F(freeze_backbone), "no", 0, 0, NULL, NULL, "train only the head", NULL, ALL, 0, NULL },
+    { "augment", CFG_AUGMENT, F(augment), AUG_DEFAULT_SPEC, 0, 0, NULL, "SPEC", "the augmentation chain (none = off)", NULL, ALL, 12, NULL },
+    { "seed", CFG_U64, F(seed), "42", 0, 1LL << 62, NULL, "S", "the random seed", NULL, ALL, 0, NULL },
+    { "deterministic", CFG_BOOL, F(deterministic), "yes", 0, 0, NULL, NULL, "batches in order: same seed, same run", NULL, ALL, 0, NULL },
+    { "shuffle-buffer", CFG_INT, F(shuffle_buffer), "2048", 0, 1 << 22, NULL, "N", "records in the shuffle buffer", NULL, ALL, 0, NULL },
+    { "workers", CFG_INT, F(workers), "0", 0, 64, NULL, "N", "decode threads; 0 = automatic", NULL, ALL, 0, NULL },
+    { "prefetch", CFG_INT, F(prefetch), "4", 1, 256, NULL, "N", "ready batches kept ahead", NULL, ALL, 0, NULL },
+    { "stop-on-data-error", CFG_BOOL, F(stop_on_data_error), "no", 0, 0, NULL, NULL, "stop at a bad record, not skip it", NULL, ALL, 0, NULL },
+    { "checkpoint-every", CFG_INT, F(checkpoint_every), "1", 1, RUN_MAX_EPOCHS, NULL, "N", "epochs between checkpoints", NULL, ALL, 0, NULL },
 };
 
-size_t cfg_keys(const char **keys, size_t max)
+#define N_OPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])
+
+const cfg_option *cfg_options(size_t *n)
 {
-    size_t n = sizeof KEYS / sizeof KEYS[0];
-    for (size_t i = 0; i < n && i < max; i++)
-        keys[i] = KEYS[i];
+    *n = N_OPTIONS;
+    return OPTIONS;
+}
+
+const cfg_option *cfg_find(const char *name)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (!strcmp(OPTIONS[i].name, name))
+            return &OPTIONS[i];
+    return NULL;
+}
+
+/* ---- choices: "name other-spelling ..." ---------------------------------------- */
+
+/* The length of a choice's name (its first word). */
+static int name_len(const char *choice)
+{
+    return (int)strcspn(choice, " ");
+}
+
+static int choice_count(const cfg_option *o)
+{
+    int n = 0;
+    while (o->choices[n])
+        n++;
     return n;
 }
 
-static int parse_int(const char *key, const char *v, long long lo, long long hi, long long *out,
-                     pt_err *e)
+/* The index of the choice that v spells, or -1. */
+static int choice_of(const cfg_option *o, const char *v)
 {
+    size_t vl = strlen(v);
+    for (int i = 0; o->choices[i]; i++)
+        for (const char *w = o->choices[i]; *w; w += strspn(w, " ")) {
+            size_t wl = strcspn(w, " ");
+            if (wl == vl && !strncmp(w, v, vl))
+                return i;
+            w += wl;
+        }
+    return -1;
+}
+
+/* "model wants small or mobilenetv2, not 'x'": the names, the last after "or". */
+static int bad_choice(const cfg_option *o, const char *v, pt_err *e)
+{
+    char names[256];
+    size_t k = 0;
+    for (int i = 0; o->choices[i] && k < sizeof names; i++) {
+        const char *sep = i == 0 ? "" : o->choices[i + 1] ? ", " : " or ";
+        k += (size_t)snprintf(names + k, sizeof names - k, "%s%.*s", sep, name_len(o->choices[i]),
+                              o->choices[i]);
+    }
+    return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s wants %s, not '%s'",
+                   o->name, names, v);
+}
+
+/* ---- reading values ------------------------------------------------------------- */
+
+/* A number kind's field, in the member its kind names (CFG_INT, CFG_BOOL and
+ * CFG_CHOICE: b; CFG_OVERSAMPLE: i; CFG_U64: u; CFG_NUM: d). Copied with memcpy, as
+ * many bytes as the row's field has. */
+typedef union field {
+    int b;
+    long long i;
+    uint64_t u;
+    double d;
+} field;
+
+/* The limits are whole numbers that doubles hold exactly: compared as integers, so
+ * that nothing near 2^62 rounds its way in. */
+static int parse_int(const cfg_option *o, const char *v, long long *out, pt_err *e)
+{
+    long long lo = (long long)o->lo, hi = (long long)o->hi;
     char *end;
     long long x = strtoll(v, &end, 10);
     if (end == v || *end || x < lo || x > hi)
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                       "%s wants a whole number from %lld to %lld, not '%s'", key, lo, hi, v);
+                       "%s wants a whole number from %lld to %lld, not '%s'", o->name, lo, hi, v);
     *out = x;
     return PT_OK;
 }
 
-static int parse_num(const char *key, const char *v, double lo, double hi, double *out, pt_err *e)
+static int parse_num(const cfg_option *o, const char *v, double *out, pt_err *e)
 {
     char *end;
     double x = strtod(v, &end);
-    if (end == v || *end || !(x >= lo && x <= hi))
+    if (end == v || *end || !(x >= o->lo && x <= o->hi))
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                       "%s wants a number from %g to %g, not '%s'", key, lo, hi, v);
+                       "%s wants a number from %g to %g, not '%s'", o->name, o->lo, o->hi, v);
     *out = x;
     return PT_OK;
 }
 
-static int parse_bool(const char *key, const char *v, int *out, pt_err *e)
+static int parse_bool(const cfg_option *o, const char *v, int *out, pt_err *e)
 {
     if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on")) {
         *out = 1;
@@ -96,191 +182,165 @@ static int parse_bool(const char *key, const char *v, int *out, pt_err *e)
         return PT_OK;
     }
     return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                   "%s wants yes or no, not '%s'", key, v);
+                   "%s wants yes or no, not '%s'", o->name, v);
 }
 
-static int set_path(char *dst, size_t n, const char *key, const char *v, pt_err *e)
+static int parse_oversample(const cfg_option *o, const char *v, long long *out, pt_err *e)
 {
-    if (strlen(v) >= n)
-        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s: path too long", key);
-    snprintf(dst, n, "%s", v);
+    if (!strcmp(v, "off") || !strcmp(v, "no")) {
+        *out = 0;
+        return PT_OK;
+    }
+    if (!strcmp(v, "max") || !strcmp(v, "largest")) {
+        *out = -1;
+        return PT_OK;
+    }
+    if (parse_int(o, v, out, NULL) == PT_OK)
+        return PT_OK;
+    return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                   "%s wants a target count, max (the largest class) or off, not '%s'", o->name, v);
+}
+
+static int parse_augment(const cfg_option *o, const char *v, pt_err *e)
+{
+    aug_chain *ch;
+    int rc = aug_parse(v, &ch, e);
+    if (rc != PT_OK)
+        return rc;
+    aug_free(ch);
+    if (strlen(v) >= o->size)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s: too long", o->name);
     return PT_OK;
+}
+
+/* The value is checked whole before the field is written, so a bad one changes
+ * nothing. A number kind's value is built in the member its kind names and copied
+ * to the row's offset. */
+static int set_option(run_config *c, const cfg_option *o, const char *v, pt_err *e)
+{
+    char *p = (char *)c + o->offset;
+    field f = { 0 };
+    long long i = 0;
+    int rc = PT_OK;
+    switch (o->kind) {
+    case CFG_PATH:
+        if (strlen(v) >= o->size)
+            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s: path too long",
+                           o->name);
+        util_copy(p, o->size, v);
+        return PT_OK;
+    case CFG_WORD:
+        if (choice_of(o, v) < 0)
+            return bad_choice(o, v, e);
+        util_copy(p, o->size, v);
+        return PT_OK;
+    case CFG_AUGMENT:
+        if ((rc = parse_augment(o, v, e)) == PT_OK)
+            util_copy(p, o->size, v);
+        return rc;
+    case CFG_CHOICE:
+        if ((f.b = choice_of(o, v)) < 0)
+            return bad_choice(o, v, e);
+        break;
+    case CFG_INT:
+        if ((rc = parse_int(o, v, &i, e)) == PT_OK && o->check)
+            rc = o->check(i, e);
+        f.b = (int)i;
+        break;
+    case CFG_U64:
+        rc = parse_int(o, v, &i, e);
+        f.u = (uint64_t)i;
+        break;
+    case CFG_OVERSAMPLE:
+        rc = parse_oversample(o, v, &f.i, e);
+        break;
+    case CFG_NUM:
+        rc = parse_num(o, v, &f.d, e);
+        break;
+    case CFG_BOOL:
+        rc = parse_bool(o, v, &f.b, e);
+        break;
+    }
+    if (rc == PT_OK && o->size <= sizeof f)
+        memcpy(p, &f, o->size);
+    return rc;
 }
 
 int cfg_set(run_config *c, const char *key, const char *v, pt_err *e)
 {
-    long long i;
-    double d;
-    int rc = PT_OK;
-    if (!strcmp(key, "data"))
-        return set_path(c->data, sizeof c->data, key, v, e);
-    if (!strcmp(key, "out"))
-        return set_path(c->out, sizeof c->out, key, v, e);
-    if (!strcmp(key, "resume"))
-        return set_path(c->resume, sizeof c->resume, key, v, e);
-    if (!strcmp(key, "model")) {
-        if (strcmp(v, "small") && strcmp(v, "mobilenetv2"))
-            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                           "model wants small or mobilenetv2, not '%s'", v);
-        util_copy(c->model, sizeof c->model, v);
-        return PT_OK;
+    const cfg_option *o = cfg_find(key);
+    if (!o)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "unknown option '%s'",
+                       key);
+    return set_option(c, o, v, e);
+}
+
+void cfg_defaults(run_config *c)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        set_option(c, &OPTIONS[i], OPTIONS[i].def, NULL);
+}
+
+/* ---- writing values ------------------------------------------------------------- */
+
+int cfg_value(const run_config *c, const cfg_option *o, char *buf, size_t n)
+{
+    const char *p = (const char *)c + o->offset;
+    field v = { 0 };
+    memcpy(&v, p, o->size < sizeof v ? o->size : sizeof v);
+    int k = -1;
+    switch (o->kind) {
+    case CFG_PATH:
+    case CFG_WORD:
+    case CFG_AUGMENT:
+        k = snprintf(buf, n, "%.*s", (int)strnlen(p, o->size), p);
+        break;
+    case CFG_CHOICE: {
+        /* Out of range reads as the first, as the trainer takes it. */
+        const char *name = o->choices[v.b < 0 || v.b >= choice_count(o) ? 0 : v.b];
+        k = snprintf(buf, n, "%.*s", name_len(name), name);
+        break;
     }
-    if (!strcmp(key, "width")) {
-        if ((rc = parse_num(key, v, 0.1, 4.0, &d, e)) == PT_OK)
-            c->width = d;
-        return rc;
+    case CFG_INT:
+        k = snprintf(buf, n, "%d", v.b);
+        break;
+    case CFG_U64:
+        k = snprintf(buf, n, "%llu", (unsigned long long)v.u);
+        break;
+    case CFG_OVERSAMPLE:
+        k = v.i < 0 ? snprintf(buf, n, "max") : v.i == 0 ? snprintf(buf, n, "off")
+                                                         : snprintf(buf, n, "%lld", v.i);
+        break;
+    case CFG_NUM:
+        k = snprintf(buf, n, "%g", v.d);
+        break;
+    case CFG_BOOL:
+        k = snprintf(buf, n, "%s", v.b ? "yes" : "no");
+        break;
     }
-    if (!strcmp(key, "image-size")) {
-        if ((rc = parse_int(key, v, 0, 1024, &i, e)) == PT_OK) {
-            if (i != 0 && i < 32)
-                return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                               "image-size must be 0 (the dataset's) or at least 32, not %lld", i);
-            c->image_size = (int)i;
-        }
-        return rc;
-    }
-    if (!strcmp(key, "epochs")) {
-        if ((rc = parse_int(key, v, 1, RUN_MAX_EPOCHS, &i, e)) == PT_OK)
-            c->epochs = (int)i;
-        return rc;
-    }
-    if (!strcmp(key, "replicas")) {
-        if ((rc = parse_int(key, v, 0, RUN_MAX_REPLICAS, &i, e)) == PT_OK)
-            c->replicas = (int)i;
-        return rc;
-    }
-    if (!strcmp(key, "batch-per-replica")) {
-        if ((rc = parse_int(key, v, 1, 4096, &i, e)) == PT_OK)
-            c->batch_per_replica = (int)i;
-        return rc;
-    }
-    if (!strcmp(key, "grad-acc")) {
-        if ((rc = parse_int(key, v, 1, 1024, &i, e)) == PT_OK)
-            c->grad_acc = (int)i;
-        return rc;
-    }
-    if (!strcmp(key, "oversample")) {
-        if (!strcmp(v, "off") || !strcmp(v, "no")) {
-            c->oversample = 0;
-            return PT_OK;
-        }
-        if (!strcmp(v, "max") || !strcmp(v, "largest")) {
-            c->oversample = -1;
-            return PT_OK;
-        }
-        if ((rc = parse_int(key, v, 0, 1LL << 40, &i, e)) == PT_OK)
-            c->oversample = i;
-        else
-            err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                    "oversample wants a target count, max (the largest class) or off, not '%s'", v);
-        return rc;
-    }
-    if (!strcmp(key, "optimizer")) {
-        if (!strcmp(v, "adam"))
-            c->optimizer = RUN_OPT_ADAM;
-        else if (!strcmp(v, "sgd"))
-            c->optimizer = RUN_OPT_SGD;
-        else
-            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                           "optimizer wants adam or sgd, not '%s'", v);
-        return PT_OK;
-    }
-    struct {
-        const char *k;
-        double *dst, lo, hi;
-    } nums[] = {
-        { "lr-start", &c->lr_start, 0, 1e9 },  { "lr-max", &c->lr_max, 0, 1e9 },
-        { "lr-end", &c->lr_end, 0, 1e9 },      { "warmup", &c->warmup, 0, 1 },
-        { "lr-scaling", &c->lr_scaling, 0, 1e4 }, { "momentum", &c->momentum, 0, 0.9999 },
-        { "weight-decay", &c->weight_decay, 0, 1 }, { "dropout", &c->dropout, 0, 0.95 },
-    };
-    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
-        if (!strcmp(key, nums[k].k)) {
-            if ((rc = parse_num(key, v, nums[k].lo, nums[k].hi, &d, e)) == PT_OK)
-                *nums[k].dst = d;
-            return rc;
-        }
-    if (!strcmp(key, "schedule")) {
-        int k = sched_kind_parse(v);
-        if (k < 0)
-            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                           "schedule wants exp, linear or cosine, not '%s'", v);
-        c->schedule = (run_schedule)k;
-        return PT_OK;
-    }
-    if (!strcmp(key, "freeze-backbone"))
-        return parse_bool(key, v, &c->freeze_backbone, e);
-    if (!strcmp(key, "deterministic"))
-        return parse_bool(key, v, &c->deterministic, e);
-    if (!strcmp(key, "stop-on-data-error"))
-        return parse_bool(key, v, &c->stop_on_data_error, e);
-    if (!strcmp(key, "augment")) {
-        if (strcmp(v, "none") != 0) {
-            aug_chain *ch;
-            if ((rc = aug_parse(v, &ch, e)) != PT_OK)
-                return rc;
-            aug_free(ch);
-        }
-        if (strlen(v) >= sizeof c->augment)
-            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "augment: too long");
-        util_copy(c->augment, sizeof c->augment, v);
-        return PT_OK;
-    }
-    if (!strcmp(key, "seed")) {
-        if ((rc = parse_int(key, v, 0, (1LL << 62), &i, e)) == PT_OK)
-            c->seed = (uint64_t)i;
-        return rc;
-    }
-    if (!strcmp(key, "shuffle-buffer")) {
-        if ((rc = parse_int(key, v, 0, 1 << 22, &i, e)) == PT_OK)
-            c->shuffle_buffer = (int)i;
-        return rc;
-    }
-    if (!strcmp(key, "workers")) {
-        if ((rc = parse_int(key, v, 0, 64, &i, e)) == PT_OK)
-            c->workers = (int)i;
-        return rc;
-    }
-    if (!strcmp(key, "prefetch")) {
-        if ((rc = parse_int(key, v, 1, 256, &i, e)) == PT_OK)
-            c->prefetch = (int)i;
-        return rc;
-    }
-    if (!strcmp(key, "checkpoint-every")) {
-        if ((rc = parse_int(key, v, 1, RUN_MAX_EPOCHS, &i, e)) == PT_OK)
-            c->checkpoint_every = (int)i;
-        return rc;
-    }
-    return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "unknown option '%s'", key);
+    return k < 0 || (size_t)k >= n ? -1 : 0;
 }
 
 int cfg_format(const run_config *c, char *buf, size_t n)
 {
-    const char *opt = c->optimizer == RUN_OPT_SGD ? "sgd" : "adam";
-    const char *sch = sched_kind_name((sched_kind)c->schedule);
-    char os[32];
-    if (c->oversample < 0)
-        snprintf(os, sizeof os, "max");
-    else if (c->oversample == 0)
-        snprintf(os, sizeof os, "off");
-    else
-        snprintf(os, sizeof os, "%lld", c->oversample);
-    int k = snprintf(buf, n,
-                     "# petal-tui configuration (keys as the long options; see petal-tui(1))\n"
-                     "data = %s\nmodel = %s\nwidth = %g\nimage-size = %d\nepochs = %d\n"
-                     "replicas = %d\nbatch-per-replica = %d\ngrad-acc = %d\noversample = %s\n"
-                     "optimizer = %s\nlr-start = %g\nlr-max = %g\nlr-end = %g\nwarmup = %g\n"
-                     "schedule = %s\nlr-scaling = %g\nmomentum = %g\nweight-decay = %g\n"
-                     "dropout = %g\nfreeze-backbone = %s\naugment = %s\nseed = %llu\n"
-                     "deterministic = %s\nshuffle-buffer = %d\nworkers = %d\nprefetch = %d\n"
-                     "stop-on-data-error = %s\ncheckpoint-every = %d\n",
-                     c->data, c->model, c->width, c->image_size, c->epochs, c->replicas,
-                     c->batch_per_replica, c->grad_acc, os, opt, c->lr_start, c->lr_max,
-                     c->lr_end, c->warmup, sch, c->lr_scaling, c->momentum, c->weight_decay,
-                     c->dropout, c->freeze_backbone ? "yes" : "no", c->augment,
-                     (unsigned long long)c->seed, c->deterministic ? "yes" : "no",
-                     c->shuffle_buffer, c->workers, c->prefetch,
-                     c->stop_on_data_error ? "yes" : "no", c->checkpoint_every);
-    return k < 0 || (size_t)k >= n ? -1 : 0;
+    int k = snprintf(buf, n, "# petal-tui configuration (keys as the long options; "
+                             "see petal-tui(1))\n");
+    if (k < 0 || (size_t)k >= n)
+        return -1;
+    size_t at = (size_t)k;
+    for (size_t j = 0; j < N_OPTIONS; j++) {
+        const cfg_option *o = &OPTIONS[j];
+        if (!(o->where & CFG_FILE))
+            continue;
+        k = snprintf(buf + at, n - at, "%s = ", o->name);
+        if (k < 0 || (size_t)k >= n - at || cfg_value(c, o, buf + at + k, n - at - (size_t)k))
+            return -1;
+        at += (size_t)k + strlen(buf + at + k);
+        if (n - at < 2)
+            return -1;
+        buf[at++] = '\n';
+        buf[at] = '\0';
+    }
+    return 0;
 }
-

@@ -3,35 +3,20 @@
  * Precedence, lowest first: built-in defaults; the config file (--config FILE, or
  * $XDG_CONFIG_HOME/petal-tui/config when it exists); when resuming, the run's saved
  * configuration; then the command line. Config files hold "key = value" lines with
- * the long options' names; '#' starts a comment. */
+ * the long options' names; '#' starts a comment.
+ *
+ * The command line is read with getopt_long, its options built from the options'
+ * table (core/config.h), before any file: the files' values must come first, and
+ * --config and --resume name them. */
 #include "src/args.h"
 
 #include <ctype.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
-
-static const char *const FLAGS[] = { "deterministic", "freeze-backbone", "stop-on-data-error" };
-
-static int is_flag(const char *key)
-{
-    for (size_t i = 0; i < sizeof FLAGS / sizeof FLAGS[0]; i++)
-        if (!strcmp(key, FLAGS[i]))
-            return 1;
-    return 0;
-}
-
-static int is_key(const char *key)
-{
-    const char *keys[64];
-    size_t n = cfg_keys(keys, 64);
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(keys[i], key))
-            return 1;
-    return 0;
-}
 
 int args_load_config_file(const char *path, run_config *cfg, pt_err *e)
 {
@@ -82,32 +67,145 @@ int args_load_config_file(const char *path, run_config *cfg, pt_err *e)
     return rc;
 }
 
-/* The value of --key (as "--key value" or "--key=value"), for the first pass. */
-static const char *find_opt(int argc, char **argv, const char *key)
+
+/* getopt_long's codes for the options outside the table; table row i is ROW + i,
+ * and the "no-" form of a yes/no row ROW + n + i. */
+enum { OPT_CONFIG = 256, OPT_HEADLESS, OPT_NO_SIXEL, OPT_NO_COLOR, ROW };
+
+/* getopt_long's table: every CFG_CLI row (a yes/no row takes an optional "=value";
+ * a following yes or no is read by hand), "no-NAME" for every yes/no row, and the
+ * options outside the table. One allocation: the "no-" names follow the array. */
+static struct option *long_options(const cfg_option *t, size_t n)
 {
-    size_t k = strlen(key);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (a[0] != '-' || a[1] != '-')
+    static const struct option extra[] = {
+        { "config", required_argument, NULL, OPT_CONFIG },
+        { "headless", no_argument, NULL, OPT_HEADLESS },
+        { "no-sixel", no_argument, NULL, OPT_NO_SIXEL },
+        { "no-color", no_argument, NULL, OPT_NO_COLOR },
+    };
+    const size_t n_extra = sizeof extra / sizeof extra[0];
+    size_t count = n_extra + 1, bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        if (t[i].where & CFG_CLI) {
+            count++;
+            if (t[i].kind == CFG_BOOL) {
+                count++;
+                bytes += strlen(t[i].name) + 4;
+            }
+        }
+    struct option *lo = calloc(1, count * sizeof *lo + bytes);
+    if (!lo)
+        return NULL;
+    char *names = (char *)(lo + count);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(t[i].where & CFG_CLI))
             continue;
-        if (!strncmp(a + 2, key, k)) {
-            if (a[2 + k] == '=')
-                return a + 3 + k;
-            if (a[2 + k] == '\0' && i + 1 < argc)
-                return argv[i + 1];
+        int flag = t[i].kind == CFG_BOOL;
+        lo[k++] = (struct option){ t[i].name, flag ? optional_argument : required_argument, NULL,
+                                   ROW + (int)i };
+        if (flag) {
+            size_t len = strlen(t[i].name) + 4;
+            snprintf(names, len, "no-%s", t[i].name);
+            lo[k++] = (struct option){ names, no_argument, NULL, ROW + (int)(n + i) };
+            names += len;
         }
     }
-    return NULL;
+    memcpy(lo + k, extra, sizeof extra);
+    return lo; /* calloc left the terminating entry zero */
 }
 
-int args_parse(int argc, char **argv, args *a)
+/* The long option whose code is val, for messages. */
+static const char *name_of(const struct option *lo, int val)
 {
-    memset(a, 0, sizeof *a);
-    cfg_defaults(&a->cfg);
-    pt_err e;
+    for (; lo->name; lo++)
+        if (lo->val == val)
+            return lo->name;
+    return "?";
+}
 
-    /* The config file first. */
-    const char *cfile = find_opt(argc, argv, "config");
+/* Whether s is a value that a yes/no option takes (so a bare flag may be followed
+ * by it). Set on a scratch copy: only the answer counts. */
+static int is_yes_no(const cfg_option *o, const char *s)
+{
+    run_config scratch;
+    return s[0] != '-' && cfg_set(&scratch, o->name, s, NULL) == PT_OK;
+}
+
+typedef struct setting {
+    const cfg_option *o;
+    const char *value;
+} setting;
+
+/* One pass of getopt_long over argv: the training options into set (in order, to
+ * apply after the files), --config and --resume, the workbench's flags into a.
+ * 0, or 1 after printing a usage error. */
+static int read_command_line(int argc, char **argv, const struct option *lo, args *a,
+                             setting *set, size_t *n_set, const char **cfile, const char **resume)
+{
+    size_t n;
+    const cfg_option *t = cfg_options(&n);
+    opterr = 0;
+    optind = 0; /* GNU: start afresh even if something read argv before */
+    for (;;) {
+        int at = optind > 0 ? optind : 1; /* the argument this call reads */
+        int c = getopt_long(argc, argv, "+:", lo, NULL);
+        if (c == -1) {
+            /* Not the end of the options, as getopt takes it: an unknown option. */
+            if (at < argc && optind == at + 1 && !strcmp(argv[at], "--")) {
+                fprintf(stderr, "petal-tui: unknown option '--' (try --help)\n");
+                return 1;
+            }
+            break;
+        }
+        if (c == ':') {
+            fprintf(stderr, "petal-tui: --%s needs a value\n", name_of(lo, optopt));
+            return 1;
+        }
+        if (c == '?') {
+            if (optopt == 0) /* unknown, or a prefix of several */
+                fprintf(stderr, "petal-tui: unknown option '%.*s' (try --help)\n",
+                        (int)strcspn(argv[at], "="), argv[at]);
+            else if (optopt >= OPT_CONFIG)
+                fprintf(stderr, "petal-tui: --%s takes no value (try --help)\n",
+                        name_of(lo, optopt));
+            else /* a short option: there are none */
+                fprintf(stderr, "petal-tui: unexpected argument '%s' (try --help)\n", argv[at]);
+            return 1;
+        }
+        if (c == OPT_CONFIG) {
+            *cfile = optarg;
+        } else if (c == OPT_HEADLESS) {
+            a->headless = 1;
+        } else if (c == OPT_NO_SIXEL) {
+            a->no_sixel = 1;
+        } else if (c == OPT_NO_COLOR) {
+            a->no_color = 1;
+        } else if (c >= ROW + (int)n) {
+            set[(*n_set)++] = (setting){ &t[c - ROW - (int)n], "no" };
+        } else {
+            const cfg_option *o = &t[c - ROW];
+            const char *v = optarg;
+            /* A bare yes/no option means yes, unless a yes or no follows. */
+            if (!v && o->kind == CFG_BOOL)
+                v = optind < argc && is_yes_no(o, argv[optind]) ? argv[optind++] : "yes";
+            if (!strcmp(o->name, "resume"))
+                *resume = v;
+            set[(*n_set)++] = (setting){ o, v };
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "petal-tui: unexpected argument '%s' (try --help)\n", argv[optind]);
+        return 1;
+    }
+    return 0;
+}
+
+/* The config file, the resumed run's config, then the command line's settings. */
+static int apply(args *a, const char *cfile, const char *resume, const setting *set,
+                 size_t n_set)
+{
+    pt_err e;
     char def[4096];
     if (!cfile) {
         const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
@@ -127,8 +225,6 @@ int args_parse(int argc, char **argv, args *a)
         }
         util_copy(a->config_file, sizeof a->config_file, cfile);
     }
-    /* Resuming: the run's own configuration. */
-    const char *resume = find_opt(argc, argv, "resume");
     if (resume) {
         char path[4200];
         util_path(path, sizeof path, "%s/config", resume);
@@ -141,73 +237,30 @@ int args_parse(int argc, char **argv, args *a)
             return 1;
         }
     }
-
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "--headless")) {
-            a->headless = 1;
-            continue;
-        }
-        if (!strcmp(arg, "--no-sixel")) {
-            a->no_sixel = 1;
-            continue;
-        }
-        if (!strcmp(arg, "--no-color")) {
-            a->no_color = 1;
-            continue;
-        }
-        if (arg[0] != '-' || arg[1] != '-') {
-            fprintf(stderr, "petal-tui: unexpected argument '%s' (try --help)\n", arg);
-            return 1;
-        }
-        char key[128];
-        const char *val = NULL;
-        const char *eq = strchr(arg + 2, '=');
-        if (eq) {
-            size_t k = (size_t)(eq - (arg + 2));
-            if (k >= sizeof key)
-                k = sizeof key - 1;
-            memcpy(key, arg + 2, k);
-            key[k] = '\0';
-            val = eq + 1;
-        } else {
-            util_copy(key, sizeof key, arg + 2);
-        }
-        if (!strcmp(key, "config")) {
-            if (!val)
-                i++;
-            continue;
-        }
-        if (!val && !strncmp(key, "no-", 3) && is_flag(key + 3)) {
-            cfg_set(&a->cfg, key + 3, "no", NULL);
-            continue;
-        }
-        if (!is_key(key)) {
-            fprintf(stderr, "petal-tui: unknown option '--%s' (try --help)\n", key);
-            return 1;
-        }
-        if (!val && is_flag(key)) {
-            /* A bare flag means yes, unless a yes/no value follows. */
-            if (i + 1 < argc && argv[i + 1][0] != '-' &&
-                cfg_set(&a->cfg, key, argv[i + 1], NULL) == PT_OK) {
-                i++;
-                continue;
-            }
-            val = "yes";
-        }
-        if (!val) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "petal-tui: --%s needs a value\n", key);
-                return 1;
-            }
-            val = argv[++i];
-        }
-        if (cfg_set(&a->cfg, key, val, &e) != PT_OK) {
+    for (size_t i = 0; i < n_set; i++)
+        if (cfg_set(&a->cfg, set[i].o->name, set[i].value, &e) != PT_OK) {
             fprintf(stderr, "petal-tui: %s\n", e.msg);
             return 1;
         }
-    }
-    if (resume)
-        util_copy(a->cfg.resume, sizeof a->cfg.resume, resume);
     return 0;
+}
+
+int args_parse(int argc, char **argv, args *a)
+{
+    memset(a, 0, sizeof *a);
+    cfg_defaults(&a->cfg);
+    size_t n;
+    const cfg_option *t = cfg_options(&n);
+    struct option *lo = long_options(t, n);
+    setting *set = calloc((size_t)(argc > 0 ? argc : 1), sizeof *set);
+    const char *cfile = NULL, *resume = NULL;
+    size_t n_set = 0;
+    int rc = 1;
+    if (!lo || !set)
+        fprintf(stderr, "petal-tui: out of memory\n");
+    else if (read_command_line(argc, argv, lo, a, set, &n_set, &cfile, &resume) == 0)
+        rc = apply(a, cfile, resume, set, n_set);
+    free(lo);
+    free(set);
+    return rc;
 }

@@ -3,16 +3,81 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "data/augment.h"
 #include "src/args.h"
 #include "src/cli.h"
 #include "src/headless.h"
 #include "ui/ui.h"
 
-static void help(void)
+/* --help's option rows: "--name ARG" from column 2, the help line and the default
+ * from HELP_COL, wrapped at word breaks to stay within HELP_WIDTH columns. */
+enum { HELP_COL = 27, HELP_WIDTH = 79 };
+
+/* The words of s from column *x, a new line at HELP_COL when the next does not fit. */
+static void help_words(const char *s, int *x)
+{
+    for (s += strspn(s, " "); *s; s += strspn(s, " ")) {
+        int len = (int)strcspn(s, " ");
+        int first = *x <= HELP_COL;
+        if (!first && *x + 1 + len > HELP_WIDTH) {
+            printf("\n%*s", HELP_COL, "");
+            *x = HELP_COL;
+            first = 1;
+        }
+        printf("%s%.*s", first ? "" : " ", len, s);
+        *x += !first + len;
+        s += len;
+    }
+}
+
+static void help_row(const char *lhs, const char *text, const char *dflt)
+{
+    int x = printf("  %s", lhs);
+    if (x >= HELP_COL) {
+        printf("\n");
+        x = 0;
+    }
+    printf("%*s", HELP_COL - x, "");
+    x = HELP_COL;
+    help_words(text, &x);
+    if (dflt) {
+        char unit[640];
+        int len = snprintf(unit, sizeof unit, "(default: %s)", dflt);
+        /* The default whole on the next line rather than split, where it fits there. */
+        if (x > HELP_COL && x + 1 + len > HELP_WIDTH && HELP_COL + len <= HELP_WIDTH) {
+            printf("\n%*s", HELP_COL, "");
+            x = HELP_COL;
+        }
+        help_words(unit, &x);
+    }
+    printf("\n");
+}
+
+/* One row per CFG_CLI option of the table, its default from cfg_defaults(). */
+static void help_options(void)
 {
     run_config d;
     cfg_defaults(&d);
+    size_t n;
+    const cfg_option *t = cfg_options(&n);
+    for (size_t i = 0; i < n; i++) {
+        const cfg_option *o = &t[i];
+        if (!(o->where & CFG_CLI))
+            continue;
+        char lhs[256], dflt[600];
+        int k = snprintf(lhs, sizeof lhs, "--%s%s%s", o->name, o->kind == CFG_BOOL ? "" : " ",
+                         o->arg ? o->arg : "");
+        for (int c = 0; !o->arg && o->choices && o->choices[c] && k < (int)sizeof lhs; c++)
+            k += snprintf(lhs + k, sizeof lhs - (size_t)k, "%s%.*s", c ? "|" : "",
+                          (int)strcspn(o->choices[c], " "), o->choices[c]);
+        cfg_value(&d, o, dflt, sizeof dflt);
+        help_row(lhs, o->help, dflt[0] ? dflt : o->unset);
+    }
+    help_row("--no-NAME", "sets a yes/no option to no: --no-deterministic", NULL);
+    help_row("--config FILE", "options file", "$XDG_CONFIG_HOME/petal-tui/config");
+}
+
+static void help(void)
+{
     printf("petal-tui %s - train image classifiers from TFRecord shards in a terminal\n"
            "\n"
            "usage:\n"
@@ -25,35 +90,15 @@ static void help(void)
            "  petal-tui preview [OPTIONS] --out FILE.png   augmentation preview grid\n"
            "  petal-tui --help | --version\n"
            "\n"
-           "training options (also keys of the config file, without the dashes):\n"
-           "  --data DIR               dataset folder (default: the built-in demo flowers)\n"
-           "  --model small|mobilenetv2  (%s)      --width W  mobilenetv2 width (%g)\n"
-           "  --image-size S           model input side; 0 = the dataset's (%d)\n"
-           "  --epochs N (%d)   --replicas R (0 = cores)   --batch-per-replica B (%d)\n"
-           "  --grad-acc A (%d)   --oversample N|max|off (off)   --dropout P (%g)\n"
-           "  --optimizer adam|sgd (adam)   --momentum M (%g)   --weight-decay W (%g)\n"
-           "  --lr-start X (%g) --lr-max X (%g) --lr-end X (%g) --warmup F (%g)\n"
-           "  --schedule exp|linear|cosine (exp)   --lr-scaling K (%g)\n"
-           "  --augment SPEC           e.g. perspective:0.35,flip:0.5; none = off\n"
-           "                           (default %s)\n"
-           "  --freeze-backbone        train only the head\n"
-           "  --seed S (%llu)   --deterministic / --no-deterministic (on)\n"
-           "  --shuffle-buffer N (%d)   --workers N (0 = auto)   --prefetch N (%d)\n"
-           "  --stop-on-data-error     stop at the first bad record (default: skip, count)\n"
-           "  --checkpoint-every N (%d epochs)\n"
-           "  --out DIR                run folder (default runs/MODEL-DATE)\n"
-           "  --resume DIR             continue the run in DIR from its checkpoint\n"
-           "  --config FILE            options file (default $XDG_CONFIG_HOME/petal-tui/config)\n"
-           "workbench options:\n"
-           "  --no-sixel               text (half-block) previews even on sixel terminals\n"
-           "  --no-color               no colours (also when NO_COLOR is set)\n"
-           "\n"
+           "training options (also keys of the config file, without the dashes):\n",
+           PT_VERSION);
+    help_options();
+    printf("workbench options:\n");
+    help_row("--no-sixel", "text (half-block) previews even on sixel terminals", NULL);
+    help_row("--no-color", "no colours (also when NO_COLOR is set)", NULL);
+    printf("\n"
            "exit status: 0 done, 1 usage, 2 data error, 3 non-finite loss, 130 interrupted.\n"
-           "Each subcommand takes --help. See petal-tui(1).\n",
-           PT_VERSION, d.model, d.width, d.image_size, d.epochs, d.batch_per_replica, d.grad_acc,
-           d.dropout, d.momentum, d.weight_decay, d.lr_start, d.lr_max, d.lr_end, d.warmup,
-           d.lr_scaling, aug_default_spec(), (unsigned long long)d.seed, d.shuffle_buffer,
-           d.prefetch, d.checkpoint_every);
+           "Each subcommand takes --help. See petal-tui(1).\n");
 }
 
 int main(int argc, char **argv)

@@ -167,8 +167,8 @@ TEST(cli_preview_writes_a_png_grid_of_real_photos)
 
 TEST(cli_help_and_man_page_document_every_option)
 {
-    const char *keys[64];
-    size_t n = cfg_keys(keys, 64);
+    size_t n;
+    const cfg_option *t = cfg_options(&n);
     T_REQUIRE(n > 20);
     char *help;
     T_REQUIRE(run(&help, "%s --help%s%s", NULL, NULL) == 0);
@@ -178,7 +178,9 @@ TEST(cli_help_and_man_page_document_every_option)
     T_REQUIRE(util_read_file("man/petal-tui.1", &man, &len, &e) == PT_OK);
     for (size_t i = 0; i < n; i++) {
         char opt[96], roff[128];
-        util_fmt(opt, sizeof opt, "--%s", keys[i]);
+        if (!(t[i].where & CFG_CLI))
+            continue;
+        util_fmt(opt, sizeof opt, "--%s", t[i].name);
         /* roff writes each dash as \- */
         size_t k = 0;
         for (const char *p = opt; *p && k + 3 < sizeof roff; p++) {
@@ -193,8 +195,83 @@ TEST(cli_help_and_man_page_document_every_option)
     const char *more[] = { "--headless", "--no-sixel", "--no-color", "--config" };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
         T_CHECKF(strstr(help, more[i]) != NULL, "--help lacks %s", more[i]);
+    /* The option rows, generated from the table, fit 80 columns and say the defaults. */
+    for (const char *line = strstr(help, "\n  --"); line; line = strstr(line + 1, "\n  ")) {
+        size_t cols = strcspn(line + 1, "\n");
+        T_CHECKF(cols < 80, "%zu columns: %.*s", cols, (int)cols, line + 1);
+    }
+    T_CHECK(strstr(help, "  --epochs N               epochs to train (default: 10)\n") != NULL);
+    T_CHECK(strstr(help, "(default: the built-in demo flowers)") != NULL);
     free(help);
     free(man);
+}
+
+/* The training options as a user types them: each case exits before training, with
+ * a usage error (1) or at a missing dataset (2) whose path tells which value won.
+ * '@' in the arguments stands for the scratch folder. */
+TEST(cli_training_options_spellings_errors_and_precedence)
+{
+    const char *dir = t_tmpdir();
+    char path[4200];
+    util_path(path, sizeof path, "%s/cfg", dir);
+    FILE *f = fopen(path, "w");
+    T_REQUIRE(f != NULL);
+    fprintf(f, "data = /nonexistent/from-config\nepochs = 3\n");
+    fclose(f);
+    util_path(path, sizeof path, "%s/run", dir);
+    T_REQUIRE(util_mkdirs(path, NULL) == PT_OK);
+    util_path(path, sizeof path, "%s/run/config", dir);
+    f = fopen(path, "w");
+    T_REQUIRE(f != NULL);
+    fprintf(f, "data = /nonexistent/from-run\n");
+    fclose(f);
+    static const struct {
+        const char *args;
+        int rc;
+        const char *out;
+    } cases[] = {
+        { "--config @/cfg", 2, "petal-tui: /nonexistent/from-config: no such dataset folder" },
+        { "--config @/cfg --resume @/run", 2, "/nonexistent/from-run: no such" },
+        { "--config=@/cfg --resume=@/run --data /nonexistent/cli", 2, "/nonexistent/cli: no such" },
+        { "--data=/nonexistent/cli --config @/cfg", 2, "/nonexistent/cli: no such" },
+        { "--bogus", 1, "petal-tui: unknown option '--bogus' (try --help)" },
+        { "--bogus=3", 1, "petal-tui: unknown option '--bogus' (try --help)" },
+        { "--epochs", 1, "petal-tui: --epochs needs a value" },
+        { "foo", 1, "petal-tui: unexpected argument 'foo' (try --help)" },
+        { "-x", 1, "petal-tui: unexpected argument '-x' (try --help)" },
+        { "--deterministic maybe", 1, "petal-tui: unexpected argument 'maybe' (try --help)" },
+        { "--deterministic no --epochs 0", 1,
+          "petal-tui: epochs wants a whole number from 1 to 1000, not '0'" },
+        { "--no-deterministic --epochs=0", 1, "not '0'" },
+        { "--freeze-backbone --stop-on-data-error yes --epochs=-1", 1, "not '-1'" },
+        { "--deterministic=maybe", 1, "petal-tui: deterministic wants yes or no, not 'maybe'" },
+        { "--lr-start -1", 1, "lr-start wants a number from 0 to 1e+09, not '-1'" },
+        { "--no-color --no-sixel --config @/cfg", 2, "/nonexistent/from-config: no such" },
+        { "--resume nowhere", 1, "nowhere: no run folder with a config file to resume" },
+        { "--config", 1, "petal-tui: --config needs a value" },
+        { "--no-color=1", 1, "petal-tui: --no-color takes no value (try --help)" },
+        { "--no-deterministic=no", 1, "petal-tui: --no-deterministic takes no value" },
+        { "-- foo", 1, "petal-tui: unknown option '--' (try --help)" },
+        { "--lr 1", 1, "petal-tui: unknown option '--lr' (try --help)" }, /* lr-start? lr-max? */
+        { "--epoch 0", 1, "epochs wants a whole number" },                 /* a prefix of one */
+        { "--config @/cfg --config=@/none", 1, "none: cannot open" },      /* the last wins */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[4096], cmd[8192], *out;
+        size_t k = 0;
+        for (const char *p = cases[i].args; *p && k + 1 < sizeof args; p++)
+            if (*p == '@')
+                k += (size_t)snprintf(args + k, sizeof args - k, "%s", dir);
+            else
+                args[k++] = *p;
+        args[k < sizeof args ? k : sizeof args - 1] = 0;
+        util_path(cmd, sizeof cmd, "XDG_CONFIG_HOME=/nonexistent '%s' --headless %s", t_bin(),
+                  args);
+        int rc = t_run(cmd, &out);
+        T_CHECKF(rc == cases[i].rc && strstr(out, cases[i].out), "%s: %d %s", cases[i].args, rc,
+                 out);
+        free(out);
+    }
 }
 
 TEST(cli_make_install_honours_prefix_and_destdir)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ui/chart.h"
+#include "ui/config.h"
 #include "ui/draw.h"
 #include "ui/inspect.h"
 #include "ui/keys.h"
@@ -782,17 +783,51 @@ static int screen_has(const char *s)
     return 0;
 }
 
+/* A curses screen of rows x cols that writes to /dev/null. */
+typedef struct null_screen {
+    FILE *out, *in;
+    SCREEN *scr;
+} null_screen;
+
+static void null_screen_close(null_screen *ns)
+{
+    if (ns->scr) {
+        endwin();
+        delscreen(ns->scr);
+    }
+    if (ns->out)
+        fclose(ns->out);
+    if (ns->in)
+        fclose(ns->in);
+    /* Children started by later tests must see their real terminal size. */
+    unsetenv("LINES");
+    unsetenv("COLUMNS");
+    setlocale(LC_CTYPE, "C");
+}
+
+/* 1 when the screen is up; otherwise closed again. */
+static int null_screen_open(null_screen *ns, const char *rows, const char *cols)
+{
+    ns->out = fopen("/dev/null", "w");
+    ns->in = fopen("/dev/null", "r");
+    ns->scr = NULL;
+    /* Wide characters need a UTF-8 locale, as the workbench sets from the user's. */
+    if (ns->out && ns->in && setlocale(LC_CTYPE, "C.UTF-8")) {
+        setenv("LINES", rows, 1);
+        setenv("COLUMNS", cols, 1);
+        ns->scr = newterm("xterm-256color", ns->out, ns->in);
+    }
+    if (ns->scr)
+        set_term(ns->scr);
+    else
+        null_screen_close(ns);
+    return ns->scr != NULL;
+}
+
 TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
 {
-    FILE *out = fopen("/dev/null", "w"), *in = fopen("/dev/null", "r");
-    T_REQUIRE(out && in);
-    /* Wide characters need a UTF-8 locale, as the workbench sets from the user's. */
-    T_REQUIRE(setlocale(LC_CTYPE, "C.UTF-8") != NULL);
-    setenv("LINES", "24", 1);
-    setenv("COLUMNS", "80", 1);
-    SCREEN *scr = newterm("xterm-256color", out, in);
-    T_REQUIRE(scr != NULL);
-    set_term(scr);
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "24", "80"));
     run_snapshot *s = fake_snapshot();
     ui_log *log = calloc(1, sizeof *log);
     ui_log_add(log, 50, -1, "data error: shard 03 record 17: payload crc mismatch");
@@ -868,15 +903,83 @@ TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
     ui_panel_labels(stdscr, big, &f, &v, 1);
     T_CHECK(screen_has("pink primrose") && screen_has("hard-leaved pocket"));
     T_CHECK(screen_has("class 11"));
-    endwin();
-    delscreen(scr);
-    fclose(out);
-    fclose(in);
-    unsetenv("LINES");
-    unsetenv("COLUMNS");
-    setlocale(LC_CTYPE, "C");
+    null_screen_close(&ns);
     free(s);
     free(log);
+}
+
+/* The configure dialog: the settings in the order users know, their values as the
+ * run folder's config writes them, an edit checked by the options' own parser. */
+TEST(ui_config_dialog_order_values_and_edits)
+{
+    static const char *const order[] = {
+        "model", "replicas", "batch-per-replica", "grad-acc", "epochs", "lr-start", "lr-max",
+        "lr-end", "warmup", "schedule", "oversample", "augment", "data", "out", "resume",
+        "width", "image-size", "optimizer", "lr-scaling", "momentum", "weight-decay", "dropout",
+        "freeze-backbone", "seed", "deterministic", "shuffle-buffer", "workers", "prefetch",
+        "stop-on-data-error", "checkpoint-every",
+    };
+    const size_t n_order = sizeof order / sizeof order[0];
+    run_config cfg;
+    cfg_defaults(&cfg);
+    snprintf(cfg.out, sizeof cfg.out, "runs/mine");
+    cfg.oversample = -1;
+    ui_config *d = calloc(1, sizeof *d);
+    T_REQUIRE(d != NULL);
+    ui_config_open(d, &cfg);
+    T_EQ_INT(d->n_opt, (int)n_order);
+    for (size_t i = 0; i < n_order && i < (size_t)d->n_opt; i++)
+        T_EQ_STR(d->opt[i]->name, order[i]);
+    static const char *const values[][2] = {
+        { "model", "small" },   { "lr-start", "0.0001" }, { "oversample", "max" },
+        { "data", "" },         { "out", "runs/mine" },   { "resume", "" },
+        { "seed", "42" },       { "deterministic", "yes" }, { "schedule", "exp" },
+        { "augment", "perspective:0.25,flip:0.5,affine:0.15,color:0.15" },
+    };
+    char v[600];
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        ui_config_value(d, values[i][0], v, sizeof v);
+        T_EQ_STR(v, values[i][1]);
+    }
+
+    /* Edit epochs (the fifth row): a bad value stays with the message, a good one sets. */
+    for (int i = 0; i < 4; i++)
+        ui_config_key(d, KEY_DOWN);
+    ui_config_key(d, '\n');
+    T_EQ_STR(d->edit, "10");
+    ui_config_key(d, KEY_BACKSPACE);
+    ui_config_key(d, KEY_BACKSPACE);
+    ui_config_key(d, '0');
+    ui_config_key(d, '\n');
+    T_CHECK(d->editing && strstr(d->error, "epochs wants a whole number from 1") != NULL);
+    ui_config_key(d, ('u' & 0x1f));
+    ui_config_key(d, '7');
+    ui_config_key(d, '\n');
+    T_CHECK(!d->editing && d->changed && d->work.epochs == 7);
+
+    /* Drawn: every key in order, each value or what an empty one means. */
+    null_screen ns;
+    int up = null_screen_open(&ns, "40", "100");
+    if (!up)
+        free(d);
+    T_REQUIRE(up);
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    ui_config_draw(d, stdscr, LINES, COLS);
+    char line[2048];
+    size_t next = 0;
+    for (int y = 0; y < LINES && next < n_order; y++) {
+        row_text(y, line, sizeof line);
+        char want[64];
+        snprintf(want, sizeof want, " %-19s ", order[next]);
+        if (strstr(line, want))
+            next++;
+    }
+    T_EQ_INT(next, n_order);
+    T_CHECK(screen_has("(the built-in demo flowers)") && screen_has("(a new run)"));
+    T_CHECK(screen_has("runs/mine") && screen_has("Configure (changed: a applies)"));
+    T_CHECK(screen_has("epochs              7"));
+    null_screen_close(&ns);
+    free(d);
 }
 
 /* The log scrolling beside a blank picture area makes rows of the new screen equal

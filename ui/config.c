@@ -6,72 +6,32 @@
 #include "ui/keys.h"
 #include "ui/panels.h"
 
-/* The settings the issue names, in this order; the rest follow as the engine
- * lists them. */
-static const char *const g_first[] = { "model", "replicas", "batch-per-replica", "grad-acc",
-                                       "epochs", "lr-start", "lr-max", "lr-end", "warmup",
-                                       "schedule", "oversample", "augment", "data" };
-
+/* The rows with a dialog place, by that place, then the others in table order. */
 void ui_config_open(ui_config *d, const run_config *cur)
 {
     memset(d, 0, sizeof *d);
     d->work = *cur;
-    const char *all[UI_CONFIG_KEYS];
-    size_t n = cfg_keys(all, UI_CONFIG_KEYS);
-    if (n > UI_CONFIG_KEYS)
-        n = UI_CONFIG_KEYS;
-    for (size_t i = 0; i < sizeof g_first / sizeof g_first[0]; i++)
-        for (size_t j = 0; j < n; j++)
-            if (!strcmp(all[j], g_first[i]))
-                d->keys[d->n_keys++] = all[j];
-    for (size_t j = 0; j < n; j++) {
-        int dup = 0;
-        for (int i = 0; i < d->n_keys; i++)
-            if (!strcmp(d->keys[i], all[j]))
-                dup = 1;
-        if (!dup && d->n_keys < UI_CONFIG_KEYS)
-            d->keys[d->n_keys++] = all[j];
-    }
-}
-
-/* The working copy as cfg_format() writes it (one buffer, overwritten
- * by the next call), or NULL when that failed. */
-static const char *format(const ui_config *d)
-{
-    static char text[16384];
-    return cfg_format(&d->work, text, sizeof text) == 0 ? text : NULL;
-}
-
-/* The value of key from text (format()'s, or NULL: nothing but out and resume). */
-static void value_in(const ui_config *d, const char *text, const char *key, char *buf, size_t n)
-{
-    buf[0] = 0;
-    if (!strcmp(key, "out")) {
-        snprintf(buf, n, "%s", d->work.out);
-        return;
-    }
-    if (!strcmp(key, "resume")) {
-        snprintf(buf, n, "%s", d->work.resume);
-        return;
-    }
-    if (!text)
-        return;
-    size_t kl = strlen(key);
-    for (const char *line = text; line && *line;) {
-        const char *nl = strchr(line, '\n');
-        if (!strncmp(line, key, kl) && !strncmp(line + kl, " = ", 3)) {
-            const char *v = line + kl + 3;
-            int len = nl ? (int)(nl - v) : (int)strlen(v);
-            snprintf(buf, n, "%.*s", len, v);
-            return;
+    size_t n;
+    const cfg_option *t = cfg_options(&n);
+    for (int placed = 1; placed >= 0; placed--)
+        for (size_t j = 0; j < n && d->n_opt < UI_CONFIG_KEYS; j++) {
+            const cfg_option *o = &t[j];
+            if (!(o->where & CFG_DIALOG) || (o->dialog > 0) != placed)
+                continue;
+            int i = d->n_opt++;
+            for (; placed && i > 0 && d->opt[i - 1]->dialog > o->dialog; i--)
+                d->opt[i] = d->opt[i - 1];
+            d->opt[i] = o;
         }
-        line = nl ? nl + 1 : NULL;
-    }
 }
 
 void ui_config_value(const ui_config *d, const char *key, char *buf, size_t n)
 {
-    value_in(d, format(d), key, buf, n);
+    const cfg_option *o = cfg_find(key);
+    if (o)
+        cfg_value(&d->work, o, buf, n);
+    else if (n > 0)
+        buf[0] = 0;
 }
 
 int ui_config_key(ui_config *d, int ch)
@@ -84,7 +44,7 @@ int ui_config_key(ui_config *d, int ch)
         } else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
             pt_err e;
             run_config tmp = d->work;
-            if (cfg_set(&tmp, d->keys[d->sel], d->edit, &e) == PT_OK) {
+            if (cfg_set(&tmp, d->opt[d->sel]->name, d->edit, &e) == PT_OK) {
                 d->work = tmp;
                 d->editing = 0;
                 d->changed = 1;
@@ -112,18 +72,18 @@ int ui_config_key(ui_config *d, int ch)
             d->sel--;
         break;
     case UI_ACT_DOWN:
-        if (d->sel + 1 < d->n_keys)
+        if (d->sel + 1 < d->n_opt)
             d->sel++;
         break;
     case UI_ACT_PGUP:
         d->sel = d->sel > 10 ? d->sel - 10 : 0;
         break;
     case UI_ACT_PGDN:
-        d->sel = d->sel + 10 < d->n_keys ? d->sel + 10 : d->n_keys - 1;
+        d->sel = d->sel + 10 < d->n_opt ? d->sel + 10 : d->n_opt - 1;
         break;
     case UI_ACT_EDIT:
-        if (d->n_keys > 0) {
-            ui_config_value(d, d->keys[d->sel], d->edit, sizeof d->edit);
+        if (d->n_opt > 0) {
+            cfg_value(&d->work, d->opt[d->sel], d->edit, sizeof d->edit);
             d->editing = 1;
             d->error[0] = 0;
         }
@@ -141,7 +101,7 @@ int ui_config_key(ui_config *d, int ch)
 void ui_config_draw(ui_config *d, WINDOW *w, int rows, int cols)
 {
     int wd = cols - 4 < 96 ? cols - 4 : 96;
-    int h = rows - 2 < d->n_keys + 6 ? rows - 2 : d->n_keys + 6;
+    int h = rows - 2 < d->n_opt + 6 ? rows - 2 : d->n_opt + 6;
     ui_rect b = { (rows - h) / 2, (cols - wd) / 2, h, wd };
     ui_draw_clear(w, b);
     ui_rect in = ui_draw_box(w, b, d->changed ? "Configure (changed: a applies)" : "Configure", 1);
@@ -153,24 +113,22 @@ void ui_config_draw(ui_config *d, WINDOW *w, int rows, int cols)
     if (d->sel >= d->top + list_h)
         d->top = d->sel - list_h + 1;
     int kw = 20;
-    const char *text = format(d); /* once for all the rows */
-    for (int i = 0; i < list_h && d->top + i < d->n_keys; i++) {
+    for (int i = 0; i < list_h && d->top + i < d->n_opt; i++) {
         int k = d->top + i;
+        const cfg_option *o = d->opt[k];
         int y = in.y + i;
         char v[600];
         if (k == d->sel && d->editing)
             snprintf(v, sizeof v, "%s_", d->edit);
         else
-            value_in(d, text, d->keys[k], v, sizeof v);
+            cfg_value(&d->work, o, v, sizeof v);
+        if (!v[0])
+            snprintf(v, sizeof v, "(%s)", o->unset ? o->unset : "default");
         ui_role r = k == d->sel ? UI_R_SEL : UI_R_NORMAL;
         if (k == d->sel)
             mvwchgat(w, y, in.x, in.w, ui_draw_attr(UI_R_SEL), 0, NULL);
-        ui_draw_textf(w, y, in.x + 1, kw, k == d->sel ? r : UI_R_KEY, "%-*s", kw - 1, d->keys[k]);
-        const char *empty = !strcmp(d->keys[k], "data")     ? "(the built-in demo flowers)"
-                            : !strcmp(d->keys[k], "out")    ? "(runs/MODEL-DATE)"
-                            : !strcmp(d->keys[k], "resume") ? "(a new run)"
-                                                            : "(default)";
-        ui_draw_text(w, y, in.x + 1 + kw, in.w - kw - 2, r, v[0] ? v : empty);
+        ui_draw_textf(w, y, in.x + 1, kw, k == d->sel ? r : UI_R_KEY, "%-*s", kw - 1, o->name);
+        ui_draw_text(w, y, in.x + 1 + kw, in.w - kw - 2, r, v);
     }
     if (d->error[0])
         ui_draw_text(w, in.y + in.h - 2, in.x + 1, in.w - 2, UI_R_BAD, d->error);

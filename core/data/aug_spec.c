@@ -58,19 +58,9 @@ const aug_op_def aug_ops[AUG_OP_COUNT] = {
     [AUG_OP_CUTMIX] = {"cutmix", AUG_K_MIX, 1, {{"alpha", 1, 0.05, 10, NULL, 0}}},
 };
 
-/* Chosen by the bench figures (bench/bench_augment.c, 192x192, one core of the
- * 2-core AMD EPYC build machine): an applied op costs about perspective 32 us,
- * affine 28 us, colour 23 us, flip 6 us, against 75 us for decoding one JPEG.
- * Geometric ops drawn together are resampled once, so the expected cost is
- * P(perspective) 32 + P(affine only) 28 + P(flip only) 6 + P(colour) 23 = 16-17 us,
- * about 22% of a decode, inside the 25% budget with some margin for noise. The
- * notebook's perspective gets the largest share; the suggested 0.35 / 0.5 / 0.5 /
- * 0.5 would cost about 45%. */
-static const char default_spec[] = "perspective:0.25,flip:0.5,affine:0.15,color:0.15";
-
 const char *aug_default_spec(void)
 {
-    return default_spec;
+    return AUG_DEFAULT_SPEC;
 }
 
 int aug_count(const aug_chain *c)

@@ -1,0 +1,329 @@
+/* The training options: the run folder's config text, byte for byte (a resumed run
+ * reads it back, and users diff it), and every option read back from it. */
+#include "tests/t.h"
+
+#include "engine.h"
+#include "train/schedule.h"
+
+static const char DEFAULT_TEXT[] =
+    "# petal-tui configuration (keys as the long options; see petal-tui(1))\n"
+    "data = \n"
+    "model = small\n"
+    "width = 1\n"
+    "image-size = 0\n"
+    "epochs = 10\n"
+    "replicas = 0\n"
+    "batch-per-replica = 16\n"
+    "grad-acc = 1\n"
+    "oversample = off\n"
+    "optimizer = adam\n"
+    "lr-start = 0.0001\n"
+    "lr-max = 0.002\n"
+    "lr-end = 0.0001\n"
+    "warmup = 0.1\n"
+    "schedule = exp\n"
+    "lr-scaling = 1\n"
+    "momentum = 0.9\n"
+    "weight-decay = 0\n"
+    "dropout = 0.2\n"
+    "freeze-backbone = no\n"
+    "augment = perspective:0.25,flip:0.5,affine:0.15,color:0.15\n"
+    "seed = 42\n"
+    "deterministic = yes\n"
+    "shuffle-buffer = 2048\n"
+    "workers = 0\n"
+    "prefetch = 4\n"
+    "stop-on-data-error = no\n"
+    "checkpoint-every = 1\n";
+
+static const char OTHER_TEXT[] =
+    "# petal-tui configuration (keys as the long options; see petal-tui(1))\n"
+    "data = /data/petals/tfrecords-jpeg-192x192\n"
+    "model = mobilenetv2\n"
+    "width = 0.75\n"
+    "image-size = 192\n"
+    "epochs = 30\n"
+    "replicas = 8\n"
+    "batch-per-replica = 32\n"
+    "grad-acc = 8\n"
+    "oversample = 500\n"
+    "optimizer = sgd\n"
+    "lr-start = 1e-05\n"
+    "lr-max = 0.0008\n"
+    "lr-end = 3.5e-06\n"
+    "warmup = 0.25\n"
+    "schedule = cosine\n"
+    "lr-scaling = 8\n"
+    "momentum = 0.95\n"
+    "weight-decay = 0.0001\n"
+    "dropout = 0.5\n"
+    "freeze-backbone = yes\n"
+    "augment = perspective:0.35,flip:0.5,mixup:0.2\n"
+    "seed = 12345678901234\n"
+    "deterministic = no\n"
+    "shuffle-buffer = 4096\n"
+    "workers = 3\n"
+    "prefetch = 8\n"
+    "stop-on-data-error = yes\n"
+    "checkpoint-every = 5\n";
+
+/* Every field of OTHER_TEXT set directly, so the text is checked against the struct
+ * and not against the parser. */
+static void other_config(run_config *c)
+{
+    cfg_defaults(c);
+    snprintf(c->data, sizeof c->data, "/data/petals/tfrecords-jpeg-192x192");
+    snprintf(c->out, sizeof c->out, "runs/not-written");
+    snprintf(c->resume, sizeof c->resume, "runs/not-written-either");
+    snprintf(c->model, sizeof c->model, "mobilenetv2");
+    c->width = 0.75;
+    c->image_size = 192;
+    c->epochs = 30;
+    c->replicas = 8;
+    c->batch_per_replica = 32;
+    c->grad_acc = 8;
+    c->oversample = 500;
+    c->optimizer = RUN_OPT_SGD;
+    c->lr_start = 1e-5;
+    c->lr_max = 8e-4;
+    c->lr_end = 3.5e-6;
+    c->warmup = 0.25;
+    c->schedule = RUN_SCHED_COSINE;
+    c->lr_scaling = 8;
+    c->momentum = 0.95;
+    c->weight_decay = 1e-4;
+    c->dropout = 0.5;
+    c->freeze_backbone = 1;
+    snprintf(c->augment, sizeof c->augment, "perspective:0.35,flip:0.5,mixup:0.2");
+    c->seed = 12345678901234ull;
+    c->deterministic = 0;
+    c->shuffle_buffer = 4096;
+    c->workers = 3;
+    c->prefetch = 8;
+    c->stop_on_data_error = 1;
+    c->checkpoint_every = 5;
+}
+
+/* Reads "key = value" lines as a config file does (no comments or blanks but the
+ * header), onto the defaults. */
+static int parse_text(const char *text, run_config *c)
+{
+    cfg_defaults(c);
+    char line[1024];
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len >= sizeof line) {
+            t_fail(__FILE__, __LINE__, "a line of %zu bytes", len);
+            return -1;
+        }
+        memcpy(line, p, len);
+        line[len] = 0;
+        p += len + (nl != NULL);
+        if (line[0] == '#')
+            continue;
+        char *eq = strstr(line, " = ");
+        if (!eq) {
+            t_fail(__FILE__, __LINE__, "not key = value: %s", line);
+            return -1;
+        }
+        *eq = 0;
+        pt_err e;
+        if (cfg_set(c, line, eq + 3, &e) != PT_OK) {
+            t_fail(__FILE__, __LINE__, "%s: %s", line, e.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Field by field: the padding and the bytes after a string's end do not count. */
+static void same_config(const run_config *a, const run_config *b)
+{
+    T_EQ_STR(a->data, b->data);
+    T_EQ_STR(a->model, b->model);
+    T_CHECK(a->width == b->width);
+    T_EQ_INT(a->image_size, b->image_size);
+    T_EQ_INT(a->epochs, b->epochs);
+    T_EQ_INT(a->replicas, b->replicas);
+    T_EQ_INT(a->batch_per_replica, b->batch_per_replica);
+    T_EQ_INT(a->grad_acc, b->grad_acc);
+    T_EQ_INT(a->oversample, b->oversample);
+    T_EQ_INT(a->optimizer, b->optimizer);
+    T_CHECK(a->lr_start == b->lr_start);
+    T_CHECK(a->lr_max == b->lr_max);
+    T_CHECK(a->lr_end == b->lr_end);
+    T_CHECK(a->warmup == b->warmup);
+    T_EQ_INT(a->schedule, b->schedule);
+    T_CHECK(a->lr_scaling == b->lr_scaling);
+    T_CHECK(a->momentum == b->momentum);
+    T_CHECK(a->weight_decay == b->weight_decay);
+    T_CHECK(a->dropout == b->dropout);
+    T_EQ_INT(a->freeze_backbone, b->freeze_backbone);
+    T_EQ_STR(a->augment, b->augment);
+    T_CHECK(a->seed == b->seed);
+    T_EQ_INT(a->deterministic, b->deterministic);
+    T_EQ_INT(a->shuffle_buffer, b->shuffle_buffer);
+    T_EQ_INT(a->workers, b->workers);
+    T_EQ_INT(a->prefetch, b->prefetch);
+    T_EQ_INT(a->stop_on_data_error, b->stop_on_data_error);
+    T_EQ_INT(a->checkpoint_every, b->checkpoint_every);
+}
+
+TEST(config_format_writes_the_same_text_and_reads_back)
+{
+    static char text[16384];
+    run_config c, back;
+    cfg_defaults(&c);
+    T_REQUIRE(cfg_format(&c, text, sizeof text) == 0);
+    T_EQ_STR(text, DEFAULT_TEXT);
+    T_REQUIRE(parse_text(text, &back) == 0);
+    same_config(&c, &back);
+
+    other_config(&c);
+    T_REQUIRE(cfg_format(&c, text, sizeof text) == 0);
+    T_EQ_STR(text, OTHER_TEXT);
+    T_REQUIRE(parse_text(text, &back) == 0);
+    same_config(&c, &back);
+    T_EQ_STR(back.out, "");     /* out and resume are not written */
+    T_EQ_STR(back.resume, "");
+
+    /* The other spellings of oversample, and a buffer one byte short. */
+    c.oversample = -1;
+    T_REQUIRE(cfg_format(&c, text, sizeof text) == 0);
+    T_CHECK(strstr(text, "\noversample = max\n") != NULL);
+    T_REQUIRE(parse_text(text, &back) == 0);
+    T_EQ_INT(back.oversample, -1);
+    size_t len = strlen(text);
+    T_EQ_INT(cfg_format(&c, text, len), -1);
+    T_EQ_INT(cfg_format(&c, text, len + 1), 0);
+}
+
+TEST(config_set_checks_values_with_the_messages_users_see)
+{
+    static const struct {
+        const char *key, *value, *msg;
+    } bad[] = {
+        { "epochs", "0", "epochs wants a whole number from 1 to 1000, not '0'" },
+        { "epochs", "3x", "epochs wants a whole number from 1 to 1000, not '3x'" },
+        { "image-size", "16", "image-size must be 0 (the dataset's) or at least 32, not 16" },
+        { "model", "resnet", "model wants small or mobilenetv2, not 'resnet'" },
+        { "optimizer", "rmsprop", "optimizer wants adam or sgd, not 'rmsprop'" },
+        { "schedule", "step", "schedule wants exp, linear or cosine, not 'step'" },
+        { "warmup", "1.5", "warmup wants a number from 0 to 1, not '1.5'" },
+        { "deterministic", "maybe", "deterministic wants yes or no, not 'maybe'" },
+        { "oversample", "lots",
+          "oversample wants a target count, max (the largest class) or off, not 'lots'" },
+        { "bogus", "1", "unknown option 'bogus'" },
+    };
+    run_config c;
+    cfg_defaults(&c);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pt_err e;
+        T_EQ_INT(cfg_set(&c, bad[i].key, bad[i].value, &e), PT_EUSAGE);
+        T_EQ_STR(e.msg, bad[i].msg);
+    }
+    /* The other spellings. */
+    static const struct {
+        const char *key, *value;
+    } good[] = {
+        { "schedule", "exponential" }, { "oversample", "largest" }, { "oversample", "no" },
+        { "deterministic", "off" },    { "freeze-backbone", "1" },  { "augment", "none" },
+        { "image-size", "32" },        { "seed", "0" },
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        T_CHECKF(cfg_set(&c, good[i].key, good[i].value, NULL) == PT_OK, "%s = %s", good[i].key,
+                 good[i].value);
+    T_EQ_INT(c.schedule, RUN_SCHED_EXP);
+    T_EQ_INT(c.oversample, 0);
+    T_EQ_INT(c.deterministic, 0);
+    T_EQ_INT(c.freeze_backbone, 1);
+    T_EQ_STR(c.augment, "none");
+    T_EQ_INT(c.image_size, 32);
+}
+
+/* What the table's users take for granted: each field written in its kind's type,
+ * defaults that parse, names found, choices that fit, dialog places 1, 2, ... */
+TEST(config_table_rows_are_consistent)
+{
+    size_t n;
+    const cfg_option *t = cfg_options(&n);
+    T_REQUIRE(n > 20);
+    int places[64] = { 0 };
+    run_config c;
+    for (size_t i = 0; i < n; i++) {
+        const cfg_option *o = &t[i];
+        size_t want = 0;
+        switch (o->kind) {
+        case CFG_INT: case CFG_BOOL: case CFG_CHOICE: want = sizeof(int); break;
+        case CFG_U64: want = sizeof(uint64_t); break;
+        case CFG_OVERSAMPLE: want = sizeof(long long); break;
+        case CFG_NUM: want = sizeof(double); break;
+        case CFG_PATH: case CFG_WORD: case CFG_AUGMENT: want = o->size > 1 ? o->size : 0; break;
+        }
+        T_CHECKF(o->size == want && o->offset + o->size <= sizeof c, "%s: size %zu", o->name,
+                 o->size);
+        T_CHECKF(cfg_find(o->name) == o, "%s not found", o->name);
+        pt_err e;
+        T_CHECKF(cfg_set(&c, o->name, o->def, &e) == PT_OK, "%s default: %s", o->name, e.msg);
+        T_CHECKF(o->help && o->help[0], "%s: no help line", o->name);
+        T_CHECKF((o->choices != NULL) == (o->kind == CFG_WORD || o->kind == CFG_CHOICE),
+                 "%s: choices", o->name);
+        for (int k = 0; o->choices && o->choices[k]; k++)
+            T_CHECKF(o->kind != CFG_WORD || strlen(o->choices[k]) < o->size, "%s", o->name);
+        if (o->kind == CFG_INT || o->kind == CFG_U64 || o->kind == CFG_OVERSAMPLE)
+            T_CHECKF(o->lo == (double)(long long)o->lo && o->hi == (double)(long long)o->hi,
+                     "%s: limits not whole", o->name);
+        T_CHECKF(o->dialog >= 0 && o->dialog < 64, "%s", o->name);
+        if (o->dialog > 0)
+            places[o->dialog]++;
+    }
+    for (int p = 1, gap = 0; p < 64; p++) {
+        T_CHECKF(places[p] <= 1, "dialog place %d taken twice", p);
+        T_CHECKF(!gap || !places[p], "dialog place %d after a gap", p);
+        gap |= !places[p];
+    }
+    T_CHECK(cfg_find("no-such-option") == NULL);
+
+    /* The schedule's names are the trainer's, in its order. */
+    const cfg_option *s = cfg_find("schedule");
+    T_REQUIRE(s && s->choices);
+    for (int k = 0; s->choices[k]; k++) {
+        T_CHECKF(!strncmp(s->choices[k], sched_kind_name((sched_kind)k),
+                          strcspn(s->choices[k], " ")),
+                 "schedule %d", k);
+        char words[64], *save = NULL;
+        snprintf(words, sizeof words, "%s", s->choices[k]);
+        for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save))
+            T_CHECKF(sched_kind_parse(w) == k, "schedule %s", w);
+    }
+}
+
+/* Every option: its value in the non-default config differs from the default (so
+ * the pinned text covers it), and reads back from its own text unchanged. */
+TEST(config_every_option_round_trips_through_its_text)
+{
+    size_t n;
+    const cfg_option *t = cfg_options(&n);
+    run_config def, other, back;
+    cfg_defaults(&def);
+    other_config(&other);
+    cfg_defaults(&back);
+    for (size_t i = 0; i < n; i++) {
+        const cfg_option *o = &t[i];
+        char a[4200], b[4200];
+        T_REQUIRE(cfg_value(&def, o, a, sizeof a) == 0);
+        T_REQUIRE(cfg_value(&other, o, b, sizeof b) == 0);
+        T_CHECKF(strcmp(a, b) != 0, "%s: the same in both configs (%s)", o->name, a);
+        pt_err e;
+        T_CHECKF(cfg_set(&back, o->name, b, &e) == PT_OK, "%s = %s: %s", o->name, b, e.msg);
+        T_REQUIRE(cfg_value(&back, o, a, sizeof a) == 0);
+        T_EQ_STR(a, b);
+    }
+    same_config(&other, &back);
+    T_EQ_STR(back.out, other.out);
+    T_EQ_STR(back.resume, other.resume);
+    char small[4];
+    T_EQ_INT(cfg_value(&other, cfg_find("model"), small, sizeof small), -1);
+    T_EQ_STR(small, "mob");
+}
