@@ -38,7 +38,7 @@ static int image_size_check(long long v, pt_err *e)
 
 /* One row per option, one line per row, so that adding an option is one line here
  * (and its field in run_config). The order is the config file's; the dialog puts the
- * settings the issue names first (the dialog column), then the rest in this order.
+ * settings changed most often first (the dialog column), then the rest in this order.
  * Columns: name, kind, field, default, lo, hi, choices, arg, help, unset, where,
  * dialog, check. */
 static const cfg_option OPTIONS[] = {
