@@ -15,8 +15,9 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
-/* Edge ramp: pixel distance d -> coverage, for the implicit value g with pixel-space
- * gradient length^2 gl2. Returns -1 when the pixel is fully outside. */
+/* Edge ramp: the signed pixel distance to the edge of the implicit shape g < 0, from
+ * g and its pixel-space gradient length^2 gl2. Beyond half the ramp width w it
+ * returns 1e30 (fully outside) or -1e30 (fully inside), skipping the square root. */
 static float ramp_dist(float g, float gl2, float w)
 {
     float lim = 0.25f * w * w * gl2;
