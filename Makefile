@@ -57,11 +57,12 @@ APP_SRC   := $(sort $(wildcard src/*.c))
 TEST_SRC  := $(sort $(wildcard tests/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
-GEN_SRC   := $(BUILD)/gen/example.pb-c.c $(BUILD)/gen/classes104.c $(BUILD)/gen/demo_params.c
+GEN_SRC   := $(BUILD)/gen/example.pb-c.c $(BUILD)/gen/classes104.c $(BUILD)/gen/demo_params.c \
+             $(BUILD)/gen/imagenet1000.c
 GEN_HDR   := $(BUILD)/gen/example.pb-c.h
 
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/example.pb-c.o $(BUILD)/gen/classes104.o \
-             $(BUILD)/gen/demo_params.o
+             $(BUILD)/gen/demo_params.o $(BUILD)/gen/imagenet1000.o
 UI_OBJ    := $(UI_SRC:%.c=$(BUILD)/%.o)
 APP_OBJ   := $(APP_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/list.o
@@ -116,15 +117,23 @@ $(BUILD)/gen/example.pb-c.c $(BUILD)/gen/example.pb-c.h: core/io/example.proto
 	@echo "  PROTOC  $<"
 	$(Q)$(PROTOC_C) --proto_path=core/io --c_out=$(BUILD)/gen core/io/example.proto
 
-# The competition's 104 class names, compiled in so the binary needs no data files.
+# Class names, one per line in assets/, compiled in as C arrays so the binary needs
+# no data files: the competition's 104 flowers, and the 1,000 ImageNet classes in
+# index order (what pretrained backbones predict).
 $(BUILD)/gen/classes104.c: assets/classes-104.txt Makefile
+$(BUILD)/gen/classes104.c: NAMES := ds_competition_classes
+$(BUILD)/gen/classes104.c: COUNT := ds_competition_class_count
+$(BUILD)/gen/imagenet1000.c: assets/imagenet-classes.txt Makefile
+$(BUILD)/gen/imagenet1000.c: NAMES := ds_imagenet_classes
+$(BUILD)/gen/imagenet1000.c: COUNT := ds_imagenet_class_count
+$(BUILD)/gen/classes104.c $(BUILD)/gen/imagenet1000.c:
 	@mkdir -p $(BUILD)/gen
-	@{ echo '/* generated from assets/classes-104.txt */'; \
+	@{ echo '/* generated from $< */'; \
 	   echo '#include <stddef.h>'; \
-	   echo 'const char *const ds_competition_classes[] = {'; \
+	   echo 'const char *const $(NAMES)[] = {'; \
 	   sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/",/' $<; \
 	   echo '};'; \
-	   echo 'const size_t ds_competition_class_count = sizeof ds_competition_classes / sizeof ds_competition_classes[0];'; \
+	   echo 'const size_t $(COUNT) = sizeof $(NAMES) / sizeof $(NAMES)[0];'; \
 	 } > $@
 
 # The demo dataset's parameters, compiled in as text.

@@ -700,3 +700,19 @@ TEST(pipeline_endless_stream_of_undecodable_images_ends_in_an_error)
     pipe_destroy(p);
     ds_free(d);
 }
+
+TEST(class_name_tables_compiled_in_from_assets)
+{
+    /* The competition's flowers, in the notebooks' order. */
+    T_EQ_INT((long long)ds_competition_class_count, 104);
+    T_EQ_STR(ds_competition_classes[0], "pink primrose");
+    T_EQ_STR(ds_competition_classes[103], "wild rose");
+    /* ImageNet-1k in index order, as pretrained backbones predict: 985 is the
+     * daisy the ONNX import's conformance check looks for. */
+    T_EQ_INT((long long)ds_imagenet_class_count, 1000);
+    T_EQ_STR(ds_imagenet_classes[0], "tench");
+    T_EQ_STR(ds_imagenet_classes[985], "daisy");
+    T_EQ_STR(ds_imagenet_classes[999], "toilet tissue");
+    for (size_t i = 0; i < ds_imagenet_class_count; i++)
+        T_CHECKF(ds_imagenet_classes[i][0] != '\0', "class %zu has no name", i);
+}

@@ -84,4 +84,9 @@ int ds_is_shard_name(const char *name);
 extern const char *const ds_competition_classes[];
 extern const size_t ds_competition_class_count;
 
+/* The 1,000 ImageNet-1k class names in index order, as pretrained backbones
+ * predict them (compiled in from assets/imagenet-classes.txt). */
+extern const char *const ds_imagenet_classes[];
+extern const size_t ds_imagenet_class_count;
+
 #endif
