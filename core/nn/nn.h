@@ -27,9 +27,9 @@
  * a negative PT_E* code; the first builder error is kept and nn_model_finalize()
  * reports it, so a model can be described without checking every call.
  *
- * Sources: nn_model.c (builder, layout, init, freezing, FLOPs, summary, BN update),
- * nn_ctx.c (contexts, forward, backward), nn_conv.c, nn_layers.c, nn_loss.c, and
- * nn_models.c (nn_models.h: the built-in models). nn_impl.h is internal.
+ * Sources: nn_build.c (builder), nn_model.c (finalize, layout, init, freezing, FLOPs,
+ * summary, BN update), nn_ctx.c (contexts, forward, backward), nn_conv.c, nn_layers.c,
+ * nn_loss.c, and nn_models.c (nn_models.h: the built-in models). nn_impl.h is internal.
  */
 #ifndef PT_NN_H
 #define PT_NN_H
