@@ -322,6 +322,73 @@ int nn_add(nn_model *m, int a, int b)
     return id;
 }
 
+int nn_sigmoid(nn_model *m, int in)
+{
+    return unary(m, NN_OP_SIGMOID, in, "sigmoid");
+}
+
+int nn_mul(nn_model *m, int a, int b)
+{
+    int rc = check_in(m, a, "mul");
+    if (!rc)
+        rc = check_in(m, b, "mul");
+    if (rc)
+        return rc;
+    const nn_node *na = &m->nodes[a], *nb = &m->nodes[b];
+    const int same = na->h == nb->h && na->w == nb->w && na->c == nb->c;
+    const int b_chan = nb->h == 1 && nb->w == 1 && nb->c == na->c;
+    const int a_chan = na->h == 1 && na->w == 1 && na->c == nb->c;
+    if (!same && !b_chan && !a_chan)
+        return fail(m, PT_EUSAGE,
+                    "mul: shapes %dx%dx%d (node %d) and %dx%dx%d (node %d) neither match nor "
+                    "broadcast (one may be 1x1xC against HxWxC)",
+                    na->h, na->w, na->c, a, nb->h, nb->w, nb->c, b);
+    /* The full-size operand goes first: it fixes the output shape, and forward and
+     * backward then need only one broadcast form. */
+    int id = !same && a_chan ? push(m, NN_OP_MUL, b, a) : push(m, NN_OP_MUL, a, b);
+    if (id >= 0)
+        set_len(&m->nodes[id]);
+    return id;
+}
+
+int nn_concat(nn_model *m, int a, int b)
+{
+    int rc = check_in(m, a, "concat");
+    if (!rc)
+        rc = check_in(m, b, "concat");
+    if (rc)
+        return rc;
+    const nn_node *na = &m->nodes[a], *nb = &m->nodes[b];
+    if (na->h != nb->h || na->w != nb->w)
+        return fail(m, PT_EUSAGE,
+                    "concat: spatial sizes %dx%d (node %d) and %dx%d (node %d) differ", na->h,
+                    na->w, a, nb->h, nb->w, b);
+    int cb = nb->c;
+    int id = push(m, NN_OP_CONCAT, a, b);
+    if (id >= 0) {
+        m->nodes[id].c += cb;
+        set_len(&m->nodes[id]);
+    }
+    return id;
+}
+
+int nn_clip(nn_model *m, int in, float lo, float hi)
+{
+    int rc = check_in(m, in, "clip");
+    if (rc)
+        return rc;
+    /* Written so that a NaN bound fails too. */
+    if (!(lo <= hi))
+        return fail(m, PT_EUSAGE, "clip: bounds [%g, %g] are not an interval", (double)lo,
+                    (double)hi);
+    int id = unary(m, NN_OP_CLIP, in, "clip");
+    if (id >= 0) {
+        m->nodes[id].lo = lo;
+        m->nodes[id].hi = hi;
+    }
+    return id;
+}
+
 void nn_model_set_conv_init(nn_model *m, nn_init_kind kind)
 {
     m->conv_init = kind;

@@ -37,6 +37,10 @@ const char *nn_op_name(nn_op op)
     case NN_OP_DROPOUT: return "dropout";
     case NN_OP_DENSE: return "dense";
     case NN_OP_ADD: return "add";
+    case NN_OP_SIGMOID: return "sigmoid";
+    case NN_OP_MUL: return "mul";
+    case NN_OP_CONCAT: return "concat";
+    case NN_OP_CLIP: return "clip";
     }
     return "?";
 }
@@ -311,6 +315,8 @@ int nn_node_get(const nn_model *m, int node, nn_node_info *out)
     out->groups = nd->groups;
     out->has_bias = nd->has_bias;
     out->rate = nd->rate;
+    out->lo = nd->lo;
+    out->hi = nd->hi;
     out->param_offset = nd->p_off;
     out->weight_count = nd->w_len;
     out->bias_count = nd->b_len;
@@ -402,6 +408,10 @@ size_t nn_model_summary(const nn_model *m, char *buf, size_t size)
                      nd->kh, nd->stride);
         else if (nd->op == NN_OP_DROPOUT)
             snprintf(name, sizeof name, "dropout %.2f", (double)nd->rate);
+        else if (nd->op == NN_OP_CLIP)
+            snprintf(name, sizeof name, "clip %g,%g", (double)nd->lo, (double)nd->hi);
+        else if (nd->op == NN_OP_MUL && m->nodes[nd->in[1]].len != nd->len)
+            snprintf(name, sizeof name, "mul channels");
         else
             snprintf(name, sizeof name, "%s%s", nn_op_name(nd->op), nd->alias >= 0 ? "*" : "");
         if (nd->in[1] >= 0)
