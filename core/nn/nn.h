@@ -105,6 +105,20 @@ int nn_relu6(nn_model *m, int in);
 /* Windows k x k. Padded pixels never win a max and are not counted by the average. */
 int nn_maxpool(nn_model *m, int in, int k, int stride, int pad);
 int nn_avgpool(nn_model *m, int in, int k, int stride, int pad);
+/* ONNX-style windows: kh x kw, a stride per axis and explicit padding on each side,
+ * as ONNX's pads = [top, left, bottom, right] give it (auto_pad SAME_UPPER is the
+ * NN_PAD_SAME of the functions above). Each pad is >= 0 and smaller than the window
+ * side it extends. Output per axis: floor((in + lead + trail - k) / stride) + 1.
+ * What the kernels do not do is refused (PT_EUSAGE): stride_h != stride_w, and pool
+ * windows with kh != kw. Pools as above: padding never wins a max nor counts in an
+ * average (ONNX's count_include_pad = 0). nn_conv2d / nn_maxpool / nn_avgpool are
+ * these with their pad resolved to the four sides. */
+int nn_conv2d_ex(nn_model *m, int in, int cout, int kh, int kw, int stride_h, int stride_w,
+                 int pad_t, int pad_l, int pad_b, int pad_r, int groups, int bias);
+int nn_maxpool_ex(nn_model *m, int in, int kh, int kw, int stride_h, int stride_w, int pad_t,
+                  int pad_l, int pad_b, int pad_r);
+int nn_avgpool_ex(nn_model *m, int in, int kh, int kw, int stride_h, int stride_w, int pad_t,
+                  int pad_l, int pad_b, int pad_r);
 int nn_gap(nn_model *m, int in);
 /* Inverted dropout: keeps with probability 1 - rate and scales kept values by
  * 1 / (1 - rate) in training; identity in inference. 0 <= rate < 1. */
@@ -176,6 +190,7 @@ typedef struct nn_node_info {
     int in[2];           /* input node ids, -1 when unused */
     int h, w, c;         /* output shape per example */
     int kh, kw, stride, groups, has_bias;   /* conv and pools */
+    int pad_t, pad_l, pad_b, pad_r;         /* conv and pools: padding on each side */
     float rate;          /* dropout */
     float lo, hi;        /* clip */
     size_t param_offset; /* into nn_params(): weights (or BN gamma), then bias (BN beta) */

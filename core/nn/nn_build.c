@@ -141,20 +141,51 @@ int nn_affine(nn_model *m, int in, const float *scale, const float *shift)
     return id;
 }
 
-/* Output size and leading padding along one axis; 0 when the window does not fit. */
-static int out_size(int in, int k, int stride, int pad, int *lead)
+/* NN_PAD_SAME / NN_PAD_VALID / a padding for every side, as the padding before and
+ * after along one axis. "same" puts the odd pixel after, as TensorFlow does. */
+static void side_pads(int in, int k, int stride, int pad, int *lead, int *trail)
 {
     if (pad == NN_PAD_SAME) {
         int o = (in + stride - 1) / stride;
         int total = (o - 1) * stride + k - in;
-        *lead = total > 0 ? total / 2 : 0;
-        return o;
+        if (total < 0)
+            total = 0;
+        *lead = total / 2;
+        *trail = total - *lead;
+        return;
     }
-    if (pad == NN_PAD_VALID)
-        pad = 0;
-    *lead = pad;
-    int span = in + 2 * pad - k;
-    return span < 0 ? 0 : span / stride + 1;
+    *lead = *trail = pad == NN_PAD_VALID ? 0 : pad;
+}
+
+/* Appends a conv or pool node with resolved padding pads = {top, left, bottom, right};
+ * the caller has checked the window, stride and pads. The output has
+ * floor((in + lead + trail - k) / stride) + 1 pixels per axis (for "same" that is
+ * ceil(in / stride)); the kernels take the top and left padding and skip whatever
+ * falls outside the input, so bottom and right padding need only the output size. */
+static int place(nn_model *m, nn_op op, int in, int kh, int kw, int stride, const int pads[4],
+                 const char *what)
+{
+    const nn_node *src = &m->nodes[in];
+    int span_h = src->h + pads[0] + pads[2] - kh, span_w = src->w + pads[1] + pads[3] - kw;
+    int oh = span_h < 0 ? 0 : span_h / stride + 1, ow = span_w < 0 ? 0 : span_w / stride + 1;
+    if (oh < 1 || ow < 1)
+        return fail(m, PT_EUSAGE, "%s: window %dx%d does not fit the %dx%d input of node %d",
+                    what, kh, kw, src->h, src->w, in);
+    int id = push(m, op, in, -1);
+    if (id < 0)
+        return id;
+    nn_node *nd = &m->nodes[id];
+    nd->h = oh;
+    nd->w = ow;
+    nd->kh = kh;
+    nd->kw = kw;
+    nd->stride = stride;
+    nd->pad_t = pads[0];
+    nd->pad_l = pads[1];
+    nd->pad_b = pads[2];
+    nd->pad_r = pads[3];
+    set_len(nd);
+    return id;
 }
 
 static int windowed(nn_model *m, nn_op op, int in, int kh, int kw, int stride, int pad,
@@ -170,30 +201,43 @@ static int windowed(nn_model *m, nn_op op, int in, int kh, int kw, int stride, i
     if (op != NN_OP_CONV && pad >= kh)
         return fail(m, PT_EUSAGE, "%s: padding %d must be smaller than the window %d", what, pad,
                     kh);
-    const nn_node *src = &m->nodes[in];
-    int pt, pl;
-    int oh = out_size(src->h, kh, stride, pad, &pt);
-    int ow = out_size(src->w, kw, stride, pad, &pl);
-    if (oh < 1 || ow < 1)
-        return fail(m, PT_EUSAGE, "%s: window %dx%d does not fit the %dx%d input of node %d",
-                    what, kh, kw, src->h, src->w, in);
-    int id = push(m, op, in, -1);
-    if (id < 0)
-        return id;
-    nn_node *nd = &m->nodes[id];
-    nd->h = oh;
-    nd->w = ow;
-    nd->kh = kh;
-    nd->kw = kw;
-    nd->stride = stride;
-    nd->pad_t = pt;
-    nd->pad_l = pl;
-    set_len(nd);
-    return id;
+    int pads[4];
+    side_pads(m->nodes[in].h, kh, stride, pad, &pads[0], &pads[2]);
+    side_pads(m->nodes[in].w, kw, stride, pad, &pads[1], &pads[3]);
+    return place(m, op, in, kh, kw, stride, pads, what);
 }
 
-int nn_conv2d(nn_model *m, int in, int cout, int kh, int kw, int stride, int pad, int groups,
-              int bias)
+/* The _ex forms: explicit padding per side and a stride per axis. The kernels keep
+ * one stride and the pools one window side, so those must agree; each pad must be
+ * smaller than the window side it extends, so every window reads some input. */
+static int windowed_ex(nn_model *m, nn_op op, int in, int kh, int kw, int stride_h,
+                       int stride_w, const int pads[4], const char *what)
+{
+    int rc = check_in(m, in, what);
+    if (rc)
+        return rc;
+    if (kh < 1 || kw < 1 || kh > NN_MAX_KERNEL || kw > NN_MAX_KERNEL || stride_h < 1 ||
+        stride_w < 1 || pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0)
+        return fail(m, PT_EUSAGE, "%s: bad window %dx%d stride %dx%d pads %d,%d,%d,%d", what, kh,
+                    kw, stride_h, stride_w, pads[0], pads[1], pads[2], pads[3]);
+    if (stride_h != stride_w)
+        return fail(m, PT_EUSAGE, "%s: strides %dx%d differ; only equal strides are supported",
+                    what, stride_h, stride_w);
+    if (op != NN_OP_CONV && kh != kw)
+        return fail(m, PT_EUSAGE, "%s: window %dx%d; only square pool windows are supported",
+                    what, kh, kw);
+    if (pads[0] >= kh || pads[2] >= kh || pads[1] >= kw || pads[3] >= kw)
+        return fail(m, PT_EUSAGE,
+                    "%s: pads %d,%d,%d,%d (top, left, bottom, right) must be smaller than the "
+                    "%dx%d window",
+                    what, pads[0], pads[1], pads[2], pads[3], kh, kw);
+    return place(m, op, in, kh, kw, stride_h, pads, what);
+}
+
+/* The conv's own checks and fields around a placed window; pads NULL: the pad of
+ * nn_conv2d, else the explicit pads of nn_conv2d_ex. */
+static int conv(nn_model *m, int in, int cout, int kh, int kw, int stride_h, int stride_w,
+                int pad, const int *pads, int groups, int bias)
 {
     int rc = check_in(m, in, "conv2d");
     if (rc)
@@ -202,7 +246,8 @@ int nn_conv2d(nn_model *m, int in, int cout, int kh, int kw, int stride, int pad
     if (cout < 1 || groups < 1 || cin % groups || cout % groups)
         return fail(m, PT_EUSAGE, "conv2d: %d groups do not divide %d -> %d channels", groups,
                     cin, cout);
-    int id = windowed(m, NN_OP_CONV, in, kh, kw, stride, pad, "conv2d");
+    int id = pads ? windowed_ex(m, NN_OP_CONV, in, kh, kw, stride_h, stride_w, pads, "conv2d")
+                  : windowed(m, NN_OP_CONV, in, kh, kw, stride_h, pad, "conv2d");
     if (id < 0)
         return id;
     nn_node *nd = &m->nodes[id];
@@ -213,6 +258,19 @@ int nn_conv2d(nn_model *m, int in, int cout, int kh, int kw, int stride, int pad
     nd->b_len = bias ? (size_t)cout : 0;
     set_len(nd);
     return id;
+}
+
+int nn_conv2d(nn_model *m, int in, int cout, int kh, int kw, int stride, int pad, int groups,
+              int bias)
+{
+    return conv(m, in, cout, kh, kw, stride, stride, pad, NULL, groups, bias);
+}
+
+int nn_conv2d_ex(nn_model *m, int in, int cout, int kh, int kw, int stride_h, int stride_w,
+                 int pad_t, int pad_l, int pad_b, int pad_r, int groups, int bias)
+{
+    const int pads[4] = {pad_t, pad_l, pad_b, pad_r};
+    return conv(m, in, cout, kh, kw, stride_h, stride_w, 0, pads, groups, bias);
 }
 
 int nn_batchnorm(nn_model *m, int in)
@@ -259,6 +317,20 @@ int nn_maxpool(nn_model *m, int in, int k, int stride, int pad)
 int nn_avgpool(nn_model *m, int in, int k, int stride, int pad)
 {
     return windowed(m, NN_OP_AVGPOOL, in, k, k, stride, pad, "avgpool");
+}
+
+int nn_maxpool_ex(nn_model *m, int in, int kh, int kw, int stride_h, int stride_w, int pad_t,
+                  int pad_l, int pad_b, int pad_r)
+{
+    const int pads[4] = {pad_t, pad_l, pad_b, pad_r};
+    return windowed_ex(m, NN_OP_MAXPOOL, in, kh, kw, stride_h, stride_w, pads, "maxpool");
+}
+
+int nn_avgpool_ex(nn_model *m, int in, int kh, int kw, int stride_h, int stride_w, int pad_t,
+                  int pad_l, int pad_b, int pad_r)
+{
+    const int pads[4] = {pad_t, pad_l, pad_b, pad_r};
+    return windowed_ex(m, NN_OP_AVGPOOL, in, kh, kw, stride_h, stride_w, pads, "avgpool");
 }
 
 int nn_gap(nn_model *m, int in)

@@ -21,6 +21,8 @@ typedef struct nn_node {
     int h, w, c;             /* output shape per example */
     size_t len;              /* h * w * c */
     int kh, kw, stride, pad_t, pad_l, groups, has_bias;  /* conv, pools */
+    int pad_b, pad_r;        /* conv, pools: only for the description (the kernels skip
+                                what lies outside the input; the output size holds it) */
     float rate;              /* dropout */
     float lo, hi;            /* clip */
     float *aff;              /* affine: scale[c] then shift[c] (owned by the model) */

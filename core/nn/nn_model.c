@@ -312,6 +312,10 @@ int nn_node_get(const nn_model *m, int node, nn_node_info *out)
     out->kh = nd->kh;
     out->kw = nd->kw;
     out->stride = nd->stride;
+    out->pad_t = nd->pad_t;
+    out->pad_l = nd->pad_l;
+    out->pad_b = nd->pad_b;
+    out->pad_r = nd->pad_r;
     out->groups = nd->groups;
     out->has_bias = nd->has_bias;
     out->rate = nd->rate;
