@@ -417,6 +417,49 @@ TEST(nn_grad_add)
     check_layer("add (two branches, and x + x)", 2, 4, 4, 3, mk_add, NULL, 1, 0, 1e-2);
 }
 
+/* ---- explicit (asymmetric) padding ---- */
+
+typedef struct ex_arg {
+    nn_op op;
+    int cout, kh, kw, stride, pt, pl, pb, pr, groups;
+} ex_arg;
+
+static int mk_ex(nn_model *m, int in, const void *arg)
+{
+    const ex_arg *a = arg;
+    if (a->op == NN_OP_CONV)
+        return nn_conv2d_ex(m, in, a->cout, a->kh, a->kw, a->stride, a->stride, a->pt, a->pl,
+                            a->pb, a->pr, a->groups, 1);
+    if (a->op == NN_OP_MAXPOOL)
+        return nn_maxpool_ex(m, in, a->kh, a->kw, a->stride, a->stride, a->pt, a->pl, a->pb,
+                             a->pr);
+    return nn_avgpool_ex(m, in, a->kh, a->kw, a->stride, a->stride, a->pt, a->pl, a->pb, a->pr);
+}
+
+TEST(nn_grad_asymmetric_padding)
+{
+    static const struct {
+        const char *name;
+        int h, w, cin, input_kind;
+        ex_arg a;
+    } cases[] = {
+        /* TF "same" of a stride-2 conv on an even size, as ONNX exports spell it out. */
+        {"conv 3x3/2 pads 0,0,1,1", 6, 6, 3, 0, {NN_OP_CONV, 4, 3, 3, 2, 0, 0, 1, 1, 1}},
+        {"conv 2x3/1 pads 1,2,0,1", 5, 4, 2, 0, {NN_OP_CONV, 3, 2, 3, 1, 1, 2, 0, 1, 1}},
+        {"conv 1x3/1 pads 0,1,0,1", 4, 5, 3, 0, {NN_OP_CONV, 4, 1, 3, 1, 0, 1, 0, 1, 1}},
+        {"conv 3x1/2 pads 2,0,1,0", 7, 4, 2, 0, {NN_OP_CONV, 3, 3, 1, 2, 2, 0, 1, 0, 1}},
+        {"depthwise 3x3/2 pads 0,0,1,1", 6, 6, 4, 0, {NN_OP_CONV, 4, 3, 3, 2, 0, 0, 1, 1, 4}},
+        {"depthwise 5x5/2 pads 1,2,2,1", 7, 8, 4, 0, {NN_OP_CONV, 4, 5, 5, 2, 1, 2, 2, 1, 4}},
+        {"maxpool 3x3/2 pads 0,0,1,1", 6, 6, 2, 2, {NN_OP_MAXPOOL, 0, 3, 3, 2, 0, 0, 1, 1, 1}},
+        {"maxpool 2x2/1 pads 1,0,0,1", 4, 5, 2, 2, {NN_OP_MAXPOOL, 0, 2, 2, 1, 1, 0, 0, 1, 1}},
+        {"avgpool 3x3/2 pads 0,1,2,0", 6, 5, 2, 0, {NN_OP_AVGPOOL, 0, 3, 3, 2, 0, 1, 2, 0, 1}},
+        {"avgpool 2x2/1 pads 0,0,1,1", 3, 4, 3, 0, {NN_OP_AVGPOOL, 0, 2, 2, 1, 0, 0, 1, 1, 1}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_layer(cases[i].name, 2, cases[i].h, cases[i].w, cases[i].cin, mk_ex, &cases[i].a,
+                    1, cases[i].input_kind, 1e-2);
+}
+
 /* ---- layers for imported graphs ---- */
 
 static int mk_sigmoid(nn_model *m, int in, const void *arg)

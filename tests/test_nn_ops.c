@@ -305,3 +305,177 @@ TEST(nn_new_layers_summary_names_and_flops)
     free(buf);
     nn_model_free(m);
 }
+
+/* ---- explicit (asymmetric) padding ---- */
+
+/* conv2d_ex on x against a VALID conv (same weights) on x padded with zeros by hand:
+ * the definition of padding, independent of how the kernels skip it. */
+static void conv_ex_vs_padded(int h, int w, int cin, int cout, int kh, int kw, int stride,
+                              int pt, int pl, int pb, int pr, int groups)
+{
+    enum { N = 2 };
+    const int H = h + pt + pb, W = w + pl + pr;
+    nn_model *a = nn_model_new(h, w, cin), *b = nn_model_new(H, W, cin);
+    int oa = nn_conv2d_ex(a, nn_input(a), cout, kh, kw, stride, stride, pt, pl, pb, pr, groups, 1);
+    int ob = nn_conv2d(b, nn_input(b), cout, kh, kw, stride, NN_PAD_VALID, groups, 1);
+    pt_err e;
+    T_REQUIRE(nn_model_finalize(a, oa, &e) == PT_OK);
+    T_REQUIRE(nn_model_finalize(b, ob, &e) == PT_OK);
+    T_REQUIRE(nn_param_count(a) == nn_param_count(b));
+    nn_model_init_params(a, 4);
+    for (size_t i = 0; i < nn_param_count(a); i++)
+        nn_params(a)[i] += 0.01f * (float)(i % 7); /* non-zero biases too */
+    memcpy(nn_params(b), nn_params(a), nn_param_count(a) * sizeof(float));
+    nn_node_info ia, ib;
+    nn_node_get(a, oa, &ia);
+    nn_node_get(b, ob, &ib);
+    T_CHECKF(ia.h == ib.h && ia.w == ib.w, "conv_ex %dx%d/%d pads %d,%d,%d,%d: %dx%d, padded by "
+             "hand %dx%d", kh, kw, stride, pt, pl, pb, pr, ia.h, ia.w, ib.h, ib.w);
+    T_CHECK(ia.pad_t == pt && ia.pad_l == pl && ia.pad_b == pb && ia.pad_r == pr);
+    const size_t in_len = (size_t)N * h * w * cin;
+    float *x = malloc(in_len * sizeof *x), *xp = calloc((size_t)N * H * W * cin, sizeof *xp);
+    for (size_t i = 0; i < in_len; i++)
+        x[i] = (float)((i * 37) % 23) / 11.0f - 1.0f;
+    for (int n = 0; n < N; n++)
+        for (int y = 0; y < h; y++)
+            memcpy(xp + (((size_t)n * H + y + pt) * W + pl) * cin,
+                   x + (((size_t)n * h + y) * w) * cin, (size_t)w * cin * sizeof *x);
+    nn_ctx *ca = nn_ctx_new(a, N, NULL), *cb = nn_ctx_new(b, N, NULL);
+    const float *ya = nn_forward(ca, x, N, 0, 0, 0), *yb = nn_forward(cb, xp, N, 0, 0, 0);
+    double err = 0.0;
+    for (size_t i = 0; i < (size_t)N * ia.h * ia.w * ia.c; i++)
+        err = fmax(err, fabs(ya[i] - yb[i]));
+    T_CHECKF(err < 1e-5, "conv_ex %dx%d/%d pads %d,%d,%d,%d groups %d: differs from the "
+             "hand-padded input by %g", kh, kw, stride, pt, pl, pb, pr, groups, err);
+    nn_ctx_free(ca);
+    nn_ctx_free(cb);
+    free(x);
+    free(xp);
+    nn_model_free(a);
+    nn_model_free(b);
+}
+
+TEST(nn_conv2d_ex_matches_padding_by_hand)
+{
+    conv_ex_vs_padded(8, 8, 3, 5, 3, 3, 2, 0, 0, 1, 1, 1);  /* TF same, stride 2, even */
+    conv_ex_vs_padded(7, 9, 4, 6, 3, 3, 2, 1, 0, 0, 2, 2);  /* grouped, lopsided */
+    conv_ex_vs_padded(6, 7, 3, 4, 1, 7, 1, 0, 3, 0, 3, 1);  /* Inception's 1x7 */
+    conv_ex_vs_padded(7, 6, 3, 4, 7, 1, 1, 3, 0, 3, 0, 1);  /* and 7x1 */
+    conv_ex_vs_padded(9, 8, 8, 8, 5, 5, 2, 1, 2, 2, 1, 8);  /* depthwise 5x5/2 */
+    conv_ex_vs_padded(8, 8, 8, 8, 3, 3, 2, 0, 0, 1, 1, 8);  /* EfficientNet's (TF export) */
+    conv_ex_vs_padded(5, 5, 3, 4, 1, 1, 2, 0, 0, 0, 0, 1);  /* 1x1/2, no padding */
+}
+
+TEST(nn_same_padding_is_conv2d_ex_with_its_pads)
+{
+    /* nn_conv2d / nn_maxpool / nn_avgpool with NN_PAD_SAME report their four pads, and
+     * the _ex forms given those pads build the same node and compute the same output. */
+    nn_model *m = nn_model_new(8, 7, 4);
+    int in = nn_input(m);
+    int c1 = nn_conv2d(m, in, 4, 3, 3, 2, NN_PAD_SAME, 1, 1);
+    int c2 = nn_conv2d_ex(m, in, 4, 3, 3, 2, 2, 0, 1, 1, 1, 1, 1);
+    int p1 = nn_maxpool(m, in, 3, 2, NN_PAD_SAME);
+    int p2 = nn_maxpool_ex(m, in, 3, 3, 2, 2, 0, 1, 1, 1);
+    int a1 = nn_avgpool(m, in, 2, 2, NN_PAD_SAME);
+    int a2 = nn_avgpool_ex(m, in, 2, 2, 2, 2, 0, 0, 0, 1);
+    int out = nn_concat(m, nn_concat(m, nn_concat(m, c1, c2), nn_concat(m, p1, p2)),
+                        nn_concat(m, a1, a2));
+    T_REQUIRE(nn_model_finalize(m, out, NULL) == PT_OK);
+    const int pairs[3][2] = {{c1, c2}, {p1, p2}, {a1, a2}};
+    for (int k = 0; k < 3; k++) {
+        nn_node_info u, v;
+        nn_node_get(m, pairs[k][0], &u);
+        nn_node_get(m, pairs[k][1], &v);
+        T_CHECKF(u.h == 4 && u.w == 4 && u.h == v.h && u.w == v.w && u.c == v.c &&
+                     u.pad_t == v.pad_t && u.pad_l == v.pad_l && u.pad_b == v.pad_b &&
+                     u.pad_r == v.pad_r,
+                 "pair %d: %dx%dx%d pads %d,%d,%d,%d vs %dx%dx%d pads %d,%d,%d,%d", k, u.h, u.w,
+                 u.c, u.pad_t, u.pad_l, u.pad_b, u.pad_r, v.h, v.w, v.c, v.pad_t, v.pad_l,
+                 v.pad_b, v.pad_r);
+    }
+    /* Same weights in both convs. */
+    nn_node_info u, v;
+    nn_node_get(m, c1, &u);
+    nn_node_get(m, c2, &v);
+    memcpy(nn_params(m) + v.param_offset, nn_params(m) + u.param_offset,
+           (u.weight_count + u.bias_count) * sizeof(float));
+    float x[8 * 7 * 4];
+    for (int i = 0; i < 8 * 7 * 4; i++)
+        x[i] = (float)((i * 29) % 31) / 15.0f - 1.0f;
+    nn_ctx *c = run(m, x, 1, NULL);
+    T_REQUIRE(c != NULL);
+    for (int k = 0; k < 3; k++)
+        T_CHECK(memcmp(nn_ctx_output(c, pairs[k][0]), nn_ctx_output(c, pairs[k][1]),
+                       4 * 4 * 4 * sizeof(float)) == 0);
+    nn_ctx_free(c);
+    nn_model_free(m);
+}
+
+TEST(nn_pools_ex_values_by_hand)
+{
+    /* A 2x2 one-channel input (1 2 / 3 4), 2x2 windows of stride 1 padded at the bottom
+     * and right: four windows, the padding neither winning a max nor counting in an
+     * average: max (4 4 / 4 4), average (2.5 3 / 3.5 4). Top and left padding
+     * instead: max (1 2 / 3 4), average (1 1.5 / 2 2.5). */
+    const float x[4] = {1, 2, 3, 4};
+    const float want[4][4] = {{4, 4, 4, 4}, {2.5f, 3, 3.5f, 4}, {1, 2, 3, 4}, {1, 1.5f, 2, 2.5f}};
+    for (int k = 0; k < 4; k++) {
+        nn_model *m = nn_model_new(2, 2, 1);
+        int in = nn_input(m), b = k < 2;
+        int out = k % 2 ? nn_avgpool_ex(m, in, 2, 2, 1, 1, !b, !b, b, b)
+                        : nn_maxpool_ex(m, in, 2, 2, 1, 1, !b, !b, b, b);
+        T_REQUIRE(nn_model_finalize(m, out, NULL) == PT_OK);
+        nn_ctx *c = run(m, x, 1, NULL);
+        T_REQUIRE(c != NULL);
+        const float *y = nn_ctx_output(c, out);
+        T_CHECKF(y[0] == want[k][0] && y[1] == want[k][1] && y[2] == want[k][2] &&
+                     y[3] == want[k][3],
+                 "case %d: %g %g %g %g", k, (double)y[0], (double)y[1], (double)y[2],
+                 (double)y[3]);
+        nn_ctx_free(c);
+        nn_model_free(m);
+    }
+}
+
+TEST(nn_ex_builders_refuse_what_the_kernels_lack)
+{
+    static const struct {
+        int op; /* 0 conv, 1 maxpool, 2 avgpool */
+        int kh, kw, sh, sw, pt, pl, pb, pr;
+        const char *says;
+    } bad[] = {
+        {0, 3, 3, 2, 1, 1, 1, 1, 1, "strides"},   /* unequal strides */
+        {1, 3, 3, 1, 2, 1, 1, 1, 1, "strides"},
+        {1, 3, 2, 1, 1, 0, 0, 0, 0, "square"},    /* rectangular pool window */
+        {2, 1, 3, 1, 1, 0, 0, 0, 0, "square"},
+        {0, 3, 3, 1, 1, 3, 0, 0, 0, "smaller"},   /* a pad as large as the window */
+        {0, 1, 1, 1, 1, 0, 0, 0, 1, "smaller"},
+        {1, 2, 2, 2, 2, 0, 0, 2, 0, "smaller"},
+        {0, 3, 3, 1, 1, -1, 0, 0, 0, "bad window"},
+        {2, 3, 3, 0, 0, 0, 0, 0, 0, "bad window"},
+        {0, 9, 9, 1, 1, 0, 0, 0, 0, "does not fit"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        nn_model *m = nn_model_new(6, 6, 2);
+        int in = nn_input(m);
+        int r = bad[i].op == 0   ? nn_conv2d_ex(m, in, 2, bad[i].kh, bad[i].kw, bad[i].sh,
+                                                bad[i].sw, bad[i].pt, bad[i].pl, bad[i].pb,
+                                                bad[i].pr, 1, 0)
+                : bad[i].op == 1 ? nn_maxpool_ex(m, in, bad[i].kh, bad[i].kw, bad[i].sh,
+                                                 bad[i].sw, bad[i].pt, bad[i].pl, bad[i].pb,
+                                                 bad[i].pr)
+                                 : nn_avgpool_ex(m, in, bad[i].kh, bad[i].kw, bad[i].sh,
+                                                 bad[i].sw, bad[i].pt, bad[i].pl, bad[i].pb,
+                                                 bad[i].pr);
+        T_CHECKF(r < 0, "case %zu accepted", i);
+        pt_err e;
+        T_EQ_INT(nn_model_finalize(m, in, &e), PT_EUSAGE);
+        T_CHECKF(strstr(e.msg, bad[i].says) != NULL, "case %zu: %s", i, e.msg);
+        nn_model_free(m);
+    }
+    /* Rectangular conv kernels are fine, and so is a rectangular conv with equal
+     * strides and lopsided pads. */
+    nn_model *m = nn_model_new(6, 6, 2);
+    T_CHECK(nn_conv2d_ex(m, nn_input(m), 2, 1, 5, 2, 2, 0, 2, 0, 1, 1, 0) >= 0);
+    nn_model_free(m);
+}
