@@ -42,6 +42,20 @@ static void fill_away_from_zero(float *p, size_t n, uint64_t seed, float lo, flo
     }
 }
 
+/* Values in [lo, hi] at least 0.05 from +-at (clip bounds stay out of reach of +-FD_H). */
+static void fill_away_from(float *p, size_t n, uint64_t seed, float lo, float hi, float at)
+{
+    rng r;
+    rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) {
+        float v;
+        do
+            v = rng_uniform(&r, lo, hi);
+        while (fabsf(fabsf(v) - at) < 0.05f);
+        p[i] = v;
+    }
+}
+
 /* Distinct values 0.02 apart in random order (maxpool winners cannot change). */
 static void fill_distinct(float *p, size_t n, uint64_t seed)
 {
@@ -89,6 +103,11 @@ typedef struct fd {
     int n, training;
     const float *R;
     size_t nout;
+    /* Optional second replica: it runs the next n2 examples of x (in_per floats each)
+     * and its outputs are weighted by R + nout; L is the sum over both. */
+    nn_ctx *c2;
+    int n2;
+    size_t in_per, nout2;
 } fd;
 
 static double loss_at(const fd *f)
@@ -97,6 +116,11 @@ static double loss_at(const fd *f)
     double L = 0.0;
     for (size_t j = 0; j < f->nout; j++)
         L += (double)y[j] * (double)f->R[j];
+    if (f->c2) {
+        y = nn_forward(f->c2, f->x + (size_t)f->n * f->in_per, f->n2, f->training, 1234, f->n);
+        for (size_t j = 0; j < f->nout2; j++)
+            L += (double)y[j] * (double)f->R[f->nout + j];
+    }
     return L;
 }
 
@@ -164,7 +188,7 @@ static void gradcheck(const char *what, nn_model *m, int n, int training, float 
     float *G = malloc((np ? np : 1) * sizeof *G);
     float *GX = malloc(in_len * sizeof *GX);
     fill_uniform(R, nout, 99, -1.0f, 1.0f);
-    fd f = {c, x, n, training, R, nout};
+    fd f = {c, x, n, training, R, nout, NULL, 0, 0, 0};
 
     nn_zero_grads(c);
     T_REQUIRE(nn_forward(c, x, n, training, 1234, 0) != NULL);
@@ -224,6 +248,10 @@ static void check_layer(const char *what, int n, int h, int w, int cin, layer_fn
         fill_distinct(x, len, 5);
     else if (input_kind == 3)
         fill_away_from_zero(x, len, 5, -1.0f, 7.0f);
+    else if (input_kind == 4)
+        fill_away_from(x, len, 5, -1.0f, 1.0f, 0.5f);
+    else if (input_kind == 5)
+        fill_uniform(x, len, 5, -6.0f, 6.0f);
     else
         fill_uniform(x, len, 5, -1.0f, 1.0f);
     gradcheck(what, m, n, training, x, tol);
@@ -389,6 +417,161 @@ TEST(nn_grad_add)
     check_layer("add (two branches, and x + x)", 2, 4, 4, 3, mk_add, NULL, 1, 0, 1e-2);
 }
 
+/* ---- explicit (asymmetric) padding ---- */
+
+typedef struct ex_arg {
+    nn_op op;
+    int cout, kh, kw, stride, pt, pl, pb, pr, groups;
+} ex_arg;
+
+static int mk_ex(nn_model *m, int in, const void *arg)
+{
+    const ex_arg *a = arg;
+    if (a->op == NN_OP_CONV)
+        return nn_conv2d_ex(m, in, a->cout, a->kh, a->kw, a->stride, a->stride, a->pt, a->pl,
+                            a->pb, a->pr, a->groups, 1);
+    if (a->op == NN_OP_MAXPOOL)
+        return nn_maxpool_ex(m, in, a->kh, a->kw, a->stride, a->stride, a->pt, a->pl, a->pb,
+                             a->pr);
+    return nn_avgpool_ex(m, in, a->kh, a->kw, a->stride, a->stride, a->pt, a->pl, a->pb, a->pr);
+}
+
+TEST(nn_grad_asymmetric_padding)
+{
+    static const struct {
+        const char *name;
+        int h, w, cin, input_kind;
+        ex_arg a;
+    } cases[] = {
+        /* TF "same" of a stride-2 conv on an even size, as ONNX exports spell it out. */
+        {"conv 3x3/2 pads 0,0,1,1", 6, 6, 3, 0, {NN_OP_CONV, 4, 3, 3, 2, 0, 0, 1, 1, 1}},
+        {"conv 2x3/1 pads 1,2,0,1", 5, 4, 2, 0, {NN_OP_CONV, 3, 2, 3, 1, 1, 2, 0, 1, 1}},
+        {"conv 1x3/1 pads 0,1,0,1", 4, 5, 3, 0, {NN_OP_CONV, 4, 1, 3, 1, 0, 1, 0, 1, 1}},
+        {"conv 3x1/2 pads 2,0,1,0", 7, 4, 2, 0, {NN_OP_CONV, 3, 3, 1, 2, 2, 0, 1, 0, 1}},
+        {"depthwise 3x3/2 pads 0,0,1,1", 6, 6, 4, 0, {NN_OP_CONV, 4, 3, 3, 2, 0, 0, 1, 1, 4}},
+        {"depthwise 5x5/2 pads 1,2,2,1", 7, 8, 4, 0, {NN_OP_CONV, 4, 5, 5, 2, 1, 2, 2, 1, 4}},
+        {"maxpool 3x3/2 pads 0,0,1,1", 6, 6, 2, 2, {NN_OP_MAXPOOL, 0, 3, 3, 2, 0, 0, 1, 1, 1}},
+        {"maxpool 2x2/1 pads 1,0,0,1", 4, 5, 2, 2, {NN_OP_MAXPOOL, 0, 2, 2, 1, 1, 0, 0, 1, 1}},
+        {"avgpool 3x3/2 pads 0,1,2,0", 6, 5, 2, 0, {NN_OP_AVGPOOL, 0, 3, 3, 2, 0, 1, 2, 0, 1}},
+        {"avgpool 2x2/1 pads 0,0,1,1", 3, 4, 3, 0, {NN_OP_AVGPOOL, 0, 2, 2, 1, 0, 0, 1, 1, 1}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_layer(cases[i].name, 2, cases[i].h, cases[i].w, cases[i].cin, mk_ex, &cases[i].a,
+                    1, cases[i].input_kind, 1e-2);
+}
+
+/* ---- layers for imported graphs ---- */
+
+static int mk_sigmoid(nn_model *m, int in, const void *arg)
+{
+    /* arg: put a conv in front (its parameters' gradients go through the sigmoid). */
+    if (arg)
+        in = nn_conv2d(m, in, 4, 3, 3, 1, NN_PAD_SAME, 1, 1);
+    return nn_sigmoid(m, in);
+}
+
+TEST(nn_grad_sigmoid)
+{
+    int conv = 1;
+    check_layer("sigmoid", 2, 3, 3, 4, mk_sigmoid, NULL, 1, 0, 1e-2);
+    /* Inputs out to +-6, where the slope is down to 0.0025. */
+    check_layer("sigmoid (wide inputs)", 2, 3, 3, 4, mk_sigmoid, NULL, 1, 5, 1e-2);
+    check_layer("conv + sigmoid", 2, 4, 4, 3, mk_sigmoid, &conv, 1, 0, 1e-2);
+}
+
+/* The operand forms nn_mul accepts, each checked for both operands' gradients: an
+ * operand computed by a conv gets its gradient checked through the conv's weights. */
+enum mul_case {
+    MUL_BRANCHES,      /* conv3x3(x) * conv1x1(x) */
+    MUL_SQUARE,        /* x * x: a == b */
+    MUL_SILU,          /* c * sigmoid(c), c = conv(x): b computed from a */
+    MUL_SE,            /* a * sigmoid(conv(conv(gap(a)))): squeeze-and-excitation */
+    MUL_SE_SWAPPED,    /* the same with the 1x1xC operand first */
+    MUL_CHAN_OF_INPUT, /* x * gap(x) straight on the input */
+};
+
+static int mk_mul(nn_model *m, int in, const void *arg)
+{
+    switch (*(const enum mul_case *)arg) {
+    case MUL_BRANCHES:
+        return nn_mul(m, nn_conv2d(m, in, 4, 3, 3, 1, NN_PAD_SAME, 1, 1),
+                      nn_conv2d(m, in, 4, 1, 1, 1, 0, 1, 1));
+    case MUL_SQUARE:
+        return nn_mul(m, in, in);
+    case MUL_SILU: {
+        int c = nn_conv2d(m, in, 4, 3, 3, 1, NN_PAD_SAME, 1, 1);
+        return nn_mul(m, c, nn_sigmoid(m, c));
+    }
+    case MUL_SE:
+    case MUL_SE_SWAPPED: {
+        int a = nn_conv2d(m, in, 4, 3, 3, 1, NN_PAD_SAME, 1, 1);
+        int s = nn_conv2d(m, nn_gap(m, a), 2, 1, 1, 1, 0, 1, 1);
+        s = nn_sigmoid(m, nn_conv2d(m, s, 4, 1, 1, 1, 0, 1, 1));
+        return *(const enum mul_case *)arg == MUL_SE ? nn_mul(m, a, s) : nn_mul(m, s, a);
+    }
+    case MUL_CHAN_OF_INPUT:
+        return nn_mul(m, in, nn_gap(m, in));
+    }
+    return PT_EUSAGE;
+}
+
+TEST(nn_grad_mul)
+{
+    static const struct {
+        const char *name;
+        enum mul_case k;
+    } cases[] = {
+        {"mul of two branches", MUL_BRANCHES},
+        {"mul x * x (one node twice)", MUL_SQUARE},
+        {"mul SiLU c * sigmoid(c)", MUL_SILU},
+        {"mul per channel (squeeze-and-excitation)", MUL_SE},
+        {"mul per channel, 1x1xC operand first", MUL_SE_SWAPPED},
+        {"mul per channel x * gap(x)", MUL_CHAN_OF_INPUT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_layer(cases[i].name, 2, 4, 3, 3, mk_mul, &cases[i].k, 1, 0, 1e-2);
+}
+
+static int mk_concat(nn_model *m, int in, const void *arg)
+{
+    switch (*(const int *)arg) {
+    case 0: /* two branches of different widths */
+        return nn_concat(m, nn_conv2d(m, in, 3, 3, 3, 1, NN_PAD_SAME, 1, 1),
+                         nn_conv2d(m, in, 5, 1, 1, 1, 0, 1, 1));
+    case 1: /* x with x: one node's gradient from two slices */
+        return nn_concat(m, in, in);
+    default: { /* DenseNet: a block's input, then its features, chained */
+        int f1 = nn_conv2d(m, in, 2, 3, 3, 1, NN_PAD_SAME, 1, 0);
+        int x = nn_concat(m, in, f1);
+        int f2 = nn_conv2d(m, x, 2, 3, 3, 1, NN_PAD_SAME, 1, 0);
+        return nn_concat(m, x, f2);
+    }
+    }
+}
+
+TEST(nn_grad_concat)
+{
+    int branches = 0, same = 1, dense = 2;
+    check_layer("concat of two branches (3 + 5 channels)", 2, 4, 3, 3, mk_concat, &branches, 1, 0,
+                1e-2);
+    check_layer("concat x with x", 2, 3, 3, 2, mk_concat, &same, 1, 0, 1e-2);
+    check_layer("concat chained (dense block)", 2, 4, 4, 3, mk_concat, &dense, 1, 0, 1e-2);
+}
+
+static int mk_clip(nn_model *m, int in, const void *arg)
+{
+    const float *b = arg;
+    return nn_clip(m, in, b[0], b[1]);
+}
+
+TEST(nn_grad_clip)
+{
+    /* About half the inputs clipped, none within 0.05 of a bound. */
+    float both[2] = {-0.5f, 0.5f}, low[2] = {-0.5f, INFINITY};
+    check_layer("clip [-0.5, 0.5]", 2, 3, 3, 4, mk_clip, both, 1, 4, 1e-2);
+    check_layer("clip [-0.5, inf)", 2, 3, 3, 4, mk_clip, low, 1, 4, 1e-2);
+}
+
 /* A small residual network through every plumbing path: fused BN activations, a BN
  * followed by an add (not fused), a ReLU after an add (not fused), shared gradient
  * storage, pooling and the head. */
@@ -427,6 +610,90 @@ TEST(nn_grad_frozen_backbone_input_gradient)
     float x[3 * 6 * 6 * 3];
     fill_uniform(x, sizeof x / sizeof x[0], 11, -1.0f, 1.0f);
     gradcheck("frozen residual network", m, 3, 1, x, 5e-2);
+    nn_model_free(m);
+}
+
+/* Every layer for imported graphs in one model: conv -> SiLU (mul by its own sigmoid)
+ * -> squeeze-and-excitation (mul by a per-channel scale computed from its GAP) ->
+ * concat with the conv's output -> clip -> GAP -> dense. */
+static int mk_imported(nn_model *m, int in)
+{
+    int c = nn_conv2d(m, in, 5, 3, 3, 1, NN_PAD_SAME, 1, 1);
+    int x = nn_mul(m, c, nn_sigmoid(m, c));
+    int s = nn_sigmoid(m, nn_conv2d(m, nn_gap(m, x), 5, 1, 1, 1, 0, 1, 1));
+    x = nn_mul(m, x, s);
+    x = nn_clip(m, nn_concat(m, x, c), -0.4f, 0.4f);
+    return nn_dense(m, nn_gap(m, x), 3);
+}
+
+TEST(nn_grad_imported_layers_two_replicas)
+{
+    /* Two contexts take 3 examples each, as the trainer's replicas do; their summed
+     * gradients must match finite differences of the loss over all 6, and equal what
+     * one context computes for the whole batch. */
+    enum { H = 6, W = 5, C = 3, N1 = 3, N2 = 3, K = 3 };
+    nn_model *m = nn_model_new(H, W, C);
+    int out = mk_imported(m, nn_input(m));
+    pt_err e;
+    T_REQUIRE(nn_model_finalize(m, out, &e) == PT_OK);
+    nn_model_init_params(m, 21);
+    randomize_constants(m, 22);
+    nn_model_set_input_grad(m, 1);
+    const size_t per = (size_t)H * W * C, np = nn_param_count(m);
+    float x[(N1 + N2) * H * W * C], R[(N1 + N2) * K];
+    fill_uniform(x, sizeof x / sizeof x[0], 23, -1.0f, 1.0f);
+    fill_uniform(R, sizeof R / sizeof R[0], 24, -1.0f, 1.0f);
+    nn_ctx *c1 = nn_ctx_new(m, N1, NULL), *c2 = nn_ctx_new(m, N2, NULL);
+    nn_ctx *all = nn_ctx_new(m, N1 + N2, NULL);
+    T_REQUIRE(c1 && c2 && all);
+    float *G = malloc(np * sizeof *G), GX[(N1 + N2) * H * W * C];
+    nn_zero_grads(c1);
+    nn_zero_grads(c2);
+    T_REQUIRE(nn_forward(c1, x, N1, 1, 1234, 0) && nn_forward(c2, x + N1 * per, N2, 1, 1234, N1));
+    T_REQUIRE(nn_backward(c1, R) == PT_OK && nn_backward(c2, R + N1 * K) == PT_OK);
+    for (size_t i = 0; i < np; i++)
+        G[i] = nn_grads(c1)[i] + nn_grads(c2)[i];
+    memcpy(GX, nn_ctx_input_grad(c1), N1 * per * sizeof *GX);
+    memcpy(GX + N1 * per, nn_ctx_input_grad(c2), N2 * per * sizeof *GX);
+
+    /* One context, the whole batch: the same sums up to rounding. */
+    nn_zero_grads(all);
+    T_REQUIRE(nn_forward(all, x, N1 + N2, 1, 1234, 0) != NULL);
+    T_REQUIRE(nn_backward(all, R) == PT_OK);
+    double gmax = 0.0, diff = 0.0, xdiff = 0.0;
+    for (size_t i = 0; i < np; i++) {
+        gmax = fmax(gmax, fabs(G[i]));
+        diff = fmax(diff, fabs(G[i] - nn_grads(all)[i]));
+    }
+    for (size_t i = 0; i < (N1 + N2) * per; i++)
+        xdiff = fmax(xdiff, fabs(GX[i] - nn_ctx_input_grad(all)[i]));
+    T_CHECKF(diff <= 1e-5 * gmax && xdiff <= 1e-5,
+             "two replicas vs one context: parameter gradients differ by %g (largest %g), "
+             "input gradients by %g", diff, gmax, xdiff);
+
+    fd f = {c1, x, N1, 1, R, N1 * K, c2, N2, per, N2 * K};
+    double L0 = loss_at(&f);
+    fd_result ri = compare(&f, x, (N1 + N2) * per, GX, NULL, L0);
+    T_CHECKF(ri.max_err <= 5e-2 && ri.skipped * 10 <= ri.checked,
+             "input gradient: max rel err %.3g at %zu (analytic %.6g numeric %.6g), %d checked, "
+             "%d skipped at kinks", ri.max_err, ri.worst, ri.worst_a, ri.worst_n, ri.checked,
+             ri.skipped);
+    fd_result rp = compare(&f, nn_params(m), np, G, NULL, L0);
+    T_CHECKF(rp.max_err <= 5e-2 && rp.skipped * 10 <= rp.checked,
+             "parameter gradient: max rel err %.3g at %zu (analytic %.6g numeric %.6g), "
+             "%d checked, %d skipped at kinks", rp.max_err, rp.worst, rp.worst_a, rp.worst_n,
+             rp.checked, rp.skipped);
+    /* The clip does clip: some of its outputs sit on a bound. */
+    const float *y = nn_ctx_output(all, out - 2);
+    size_t on_bound = 0, total = (size_t)(N1 + N2) * H * W * 10;
+    for (size_t i = 0; i < total; i++)
+        on_bound += y[i] == -0.4f || y[i] == 0.4f;
+    T_CHECKF(on_bound > total / 20 && on_bound < total * 19 / 20, "%zu of %zu clipped",
+             on_bound, total);
+    free(G);
+    nn_ctx_free(c1);
+    nn_ctx_free(c2);
+    nn_ctx_free(all);
     nn_model_free(m);
 }
 

@@ -27,9 +27,9 @@
  * a negative PT_E* code; the first builder error is kept and nn_model_finalize()
  * reports it, so a model can be described without checking every call.
  *
- * Sources: nn_model.c (builder, layout, init, freezing, FLOPs, summary, BN update),
- * nn_ctx.c (contexts, forward, backward), nn_conv.c, nn_layers.c, nn_loss.c, and
- * nn_models.c (nn_models.h: the built-in models). nn_impl.h is internal.
+ * Sources: nn_build.c (builder), nn_model.c (finalize, layout, init, freezing, FLOPs,
+ * summary, BN update), nn_ctx.c (contexts, forward, backward), nn_conv.c, nn_layers.c,
+ * nn_loss.c, and nn_models.c (nn_models.h: the built-in models). nn_impl.h is internal.
  */
 #ifndef PT_NN_H
 #define PT_NN_H
@@ -63,6 +63,10 @@ typedef enum nn_op {
     NN_OP_DROPOUT,
     NN_OP_DENSE,    /* flattens its input: h*w*c -> cout */
     NN_OP_ADD,
+    NN_OP_SIGMOID,
+    NN_OP_MUL,      /* elementwise, or per channel (a 1x1xC operand scales each channel) */
+    NN_OP_CONCAT,   /* along channels */
+    NN_OP_CLIP,
 } nn_op;
 
 typedef enum nn_init_kind {
@@ -101,6 +105,20 @@ int nn_relu6(nn_model *m, int in);
 /* Windows k x k. Padded pixels never win a max and are not counted by the average. */
 int nn_maxpool(nn_model *m, int in, int k, int stride, int pad);
 int nn_avgpool(nn_model *m, int in, int k, int stride, int pad);
+/* ONNX-style windows: kh x kw, a stride per axis and explicit padding on each side,
+ * as ONNX's pads = [top, left, bottom, right] give it (auto_pad SAME_UPPER is the
+ * NN_PAD_SAME of the functions above). Each pad is >= 0 and smaller than the window
+ * side it extends. Output per axis: floor((in + lead + trail - k) / stride) + 1.
+ * What the kernels do not do is refused (PT_EUSAGE): stride_h != stride_w, and pool
+ * windows with kh != kw. Pools as above: padding never wins a max nor counts in an
+ * average (ONNX's count_include_pad = 0). nn_conv2d / nn_maxpool / nn_avgpool are
+ * these with their pad resolved to the four sides. */
+int nn_conv2d_ex(nn_model *m, int in, int cout, int kh, int kw, int stride_h, int stride_w,
+                 int pad_t, int pad_l, int pad_b, int pad_r, int groups, int bias);
+int nn_maxpool_ex(nn_model *m, int in, int kh, int kw, int stride_h, int stride_w, int pad_t,
+                  int pad_l, int pad_b, int pad_r);
+int nn_avgpool_ex(nn_model *m, int in, int kh, int kw, int stride_h, int stride_w, int pad_t,
+                  int pad_l, int pad_b, int pad_r);
 int nn_gap(nn_model *m, int in);
 /* Inverted dropout: keeps with probability 1 - rate and scales kept values by
  * 1 / (1 - rate) in training; identity in inference. 0 <= rate < 1. */
@@ -108,6 +126,21 @@ int nn_dropout(nn_model *m, int in, float rate);
 /* Weights [h*w*c][cout] row-major, then cout biases. */
 int nn_dense(nn_model *m, int in, int cout);
 int nn_add(nn_model *m, int a, int b);
+/* y = 1 / (1 + exp(-x)), computed without overflow for any x (saturates to 0 and 1). */
+int nn_sigmoid(nn_model *m, int in);
+/* y = a * b. b has a's shape, or b is 1 x 1 x C against a's H x W x C: each channel of
+ * a scaled by b's value for it (squeeze-and-excitation). Multiplication commutes, so a
+ * 1 x 1 x C a against an H x W x C b is accepted too; the node then records the full
+ * size operand as its first input. a == b, or b computed from a (SiLU is
+ * nn_mul(m, x, nn_sigmoid(m, x))), is fine: both gradients add up. */
+int nn_mul(nn_model *m, int a, int b);
+/* Channel concatenation: H x W x Ca and H x W x Cb -> H x W x (Ca + Cb), a's channels
+ * first. More inputs: chain the calls. */
+int nn_concat(nn_model *m, int a, int b);
+/* y = min(max(x, lo), hi), lo <= hi (either may be infinite). The gradient passes
+ * where lo <= x <= hi, boundaries included, as torch.clamp's does (hardtanh and
+ * nn_relu6 pass none at the boundaries); NaN passes none. */
+int nn_clip(nn_model *m, int in, float lo, float hi);
 /* Choose the initialiser of conv weights (before nn_model_finalize; default He normal). */
 void nn_model_set_conv_init(nn_model *m, nn_init_kind kind);
 
@@ -157,7 +190,9 @@ typedef struct nn_node_info {
     int in[2];           /* input node ids, -1 when unused */
     int h, w, c;         /* output shape per example */
     int kh, kw, stride, groups, has_bias;   /* conv and pools */
+    int pad_t, pad_l, pad_b, pad_r;         /* conv and pools: padding on each side */
     float rate;          /* dropout */
+    float lo, hi;        /* clip */
     size_t param_offset; /* into nn_params(): weights (or BN gamma), then bias (BN beta) */
     size_t weight_count; /* conv/dense weights; BN gamma */
     size_t bias_count;   /* conv/dense bias; BN beta */
@@ -175,10 +210,10 @@ void nn_model_input_shape(const nn_model *m, int *h, int *w, int *c);
 
 /* FLOPs for n examples, counting only the multiply-adds of conv (depthwise included)
  * and dense layers, 2 per multiply-add: the work a matrix unit does. Elementwise
- * layers (BN, activations, pooling, add, dropout) count 0. with_backward adds what
- * backward actually runs under the current freezing: the weight gradient of each
- * trainable layer and the input gradient where one is needed (never for the first
- * conv). nn_node_flops is the same for one node. */
+ * layers (BN, activations, pooling, add, mul, concat, clip, dropout) count 0.
+ * with_backward adds what backward actually runs under the current freezing: the
+ * weight gradient of each trainable layer and the input gradient where one is needed
+ * (never for the first conv). nn_node_flops is the same for one node. */
 double nn_flops(const nn_model *m, int n, int with_backward);
 double nn_node_flops(const nn_model *m, int node, int n, int with_backward);
 

@@ -359,6 +359,23 @@ static void forward_node(nn_ctx *c, int i, const float *input, int n, int traini
     case NN_OP_ADD:
         nn_add_fwd((size_t)n * nd->len, x, c->outp[nd->in[1]], y);
         break;
+    case NN_OP_SIGMOID:
+        nn_sigmoid_fwd((size_t)n * nd->len, x, y);
+        break;
+    case NN_OP_MUL:
+        /* The builder puts the full-size operand first; the second matches it or is
+         * one value per channel. */
+        if (m->nodes[nd->in[1]].len == nd->len)
+            nn_mul_fwd((size_t)n * nd->len, x, c->outp[nd->in[1]], y);
+        else
+            nn_mul_chan_fwd(n, nd->h * nd->w, nd->c, x, c->outp[nd->in[1]], y);
+        break;
+    case NN_OP_CONCAT:
+        nn_concat_fwd(rows, src->c, m->nodes[nd->in[1]].c, x, c->outp[nd->in[1]], y);
+        break;
+    case NN_OP_CLIP:
+        nn_clip_fwd((size_t)n * nd->len, nd->lo, nd->hi, x, y);
+        break;
     }
 }
 
@@ -474,6 +491,35 @@ static void backward_node(nn_ctx *c, int i, int n)
             nn_copy_grad(len, g, dx1, acc1);
         break;
     }
+    case NN_OP_SIGMOID:
+        if (dx)
+            nn_sigmoid_bwd(len, y, g, dx, acc);
+        break;
+    case NN_OP_MUL: {
+        /* dx is written in full before the second target is asked for: with a == b the
+         * two targets are one buffer, and the second call then says to add. */
+        const float *xb = c->outp[nd->in[1]];
+        const int chan = m->nodes[nd->in[1]].len != nd->len;
+        if (dx && chan)
+            nn_mul_chan_bwd(n, nd->h * nd->w, nd->c, x, xb, g, dx, acc, NULL, 0);
+        else if (dx)
+            nn_mul_bwd(len, g, xb, dx, acc);
+        float *dx1 = grad_target(c, i, 1, &acc1);
+        if (dx1 && chan)
+            nn_mul_chan_bwd(n, nd->h * nd->w, nd->c, x, xb, g, NULL, 0, dx1, acc1);
+        else if (dx1)
+            nn_mul_bwd(len, g, x, dx1, acc1);
+        break;
+    }
+    case NN_OP_CONCAT: {
+        float *dx1 = grad_target(c, i, 1, &acc1);
+        nn_concat_bwd(rows, src->c, m->nodes[nd->in[1]].c, g, dx, acc, dx1, acc1);
+        break;
+    }
+    case NN_OP_CLIP:
+        if (dx)
+            nn_clip_bwd(len, nd->lo, nd->hi, x, g, dx, acc);
+        break;
     }
 }
 

@@ -21,7 +21,10 @@ typedef struct nn_node {
     int h, w, c;             /* output shape per example */
     size_t len;              /* h * w * c */
     int kh, kw, stride, pad_t, pad_l, groups, has_bias;  /* conv, pools */
+    int pad_b, pad_r;        /* conv, pools: only for the description (the kernels skip
+                                what lies outside the input; the output size holds it) */
     float rate;              /* dropout */
+    float lo, hi;            /* clip */
     float *aff;              /* affine: scale[c] then shift[c] (owned by the model) */
     size_t p_off, w_len, b_len;     /* parameters */
     size_t buf_off, buf_len;        /* buffers (BN running mean, var) */
@@ -148,5 +151,29 @@ void nn_dense_bwd(int n, int cin, int cout, const float *x, const float *wt, con
 void nn_add_fwd(size_t len, const float *a, const float *b, float *y);
 /* dx = dy or dx += dy. */
 void nn_copy_grad(size_t len, const float *dy, float *dx, int accum);
+
+/* ---- layers for imported graphs (nn_ops.c) ----
+ * The elementwise MUL of two equal shapes uses nn_mul_fwd / nn_mul_bwd above (once
+ * per operand, the other operand standing in for the mask). */
+
+void nn_sigmoid_fwd(size_t len, const float *x, float *y);
+/* From the output alone: dx = dy * y * (1 - y). */
+void nn_sigmoid_bwd(size_t len, const float *y, const float *dy, float *dx, int accum);
+/* a: n x hw x c, s: n x c; y = a * s per channel. */
+void nn_mul_chan_fwd(int n, int hw, int c, const float *a, const float *s, float *y);
+/* da (n x hw x c) and ds (n x c, the sum over the hw pixels); either may be NULL. Each
+ * is overwritten, or added to when its accum flag is set. */
+void nn_mul_chan_bwd(int n, int hw, int c, const float *a, const float *s, const float *dy,
+                     float *da, int accum_a, float *ds, int accum_s);
+/* rows pixels: y = [a (ca channels), b (cb channels)]. */
+void nn_concat_fwd(long rows, int ca, int cb, const float *a, const float *b, float *y);
+/* The slice of dy for each input; da or db may be NULL. da is complete before db is
+ * touched, so the two may be one buffer (concat of x with x, db's accum then set). */
+void nn_concat_bwd(long rows, int ca, int cb, const float *dy, float *da, int accum_a,
+                   float *db, int accum_b);
+void nn_clip_fwd(size_t len, float lo, float hi, const float *x, float *y);
+/* From the input: dx = dy where lo <= x <= hi, else 0. */
+void nn_clip_bwd(size_t len, float lo, float hi, const float *x, const float *dy, float *dx,
+                 int accum);
 
 #endif
