@@ -4,8 +4,10 @@
 #include "tests/t.h"
 
 #include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "nn/nn.h"
 
@@ -477,5 +479,46 @@ TEST(nn_ex_builders_refuse_what_the_kernels_lack)
      * strides and lopsided pads. */
     nn_model *m = nn_model_new(6, 6, 2);
     T_CHECK(nn_conv2d_ex(m, nn_input(m), 2, 1, 5, 2, 2, 0, 2, 0, 1, 1, 0) >= 0);
+    nn_model_free(m);
+}
+
+TEST(nn_batchnorm_uses_each_layers_epsilon_and_momentum)
+{
+    /* One channel over 4 pixels; gamma 2, beta 0.5; running mean 1, var 0.25. */
+    static const float x[] = {0.0f, 1.0f, 2.0f, 5.0f};
+    const float eps[2] = {1e-3f, 1e-5f};
+    const float mom[2] = {0.99f, 0.9f};
+    for (int k = 0; k < 2; k++) {
+        nn_model *m = nn_model_new(2, 2, 1);
+        int bn = k == 0 ? nn_batchnorm(m, nn_input(m)) : nn_batchnorm_ex(m, nn_input(m), eps[k], mom[k]);
+        T_REQUIRE(nn_model_finalize(m, bn, NULL) == PT_OK);
+        float *p = nn_params(m), *b = nn_buffers(m);
+        p[0] = 2.0f;
+        p[1] = 0.5f;
+        b[0] = 1.0f;
+        b[1] = 0.25f;
+        nn_ctx *c = nn_ctx_new(m, 1, NULL);
+        T_REQUIRE(c != NULL);
+        const float *y = nn_forward(c, x, 1, 0, 0, 0); /* inference: running statistics */
+        T_REQUIRE(y != NULL);
+        for (int i = 0; i < 4; i++) {
+            double want = 2.0 * (x[i] - 1.0) / sqrt(0.25 + (double)eps[k]) + 0.5;
+            T_NEAR(y[i], want, 1e-5 * fabs(want) + 1e-6);
+        }
+        /* Training: the batch mean 2 and unbiased variance 14/3 move the running ones
+         * by (1 - momentum). */
+        T_REQUIRE(nn_forward(c, x, 1, 1, 0, 0) != NULL);
+        nn_model_update_bn(m, &c, 1);
+        T_NEAR(b[0], mom[k] * 1.0 + (1.0 - mom[k]) * 2.0, 1e-6);
+        T_NEAR(b[1], mom[k] * 0.25 + (1.0 - mom[k]) * (14.0 / 3.0), 1e-5);
+        nn_ctx_free(c);
+        nn_model_free(m);
+    }
+    nn_model *m = nn_model_new(2, 2, 1);
+    pt_err e;
+    int bn = nn_batchnorm_ex(m, nn_input(m), 0.0f, 0.9f);
+    T_CHECK(bn < 0);
+    T_CHECK(nn_model_finalize(m, bn, &e) != PT_OK);
+    T_CHECKF(strstr(e.msg, "epsilon") != NULL, "%s", e.msg);
     nn_model_free(m);
 }

@@ -46,7 +46,8 @@
 #define NN_PAD_SAME (-1)
 #define NN_PAD_VALID (-2)
 
-/* BatchNormalization constants (Keras defaults). */
+/* BatchNormalization's defaults (Keras's): nn_batchnorm() uses them; nn_batchnorm_ex()
+ * takes a layer's own, as imported graphs carry them (PyTorch: 1e-5 and 0.9). */
 #define NN_BN_EPS 1e-3f
 #define NN_BN_MOMENTUM 0.99f
 
@@ -100,6 +101,9 @@ int nn_affine(nn_model *m, int in, const float *scale, const float *shift);
 int nn_conv2d(nn_model *m, int in, int cout, int kh, int kw, int stride, int pad, int groups,
               int bias);
 int nn_batchnorm(nn_model *m, int in);
+/* eps is added to the variance; the running statistics move as
+ * running = momentum * running + (1 - momentum) * batch. */
+int nn_batchnorm_ex(nn_model *m, int in, float eps, float momentum);
 int nn_relu(nn_model *m, int in);
 int nn_relu6(nn_model *m, int in);
 /* Windows k x k. Padded pixels never win a max and are not counted by the average. */

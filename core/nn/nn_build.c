@@ -275,9 +275,18 @@ int nn_conv2d_ex(nn_model *m, int in, int cout, int kh, int kw, int stride_h, in
 
 int nn_batchnorm(nn_model *m, int in)
 {
+    return nn_batchnorm_ex(m, in, NN_BN_EPS, NN_BN_MOMENTUM);
+}
+
+int nn_batchnorm_ex(nn_model *m, int in, float eps, float momentum)
+{
     int rc = check_in(m, in, "batchnorm");
     if (rc)
         return rc;
+    /* Written so that NaN fails too. */
+    if (!(eps > 0.0f && eps < 1.0f) || !(momentum >= 0.0f && momentum < 1.0f))
+        return fail(m, PT_EUSAGE, "batchnorm: epsilon %g must be in (0, 1) and momentum %g in [0, 1)",
+                    (double)eps, (double)momentum);
     int id = push(m, NN_OP_BN, in, -1);
     if (id < 0)
         return id;
@@ -285,6 +294,8 @@ int nn_batchnorm(nn_model *m, int in)
     set_len(nd);
     nd->w_len = nd->b_len = (size_t)nd->c;
     nd->buf_len = 2 * (size_t)nd->c;
+    nd->bn_eps = eps;
+    nd->bn_momentum = momentum;
     return id;
 }
 

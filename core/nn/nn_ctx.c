@@ -313,7 +313,7 @@ static void forward_node(nn_ctx *c, int i, const float *input, int n, int traini
         if (training && nd->trainable) {
             float *mean = c->bn_mean + nd->bn_coff, *is = c->bn_invstd + nd->bn_coff;
             float *var_u = c->fscratch + 2 * m->max_c;
-            nn_bn_fwd_train(rows, nd->c, x, P, P + nd->c, nd->fused_act, y, mean, is, var_u,
+            nn_bn_fwd_train(rows, nd->c, nd->bn_eps, x, P, P + nd->c, nd->fused_act, y, mean, is, var_u,
                             c->dscratch, c->fscratch);
             double *rm = c->rec_mean + nd->bn_coff, *rv = c->rec_var + nd->bn_coff;
             for (int j = 0; j < nd->c; j++) {
@@ -323,7 +323,7 @@ static void forward_node(nn_ctx *c, int i, const float *input, int n, int traini
             c->rec_w[nd->bn_slot] += n;
         } else {
             const float *rb = m->bufs + nd->buf_off;
-            nn_bn_fwd_infer(rows, nd->c, x, P, P + nd->c, rb, rb + nd->c, nd->fused_act, y,
+            nn_bn_fwd_infer(rows, nd->c, nd->bn_eps, x, P, P + nd->c, rb, rb + nd->c, nd->fused_act, y,
                             c->fscratch);
         }
         break;
@@ -450,7 +450,7 @@ static void backward_node(nn_ctx *c, int i, int n)
                       c->bn_invstd + nd->bn_coff, nd->fused_act, dx, acc, G, G ? G + nd->c : NULL,
                       c->dscratch, c->fscratch);
         else if (dx)
-            nn_bn_bwd_frozen(rows, nd->c, y, g, P, m->bufs + nd->buf_off + nd->c, nd->fused_act,
+            nn_bn_bwd_frozen(rows, nd->c, nd->bn_eps, y, g, P, m->bufs + nd->buf_off + nd->c, nd->fused_act,
                              dx, acc, c->fscratch);
         break;
     case NN_OP_RELU:

@@ -29,6 +29,8 @@ typedef struct nn_node {
     size_t p_off, w_len, b_len;     /* parameters */
     size_t buf_off, buf_len;        /* buffers (BN running mean, var) */
     size_t bn_coff;          /* BN: offset of its channels in the context's BN arrays */
+    float bn_eps;            /* BN: added to the variance */
+    float bn_momentum;       /* BN: running = momentum * running + (1 - momentum) * batch */
     int bn_slot;             /* BN: index among the BN layers */
     /* Filled by nn_model_finalize(). */
     int live;                /* the output depends on it */
@@ -111,17 +113,17 @@ void nn_affine_fwd(long rows, int c, const float *x, const float *scale, const f
 void nn_affine_bwd(long rows, int c, const float *dy, const float *scale, float *dx, int accum);
 /* Training: normalises with the batch statistics (returned in mean, invstd, and the
  * unbiased variance in var_u), then applies act (0, NN_OP_RELU, NN_OP_RELU6). */
-void nn_bn_fwd_train(long rows, int c, const float *x, const float *gamma, const float *beta,
+void nn_bn_fwd_train(long rows, int c, float eps, const float *x, const float *gamma, const float *beta,
                      int act, float *y, float *mean, float *invstd, float *var_u,
                      double *dscratch, float *fscratch);
-void nn_bn_fwd_infer(long rows, int c, const float *x, const float *gamma, const float *beta,
+void nn_bn_fwd_infer(long rows, int c, float eps, const float *x, const float *gamma, const float *beta,
                      const float *rmean, const float *rvar, int act, float *y, float *fscratch);
 /* dgamma/dbeta (NULL: frozen) are added to; dx (NULL: not needed) written or added. */
 void nn_bn_bwd(long rows, int c, const float *x, const float *y, const float *dy,
                const float *gamma, const float *mean, const float *invstd, int act, float *dx,
                int accum, float *dgamma, float *dbeta, double *dscratch, float *fscratch);
 /* Backward through a BN that ran in inference mode (frozen). */
-void nn_bn_bwd_frozen(long rows, int c, const float *y, const float *dy, const float *gamma,
+void nn_bn_bwd_frozen(long rows, int c, float eps, const float *y, const float *dy, const float *gamma,
                       const float *rvar, int act, float *dx, int accum, float *fscratch);
 void nn_act_fwd(size_t len, int act, const float *x, float *y);
 void nn_act_bwd(size_t len, int act, const float *y, const float *dy, float *dx, int accum);

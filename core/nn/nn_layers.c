@@ -97,7 +97,7 @@ static void scale_shift_act(long rows, int c, const float *restrict x, const flo
     }
 }
 
-void nn_bn_fwd_train(long rows, int c, const float *x, const float *gamma, const float *beta,
+void nn_bn_fwd_train(long rows, int c, float eps, const float *x, const float *gamma, const float *beta,
                      int act, float *y, float *mean, float *invstd, float *var_u,
                      double *dscratch, float *fscratch)
 {
@@ -129,7 +129,7 @@ void nn_bn_fwd_train(long rows, int c, const float *x, const float *gamma, const
     float *a = fscratch, *b = fscratch + c;
     for (int j = 0; j < c; j++) {
         double var = m2[j] / (double)rows;
-        double is = 1.0 / sqrt(var + (double)NN_BN_EPS);
+        double is = 1.0 / sqrt(var + (double)eps);
         mean[j] = (float)mu[j];
         invstd[j] = (float)is;
         var_u[j] = (float)(rows > 1 ? m2[j] / (double)(rows - 1) : var);
@@ -139,12 +139,12 @@ void nn_bn_fwd_train(long rows, int c, const float *x, const float *gamma, const
     scale_shift_act(rows, c, x, a, b, act, y);
 }
 
-void nn_bn_fwd_infer(long rows, int c, const float *x, const float *gamma, const float *beta,
+void nn_bn_fwd_infer(long rows, int c, float eps, const float *x, const float *gamma, const float *beta,
                      const float *rmean, const float *rvar, int act, float *y, float *fscratch)
 {
     float *a = fscratch, *b = fscratch + c;
     for (int j = 0; j < c; j++) {
-        double is = 1.0 / sqrt((double)rvar[j] + (double)NN_BN_EPS);
+        double is = 1.0 / sqrt((double)rvar[j] + (double)eps);
         a[j] = (float)((double)gamma[j] * is);
         b[j] = (float)((double)beta[j] - (double)rmean[j] * (double)gamma[j] * is);
     }
@@ -259,12 +259,12 @@ void nn_bn_bwd(long rows, int c, const float *x, const float *y, const float *dy
     bn_bwd_dx(rows, c, act, x, y, dy, p, q, rr, dx, accum);
 }
 
-void nn_bn_bwd_frozen(long rows, int c, const float *y, const float *dy, const float *gamma,
+void nn_bn_bwd_frozen(long rows, int c, float eps, const float *y, const float *dy, const float *gamma,
                       const float *rvar, int act, float *dx, int accum, float *fscratch)
 {
     float *a = fscratch, *zero = fscratch + c;
     for (int j = 0; j < c; j++) {
-        a[j] = (float)((double)gamma[j] / sqrt((double)rvar[j] + (double)NN_BN_EPS));
+        a[j] = (float)((double)gamma[j] / sqrt((double)rvar[j] + (double)eps));
         zero[j] = 0.0f;
     }
     /* Same form as training's dx with q = r = 0 (y stands in for the unused x). */

@@ -457,7 +457,7 @@ void nn_model_update_bn(nn_model *m, nn_ctx *const *ctxs, int count)
                 sm += ctxs[k]->rec_mean[nd->bn_coff + (size_t)j];
                 sv += ctxs[k]->rec_var[nd->bn_coff + (size_t)j];
             }
-            const double mom = (double)NN_BN_MOMENTUM;
+            const double mom = (double)nd->bn_momentum;
             rm[j] = (float)(mom * rm[j] + (1.0 - mom) * sm / w);
             rv[j] = (float)(mom * rv[j] + (1.0 - mom) * sv / w);
         }
