@@ -57,12 +57,12 @@ APP_SRC   := $(sort $(wildcard src/*.c))
 TEST_SRC  := $(sort $(wildcard tests/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
-GEN_SRC   := $(BUILD)/gen/example.pb-c.c $(BUILD)/gen/classes104.c $(BUILD)/gen/demo_params.c \
-             $(BUILD)/gen/imagenet1000.c
-GEN_HDR   := $(BUILD)/gen/example.pb-c.h
+GEN_SRC   := $(BUILD)/gen/example.pb-c.c $(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/classes104.c \
+             $(BUILD)/gen/demo_params.c $(BUILD)/gen/imagenet1000.c
+GEN_HDR   := $(BUILD)/gen/example.pb-c.h $(BUILD)/gen/onnx.pb-c.h
 
-CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/example.pb-c.o $(BUILD)/gen/classes104.o \
-             $(BUILD)/gen/demo_params.o $(BUILD)/gen/imagenet1000.o
+CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/example.pb-c.o $(BUILD)/gen/onnx.pb-c.o \
+             $(BUILD)/gen/classes104.o $(BUILD)/gen/demo_params.o $(BUILD)/gen/imagenet1000.o
 UI_OBJ    := $(UI_SRC:%.c=$(BUILD)/%.o)
 APP_OBJ   := $(APP_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/list.o
@@ -116,6 +116,12 @@ $(BUILD)/gen/example.pb-c.c $(BUILD)/gen/example.pb-c.h: core/io/example.proto
 	@mkdir -p $(BUILD)/gen
 	@echo "  PROTOC  $<"
 	$(Q)$(PROTOC_C) --proto_path=core/io --c_out=$(BUILD)/gen core/io/example.proto
+
+# The subset of ONNX's onnx.proto that the ONNX reader (core/io/onnx.c) needs.
+$(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h: core/io/onnx.proto
+	@mkdir -p $(BUILD)/gen
+	@echo "  PROTOC  $<"
+	$(Q)$(PROTOC_C) --proto_path=core/io --c_out=$(BUILD)/gen core/io/onnx.proto
 
 # Class names, one per line in assets/, compiled in as C arrays so the binary needs
 # no data files: the competition's 104 flowers, and the 1,000 ImageNet classes in
