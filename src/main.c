@@ -88,6 +88,8 @@ static void help(void)
            "  petal-tui demo [--cache DIR]       generate the demo dataset, print its folder\n"
            "  petal-tui lr-schedule [OPTIONS]    print a learning-rate schedule\n"
            "  petal-tui preview [OPTIONS] --out FILE.png   augmentation preview grid\n"
+           "  petal-tui classify MODEL.onnx IMAGE...   top ImageNet classes of JPEGs\n"
+           "  petal-tui model MODEL.onnx [--classes N]   the layers an ONNX graph becomes\n"
            "  petal-tui --help | --version\n"
            "\n"
            "training options (also keys of the config file, without the dashes):\n",
@@ -123,6 +125,10 @@ int main(int argc, char **argv)
             return cmd_preview(argc - 1, argv + 1);
         if (!strcmp(c, "lr-schedule"))
             return cmd_lr_schedule(argc - 1, argv + 1);
+        if (!strcmp(c, "classify"))
+            return cmd_classify(argc - 1, argv + 1);
+        if (!strcmp(c, "model"))
+            return cmd_model(argc - 1, argv + 1);
         if (c[0] != '-') {
             fprintf(stderr, "petal-tui: unknown command '%s' (try --help)\n", c);
             return 1;

@@ -300,3 +300,37 @@ TEST(cli_make_install_honours_prefix_and_destdir)
         T_CHECKF(util_is_file(cmd), "missing %s", files[i]);
     }
 }
+
+TEST(cli_model_and_classify_an_onnx_graph)
+{
+    char *out;
+    /* The layers an exported net becomes, and what a new head replaces. */
+    T_EQ_INT(run(&out, "%s model tests/data/import/blocks.onnx --size 32 --classes 3 2>&1", NULL,
+                 NULL),
+             0);
+    T_CHECKF(strstr(out, "27 ONNX nodes") && strstr(out, "cut for the new head: Gemm") &&
+                 strstr(out, "dense 3"),
+             "%s", out);
+    free(out);
+    /* classify: the zoo's MobileNetV2 on a daisy photo says daisy first. */
+    T_EQ_INT(run(&out, "%s classify %s %s --top 3 2>&1",
+                 t_data("weights/mobilenetv2-12-int8.onnx"),
+                 t_data("flower-jpegs-128/daisy/100080576_f52e8ee070_n.jpg")),
+             0);
+    T_CHECKF(strstr(out, "   985  daisy") != NULL, "%s", out);
+    free(out);
+    /* Errors: an operator it cannot map, an image that is not a JPEG, no image. */
+    T_EQ_INT(run(&out, "%s classify tests/data/import/unsupported.onnx README.md 2>&1", NULL,
+                 NULL),
+             2);
+    T_CHECKF(strstr(out, "node 1 'squash' (Tanh)") != NULL, "%s", out);
+    free(out);
+    T_EQ_INT(run(&out, "%s classify tests/data/import/blocks.onnx README.md --size 32 --norm none 2>&1",
+                 NULL, NULL),
+             2);
+    T_CHECKF(strstr(out, "README.md") != NULL, "%s", out);
+    free(out);
+    T_EQ_INT(run(&out, "%s classify tests/data/import/blocks.onnx 2>&1", NULL, NULL), 1);
+    T_CHECKF(strstr(out, "usage: petal-tui classify") != NULL, "%s", out);
+    free(out);
+}

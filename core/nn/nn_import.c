@@ -1,0 +1,983 @@
+/* nn_import — ONNX graphs onto the layer library (see nn_import.h).
+ *
+ * One pass over the nodes in file order (ONNX files are topologically sorted)
+ * builds the layers and notes, for each layer with weights, where they come from;
+ * after nn_model_finalize() lays the parameters out, a second pass copies and
+ * converts them. Every ONNX value name maps to a layer (or to a shape computation,
+ * the Shape -> Gather -> Unsqueeze -> Concat chains exporters write to feed a
+ * Reshape). */
+#include "nn/nn_import.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SUPPORTED                                                                              \
+    "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add, Concat, MaxPool, AveragePool, " \
+    "GlobalAveragePool, Flatten, Reshape, Gemm, MatMul, Dropout, Identity, Constant, Softmax " \
+    "(last), QuantizeLinear, DequantizeLinear, QLinearConv, QLinearAdd, "                     \
+    "QLinearGlobalAveragePool, QLinearMatMul; Shape, Gather, Unsqueeze, Squeeze, Cast and "   \
+    "Concat where they compute a Reshape's shape"
+
+typedef enum vkind { V_NODE = 1, V_SHAPE } vkind;
+
+/* What an ONNX value name is in the library. */
+typedef struct val {
+    const char *name;
+    vkind kind;
+    int node;           /* V_NODE: the layer */
+    int flat;           /* the layer's h x w x c map, flattened in NCHW order */
+} val;
+
+typedef enum fkind { F_CONV, F_QCONV, F_BN, F_DENSE } fkind;
+
+/* A layer whose weights come from the file. */
+typedef struct fill {
+    fkind kind;
+    int node;
+    const onnx_node *src;
+    int trans_b;        /* F_DENSE: B is [cout][cin] */
+    float alpha, beta;  /* F_DENSE: Gemm's factors */
+    int quant;          /* F_DENSE: B is quantized (QLinearMatMul) */
+    int flat_h, flat_w, flat_c; /* F_DENSE after an NCHW flatten: its map's shape */
+    const onnx_node *bias_src;  /* F_DENSE: an Add or QLinearAdd carrying the bias */
+    int bias_slot;      /* which input of bias_src is the constant */
+} fill;
+
+typedef struct imp {
+    const onnx_model *om;
+    const nn_import_opts *o;
+    nn_model *m;
+    pt_err *e;
+    val *v;
+    size_t nv, vcap;
+    fill *f;
+    size_t nf, fcap;
+    int quantized;
+} imp;
+
+/* ------------------------------------------------------------------------------ */
+/* errors */
+
+static int node_err(imp *I, const onnx_node *n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static int node_err(imp *I, const onnx_node *n, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return err_set(I->e, PT_EFORMAT, I->om->path, PT_NO_RECORD, PT_NO_OFFSET,
+                   "node %d '%s' (%s): %s", n->index, n->name, n->op_type, msg);
+}
+
+/* The builder records its first error in the model; turn it into one naming the node. */
+static int built(imp *I, const onnx_node *n, int id)
+{
+    if (id >= 0)
+        return id;
+    pt_err be;
+    nn_model_finalize(I->m, id, &be);
+    return node_err(I, n, "%s", be.msg);
+}
+
+/* ------------------------------------------------------------------------------ */
+/* values */
+
+static val *find_val(imp *I, const char *name)
+{
+    for (size_t i = I->nv; i-- > 0;)
+        if (!strcmp(I->v[i].name, name))
+            return &I->v[i];
+    return NULL;
+}
+
+static int set_val(imp *I, const char *name, vkind kind, int node, int flat)
+{
+    if (I->nv == I->vcap) {
+        size_t cap = I->vcap ? 2 * I->vcap : 256;
+        val *nv = realloc(I->v, cap * sizeof *nv);
+        if (!nv)
+            return err_set(I->e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+        I->v = nv;
+        I->vcap = cap;
+    }
+    I->v[I->nv++] = (val){ name, kind, node, flat };
+    return PT_OK;
+}
+
+static fill *add_fill(imp *I, fkind kind, int node, const onnx_node *src)
+{
+    if (I->nf == I->fcap) {
+        size_t cap = I->fcap ? 2 * I->fcap : 128;
+        fill *nf = realloc(I->f, cap * sizeof *nf);
+        if (!nf) {
+            err_set(I->e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+            return NULL;
+        }
+        I->f = nf;
+        I->fcap = cap;
+    }
+    fill *f = &I->f[I->nf++];
+    memset(f, 0, sizeof *f);
+    f->kind = kind;
+    f->node = node;
+    f->src = src;
+    f->alpha = f->beta = 1.0f;
+    return f;
+}
+
+/* Input slot k of n as a layer (not flattened unless allow_flat). */
+static int in_node(imp *I, const onnx_node *n, size_t k, int allow_flat, int *node)
+{
+    if (k >= n->n_inputs || !n->inputs[k][0])
+        return node_err(I, n, "input %zu is missing", k);
+    const val *v = find_val(I, n->inputs[k]);
+    if (!v) {
+        if (onnx_find_tensor(I->om, n->inputs[k]))
+            return node_err(I, n, "input '%s' is a constant where a feature map is expected",
+                            n->inputs[k]);
+        return node_err(I, n, "input '%s' is not produced by any supported node", n->inputs[k]);
+    }
+    if (v->kind != V_NODE)
+        return node_err(I, n, "input '%s' is a shape computation, not a feature map",
+                        n->inputs[k]);
+    if (v->flat && !allow_flat)
+        return node_err(I, n, "input '%s' is a flattened map; only Gemm or MatMul may read it",
+                        n->inputs[k]);
+    *node = v->node;
+    return PT_OK;
+}
+
+static const onnx_tensor *in_const(imp *I, const onnx_node *n, size_t k)
+{
+    if (k >= n->n_inputs || !n->inputs[k][0])
+        return NULL;
+    return onnx_find_tensor(I->om, n->inputs[k]);
+}
+
+static int out_node(imp *I, const onnx_node *n, int node, int flat)
+{
+    if (n->n_outputs < 1 || !n->outputs[0][0])
+        return node_err(I, n, "has no output");
+    return set_val(I, n->outputs[0], V_NODE, node, flat);
+}
+
+static nn_node_info info_of(imp *I, int node)
+{
+    nn_node_info ni;
+    nn_node_get(I->m, node, &ni);
+    return ni;
+}
+
+/* ------------------------------------------------------------------------------ */
+/* attributes */
+
+static int ints_attr(imp *I, const onnx_node *n, const char *name, size_t want, int64_t dflt,
+                     int64_t *out)
+{
+    size_t k;
+    const int64_t *v = onnx_attr_ints(n, name, &k);
+    if (!v) {
+        for (size_t i = 0; i < want; i++)
+            out[i] = dflt;
+        return PT_OK;
+    }
+    if (k != want)
+        return node_err(I, n, "attribute %s has %zu values; %zu expected", name, k, want);
+    for (size_t i = 0; i < want; i++)
+        out[i] = v[i];
+    return PT_OK;
+}
+
+/* Kernel, strides and pads of a 2-D conv or pool; the rest refused. k comes in from
+ * the weights (conv) or as 0 (pools: kernel_shape is required); pads come back as
+ * top, left, bottom, right, which is also ONNX's order. */
+static int window(imp *I, const onnx_node *n, int in, int64_t k[2], int64_t s[2], int64_t p[4])
+{
+    int64_t kk[2] = { 0, 0 }, d[2] = { 1, 1 };
+    int rc;
+    if (onnx_attr_find(n, "kernel_shape")) {
+        if ((rc = ints_attr(I, n, "kernel_shape", 2, 1, kk)) != PT_OK)
+            return rc;
+        if (k[0] && (kk[0] != k[0] || kk[1] != k[1]))
+            return node_err(I, n, "kernel_shape disagrees with the weights");
+        k[0] = kk[0];
+        k[1] = kk[1];
+    } else if (!k[0]) {
+        return node_err(I, n, "kernel_shape is missing");
+    }
+    if ((rc = ints_attr(I, n, "strides", 2, 1, s)) || (rc = ints_attr(I, n, "dilations", 2, 1, d)) ||
+        (rc = ints_attr(I, n, "pads", 4, 0, p)))
+        return rc;
+    if (d[0] != 1 || d[1] != 1)
+        return node_err(I, n, "dilations other than 1 are not supported");
+    if (onnx_attr_int(n, "ceil_mode", 0) != 0)
+        return node_err(I, n, "ceil_mode = 1 is not supported");
+    const char *ap = onnx_attr_string(n, "auto_pad", "NOTSET");
+    if (!strcmp(ap, "VALID")) {
+        p[0] = p[1] = p[2] = p[3] = 0;
+    } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+        nn_node_info ni = info_of(I, in);
+        int64_t dim[2] = { ni.h, ni.w };
+        for (int a = 0; a < 2; a++) {
+            int64_t o = (dim[a] + s[a] - 1) / s[a];
+            int64_t tot = (o - 1) * s[a] + k[a] - dim[a];
+            if (tot < 0)
+                tot = 0;
+            /* SAME_UPPER puts the odd pixel at the end, SAME_LOWER at the start. */
+            int64_t small = tot / 2, big = tot - small;
+            int upper = !strcmp(ap, "SAME_UPPER");
+            p[a] = upper ? small : big;
+            p[a + 2] = upper ? big : small;
+        }
+    } else if (strcmp(ap, "NOTSET") != 0) {
+        return node_err(I, n, "auto_pad '%s' is not supported", ap);
+    }
+    return PT_OK;
+}
+
+/* ------------------------------------------------------------------------------ */
+/* the ops */
+
+/* A quantized output's range: the clamp that carries the graph's activation. */
+static int q_range(imp *I, const onnx_node *n, size_t scale_k, size_t zp_k, double *lo,
+                   double *hi)
+{
+    const onnx_tensor *s = in_const(I, n, scale_k), *z = in_const(I, n, zp_k);
+    if (!s || !z || s->count != 1 || z->count != 1)
+        return node_err(I, n, "its output's scale and zero point must be constant scalars");
+    const void *sd, *zd;
+    int rc = onnx_tensor_data(I->om, s, ONNX_FLOAT, &sd, I->e);
+    if (rc)
+        return rc;
+    double scale = *(const float *)sd;
+    if (z->dtype == ONNX_UINT8 && onnx_tensor_data(I->om, z, ONNX_UINT8, &zd, I->e) == PT_OK) {
+        int zp = *(const uint8_t *)zd;
+        *lo = (0 - zp) * scale;
+        *hi = (255 - zp) * scale;
+    } else if (z->dtype == ONNX_INT8 && onnx_tensor_data(I->om, z, ONNX_INT8, &zd, I->e) == PT_OK) {
+        int zp = *(const int8_t *)zd;
+        *lo = (-128 - zp) * scale;
+        *hi = (127 - zp) * scale;
+    } else {
+        return node_err(I, n, "zero point of type %s; UINT8 or INT8 expected",
+                        onnx_dtype_name(z->dtype));
+    }
+    return PT_OK;
+}
+
+/* After a quantized op: a range from 0 is the graph's ReLU6 (or ReLU when it
+ * reaches past 6); any other range is no activation. */
+static int q_act(imp *I, const onnx_node *n, int id, size_t scale_k, size_t zp_k)
+{
+    double lo = 0.0, hi = 0.0;
+    int rc = q_range(I, n, scale_k, zp_k, &lo, &hi);
+    if (rc)
+        return rc;
+    if (lo != 0.0)
+        return id;
+    return built(I, n, hi <= 6.0 + 1e-3 ? nn_relu6(I->m, id) : nn_relu(I->m, id));
+}
+
+static int op_conv(imp *I, const onnx_node *n, int quant)
+{
+    int in, rc = in_node(I, n, 0, 0, &in);
+    if (rc)
+        return rc;
+    const onnx_tensor *w = in_const(I, n, quant ? 3 : 1);
+    if (!w || w->rank != 4)
+        return node_err(I, n, "the weights must be a constant 4-D tensor");
+    nn_node_info ni = info_of(I, in);
+    int64_t g = onnx_attr_int(n, "group", 1);
+    int64_t cout = w->dims[0], cg = w->dims[1], kh = w->dims[2], kw = w->dims[3];
+    if (g < 1 || cg * g != ni.c || cout % g != 0)
+        return node_err(I, n, "weights [%lld, %lld, %lld, %lld] with group %lld do not fit %d "
+                        "input channels",
+                        (long long)cout, (long long)cg, (long long)kh, (long long)kw,
+                        (long long)g, ni.c);
+    int64_t k[2] = { kh, kw }, s[2] = { 1, 1 }, p[4] = { 0, 0, 0, 0 };
+    if ((rc = window(I, n, in, k, s, p)) != PT_OK)
+        return rc;
+    int bias = quant ? in_const(I, n, 8) != NULL : in_const(I, n, 2) != NULL;
+    int id = built(I, n, nn_conv2d_ex(I->m, in, (int)cout, (int)kh, (int)kw, (int)s[0], (int)s[1],
+                                      (int)p[0], (int)p[1], (int)p[2], (int)p[3], (int)g, bias));
+    if (id < 0)
+        return id;
+    if (!add_fill(I, quant ? F_QCONV : F_CONV, id, n))
+        return PT_ENOMEM;
+    if (quant) {
+        I->quantized = 1;
+        if ((id = q_act(I, n, id, 6, 7)) < 0)
+            return id;
+    }
+    return out_node(I, n, id, 0);
+}
+
+static int op_bn(imp *I, const onnx_node *n)
+{
+    int in, rc = in_node(I, n, 0, 0, &in);
+    if (rc)
+        return rc;
+    nn_node_info ni = info_of(I, in);
+    for (size_t k = 1; k <= 4; k++) {
+        const onnx_tensor *t = in_const(I, n, k);
+        if (!t || t->count != ni.c)
+            return node_err(I, n, "input %zu must be a constant of %d values", k, ni.c);
+    }
+    float eps = onnx_attr_float(n, "epsilon", 1e-5f), mom = onnx_attr_float(n, "momentum", 0.9f);
+    int id = built(I, n, nn_batchnorm_ex(I->m, in, eps, mom));
+    if (id < 0)
+        return id;
+    if (!add_fill(I, F_BN, id, n))
+        return PT_ENOMEM;
+    return out_node(I, n, id, 0);
+}
+
+static int const_scalar(imp *I, const onnx_node *n, size_t k, const char *attr, float dflt,
+                        float *out)
+{
+    const onnx_tensor *t = in_const(I, n, k);
+    if (k < n->n_inputs && n->inputs[k][0] && !t)
+        return node_err(I, n, "input %zu must be a constant", k);
+    if (t) {
+        const void *d;
+        if (t->count != 1)
+            return node_err(I, n, "input %zu must be one value", k);
+        int rc = onnx_tensor_data(I->om, t, ONNX_FLOAT, &d, I->e);
+        if (rc)
+            return rc;
+        *out = *(const float *)d;
+        return PT_OK;
+    }
+    *out = onnx_attr_float(n, attr, dflt);
+    return PT_OK;
+}
+
+static int op_clip(imp *I, const onnx_node *n)
+{
+    int in, rc = in_node(I, n, 0, 0, &in);
+    if (rc)
+        return rc;
+    float lo, hi;
+    if ((rc = const_scalar(I, n, 1, "min", -INFINITY, &lo)) ||
+        (rc = const_scalar(I, n, 2, "max", INFINITY, &hi)))
+        return rc;
+    int id;
+    if (lo == 0.0f && hi == 6.0f)
+        id = nn_relu6(I->m, in);
+    else if (lo == 0.0f && isinf(hi))
+        id = nn_relu(I->m, in);
+    else
+        id = nn_clip(I->m, in, lo, hi);
+    if ((id = built(I, n, id)) < 0)
+        return id;
+    return out_node(I, n, id, 0);
+}
+
+static int op_binary(imp *I, const onnx_node *n, int mul)
+{
+    /* A constant operand of an Add is a bias: fold it into the dense layer before. */
+    int ck = in_const(I, n, 0) ? 0 : in_const(I, n, 1) ? 1 : -1;
+    if (!mul && ck >= 0) {
+        int other;
+        int rc = in_node(I, n, 1 - ck, 1, &other);
+        if (rc)
+            return rc;
+        for (size_t i = 0; i < I->nf; i++)
+            if (I->f[i].node == other && I->f[i].kind == F_DENSE && !I->f[i].bias_src) {
+                I->f[i].bias_src = n;
+                I->f[i].bias_slot = ck;
+                const val *v = find_val(I, n->inputs[1 - ck]);
+                return out_node(I, n, other, v ? v->flat : 0);
+            }
+        return node_err(I, n, "adding a constant is supported only as the bias of a Gemm or "
+                              "MatMul");
+    }
+    int a, b, rc;
+    if ((rc = in_node(I, n, 0, 0, &a)) || (rc = in_node(I, n, 1, 0, &b)))
+        return rc;
+    int id = built(I, n, mul ? nn_mul(I->m, a, b) : nn_add(I->m, a, b));
+    if (id < 0)
+        return id;
+    return out_node(I, n, id, 0);
+}
+
+static int op_qadd(imp *I, const onnx_node *n)
+{
+    /* a, a_scale, a_zp, b, b_scale, b_zp, c_scale, c_zp */
+    I->quantized = 1;
+    if (in_const(I, n, 0) || in_const(I, n, 3)) {
+        int ck = in_const(I, n, 0) ? 0 : 3, other;
+        int rc = in_node(I, n, ck == 0 ? 3 : 0, 1, &other);
+        if (rc)
+            return rc;
+        for (size_t i = 0; i < I->nf; i++)
+            if (I->f[i].node == other && I->f[i].kind == F_DENSE && !I->f[i].bias_src) {
+                I->f[i].bias_src = n;
+                I->f[i].bias_slot = ck;
+                return out_node(I, n, other, 0);
+            }
+        return node_err(I, n, "adding a constant is supported only as the bias of a MatMul");
+    }
+    int a, b, rc;
+    if ((rc = in_node(I, n, 0, 0, &a)) || (rc = in_node(I, n, 3, 0, &b)))
+        return rc;
+    int id = built(I, n, nn_add(I->m, a, b));
+    if (id < 0 || (id = q_act(I, n, id, 6, 7)) < 0)
+        return id;
+    return out_node(I, n, id, 0);
+}
+
+static int op_concat(imp *I, const onnx_node *n)
+{
+    int shape = 0;
+    for (size_t k = 0; k < n->n_inputs; k++) {
+        const val *v = find_val(I, n->inputs[k]);
+        if (!v || v->kind == V_SHAPE)
+            shape = 1;
+    }
+    if (shape) /* part of a Reshape's shape computation */
+        return set_val(I, n->outputs[0], V_SHAPE, -1, 0);
+    int64_t axis = onnx_attr_int(n, "axis", 1);
+    if (axis != 1 && axis != -3)
+        return node_err(I, n, "only concatenation along channels (axis 1) is supported");
+    if (n->n_inputs < 1)
+        return node_err(I, n, "has no inputs");
+    int acc, rc = in_node(I, n, 0, 0, &acc);
+    if (rc)
+        return rc;
+    for (size_t k = 1; k < n->n_inputs; k++) {
+        int b;
+        if ((rc = in_node(I, n, k, 0, &b)) != PT_OK)
+            return rc;
+        if ((acc = built(I, n, nn_concat(I->m, acc, b))) < 0)
+            return acc;
+    }
+    return out_node(I, n, acc, 0);
+}
+
+static int op_pool(imp *I, const onnx_node *n, int max)
+{
+    int in, rc = in_node(I, n, 0, 0, &in);
+    if (rc)
+        return rc;
+    if (!max && onnx_attr_int(n, "count_include_pad", 0) != 0)
+        return node_err(I, n, "count_include_pad = 1 is not supported");
+    int64_t k[2] = { 0, 0 }, s[2] = { 1, 1 }, p[4] = { 0, 0, 0, 0 };
+    if ((rc = window(I, n, in, k, s, p)) != PT_OK)
+        return rc;
+    int kh = (int)k[0], kw = (int)k[1];
+    int id = max ? nn_maxpool_ex(I->m, in, kh, kw, (int)s[0], (int)s[1], (int)p[0], (int)p[1],
+                                 (int)p[2], (int)p[3])
+                 : nn_avgpool_ex(I->m, in, kh, kw, (int)s[0], (int)s[1], (int)p[0], (int)p[1],
+                                 (int)p[2], (int)p[3]);
+    if ((id = built(I, n, id)) < 0)
+        return id;
+    return out_node(I, n, id, 0);
+}
+
+static int op_flatten(imp *I, const onnx_node *n)
+{
+    int in, rc = in_node(I, n, 0, 1, &in);
+    if (rc)
+        return rc;
+    if (!strcmp(n->op_type, "Flatten") && onnx_attr_int(n, "axis", 1) != 1)
+        return node_err(I, n, "only Flatten with axis 1 is supported");
+    if (!strcmp(n->op_type, "Reshape")) {
+        /* Reshape to (N, -1): a computed shape, or a constant [N or 0 or -1, -1 or C]. */
+        const val *sv = n->n_inputs > 1 ? find_val(I, n->inputs[1]) : NULL;
+        const onnx_tensor *t = in_const(I, n, 1);
+        int ok = sv && sv->kind == V_SHAPE;
+        if (!ok && t && t->rank == 1 && t->count == 2) {
+            const void *d;
+            if (onnx_tensor_data(I->om, t, ONNX_INT64, &d, I->e) == PT_OK) {
+                const int64_t *v = d;
+                nn_node_info ni = info_of(I, in);
+                ok = v[1] == -1 || v[1] == (int64_t)ni.h * ni.w * ni.c;
+            }
+        }
+        if (!ok)
+            return node_err(I, n, "only Reshape to (N, -1) is supported");
+    }
+    nn_node_info ni = info_of(I, in);
+    return out_node(I, n, in, ni.h * ni.w > 1);
+}
+
+static int op_dense(imp *I, const onnx_node *n, int kind)
+{
+    /* kind 0 Gemm (A, B, C), 1 MatMul (A, B), 2 QLinearMatMul (a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp) */
+    int in, rc = in_node(I, n, 0, 1, &in);
+    if (rc)
+        return rc;
+    const val *v = find_val(I, n->inputs[0]);
+    const onnx_tensor *b = in_const(I, n, kind == 2 ? 3 : 1);
+    if (!b || b->rank != 2)
+        return node_err(I, n, "the weights must be a constant 2-D tensor");
+    int trans_b = kind == 0 && onnx_attr_int(n, "transB", 0) != 0;
+    if (kind == 0 && onnx_attr_int(n, "transA", 0) != 0)
+        return node_err(I, n, "transA = 1 is not supported");
+    nn_node_info ni = info_of(I, in);
+    int64_t cin = trans_b ? b->dims[1] : b->dims[0], cout = trans_b ? b->dims[0] : b->dims[1];
+    if (cin != (int64_t)ni.h * ni.w * ni.c)
+        return node_err(I, n, "weights for %lld inputs after a map of %dx%dx%d (%d values)",
+                        (long long)cin, ni.h, ni.w, ni.c, ni.h * ni.w * ni.c);
+    int id = built(I, n, nn_dense(I->m, in, (int)cout));
+    if (id < 0)
+        return id;
+    fill *f = add_fill(I, F_DENSE, id, n);
+    if (!f)
+        return PT_ENOMEM;
+    f->trans_b = trans_b;
+    f->quant = kind == 2;
+    if (kind == 0) {
+        f->alpha = onnx_attr_float(n, "alpha", 1.0f);
+        f->beta = onnx_attr_float(n, "beta", 1.0f);
+        if (in_const(I, n, 2)) {
+            f->bias_src = n;
+            f->bias_slot = 2;
+        }
+    }
+    if (v && v->flat) {
+        f->flat_h = ni.h;
+        f->flat_w = ni.w;
+        f->flat_c = ni.c;
+    }
+    if (kind == 2)
+        I->quantized = 1;
+    return out_node(I, n, id, 0);
+}
+
+static int is_shape_op(const char *op)
+{
+    return !strcmp(op, "Shape") || !strcmp(op, "Gather") || !strcmp(op, "Unsqueeze") ||
+           !strcmp(op, "Squeeze") || !strcmp(op, "Cast");
+}
+
+/* The node that starts the classifier: walking back from the graph's output over
+ * Softmax, dequantization, a bias add and reshapes, the first Gemm / MatMul. */
+static const onnx_node *classifier(const onnx_model *om)
+{
+    if (om->n_outputs < 1)
+        return NULL;
+    const char *name = om->outputs[0].name;
+    for (int steps = 0; steps < 16; steps++) {
+        const onnx_node *p = onnx_producer(om, name);
+        if (!p || p->n_inputs < 1)
+            return NULL;
+        const char *op = p->op_type;
+        if (!strcmp(op, "Gemm") || !strcmp(op, "MatMul") || !strcmp(op, "QLinearMatMul"))
+            return p;
+        int pass = !strcmp(op, "Softmax") || !strcmp(op, "DequantizeLinear") ||
+                   !strcmp(op, "QuantizeLinear") || !strcmp(op, "Flatten") ||
+                   !strcmp(op, "Reshape") || !strcmp(op, "Identity") ||
+                   !strcmp(op, "Add") || !strcmp(op, "QLinearAdd");
+        if (!pass)
+            return NULL;
+        /* Follow the operand that is not a constant. */
+        name = p->inputs[0];
+        if (onnx_find_tensor(om, name) && p->n_inputs > 1)
+            name = p->inputs[!strcmp(op, "QLinearAdd") ? 3 : 1];
+    }
+    return NULL;
+}
+
+static int map_node(imp *I, const onnx_node *n)
+{
+    const char *op = n->op_type;
+    if (n->domain[0] && strcmp(n->domain, "ai.onnx") && strcmp(n->domain, "com.microsoft"))
+        return node_err(I, n, "operators of domain '%s' are not supported; supported: " SUPPORTED,
+                        n->domain);
+    if (!strcmp(op, "Constant"))
+        return PT_OK; /* read through onnx_find_tensor where used */
+    if (!strcmp(op, "Conv"))
+        return op_conv(I, n, 0);
+    if (!strcmp(op, "QLinearConv"))
+        return op_conv(I, n, 1);
+    if (!strcmp(op, "BatchNormalization"))
+        return op_bn(I, n);
+    if (!strcmp(op, "Relu") || !strcmp(op, "Sigmoid")) {
+        int in, rc = in_node(I, n, 0, 0, &in);
+        if (rc)
+            return rc;
+        int id = built(I, n, op[0] == 'R' ? nn_relu(I->m, in) : nn_sigmoid(I->m, in));
+        return id < 0 ? id : out_node(I, n, id, 0);
+    }
+    if (!strcmp(op, "Clip"))
+        return op_clip(I, n);
+    if (!strcmp(op, "Mul") || !strcmp(op, "Add"))
+        return op_binary(I, n, op[0] == 'M');
+    if (!strcmp(op, "QLinearAdd"))
+        return op_qadd(I, n);
+    if (!strcmp(op, "Concat"))
+        return op_concat(I, n);
+    if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool"))
+        return op_pool(I, n, op[0] == 'M');
+    if (!strcmp(op, "GlobalAveragePool") || !strcmp(op, "QLinearGlobalAveragePool")) {
+        int in, rc = in_node(I, n, 0, 0, &in);
+        if (rc)
+            return rc;
+        if (op[0] == 'Q' && onnx_attr_int(n, "channels_last", 0) != 0)
+            return node_err(I, n, "channels_last = 1 is not supported");
+        int id = built(I, n, nn_gap(I->m, in));
+        return id < 0 ? id : out_node(I, n, id, 0);
+    }
+    if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape"))
+        return op_flatten(I, n);
+    if (!strcmp(op, "Gemm"))
+        return op_dense(I, n, 0);
+    if (!strcmp(op, "MatMul"))
+        return op_dense(I, n, 1);
+    if (!strcmp(op, "QLinearMatMul"))
+        return op_dense(I, n, 2);
+    if (!strcmp(op, "Dropout") || !strcmp(op, "Identity") || !strcmp(op, "QuantizeLinear") ||
+        !strcmp(op, "DequantizeLinear") || !strcmp(op, "Softmax")) {
+        /* Values stay float: quantize/dequantize pairs are where the file's integers
+         * were; the layers hold the dequantized weights. Softmax ends a classifier
+         * (the library's output is logits). */
+        if (!strcmp(op, "Softmax") && onnx_consumers(I->om, n->outputs[0]) > 1)
+            return node_err(I, n, "Softmax is supported only at the graph's end");
+        if (op[0] == 'Q' || op[0] == 'D')
+            I->quantized |= op[0] == 'Q';
+        int in, rc = in_node(I, n, 0, 1, &in);
+        if (rc)
+            return rc;
+        const val *v = find_val(I, n->inputs[0]);
+        return out_node(I, n, in, v->flat);
+    }
+    if (is_shape_op(op)) {
+        /* Shape of a map, or arithmetic on one: only ever feeds a Reshape's shape. */
+        return set_val(I, n->outputs[0], V_SHAPE, -1, 0);
+    }
+    return node_err(I, n, "operator %s is not supported; supported: " SUPPORTED, op);
+}
+
+/* ------------------------------------------------------------------------------ */
+/* weights */
+
+static int floats_of(imp *I, const onnx_node *n, size_t k, int64_t count, const float **out)
+{
+    const onnx_tensor *t = in_const(I, n, k);
+    if (!t)
+        return node_err(I, n, "input %zu must be a constant", k);
+    if (t->count != count)
+        return node_err(I, n, "input '%s' has %lld values; %lld expected", t->name,
+                        (long long)t->count, (long long)count);
+    const void *d;
+    int rc = onnx_tensor_data(I->om, t, ONNX_FLOAT, &d, I->e);
+    *out = d;
+    return rc;
+}
+
+/* Per-channel (or per-tensor) dequantization parameters of a quantized weight. */
+typedef struct qparams {
+    const float *scale;
+    int64_t n_scale;
+    const onnx_tensor *zp;
+} qparams;
+
+static int qparams_of(imp *I, const onnx_node *n, size_t sk, size_t zk, int64_t channels,
+                      qparams *q)
+{
+    const onnx_tensor *s = in_const(I, n, sk);
+    q->zp = in_const(I, n, zk);
+    if (!s || !q->zp || (s->count != 1 && s->count != channels) || q->zp->count != s->count)
+        return node_err(I, n, "scale and zero point must be constants of 1 or %lld values",
+                        (long long)channels);
+    const void *d;
+    int rc = onnx_tensor_data(I->om, s, ONNX_FLOAT, &d, I->e);
+    q->scale = d;
+    q->n_scale = s->count;
+    if (q->zp->dtype != ONNX_INT8 && q->zp->dtype != ONNX_UINT8)
+        return node_err(I, n, "zero point of type %s; INT8 or UINT8 expected",
+                        onnx_dtype_name(q->zp->dtype));
+    return rc;
+}
+
+static double qscale(const qparams *q, int64_t c)
+{
+    return q->scale[q->n_scale == 1 ? 0 : c];
+}
+
+static int qzero(const qparams *q, int64_t c)
+{
+    int64_t i = q->n_scale == 1 ? 0 : c;
+    return q->zp->dtype == ONNX_INT8 ? ((const int8_t *)q->zp->data)[i]
+                                     : ((const uint8_t *)q->zp->data)[i];
+}
+
+/* Element i of a quantized weight tensor as an integer. */
+static int qvalue(const onnx_tensor *t, int64_t i)
+{
+    return t->dtype == ONNX_INT8 ? ((const int8_t *)t->data)[i] : ((const uint8_t *)t->data)[i];
+}
+
+static int fill_conv(imp *I, const fill *f, float *P)
+{
+    const onnx_node *n = f->src;
+    int quant = f->kind == F_QCONV;
+    const onnx_tensor *w = in_const(I, n, quant ? 3 : 1);
+    int64_t cout = w->dims[0], cg = w->dims[1], kh = w->dims[2], kw = w->dims[3];
+    nn_node_info ni = info_of(I, f->node);
+    const float *wf = NULL;
+    qparams wq = { 0 }, xq = { 0 };
+    int rc;
+    if (quant) {
+        if (w->dtype != ONNX_INT8 && w->dtype != ONNX_UINT8)
+            return node_err(I, n, "weights of type %s; INT8 or UINT8 expected",
+                            onnx_dtype_name(w->dtype));
+        if ((rc = qparams_of(I, n, 4, 5, cout, &wq)) || (rc = qparams_of(I, n, 1, 2, 1, &xq)))
+            return rc;
+    } else if ((rc = floats_of(I, n, 1, w->count, &wf)) != PT_OK) {
+        return rc;
+    }
+    /* [cout][cg][kh][kw] -> [kh][kw][cg][cout] */
+    for (int64_t co = 0; co < cout; co++)
+        for (int64_t ci = 0; ci < cg; ci++)
+            for (int64_t y = 0; y < kh; y++)
+                for (int64_t x = 0; x < kw; x++) {
+                    int64_t src = ((co * cg + ci) * kh + y) * kw + x;
+                    float v = quant ? (float)((qvalue(w, src) - qzero(&wq, co)) * qscale(&wq, co))
+                                    : wf[src];
+                    P[((y * kw + x) * cg + ci) * cout + co] = v;
+                }
+    if (!ni.bias_count)
+        return PT_OK;
+    float *B = P + ni.weight_count;
+    if (quant) {
+        const onnx_tensor *b = in_const(I, n, 8);
+        const void *d;
+        if (!b || b->count != cout)
+            return node_err(I, n, "the bias must be a constant of %lld values", (long long)cout);
+        if ((rc = onnx_tensor_data(I->om, b, ONNX_INT32, &d, I->e)) != PT_OK)
+            return rc;
+        for (int64_t co = 0; co < cout; co++)
+            B[co] = (float)(((const int32_t *)d)[co] * qscale(&xq, 0) * qscale(&wq, co));
+        return PT_OK;
+    }
+    const float *bf;
+    if ((rc = floats_of(I, n, 2, cout, &bf)) != PT_OK)
+        return rc;
+    memcpy(B, bf, (size_t)cout * sizeof *B);
+    return PT_OK;
+}
+
+static int fill_bn(imp *I, const fill *f, float *P, float *buf)
+{
+    nn_node_info ni = info_of(I, f->node);
+    const float *t[4];
+    for (int k = 0; k < 4; k++) {
+        int rc = floats_of(I, f->src, (size_t)k + 1, ni.c, &t[k]);
+        if (rc)
+            return rc;
+    }
+    memcpy(P, t[0], (size_t)ni.c * sizeof *P);
+    memcpy(P + ni.c, t[1], (size_t)ni.c * sizeof *P);
+    memcpy(buf, t[2], (size_t)ni.c * sizeof *buf);
+    memcpy(buf + ni.c, t[3], (size_t)ni.c * sizeof *buf);
+    return PT_OK;
+}
+
+static int fill_dense(imp *I, const fill *f, float *P)
+{
+    const onnx_node *n = f->src;
+    const onnx_tensor *b = in_const(I, n, f->quant ? 3 : 1);
+    nn_node_info ni = info_of(I, f->node);
+    int64_t cout = ni.c, cin = (int64_t)ni.weight_count / cout;
+    const float *bf = NULL;
+    qparams bq = { 0 }, aq = { 0 };
+    int rc;
+    if (f->quant) {
+        if ((rc = qparams_of(I, n, 4, 5, cout, &bq)) || (rc = qparams_of(I, n, 1, 2, 1, &aq)))
+            return rc;
+    } else if ((rc = floats_of(I, n, 1, b->count, &bf)) != PT_OK) {
+        return rc;
+    }
+    for (int64_t r = 0; r < cin; r++) {
+        /* Row r of the library's [cin][cout] reads NHWC position r; the file's rows
+         * follow NCHW after a flatten of a map larger than 1x1. */
+        int64_t src_r = r;
+        if (f->flat_c) {
+            int64_t ch = r % f->flat_c, px = r / f->flat_c;
+            src_r = ch * f->flat_h * f->flat_w + px;
+        }
+        for (int64_t co = 0; co < cout; co++) {
+            int64_t src = f->trans_b ? co * cin + src_r : src_r * cout + co;
+            P[r * cout + co] =
+                f->quant ? (float)((qvalue(b, src) - qzero(&bq, co)) * qscale(&bq, co))
+                         : f->alpha * bf[src];
+        }
+    }
+    float *B = P + ni.weight_count;
+    memset(B, 0, (size_t)cout * sizeof *B);
+    if (!f->bias_src)
+        return PT_OK;
+    const onnx_node *bn = f->bias_src;
+    const onnx_tensor *c = in_const(I, bn, (size_t)f->bias_slot);
+    if (!c || (c->count != cout && c->count != 1))
+        return node_err(I, bn, "the bias must be a constant of 1 or %lld values", (long long)cout);
+    if (!strcmp(bn->op_type, "QLinearAdd")) {
+        qparams cq;
+        size_t sk = (size_t)f->bias_slot + 1;
+        if ((rc = qparams_of(I, bn, sk, sk + 1, 1, &cq)) != PT_OK)
+            return rc;
+        for (int64_t co = 0; co < cout; co++)
+            B[co] = (float)((qvalue(c, c->count == 1 ? 0 : co) - qzero(&cq, 0)) * qscale(&cq, 0));
+        return PT_OK;
+    }
+    const void *d;
+    if ((rc = onnx_tensor_data(I->om, c, ONNX_FLOAT, &d, I->e)) != PT_OK)
+        return rc;
+    for (int64_t co = 0; co < cout; co++)
+        B[co] = f->beta * ((const float *)d)[c->count == 1 ? 0 : co];
+    return PT_OK;
+}
+
+/* ------------------------------------------------------------------------------ */
+
+static int graph_input(imp *I, const onnx_value_info **in)
+{
+    for (size_t i = 0; i < I->om->n_inputs; i++) {
+        const onnx_value_info *v = &I->om->inputs[i];
+        if (onnx_find_tensor(I->om, v->name))
+            continue; /* old exporters list initializers as inputs too */
+        if (v->rank != 4 || (v->dims[1] != 3 && v->dims[1] != -1))
+            return err_set(I->e, PT_EFORMAT, I->om->path, PT_NO_RECORD, PT_NO_OFFSET,
+                           "input '%s' is not an N x 3 x H x W image batch", v->name);
+        *in = v;
+        return PT_OK;
+    }
+    return err_set(I->e, PT_EFORMAT, I->om->path, PT_NO_RECORD, PT_NO_OFFSET,
+                   "the graph has no image input");
+}
+
+static int first_layer(imp *I, const onnx_value_info *in)
+{
+    int x = nn_input(I->m);
+    static const float mean[3] = { 0.485f, 0.456f, 0.406f }, std[3] = { 0.229f, 0.224f, 0.225f };
+    float scale[3], shift[3];
+    for (int k = 0; k < 3; k++) {
+        switch (I->o->norm) {
+        case NN_NORM_IMAGENET:
+            scale[k] = 1.0f / std[k];
+            shift[k] = -mean[k] / std[k];
+            break;
+        case NN_NORM_SIGNED:
+            scale[k] = 2.0f;
+            shift[k] = -1.0f;
+            break;
+        case NN_NORM_NONE:
+            scale[k] = 1.0f;
+            shift[k] = 0.0f;
+            break;
+        }
+    }
+    if (I->o->norm != NN_NORM_NONE)
+        x = nn_affine(I->m, x, scale, shift);
+    if (x < 0) {
+        pt_err be;
+        nn_model_finalize(I->m, x, &be);
+        return err_set(I->e, PT_EFORMAT, I->om->path, PT_NO_RECORD, PT_NO_OFFSET, "%s", be.msg);
+    }
+    return set_val(I, in->name, V_NODE, x, 0);
+}
+
+nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_import_info *info,
+                         pt_err *e)
+{
+    imp I = { .om = om, .o = o, .e = e };
+    memset(info, 0, sizeof *info);
+    info->onnx_nodes = (int)om->n_nodes;
+    info->cut_from = -1;
+    const onnx_value_info *in = NULL;
+    int rc = graph_input(&I, &in);
+    if (rc)
+        return NULL;
+    I.m = nn_model_new(o->h, o->w, 3);
+    if (!I.m) {
+        err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+        return NULL;
+    }
+    const onnx_node *cls = o->n_classes > 0 ? classifier(om) : NULL;
+    if (o->n_classes > 0 && !cls) {
+        rc = err_set(e, PT_EFORMAT, om->path, PT_NO_RECORD, PT_NO_OFFSET,
+                     "no classifier (a Gemm or MatMul before the output) to replace with a "
+                     "new head");
+        goto fail;
+    }
+    if ((rc = first_layer(&I, in)) != PT_OK)
+        goto fail;
+    for (size_t i = 0; i < om->n_nodes && rc == PT_OK; i++) {
+        if (cls && &om->nodes[i] == cls)
+            break;
+        rc = map_node(&I, &om->nodes[i]);
+    }
+    if (rc)
+        goto fail;
+    int out;
+    if (cls) {
+        int feat;
+        if ((rc = in_node(&I, cls, 0, 1, &feat)) != PT_OK)
+            goto fail;
+        nn_node_info fi = info_of(&I, feat);
+        info->cut_from = cls->index;
+        int k = snprintf(info->cut, sizeof info->cut, "%s '%s' (%d features in)", cls->op_type,
+                         cls->name, fi.h * fi.w * fi.c);
+        for (size_t i = (size_t)cls->index + 1; i < om->n_nodes; i++) {
+            if (k < 0 || (size_t)k + 40 > sizeof info->cut)
+                break;
+            k += snprintf(info->cut + k, sizeof info->cut - (size_t)k, ", %s", om->nodes[i].op_type);
+        }
+        out = feat;
+        if (fi.h * fi.w > 1)
+            out = nn_gap(I.m, out);
+        if (o->dropout > 0)
+            out = nn_dropout(I.m, out, o->dropout);
+        out = nn_dense(I.m, out, o->n_classes);
+        info->feature_c = fi.c;
+    } else {
+        const val *v = om->n_outputs ? find_val(&I, om->outputs[0].name) : NULL;
+        if (!v || v->kind != V_NODE) {
+            rc = err_set(e, PT_EFORMAT, om->path, PT_NO_RECORD, PT_NO_OFFSET,
+                         "the graph's output is not a layer's");
+            goto fail;
+        }
+        out = v->node;
+    }
+    if ((rc = nn_model_finalize(I.m, out, e)) != PT_OK)
+        goto fail;
+    nn_model_init_params(I.m, o->seed);
+    if (!o->reinit) {
+        float *params = nn_params(I.m), *bufs = nn_buffers(I.m);
+        for (size_t i = 0; i < I.nf && rc == PT_OK; i++) {
+            const fill *f = &I.f[i];
+            nn_node_info ni = info_of(&I, f->node);
+            float *P = params + ni.param_offset;
+            if (f->kind == F_CONV || f->kind == F_QCONV)
+                rc = fill_conv(&I, f, P);
+            else if (f->kind == F_BN)
+                rc = fill_bn(&I, f, P, bufs + ni.buffer_offset);
+            else
+                rc = fill_dense(&I, f, P);
+        }
+        if (rc)
+            goto fail;
+    }
+    info->mapped = nn_node_count(I.m);
+    info->quantized = I.quantized;
+    free(I.v);
+    free(I.f);
+    return I.m;
+fail:
+    free(I.v);
+    free(I.f);
+    nn_model_free(I.m);
+    return NULL;
+}

@@ -1,0 +1,247 @@
+/* petal-tui classify and petal-tui model: looking at an ONNX model from the
+ * command line before training with it. classify runs the graph as it is (its own
+ * ImageNet classifier) on JPEGs and prints the top classes: the quick check that an
+ * import is right. model prints the layers the graph became and what a new head
+ * for a dataset would replace. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "data/dataset.h"
+#include "data/jpeg.h"
+#include "io/onnx.h"
+#include "nn/nn_import.h"
+#include "src/cli.h"
+
+static int norm_of(const char *s, nn_norm *out)
+{
+    if (!strcmp(s, "imagenet"))
+        *out = NN_NORM_IMAGENET;
+    else if (!strcmp(s, "none"))
+        *out = NN_NORM_NONE;
+    else if (!strcmp(s, "signed"))
+        *out = NN_NORM_SIGNED;
+    else {
+        fprintf(stderr, "petal-tui: --norm wants imagenet, signed or none, not '%s'\n", s);
+        return -1;
+    }
+    return 0;
+}
+
+/* Loads path and imports it: n_classes 0 keeps the graph's classifier. */
+static nn_model *import(const char *path, int size, int n_classes, nn_norm norm,
+                        nn_import_info *info, double *seconds)
+{
+    pt_err e;
+    onnx_model *om;
+    double t0 = util_now();
+    if (onnx_load(path, &om, &e) != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return NULL;
+    }
+    nn_import_opts o = { .h = size, .w = size, .n_classes = n_classes, .dropout = 0.2f,
+                         .norm = norm, .seed = 42 };
+    nn_model *m = nn_import_onnx(om, &o, info, &e);
+    onnx_free(om);
+    if (!m)
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+    *seconds = util_now() - t0;
+    return m;
+}
+
+int cmd_classify(int argc, char **argv)
+{
+    long long size = 224, top = 5;
+    nn_norm norm = NN_NORM_IMAGENET;
+    const char *model = NULL;
+    int first = 0, nimg = 0;
+    const char *usage = "usage: petal-tui classify MODEL.onnx IMAGE.jpg... [--size 224] [--top 5]\n"
+                        "        [--norm imagenet|signed|none]\n";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("%s"
+                   "Runs the model's own classifier on each image (centre-cropped to a square,\n"
+                   "resized to --size) and prints the top classes with their probabilities,\n"
+                   "with ImageNet's names when the model has 1,000 outputs.\n",
+                   usage);
+            return 0;
+        }
+        if (!strcmp(a, "--size") || !strcmp(a, "--top") || !strcmp(a, "--norm")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "petal-tui: %s needs a value\n", a);
+                return 1;
+            }
+            const char *v = argv[++i];
+            if ((!strcmp(a, "--size") && cli_int(a, v, 16, 1024, &size)) ||
+                (!strcmp(a, "--top") && cli_int(a, v, 1, 1000, &top)) ||
+                (!strcmp(a, "--norm") && norm_of(v, &norm)))
+                return 1;
+            continue;
+        }
+        if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "petal-tui: unknown option '%s'\n%s", a, usage);
+            return 1;
+        }
+        if (!model) {
+            model = a;
+        } else {
+            if (!first)
+                first = i;
+            nimg++;
+        }
+    }
+    if (!model || !nimg) {
+        fprintf(stderr, "%s", usage);
+        return 1;
+    }
+    nn_import_info info;
+    double secs;
+    nn_model *m = import(model, (int)size, 0, norm, &info, &secs);
+    if (!m)
+        return 2;
+    int k = nn_model_classes(m);
+    if (top > k)
+        top = k;
+    pt_err e;
+    nn_ctx *c = nn_ctx_new(m, 1, &e);
+    jpg_codec *jc = jpg_codec_new();
+    size_t px = (size_t)size * (size_t)size * 3;
+    uint8_t *rgb = malloc(px);
+    float *x = malloc(px * sizeof *x);
+    int *order = malloc((size_t)k * sizeof *order);
+    double *p = malloc((size_t)k * sizeof *p);
+    int status = 0;
+    if (!c || !jc || !rgb || !x || !order || !p) {
+        fprintf(stderr, "petal-tui: out of memory\n");
+        status = 2;
+        goto out;
+    }
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--size") || !strcmp(a, "--top") || !strcmp(a, "--norm")) {
+            i++;
+            continue;
+        }
+        uint8_t *buf = NULL;
+        size_t len;
+        int rc = util_read_file(a, &buf, &len, &e);
+        if (rc == PT_OK)
+            rc = jpg_decode_into(jc, buf, len, rgb, (int)size, (int)size, 1, 0, NULL, NULL, &e);
+        free(buf);
+        if (rc != PT_OK) {
+            fprintf(stderr, "petal-tui: %s: %s\n", a, e.msg);
+            status = 2;
+            continue;
+        }
+        for (size_t j = 0; j < px; j++)
+            x[j] = rgb[j] * (1.0f / 255.0f);
+        const float *y = nn_forward(c, x, 1, 0, 0, 0);
+        if (!y) {
+            fprintf(stderr, "petal-tui: %s: the forward pass failed\n", a);
+            status = 2;
+            continue;
+        }
+        /* Softmax, then the top entries by a partial selection. */
+        double mx = y[0], sum = 0;
+        for (int j = 1; j < k; j++)
+            mx = y[j] > mx ? y[j] : mx;
+        for (int j = 0; j < k; j++)
+            sum += p[j] = exp((double)y[j] - mx);
+        for (int j = 0; j < k; j++)
+            order[j] = j;
+        printf("%s\n", a);
+        for (int t = 0; t < top; t++) {
+            int best = t;
+            for (int j = t + 1; j < k; j++)
+                if (p[order[j]] > p[order[best]])
+                    best = j;
+            int tmp = order[t];
+            order[t] = order[best];
+            order[best] = tmp;
+            int cls = order[t];
+            printf("  %4d  %-30s %6.2f%%\n", cls,
+                   k == (int)ds_imagenet_class_count ? ds_imagenet_classes[cls] : "",
+                   100.0 * p[cls] / sum);
+        }
+    }
+out:
+    free(rgb);
+    free(x);
+    free(order);
+    free(p);
+    jpg_codec_free(jc);
+    nn_ctx_free(c);
+    nn_model_free(m);
+    return status;
+}
+
+int cmd_model(int argc, char **argv)
+{
+    long long size = 224, classes = 0;
+    nn_norm norm = NN_NORM_IMAGENET;
+    const char *model = NULL;
+    const char *usage = "usage: petal-tui model MODEL.onnx [--size 224] [--classes N]\n"
+                        "        [--norm imagenet|signed|none]\n";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("%s"
+                   "Prints the layers the ONNX graph becomes (id, layer, inputs, output shape,\n"
+                   "parameters, MFLOP per image) at --size. With --classes N, the graph as a\n"
+                   "training run would build it: its classifier cut (and what that was) and a\n"
+                   "new head of N classes in its place.\n",
+                   usage);
+            return 0;
+        }
+        if (!strcmp(a, "--size") || !strcmp(a, "--classes") || !strcmp(a, "--norm")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "petal-tui: %s needs a value\n", a);
+                return 1;
+            }
+            const char *v = argv[++i];
+            if ((!strcmp(a, "--size") && cli_int(a, v, 16, 1024, &size)) ||
+                (!strcmp(a, "--classes") && cli_int(a, v, 0, 100000, &classes)) ||
+                (!strcmp(a, "--norm") && norm_of(v, &norm)))
+                return 1;
+            continue;
+        }
+        if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "petal-tui: unknown option '%s'\n%s", a, usage);
+            return 1;
+        }
+        if (model) {
+            fprintf(stderr, "petal-tui: one model at a time\n%s", usage);
+            return 1;
+        }
+        model = a;
+    }
+    if (!model) {
+        fprintf(stderr, "%s", usage);
+        return 1;
+    }
+    nn_import_info info;
+    double secs;
+    nn_model *m = import(model, (int)size, (int)classes, norm, &info, &secs);
+    if (!m)
+        return 2;
+    size_t need = nn_model_summary(m, NULL, 0) + 1;
+    char *text = malloc(need);
+    if (text) {
+        nn_model_summary(m, text, need);
+        fputs(text, stdout);
+        free(text);
+    }
+    printf("\n%s: %d ONNX nodes -> %d layers%s, %zu parameters (%zu trainable), %.1f MFLOP per "
+           "image at %lldx%lld, imported in %.2f s\n",
+           model, info.onnx_nodes, info.mapped, info.quantized ? " (int8 weights dequantized)" : "",
+           nn_param_count(m), nn_trainable_count(m), nn_flops(m, 1, 0) * 1e-6, size, size, secs);
+    if (info.cut_from >= 0)
+        printf("cut for the new head: %s; the head reads %d features: global average pool "
+               "(where needed), dropout, dense %lld\n",
+               info.cut, info.feature_c, classes);
+    nn_model_free(m);
+    return 0;
+}
