@@ -6,7 +6,7 @@
  * converts them. Every ONNX value name maps to a layer (or to a shape computation,
  * the Shape -> Gather -> Unsqueeze -> Concat chains exporters write to feed a
  * Reshape). */
-#include "nn/nn_import.h"
+#include "nn/nn_import_impl.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -21,53 +21,16 @@
     "QLinearGlobalAveragePool, QLinearMatMul; Shape, Gather, Unsqueeze, Squeeze, Cast and "   \
     "Concat where they compute a Reshape's shape"
 
-typedef enum vkind { V_NODE = 1, V_SHAPE } vkind;
-
-/* What an ONNX value name is in the library. */
-typedef struct val {
-    const char *name;
-    vkind kind;
-    int node;           /* V_NODE: the layer */
-    int flat;           /* the layer's h x w x c map, flattened in NCHW order */
-} val;
-
-typedef enum fkind { F_CONV, F_QCONV, F_BN, F_DENSE } fkind;
-
-/* A layer whose weights come from the file. */
-typedef struct fill {
-    fkind kind;
-    int node;
-    const onnx_node *src;
-    int trans_b;        /* F_DENSE: B is [cout][cin] */
-    float alpha, beta;  /* F_DENSE: Gemm's factors */
-    int quant;          /* F_DENSE: B is quantized (QLinearMatMul) */
-    int flat_h, flat_w, flat_c; /* F_DENSE after an NCHW flatten: its map's shape */
-    const onnx_node *bias_src;  /* F_DENSE: an Add or QLinearAdd carrying the bias */
-    int bias_slot;      /* which input of bias_src is the constant */
-} fill;
-
-typedef struct imp {
-    const onnx_model *om;
-    const nn_import_opts *o;
-    nn_model *m;
-    pt_err *e;
-    val *v;
-    size_t nv, vcap;
-    fill *f;
-    size_t nf, fcap;
-    int quantized;
-} imp;
-
 /* ------------------------------------------------------------------------------ */
 /* errors */
 
-static int node_err(imp *I, const onnx_node *n, const char *fmt, ...)
+int nn_imp_err(imp *I, const onnx_node *n, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
 
-static int node_err(imp *I, const onnx_node *n, const char *fmt, ...)
+int nn_imp_err(imp *I, const onnx_node *n, const char *fmt, ...)
 {
     char msg[768];
     va_list ap;
@@ -85,7 +48,7 @@ static int built(imp *I, const onnx_node *n, int id)
         return id;
     pt_err be;
     nn_model_finalize(I->m, id, &be);
-    return node_err(I, n, "%s", be.msg);
+    return nn_imp_err(I, n, "%s", be.msg);
 }
 
 /* ------------------------------------------------------------------------------ */
@@ -138,25 +101,25 @@ static fill *add_fill(imp *I, fkind kind, int node, const onnx_node *src)
 static int in_node(imp *I, const onnx_node *n, size_t k, int allow_flat, int *node)
 {
     if (k >= n->n_inputs || !n->inputs[k][0])
-        return node_err(I, n, "input %zu is missing", k);
+        return nn_imp_err(I, n, "input %zu is missing", k);
     const val *v = find_val(I, n->inputs[k]);
     if (!v) {
         if (onnx_find_tensor(I->om, n->inputs[k]))
-            return node_err(I, n, "input '%s' is a constant where a feature map is expected",
+            return nn_imp_err(I, n, "input '%s' is a constant where a feature map is expected",
                             n->inputs[k]);
-        return node_err(I, n, "input '%s' is not produced by any supported node", n->inputs[k]);
+        return nn_imp_err(I, n, "input '%s' is not produced by any supported node", n->inputs[k]);
     }
     if (v->kind != V_NODE)
-        return node_err(I, n, "input '%s' is a shape computation, not a feature map",
+        return nn_imp_err(I, n, "input '%s' is a shape computation, not a feature map",
                         n->inputs[k]);
     if (v->flat && !allow_flat)
-        return node_err(I, n, "input '%s' is a flattened map; only Gemm or MatMul may read it",
+        return nn_imp_err(I, n, "input '%s' is a flattened map; only Gemm or MatMul may read it",
                         n->inputs[k]);
     *node = v->node;
     return PT_OK;
 }
 
-static const onnx_tensor *in_const(imp *I, const onnx_node *n, size_t k)
+const onnx_tensor *nn_imp_const(imp *I, const onnx_node *n, size_t k)
 {
     if (k >= n->n_inputs || !n->inputs[k][0])
         return NULL;
@@ -166,11 +129,11 @@ static const onnx_tensor *in_const(imp *I, const onnx_node *n, size_t k)
 static int out_node(imp *I, const onnx_node *n, int node, int flat)
 {
     if (n->n_outputs < 1 || !n->outputs[0][0])
-        return node_err(I, n, "has no output");
+        return nn_imp_err(I, n, "has no output");
     return set_val(I, n->outputs[0], V_NODE, node, flat);
 }
 
-static nn_node_info info_of(imp *I, int node)
+nn_node_info nn_imp_info(imp *I, int node)
 {
     nn_node_info ni;
     nn_node_get(I->m, node, &ni);
@@ -191,7 +154,7 @@ static int ints_attr(imp *I, const onnx_node *n, const char *name, size_t want, 
         return PT_OK;
     }
     if (k != want)
-        return node_err(I, n, "attribute %s has %zu values; %zu expected", name, k, want);
+        return nn_imp_err(I, n, "attribute %s has %zu values; %zu expected", name, k, want);
     for (size_t i = 0; i < want; i++)
         out[i] = v[i];
     return PT_OK;
@@ -208,24 +171,24 @@ static int window(imp *I, const onnx_node *n, int in, int64_t k[2], int64_t s[2]
         if ((rc = ints_attr(I, n, "kernel_shape", 2, 1, kk)) != PT_OK)
             return rc;
         if (k[0] && (kk[0] != k[0] || kk[1] != k[1]))
-            return node_err(I, n, "kernel_shape disagrees with the weights");
+            return nn_imp_err(I, n, "kernel_shape disagrees with the weights");
         k[0] = kk[0];
         k[1] = kk[1];
     } else if (!k[0]) {
-        return node_err(I, n, "kernel_shape is missing");
+        return nn_imp_err(I, n, "kernel_shape is missing");
     }
     if ((rc = ints_attr(I, n, "strides", 2, 1, s)) || (rc = ints_attr(I, n, "dilations", 2, 1, d)) ||
         (rc = ints_attr(I, n, "pads", 4, 0, p)))
         return rc;
     if (d[0] != 1 || d[1] != 1)
-        return node_err(I, n, "dilations other than 1 are not supported");
+        return nn_imp_err(I, n, "dilations other than 1 are not supported");
     if (onnx_attr_int(n, "ceil_mode", 0) != 0)
-        return node_err(I, n, "ceil_mode = 1 is not supported");
+        return nn_imp_err(I, n, "ceil_mode = 1 is not supported");
     const char *ap = onnx_attr_string(n, "auto_pad", "NOTSET");
     if (!strcmp(ap, "VALID")) {
         p[0] = p[1] = p[2] = p[3] = 0;
     } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-        nn_node_info ni = info_of(I, in);
+        nn_node_info ni = nn_imp_info(I, in);
         int64_t dim[2] = { ni.h, ni.w };
         for (int a = 0; a < 2; a++) {
             int64_t o = (dim[a] + s[a] - 1) / s[a];
@@ -239,7 +202,7 @@ static int window(imp *I, const onnx_node *n, int in, int64_t k[2], int64_t s[2]
             p[a + 2] = upper ? big : small;
         }
     } else if (strcmp(ap, "NOTSET") != 0) {
-        return node_err(I, n, "auto_pad '%s' is not supported", ap);
+        return nn_imp_err(I, n, "auto_pad '%s' is not supported", ap);
     }
     return PT_OK;
 }
@@ -251,9 +214,9 @@ static int window(imp *I, const onnx_node *n, int in, int64_t k[2], int64_t s[2]
 static int q_range(imp *I, const onnx_node *n, size_t scale_k, size_t zp_k, double *lo,
                    double *hi)
 {
-    const onnx_tensor *s = in_const(I, n, scale_k), *z = in_const(I, n, zp_k);
+    const onnx_tensor *s = nn_imp_const(I, n, scale_k), *z = nn_imp_const(I, n, zp_k);
     if (!s || !z || s->count != 1 || z->count != 1)
-        return node_err(I, n, "its output's scale and zero point must be constant scalars");
+        return nn_imp_err(I, n, "its output's scale and zero point must be constant scalars");
     const void *sd, *zd;
     int rc = onnx_tensor_data(I->om, s, ONNX_FLOAT, &sd, I->e);
     if (rc)
@@ -268,7 +231,7 @@ static int q_range(imp *I, const onnx_node *n, size_t scale_k, size_t zp_k, doub
         *lo = (-128 - zp) * scale;
         *hi = (127 - zp) * scale;
     } else {
-        return node_err(I, n, "zero point of type %s; UINT8 or INT8 expected",
+        return nn_imp_err(I, n, "zero point of type %s; UINT8 or INT8 expected",
                         onnx_dtype_name(z->dtype));
     }
     return PT_OK;
@@ -292,21 +255,21 @@ static int op_conv(imp *I, const onnx_node *n, int quant)
     int in, rc = in_node(I, n, 0, 0, &in);
     if (rc)
         return rc;
-    const onnx_tensor *w = in_const(I, n, quant ? 3 : 1);
+    const onnx_tensor *w = nn_imp_const(I, n, quant ? 3 : 1);
     if (!w || w->rank != 4)
-        return node_err(I, n, "the weights must be a constant 4-D tensor");
-    nn_node_info ni = info_of(I, in);
+        return nn_imp_err(I, n, "the weights must be a constant 4-D tensor");
+    nn_node_info ni = nn_imp_info(I, in);
     int64_t g = onnx_attr_int(n, "group", 1);
     int64_t cout = w->dims[0], cg = w->dims[1], kh = w->dims[2], kw = w->dims[3];
     if (g < 1 || cg * g != ni.c || cout % g != 0)
-        return node_err(I, n, "weights [%lld, %lld, %lld, %lld] with group %lld do not fit %d "
+        return nn_imp_err(I, n, "weights [%lld, %lld, %lld, %lld] with group %lld do not fit %d "
                         "input channels",
                         (long long)cout, (long long)cg, (long long)kh, (long long)kw,
                         (long long)g, ni.c);
     int64_t k[2] = { kh, kw }, s[2] = { 1, 1 }, p[4] = { 0, 0, 0, 0 };
     if ((rc = window(I, n, in, k, s, p)) != PT_OK)
         return rc;
-    int bias = quant ? in_const(I, n, 8) != NULL : in_const(I, n, 2) != NULL;
+    int bias = quant ? nn_imp_const(I, n, 8) != NULL : nn_imp_const(I, n, 2) != NULL;
     int id = built(I, n, nn_conv2d_ex(I->m, in, (int)cout, (int)kh, (int)kw, (int)s[0], (int)s[1],
                                       (int)p[0], (int)p[1], (int)p[2], (int)p[3], (int)g, bias));
     if (id < 0)
@@ -326,11 +289,11 @@ static int op_bn(imp *I, const onnx_node *n)
     int in, rc = in_node(I, n, 0, 0, &in);
     if (rc)
         return rc;
-    nn_node_info ni = info_of(I, in);
+    nn_node_info ni = nn_imp_info(I, in);
     for (size_t k = 1; k <= 4; k++) {
-        const onnx_tensor *t = in_const(I, n, k);
+        const onnx_tensor *t = nn_imp_const(I, n, k);
         if (!t || t->count != ni.c)
-            return node_err(I, n, "input %zu must be a constant of %d values", k, ni.c);
+            return nn_imp_err(I, n, "input %zu must be a constant of %d values", k, ni.c);
     }
     float eps = onnx_attr_float(n, "epsilon", 1e-5f), mom = onnx_attr_float(n, "momentum", 0.9f);
     int id = built(I, n, nn_batchnorm_ex(I->m, in, eps, mom));
@@ -344,13 +307,13 @@ static int op_bn(imp *I, const onnx_node *n)
 static int const_scalar(imp *I, const onnx_node *n, size_t k, const char *attr, float dflt,
                         float *out)
 {
-    const onnx_tensor *t = in_const(I, n, k);
+    const onnx_tensor *t = nn_imp_const(I, n, k);
     if (k < n->n_inputs && n->inputs[k][0] && !t)
-        return node_err(I, n, "input %zu must be a constant", k);
+        return nn_imp_err(I, n, "input %zu must be a constant", k);
     if (t) {
-        const void *d;
+        const void *d = NULL;
         if (t->count != 1)
-            return node_err(I, n, "input %zu must be one value", k);
+            return nn_imp_err(I, n, "input %zu must be one value", k);
         int rc = onnx_tensor_data(I->om, t, ONNX_FLOAT, &d, I->e);
         if (rc)
             return rc;
@@ -385,7 +348,7 @@ static int op_clip(imp *I, const onnx_node *n)
 static int op_binary(imp *I, const onnx_node *n, int mul)
 {
     /* A constant operand of an Add is a bias: fold it into the dense layer before. */
-    int ck = in_const(I, n, 0) ? 0 : in_const(I, n, 1) ? 1 : -1;
+    int ck = nn_imp_const(I, n, 0) ? 0 : nn_imp_const(I, n, 1) ? 1 : -1;
     if (!mul && ck >= 0) {
         int other;
         int rc = in_node(I, n, 1 - ck, 1, &other);
@@ -398,7 +361,7 @@ static int op_binary(imp *I, const onnx_node *n, int mul)
                 const val *v = find_val(I, n->inputs[1 - ck]);
                 return out_node(I, n, other, v ? v->flat : 0);
             }
-        return node_err(I, n, "adding a constant is supported only as the bias of a Gemm or "
+        return nn_imp_err(I, n, "adding a constant is supported only as the bias of a Gemm or "
                               "MatMul");
     }
     int a, b, rc;
@@ -414,8 +377,8 @@ static int op_qadd(imp *I, const onnx_node *n)
 {
     /* a, a_scale, a_zp, b, b_scale, b_zp, c_scale, c_zp */
     I->quantized = 1;
-    if (in_const(I, n, 0) || in_const(I, n, 3)) {
-        int ck = in_const(I, n, 0) ? 0 : 3, other;
+    if (nn_imp_const(I, n, 0) || nn_imp_const(I, n, 3)) {
+        int ck = nn_imp_const(I, n, 0) ? 0 : 3, other;
         int rc = in_node(I, n, ck == 0 ? 3 : 0, 1, &other);
         if (rc)
             return rc;
@@ -425,7 +388,7 @@ static int op_qadd(imp *I, const onnx_node *n)
                 I->f[i].bias_slot = ck;
                 return out_node(I, n, other, 0);
             }
-        return node_err(I, n, "adding a constant is supported only as the bias of a MatMul");
+        return nn_imp_err(I, n, "adding a constant is supported only as the bias of a MatMul");
     }
     int a, b, rc;
     if ((rc = in_node(I, n, 0, 0, &a)) || (rc = in_node(I, n, 3, 0, &b)))
@@ -448,9 +411,9 @@ static int op_concat(imp *I, const onnx_node *n)
         return set_val(I, n->outputs[0], V_SHAPE, -1, 0);
     int64_t axis = onnx_attr_int(n, "axis", 1);
     if (axis != 1 && axis != -3)
-        return node_err(I, n, "only concatenation along channels (axis 1) is supported");
+        return nn_imp_err(I, n, "only concatenation along channels (axis 1) is supported");
     if (n->n_inputs < 1)
-        return node_err(I, n, "has no inputs");
+        return nn_imp_err(I, n, "has no inputs");
     int acc, rc = in_node(I, n, 0, 0, &acc);
     if (rc)
         return rc;
@@ -470,7 +433,7 @@ static int op_pool(imp *I, const onnx_node *n, int max)
     if (rc)
         return rc;
     if (!max && onnx_attr_int(n, "count_include_pad", 0) != 0)
-        return node_err(I, n, "count_include_pad = 1 is not supported");
+        return nn_imp_err(I, n, "count_include_pad = 1 is not supported");
     int64_t k[2] = { 0, 0 }, s[2] = { 1, 1 }, p[4] = { 0, 0, 0, 0 };
     if ((rc = window(I, n, in, k, s, p)) != PT_OK)
         return rc;
@@ -490,24 +453,24 @@ static int op_flatten(imp *I, const onnx_node *n)
     if (rc)
         return rc;
     if (!strcmp(n->op_type, "Flatten") && onnx_attr_int(n, "axis", 1) != 1)
-        return node_err(I, n, "only Flatten with axis 1 is supported");
+        return nn_imp_err(I, n, "only Flatten with axis 1 is supported");
     if (!strcmp(n->op_type, "Reshape")) {
         /* Reshape to (N, -1): a computed shape, or a constant [N or 0 or -1, -1 or C]. */
         const val *sv = n->n_inputs > 1 ? find_val(I, n->inputs[1]) : NULL;
-        const onnx_tensor *t = in_const(I, n, 1);
+        const onnx_tensor *t = nn_imp_const(I, n, 1);
         int ok = sv && sv->kind == V_SHAPE;
         if (!ok && t && t->rank == 1 && t->count == 2) {
-            const void *d;
+            const void *d = NULL;
             if (onnx_tensor_data(I->om, t, ONNX_INT64, &d, I->e) == PT_OK) {
                 const int64_t *v = d;
-                nn_node_info ni = info_of(I, in);
+                nn_node_info ni = nn_imp_info(I, in);
                 ok = v[1] == -1 || v[1] == (int64_t)ni.h * ni.w * ni.c;
             }
         }
         if (!ok)
-            return node_err(I, n, "only Reshape to (N, -1) is supported");
+            return nn_imp_err(I, n, "only Reshape to (N, -1) is supported");
     }
-    nn_node_info ni = info_of(I, in);
+    nn_node_info ni = nn_imp_info(I, in);
     return out_node(I, n, in, ni.h * ni.w > 1);
 }
 
@@ -518,16 +481,16 @@ static int op_dense(imp *I, const onnx_node *n, int kind)
     if (rc)
         return rc;
     const val *v = find_val(I, n->inputs[0]);
-    const onnx_tensor *b = in_const(I, n, kind == 2 ? 3 : 1);
+    const onnx_tensor *b = nn_imp_const(I, n, kind == 2 ? 3 : 1);
     if (!b || b->rank != 2)
-        return node_err(I, n, "the weights must be a constant 2-D tensor");
+        return nn_imp_err(I, n, "the weights must be a constant 2-D tensor");
     int trans_b = kind == 0 && onnx_attr_int(n, "transB", 0) != 0;
     if (kind == 0 && onnx_attr_int(n, "transA", 0) != 0)
-        return node_err(I, n, "transA = 1 is not supported");
-    nn_node_info ni = info_of(I, in);
+        return nn_imp_err(I, n, "transA = 1 is not supported");
+    nn_node_info ni = nn_imp_info(I, in);
     int64_t cin = trans_b ? b->dims[1] : b->dims[0], cout = trans_b ? b->dims[0] : b->dims[1];
     if (cin != (int64_t)ni.h * ni.w * ni.c)
-        return node_err(I, n, "weights for %lld inputs after a map of %dx%dx%d (%d values)",
+        return nn_imp_err(I, n, "weights for %lld inputs after a map of %dx%dx%d (%d values)",
                         (long long)cin, ni.h, ni.w, ni.c, ni.h * ni.w * ni.c);
     int id = built(I, n, nn_dense(I->m, in, (int)cout));
     if (id < 0)
@@ -540,7 +503,7 @@ static int op_dense(imp *I, const onnx_node *n, int kind)
     if (kind == 0) {
         f->alpha = onnx_attr_float(n, "alpha", 1.0f);
         f->beta = onnx_attr_float(n, "beta", 1.0f);
-        if (in_const(I, n, 2)) {
+        if (nn_imp_const(I, n, 2)) {
             f->bias_src = n;
             f->bias_slot = 2;
         }
@@ -593,7 +556,7 @@ static int map_node(imp *I, const onnx_node *n)
 {
     const char *op = n->op_type;
     if (n->domain[0] && strcmp(n->domain, "ai.onnx") && strcmp(n->domain, "com.microsoft"))
-        return node_err(I, n, "operators of domain '%s' are not supported; supported: " SUPPORTED,
+        return nn_imp_err(I, n, "operators of domain '%s' are not supported; supported: " SUPPORTED,
                         n->domain);
     if (!strcmp(op, "Constant"))
         return PT_OK; /* read through onnx_find_tensor where used */
@@ -625,7 +588,7 @@ static int map_node(imp *I, const onnx_node *n)
         if (rc)
             return rc;
         if (op[0] == 'Q' && onnx_attr_int(n, "channels_last", 0) != 0)
-            return node_err(I, n, "channels_last = 1 is not supported");
+            return nn_imp_err(I, n, "channels_last = 1 is not supported");
         int id = built(I, n, nn_gap(I->m, in));
         return id < 0 ? id : out_node(I, n, id, 0);
     }
@@ -643,7 +606,7 @@ static int map_node(imp *I, const onnx_node *n)
          * were; the layers hold the dequantized weights. Softmax ends a classifier
          * (the library's output is logits). */
         if (!strcmp(op, "Softmax") && onnx_consumers(I->om, n->outputs[0]) > 1)
-            return node_err(I, n, "Softmax is supported only at the graph's end");
+            return nn_imp_err(I, n, "Softmax is supported only at the graph's end");
         if (op[0] == 'Q' || op[0] == 'D')
             I->quantized |= op[0] == 'Q';
         int in, rc = in_node(I, n, 0, 1, &in);
@@ -656,188 +619,7 @@ static int map_node(imp *I, const onnx_node *n)
         /* Shape of a map, or arithmetic on one: only ever feeds a Reshape's shape. */
         return set_val(I, n->outputs[0], V_SHAPE, -1, 0);
     }
-    return node_err(I, n, "operator %s is not supported; supported: " SUPPORTED, op);
-}
-
-/* ------------------------------------------------------------------------------ */
-/* weights */
-
-static int floats_of(imp *I, const onnx_node *n, size_t k, int64_t count, const float **out)
-{
-    const onnx_tensor *t = in_const(I, n, k);
-    if (!t)
-        return node_err(I, n, "input %zu must be a constant", k);
-    if (t->count != count)
-        return node_err(I, n, "input '%s' has %lld values; %lld expected", t->name,
-                        (long long)t->count, (long long)count);
-    const void *d;
-    int rc = onnx_tensor_data(I->om, t, ONNX_FLOAT, &d, I->e);
-    *out = d;
-    return rc;
-}
-
-/* Per-channel (or per-tensor) dequantization parameters of a quantized weight. */
-typedef struct qparams {
-    const float *scale;
-    int64_t n_scale;
-    const onnx_tensor *zp;
-} qparams;
-
-static int qparams_of(imp *I, const onnx_node *n, size_t sk, size_t zk, int64_t channels,
-                      qparams *q)
-{
-    const onnx_tensor *s = in_const(I, n, sk);
-    q->zp = in_const(I, n, zk);
-    if (!s || !q->zp || (s->count != 1 && s->count != channels) || q->zp->count != s->count)
-        return node_err(I, n, "scale and zero point must be constants of 1 or %lld values",
-                        (long long)channels);
-    const void *d;
-    int rc = onnx_tensor_data(I->om, s, ONNX_FLOAT, &d, I->e);
-    q->scale = d;
-    q->n_scale = s->count;
-    if (q->zp->dtype != ONNX_INT8 && q->zp->dtype != ONNX_UINT8)
-        return node_err(I, n, "zero point of type %s; INT8 or UINT8 expected",
-                        onnx_dtype_name(q->zp->dtype));
-    return rc;
-}
-
-static double qscale(const qparams *q, int64_t c)
-{
-    return q->scale[q->n_scale == 1 ? 0 : c];
-}
-
-static int qzero(const qparams *q, int64_t c)
-{
-    int64_t i = q->n_scale == 1 ? 0 : c;
-    return q->zp->dtype == ONNX_INT8 ? ((const int8_t *)q->zp->data)[i]
-                                     : ((const uint8_t *)q->zp->data)[i];
-}
-
-/* Element i of a quantized weight tensor as an integer. */
-static int qvalue(const onnx_tensor *t, int64_t i)
-{
-    return t->dtype == ONNX_INT8 ? ((const int8_t *)t->data)[i] : ((const uint8_t *)t->data)[i];
-}
-
-static int fill_conv(imp *I, const fill *f, float *P)
-{
-    const onnx_node *n = f->src;
-    int quant = f->kind == F_QCONV;
-    const onnx_tensor *w = in_const(I, n, quant ? 3 : 1);
-    int64_t cout = w->dims[0], cg = w->dims[1], kh = w->dims[2], kw = w->dims[3];
-    nn_node_info ni = info_of(I, f->node);
-    const float *wf = NULL;
-    qparams wq = { 0 }, xq = { 0 };
-    int rc;
-    if (quant) {
-        if (w->dtype != ONNX_INT8 && w->dtype != ONNX_UINT8)
-            return node_err(I, n, "weights of type %s; INT8 or UINT8 expected",
-                            onnx_dtype_name(w->dtype));
-        if ((rc = qparams_of(I, n, 4, 5, cout, &wq)) || (rc = qparams_of(I, n, 1, 2, 1, &xq)))
-            return rc;
-    } else if ((rc = floats_of(I, n, 1, w->count, &wf)) != PT_OK) {
-        return rc;
-    }
-    /* [cout][cg][kh][kw] -> [kh][kw][cg][cout] */
-    for (int64_t co = 0; co < cout; co++)
-        for (int64_t ci = 0; ci < cg; ci++)
-            for (int64_t y = 0; y < kh; y++)
-                for (int64_t x = 0; x < kw; x++) {
-                    int64_t src = ((co * cg + ci) * kh + y) * kw + x;
-                    float v = quant ? (float)((qvalue(w, src) - qzero(&wq, co)) * qscale(&wq, co))
-                                    : wf[src];
-                    P[((y * kw + x) * cg + ci) * cout + co] = v;
-                }
-    if (!ni.bias_count)
-        return PT_OK;
-    float *B = P + ni.weight_count;
-    if (quant) {
-        const onnx_tensor *b = in_const(I, n, 8);
-        const void *d;
-        if (!b || b->count != cout)
-            return node_err(I, n, "the bias must be a constant of %lld values", (long long)cout);
-        if ((rc = onnx_tensor_data(I->om, b, ONNX_INT32, &d, I->e)) != PT_OK)
-            return rc;
-        for (int64_t co = 0; co < cout; co++)
-            B[co] = (float)(((const int32_t *)d)[co] * qscale(&xq, 0) * qscale(&wq, co));
-        return PT_OK;
-    }
-    const float *bf;
-    if ((rc = floats_of(I, n, 2, cout, &bf)) != PT_OK)
-        return rc;
-    memcpy(B, bf, (size_t)cout * sizeof *B);
-    return PT_OK;
-}
-
-static int fill_bn(imp *I, const fill *f, float *P, float *buf)
-{
-    nn_node_info ni = info_of(I, f->node);
-    const float *t[4];
-    for (int k = 0; k < 4; k++) {
-        int rc = floats_of(I, f->src, (size_t)k + 1, ni.c, &t[k]);
-        if (rc)
-            return rc;
-    }
-    memcpy(P, t[0], (size_t)ni.c * sizeof *P);
-    memcpy(P + ni.c, t[1], (size_t)ni.c * sizeof *P);
-    memcpy(buf, t[2], (size_t)ni.c * sizeof *buf);
-    memcpy(buf + ni.c, t[3], (size_t)ni.c * sizeof *buf);
-    return PT_OK;
-}
-
-static int fill_dense(imp *I, const fill *f, float *P)
-{
-    const onnx_node *n = f->src;
-    const onnx_tensor *b = in_const(I, n, f->quant ? 3 : 1);
-    nn_node_info ni = info_of(I, f->node);
-    int64_t cout = ni.c, cin = (int64_t)ni.weight_count / cout;
-    const float *bf = NULL;
-    qparams bq = { 0 }, aq = { 0 };
-    int rc;
-    if (f->quant) {
-        if ((rc = qparams_of(I, n, 4, 5, cout, &bq)) || (rc = qparams_of(I, n, 1, 2, 1, &aq)))
-            return rc;
-    } else if ((rc = floats_of(I, n, 1, b->count, &bf)) != PT_OK) {
-        return rc;
-    }
-    for (int64_t r = 0; r < cin; r++) {
-        /* Row r of the library's [cin][cout] reads NHWC position r; the file's rows
-         * follow NCHW after a flatten of a map larger than 1x1. */
-        int64_t src_r = r;
-        if (f->flat_c) {
-            int64_t ch = r % f->flat_c, px = r / f->flat_c;
-            src_r = ch * f->flat_h * f->flat_w + px;
-        }
-        for (int64_t co = 0; co < cout; co++) {
-            int64_t src = f->trans_b ? co * cin + src_r : src_r * cout + co;
-            P[r * cout + co] =
-                f->quant ? (float)((qvalue(b, src) - qzero(&bq, co)) * qscale(&bq, co))
-                         : f->alpha * bf[src];
-        }
-    }
-    float *B = P + ni.weight_count;
-    memset(B, 0, (size_t)cout * sizeof *B);
-    if (!f->bias_src)
-        return PT_OK;
-    const onnx_node *bn = f->bias_src;
-    const onnx_tensor *c = in_const(I, bn, (size_t)f->bias_slot);
-    if (!c || (c->count != cout && c->count != 1))
-        return node_err(I, bn, "the bias must be a constant of 1 or %lld values", (long long)cout);
-    if (!strcmp(bn->op_type, "QLinearAdd")) {
-        qparams cq;
-        size_t sk = (size_t)f->bias_slot + 1;
-        if ((rc = qparams_of(I, bn, sk, sk + 1, 1, &cq)) != PT_OK)
-            return rc;
-        for (int64_t co = 0; co < cout; co++)
-            B[co] = (float)((qvalue(c, c->count == 1 ? 0 : co) - qzero(&cq, 0)) * qscale(&cq, 0));
-        return PT_OK;
-    }
-    const void *d;
-    if ((rc = onnx_tensor_data(I->om, c, ONNX_FLOAT, &d, I->e)) != PT_OK)
-        return rc;
-    for (int64_t co = 0; co < cout; co++)
-        B[co] = f->beta * ((const float *)d)[c->count == 1 ? 0 : co];
-    return PT_OK;
+    return nn_imp_err(I, n, "operator %s is not supported; supported: " SUPPORTED, op);
 }
 
 /* ------------------------------------------------------------------------------ */
@@ -926,7 +708,7 @@ nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_impor
         int feat;
         if ((rc = in_node(&I, cls, 0, 1, &feat)) != PT_OK)
             goto fail;
-        nn_node_info fi = info_of(&I, feat);
+        nn_node_info fi = nn_imp_info(&I, feat);
         info->cut_from = cls->index;
         int k = snprintf(info->cut, sizeof info->cut, "%s '%s' (%d features in)", cls->op_type,
                          cls->name, fi.h * fi.w * fi.c);
@@ -958,14 +740,14 @@ nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_impor
         float *params = nn_params(I.m), *bufs = nn_buffers(I.m);
         for (size_t i = 0; i < I.nf && rc == PT_OK; i++) {
             const fill *f = &I.f[i];
-            nn_node_info ni = info_of(&I, f->node);
+            nn_node_info ni = nn_imp_info(&I, f->node);
             float *P = params + ni.param_offset;
             if (f->kind == F_CONV || f->kind == F_QCONV)
-                rc = fill_conv(&I, f, P);
+                rc = nn_imp_fill_conv(&I, f, P);
             else if (f->kind == F_BN)
-                rc = fill_bn(&I, f, P, bufs + ni.buffer_offset);
+                rc = nn_imp_fill_bn(&I, f, P, bufs + ni.buffer_offset);
             else
-                rc = fill_dense(&I, f, P);
+                rc = nn_imp_fill_dense(&I, f, P);
         }
         if (rc)
             goto fail;

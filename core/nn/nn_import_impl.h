@@ -1,0 +1,65 @@
+/* nn_import_impl — internals shared by nn_import.c (the graph walk) and
+ * nn_import_weights.c (the weights' conversion); not for other modules.
+ *
+ * Ownership: one imp per nn_import_onnx() call, which frees its arrays; the ONNX
+ * model and the options are borrowed, the nn model is returned to the caller.
+ */
+#ifndef PT_NN_IMPORT_IMPL_H
+#define PT_NN_IMPORT_IMPL_H
+
+#include "nn/nn_import.h"
+
+typedef enum vkind { V_NODE = 1, V_SHAPE } vkind;
+
+/* What an ONNX value name is in the library. */
+typedef struct val {
+    const char *name;
+    vkind kind;
+    int node;           /* V_NODE: the layer */
+    int flat;           /* the layer's h x w x c map, flattened in NCHW order */
+} val;
+
+typedef enum fkind { F_CONV, F_QCONV, F_BN, F_DENSE } fkind;
+
+/* A layer whose weights come from the file. */
+typedef struct fill {
+    fkind kind;
+    int node;
+    const onnx_node *src;
+    int trans_b;        /* F_DENSE: B is [cout][cin] */
+    float alpha, beta;  /* F_DENSE: Gemm's factors */
+    int quant;          /* F_DENSE: B is quantized (QLinearMatMul) */
+    int flat_h, flat_w, flat_c; /* F_DENSE after an NCHW flatten: its map's shape */
+    const onnx_node *bias_src;  /* F_DENSE: an Add or QLinearAdd carrying the bias */
+    int bias_slot;      /* which input of bias_src is the constant */
+} fill;
+
+typedef struct imp {
+    const onnx_model *om;
+    const nn_import_opts *o;
+    nn_model *m;
+    pt_err *e;
+    val *v;
+    size_t nv, vcap;
+    fill *f;
+    size_t nf, fcap;
+    int quantized;
+} imp;
+
+/* An error naming the file, node (index, name) and operator. */
+int nn_imp_err(imp *I, const onnx_node *n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Input slot k of n when it is a constant (initializer or Constant), else NULL. */
+const onnx_tensor *nn_imp_const(imp *I, const onnx_node *n, size_t k);
+nn_node_info nn_imp_info(imp *I, int node);
+
+/* After nn_model_finalize(): copy one layer's weights from the file into P (its
+ * parameters) and, for batch norm, buf (its running statistics). */
+int nn_imp_fill_conv(imp *I, const fill *f, float *P);
+int nn_imp_fill_bn(imp *I, const fill *f, float *P, float *buf);
+int nn_imp_fill_dense(imp *I, const fill *f, float *P);
+
+#endif
