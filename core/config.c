@@ -45,7 +45,7 @@ static const cfg_option OPTIONS[] = {
     { "data", CFG_PATH, F(data), "", 0, 0, NULL, "DIR", "dataset folder", "the built-in demo flowers", ALL, 13, NULL },
     { "out", CFG_PATH, F(out), "", 0, 0, NULL, "DIR", "run folder", "runs/MODEL-DATE", NO_FILE, 0, NULL },
     { "resume", CFG_PATH, F(resume), "", 0, 0, NULL, "DIR", "continue the run in DIR", "a new run", NO_FILE, 0, NULL },
-    { "model", CFG_WORD, F(model), "small", 0, 0, MODELS, NULL, "the network", NULL, ALL, 1, NULL },
+    { "model", CFG_MODEL, F(model), "small", 0, 0, MODELS, "small|mobilenetv2|FILE.onnx", "a built-in net, or an ONNX graph to fine-tune", NULL, ALL, 1, NULL },
     { "width", CFG_NUM, F(width), "1", 0.1, 4.0, NULL, "W", "mobilenetv2 width multiplier", NULL, ALL, 0, NULL },
     { "image-size", CFG_INT, F(image_size), "0", 0, 1024, NULL, "S", "model input side; 0 = the dataset's", NULL, ALL, 0, image_size_check },
     { "epochs", CFG_INT, F(epochs), "10", 1, RUN_MAX_EPOCHS, NULL, "N", "epochs to train", NULL, ALL, 5, NULL },
@@ -120,7 +120,8 @@ static int choice_of(const cfg_option *o, const char *v)
     return -1;
 }
 
-/* "model wants small or mobilenetv2, not 'x'": the names, the last after "or". */
+/* "optimizer wants adam or sgd, not 'x'": the names, the last after "or" (and for the
+ * model, that a .onnx file will do too). */
 static int bad_choice(const cfg_option *o, const char *v, pt_err *e)
 {
     char names[256];
@@ -130,8 +131,8 @@ static int bad_choice(const cfg_option *o, const char *v, pt_err *e)
         k += (size_t)snprintf(names + k, sizeof names - k, "%s%.*s", sep, name_len(o->choices[i]),
                               o->choices[i]);
     }
-    return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s wants %s, not '%s'",
-                   o->name, names, v);
+    return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s wants %s%s, not '%s'",
+                   o->name, names, o->kind == CFG_MODEL ? " or a .onnx file" : "", v);
 }
 
 /* ---- reading values ------------------------------------------------------------- */
@@ -229,9 +230,12 @@ static int set_option(run_config *c, const cfg_option *o, const char *v, pt_err 
                            o->name);
         util_copy(p, o->size, v);
         return PT_OK;
-    case CFG_WORD:
-        if (choice_of(o, v) < 0)
+    case CFG_MODEL:
+        if (choice_of(o, v) < 0 && !run_model_is_onnx(v))
             return bad_choice(o, v, e);
+        if (strlen(v) >= o->size)
+            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s: path too long",
+                           o->name);
         util_copy(p, o->size, v);
         return PT_OK;
     case CFG_AUGMENT:
@@ -292,7 +296,7 @@ int cfg_value(const run_config *c, const cfg_option *o, char *buf, size_t n)
     int k = -1;
     switch (o->kind) {
     case CFG_PATH:
-    case CFG_WORD:
+    case CFG_MODEL:
     case CFG_AUGMENT:
         k = snprintf(buf, n, "%.*s", (int)strnlen(p, o->size), p);
         break;

@@ -17,7 +17,7 @@
 /* How a value is read, checked, stored and written. */
 typedef enum cfg_kind {
     CFG_PATH,           /* char[]: any text that fits */
-    CFG_WORD,           /* char[]: one of the choices (the model) */
+    CFG_MODEL,          /* char[]: one of the choices (a built-in net) or a path to an .onnx file */
     CFG_CHOICE,         /* an enum (int): the index of one of the choices */
     CFG_INT,            /* int from lo to hi */
     CFG_U64,            /* uint64_t from lo to hi */
@@ -40,7 +40,7 @@ typedef struct cfg_option {
     size_t offset, size;        /* the field in run_config */
     const char *def;            /* the default as text, set through cfg_set() */
     double lo, hi;              /* the range of the number kinds (whole numbers: exact) */
-    const char *const *choices; /* CFG_WORD, CFG_CHOICE: NULL-terminated; each is its
+    const char *const *choices; /* CFG_MODEL, CFG_CHOICE: NULL-terminated; each is its
                                    name, then any other spellings, space-separated */
     const char *arg;            /* the value's name in --help (N, DIR, SPEC); NULL: the
                                    choices joined by '|', or nothing for CFG_BOOL */

@@ -184,9 +184,14 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
     if (cfg->epochs < 1 || cfg->batch_per_replica < 1 || cfg->grad_acc < 1)
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                        "epochs, batch per replica and accumulation must be at least 1");
-    if (strcmp(cfg->model, "small") && strcmp(cfg->model, "mobilenetv2"))
+    if (run_model_is_onnx(cfg->model)) {
+        if (!util_is_file(cfg->model))
+            return err_set(e, PT_EUSAGE, cfg->model, PT_NO_RECORD, PT_NO_OFFSET,
+                           "no such ONNX model file");
+    } else if (strcmp(cfg->model, "small") && strcmp(cfg->model, "mobilenetv2")) {
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "unknown model '%s'",
                        cfg->model);
+    }
     if (cfg->data[0] && !util_is_dir(cfg->data))
         return err_set(e, PT_ENODATA, cfg->data, PT_NO_RECORD, PT_NO_OFFSET,
                        "no such dataset folder");

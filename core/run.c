@@ -2,7 +2,9 @@
 #include "run.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 const char *run_state_name(run_state s)
 {
@@ -42,4 +44,23 @@ void run_val_item_free(run_val_item *it)
 {
     free(it->rgb);
     it->rgb = NULL;
+}
+
+const char *run_model_name(const run_config *c, char *buf, size_t n)
+{
+    const char *base = strrchr(c->model, '/');
+    base = base ? base + 1 : c->model;
+    size_t len = strlen(base);
+    if (run_model_is_onnx(base))
+        len -= 5;
+    if (len > 48)
+        len = 48;
+    snprintf(buf, n, "%.*s", (int)len, base);
+    return buf;
+}
+
+int run_model_is_onnx(const char *model)
+{
+    size_t n = strlen(model);
+    return n > 5 && strcasecmp(model + n - 5, ".onnx") == 0;
 }

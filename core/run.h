@@ -32,7 +32,7 @@ typedef struct run_config {
     char data[4096];            /* dataset folder; "" = the built-in demo data */
     char out[4096];             /* run folder; "" = runs/NAME-DATE */
     char resume[4096];          /* run folder to continue; "" = a new run */
-    char model[32];             /* "small" or "mobilenetv2" */
+    char model[4096];           /* "small", "mobilenetv2" or a path to an .onnx file */
     double width;               /* mobilenetv2 width multiplier */
     int image_size;             /* model input side; 0 = the dataset's size */
     int epochs;
@@ -70,6 +70,14 @@ typedef enum run_state {
 } run_state;
 
 const char *run_state_name(run_state s);
+
+/* 1 when the model option names an ONNX file (it ends in .onnx) rather than a
+ * built-in net. */
+int run_model_is_onnx(const char *model);
+
+/* A short name for the model: "small", "mobilenetv2", or an ONNX file's name
+ * without its folder and extension (for run folders and the header). Returns buf. */
+const char *run_model_name(const run_config *c, char *buf, size_t n);
 
 typedef struct run_epoch {
     int epoch;                  /* 1-based */

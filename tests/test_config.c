@@ -207,7 +207,7 @@ TEST(config_set_checks_values_with_the_messages_users_see)
         { "epochs", "0", "epochs wants a whole number from 1 to 1000, not '0'" },
         { "epochs", "3x", "epochs wants a whole number from 1 to 1000, not '3x'" },
         { "image-size", "16", "image-size must be 0 (the dataset's) or at least 32, not 16" },
-        { "model", "resnet", "model wants small or mobilenetv2, not 'resnet'" },
+        { "model", "resnet", "model wants small or mobilenetv2 or a .onnx file, not 'resnet'" },
         { "optimizer", "rmsprop", "optimizer wants adam or sgd, not 'rmsprop'" },
         { "schedule", "step", "schedule wants exp, linear or cosine, not 'step'" },
         { "warmup", "1.5", "warmup wants a number from 0 to 1, not '1.5'" },
@@ -259,7 +259,7 @@ TEST(config_table_rows_are_consistent)
         case CFG_U64: want = sizeof(uint64_t); break;
         case CFG_OVERSAMPLE: want = sizeof(long long); break;
         case CFG_NUM: want = sizeof(double); break;
-        case CFG_PATH: case CFG_WORD: case CFG_AUGMENT: want = o->size > 1 ? o->size : 0; break;
+        case CFG_PATH: case CFG_MODEL: case CFG_AUGMENT: want = o->size > 1 ? o->size : 0; break;
         }
         T_CHECKF(o->size == want && o->offset + o->size <= sizeof c, "%s: size %zu", o->name,
                  o->size);
@@ -267,10 +267,10 @@ TEST(config_table_rows_are_consistent)
         pt_err e;
         T_CHECKF(cfg_set(&c, o->name, o->def, &e) == PT_OK, "%s default: %s", o->name, e.msg);
         T_CHECKF(o->help && o->help[0], "%s: no help line", o->name);
-        T_CHECKF((o->choices != NULL) == (o->kind == CFG_WORD || o->kind == CFG_CHOICE),
+        T_CHECKF((o->choices != NULL) == (o->kind == CFG_MODEL || o->kind == CFG_CHOICE),
                  "%s: choices", o->name);
         for (int k = 0; o->choices && o->choices[k]; k++)
-            T_CHECKF(o->kind != CFG_WORD || strlen(o->choices[k]) < o->size, "%s", o->name);
+            T_CHECKF(o->kind != CFG_MODEL || strlen(o->choices[k]) < o->size, "%s", o->name);
         if (o->kind == CFG_INT || o->kind == CFG_U64 || o->kind == CFG_OVERSAMPLE)
             T_CHECKF(o->lo == (double)(long long)o->lo && o->hi == (double)(long long)o->hi,
                      "%s: limits not whole", o->name);

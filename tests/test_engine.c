@@ -479,3 +479,57 @@ TEST(engine_preview_and_validation_inspection)
     T_CHECK(lines >= 3);
     eng_destroy(g);
 }
+
+TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
+{
+    /* A PyTorch-exported net (tests/data/import) as the model: its classifier is
+     * replaced by a head for the dataset's 4 classes, it trains, and a resumed run
+     * rebuilds it from the file and continues from the checkpoint. */
+    const char *dir = t_tmpdir();
+    char out[4200];
+    util_path(out, sizeof out, "%s/onnx", dir);
+    run_config c;
+    small_config(&c, out);
+    c.epochs = 1;
+    util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
+    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    T_EQ_STR(snap.model, "blocks");
+    T_EQ_INT(snap.n_classes, 4);
+    T_EQ_INT(snap.history_n, 1);
+    T_CHECK(isfinite(snap.history[0].train_loss) && isfinite(snap.history[0].val_loss));
+    char path[4300];
+    uint8_t *text;
+    size_t len;
+    pt_err e;
+    util_path(path, sizeof path, "%s/config", out);
+    T_REQUIRE(util_read_file(path, &text, &len, &e) == PT_OK);
+    T_CHECK(strstr((char *)text, "model = tests/data/import/blocks.onnx\n") != NULL);
+    free(text);
+    util_path(path, sizeof path, "%s/log.txt", out);
+    T_REQUIRE(util_read_file(path, &text, &len, &e) == PT_OK);
+    T_CHECKF(strstr((char *)text, "replaced Gemm") && strstr((char *)text, "new head of 4 classes"),
+             "%s", (char *)text);
+    free(text);
+    if (!t_slow_mode()) {
+        small_config(&c, "");
+        c.epochs = 2;
+        util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
+        util_copy(c.resume, sizeof c.resume, out);
+        T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+        T_EQ_INT(snap.history_n, 2);
+    }
+
+    /* A missing file is refused at once; a graph it cannot use fails the run with
+     * the file named (this one has no classifier to replace). */
+    small_config(&c, "");
+    util_copy(c.model, sizeof c.model, "tests/data/import/missing.onnx");
+    eng *g;
+    T_EQ_INT(eng_create(&c, &g, &e), PT_EUSAGE);
+    T_CHECKF(strstr(e.msg, "missing.onnx") != NULL, "%s", e.msg);
+    util_path(out, sizeof out, "%s/onnx-bad", dir);
+    small_config(&c, out);
+    util_copy(c.model, sizeof c.model, "tests/data/import/unsupported.onnx");
+    T_REQUIRE(run_to_end(&c, &snap) == RUN_FAILED);
+    T_CHECKF(strstr(snap.message, "unsupported.onnx") && strstr(snap.message, "no classifier"),
+             "%s", snap.message);
+}

@@ -28,7 +28,7 @@ prg *prg_new(const run_config *cfg)
     run_snapshot *s = &p->snap;
     s->state = RUN_IDLE;
     snprintf(s->message, sizeof s->message, "ready: press s to start");
-    util_copy(s->model, sizeof s->model, cfg->model);
+    run_model_name(cfg, s->model, sizeof s->model);
     util_copy(s->dataset, sizeof s->dataset, cfg->data[0] ? cfg->data : "built-in demo flowers");
     s->epochs = cfg->epochs;
     s->batch_per_replica = cfg->batch_per_replica;

@@ -51,9 +51,11 @@ int trn_make_run_dir(trn *r, pt_err *e)
         char stamp[32];
         time_t now = time(NULL);
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
-        snprintf(r->run_dir, sizeof r->run_dir, "runs/%s-%s", r->cfg->model, stamp);
+        char name[64];
+        run_model_name(r->cfg, name, sizeof name);
+        snprintf(r->run_dir, sizeof r->run_dir, "runs/%s-%s", name, stamp);
         for (int k = 2; util_is_dir(r->run_dir) && k < 100; k++)
-            snprintf(r->run_dir, sizeof r->run_dir, "runs/%s-%s-%d", r->cfg->model, stamp, k);
+            snprintf(r->run_dir, sizeof r->run_dir, "runs/%s-%s-%d", name, stamp, k);
     }
     return util_mkdirs(r->run_dir, e);
 }

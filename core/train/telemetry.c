@@ -32,7 +32,7 @@ void trn_publish_static(trn *r)
     if (!strcmp(r->cfg->model, "mobilenetv2"))
         snprintf(s->model, sizeof s->model, "mobilenetv2 x%.2g", r->cfg->width);
     else
-        util_copy(s->model, sizeof s->model, r->cfg->model);
+        run_model_name(r->cfg, s->model, sizeof s->model);
     s->replicas = s->n_replicas = r->R;
     s->batch_per_replica = r->B;
     s->grad_acc = r->A;

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "io/onnx.h"
+#include "nn/nn_import.h"
 #include "nn/nn_models.h"
 #include "train/metrics.h"
 #include "train/trainer_impl.h"
@@ -40,9 +42,34 @@ static int scan_error(void *ctx, const pt_err *err)
     return r->cfg->stop_on_data_error;
 }
 
+/* A pretrained ONNX backbone with a new head for the dataset's classes; the
+ * importer loads its weights and initialises the head from the run's seed. */
+static nn_model *import_onnx(trn *r, pt_err *e)
+{
+    onnx_model *om;
+    double t0 = util_now();
+    if (onnx_load(r->cfg->model, &om, e) != PT_OK)
+        return NULL;
+    nn_import_opts o = { .h = r->img, .w = r->img, .n_classes = r->n_classes,
+                         .dropout = (float)r->cfg->dropout, .norm = NN_NORM_IMAGENET,
+                         .seed = r->cfg->seed };
+    nn_import_info info;
+    nn_model *m = nn_import_onnx(om, &o, &info, e);
+    onnx_free(om);
+    if (m)
+        trn_log(r, "imported %s in %.2f s: %d ONNX nodes -> %d layers%s; replaced %s with a new "
+                   "head of %d classes",
+                r->cfg->model, util_now() - t0, info.onnx_nodes, info.mapped,
+                info.quantized ? " (int8 weights dequantized)" : "", info.cut, r->n_classes);
+    return m;
+}
+
 static int build_model(trn *r, pt_err *e)
 {
-    if (!strcmp(r->cfg->model, "small"))
+    int onnx = run_model_is_onnx(r->cfg->model);
+    if (onnx)
+        r->model = import_onnx(r, e);
+    else if (!strcmp(r->cfg->model, "small"))
         r->model = nn_build_small(r->img, r->img, r->n_classes, (float)r->cfg->dropout, e);
     else if (!strcmp(r->cfg->model, "mobilenetv2"))
         r->model = nn_build_mobilenetv2(r->img, r->img, r->n_classes, (float)r->cfg->width,
@@ -52,7 +79,8 @@ static int build_model(trn *r, pt_err *e)
                        r->cfg->model);
     if (!r->model)
         return e ? e->code : PT_ENOMEM;
-    nn_model_init_params(r->model, r->cfg->seed);
+    if (!onnx)
+        nn_model_init_params(r->model, r->cfg->seed);
     if (r->cfg->freeze_backbone) {
         int rc = nn_model_freeze_backbone(r->model);
         if (rc != PT_OK)
