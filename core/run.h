@@ -47,6 +47,8 @@ typedef struct run_config {
     double weight_decay;        /* decoupled, on conv/dense weights */
     double dropout;
     int freeze_backbone;
+    int freeze_epochs;          /* the first K epochs train only the new head */
+    double backbone_lr_scale;   /* then the backbone's learning rate is this fraction */
     char augment[512];          /* augmentation chain spec; "none" = off */
     uint64_t seed;
     int deterministic;
@@ -103,6 +105,7 @@ typedef struct run_snapshot {
     char dataset[256];
     char run_dir[512];
     char model[64];
+    char phase[64];             /* fine-tuning: which part trains, and how much of it */
     int replicas, batch_per_replica, grad_acc, update_size, image_size;
     int n_classes;
     int epoch, epochs;          /* current (1-based) and total */

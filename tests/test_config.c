@@ -26,6 +26,8 @@ static const char DEFAULT_TEXT[] =
     "momentum = 0.9\n"
     "weight-decay = 0\n"
     "dropout = 0.2\n"
+    "freeze-epochs = 0\n"
+    "backbone-lr-scale = 0.1\n"
     "freeze-backbone = no\n"
     "augment = perspective:0.25,flip:0.5,affine:0.15,color:0.15\n"
     "seed = 42\n"
@@ -57,6 +59,8 @@ static const char OTHER_TEXT[] =
     "momentum = 0.95\n"
     "weight-decay = 0.0001\n"
     "dropout = 0.5\n"
+    "freeze-epochs = 2\n"
+    "backbone-lr-scale = 0.25\n"
     "freeze-backbone = yes\n"
     "augment = perspective:0.35,flip:0.5,mixup:0.2\n"
     "seed = 12345678901234\n"
@@ -93,6 +97,8 @@ static void other_config(run_config *c)
     c->momentum = 0.95;
     c->weight_decay = 1e-4;
     c->dropout = 0.5;
+    c->freeze_epochs = 2;
+    c->backbone_lr_scale = 0.25;
     c->freeze_backbone = 1;
     snprintf(c->augment, sizeof c->augment, "perspective:0.35,flip:0.5,mixup:0.2");
     c->seed = 12345678901234ull;
@@ -160,6 +166,8 @@ static void same_config(const run_config *a, const run_config *b)
     T_CHECK(a->weight_decay == b->weight_decay);
     T_CHECK(a->dropout == b->dropout);
     T_EQ_INT(a->freeze_backbone, b->freeze_backbone);
+    T_EQ_INT(a->freeze_epochs, b->freeze_epochs);
+    T_CHECK(a->backbone_lr_scale == b->backbone_lr_scale);
     T_EQ_STR(a->augment, b->augment);
     T_CHECK(a->seed == b->seed);
     T_EQ_INT(a->deterministic, b->deterministic);

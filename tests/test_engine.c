@@ -519,6 +519,20 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
         T_EQ_INT(snap.history_n, 2);
     }
 
+    /* Two phases: the head alone for an epoch, then everything at a tenth of the
+     * learning rate for the backbone. */
+    util_path(out, sizeof out, "%s/onnx-phases", dir);
+    small_config(&c, out);
+    c.epochs = 2;
+    c.freeze_epochs = 1;
+    util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
+    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    T_CHECKF(strstr(snap.phase, "backbone lr x0.1") != NULL, "%s", snap.phase);
+    util_path(path, sizeof path, "%s/log.txt", out);
+    T_REQUIRE(util_read_file(path, &text, &len, &e) == PT_OK);
+    T_CHECKF(strstr((char *)text, "epoch 2 on: the whole net trains"), "%s", (char *)text);
+    free(text);
+
     /* A missing file is refused at once; a graph it cannot use fails the run with
      * the file named (this one has no classifier to replace). */
     small_config(&c, "");

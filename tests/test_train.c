@@ -291,6 +291,32 @@ TEST(strategy_non_finite_loss_skips_the_step)
     nn_model_free(m);
 }
 
+TEST(optim_slow_mask_scales_the_backbones_learning_rate)
+{
+    /* Fine-tuning: where the mask is 1 the step is slow_scale times as large, decay
+     * included; elsewhere it is what it was. */
+    for (int kind = 0; kind < 2; kind++) {
+        opt o;
+        T_REQUIRE(opt_init(&o, kind ? OPT_SGD : OPT_ADAM, 4, 0.9, 0.5) == 0);
+        float w[4] = { 1, 1, 1, 1 }, g[4] = { 0.5f, 0.5f, -2, -2 };
+        uint8_t slow[4] = { 1, 0, 1, 0 }, decay[4] = { 1, 1, 1, 1 };
+        opt_set_slow(&o, slow, 0.1);
+        opt_step(&o, w, g, NULL, decay, 0, 4, 0.01, 1);
+        for (int i = 0; i < 4; i += 2)
+            T_NEAR((1.0 - w[i]) / (1.0 - w[i + 1]), 0.1, 1e-4);
+        T_CHECK(w[0] != w[1]);
+        opt_free(&o);
+    }
+    /* No mask: every parameter moves alike. */
+    opt o;
+    T_REQUIRE(opt_init(&o, OPT_ADAM, 2, 0.9, 0.0) == 0);
+    float w[2] = { 1, 1 }, g[2] = { 0.5f, 0.5f };
+    opt_set_slow(&o, NULL, 0.1);
+    opt_step(&o, w, g, NULL, NULL, 0, 2, 0.01, 1);
+    T_CHECK(w[0] == w[1] && w[0] < 1.0f);
+    opt_free(&o);
+}
+
 /* ---- samples and progress ----------------------------------------------------- */
 
 TEST(samples_one_builder_for_train_eval_and_preview_pipelines)

@@ -136,6 +136,8 @@ void ui_panel_header(WINDOW *w, ui_rect r, const ui_frame *f)
     snprintf(p[2], 300, " | %s", s->model[0] ? s->model : "?");
     if (s->image_size > 0)
         snprintf(p[2] + strlen(p[2]), 300 - strlen(p[2]), " %dpx", s->image_size);
+    if (s->phase[0])
+        snprintf(p[2] + strlen(p[2]), 300 - strlen(p[2]), " (%s)", s->phase);
     p[3][0] = 0;
     if (s->n_classes > 0)
         snprintf(p[3], 300, " | %d classes", s->n_classes);

@@ -36,6 +36,12 @@ void opt_free(opt *o)
     o->m = o->v = NULL;
 }
 
+void opt_set_slow(opt *o, const uint8_t *mask, double scale)
+{
+    o->slow = mask;
+    o->slow_scale = (float)scale;
+}
+
 size_t opt_state_floats(const opt *o)
 {
     return o->kind == OPT_ADAM ? 2 * o->n : o->n;
@@ -60,21 +66,24 @@ void opt_step(opt *o, float *params, const float *grads, const uint8_t *trainabl
             float v = b2 * o->v[i] + (1.0f - b2) * g * g;
             o->m[i] = m;
             o->v[i] = v;
+            /* k is exactly 1 without a slow mask: the same bytes as before it. */
+            float k = o->slow && o->slow[i] ? o->slow_scale : 1.0f;
             float w = params[i];
             if (decay_mask && decay_mask[i])
-                w -= wd * w;
-            params[i] = w - step * m / (sqrtf(v) + eps);
+                w -= (wd * k) * w;
+            params[i] = w - (step * k) * m / (sqrtf(v) + eps);
         }
     } else {
         float mu = (float)o->momentum, flr = (float)lr;
         for (size_t i = lo; i < hi; i++) {
             if (trainable && !trainable[i])
                 continue;
-            float vel = mu * o->m[i] - flr * grads[i];
+            float k = o->slow && o->slow[i] ? o->slow_scale : 1.0f;
+            float vel = mu * o->m[i] - (flr * k) * grads[i];
             o->m[i] = vel;
             float w = params[i];
             if (decay_mask && decay_mask[i])
-                w -= wd * w;
+                w -= (wd * k) * w;
             params[i] = w + vel;
         }
     }

@@ -23,6 +23,11 @@ typedef struct opt {
     float *m;               /* Adam first moment / SGD velocity */
     float *v;               /* Adam second moment (NULL for SGD) */
     double beta1, beta2, eps, momentum, weight_decay;
+    /* Fine-tuning: where slow[i] is 1 the learning rate is scaled by slow_scale (a
+     * pretrained backbone learning more slowly than its new head). NULL: none.
+     * The mask belongs to the caller. */
+    const uint8_t *slow;
+    float slow_scale;
 } opt;
 
 int opt_init(opt *o, opt_kind kind, size_t n, double momentum, double weight_decay);
@@ -32,6 +37,9 @@ void opt_free(opt *o);
  * (Adam's bias correction). trainable / decay_mask may be NULL (all 1 / all 0). */
 void opt_step(opt *o, float *params, const float *grads, const uint8_t *trainable,
               const uint8_t *decay_mask, size_t lo, size_t hi, double lr, long long t);
+
+/* Scale the learning rate of the parameters where mask is 1 (NULL: none). */
+void opt_set_slow(opt *o, const uint8_t *mask, double scale);
 
 /* Bytes of state (m, v) for checkpoints, and their arrays. */
 size_t opt_state_floats(const opt *o);

@@ -64,6 +64,50 @@ static nn_model *import_onnx(trn *r, pt_err *e)
     return m;
 }
 
+/* Parameters, for the header: 6405, 64.1k, 2.21M. */
+static void count_text(char *buf, size_t n, size_t v)
+{
+    if (v < 10000)
+        snprintf(buf, n, "%zu", v);
+    else if (v < 10000000)
+        snprintf(buf, n, "%.1fk", (double)v / 1e3);
+    else
+        snprintf(buf, n, "%.2fM", (double)v / 1e6);
+}
+
+/* --freeze-epochs: the head alone for the first K epochs, then the whole net
+ * with the backbone's learning rate scaled. Called when preparing (a resumed run
+ * may be past K) and after each epoch; freezing changes between updates only. */
+static void set_phase(trn *r)
+{
+    const run_config *cfg = r->cfg;
+    if (cfg->freeze_epochs <= 0 || cfg->freeze_backbone)
+        return;
+    int frozen = r->epoch < cfg->freeze_epochs;
+    if (frozen) {
+        nn_model_freeze_backbone(r->model);
+        opt_set_slow(&r->optim, NULL, 1.0);
+    } else {
+        nn_model_unfreeze(r->model);
+        opt_set_slow(&r->optim, r->slow, cfg->backbone_lr_scale);
+    }
+    char tr[16], all[16];
+    count_text(tr, sizeof tr, nn_trainable_count(r->model));
+    count_text(all, sizeof all, nn_param_count(r->model));
+    run_snapshot *s = prg_lock(r->env->progress);
+    if (frozen)
+        snprintf(s->phase, sizeof s->phase, "head only to epoch %d: %s of %s", cfg->freeze_epochs,
+                 tr, all);
+    else
+        snprintf(s->phase, sizeof s->phase, "all %s, backbone lr x%g", all,
+                 cfg->backbone_lr_scale);
+    prg_unlock(r->env->progress);
+    if (!frozen && r->epoch == cfg->freeze_epochs)
+        trn_log(r, "epoch %d on: the whole net trains (%s parameters), the backbone at %g x the "
+                   "learning rate",
+                r->epoch + 1, all, cfg->backbone_lr_scale);
+}
+
 static int build_model(trn *r, pt_err *e)
 {
     int onnx = run_model_is_onnx(r->cfg->model);
@@ -97,6 +141,20 @@ static int build_model(trn *r, pt_err *e)
             continue;
         if (ni.op == NN_OP_CONV || ni.op == NN_OP_DENSE)
             memset(r->decay + ni.param_offset, 1, ni.weight_count);
+    }
+    if (r->cfg->freeze_epochs > 0) {
+        /* The backbone is everything but the head: the last dense layer. */
+        r->slow = malloc(np ? np : 1);
+        if (!r->slow)
+            return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+        memset(r->slow, 1, np);
+        nn_node_info head = { 0 };
+        for (int i = 0; i < nn_node_count(r->model); i++) {
+            nn_node_info ni;
+            if (nn_node_get(r->model, i, &ni) == PT_OK && ni.op == NN_OP_DENSE)
+                head = ni;
+        }
+        memset(r->slow + head.param_offset, 0, head.weight_count + head.bias_count);
     }
     if (opt_init(&r->optim, r->cfg->optimizer == RUN_OPT_SGD ? OPT_SGD : OPT_ADAM, np,
                  r->cfg->momentum, r->cfg->weight_decay) != 0)
@@ -203,6 +261,7 @@ static int prepare(trn *r, pt_err *e)
 
     if (cfg->resume[0] && (rc = trn_restore_checkpoint(r, e)) != PT_OK)
         return rc;
+    set_phase(r);
     if ((rc = trn_write_text(r, "config", r->env->cfg_text, strlen(r->env->cfg_text), e)) != PT_OK)
         return rc;
 
@@ -405,6 +464,7 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
     if (r->epoch % (cfg->checkpoint_every > 0 ? cfg->checkpoint_every : 1) == 0 ||
         r->epoch == cfg->epochs)
         trn_save_checkpoint(r, "epoch", e);
+    set_phase(r);
     trn_publish_history(r);
     trn_set_state(r, RUN_RUNNING, "running");
     return PT_OK;
@@ -420,6 +480,7 @@ static void free_run(trn *r)
     if (r->oversampling)
         smp_free(&r->smp);
     free(r->decay);
+    free(r->slow);
     free(r->train_cm);
     free(r->preds);
     free(r->hist);

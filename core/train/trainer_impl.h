@@ -39,6 +39,7 @@ typedef struct trn {
     opt optim;
     int optim_ready;
     uint8_t *decay;
+    uint8_t *slow;              /* --freeze-epochs: 1 for the backbone's parameters */
     strat *st;
     pipeline *train;
     sched sch;
