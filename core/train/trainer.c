@@ -69,7 +69,7 @@ static void count_text(char *buf, size_t n, size_t v)
 {
     if (v < 10000)
         snprintf(buf, n, "%zu", v);
-    else if (v < 10000000)
+    else if (v < 1000000)
         snprintf(buf, n, "%.1fk", (double)v / 1e3);
     else
         snprintf(buf, n, "%.2fM", (double)v / 1e6);
