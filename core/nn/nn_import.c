@@ -345,25 +345,33 @@ static int op_clip(imp *I, const onnx_node *n)
     return out_node(I, n, id, 0);
 }
 
+/* An Add (or QLinearAdd) of a constant to a dense layer's output is that layer's
+ * bias: note where it comes from on the layer's fill, and let the Add's output
+ * name the layer. */
+static int fold_bias(imp *I, const onnx_node *n, size_t const_slot, size_t other_slot)
+{
+    int other;
+    int rc = in_node(I, n, other_slot, 1, &other);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < I->nf; i++) {
+        fill *f = &I->f[i];
+        if (f->node == other && f->kind == F_DENSE && !f->bias_src) {
+            f->bias_src = n;
+            f->bias_slot = (int)const_slot;
+            const val *v = find_val(I, n->inputs[other_slot]);
+            return out_node(I, n, other, v ? v->flat : 0);
+        }
+    }
+    return nn_imp_err(I, n, "adding a constant is supported only as the bias of a Gemm or MatMul");
+}
+
 static int op_binary(imp *I, const onnx_node *n, int mul)
 {
     /* A constant operand of an Add is a bias: fold it into the dense layer before. */
     int ck = nn_imp_const(I, n, 0) ? 0 : nn_imp_const(I, n, 1) ? 1 : -1;
-    if (!mul && ck >= 0) {
-        int other;
-        int rc = in_node(I, n, 1 - ck, 1, &other);
-        if (rc)
-            return rc;
-        for (size_t i = 0; i < I->nf; i++)
-            if (I->f[i].node == other && I->f[i].kind == F_DENSE && !I->f[i].bias_src) {
-                I->f[i].bias_src = n;
-                I->f[i].bias_slot = ck;
-                const val *v = find_val(I, n->inputs[1 - ck]);
-                return out_node(I, n, other, v ? v->flat : 0);
-            }
-        return nn_imp_err(I, n, "adding a constant is supported only as the bias of a Gemm or "
-                              "MatMul");
-    }
+    if (!mul && ck >= 0)
+        return fold_bias(I, n, (size_t)ck, (size_t)(1 - ck));
     int a, b, rc;
     if ((rc = in_node(I, n, 0, 0, &a)) || (rc = in_node(I, n, 1, 0, &b)))
         return rc;
@@ -377,19 +385,10 @@ static int op_qadd(imp *I, const onnx_node *n)
 {
     /* a, a_scale, a_zp, b, b_scale, b_zp, c_scale, c_zp */
     I->quantized = 1;
-    if (nn_imp_const(I, n, 0) || nn_imp_const(I, n, 3)) {
-        int ck = nn_imp_const(I, n, 0) ? 0 : 3, other;
-        int rc = in_node(I, n, ck == 0 ? 3 : 0, 1, &other);
-        if (rc)
-            return rc;
-        for (size_t i = 0; i < I->nf; i++)
-            if (I->f[i].node == other && I->f[i].kind == F_DENSE && !I->f[i].bias_src) {
-                I->f[i].bias_src = n;
-                I->f[i].bias_slot = ck;
-                return out_node(I, n, other, 0);
-            }
-        return nn_imp_err(I, n, "adding a constant is supported only as the bias of a MatMul");
-    }
+    if (nn_imp_const(I, n, 0))
+        return fold_bias(I, n, 0, 3);
+    if (nn_imp_const(I, n, 3))
+        return fold_bias(I, n, 3, 0);
     int a, b, rc;
     if ((rc = in_node(I, n, 0, 0, &a)) || (rc = in_node(I, n, 3, 0, &b)))
         return rc;
