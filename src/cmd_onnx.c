@@ -11,7 +11,6 @@
 #include "base/util.h"
 #include "data/dataset.h"
 #include "data/jpeg.h"
-#include "io/onnx.h"
 #include "nn/nn_import.h"
 #include "src/cli.h"
 
@@ -30,24 +29,16 @@ static int norm_of(const char *s, nn_norm *out)
     return 0;
 }
 
-/* Loads path and imports it: n_classes 0 keeps the graph's classifier. */
+/* Imports path at size x size: n_classes 0 keeps the graph's classifier. */
 static nn_model *import(const char *path, int size, int n_classes, nn_norm norm,
-                        nn_import_info *info, double *seconds)
+                        nn_import_info *info)
 {
     pt_err e;
-    onnx_model *om;
-    double t0 = util_now();
-    if (onnx_load(path, &om, &e) != PT_OK) {
-        fprintf(stderr, "petal-tui: %s\n", e.msg);
-        return NULL;
-    }
     nn_import_opts o = { .h = size, .w = size, .n_classes = n_classes, .dropout = 0.2f,
                          .norm = norm, .seed = 42 };
-    nn_model *m = nn_import_onnx(om, &o, info, &e);
-    onnx_free(om);
+    nn_model *m = nn_import_onnx_file(path, &o, info, &e);
     if (!m)
         fprintf(stderr, "petal-tui: %s\n", e.msg);
-    *seconds = util_now() - t0;
     return m;
 }
 
@@ -98,8 +89,7 @@ int cmd_classify(int argc, char **argv)
         return 1;
     }
     nn_import_info info;
-    double secs;
-    nn_model *m = import(model, (int)size, 0, norm, &info, &secs);
+    nn_model *m = import(model, (int)size, 0, norm, &info);
     if (!m)
         return 2;
     int k = nn_model_classes(m);
@@ -223,8 +213,7 @@ int cmd_model(int argc, char **argv)
         return 1;
     }
     nn_import_info info;
-    double secs;
-    nn_model *m = import(model, (int)size, (int)classes, norm, &info, &secs);
+    nn_model *m = import(model, (int)size, (int)classes, norm, &info);
     if (!m)
         return 2;
     size_t need = nn_model_summary(m, NULL, 0) + 1;
@@ -237,7 +226,7 @@ int cmd_model(int argc, char **argv)
     printf("\n%s: %d ONNX nodes -> %d layers%s, %zu parameters (%zu trainable), %.1f MFLOP per "
            "image at %lldx%lld, imported in %.2f s\n",
            model, info.onnx_nodes, info.mapped, info.quantized ? " (int8 weights dequantized)" : "",
-           nn_param_count(m), nn_trainable_count(m), nn_flops(m, 1, 0) * 1e-6, size, size, secs);
+           nn_param_count(m), nn_trainable_count(m), nn_flops(m, 1, 0) * 1e-6, size, size, info.seconds);
     if (info.cut_from >= 0)
         printf("cut for the new head: %s; the head reads %d features: global average pool "
                "(where needed), dropout, dense %lld\n",

@@ -8,19 +8,7 @@
 
 #include "base/util.h"
 #include "data/jpeg.h"
-#include "io/onnx.h"
 #include "nn/nn_import.h"
-
-static nn_model *import_file(const char *path, const nn_import_opts *o, nn_import_info *info,
-                             pt_err *e)
-{
-    onnx_model *om;
-    if (onnx_load(path, &om, e) != PT_OK)
-        return NULL;
-    nn_model *m = nn_import_onnx(om, o, info, e);
-    onnx_free(om);
-    return m;
-}
 
 /* The worst relative difference between the model's logits and PyTorch's for the
  * fixture's saved input (n examples of hw x hw). */
@@ -31,7 +19,7 @@ static double against_pytorch(const char *name, int n, int hw, int *classes)
     nn_import_opts o = { .h = hw, .w = hw, .norm = NN_NORM_NONE, .seed = 1 };
     nn_import_info info;
     snprintf(path, sizeof path, "tests/data/import/%s.onnx", name);
-    nn_model *m = import_file(path, &o, &info, &e);
+    nn_model *m = nn_import_onnx_file(path, &o, &info, &e);
     T_CHECKF(m != NULL, "%s", e.msg);
     if (!m)
         return 1e9;
@@ -84,7 +72,7 @@ TEST(import_replaces_the_classifier_with_a_new_head)
     nn_import_info info;
     nn_import_opts o = { .h = 32, .w = 32, .n_classes = 3, .dropout = 0.2f,
                          .norm = NN_NORM_IMAGENET, .seed = 7 };
-    nn_model *m = import_file("tests/data/import/blocks.onnx", &o, &info, &e);
+    nn_model *m = nn_import_onnx_file("tests/data/import/blocks.onnx", &o, &info, &e);
     T_REQUIRE(m != NULL);
     T_EQ_INT(nn_model_classes(m), 3);
     T_EQ_INT(info.feature_c, 14);
@@ -98,7 +86,7 @@ TEST(import_replaces_the_classifier_with_a_new_head)
     /* After a flatten, the head reads the last hidden layer (12 features). */
     o.h = o.w = 8;
     o.n_classes = 5;
-    m = import_file("tests/data/import/flat.onnx", &o, &info, &e);
+    m = nn_import_onnx_file("tests/data/import/flat.onnx", &o, &info, &e);
     T_REQUIRE(m != NULL);
     T_EQ_INT(nn_model_classes(m), 5);
     T_EQ_INT(info.feature_c, 12);
@@ -110,17 +98,17 @@ TEST(import_refuses_what_it_cannot_map_naming_node_and_operator)
     pt_err e;
     nn_import_info info;
     nn_import_opts o = { .h = 8, .w = 8, .norm = NN_NORM_NONE };
-    T_CHECK(import_file("tests/data/import/unsupported.onnx", &o, &info, &e) == NULL);
+    T_CHECK(nn_import_onnx_file("tests/data/import/unsupported.onnx", &o, &info, &e) == NULL);
     T_CHECKF(strstr(e.msg, "unsupported.onnx") && strstr(e.msg, "node 1 'squash' (Tanh)") &&
                  strstr(e.msg, "supported: Conv"),
              "%s", e.msg);
     /* No classifier to cut: a net ending in global average pooling. */
     o.n_classes = 2;
-    T_CHECK(import_file("tests/data/import/unsupported.onnx", &o, &info, &e) == NULL);
+    T_CHECK(nn_import_onnx_file("tests/data/import/unsupported.onnx", &o, &info, &e) == NULL);
     T_CHECKF(strstr(e.msg, "no classifier") != NULL, "%s", e.msg);
     /* A flattened map the head may not read at another input size. */
     nn_import_opts bad = { .h = 16, .w = 16, .norm = NN_NORM_NONE };
-    T_CHECK(import_file("tests/data/import/flat.onnx", &bad, &info, &e) == NULL);
+    T_CHECK(nn_import_onnx_file("tests/data/import/flat.onnx", &bad, &info, &e) == NULL);
     T_CHECKF(strstr(e.msg, "Gemm") && strstr(e.msg, "8x8x4"), "%s", e.msg);
 }
 
@@ -132,7 +120,7 @@ TEST(import_zoo_mobilenetv2_int8_sees_daisies)
     pt_err e;
     nn_import_info info;
     nn_import_opts o = { .h = 128, .w = 128, .norm = NN_NORM_IMAGENET, .seed = 1 };
-    nn_model *m = import_file(t_data("weights/mobilenetv2-12-int8.onnx"), &o, &info, &e);
+    nn_model *m = nn_import_onnx_file(t_data("weights/mobilenetv2-12-int8.onnx"), &o, &info, &e);
     T_REQUIRE(m != NULL);
     T_EQ_INT(nn_model_classes(m), 1000);
     T_CHECK(info.quantized);

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
+
 #define SUPPORTED                                                                              \
     "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add, Concat, MaxPool, AveragePool, " \
     "GlobalAveragePool, Flatten, Reshape, Gemm, MatMul, Dropout, Identity, Constant, Softmax " \
@@ -761,4 +763,18 @@ fail:
     free(I.f);
     nn_model_free(I.m);
     return NULL;
+}
+
+nn_model *nn_import_onnx_file(const char *path, const nn_import_opts *o, nn_import_info *info,
+                              pt_err *e)
+{
+    double t0 = util_now();
+    onnx_model *om;
+    memset(info, 0, sizeof *info);
+    if (onnx_load(path, &om, e) != PT_OK)
+        return NULL;
+    nn_model *m = nn_import_onnx(om, o, info, e);
+    onnx_free(om);
+    info->seconds = util_now() - t0;
+    return m;
 }

@@ -51,11 +51,16 @@ typedef struct nn_import_info {
     int cut_from;           /* index of the first ONNX node cut for the new head; -1 none */
     char cut[512];          /* what was cut, for `petal-tui model` */
     int feature_c;          /* channels of the features the head reads */
+    double seconds;         /* nn_import_onnx_file(): reading and importing the file */
 } nn_import_info;
 
 /* Builds the model. Errors name the file, the node (index, name), its operator and
  * what is supported; nothing is left allocated on error. */
 nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_import_info *info,
                          pt_err *e);
+
+/* The same from a file: onnx_load(), nn_import_onnx(), and the ONNX model freed. */
+nn_model *nn_import_onnx_file(const char *path, const nn_import_opts *o, nn_import_info *info,
+                              pt_err *e);
 
 #endif

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "io/onnx.h"
 #include "nn/nn_import.h"
 #include "nn/nn_models.h"
 #include "train/metrics.h"
@@ -46,20 +45,15 @@ static int scan_error(void *ctx, const pt_err *err)
  * importer loads its weights and initialises the head from the run's seed. */
 static nn_model *import_onnx(trn *r, pt_err *e)
 {
-    onnx_model *om;
-    double t0 = util_now();
-    if (onnx_load(r->cfg->model, &om, e) != PT_OK)
-        return NULL;
     nn_import_opts o = { .h = r->img, .w = r->img, .n_classes = r->n_classes,
                          .dropout = (float)r->cfg->dropout, .norm = NN_NORM_IMAGENET,
                          .seed = r->cfg->seed };
     nn_import_info info;
-    nn_model *m = nn_import_onnx(om, &o, &info, e);
-    onnx_free(om);
+    nn_model *m = nn_import_onnx_file(r->cfg->model, &o, &info, e);
     if (m)
         trn_log(r, "imported %s in %.2f s: %d ONNX nodes -> %d layers%s; replaced %s with a new "
                    "head of %d classes",
-                r->cfg->model, util_now() - t0, info.onnx_nodes, info.mapped,
+                r->cfg->model, info.seconds, info.onnx_nodes, info.mapped,
                 info.quantized ? " (int8 weights dequantized)" : "", info.cut, r->n_classes);
     return m;
 }
