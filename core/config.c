@@ -226,15 +226,11 @@ static int set_option(run_config *c, const cfg_option *o, const char *v, pt_err 
     long long i = 0;
     int rc = PT_OK;
     switch (o->kind) {
-    case CFG_PATH:
-        if (strlen(v) >= o->size)
-            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s: path too long",
-                           o->name);
-        util_copy(p, o->size, v);
-        return PT_OK;
     case CFG_MODEL:
         if (choice_of(o, v) < 0 && !run_model_is_onnx(v))
             return bad_choice(o, v, e);
+        /* fall through - a built-in name or a path, stored as text */
+    case CFG_PATH:
         if (strlen(v) >= o->size)
             return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s: path too long",
                            o->name);

@@ -42,54 +42,67 @@ static nn_model *import(const char *path, int size, int n_classes, nn_norm norm,
     return m;
 }
 
-int cmd_classify(int argc, char **argv)
+/* The arguments both commands take: --size, --norm, one more number (--top or
+ * --classes), -h; the rest are files, gathered in order at the front of argv
+ * (files = argv, n_files of them). 0 to go on, 1 usage error (said), -1 help
+ * printed. */
+typedef struct onnx_args {
+    long long size, extra;
+    nn_norm norm;
+    char **files;
+    int n_files;
+} onnx_args;
+
+static int parse(int argc, char **argv, const char *usage, const char *help, const char *extra,
+                 long long lo, long long hi, onnx_args *a)
 {
-    long long size = 224, top = 5;
-    nn_norm norm = NN_NORM_IMAGENET;
-    const char *model = NULL;
-    int first = 0, nimg = 0;
-    const char *usage = "usage: petal-tui classify MODEL.onnx IMAGE.jpg... [--size 224] [--top 5]\n"
-                        "        [--norm imagenet|signed|none]\n";
+    a->files = argv;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("%s"
-                   "Runs the model's own classifier on each image (centre-cropped to a square,\n"
-                   "resized to --size) and prints the top classes with their probabilities,\n"
-                   "with ImageNet's names when the model has 1,000 outputs.\n",
-                   usage);
-            return 0;
+        const char *s = argv[i];
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+            printf("%s%s", usage, help);
+            return -1;
         }
-        if (!strcmp(a, "--size") || !strcmp(a, "--top") || !strcmp(a, "--norm")) {
+        if (!strcmp(s, "--size") || !strcmp(s, extra) || !strcmp(s, "--norm")) {
             if (i + 1 >= argc) {
-                fprintf(stderr, "petal-tui: %s needs a value\n", a);
+                fprintf(stderr, "petal-tui: %s needs a value\n", s);
                 return 1;
             }
             const char *v = argv[++i];
-            if ((!strcmp(a, "--size") && cli_int(a, v, 16, 1024, &size)) ||
-                (!strcmp(a, "--top") && cli_int(a, v, 1, 1000, &top)) ||
-                (!strcmp(a, "--norm") && norm_of(v, &norm)))
+            if ((!strcmp(s, "--size") && cli_int(s, v, 16, 1024, &a->size)) ||
+                (!strcmp(s, extra) && cli_int(s, v, lo, hi, &a->extra)) ||
+                (!strcmp(s, "--norm") && norm_of(v, &a->norm)))
                 return 1;
             continue;
         }
-        if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "petal-tui: unknown option '%s'\n%s", a, usage);
+        if (s[0] == '-' && s[1]) {
+            fprintf(stderr, "petal-tui: unknown option '%s'\n%s", s, usage);
             return 1;
         }
-        if (!model) {
-            model = a;
-        } else {
-            if (!first)
-                first = i;
-            nimg++;
-        }
+        argv[a->n_files++] = argv[i]; /* never ahead of i: argv is reused in place */
     }
-    if (!model || !nimg) {
+    return 0;
+}
+
+int cmd_classify(int argc, char **argv)
+{
+    const char *usage = "usage: petal-tui classify MODEL.onnx IMAGE.jpg... [--size 224] [--top 5]\n"
+                        "        [--norm imagenet|signed|none]\n";
+    onnx_args oa = { .size = 224, .extra = 5, .norm = NN_NORM_IMAGENET };
+    int pr = parse(argc, argv, usage,
+                   "Runs the model's own classifier on each image (centre-cropped to a square,\n"
+                   "resized to --size) and prints the top classes with their probabilities,\n"
+                   "with ImageNet's names when the model has 1,000 outputs.\n",
+                   "--top", 1, 1000, &oa);
+    if (pr)
+        return pr < 0 ? 0 : pr;
+    if (oa.n_files < 2) {
         fprintf(stderr, "%s", usage);
         return 1;
     }
+    long long size = oa.size, top = oa.extra;
     nn_import_info info;
-    nn_model *m = import(model, (int)size, 0, norm, &info);
+    nn_model *m = import(oa.files[0], (int)size, 0, oa.norm, &info);
     if (!m)
         return 2;
     int k = nn_model_classes(m);
@@ -109,12 +122,8 @@ int cmd_classify(int argc, char **argv)
         status = 2;
         goto out;
     }
-    for (int i = first; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--size") || !strcmp(a, "--top") || !strcmp(a, "--norm")) {
-            i++;
-            continue;
-        }
+    for (int i = 1; i < oa.n_files; i++) {
+        const char *a = oa.files[i];
         uint8_t *buf = NULL;
         size_t len;
         int rc = util_read_file(a, &buf, &len, &e);
@@ -170,50 +179,25 @@ out:
 
 int cmd_model(int argc, char **argv)
 {
-    long long size = 224, classes = 0;
-    nn_norm norm = NN_NORM_IMAGENET;
-    const char *model = NULL;
     const char *usage = "usage: petal-tui model MODEL.onnx [--size 224] [--classes N]\n"
                         "        [--norm imagenet|signed|none]\n";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("%s"
+    onnx_args oa = { .size = 224, .extra = 0, .norm = NN_NORM_IMAGENET };
+    int pr = parse(argc, argv, usage,
                    "Prints the layers the ONNX graph becomes (id, layer, inputs, output shape,\n"
                    "parameters, MFLOP per image) at --size. With --classes N, the graph as a\n"
                    "training run would build it: its classifier cut (and what that was) and a\n"
                    "new head of N classes in its place.\n",
-                   usage);
-            return 0;
-        }
-        if (!strcmp(a, "--size") || !strcmp(a, "--classes") || !strcmp(a, "--norm")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "petal-tui: %s needs a value\n", a);
-                return 1;
-            }
-            const char *v = argv[++i];
-            if ((!strcmp(a, "--size") && cli_int(a, v, 16, 1024, &size)) ||
-                (!strcmp(a, "--classes") && cli_int(a, v, 0, 100000, &classes)) ||
-                (!strcmp(a, "--norm") && norm_of(v, &norm)))
-                return 1;
-            continue;
-        }
-        if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "petal-tui: unknown option '%s'\n%s", a, usage);
-            return 1;
-        }
-        if (model) {
-            fprintf(stderr, "petal-tui: one model at a time\n%s", usage);
-            return 1;
-        }
-        model = a;
-    }
-    if (!model) {
-        fprintf(stderr, "%s", usage);
+                   "--classes", 0, 100000, &oa);
+    if (pr)
+        return pr < 0 ? 0 : pr;
+    if (oa.n_files != 1) {
+        fprintf(stderr, "%s%s", oa.n_files ? "petal-tui: one model at a time\n" : "", usage);
         return 1;
     }
+    const char *model = oa.files[0];
+    long long size = oa.size, classes = oa.extra;
     nn_import_info info;
-    nn_model *m = import(model, (int)size, (int)classes, norm, &info);
+    nn_model *m = import(model, (int)size, (int)classes, oa.norm, &info);
     if (!m)
         return 2;
     size_t need = nn_model_summary(m, NULL, 0) + 1;
