@@ -53,6 +53,10 @@ void opt_step(opt *o, float *params, const float *grads, const uint8_t *trainabl
     if (hi > o->n)
         hi = o->n;
     float wd = (float)(lr * o->weight_decay);
+    /* Locals: through a uint8_t pointer the compiler must assume any store may
+     * change o->slow, and would reload it for every parameter. */
+    const uint8_t *slow = o->slow;
+    const float slow_scale = o->slow_scale;
     if (o->kind == OPT_ADAM) {
         float b1 = (float)o->beta1, b2 = (float)o->beta2;
         double c1 = 1.0 - pow(o->beta1, (double)t), c2 = 1.0 - pow(o->beta2, (double)t);
@@ -67,7 +71,7 @@ void opt_step(opt *o, float *params, const float *grads, const uint8_t *trainabl
             o->m[i] = m;
             o->v[i] = v;
             /* k is exactly 1 without a slow mask: the same bytes as before it. */
-            float k = o->slow && o->slow[i] ? o->slow_scale : 1.0f;
+            float k = slow && slow[i] ? slow_scale : 1.0f;
             float w = params[i];
             if (decay_mask && decay_mask[i])
                 w -= (wd * k) * w;
@@ -78,7 +82,7 @@ void opt_step(opt *o, float *params, const float *grads, const uint8_t *trainabl
         for (size_t i = lo; i < hi; i++) {
             if (trainable && !trainable[i])
                 continue;
-            float k = o->slow && o->slow[i] ? o->slow_scale : 1.0f;
+            float k = slow && slow[i] ? slow_scale : 1.0f;
             float vel = mu * o->m[i] - (flr * k) * grads[i];
             o->m[i] = vel;
             float w = params[i];
