@@ -286,6 +286,6 @@ int trn_restore_checkpoint(trn *r, pt_err *e)
     }
     ckpt_free_loaded(&l);
     trn_log(r, "resumed %s at update %lld (epoch %d, step %lld)", r->run_dir, r->update,
-               r->epoch + 1, r->in_epoch);
+            r->epoch + 1, r->in_epoch);
     return PT_OK;
 }

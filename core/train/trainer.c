@@ -168,7 +168,7 @@ static int prepare(trn *r, pt_err *e)
                        "no training records (train/ is missing or empty)");
 
     trn_set_state(r, RUN_PREPARING, "scanning labels of %lld training and %lld validation records",
-              r->ds->split[DS_TRAIN].count, r->ds->split[DS_VAL].count);
+                  r->ds->split[DS_TRAIN].count, r->ds->split[DS_VAL].count);
     int32_t *tl = NULL, *vl = NULL;
     long long tn = 0, vn = 0, bad = 0;
     rc = ds_scan_labels(&r->ds->split[DS_TRAIN], &tl, &tn, &bad, scan_error, r, e);
@@ -232,7 +232,7 @@ static int prepare(trn *r, pt_err *e)
     if ((rc = trn_make_run_dir(r, e)) != PT_OK)
         return rc;
     trn_set_state(r, RUN_PREPARING, "building %s for %dx%d input, %d classes", cfg->model, r->img,
-              r->img, r->n_classes);
+                  r->img, r->n_classes);
     if ((rc = build_model(r, e)) != PT_OK)
         return rc;
     strat_config sc = { .model = r->model, .optimizer = &r->optim, .decay_mask = r->decay,
@@ -279,9 +279,9 @@ static int prepare(trn *r, pt_err *e)
              r->updates_per_epoch, r->oversampling ? " (oversampled)" : "");
     trn_log(r, "%s", summary);
     trn_log(r, "model %s: %zu parameters (%zu trainable), %.1f MFLOP per image forward; sgemm "
-             "peak %.1f GFLOP/s (%s)",
-          cfg->model, nn_param_count(r->model), nn_trainable_count(r->model),
-          nn_flops(r->model, 1, 0) * 1e-6, r->peak, nn_blas_corename());
+               "peak %.1f GFLOP/s (%s)",
+            cfg->model, nn_param_count(r->model), nn_trainable_count(r->model),
+            nn_flops(r->model, 1, 0) * 1e-6, r->peak, nn_blas_corename());
     return PT_OK;
 }
 
