@@ -14,6 +14,7 @@
 #include "base/util.h"
 
 static int g_failed_checks;
+static int g_skipped;           /* the running test called t_skip() */
 static const char *g_current;
 static char g_root[1024];      /* scratch root for this run */
 static int g_tmp_serial;
@@ -98,6 +99,12 @@ const char *t_bin(void)
     return b && *b ? b : "build/petal-tui";
 }
 
+void t_skip(const char *why)
+{
+    g_skipped = 1;
+    printf("  skipped: %s\n", why);
+}
+
 int t_slow_mode(void)
 {
     const char *v = getenv("PT_VALGRIND");
@@ -176,26 +183,31 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     int per_test = t_slow_mode() ? 1800 : 300;
     if (!t_have_data())
-        printf("note: shared data not found at %s; tests that need it fail\n", t_data(""));
+        printf("note: shared data not found at %s; tests that need it are skipped\n",
+               t_data(""));
 
-    int passed = 0, failed = 0;
+    int passed = 0, failed = 0, skipped = 0;
     double t_all = util_now();
     for (const struct t_case *c = t_cases; c->name; c++) {
         if (!matches(c->name, argc, argv))
             continue;
         g_current = c->name;
         int before = g_failed_checks;
+        g_skipped = 0;
         double t0 = util_now();
         alarm((unsigned)per_test);
         c->fn();
         alarm(0);
         double dt = util_now() - t0;
-        if (g_failed_checks == before) {
-            passed++;
-            printf("ok   %-44s %7.2fs\n", c->name, dt);
-        } else {
+        if (g_failed_checks != before) {
             failed++;
             printf("FAIL %-44s %7.2fs\n", c->name, dt);
+        } else if (g_skipped) {
+            skipped++;
+            printf("skip %-44s %7.2fs\n", c->name, dt);
+        } else {
+            passed++;
+            printf("ok   %-44s %7.2fs\n", c->name, dt);
         }
     }
     char rm[1200];
@@ -203,6 +215,6 @@ int main(int argc, char **argv)
     if (!getenv("PT_KEEP_TMP") && system(rm) != 0)
         fprintf(stderr, "could not remove %s\n", g_root);
     printf("total time %.1fs\n", util_now() - t_all);
-    printf("%d passed, %d failed\n", passed, failed);
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;
 }

@@ -3,7 +3,9 @@
  * A test is `TEST(name) { ... }` at the start of a line in any test file (tests/, .c); the
  * Makefile collects them into a registry in file order. Checks record a failure and
  * go on (T_CHECK) or return from the test (T_REQUIRE). The runner prints one line
- * per failed check and ends with "N passed, N failed".
+ * per failed check and ends with "N passed, N failed, N skipped". A test that needs
+ * the shared data starts with T_NEED_DATA(): without it (a bare clone) the test is
+ * skipped and counted as such, never passed silently.
  *
  * Shared data lives in ../shared/data relative to the repository (found further up
  * too; override with PT_SHARED_DATA); t_data() builds a path into it, t_tmpdir() a fresh scratch folder
@@ -74,6 +76,18 @@ int t_failed_now(void);
         if (!(fabs(t_a_ - t_b_) <= (tol)))                                     \
             t_fail(__FILE__, __LINE__, "%s ~ %s: %.9g vs %.9g (tol %g)", #a, #b, \
                    t_a_, t_b_, (double)(tol));                                 \
+    } while (0)
+
+/* Mark the running test skipped (why is printed); it then counts neither as passed
+ * nor failed. */
+void t_skip(const char *why);
+
+#define T_NEED_DATA()                                                          \
+    do {                                                                       \
+        if (!t_have_data()) {                                                  \
+            t_skip("needs the shared data (../shared/data)");                  \
+            return;                                                            \
+        }                                                                      \
     } while (0)
 
 /* Path into the shared data folder ("" returns the folder). Static buffer ring. */

@@ -114,6 +114,7 @@ TEST(import_refuses_what_it_cannot_map_naming_node_and_operator)
 
 TEST(import_zoo_mobilenetv2_int8_sees_daisies)
 {
+    T_NEED_DATA();
     /* The ONNX zoo's int8 MobileNetV2, dequantized: on the first 64 daisy photos
      * ImageNet's 'daisy' (985) is the most common top-1 (PyTorch, same
      * dequantization: 19 of 64 at 128 px). */

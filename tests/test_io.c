@@ -352,6 +352,7 @@ TEST(example_garbage_is_a_parse_error_not_a_crash)
 
 TEST(tf_written_singles_tfrecords_reads_exact_values)
 {
+    T_NEED_DATA();
     const char *path = t_data("tf-written-tfrecords/node-tfrecord/singles.tfrecords");
     tfr_reader *r;
     pt_err e;
@@ -390,6 +391,7 @@ TEST(tf_written_singles_tfrecords_reads_exact_values)
 
 TEST(node_written_data_tfrecord_reads)
 {
+    T_NEED_DATA();
     const char *path = t_data("tf-written-tfrecords/node-tfrecord/data.tfrecord");
     tfr_reader *r;
     pt_err e;
@@ -418,6 +420,7 @@ static int has_bytes(const uint8_t *p, size_t n, const char *needle)
 
 TEST(tf_written_tfevents_all_records_pass_crc)
 {
+    T_NEED_DATA();
     /* Event protos, not Examples: framing and CRCs only. Record counts per SOURCES.md. */
     char out[64];
     char *listing = NULL;
@@ -453,6 +456,7 @@ TEST(tf_written_tfevents_all_records_pass_crc)
 
 TEST(crlf_damaged_pets_file_reports_crc_error_at_record_0)
 {
+    T_NEED_DATA();
     const char *path = t_data("tf-written-tfrecords/crlf-damaged/pets_examples.record");
     tfr_reader *r;
     pt_err e;
@@ -481,6 +485,7 @@ TEST(crlf_damaged_pets_file_reports_crc_error_at_record_0)
 
 TEST(crlf_damaged_serengeti_file_reports_truncation)
 {
+    T_NEED_DATA();
     const char *path =
         t_data("tf-written-tfrecords/crlf-damaged/snapshot_serengeti_sequence_examples.record");
     tfr_reader *r;

@@ -25,6 +25,7 @@ static double psnr(const uint8_t *a, const uint8_t *b, size_t n)
 
 TEST(jpeg_decodes_real_photo_at_native_size)
 {
+    T_NEED_DATA();
     uint8_t *buf;
     size_t len;
     pt_err e;
@@ -56,6 +57,7 @@ TEST(jpeg_decodes_real_photo_at_native_size)
 
 TEST(jpeg_scaled_decode_matches_full_decode_then_resize)
 {
+    T_NEED_DATA();
     /* 64x64 from a 128x128 JPEG uses decode-time 1/2 scaling; it should be close to
      * decoding fully and area-resizing (the two differ only by IDCT rounding). */
     uint8_t *buf;
@@ -85,6 +87,7 @@ TEST(jpeg_scaled_decode_matches_full_decode_then_resize)
 
 TEST(jpeg_encode_decode_roundtrip_quality)
 {
+    T_NEED_DATA();
     uint8_t *buf;
     size_t len;
     pt_err e;
@@ -124,6 +127,7 @@ TEST(jpeg_rejects_non_jpeg_bytes)
 
 TEST(jpeg_truncated_is_an_error_at_every_cut)
 {
+    T_NEED_DATA();
     uint8_t *buf;
     size_t len;
     pt_err e;
@@ -167,6 +171,7 @@ static int patch_sof(uint8_t *buf, size_t len, int w, int h)
 
 TEST(jpeg_header_claiming_huge_size_is_refused_before_decoding)
 {
+    T_NEED_DATA();
     uint8_t *buf;
     size_t len;
     pt_err e;
@@ -192,6 +197,7 @@ TEST(jpeg_header_claiming_huge_size_is_refused_before_decoding)
 
 TEST(jpeg_deeplab_tf_written_records_decode)
 {
+    T_NEED_DATA();
     const char *path = t_data("tf-written-tfrecords/tf-models-testdata/"
                               "deeplab_pascal_voc_seg_val-00000-of-00001.tfrecord");
     tfr_reader *r;

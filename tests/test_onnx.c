@@ -718,22 +718,10 @@ TEST(onnx_random_byte_flips_never_crash)
 
 /* ---- the ONNX zoo's int8 MobileNetV2 (shared data) ------------------------------------- */
 
-/* Skips (with a note) when the shared data is not there, so a bare clone passes. */
-static const char *zoo_path(void)
-{
-    const char *p = t_data(ZOO);
-    if (!util_is_file(p)) {
-        printf("  skipped: %s not found (shared data absent)\n", p);
-        return NULL;
-    }
-    return p;
-}
-
 TEST(onnx_zoo_mobilenetv2_int8_loads_with_its_known_structure)
 {
-    const char *path = zoo_path();
-    if (!path)
-        return;
+    T_NEED_DATA();
+    const char *path = t_data(ZOO);
     onnx_model *m;
     pt_err e;
     T_REQUIRE(onnx_load(path, &m, &e) == PT_OK);
@@ -814,9 +802,8 @@ TEST(onnx_zoo_mobilenetv2_int8_loads_with_its_known_structure)
 
 TEST(onnx_zoo_mobilenetv2_cuts_and_flips_fail_cleanly)
 {
-    const char *path = zoo_path();
-    if (!path)
-        return;
+    T_NEED_DATA();
+    const char *path = t_data(ZOO);
     /* About 700 cuts, spread over the 3.6 MB; most stop at the top-level scan. */
     every_cut(path, 5227);
     /* Flips anywhere mostly hit weights; the nodes, where the structure is, sit in
