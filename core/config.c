@@ -122,19 +122,20 @@ static int choice_of(const cfg_option *o, const char *v)
     return -1;
 }
 
-/* "optimizer wants adam or sgd, not 'x'": the names, the last after "or" (and for the
- * model, that a .onnx file will do too). */
+/* "optimizer wants adam or sgd, not 'x'": the names, the last after "or". */
 static int bad_choice(const cfg_option *o, const char *v, pt_err *e)
 {
     char names[256];
     size_t k = 0;
+    /* The model takes a file too: it is the last alternative, after "or". */
+    int more = o->kind == CFG_MODEL;
     for (int i = 0; o->choices[i] && k < sizeof names; i++) {
-        const char *sep = i == 0 ? "" : o->choices[i + 1] ? ", " : " or ";
+        const char *sep = i == 0 ? "" : o->choices[i + 1] || more ? ", " : " or ";
         k += (size_t)snprintf(names + k, sizeof names - k, "%s%.*s", sep, name_len(o->choices[i]),
                               o->choices[i]);
     }
     return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s wants %s%s, not '%s'",
-                   o->name, names, o->kind == CFG_MODEL ? " or a .onnx file" : "", v);
+                   o->name, names, more ? " or a .onnx file" : "", v);
 }
 
 /* ---- reading values ------------------------------------------------------------- */

@@ -215,7 +215,7 @@ TEST(config_set_checks_values_with_the_messages_users_see)
         { "epochs", "0", "epochs wants a whole number from 1 to 1000, not '0'" },
         { "epochs", "3x", "epochs wants a whole number from 1 to 1000, not '3x'" },
         { "image-size", "16", "image-size must be 0 (the dataset's) or at least 32, not 16" },
-        { "model", "resnet", "model wants small or mobilenetv2 or a .onnx file, not 'resnet'" },
+        { "model", "resnet", "model wants small, mobilenetv2 or a .onnx file, not 'resnet'" },
         { "optimizer", "rmsprop", "optimizer wants adam or sgd, not 'rmsprop'" },
         { "schedule", "step", "schedule wants exp, linear or cosine, not 'step'" },
         { "warmup", "1.5", "warmup wants a number from 0 to 1, not '1.5'" },
