@@ -66,6 +66,7 @@ static const cfg_option OPTIONS[] = {
     { "freeze-epochs", CFG_INT, F(freeze_epochs), "0", 0, RUN_MAX_EPOCHS, NULL, "K", "train only the new head for the first K epochs", NULL, ALL, 0, NULL },
     { "backbone-lr-scale", CFG_NUM, F(backbone_lr_scale), "0.1", 0, 1, NULL, "F", "after them, the backbone's learning rate as a fraction", NULL, ALL, 0, NULL },
     { "freeze-backbone", CFG_BOOL, F(freeze_backbone), "no", 0, 0, NULL, NULL, "train only the head", NULL, ALL, 0, NULL },
+    { "reinit", CFG_BOOL, F(reinit), "no", 0, 0, NULL, NULL, "an ONNX model's architecture from scratch, not its weights", NULL, ALL, 0, NULL },
     { "augment", CFG_AUGMENT, F(augment), AUG_DEFAULT_SPEC, 0, 0, NULL, "SPEC", "the augmentation chain (none = off)", NULL, ALL, 12, NULL },
     { "seed", CFG_U64, F(seed), "42", 0, 1LL << 62, NULL, "S", "the random seed", NULL, ALL, 0, NULL },
     { "deterministic", CFG_BOOL, F(deterministic), "yes", 0, 0, NULL, NULL, "batches in order: same seed, same run", NULL, ALL, 0, NULL },

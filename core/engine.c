@@ -191,7 +191,16 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
     } else if (strcmp(cfg->model, "small") && strcmp(cfg->model, "mobilenetv2")) {
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "unknown model '%s'",
                        cfg->model);
+    } else if (cfg->reinit) {
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--reinit applies to an ONNX model; '%s' always starts from scratch",
+                       cfg->model);
     }
+    /* A head trained on a backbone of random weights learns nothing that lasts. */
+    if (cfg->reinit && (cfg->freeze_epochs > 0 || cfg->freeze_backbone))
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--reinit starts from random weights: --freeze-epochs and "
+                       "--freeze-backbone need pretrained ones");
     if (cfg->data[0] && !util_is_dir(cfg->data))
         return err_set(e, PT_ENODATA, cfg->data, PT_NO_RECORD, PT_NO_OFFSET,
                        "no such dataset folder");

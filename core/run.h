@@ -47,6 +47,7 @@ typedef struct run_config {
     double weight_decay;        /* decoupled, on conv/dense weights */
     double dropout;
     int freeze_backbone;
+    int reinit;                 /* an ONNX model: its architecture with fresh weights */
     int freeze_epochs;          /* the first K epochs train only the new head */
     double backbone_lr_scale;   /* then the backbone's learning rate is this fraction */
     char augment[512];          /* augmentation chain spec; "none" = off */

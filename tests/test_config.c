@@ -29,6 +29,7 @@ static const char DEFAULT_TEXT[] =
     "freeze-epochs = 0\n"
     "backbone-lr-scale = 0.1\n"
     "freeze-backbone = no\n"
+    "reinit = no\n"
     "augment = perspective:0.25,flip:0.5,affine:0.15,color:0.15\n"
     "seed = 42\n"
     "deterministic = yes\n"
@@ -62,6 +63,7 @@ static const char OTHER_TEXT[] =
     "freeze-epochs = 2\n"
     "backbone-lr-scale = 0.25\n"
     "freeze-backbone = yes\n"
+    "reinit = yes\n"
     "augment = perspective:0.35,flip:0.5,mixup:0.2\n"
     "seed = 12345678901234\n"
     "deterministic = no\n"
@@ -100,6 +102,7 @@ static void other_config(run_config *c)
     c->freeze_epochs = 2;
     c->backbone_lr_scale = 0.25;
     c->freeze_backbone = 1;
+    c->reinit = 1;
     snprintf(c->augment, sizeof c->augment, "perspective:0.35,flip:0.5,mixup:0.2");
     c->seed = 12345678901234ull;
     c->deterministic = 0;

@@ -533,11 +533,31 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
     T_CHECKF(strstr((char *)text, "epoch 2 on: the whole net trains"), "%s", (char *)text);
     free(text);
 
+    /* --reinit: the file's architecture with fresh weights; refused where there are
+     * no pretrained weights to keep or to freeze. */
+    util_path(out, sizeof out, "%s/onnx-reinit", dir);
+    small_config(&c, out);
+    c.reinit = 1;
+    util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
+    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    T_CHECK(isfinite(snap.history[0].train_loss));
+    util_path(path, sizeof path, "%s/log.txt", out);
+    T_REQUIRE(util_read_file(path, &text, &len, &e) == PT_OK);
+    T_CHECKF(strstr((char *)text, "every weight initialised afresh"), "%s", (char *)text);
+    free(text);
+    eng *g;
+    c.freeze_epochs = 1;
+    T_EQ_INT(eng_create(&c, &g, &e), PT_EUSAGE);
+    T_CHECKF(strstr(e.msg, "--freeze-epochs") != NULL, "%s", e.msg);
+    small_config(&c, "");
+    c.reinit = 1;
+    T_EQ_INT(eng_create(&c, &g, &e), PT_EUSAGE);
+    T_CHECKF(strstr(e.msg, "applies to an ONNX model") != NULL, "%s", e.msg);
+
     /* A missing file is refused at once; a graph it cannot use fails the run with
      * the file named (this one has no classifier to replace). */
     small_config(&c, "");
     util_copy(c.model, sizeof c.model, "tests/data/import/missing.onnx");
-    eng *g;
     T_EQ_INT(eng_create(&c, &g, &e), PT_EUSAGE);
     T_CHECKF(strstr(e.msg, "missing.onnx") != NULL, "%s", e.msg);
     util_path(out, sizeof out, "%s/onnx-bad", dir);

@@ -916,7 +916,7 @@ TEST(ui_config_dialog_order_values_and_edits)
         "model", "replicas", "batch-per-replica", "grad-acc", "epochs", "lr-start", "lr-max",
         "lr-end", "warmup", "schedule", "oversample", "augment", "data", "out", "resume",
         "width", "image-size", "optimizer", "lr-scaling", "momentum", "weight-decay", "dropout",
-        "freeze-epochs", "backbone-lr-scale", "freeze-backbone", "seed", "deterministic",
+        "freeze-epochs", "backbone-lr-scale", "freeze-backbone", "reinit", "seed", "deterministic",
         "shuffle-buffer", "workers", "prefetch",
         "stop-on-data-error", "checkpoint-every",
     };

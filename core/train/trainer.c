@@ -47,10 +47,15 @@ static nn_model *import_onnx(trn *r, pt_err *e)
 {
     nn_import_opts o = { .h = r->img, .w = r->img, .n_classes = r->n_classes,
                          .dropout = (float)r->cfg->dropout, .norm = NN_NORM_IMAGENET,
-                         .seed = r->cfg->seed };
+                         .reinit = r->cfg->reinit, .seed = r->cfg->seed };
     nn_import_info info;
     nn_model *m = nn_import_onnx_file(r->cfg->model, &o, &info, e);
-    if (m)
+    if (m && r->cfg->reinit)
+        trn_log(r, "imported the architecture of %s in %.2f s: %d ONNX nodes -> %d layers, "
+                   "every weight initialised afresh; replaced %s with a new head of %d classes",
+                r->cfg->model, info.seconds, info.onnx_nodes, info.mapped, info.cut,
+                r->n_classes);
+    else if (m)
         trn_log(r, "imported %s in %.2f s: %d ONNX nodes -> %d layers%s; replaced %s with a new "
                    "head of %d classes",
                 r->cfg->model, info.seconds, info.onnx_nodes, info.mapped,
