@@ -10,7 +10,9 @@
 
 #include "base/util.h"
 #include "data/dataset.h"
+#include "data/image.h"
 #include "data/jpeg.h"
+#include "io/png.h"
 #include "nn/nn_import.h"
 #include "src/cli.h"
 
@@ -84,15 +86,31 @@ static int parse(int argc, char **argv, const char *usage, const char *help, con
     return 0;
 }
 
+/* A PNG centre-cropped to a square and resized to size x size, as JPEGs are. */
+static int png_to_size(const uint8_t *buf, size_t len, uint8_t *out, int size, img_scratch *s,
+                       pt_err *e)
+{
+    uint8_t *rgb;
+    int w, h, x, y, cw, ch;
+    int rc = png_decode_rgb(buf, len, &rgb, &w, &h, e);
+    if (rc != PT_OK)
+        return rc;
+    img_crop_box(w, h, size, size, &x, &y, &cw, &ch);
+    if (img_resize(rgb, w * 3, x, y, cw, ch, out, size, size, s) != 0)
+        rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    free(rgb);
+    return rc;
+}
+
 int cmd_classify(int argc, char **argv)
 {
-    const char *usage = "usage: petal-tui classify MODEL.onnx IMAGE.jpg... [--size 224] [--top 5]\n"
+    const char *usage = "usage: petal-tui classify MODEL.onnx IMAGE... [--size 224] [--top 5]\n"
                         "        [--norm imagenet|signed|none]\n";
     onnx_args oa = { .size = 224, .extra = 5, .norm = NN_NORM_IMAGENET };
     int pr = parse(argc, argv, usage,
-                   "Runs the model's own classifier on each image (centre-cropped to a square,\n"
-                   "resized to --size) and prints the top classes with their probabilities,\n"
-                   "with ImageNet's names when the model has 1,000 outputs.\n",
+                   "Runs the model's own classifier on each image, JPEG or PNG (centre-cropped\n"
+                   "to a square, resized to --size) and prints the top classes with their\n"
+                   "probabilities, with ImageNet's names when the model has 1,000 outputs.\n",
                    "--top", 1, 1000, &oa);
     if (pr)
         return pr < 0 ? 0 : pr;
@@ -116,6 +134,7 @@ int cmd_classify(int argc, char **argv)
     float *x = malloc(px * sizeof *x);
     int *order = malloc((size_t)k * sizeof *order);
     double *p = malloc((size_t)k * sizeof *p);
+    img_scratch scratch = { 0 };
     int status = 0;
     if (!c || !jc || !rgb || !x || !order || !p) {
         fprintf(stderr, "petal-tui: out of memory\n");
@@ -127,7 +146,9 @@ int cmd_classify(int argc, char **argv)
         uint8_t *buf = NULL;
         size_t len;
         int rc = util_read_file(a, &buf, &len, &e);
-        if (rc == PT_OK)
+        if (rc == PT_OK && png_is_png(buf, len))
+            rc = png_to_size(buf, len, rgb, (int)size, &scratch, &e);
+        else if (rc == PT_OK)
             rc = jpg_decode_into(jc, buf, len, rgb, (int)size, (int)size, 1, 0, NULL, NULL, &e);
         free(buf);
         if (rc != PT_OK) {
@@ -167,6 +188,7 @@ int cmd_classify(int argc, char **argv)
         }
     }
 out:
+    img_scratch_free(&scratch);
     free(rgb);
     free(x);
     free(order);

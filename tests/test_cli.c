@@ -342,6 +342,29 @@ TEST(cli_model_and_classify_an_onnx_graph)
              2);
     T_CHECKF(strstr(out, "README.md") != NULL, "%s", out);
     free(out);
+    /* A PNG is read too (here a picture the preview command wrote); a damaged one
+     * is named. */
+    const char *dir = t_tmpdir();
+    char png[4200], cut[4200];
+    util_path(png, sizeof png, "%s/grid.png", dir);
+    util_path(cut, sizeof cut, "%s/cut.png", dir);
+    T_EQ_INT(run(&out, "%s preview --image-size 32 --count 1 --out %s 2>&1", png, NULL), 0);
+    free(out);
+    T_EQ_INT(run(&out, "%s classify tests/data/import/blocks.onnx %s --size 32 --top 3 2>&1", png,
+                 NULL),
+             0);
+    T_CHECKF(strstr(out, "grid.png\n") && strchr(strchr(out, '%') + 1, '%') &&
+                 strchr(strchr(strchr(out, '%') + 1, '%') + 1, '%'),
+             "%s", out);
+    free(out);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "head -c 100 %s > %s", png, cut);
+    T_EQ_INT(t_run(cmd, &out), 0);
+    free(out);
+    T_EQ_INT(run(&out, "%s classify tests/data/import/blocks.onnx %s --size 32 2>&1", cut, NULL),
+             2);
+    T_CHECKF(strstr(out, "cut.png: PNG") != NULL, "%s", out);
+    free(out);
     T_EQ_INT(run(&out, "%s classify tests/data/import/blocks.onnx 2>&1", NULL, NULL), 1);
     T_CHECKF(strstr(out, "usage: petal-tui classify") != NULL, "%s", out);
     free(out);

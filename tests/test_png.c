@@ -238,3 +238,49 @@ TEST(png_rejects_bad_sizes)
     T_CHECK(len > 50);
     free(buf);
 }
+
+/* The reader (libpng): the writer's files come back pixel for pixel; a header that
+ * claims too many pixels is refused before decoding; damage is an error. */
+TEST(png_decode_reads_the_writers_files_and_refuses_bad_ones)
+{
+    enum { W = 37, H = 23 };
+    uint8_t src[W * H * 3];
+    for (int i = 0; i < W * H * 3; i++)
+        src[i] = (uint8_t)(i * 7 + i / 3);
+    uint8_t *png;
+    size_t len;
+    T_REQUIRE(png_encode_rgb(src, W, H, &png, &len) == 0);
+    T_CHECK(png_is_png(png, len));
+    uint8_t *rgb;
+    int w, h;
+    pt_err e;
+    T_REQUIRE(png_decode_rgb(png, len, &rgb, &w, &h, &e) == PT_OK);
+    T_EQ_INT(w, W);
+    T_EQ_INT(h, H);
+    T_CHECK(memcmp(rgb, src, sizeof src) == 0);
+    free(rgb);
+
+    /* Cut short: libpng's message, no pixels. */
+    T_EQ_INT(png_decode_rgb(png, len - 20, &rgb, &w, &h, &e), PT_EFORMAT);
+    T_CHECK(rgb == NULL);
+    T_CHECKF(strstr(e.msg, "PNG") != NULL, "%s", e.msg);
+
+    /* IHDR (bytes 16..28 after the signature and the chunk's length and type)
+     * claiming 20000 x 20000, its CRC made right so only the size is wrong. */
+    uint8_t *big = malloc(len);
+    T_REQUIRE(big);
+    memcpy(big, png, len);
+    const uint8_t side[4] = { 0, 0, 0x4e, 0x20 };
+    memcpy(big + 16, side, 4);
+    memcpy(big + 20, side, 4);
+    uint32_t c = crc32_bits(big + 12, 17);
+    const uint8_t crc[4] = { (uint8_t)(c >> 24), (uint8_t)(c >> 16), (uint8_t)(c >> 8), (uint8_t)c };
+    memcpy(big + 29, crc, 4);
+    T_EQ_INT(png_decode_rgb(big, len, &rgb, &w, &h, &e), PT_ETOOBIG);
+    T_CHECKF(strstr(e.msg, "20000x20000") != NULL, "%s", e.msg);
+    free(big);
+
+    T_EQ_INT(png_decode_rgb((const uint8_t *)"GIF89a..", 8, &rgb, &w, &h, &e), PT_EFORMAT);
+    T_CHECKF(strstr(e.msg, "not a PNG") != NULL, "%s", e.msg);
+    free(png);
+}

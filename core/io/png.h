@@ -1,8 +1,9 @@
-/* png — write 8-bit RGB images as PNG files, with no library beyond libc.
+/* png — 8-bit RGB images as PNG files.
  *
- * The image data is stored in uncompressed ("stored") deflate blocks: files are
+ * Writing (png.c) needs no library beyond libc: the image data is stored in uncompressed ("stored") deflate blocks: files are
  * larger than a compressing writer's, but valid PNG that every viewer opens, and
  * the writer stays small and dependency-free. Writes are atomic (temp + rename).
+ * Reading (png_read.c) goes through libpng, which knows every variant of the format.
  */
 #ifndef PT_PNG_H
 #define PT_PNG_H
@@ -17,5 +18,15 @@ int png_write_rgb(const char *path, const uint8_t *rgb, int w, int h, pt_err *e)
 
 /* Encode into a malloc'd buffer (caller frees). */
 int png_encode_rgb(const uint8_t *rgb, int w, int h, uint8_t **out, size_t *len);
+
+/* 1 when the bytes start with PNG's signature. */
+int png_is_png(const uint8_t *buf, size_t len);
+
+/* Decode any PNG (palette, grey, 16-bit, alpha onto black, interlaced) into 8-bit
+ * RGB rows in a malloc'd *rgb the caller frees. A header over 16384 pixels a side
+ * or 64 Mpixels is refused (PT_ETOOBIG) before pixels are allocated; a damaged
+ * file is PT_EFORMAT with libpng's message. Errors carry no file name: the caller
+ * adds it. */
+int png_decode_rgb(const uint8_t *buf, size_t len, uint8_t **rgb, int *w, int *h, pt_err *e);
 
 #endif
