@@ -704,13 +704,19 @@ TEST(nn_grad_softmax_ce_hard_and_soft)
     fill_uniform(z, N * K, 3, -3.0f, 3.0f);
     int32_t a[N] = {0, 4, 2, 2}, b[N] = {3, 4, 1, 2};
     float mix[N] = {0.7f, 1.0f, 0.25f, 1.0f};
-    for (int soft = 0; soft < 2; soft++) {
+    /* Hard and two-label targets, each plain and label-smoothed. */
+    for (int mode = 0; mode < 4; mode++) {
+        const int soft = mode & 1;
+        const float sm = mode & 2 ? 0.1f : 0.0f;
+        const int32_t *bb = soft ? b : NULL;
+        const float *mm = soft ? mix : NULL;
         const float scale = 0.25f;
         double L;
         int32_t pred[N];
-        T_REQUIRE(nn_softmax_ce(z, N, K, a, soft ? b : NULL, soft ? mix : NULL, scale, &L, d,
-                                pred, NULL) == PT_OK);
-        /* The loss itself, straight from the definition. */
+        T_REQUIRE(nn_softmax_ce_smooth(z, N, K, a, bb, mm, sm, scale, &L, d, pred, NULL) ==
+                  PT_OK);
+        /* The loss itself, straight from the definition: the sum over classes of
+         * target x -log(softmax). */
         double ref = 0.0;
         for (int i = 0; i < N; i++) {
             double s = 0.0;
@@ -721,9 +727,12 @@ TEST(nn_grad_softmax_ce_hard_and_soft)
                     best = j;
             }
             double wa = soft ? mix[i] : 1.0;
-            ref += wa * -log(exp((double)z[i * K + a[i]]) / s);
-            if (soft)
-                ref += (1.0 - wa) * -log(exp((double)z[i * K + b[i]]) / s);
+            for (int j = 0; j < K; j++) {
+                double t = sm / K + (1.0 - sm) * ((j == a[i]) * wa + (soft && j == b[i]) * (1.0 - wa));
+                if (!soft && j == a[i])
+                    t = sm / K + (1.0 - sm);
+                ref += t * -log(exp((double)z[i * K + j]) / s);
+            }
             T_EQ_INT(pred[i], best);
         }
         T_NEAR(L, ref, 1e-5 * fabs(ref));
@@ -733,18 +742,23 @@ TEST(nn_grad_softmax_ce_hard_and_soft)
             double Lp, Lm;
             z[i] = keep + 1e-3f;
             double hp = (double)z[i] - keep;
-            nn_softmax_ce(z, N, K, a, soft ? b : NULL, soft ? mix : NULL, 1.0f, &Lp, NULL, NULL,
-                          NULL);
+            nn_softmax_ce_smooth(z, N, K, a, bb, mm, sm, 1.0f, &Lp, NULL, NULL, NULL);
             z[i] = keep - 1e-3f;
             double hm = keep - (double)z[i];
-            nn_softmax_ce(z, N, K, a, soft ? b : NULL, soft ? mix : NULL, 1.0f, &Lm, NULL, NULL,
-                          NULL);
+            nn_softmax_ce_smooth(z, N, K, a, bb, mm, sm, 1.0f, &Lm, NULL, NULL, NULL);
             z[i] = keep;
             double num = scale * (Lp - Lm) / (hp + hm);
             max_err = fmax(max_err, fabs(num - d[i]) / fmax(fabs(num), 1e-3));
         }
-        T_CHECKF(max_err < 1e-3, "softmax-ce (%s targets): max rel err %.3g", soft ? "soft" : "hard",
-                 max_err);
+        T_CHECKF(max_err < 1e-3, "softmax-ce (%s targets, smoothing %g): max rel err %.3g",
+                 soft ? "soft" : "hard", sm, max_err);
+        /* Without smoothing it is nn_softmax_ce, bit for bit. */
+        if (sm == 0.0f) {
+            float d0[N * K];
+            double L0;
+            T_REQUIRE(nn_softmax_ce(z, N, K, a, bb, mm, scale, &L0, d0, NULL, NULL) == PT_OK);
+            T_CHECK(L0 == L && memcmp(d0, d, sizeof d) == 0);
+        }
     }
     /* Huge logits stay finite (log-sum-exp). */
     float big[2] = {1000.0f, -1000.0f};

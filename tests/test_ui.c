@@ -916,7 +916,8 @@ TEST(ui_config_dialog_order_values_and_edits)
         "model", "replicas", "batch-per-replica", "grad-acc", "epochs", "lr-start", "lr-max",
         "lr-end", "warmup", "schedule", "oversample", "augment", "data", "out", "resume",
         "width", "image-size", "optimizer", "lr-scaling", "momentum", "weight-decay", "dropout",
-        "freeze-epochs", "backbone-lr-scale", "freeze-backbone", "reinit", "seed", "deterministic",
+        "label-smoothing", "freeze-epochs", "backbone-lr-scale", "freeze-backbone", "reinit",
+        "seed", "deterministic",
         "shuffle-buffer", "workers", "prefetch",
         "stop-on-data-error", "checkpoint-every",
     };
@@ -960,7 +961,7 @@ TEST(ui_config_dialog_order_values_and_edits)
 
     /* Drawn: every key in order, each value or what an empty one means. */
     null_screen ns;
-    int up = null_screen_open(&ns, "40", "100");
+    int up = null_screen_open(&ns, "48", "100");
     if (!up)
         free(d);
     T_REQUIRE(up);

@@ -286,4 +286,10 @@ int nn_softmax_ce(const float *logits, int n, int k, const int32_t *a, const int
                   const float *mix, float scale, double *loss, float *dlogits, int32_t *pred,
                   pt_err *e);
 
+/* The same against smoothed targets: (1 - smooth) x the batch's targets + smooth / k
+ * on every class (label smoothing; smooth = 0 is nn_softmax_ce). */
+int nn_softmax_ce_smooth(const float *logits, int n, int k, const int32_t *a, const int32_t *b,
+                         const float *mix, float smooth, float scale, double *loss,
+                         float *dlogits, int32_t *pred, pt_err *e);
+
 #endif

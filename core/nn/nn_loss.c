@@ -1,4 +1,5 @@
-/* nn_loss — softmax cross-entropy from logits with the batch's two-label targets. */
+/* nn_loss — softmax cross-entropy from logits with the batch's two-label targets,
+ * optionally smoothed. */
 #include <math.h>
 
 #include "nn/nn_impl.h"
@@ -6,6 +7,13 @@
 int nn_softmax_ce(const float *logits, int n, int k, const int32_t *a, const int32_t *b,
                   const float *mix, float scale, double *loss, float *dlogits, int32_t *pred,
                   pt_err *e)
+{
+    return nn_softmax_ce_smooth(logits, n, k, a, b, mix, 0.0f, scale, loss, dlogits, pred, e);
+}
+
+int nn_softmax_ce_smooth(const float *logits, int n, int k, const int32_t *a, const int32_t *b,
+                         const float *mix, float smooth, float scale, double *loss,
+                         float *dlogits, int32_t *pred, pt_err *e)
 {
     /* Check every label first, so nothing is written on bad input. */
     for (int i = 0; i < n; i++) {
@@ -27,15 +35,22 @@ int nn_softmax_ce(const float *logits, int n, int k, const int32_t *a, const int
             s += exp((double)z[j] - mx);
         const double lse = mx + log(s);
         const int la = a[i], lb = b ? b[i] : la;
-        const double wa = mix ? (double)mix[i] : 1.0;
-        total += lse - wa * z[la] - (1.0 - wa) * z[lb];
+        /* Target: (1 - smooth) of the two-label mix, smooth / k on every class
+         * (Keras's and PyTorch's label_smoothing). */
+        const double keep = 1.0 - (double)smooth, even = (double)smooth / k;
+        const double wa = (mix ? (double)mix[i] : 1.0) * keep, wb = keep - wa;
+        double zsum = 0.0;
+        if (smooth > 0.0f)
+            for (int j = 0; j < k; j++)
+                zsum += z[j];
+        total += lse - wa * z[la] - wb * z[lb] - even * zsum;
         if (dlogits) {
             float *d = dlogits + (size_t)i * k;
             const double inv = 1.0 / s;
             for (int j = 0; j < k; j++)
-                d[j] = (float)(scale * exp((double)z[j] - mx) * inv);
+                d[j] = (float)(scale * (exp((double)z[j] - mx) * inv - even));
             d[la] -= (float)(scale * wa);
-            d[lb] -= (float)(scale * (1.0 - wa));
+            d[lb] -= (float)(scale * wb);
         }
         if (pred)
             pred[i] = best;

@@ -87,8 +87,9 @@ static void run_train(replica *p)
             return;
         }
         double loss = 0;
-        int rc = nn_softmax_ce(logits, n, s->k, b->label + lo, b->label2 + lo, b->mix + lo,
-                               scale, &loss, p->dlogits, p->pred, &p->err);
+        int rc = nn_softmax_ce_smooth(logits, n, s->k, b->label + lo, b->label2 + lo,
+                                      b->mix + lo, s->cfg.label_smoothing, scale, &loss,
+                                      p->dlogits, p->pred, &p->err);
         if (rc != PT_OK) {
             p->rc = rc;
             return;

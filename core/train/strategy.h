@@ -36,6 +36,7 @@ typedef struct strat_config {
     int batch_per_replica;      /* B */
     int grad_acc;               /* A */
     int predict_batch;          /* per replica, for strat_predict */
+    float label_smoothing;      /* 0: the dataset's targets as they are */
 } strat_config;
 
 int strat_new(const strat_config *cfg, strat **out, pt_err *e);

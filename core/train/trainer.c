@@ -242,7 +242,7 @@ static int prepare(trn *r, pt_err *e)
         return rc;
     strat_config sc = { .model = r->model, .optimizer = &r->optim, .decay_mask = r->decay,
                         .replicas = r->R, .batch_per_replica = r->B, .grad_acc = r->A,
-                        .predict_batch = r->P };
+                        .predict_batch = r->P, .label_smoothing = (float)cfg->label_smoothing };
     if ((rc = strat_new(&sc, &r->st, e)) != PT_OK)
         return rc;
     trn_set_state(r, RUN_PREPARING, "measuring the single-core sgemm peak");

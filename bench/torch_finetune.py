@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""Fine-tuning the ONNX zoo's int8 MobileNetV2 in PyTorch with petal-tui's recipe,
+for the side-by-side of bench/RESULTS.md ("Fine-tuning beside PyTorch"). Same
+shards (a `petal-tui shards` folder), same dequantized net (bench/torch_common.py),
+same new head (dropout + dense, Glorot uniform), same schedule per update, same
+Adam (eps 1e-7), same two phases (the head alone for --freeze-epochs, then
+everything with the backbone's learning rate scaled), same augmentation (flip and
+a square random resized crop), the loss averaged over the global batch of 32.
+
+  /usr/bin/python3 bench/torch_finetune.py --data photos --size 224 --epochs 8 \\
+      --freeze-epochs 1 --lr-start 1e-4 --lr-max 1e-3 --lr-end 1e-5 --warmup 0.05
+
+The petal-tui command with the same recipe is printed first, to run beside it.
+"""
+import argparse
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_common as tc  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", required=True, help="a `petal-tui shards` folder")
+    p.add_argument("--model", default=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                   "shared", "data", "weights",
+                                                   "mobilenetv2-12-int8.onnx"))
+    p.add_argument("--size", type=int, default=224)
+    p.add_argument("--epochs", type=int, default=8)
+    p.add_argument("--freeze-epochs", type=int, default=1)
+    p.add_argument("--backbone-lr-scale", type=float, default=0.1)
+    p.add_argument("--lr-start", type=float, default=1e-4)
+    p.add_argument("--lr-max", type=float, default=1e-3)
+    p.add_argument("--lr-end", type=float, default=1e-5)
+    p.add_argument("--warmup", type=float, default=0.05)
+    p.add_argument("--schedule", default="cosine", choices=("cosine", "exp", "linear"))
+    p.add_argument("--crop-scale", type=float, default=0.6, help="1 = no crop")
+    p.add_argument("--flip", type=float, default=0.5)
+    p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--label-smoothing", type=float, default=0.0)
+    p.add_argument("--batch", type=int, default=32, help="global batch (petal-tui: 2 x 16)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--channels-last", type=int, default=0)
+    p.add_argument("--seed", type=int, default=42)
+    a = p.parse_args()
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    gen = torch.Generator().manual_seed(a.seed)
+    print("petal-tui --headless --data %s --model %s --image-size %d --epochs %d "
+          "--freeze-epochs %d --backbone-lr-scale %g --lr-start %g --lr-max %g --lr-end %g "
+          "--warmup %g --schedule %s --dropout %g --augment flip:%g,crop:1:scale=%g:ratio=1:"
+          "interp=bilinear" % (a.data, a.model, a.size, a.epochs, a.freeze_epochs,
+                               a.backbone_lr_scale, a.lr_start, a.lr_max, a.lr_end, a.warmup,
+                               a.schedule, a.dropout, a.flip, a.crop_scale))
+    t0 = time.time()
+    xtr, ytr = tc.load_split(a.data, "train")
+    xva, yva = tc.load_split(a.data, "val")
+    classes = int(max(ytr.max(), yva.max())) + 1
+    model = tc.ZooMobileNetV2(a.model, classes, a.dropout)
+    fmt = torch.channels_last if a.channels_last else torch.contiguous_format
+    model = model.to(memory_format=fmt)
+    print("torch %s, %d threads, %s; %d train / %d val images, %d classes; data + import %.1f s"
+          % (torch.__version__, a.threads, "channels_last" if a.channels_last else "NCHW",
+             len(ytr), len(yva), classes, time.time() - t0), flush=True)
+
+    backbone = model.backbone_parameters()
+    head = list(model.fc.parameters())
+    opt = torch.optim.Adam([{"params": backbone}, {"params": head}], eps=1e-7)
+    per_epoch = len(ytr) // a.batch
+    sch = tc.Schedule(a.schedule, a.lr_start, a.lr_max, a.lr_end, a.warmup, per_epoch * a.epochs)
+    xva_in = tc.plain(xva, a.size).contiguous(memory_format=fmt)
+    step, total_s = 0, 0.0
+    for epoch in range(a.epochs):
+        frozen = epoch < a.freeze_epochs
+        for w in backbone:
+            w.requires_grad_(not frozen)
+        t = time.time()
+        model.train()
+        order = torch.randperm(len(ytr), generator=gen)
+        loss_sum, correct, seen = 0.0, 0, 0
+        for u in range(per_epoch):
+            idx = order[u * a.batch:(u + 1) * a.batch]
+            x = tc.augment(xtr[idx], a.size, gen, a.flip, a.crop_scale).contiguous(memory_format=fmt)
+            y = ytr[idx]
+            lr = sch(step)
+            opt.param_groups[0]["lr"] = lr * a.backbone_lr_scale
+            opt.param_groups[1]["lr"] = lr
+            logits = model(x)
+            loss = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            step += 1
+            loss_sum += float(loss) * len(y)
+            correct += int((logits.argmax(1) == y).sum())
+            seen += len(y)
+        model.eval()
+        with torch.no_grad():
+            logits = torch.cat([model(xva_in[i:i + 64]) for i in range(0, len(yva), 64)])
+            vloss = float(F.cross_entropy(logits, yva))
+            pred = logits.argmax(1)
+        secs = time.time() - t
+        total_s += secs
+        print("epoch %d/%d%s - %.1fs - loss %.4f - acc %.4f - val_loss %.4f - val_acc %.4f - "
+              "val_f1 %.4f" % (epoch + 1, a.epochs, " (head only)" if frozen else "", secs,
+                               loss_sum / seen, correct / seen, vloss,
+                               float((pred == yva).float().mean()),
+                               tc.macro_f1(pred, yva, classes)), flush=True)
+    print("trained in %.0f s" % total_s)
+
+
+if __name__ == "__main__":
+    main()
