@@ -17,6 +17,8 @@ typedef struct val {
     vkind kind;
     int node;           /* V_NODE: the layer */
     int flat;           /* the layer's h x w x c map, flattened in NCHW order */
+    int pad[4];         /* a Pad's zeros (top, left, bottom, right) still to add: only
+                           a Conv reads such a value, taking them into its padding */
 } val;
 
 typedef enum fkind { F_CONV, F_QCONV, F_BN, F_DENSE } fkind;
