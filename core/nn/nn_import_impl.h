@@ -63,5 +63,8 @@ nn_node_info nn_imp_info(imp *I, int node);
 int nn_imp_fill_conv(imp *I, const fill *f, float *P);
 int nn_imp_fill_bn(imp *I, const fill *f, float *P, float *buf);
 int nn_imp_fill_dense(imp *I, const fill *f, float *P);
+/* What a dense layer's bias is multiplied by at import: Gemm's beta for its own C,
+ * 1 for the constant of an Add after it (beta scales only C). */
+float nn_imp_bias_scale(const fill *f);
 
 #endif
