@@ -759,18 +759,31 @@ static int first_layer(imp *I, const onnx_value_info *in)
 nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_import_info *info,
                          pt_err *e)
 {
+    return nn_import_onnx_map(om, o, info, NULL, e);
+}
+
+nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
+                             nn_import_info *info, nn_import_map **map, pt_err *e)
+{
     imp I = { .om = om, .o = o, .e = e };
     memset(info, 0, sizeof *info);
+    if (map) {
+        *map = NULL;
+        if (!(I.map = nn_imp_map_new())) {
+            err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+            return NULL;
+        }
+    }
     info->onnx_nodes = (int)om->n_nodes;
     info->cut_from = -1;
     const onnx_value_info *in = NULL;
     int rc = graph_input(&I, &in);
     if (rc)
-        return NULL;
+        goto fail;
     I.m = nn_model_new(o->h, o->w, 3);
     if (!I.m) {
-        err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-        return NULL;
+        rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+        goto fail;
     }
     const onnx_node *cls = o->n_classes > 0 ? classifier(om) : NULL;
     if (o->n_classes > 0 && !cls) {
@@ -833,6 +846,8 @@ nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_impor
                 rc = nn_imp_fill_bn(&I, f, P, bufs + ni.buffer_offset);
             else
                 rc = nn_imp_fill_dense(&I, f, P);
+            if (rc == PT_OK)
+                rc = nn_imp_map_add(&I, f);
         }
         if (rc)
             goto fail;
@@ -841,10 +856,13 @@ nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_impor
     info->quantized = I.quantized;
     free(I.v);
     free(I.f);
+    if (map)
+        *map = I.map;
     return I.m;
 fail:
     free(I.v);
     free(I.f);
+    nn_import_map_free(I.map);
     nn_model_free(I.m);
     return NULL;
 }
