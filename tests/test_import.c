@@ -121,6 +121,9 @@ TEST(import_map_names_where_every_parameter_came_from)
     /* a new head has no entry */
     map_round_trip("tests/data/import/blocks.onnx", 3, 32, &n);
     T_EQ_INT(n, 25);
+    /* one initializer read by two convs (an Identity): an entry each */
+    map_round_trip("tests/data/conform/quirks-folded.onnx", 0, 16, &n);
+    T_EQ_INT(n, 8);
 }
 
 TEST(import_replaces_the_classifier_with_a_new_head)
