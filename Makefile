@@ -7,6 +7,8 @@
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make SAN=1 test run the tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make valgrind   run the tests under valgrind memcheck
+#   make conformance  full-width torchvision nets against PyTorch (needs /usr/bin/python3
+#                   with torch, torchvision and onnx; says so and skips otherwise)
 #
 # Every library comes from the system through pkg-config.
 
@@ -73,7 +75,7 @@ UI_LIB    := $(BUILD)/libpetalui.a
 BIN       := $(BUILD)/petal-tui
 TEST_BIN  := $(BUILD)/tests/run-tests
 
-.PHONY: all run test check build-tests bench valgrind deps install uninstall clean
+.PHONY: all run test check build-tests bench valgrind conformance deps install uninstall clean
 .DEFAULT_GOAL := all
 
 all: $(BIN)
@@ -213,6 +215,36 @@ valgrind:
 	@$(MAKE) --no-print-directory build-tests
 	PT_BIN=$(BIN) PT_VALGRIND=1 valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  --track-fds=no $(TEST_BIN) $(TESTFLAGS)
+
+# --- conformance with PyTorch ----------------------------------------------------------
+# tests/data/conform/make_conform.py exports the five families at full width (224 px)
+# with PyTorch's logits and gradients into build/conformance (about 1.3 GB, VGG-11's
+# classifier most of it; made again when the script changes), then conform-check
+# compares petal-tui with them (tolerances in tests/conform.h). The narrow copies of
+# the same nets are committed and checked by `make test`.
+TORCH_PYTHON ?= /usr/bin/python3
+CONFORM_DIR  := $(BUILD)/conformance
+CONFORM_BIN  := $(BUILD)/tests/conform-check
+
+$(CONFORM_BIN): tests/conform/check.c $(BUILD)/tests/conform.o $(CORE_LIB) $(GEN_HDR)
+	@mkdir -p $(dir $@)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< \
+	  $(BUILD)/tests/conform.o $(CORE_LIB) $(LDLIBS_ALL)
+
+$(CONFORM_DIR)/made: tests/data/conform/make_conform.py
+	@rm -f $@
+	$(TORCH_PYTHON) tests/data/conform/make_conform.py --full $(CONFORM_DIR)
+	@touch $@
+
+conformance: deps
+	@$(MAKE) -s --no-print-directory $(CONFORM_BIN)
+	@if $(TORCH_PYTHON) -c 'import torch, torchvision, onnx' >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory $(CONFORM_DIR)/made && $(CONFORM_BIN) $(CONFORM_DIR); \
+	else \
+	  echo "conformance: skipped: $(TORCH_PYTHON) cannot import torch, torchvision and onnx" \
+	       "(Debian 12: apt-get install python3-torch python3-torchvision python3-onnx)"; \
+	fi
 
 # --- install -------------------------------------------------------------------------
 install: $(BIN)

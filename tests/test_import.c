@@ -8,6 +8,7 @@
 
 #include "base/util.h"
 #include "data/jpeg.h"
+#include "io/onnx.h"
 #include "nn/nn_import.h"
 
 /* The worst relative difference between the model's logits and PyTorch's for the
@@ -64,6 +65,65 @@ TEST(import_gives_pytorchs_logits)
     d = against_pytorch("flat", 3, 8, &k);
     T_EQ_INT(k, 7);
     T_CHECKF(d < 1e-4, "flat: worst relative difference %g", d);
+}
+
+/* Every float tensor of file, converted back from the model (parameters and BN
+ * statistics), bit for bit; *entries: the map's. */
+static void map_round_trip(const char *file, int n_classes, int hw, size_t *entries)
+{
+    pt_err e;
+    onnx_model *om;
+    *entries = 0;
+    T_REQUIRE(onnx_load(file, &om, &e) == PT_OK);
+    nn_import_info info;
+    nn_import_map *mp = NULL;
+    nn_import_opts o = { .h = hw, .w = hw, .n_classes = n_classes, .norm = NN_NORM_NONE,
+                         .seed = 1 };
+    nn_model *m = nn_import_onnx_map(om, &o, &info, &mp, &e);
+    T_CHECKF(m && mp, "%s: %s", file, e.msg);
+    size_t n = nn_import_map_count(mp), covered = 0;
+    *entries = n;
+    for (size_t k = 0; m && k < n; k++) {
+        const nn_import_param *p = nn_import_map_get(mp, k);
+        const onnx_tensor *t = onnx_find_tensor(om, p->name);
+        float *back = malloc((size_t)p->file_count * sizeof *back);
+        T_CHECKF(t && t->dtype == ONNX_FLOAT && t->count == p->file_count &&
+                     t->rank == p->rank && back, "%s: %s", file, p->name);
+        if (!t || t->count != p->file_count || !back) {
+            free(back);
+            continue;
+        }
+        T_CHECK(nn_import_map_to_onnx(mp, k, p->buffer ? nn_buffers(m) : nn_params(m),
+                                      NN_MAP_VALUES, back, &e) == PT_OK);
+        T_CHECKF(!memcmp(back, t->data, (size_t)t->count * sizeof *back), "%s: %s", file,
+                 p->name);
+        free(back);
+        covered += p->buffer ? 0 : p->count;
+    }
+    /* Everything but a new head comes from the file. */
+    size_t head = n_classes ? (size_t)(info.feature_c + 1) * (size_t)n_classes : 0;
+    T_EQ_INT(covered + head, m ? nn_param_count(m) : 0);
+    float one;
+    T_CHECK(nn_import_map_to_onnx(mp, n, nn_params(m), NN_MAP_VALUES, &one, &e) == PT_EUSAGE);
+    nn_import_map_free(mp);
+    nn_model_free(m);
+    onnx_free(om);
+}
+
+TEST(import_map_names_where_every_parameter_came_from)
+{
+    /* conv, BN (scale, shift, running mean and variance), Gemm, an NCHW flatten */
+    size_t n;
+    map_round_trip("tests/data/import/blocks.onnx", 0, 32, &n);
+    T_EQ_INT(n, 27);
+    map_round_trip("tests/data/import/flat.onnx", 0, 8, &n);
+    T_EQ_INT(n, 6);
+    /* a new head has no entry */
+    map_round_trip("tests/data/import/blocks.onnx", 3, 32, &n);
+    T_EQ_INT(n, 25);
+    /* one initializer read by two convs (an Identity): an entry each */
+    map_round_trip("tests/data/conform/quirks-folded.onnx", 0, 16, &n);
+    T_EQ_INT(n, 8);
 }
 
 TEST(import_replaces_the_classifier_with_a_new_head)

@@ -274,6 +274,25 @@ TEST(onnx_constants_attributes_and_optional_inputs)
 
 /* ---- quant.onnx: 8-bit and integer tensors in every storage form ---------------------- */
 
+/* ---- Identity of an initializer: one tensor under two names ------------------------- */
+
+TEST(onnx_identity_of_an_initializer_is_that_tensor)
+{
+    /* torch.onnx.export writes one initializer for equal tensors and an Identity of it
+     * for each other user; tests/data/conform/make_conform.py makes quirks' convs b
+     * and c have equal biases (made there, not here: only torch writes this). */
+    onnx_model *m;
+    pt_err e;
+    T_REQUIRE(onnx_load("tests/data/conform/quirks-folded.onnx", &m, &e) == PT_OK);
+    const onnx_tensor *b = onnx_find_tensor(m, "b.bias"), *c = onnx_find_tensor(m, "c.bias");
+    T_REQUIRE(b && c);
+    T_CHECK(b == c);
+    T_EQ_STR(c->name, "b.bias");
+    T_CHECK(onnx_producer(m, "c.bias") && !strcmp(onnx_producer(m, "c.bias")->op_type, "Identity"));
+    T_EQ_INT(onnx_consumers(m, "c.bias"), 1);
+    onnx_free(m);
+}
+
 TEST(onnx_quantized_tensors_in_raw_and_typed_fields)
 {
     onnx_model *m;

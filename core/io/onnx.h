@@ -181,7 +181,9 @@ void onnx_free(onnx_model *m);
 
 /* The tensor called name: an initializer, or the output of a Constant node
  * (from its value, value_float(s) or value_int(s) attribute; the returned
- * tensor then carries the output's name). NULL when there is none. */
+ * tensor then carries the output's name), or the output of an Identity of
+ * either (the very tensor it reads, which keeps its own name: exporters alias
+ * one initializer for equal constants that way). NULL when there is none. */
 const onnx_tensor *onnx_find_tensor(const onnx_model *m, const char *name);
 /* The graph input, output or value_info entry called name, or NULL. */
 const onnx_value_info *onnx_find_value_info(const onnx_model *m, const char *name);

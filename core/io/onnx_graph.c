@@ -409,6 +409,16 @@ int onnx_build_index(ld *L)
             if (t)
                 onnx_ix_find(ix, t->name)->tensor = t;
         }
+        /* PyTorch's exporter writes one initializer for equal constants (say the
+         * zero biases of several layers) and an Identity per other user: the
+         * Identity's output is that same tensor, under the initializer's name. Nodes
+         * come in topological order, so a chain of them resolves here too. */
+        if (strcmp(n->op_type, "Identity") == 0 && !*n->domain && n->n_inputs >= 1 &&
+            n->n_outputs >= 1 && *n->outputs[0]) {
+            const slot *src = onnx_ix_find(ix, n->inputs[0]);
+            if (src && src->tensor)
+                onnx_ix_find(ix, n->outputs[0])->tensor = src->tensor;
+        }
     }
     for (size_t i = 0; i < m->n_outputs; i++) {
         const onnx_value_info *v = &m->outputs[i];

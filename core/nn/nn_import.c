@@ -16,9 +16,14 @@
 
 #include "base/util.h"
 
+/* A Pad's largest side read (so the file's int64 pads fit an int); the Conv that
+ * takes them refuses any not below its kernel anyway. */
+#define NN_PAD_LIMIT 64
+
 #define SUPPORTED                                                                              \
     "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add, Concat, MaxPool, AveragePool, " \
-    "GlobalAveragePool, Flatten, Reshape, Gemm, MatMul, Dropout, Identity, Constant, Softmax " \
+    "GlobalAveragePool, Flatten, Reshape, Gemm, MatMul, Dropout, Identity, Constant, Pad " \
+    "(zeros, spatial), Softmax "                                                          \
     "(last), QuantizeLinear, DequantizeLinear, QLinearConv, QLinearAdd, "                     \
     "QLinearGlobalAveragePool, QLinearMatMul; Shape, Gather, Unsqueeze, Squeeze, Cast and "   \
     "Concat where they compute a Reshape's shape"
@@ -74,8 +79,13 @@ static int set_val(imp *I, const char *name, vkind kind, int node, int flat)
         I->v = nv;
         I->vcap = cap;
     }
-    I->v[I->nv++] = (val){ name, kind, node, flat };
+    I->v[I->nv++] = (val){ name, kind, node, flat, { 0, 0, 0, 0 } };
     return PT_OK;
+}
+
+static int padded(const val *v)
+{
+    return v->pad[0] || v->pad[1] || v->pad[2] || v->pad[3];
 }
 
 static fill *add_fill(imp *I, fkind kind, int node, const onnx_node *src)
@@ -99,8 +109,10 @@ static fill *add_fill(imp *I, fkind kind, int node, const onnx_node *src)
     return f;
 }
 
-/* Input slot k of n as a layer (not flattened unless allow_flat). */
-static int in_node(imp *I, const onnx_node *n, size_t k, int allow_flat, int *node)
+/* Input slot k of n as a layer (not flattened unless allow_flat); *pad (when not
+ * NULL) receives the zeros of a Pad still to add, which only a Conv may take. */
+static int in_node_padded(imp *I, const onnx_node *n, size_t k, int allow_flat, int *node,
+                          int pad[4])
 {
     if (k >= n->n_inputs || !n->inputs[k][0])
         return nn_imp_err(I, n, "input %zu is missing", k);
@@ -117,8 +129,18 @@ static int in_node(imp *I, const onnx_node *n, size_t k, int allow_flat, int *no
     if (v->flat && !allow_flat)
         return nn_imp_err(I, n, "input '%s' is a flattened map; only Gemm or MatMul may read it",
                         n->inputs[k]);
+    if (padded(v) && !pad)
+        return nn_imp_err(I, n, "input '%s' comes from a Pad with non-zero pads; only a Conv "
+                        "may read one", n->inputs[k]);
+    if (pad)
+        memcpy(pad, v->pad, sizeof v->pad);
     *node = v->node;
     return PT_OK;
+}
+
+static int in_node(imp *I, const onnx_node *n, size_t k, int allow_flat, int *node)
+{
+    return in_node_padded(I, n, k, allow_flat, node, NULL);
 }
 
 const onnx_tensor *nn_imp_const(imp *I, const onnx_node *n, size_t k)
@@ -254,7 +276,7 @@ static int q_act(imp *I, const onnx_node *n, int id, size_t scale_k, size_t zp_k
 
 static int op_conv(imp *I, const onnx_node *n, int quant)
 {
-    int in, rc = in_node(I, n, 0, 0, &in);
+    int in, extra[4], rc = in_node_padded(I, n, 0, 0, &in, extra);
     if (rc)
         return rc;
     const onnx_tensor *w = nn_imp_const(I, n, quant ? 3 : 1);
@@ -271,6 +293,14 @@ static int op_conv(imp *I, const onnx_node *n, int quant)
     int64_t k[2] = { kh, kw }, s[2] = { 1, 1 }, p[4] = { 0, 0, 0, 0 };
     if ((rc = window(I, n, in, k, s, p)) != PT_OK)
         return rc;
+    if (extra[0] || extra[1] || extra[2] || extra[3]) {
+        /* A Pad of zeros before it (tf2onnx writes them for TensorFlow's "same"):
+         * the same as padding the conv itself, which the kernels do for free. */
+        if (strcmp(onnx_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") != 0)
+            return nn_imp_err(I, n, "a Pad before a Conv with auto_pad is not supported");
+        for (int a = 0; a < 4; a++)
+            p[a] += extra[a];
+    }
     int bias = quant ? nn_imp_const(I, n, 8) != NULL : nn_imp_const(I, n, 2) != NULL;
     int id = built(I, n, nn_conv2d_ex(I->m, in, (int)cout, (int)kh, (int)kw, (int)s[0], (int)s[1],
                                       (int)p[0], (int)p[1], (int)p[2], (int)p[3], (int)g, bias));
@@ -433,11 +463,12 @@ static int op_pool(imp *I, const onnx_node *n, int max)
     int in, rc = in_node(I, n, 0, 0, &in);
     if (rc)
         return rc;
-    if (!max && onnx_attr_int(n, "count_include_pad", 0) != 0)
-        return nn_imp_err(I, n, "count_include_pad = 1 is not supported");
     int64_t k[2] = { 0, 0 }, s[2] = { 1, 1 }, p[4] = { 0, 0, 0, 0 };
     if ((rc = window(I, n, in, k, s, p)) != PT_OK)
         return rc;
+    /* Without padding every window counts k x k pixels either way. */
+    if (!max && onnx_attr_int(n, "count_include_pad", 0) != 0 && (p[0] || p[1] || p[2] || p[3]))
+        return nn_imp_err(I, n, "count_include_pad = 1 with padding is not supported");
     int kh = (int)k[0], kw = (int)k[1];
     int id = max ? nn_maxpool_ex(I->m, in, kh, kw, (int)s[0], (int)s[1], (int)p[0], (int)p[1],
                                  (int)p[2], (int)p[3])
@@ -446,6 +477,55 @@ static int op_pool(imp *I, const onnx_node *n, int max)
     if ((id = built(I, n, id)) < 0)
         return id;
     return out_node(I, n, id, 0);
+}
+
+/* Pad: zeros around the spatial axes. None at all (PyTorch writes such a Pad
+ * before the AveragePool of AvgPool2d's count_include_pad) is no layer; others wait
+ * on the value for the Conv that reads it (in_node_padded). */
+static int op_pad(imp *I, const onnx_node *n)
+{
+    int in, rc = in_node(I, n, 0, 0, &in);
+    if (rc)
+        return rc;
+    if (strcmp(onnx_attr_string(n, "mode", "constant"), "constant") != 0)
+        return nn_imp_err(I, n, "only mode 'constant' is supported");
+    if (n->n_inputs > 3 && n->inputs[3][0])
+        return nn_imp_err(I, n, "the axes input is not supported");
+    int64_t p[8];
+    if (n->n_inputs > 1 && n->inputs[1][0]) {
+        /* Opset 11 on: the pads are an input. */
+        const onnx_tensor *t = nn_imp_const(I, n, 1);
+        const void *d = NULL;
+        if (!t || t->count != 8)
+            return nn_imp_err(I, n, "the pads must be a constant of 8 values (N, C, H, W begins, "
+                            "then ends)");
+        if ((rc = onnx_tensor_data(I->om, t, ONNX_INT64, &d, I->e)) != PT_OK)
+            return rc;
+        memcpy(p, d, sizeof p);
+    } else if ((rc = ints_attr(I, n, "pads", 8, 0, p)) != PT_OK) {
+        return rc;
+    }
+    float value = 0.0f;
+    if (n->n_inputs > 2 && n->inputs[2][0]) {
+        if ((rc = const_scalar(I, n, 2, "value", 0.0f, &value)) != PT_OK)
+            return rc;
+    } else {
+        value = onnx_attr_float(n, "value", 0.0f);
+    }
+    if (p[0] || p[1] || p[4] || p[5])
+        return nn_imp_err(I, n, "only padding of the spatial axes (H, W) is supported");
+    const int64_t sp[4] = { p[2], p[3], p[6], p[7] };
+    for (int a = 0; a < 4; a++)
+        if (sp[a] < 0 || sp[a] > NN_PAD_LIMIT)
+            return nn_imp_err(I, n, "pads of %lld; 0 to %d are supported", (long long)sp[a],
+                            NN_PAD_LIMIT);
+    if ((sp[0] || sp[1] || sp[2] || sp[3]) && value != 0.0f)
+        return nn_imp_err(I, n, "only padding with zeros is supported");
+    if ((rc = out_node(I, n, in, 0)) != PT_OK)
+        return rc;
+    for (int a = 0; a < 4; a++)
+        I->v[I->nv - 1].pad[a] = (int)sp[a];
+    return PT_OK;
 }
 
 static int op_flatten(imp *I, const onnx_node *n)
@@ -561,6 +641,10 @@ static int map_node(imp *I, const onnx_node *n)
                         n->domain);
     if (!strcmp(op, "Constant"))
         return PT_OK; /* read through onnx_find_tensor where used */
+    if (!strcmp(op, "Identity") && nn_imp_const(I, n, 0))
+        return PT_OK; /* another name for a constant, which onnx_find_tensor knows */
+    if (!strcmp(op, "Pad"))
+        return op_pad(I, n);
     if (!strcmp(op, "Conv"))
         return op_conv(I, n, 0);
     if (!strcmp(op, "QLinearConv"))
@@ -675,18 +759,31 @@ static int first_layer(imp *I, const onnx_value_info *in)
 nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_import_info *info,
                          pt_err *e)
 {
+    return nn_import_onnx_map(om, o, info, NULL, e);
+}
+
+nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
+                             nn_import_info *info, nn_import_map **map, pt_err *e)
+{
     imp I = { .om = om, .o = o, .e = e };
     memset(info, 0, sizeof *info);
+    if (map) {
+        *map = NULL;
+        if (!(I.map = nn_imp_map_new())) {
+            err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+            return NULL;
+        }
+    }
     info->onnx_nodes = (int)om->n_nodes;
     info->cut_from = -1;
     const onnx_value_info *in = NULL;
     int rc = graph_input(&I, &in);
     if (rc)
-        return NULL;
+        goto fail;
     I.m = nn_model_new(o->h, o->w, 3);
     if (!I.m) {
-        err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-        return NULL;
+        rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+        goto fail;
     }
     const onnx_node *cls = o->n_classes > 0 ? classifier(om) : NULL;
     if (o->n_classes > 0 && !cls) {
@@ -749,6 +846,8 @@ nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_impor
                 rc = nn_imp_fill_bn(&I, f, P, bufs + ni.buffer_offset);
             else
                 rc = nn_imp_fill_dense(&I, f, P);
+            if (rc == PT_OK)
+                rc = nn_imp_map_add(&I, f);
         }
         if (rc)
             goto fail;
@@ -757,10 +856,13 @@ nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_impor
     info->quantized = I.quantized;
     free(I.v);
     free(I.f);
+    if (map)
+        *map = I.map;
     return I.m;
 fail:
     free(I.v);
     free(I.f);
+    nn_import_map_free(I.map);
     nn_model_free(I.m);
     return NULL;
 }

@@ -16,8 +16,16 @@
  * for the dataset's classes, as the notebooks do. With n_classes == 0 the graph's
  * own classifier is kept (for `petal-tui classify`).
  *
- * Ownership: the model returned belongs to the caller (nn_model_free). The ONNX
- * model is only read.
+ * nn_import_onnx_map() also returns where every parameter came from: for each
+ * float ONNX tensor that became a layer's parameters (or BN's running statistics),
+ * its name, shape and place in nn_params() / nn_buffers(), and the conversion back
+ * to the file's layout, for values and for gradients (the gradient with respect to
+ * the ONNX tensor). That is how a training step's gradients are compared with
+ * another framework's (tests/conform.c), and what writing a model back would use.
+ *
+ * Ownership: the model returned belongs to the caller (nn_model_free), as does the
+ * map (nn_import_map_free; it copies the names it keeps, so the ONNX model may go
+ * first). The ONNX model is only read.
  */
 #ifndef PT_NN_IMPORT_H
 #define PT_NN_IMPORT_H
@@ -62,5 +70,44 @@ nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_impor
 /* The same from a file: onnx_load(), nn_import_onnx(), and the ONNX model freed. */
 nn_model *nn_import_onnx_file(const char *path, const nn_import_opts *o, nn_import_info *info,
                               pt_err *e);
+
+/* ---- where the parameters came from ---------------------------------------------- */
+
+typedef struct nn_import_map nn_import_map;
+
+/* One float ONNX tensor read into a layer. Quantized tensors (dequantized, so with
+ * no float counterpart in the file), the new head and everything under reinit have
+ * no entry. One tensor read by two layers (an exporter's shared constant) has an
+ * entry per layer: its gradient is the sum of theirs. */
+typedef struct nn_import_param {
+    const char *name;       /* the initializer or Constant (owned by the map) */
+    int node;               /* the layer */
+    int buffer;             /* 1: in nn_buffers() (BN running mean / variance) */
+    size_t offset, count;   /* where in nn_params() (or nn_buffers()), how many floats */
+    int rank;               /* the file's shape */
+    int64_t dims[4];
+    int64_t file_count;     /* the file tensor's elements (1 for a bias broadcast from one) */
+} nn_import_param;
+
+/* nn_import_onnx() that also returns the map (*map NULL on error). */
+nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
+                             nn_import_info *info, nn_import_map **map, pt_err *e);
+size_t nn_import_map_count(const nn_import_map *mp);
+/* Entry k (< count), in the order of the layers. */
+const nn_import_param *nn_import_map_get(const nn_import_map *mp, size_t k);
+
+typedef enum nn_map_what {
+    NN_MAP_VALUES,          /* lib is laid out as nn_params() or nn_buffers() */
+    NN_MAP_GRADS,           /* lib is laid out as nn_grads() */
+} nn_map_what;
+
+/* Entry k's part of lib in the file tensor's layout, into out (file_count floats):
+ * the values the file holds (a round trip of the import), or the gradient with
+ * respect to the file's tensor (transposed back, Gemm's alpha and beta applied by
+ * the chain rule, a broadcast bias summed). PT_EUSAGE when k is out of range, or
+ * for values through a Gemm alpha or beta of 0 (nothing to divide by). */
+int nn_import_map_to_onnx(const nn_import_map *mp, size_t k, const float *lib,
+                          nn_map_what what, float *out, pt_err *e);
+void nn_import_map_free(nn_import_map *mp);
 
 #endif

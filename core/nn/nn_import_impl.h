@@ -1,5 +1,6 @@
-/* nn_import_impl — internals shared by nn_import.c (the graph walk) and
- * nn_import_weights.c (the weights' conversion); not for other modules.
+/* nn_import_impl — internals shared by nn_import.c (the graph walk),
+ * nn_import_weights.c (the weights' conversion) and nn_import_map.c (the way back:
+ * which file tensor each parameter came from); not for other modules.
  *
  * Ownership: one imp per nn_import_onnx() call, which frees its arrays; the ONNX
  * model and the options are borrowed, the nn model is returned to the caller.
@@ -17,6 +18,8 @@ typedef struct val {
     vkind kind;
     int node;           /* V_NODE: the layer */
     int flat;           /* the layer's h x w x c map, flattened in NCHW order */
+    int pad[4];         /* a Pad's zeros (top, left, bottom, right) still to add: only
+                           a Conv reads such a value, taking them into its padding */
 } val;
 
 typedef enum fkind { F_CONV, F_QCONV, F_BN, F_DENSE } fkind;
@@ -44,6 +47,7 @@ typedef struct imp {
     fill *f;
     size_t nf, fcap;
     int quantized;
+    nn_import_map *map;     /* NULL when the caller wants none */
 } imp;
 
 /* An error naming the file, node (index, name) and operator. */
@@ -61,5 +65,13 @@ nn_node_info nn_imp_info(imp *I, int node);
 int nn_imp_fill_conv(imp *I, const fill *f, float *P);
 int nn_imp_fill_bn(imp *I, const fill *f, float *P, float *buf);
 int nn_imp_fill_dense(imp *I, const fill *f, float *P);
+/* What a dense layer's bias is multiplied by at import: Gemm's beta for its own C,
+ * 1 for the constant of an Add after it (beta scales only C). */
+float nn_imp_bias_scale(const fill *f);
+
+/* nn_import_map.c: a new empty map (NULL when out of memory), and the entries of one
+ * filled layer added to it (after its fill succeeded, so its tensors are known good). */
+nn_import_map *nn_imp_map_new(void);
+int nn_imp_map_add(imp *I, const fill *f);
 
 #endif

@@ -130,6 +130,11 @@ int nn_imp_fill_bn(imp *I, const fill *f, float *P, float *buf)
     return PT_OK;
 }
 
+float nn_imp_bias_scale(const fill *f)
+{
+    return f->bias_src == f->src ? f->beta : 1.0f;
+}
+
 int nn_imp_fill_dense(imp *I, const fill *f, float *P)
 {
     const onnx_node *n = f->src;
@@ -181,7 +186,7 @@ int nn_imp_fill_dense(imp *I, const fill *f, float *P)
     if ((rc = onnx_tensor_data(I->om, c, ONNX_FLOAT, &d, I->e)) != PT_OK)
         return rc;
     for (int64_t co = 0; co < cout; co++)
-        B[co] = f->beta * ((const float *)d)[c->count == 1 ? 0 : co];
+        B[co] = nn_imp_bias_scale(f) * ((const float *)d)[c->count == 1 ? 0 : co];
     return PT_OK;
 }
 
