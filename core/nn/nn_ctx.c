@@ -306,7 +306,7 @@ static void forward_node(nn_ctx *c, int i, const float *input, int n, int traini
     case NN_OP_CONV: {
         nn_conv_shape s;
         nn_conv_shape_of(m, nd, n, &s);
-        nn_conv_fwd(&s, x, P, nd->has_bias ? P + nd->w_len : NULL, y, c->ws);
+        nn_conv_fwd(&s, x, P, nd->has_bias ? P + nd->w_len : NULL, nd->fused_act, y, c->ws);
         break;
     }
     case NN_OP_BN:
@@ -440,8 +440,11 @@ static void backward_node(nn_ctx *c, int i, int n)
     case NN_OP_CONV: {
         nn_conv_shape s;
         nn_conv_shape_of(m, nd, n, &s);
+        /* c->dy[i] is g's own storage (a conv is never an alias): the fused activation
+         * may rewrite it in place. */
         if (dx || G)
-            nn_conv_bwd(&s, x, P, g, dx, acc, G, G && nd->has_bias ? G + nd->w_len : NULL, c->ws);
+            nn_conv_bwd(&s, x, P, y, c->dy[i], nd->fused_act, dx, acc, G,
+                        G && nd->has_bias ? G + nd->w_len : NULL, c->ws);
         break;
     }
     case NN_OP_BN:

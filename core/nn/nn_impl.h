@@ -36,8 +36,8 @@ typedef struct nn_node {
     int live;                /* the output depends on it */
     int consumers;           /* live nodes reading it (an add of x with x counts twice) */
     int last_use;            /* highest live node id reading it (its own id when none) */
-    int fused_act;           /* BN: NN_OP_RELU / NN_OP_RELU6 applied by the BN, else 0 */
-    int alias;               /* activation fused into a BN: that BN's id; else -1 */
+    int fused_act;           /* BN, conv: NN_OP_RELU / NN_OP_RELU6 applied by it, else 0 */
+    int alias;               /* activation fused into a BN or conv: that node's id; else -1 */
     int trainable;           /* its parameters receive gradients */
     int grad;                /* backward runs here (it or something below is trainable) */
 } nn_node;
@@ -99,12 +99,32 @@ typedef struct nn_conv_shape {
 void nn_conv_shape_of(const nn_model *m, const nn_node *nd, int n, nn_conv_shape *s);
 /* Workspace floats the conv needs (0 for depthwise and stride-1 1x1). */
 size_t nn_conv_ws_floats(const nn_conv_shape *s);
+/* y = act(conv(x) + bias): bias may be NULL, act 0, NN_OP_RELU or NN_OP_RELU6. */
 void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
-                 float *y, float *ws);
-/* dx (NULL: not needed) is overwritten, or added to when dx_accum. dw/db (NULL: not
- * trainable / no bias) are added to. */
-void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const float *dy,
-                 float *dx, int dx_accum, float *dw, float *db, float *ws);
+                 int act, float *y, float *ws);
+/* Backward of nn_conv_fwd from its output y and dy. With act, dy is overwritten by
+ * dz = dy * act'(y) (the caller's dy storage is dead after this call). dx (NULL: not
+ * needed) is overwritten, or added to when dx_accum. dw/db (NULL: not trainable / no
+ * bias) are added to. */
+void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const float *y,
+                 float *dy, int act, float *dx, int dx_accum, float *dw, float *db, float *ws);
+
+/* ---- depthwise kernels (nn_dw.c), for shapes with groups == cin == cout ---- */
+
+/* y = act(conv(x) + bias) (bias may be NULL). */
+void nn_dw_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
+               int act, float *y);
+/* dx = (or += with accum) the input gradient of dz. */
+void nn_dw_bwd_dx(const nn_conv_shape *s, const float *dz, const float *wt, float *dx,
+                  int accum);
+/* dw += the weight gradient of dz. */
+void nn_dw_bwd_dw(const nn_conv_shape *s, const float *x, const float *dz, float *dw);
+
+/* Whether the AVX2 + FMA kernels run: the CPU has both and they are not turned off.
+ * nn_simd_force_portable(1) turns them off (the portable kernels and sgemm instead),
+ * for tests; never while a forward or backward runs. */
+int nn_simd_avx2(void);
+void nn_simd_force_portable(int on);
 
 /* ---- elementwise and small layers (nn_layers.c) ---- */
 
