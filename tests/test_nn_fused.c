@@ -2,9 +2,9 @@
  * whose only reader is a ReLU/ReLU6 applies it itself (nn_model_finalize), forward
  * and backward; its output, its input, weight and bias gradients must equal the
  * unfused computation (conv, then the activation, then their backward) within 1e-5
- * of the largest value, on every path of nn_conv.c: 1x1, the depthwise kernels of
- * nn_dw.c, im2col; with the AVX2 kernels and with the portable ones
- * (nn_simd_force_portable).
+ * of the largest value, on every path of nn_conv.c: the 1x1 sgemm-free products of
+ * nn_gemm.c, the depthwise kernels of nn_dw.c, im2col, and sgemm for what those do
+ * not take; with the AVX2 kernels and with the portable ones (nn_simd_force_portable).
  * Finite-difference checks of the same layers are in test_nn_grad.c. */
 #include "tests/t.h"
 
@@ -188,11 +188,11 @@ static void check_case(const fcfg *c, int portable)
 TEST(nn_conv_fused_act_matches_unfused_reference)
 {
     static const fcfg cases[] = {
-        /* 1x1: 126 rows, several widths. */
+        /* 1x1: N = 40 is a 24- and a 16-wide block; 126 rows end mid-block. */
         {"1x1 24 -> 40, bias, relu6", 2, 7, 9, 24, 40, 1, 1, 1, 0, 0, 0, 0, 1, 1, NN_OP_RELU6, 0},
         {"1x1 40 -> 24, relu", 2, 5, 5, 40, 24, 1, 1, 1, 0, 0, 0, 0, 1, 0, NN_OP_RELU, 0},
         {"1x1 16 -> 8, bias, relu6", 3, 4, 5, 16, 8, 1, 1, 1, 0, 0, 0, 0, 1, 1, NN_OP_RELU6, 0},
-        {"1x1 16 -> 12, relu6", 2, 4, 5, 16, 12, 1, 1, 1, 0, 0, 0, 0, 1, 1, NN_OP_RELU6, 0},
+        {"1x1 16 -> 12 (sgemm), relu6", 2, 4, 5, 16, 12, 1, 1, 1, 0, 0, 0, 0, 1, 1, NN_OP_RELU6, 0},
         {"1x1 24 -> 24 + x (dx added to)", 2, 6, 5, 24, 24, 1, 1, 1, 0, 0, 0, 0, 1, 1, NN_OP_RELU6,
          1},
         {"1x1 groups 2, relu", 2, 4, 4, 16, 16, 1, 1, 1, 0, 0, 0, 0, 2, 1, NN_OP_RELU, 0},
@@ -210,7 +210,7 @@ TEST(nn_conv_fused_act_matches_unfused_reference)
          NN_OP_RELU6, 1},
         {"depthwise 9x9/1 pad 4 (wide dw), relu", 1, 10, 10, 8, 8, 9, 9, 1, 4, 4, 4, 4, 8, 1,
          NN_OP_RELU, 0},
-        /* im2col: the RGB stem, and grouped. */
+        /* im2col: the RGB stem (K = 27 through nn_gemm), and grouped (sgemm). */
         {"3x3/2 3 -> 32, bias, relu6", 2, 11, 10, 3, 32, 3, 3, 2, 0, 0, 1, 1, 1, 1, NN_OP_RELU6, 0},
         {"3x3/1 groups 2, relu", 2, 6, 6, 8, 8, 3, 3, 1, 1, 1, 1, 1, 2, 1, NN_OP_RELU, 0},
     };

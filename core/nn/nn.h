@@ -29,8 +29,8 @@
  *
  * Sources: nn_build.c (builder), nn_model.c (finalize, layout, init, freezing, FLOPs,
  * summary, BN update), nn_ctx.c (contexts, forward, backward), nn_conv.c, nn_dw.c
- * (depthwise kernels), nn_layers.c, nn_ops.c, nn_loss.c, and nn_models.c (nn_models.h:
- * the built-in models). nn_impl.h is internal.
+ * (depthwise kernels), nn_gemm.c (1x1 conv products), nn_layers.c, nn_ops.c, nn_loss.c,
+ * and nn_models.c (nn_models.h: the built-in models). nn_impl.h is internal.
  */
 #ifndef PT_NN_H
 #define PT_NN_H

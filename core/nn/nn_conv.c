@@ -2,12 +2,15 @@
  *
  * Three paths:
  *   - stride-1 1x1 without padding: the NHWC tensor already is the [N*H*W, Cin] matrix,
- *     so forward and both gradients are single sgemms on it (per group);
+ *     so forward and both gradients are single matrix products on it: nn_gemm.c's
+ *     (no packing, the bias and activation in registers) where it takes the shape,
+ *     sgemm per group otherwise;
  *   - depthwise (groups == cin == cout): direct kernels vectorised over channels
  *     (nn_dw.c); as an sgemm it would be K = kh*kw, N = 1 per group, which no BLAS
  *     runs well;
  *   - everything else: im2col into a row-major [rows, kh*kw*cin/groups] matrix, one
- *     sgemm against the weights, the output rows landing directly in NHWC. The rows
+ *     product against the weights (nn_gemm.c's when it takes the shape, as for the
+ *     RGB stem's K = 27, else sgemm), the output rows landing directly in NHWC. The rows
  *     are processed in chunks so the column matrix stays in cache between im2col and
  *     sgemm (and memory stays bounded); backward recomputes it rather than keeping it.
  *
@@ -78,13 +81,28 @@ void nn_conv_shape_of(const nn_model *m, const nn_node *nd, int n, nn_conv_shape
     s->groups = nd->groups;
 }
 
+/* The 1x1 path's input gradient through nn_gemm needs the weights transposed. */
+static int pw_gemm_dx(const nn_conv_shape *s)
+{
+    return s->groups == 1 && nn_gemm_ok(s->cout, s->cin);
+}
+
 size_t nn_conv_ws_floats(const nn_conv_shape *s)
 {
     if (is_depthwise(s))
         return 0;
     if (is_pointwise(s))
-        return 0;
+        return s->groups == 1 && (long)s->cin * s->cout <= NN_GEMM_MAX_KN
+                   ? (size_t)s->cin * (size_t)s->cout
+                   : 0;
     return (size_t)chunk_rows(s) * (size_t)s->kh * (size_t)s->kw * (size_t)(s->cin / s->groups);
+}
+
+static void transpose(int rows, int cols, const float *restrict a, float *restrict t)
+{
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            t[(size_t)j * rows + i] = a[(size_t)i * cols + j];
 }
 
 /* Short copies are the common case (3 to a few hundred floats): a plain loop beats a
@@ -279,6 +297,10 @@ void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const 
         nn_dw_fwd(s, x, wt, bias, act, y);
         return;
     }
+    if (is_pointwise(s) && s->groups == 1 && nn_gemm_ok(s->cin, s->cout)) {
+        nn_gemm_nn(M, s->cout, s->cin, x, s->cin, wt, s->cout, y, s->cout, 0, bias, act);
+        return;
+    }
     if (is_pointwise(s)) {
         for (long m0 = 0; m0 < M; m0 += PW_CHUNK_ROWS) {
             const int mr = (int)(M - m0 < PW_CHUNK_ROWS ? M - m0 : PW_CHUNK_ROWS);
@@ -292,8 +314,15 @@ void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const 
     }
     const int K = s->kh * s->kw * cig;
     const long rows = chunk_rows(s);
+    const int fast = s->groups == 1 && nn_gemm_ok(K, s->cout);
     for (long m0 = 0; m0 < M; m0 += rows) {
         const long mr = M - m0 < rows ? M - m0 : rows;
+        if (fast) {
+            im2col(s, x, 0, m0, m0 + mr, ws);
+            nn_gemm_nn(mr, s->cout, K, ws, K, wt, s->cout, y + m0 * s->cout, s->cout, 0, bias,
+                       act);
+            continue;
+        }
         for (int g = 0; g < s->groups; g++) {
             im2col(s, x, g * cig, m0, m0 + mr, ws);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mr, cog, K, 1.0f, ws, K,
@@ -326,17 +355,28 @@ void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const 
     if (dx && !dx_accum && !is_pointwise(s))
         memset(dx, 0, (size_t)s->n * s->h * s->w * s->cin * sizeof *dx);
     if (is_pointwise(s)) {
+        /* nn_gemm for what it can do (by the shape of each product), sgemm for the
+         * rest. */
+        const int g_dw = dw && s->groups == 1 && nn_gemm_ok(s->cin, s->cout);
+        const int g_dx = dx && pw_gemm_dx(s);
+        if (g_dx)
+            transpose(s->cin, s->cout, wt, ws);
         for (long m0 = 0; m0 < M; m0 += PW_CHUNK_ROWS) {
             const int mr = (int)(M - m0 < PW_CHUNK_ROWS ? M - m0 : PW_CHUNK_ROWS);
             const float *xc = x + m0 * s->cin;
             float *gc = dy + m0 * s->cout;
             act_bias_grad_rows(mr, s->cout, act, y + m0 * s->cout, gc, db);
+            if (g_dw)
+                nn_gemm_tn(mr, s->cout, s->cin, xc, s->cin, gc, s->cout, dw, s->cout);
+            if (g_dx)
+                nn_gemm_nn(mr, s->cin, s->cout, gc, s->cout, ws, s->cin, dx + m0 * s->cin,
+                           s->cin, dx_accum, NULL, 0);
             for (int g = 0; g < s->groups; g++) {
-                if (dw)
+                if (dw && !g_dw)
                     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cig, cog, mr, 1.0f,
                                 xc + g * cig, s->cin, gc + g * cog, s->cout, 1.0f, dw + g * cog,
                                 s->cout);
-                if (dx)
+                if (dx && !g_dx)
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, cig, cog, 1.0f,
                                 gc + g * cog, s->cout, wt + g * cog, s->cout,
                                 dx_accum ? 1.0f : 0.0f, dx + m0 * s->cin + g * cig, s->cin);
@@ -346,6 +386,7 @@ void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const 
     }
     const int K = s->kh * s->kw * cig;
     const long rows = chunk_rows(s);
+    const int g_dw = dw && s->groups == 1 && nn_gemm_ok(K, s->cout);
     for (long m0 = 0; m0 < M; m0 += rows) {
         const long mr = M - m0 < rows ? M - m0 : rows;
         act_bias_grad_rows(mr, s->cout, act, y + m0 * s->cout, dy + m0 * s->cout, db);
@@ -353,8 +394,11 @@ void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const 
             const float *dyg = dy + m0 * s->cout + g * cog;
             if (dw) {
                 im2col(s, x, g * cig, m0, m0 + mr, ws);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, cog, (int)mr, 1.0f, ws, K,
-                            dyg, s->cout, 1.0f, dw + g * cog, s->cout);
+                if (g_dw)
+                    nn_gemm_tn(mr, s->cout, K, ws, K, dyg, s->cout, dw, s->cout);
+                else
+                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, cog, (int)mr, 1.0f,
+                                ws, K, dyg, s->cout, 1.0f, dw + g * cog, s->cout);
             }
             if (dx) {
                 /* The workspace is free again: it now receives the column gradient. */

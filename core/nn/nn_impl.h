@@ -126,6 +126,19 @@ void nn_dw_bwd_dw(const nn_conv_shape *s, const float *x, const float *dz, float
 int nn_simd_avx2(void);
 void nn_simd_force_portable(int on);
 
+/* ---- matrix products with a small weight matrix (nn_gemm.c) ----
+ * Row-major. They run when nn_gemm_ok(K, N): AVX2 + FMA, N % 8 == 0 and K * N <=
+ * NN_GEMM_MAX_KN; callers use sgemm otherwise. */
+
+#define NN_GEMM_MAX_KN (64L * 1024)
+int nn_gemm_ok(int K, int N);
+/* C[M x N] = act(A[M x K] B[K x N] (+ C when accum) (+ bias[N] when not NULL)). */
+void nn_gemm_nn(long M, int N, int K, const float *A, long lda, const float *B, long ldb,
+                float *C, long ldc, int accum, const float *bias, int act);
+/* C[K x N] += X[M x K]^T G[M x N]. */
+void nn_gemm_tn(long M, int N, int K, const float *X, long ldx, const float *G, long ldg,
+                float *C, long ldc);
+
 /* ---- elementwise and small layers (nn_layers.c) ---- */
 
 void nn_affine_fwd(long rows, int c, const float *x, const float *scale, const float *shift,

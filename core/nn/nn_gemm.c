@@ -1,0 +1,303 @@
+/* nn_gemm — matrix products for the convolutions whose weight matrix is small (the
+ * 1x1 convs of MobileNet-like nets: K and N of 16 to a few hundred), with the
+ * output pass of the conv (bias, activation, or adding to what is there) done on
+ * the registers before the store.
+ *
+ * OpenBLAS runs these shapes at 40-60% of its peak: it packs the large operand
+ * (the activations, millions of rows) into its own layout for every call, which for
+ * K = 16..32 costs as much as the arithmetic, and skinny N leaves its micro-kernel
+ * half empty. Here nothing is packed: the weights (K x N, a few KiB to a few hundred)
+ * stay in L1/L2 as they are, and each micro-kernel holds a block of 6 x 16, 4 x 24
+ * or 8 x 8 outputs in twelve (eight) AVX2 registers, reading the activations in
+ * place: one broadcast per row and one load per 8 columns for each k. On the 2-core
+ * EPYC of bench/RESULTS.md, with the operands in cache, MobileNetV2's shapes run at
+ * 80-110 GFLOP/s (forward and both gradients) where OpenBLAS 0.3.21 gives 45-100;
+ * the skinny ones gain most.
+ *
+ * The kernels need AVX2 + FMA (x86-64 under GCC or clang, checked at run time as in
+ * nn_dw.c) and N a multiple of 8; nn_gemm_ok() says whether they run, and callers
+ * use sgemm otherwise. Weight matrices beyond NN_GEMM_MAX_KN stay with OpenBLAS: the
+ * weight gradient's block of sums would be re-read for every pass over the rows
+ * (and MobileNetV2's last 1x1s, with few rows, measured slower here).
+ */
+#include <stddef.h>
+
+#include "nn/nn_impl.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define GEMM_X86 1
+#include <immintrin.h>
+#define TARGET_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define GEMM_X86 0
+#endif
+
+/* Rows of the activations per block: the block (rows x K floats) stays in L2 while
+ * every column block of the weights passes over it. */
+#define GEMM_MC 256L
+
+int nn_gemm_ok(int K, int N)
+{
+    return GEMM_X86 && N % 8 == 0 && (long)K * N <= NN_GEMM_MAX_KN && nn_simd_avx2();
+}
+
+#if GEMM_X86
+
+/* What happens to a block of sums before the store. */
+typedef struct epi {
+    int accum;              /* add to the destination */
+    const float *bias;      /* per column, or NULL */
+    int act;                /* 0, NN_OP_RELU, NN_OP_RELU6 */
+} epi;
+
+TARGET_AVX2 static inline void put8(float *p, __m256 v, const epi *e, int col)
+{
+    if (e->accum)
+        v = _mm256_add_ps(v, _mm256_loadu_ps(p));
+    if (e->bias)
+        v = _mm256_add_ps(v, _mm256_loadu_ps(e->bias + col));
+    /* max returns its second operand for a NaN: 0, as the scalar act does. */
+    if (e->act)
+        v = _mm256_max_ps(v, _mm256_setzero_ps());
+    if (e->act == NN_OP_RELU6)
+        v = _mm256_min_ps(v, _mm256_set1_ps(6.0f));
+    _mm256_storeu_ps(p, v);
+}
+
+/* ---- C = A B: rows of A broadcast, rows of B loaded ----
+ * Each kernel computes rows [0, MR) x columns [0, 8 NV) of C from A (lda) and B
+ * (ldb), K deep. Rows at or past mr read A's last valid row and are not stored, so
+ * the same code serves the bottom edge. */
+
+#define ROWS4(X) X(0) X(1) X(2) X(3)
+#define ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
+#define A_ROW(r) const float *a##r = a + (long)((r) < mr ? (r) : mr - 1) * lda;
+#define SUMS1(r) __m256 c##r##0 = _mm256_setzero_ps();
+#define SUMS2(r) __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = c##r##0;
+#define SUMS3(r) __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = c##r##0, c##r##2 = c##r##0;
+#define NN_STEP1(r)                                                                \
+    {                                                                              \
+        const __m256 av = _mm256_broadcast_ss(a##r + k);                           \
+        c##r##0 = _mm256_fmadd_ps(av, b0, c##r##0);                                \
+    }
+#define NN_STEP2(r)                                                                \
+    {                                                                              \
+        const __m256 av = _mm256_broadcast_ss(a##r + k);                           \
+        c##r##0 = _mm256_fmadd_ps(av, b0, c##r##0);                                \
+        c##r##1 = _mm256_fmadd_ps(av, b1, c##r##1);                                \
+    }
+#define NN_STEP3(r)                                                                \
+    {                                                                              \
+        const __m256 av = _mm256_broadcast_ss(a##r + k);                           \
+        c##r##0 = _mm256_fmadd_ps(av, b0, c##r##0);                                \
+        c##r##1 = _mm256_fmadd_ps(av, b1, c##r##1);                                \
+        c##r##2 = _mm256_fmadd_ps(av, b2, c##r##2);                                \
+    }
+#define PUT1(r)                                                                    \
+    if ((r) < mr)                                                                  \
+        put8(c + (r) * ldc, c##r##0, e, col);
+#define PUT2(r)                                                                    \
+    if ((r) < mr) {                                                                \
+        put8(c + (r) * ldc, c##r##0, e, col);                                      \
+        put8(c + (r) * ldc + 8, c##r##1, e, col + 8);                              \
+    }
+#define PUT3(r)                                                                    \
+    if ((r) < mr) {                                                                \
+        put8(c + (r) * ldc, c##r##0, e, col);                                      \
+        put8(c + (r) * ldc + 8, c##r##1, e, col + 8);                              \
+        put8(c + (r) * ldc + 16, c##r##2, e, col + 16);                            \
+    }
+
+TARGET_AVX2 static void nn_8x8(int K, const float *a, long lda, const float *b, long ldb,
+                               float *c, long ldc, int mr, const epi *e, int col)
+{
+    ROWS8(A_ROW)
+    ROWS8(SUMS1)
+    for (int k = 0; k < K; k++) {
+        const __m256 b0 = _mm256_loadu_ps(b + k * ldb);
+        ROWS8(NN_STEP1)
+    }
+    ROWS8(PUT1)
+}
+
+TARGET_AVX2 static void nn_6x16(int K, const float *a, long lda, const float *b, long ldb,
+                                float *c, long ldc, int mr, const epi *e, int col)
+{
+    ROWS6(A_ROW)
+    ROWS6(SUMS2)
+    for (int k = 0; k < K; k++) {
+        const __m256 b0 = _mm256_loadu_ps(b + k * ldb), b1 = _mm256_loadu_ps(b + k * ldb + 8);
+        ROWS6(NN_STEP2)
+    }
+    ROWS6(PUT2)
+}
+
+TARGET_AVX2 static void nn_4x24(int K, const float *a, long lda, const float *b, long ldb,
+                                float *c, long ldc, int mr, const epi *e, int col)
+{
+    ROWS4(A_ROW)
+    ROWS4(SUMS3)
+    for (int k = 0; k < K; k++) {
+        const __m256 b0 = _mm256_loadu_ps(b + k * ldb), b1 = _mm256_loadu_ps(b + k * ldb + 8),
+                     b2 = _mm256_loadu_ps(b + k * ldb + 16);
+        ROWS4(NN_STEP3)
+    }
+    ROWS4(PUT3)
+}
+
+/* ---- C += X^T G: the sum runs down the rows of X and G ----
+ * Rows [0, MR) of C are columns of X (broadcast), its columns are columns of G
+ * (loaded), summed over m rows. Rows at or past mr (the edge of C) repeat C's last
+ * valid row and are not stored. */
+
+#define X_COL(r) const float *x##r = x + ((r) < mr ? (r) : mr - 1);
+#define TN_STEP1(r)                                                                \
+    {                                                                              \
+        const __m256 av = _mm256_broadcast_ss(x##r + i * ldx);                     \
+        c##r##0 = _mm256_fmadd_ps(av, g0, c##r##0);                                \
+    }
+#define TN_STEP2(r)                                                                \
+    {                                                                              \
+        const __m256 av = _mm256_broadcast_ss(x##r + i * ldx);                     \
+        c##r##0 = _mm256_fmadd_ps(av, g0, c##r##0);                                \
+        c##r##1 = _mm256_fmadd_ps(av, g1, c##r##1);                                \
+    }
+#define TN_STEP3(r)                                                                \
+    {                                                                              \
+        const __m256 av = _mm256_broadcast_ss(x##r + i * ldx);                     \
+        c##r##0 = _mm256_fmadd_ps(av, g0, c##r##0);                                \
+        c##r##1 = _mm256_fmadd_ps(av, g1, c##r##1);                                \
+        c##r##2 = _mm256_fmadd_ps(av, g2, c##r##2);                                \
+    }
+
+TARGET_AVX2 static void tn_8x8(long m, const float *x, long ldx, const float *g, long ldg,
+                               float *c, long ldc, int mr, const epi *e, int col)
+{
+    ROWS8(X_COL)
+    ROWS8(SUMS1)
+    for (long i = 0; i < m; i++) {
+        const __m256 g0 = _mm256_loadu_ps(g + i * ldg);
+        ROWS8(TN_STEP1)
+    }
+    ROWS8(PUT1)
+}
+
+TARGET_AVX2 static void tn_6x16(long m, const float *x, long ldx, const float *g, long ldg,
+                                float *c, long ldc, int mr, const epi *e, int col)
+{
+    ROWS6(X_COL)
+    ROWS6(SUMS2)
+    for (long i = 0; i < m; i++) {
+        const __m256 g0 = _mm256_loadu_ps(g + i * ldg), g1 = _mm256_loadu_ps(g + i * ldg + 8);
+        ROWS6(TN_STEP2)
+    }
+    ROWS6(PUT2)
+}
+
+TARGET_AVX2 static void tn_4x24(long m, const float *x, long ldx, const float *g, long ldg,
+                                float *c, long ldc, int mr, const epi *e, int col)
+{
+    ROWS4(X_COL)
+    ROWS4(SUMS3)
+    for (long i = 0; i < m; i++) {
+        const __m256 g0 = _mm256_loadu_ps(g + i * ldg), g1 = _mm256_loadu_ps(g + i * ldg + 8),
+                     g2 = _mm256_loadu_ps(g + i * ldg + 16);
+        ROWS4(TN_STEP3)
+    }
+    ROWS4(PUT3)
+}
+
+/* The width of the next column block at n0 of N (a multiple of 8): 24 (4 rows), 16
+ * (6 rows) or 8 (8 rows), every kernel with 12 (8) sums in registers. Widths that
+ * divide N evenly are kept throughout. */
+static int block_cols(int N, int n0)
+{
+    const int left = N - n0;
+    if (N % 24 == 0)
+        return 24;
+    if (N % 16 == 0)
+        return 16;
+    return left >= 24 && left != 32 ? 24 : left >= 16 ? 16 : 8;
+}
+
+static int block_rows(int cols)
+{
+    return cols == 24 ? 4 : cols == 16 ? 6 : 8;
+}
+
+TARGET_AVX2 static void gemm_nn_avx2(long M, int N, int K, const float *A, long lda,
+                                     const float *B, long ldb, float *C, long ldc, const epi *e)
+{
+    for (long m0 = 0; m0 < M; m0 += GEMM_MC) {
+        const long mc = M - m0 < GEMM_MC ? M - m0 : GEMM_MC;
+        for (int n0 = 0; n0 < N;) {
+            const int nb = block_cols(N, n0), mb = block_rows(nb);
+            for (long i = 0; i < mc; i += mb) {
+                const int mr = (int)(mc - i < mb ? mc - i : mb);
+                const float *a = A + (m0 + i) * lda;
+                float *c = C + (m0 + i) * ldc + n0;
+                if (nb == 24)
+                    nn_4x24(K, a, lda, B + n0, ldb, c, ldc, mr, e, n0);
+                else if (nb == 16)
+                    nn_6x16(K, a, lda, B + n0, ldb, c, ldc, mr, e, n0);
+                else
+                    nn_8x8(K, a, lda, B + n0, ldb, c, ldc, mr, e, n0);
+            }
+            n0 += nb;
+        }
+    }
+}
+
+TARGET_AVX2 static void gemm_tn_avx2(long M, int N, int K, const float *X, long ldx,
+                                     const float *G, long ldg, float *C, long ldc)
+{
+    const epi e = { 1, NULL, 0 };
+    /* Rows per pass: X's and G's rows of the block together about 256 KiB, so the
+     * passes of every block of C over them read L2. */
+    long mc = 4096L / (K + N);
+    mc = mc < 16 ? 16 : mc;
+    for (long m0 = 0; m0 < M; m0 += mc) {
+        const long m = M - m0 < mc ? M - m0 : mc;
+        const float *x = X + m0 * ldx, *g = G + m0 * ldg;
+        for (int n0 = 0; n0 < N;) {
+            const int nb = block_cols(N, n0), kb = block_rows(nb);
+            for (int k0 = 0; k0 < K; k0 += kb) {
+                const int mr = K - k0 < kb ? K - k0 : kb;
+                float *c = C + (long)k0 * ldc + n0;
+                if (nb == 24)
+                    tn_4x24(m, x + k0, ldx, g + n0, ldg, c, ldc, mr, &e, n0);
+                else if (nb == 16)
+                    tn_6x16(m, x + k0, ldx, g + n0, ldg, c, ldc, mr, &e, n0);
+                else
+                    tn_8x8(m, x + k0, ldx, g + n0, ldg, c, ldc, mr, &e, n0);
+            }
+            n0 += nb;
+        }
+    }
+}
+
+#endif
+
+void nn_gemm_nn(long M, int N, int K, const float *A, long lda, const float *B, long ldb,
+                float *C, long ldc, int accum, const float *bias, int act)
+{
+#if GEMM_X86
+    const epi e = { accum, bias, act };
+    gemm_nn_avx2(M, N, K, A, lda, B, ldb, C, ldc, &e);
+#else
+    (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
+    (void)accum, (void)bias, (void)act;
+#endif
+}
+
+void nn_gemm_tn(long M, int N, int K, const float *X, long ldx, const float *G, long ldg,
+                float *C, long ldc)
+{
+#if GEMM_X86
+    gemm_tn_avx2(M, N, K, X, ldx, G, ldg, C, ldc);
+#else
+    (void)M, (void)N, (void)K, (void)X, (void)ldx, (void)G, (void)ldg, (void)C, (void)ldc;
+#endif
+}
