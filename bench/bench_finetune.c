@@ -22,8 +22,10 @@
  * ../shared/data): without it the imported model is skipped, without python3-torch
  * the PyTorch side.
  */
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,9 +69,19 @@ static nn_model *build(const char *kind, int size, double *import_s)
     return m;
 }
 
+/* CPU seconds of the whole process (every thread). */
+static double process_cpu(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec +
+           (double)u.ru_stime.tv_sec + 1e-6 * (double)u.ru_stime.tv_usec;
+}
+
 /* Images/s of optimizer updates with R replicas of BATCH, after two warm-up updates;
- * 0 on failure. *gflops: per replica. */
-static double petal_rate(const char *kind, int size, int R, double min_s, double *gflops)
+ * 0 on failure. *gflops: per replica; *cpu_ips: images per CPU-second of the process. */
+static double petal_rate(const char *kind, int size, int R, double min_s, double *gflops,
+                         double *cpu_ips)
 {
     nn_model *m = build(kind, size, NULL);
     if (!m)
@@ -100,13 +112,15 @@ static double petal_rate(const char *kind, int size, int R, double min_s, double
     for (int i = 0; i < 2; i++)
         strat_update(s, &b, 1e-4, i + 1, 7, &sr, NULL, &e);
     int n = 0;
-    double t0 = util_now(), dt;
+    double t0 = util_now(), c0 = process_cpu(), dt;
     do {
         strat_update(s, &b, 1e-4, n + 3, 7, &sr, NULL, &e);
         n++;
         dt = util_now() - t0;
     } while (dt < min_s);
     double ips = (double)n * R * BATCH / dt;
+    if (cpu_ips)
+        *cpu_ips = (double)n * R * BATCH / (process_cpu() - c0);
     if (gflops)
         *gflops = nn_flops(m, BATCH, 1) * n / dt * 1e-9;
     batch_free(b);
@@ -176,9 +190,12 @@ static int peer_start(peer *p)
     return 0;
 }
 
+/* Images/s by the wall clock (and per CPU-second of the child into *cpu_ips); 0 when
+ * the child cannot say. */
 static double peer_rate(peer *p, const char *model, int size, int threads, const char *layout,
-                        double min_s)
+                        double min_s, double *cpu_ips)
 {
+    *cpu_ips = 0;
     if (p->pid < 0)
         return 0;
     char line[600];
@@ -187,7 +204,7 @@ static double peer_rate(peer *p, const char *model, int size, int threads, const
     if (!fgets(line, sizeof line, p->from))
         return 0;
     double v = 0;
-    if (sscanf(line, "ok %lf", &v) != 1) {
+    if (sscanf(line, "ok %lf %lf", &v, cpu_ips) != 2) {
         fprintf(stderr, "bench_finetune: torch: %s", line);
         return 0;
     }
@@ -213,6 +230,7 @@ typedef struct cell {
     int size, threads;
     double petal[MAX_ROUNDS], gflops[MAX_ROUNDS];
     double nchw[MAX_ROUNDS], nhwc[MAX_ROUNDS];
+    double petal_cpu[MAX_ROUNDS], nchw_cpu[MAX_ROUNDS], nhwc_cpu[MAX_ROUNDS];
 } cell;
 
 static double best_of(const double *v, int n)
@@ -243,18 +261,25 @@ static void print_cell(const cell *c, int rounds, int have_peer, double peak)
     const double p = best_of(c->petal, rounds), a = best_of(c->nchw, rounds),
                  b = best_of(c->nhwc, rounds), t = a > b ? a : b;
     const double *tv = a > b ? c->nchw : c->nhwc;
-    char tor[64], ratio[16];
+    char tor[64] = "-", ratio[16] = "-", cpu[64] = "-";
     if (have_peer) {
         util_fmt(tor, sizeof tor, "%7.1f %-4s %3.0f%%", t, a > b ? "nchw" : "nhwc",
                  spread(tv, rounds));
         util_fmt(ratio, sizeof ratio, "%.2fx", t > 0 ? p / t : 0);
-    } else {
-        util_fmt(tor, sizeof tor, "%s", "-");
-        util_fmt(ratio, sizeof ratio, "%s", "-");
+    }
+    /* Per CPU-second on one thread: what the other processes on a shared machine
+     * disturb least (a torch thread waiting for its peer spins, so not on two). */
+    if (c->threads == 1) {
+        const double pc = best_of(c->petal_cpu, rounds);
+        const double tc = fmax(best_of(c->nchw_cpu, rounds), best_of(c->nhwc_cpu, rounds));
+        if (have_peer)
+            util_fmt(cpu, sizeof cpu, "%6.1f %6.1f %5.2fx", pc, tc, tc > 0 ? pc / tc : 0);
+        else
+            util_fmt(cpu, sizeof cpu, "%6.1f", pc);
     }
     const double g = best_of(c->gflops, rounds);
-    printf("%-8s %5d %7d %9.1f %4.0f%% %19s %14.1f %14.1f %7s %7.1f (%2.0f%%)\n", c->kind,
-           c->size, c->threads, p, spread(c->petal, rounds), tor, a, b, ratio, g,
+    printf("%-8s %5d %3d %8.1f %4.0f%% %19s %8.1f %8.1f %7s %20s %6.1f (%2.0f%%)\n", c->kind,
+           c->size, c->threads, p, spread(c->petal, rounds), tor, a, b, ratio, cpu, g,
            peak > 0 ? 100 * g / peak : 0);
     fflush(stdout);
 }
@@ -285,9 +310,12 @@ static void side_by_side(double min_s, int rounds, int with_import, double peak)
         printf("round %d/%d:", r + 1, rounds);
         for (int i = 0; i < nc; i++) {
             cell *c = &cells[i];
-            c->petal[r] = petal_rate(c->kind, c->size, c->threads, min_s, &c->gflops[r]);
-            c->nchw[r] = peer_rate(&pr, c->peer, c->size, c->threads, "nchw", min_s);
-            c->nhwc[r] = peer_rate(&pr, c->peer, c->size, c->threads, "nhwc", min_s);
+            c->petal[r] = petal_rate(c->kind, c->size, c->threads, min_s, &c->gflops[r],
+                                     &c->petal_cpu[r]);
+            c->nchw[r] = peer_rate(&pr, c->peer, c->size, c->threads, "nchw", min_s,
+                                   &c->nchw_cpu[r]);
+            c->nhwc[r] = peer_rate(&pr, c->peer, c->size, c->threads, "nhwc", min_s,
+                                   &c->nhwc_cpu[r]);
             printf(" %.0f/%.0f", c->petal[r], c->nchw[r] > c->nhwc[r] ? c->nchw[r] : c->nhwc[r]);
             fflush(stdout);
         }
@@ -297,13 +325,14 @@ static void side_by_side(double min_s, int rounds, int with_import, double peak)
     char cpu[256];
     bench_cpu(cpu, sizeof cpu);
     printf("\ntraining img/s, best of %d interleaved rounds of %.0f s (spread = (best - worst) / "
-           "best);\npetal-tui: cpu \"%s\", openblas core %s; PyTorch: %s\n",
+           "best; on one thread also images per CPU-second of each process);\n"
+           "petal-tui: cpu \"%s\", openblas core %s; PyTorch: %s\n",
            rounds, min_s, cpu, openblas_get_corename(), have_peer ? pr.header : "-");
     printf("import = the zoo file imported (vs torchvision with BN folded, 'fused'); builtin = "
            "mobilenetv2 x1.0 with BN (vs torchvision)\n");
-    printf("%-8s %5s %7s %9s %5s %19s %14s %14s %7s %12s\n", "model", "size", "threads",
-           "petal", "sprd", "torch best  sprd", "torch NCHW", "torch NHWC", "ratio",
-           "GFLOP/s/rep");
+    printf("%-8s %5s %3s %8s %5s %19s %8s %8s %7s %20s %12s\n", "model", "size", "thr",
+           "petal", "sprd", "torch best  sprd", "NCHW", "NHWC", "ratio",
+           "per CPU-s: pt  torch", "GFLOP/s/rep");
     for (int i = 0; i < nc; i++)
         print_cell(&cells[i], rounds, have_peer, peak);
 }

@@ -21,7 +21,7 @@ and synthetic batches: only the speed is measured. Warm-up steps run before timi
                                     measurements with its own: reads lines
                                     "MODEL SIZE THREADS LAYOUT MIN_S" (MODEL fused or
                                     bn, LAYOUT nchw or nhwc) and answers each with one
-                                    line "ok IMG_PER_S" (or "error TEXT")
+                                    line "ok IMG_PER_S IMG_PER_CPU_S" (or "error TEXT")
 """
 import re
 import sys
@@ -69,6 +69,9 @@ class Net(nn.Module):
 
 
 def rate(kind, size, threads, layout, min_s):
+    """Images/s of training steps: by the wall clock, and per CPU-second of this
+    process (all its threads; on one thread that is the figure other processes on
+    the machine disturb least)."""
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     model = Net(kind)
@@ -92,13 +95,13 @@ def rate(kind, size, threads, layout, min_s):
 
     for _ in range(WARMUP):
         step()
-    steps, t0 = 0, time.perf_counter()
+    steps, t0, c0 = 0, time.perf_counter(), time.process_time()
     while True:
         step()
         steps += 1
         dt = time.perf_counter() - t0
         if dt >= min_s:
-            return steps * n / dt
+            return steps * n / dt, steps * n / (time.process_time() - c0)
 
 
 def cpu_model():
@@ -130,7 +133,7 @@ def serve():
         try:
             kind, size, threads, layout, min_s = parts
             r = rate(kind, int(size), int(threads), layout, float(min_s))
-            print("ok %.3f" % r, flush=True)
+            print("ok %.3f %.3f" % r, flush=True)
         except Exception as ex:  # the driver prints it; the server goes on
             print("error %s" % str(ex).replace("\n", " "), flush=True)
 
@@ -142,8 +145,8 @@ def table(min_s):
     for kind in ("fused", "bn"):
         for size in (128, 192):
             for threads in (1, 2):
-                a = rate(kind, size, threads, "nchw", min_s)
-                b = rate(kind, size, threads, "nhwc", min_s)
+                a = rate(kind, size, threads, "nchw", min_s)[0]
+                b = rate(kind, size, threads, "nhwc", min_s)[0]
                 print("%-6s %5d %8d %12.1f %12.1f %8.1f" % (kind, size, threads, a, b, max(a, b)))
                 sys.stdout.flush()
 
