@@ -126,6 +126,40 @@ TARGET_AVX2 static void dot_avx2(int C, const taps *t, const float *d, const flo
                                  const float *init, int act, float *out, int accum)
 {
     int c0 = 0;
+    for (; c0 + 64 <= C; c0 += 64) {
+        __m256 a0, a1, a2, a3, a4, a5, a6, a7;
+        if (init) {
+            a0 = _mm256_loadu_ps(init + c0);
+            a1 = _mm256_loadu_ps(init + c0 + 8);
+            a2 = _mm256_loadu_ps(init + c0 + 16);
+            a3 = _mm256_loadu_ps(init + c0 + 24);
+            a4 = _mm256_loadu_ps(init + c0 + 32);
+            a5 = _mm256_loadu_ps(init + c0 + 40);
+            a6 = _mm256_loadu_ps(init + c0 + 48);
+            a7 = _mm256_loadu_ps(init + c0 + 56);
+        } else {
+            a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = _mm256_setzero_ps();
+        }
+        for (int i = 0; i < t->n; i++) {
+            const float *dp = d + t->d[i] + c0, *wp = w + t->w[i] + c0;
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(dp), _mm256_loadu_ps(wp), a0);
+            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(dp + 8), _mm256_loadu_ps(wp + 8), a1);
+            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(dp + 16), _mm256_loadu_ps(wp + 16), a2);
+            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(dp + 24), _mm256_loadu_ps(wp + 24), a3);
+            a4 = _mm256_fmadd_ps(_mm256_loadu_ps(dp + 32), _mm256_loadu_ps(wp + 32), a4);
+            a5 = _mm256_fmadd_ps(_mm256_loadu_ps(dp + 40), _mm256_loadu_ps(wp + 40), a5);
+            a6 = _mm256_fmadd_ps(_mm256_loadu_ps(dp + 48), _mm256_loadu_ps(wp + 48), a6);
+            a7 = _mm256_fmadd_ps(_mm256_loadu_ps(dp + 56), _mm256_loadu_ps(wp + 56), a7);
+        }
+        put8(out + c0, a0, act, accum);
+        put8(out + c0 + 8, a1, act, accum);
+        put8(out + c0 + 16, a2, act, accum);
+        put8(out + c0 + 24, a3, act, accum);
+        put8(out + c0 + 32, a4, act, accum);
+        put8(out + c0 + 40, a5, act, accum);
+        put8(out + c0 + 48, a6, act, accum);
+        put8(out + c0 + 56, a7, act, accum);
+    }
     for (; c0 + 32 <= C; c0 += 32) {
         __m256 a0, a1, a2, a3;
         if (init) {

@@ -16,9 +16,10 @@
  *
  * The kernels need AVX2 + FMA (x86-64 under GCC or clang, checked at run time as in
  * nn_dw.c) and N a multiple of 8; nn_gemm_ok() says whether they run, and callers
- * use sgemm otherwise. Weight matrices beyond NN_GEMM_MAX_KN stay with OpenBLAS: the
- * weight gradient's block of sums would be re-read for every pass over the rows
- * (and MobileNetV2's last 1x1s, with few rows, measured slower here).
+ * use sgemm otherwise. Weight matrices beyond NN_GEMM_MAX_KN (2 MiB, past the 320 x
+ * 1280 of MobileNetV2's last 1x1) stay with OpenBLAS: the weight gradient adds its
+ * sums into the whole K x N block once per block of rows, and the input gradient
+ * needs the weights transposed in the context's workspace.
  */
 #include <stddef.h>
 
@@ -256,8 +257,8 @@ TARGET_AVX2 static void gemm_tn_avx2(long M, int N, int K, const float *X, long 
     const epi e = { 1, NULL, 0 };
     /* Rows per pass: X's and G's rows of the block together about 256 KiB, so the
      * passes of every block of C over them read L2. */
-    long mc = 4096L / (K + N);
-    mc = mc < 16 ? 16 : mc;
+    long mc = 65536L / (K + N);
+    mc = mc < 64 ? 64 : mc;
     for (long m0 = 0; m0 < M; m0 += mc) {
         const long m = M - m0 < mc ? M - m0 : mc;
         const float *x = X + m0 * ldx, *g = G + m0 * ldg;

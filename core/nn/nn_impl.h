@@ -130,7 +130,7 @@ void nn_simd_force_portable(int on);
  * Row-major. They run when nn_gemm_ok(K, N): AVX2 + FMA, N % 8 == 0 and K * N <=
  * NN_GEMM_MAX_KN; callers use sgemm otherwise. */
 
-#define NN_GEMM_MAX_KN (64L * 1024)
+#define NN_GEMM_MAX_KN (512L * 1024)
 int nn_gemm_ok(int K, int N);
 /* C[M x N] = act(A[M x K] B[K x N] (+ C when accum) (+ bias[N] when not NULL)). */
 void nn_gemm_nn(long M, int N, int K, const float *A, long lda, const float *B, long ldb,
