@@ -5,6 +5,9 @@
  * of the largest value, on every path of nn_conv.c: the 1x1 sgemm-free products of
  * nn_gemm.c, the depthwise kernels of nn_dw.c, im2col, and sgemm for what those do
  * not take; with the AVX2 kernels and with the portable ones (nn_simd_force_portable).
+ * Two such convs in a row: the second takes its input gradient on through the
+ * first's activation (and sums the first's bias gradient) in its own pass, on each
+ * of those paths, and the result must equal the layer-by-layer computation too.
  * Finite-difference checks of the same layers are in test_nn_grad.c. */
 #include "tests/t.h"
 
@@ -217,4 +220,130 @@ TEST(nn_conv_fused_act_matches_unfused_reference)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int portable = 0; portable < 2; portable++)
             check_case(&cases[i], portable);
+}
+
+/* Two convs in a row, each with its activation: x -> A -> act -> B -> act -> out. B's
+ * shape is given without its input size (A's output). */
+static void check_chain(const char *name, fcfg a, fcfg b, int portable)
+{
+    nn_simd_force_portable(portable);
+    b.n = a.n;
+    b.h = out_size(a.h, a.kh, a.stride, a.pt, a.pb);
+    b.w = out_size(a.w, a.kw, a.stride, a.pl, a.pr);
+    b.cin = a.cout;
+    nn_model *m = nn_model_new(a.h, a.w, a.cin);
+    const int ca = nn_conv2d_ex(m, nn_input(m), a.cout, a.kh, a.kw, a.stride, a.stride, a.pt,
+                                a.pl, a.pb, a.pr, a.groups, a.bias);
+    const int aa = a.act == NN_OP_RELU6 ? nn_relu6(m, ca) : nn_relu(m, ca);
+    const int cb = nn_conv2d_ex(m, aa, b.cout, b.kh, b.kw, b.stride, b.stride, b.pt, b.pl, b.pb,
+                                b.pr, b.groups, b.bias);
+    const int ab = b.act == NN_OP_RELU6 ? nn_relu6(m, cb) : nn_relu(m, cb);
+    T_REQUIRE(nn_model_finalize(m, ab, NULL) == PT_OK);
+    nn_model_set_input_grad(m, 1);
+    nn_node_info na, nb;
+    nn_node_get(m, ca, &na);
+    nn_node_get(m, cb, &nb);
+    float *P = nn_params(m);
+    fill(P + na.param_offset, na.weight_count, 3, -1.0f, 1.0f);
+    fill(P + na.param_offset + na.weight_count, na.bias_count, 4, -1.0f, 3.0f);
+    fill(P + nb.param_offset, nb.weight_count, 13, -0.5f, 0.5f);
+    fill(P + nb.param_offset + nb.weight_count, nb.bias_count, 14, -1.0f, 3.0f);
+    const float *wa = P + na.param_offset, *wb = P + nb.param_offset;
+    const size_t lx = (size_t)a.n * a.h * a.w * a.cin, la = (size_t)a.n * na.h * na.w * na.c,
+                 lb = (size_t)a.n * nb.h * nb.w * nb.c;
+    float *x = malloc(lx * sizeof *x), *dy = malloc(lb * sizeof *dy), *ya32 = malloc(la * 4);
+    fill(x, lx, 5, -2.0f, 3.0f);
+    fill(dy, lb, 6, -1.0f, 1.0f);
+    double *za = calloc(la, sizeof *za), *zb = calloc(lb, sizeof *zb);
+    double *dza = calloc(la, sizeof *dza), *dzb = calloc(lb, sizeof *dzb);
+    double *dx = calloc(lx, sizeof *dx), *dwa = calloc(na.weight_count, sizeof *dwa);
+    double *dwb = calloc(nb.weight_count, sizeof *dwb);
+    double *dba = calloc(na.c, sizeof *dba), *dbb = calloc(nb.c, sizeof *dbb);
+
+    nn_ctx *ctx = nn_ctx_new(m, a.n, NULL);
+    T_REQUIRE(ctx != NULL);
+    T_REQUIRE(nn_forward(ctx, x, a.n, 1, 0, 0) != NULL);
+    const float *ya = nn_ctx_output(ctx, aa), *yb = nn_ctx_output(ctx, ab);
+    /* The reference runs B on the library's A output (float, as B reads it), so the
+     * comparison sees B's arithmetic, not A's rounding amplified. */
+    memcpy(ya32, ya, la * sizeof *ya32);
+    ref_forward(&a, x, wa, a.bias ? wa + na.weight_count : NULL, za);
+    ref_forward(&b, ya32, wb, b.bias ? wb + nb.weight_count : NULL, zb);
+    for (size_t i = 0; i < la; i++)
+        za[i] = act_ref(za[i], a.act);
+    for (size_t i = 0; i < lb; i++) {
+        const int pass = yb[i] > 0.0f && (b.act != NN_OP_RELU6 || yb[i] < 6.0f);
+        dzb[i] = pass ? dy[i] : 0.0;
+        zb[i] = act_ref(zb[i], b.act);
+    }
+    double ey = fmax(max_rel(ya, za, la), max_rel(yb, zb, lb));
+    double *dya = calloc(la, sizeof *dya);
+    ref_backward(&b, ya32, wb, dzb, dya, dwb, b.bias ? dbb : NULL);
+    for (size_t i = 0; i < la; i++) {
+        const int pass = ya[i] > 0.0f && (a.act != NN_OP_RELU6 || ya[i] < 6.0f);
+        dza[i] = pass ? dya[i] : 0.0;
+    }
+    ref_backward(&a, x, wa, dza, dx, dwa, a.bias ? dba : NULL);
+    nn_zero_grads(ctx);
+    T_REQUIRE(nn_backward(ctx, dy) == PT_OK);
+    const float *G = nn_grads(ctx);
+    double ex = max_rel(nn_ctx_input_grad(ctx), dx, lx);
+    double ewa = max_rel(G + na.param_offset, dwa, na.weight_count);
+    double ewb = max_rel(G + nb.param_offset, dwb, nb.weight_count);
+    double eba = a.bias ? max_rel(G + na.param_offset + na.weight_count, dba, na.c) : 0.0;
+    double ebb = b.bias ? max_rel(G + nb.param_offset + nb.weight_count, dbb, nb.c) : 0.0;
+    T_CHECKF(ey < 1e-5 && ex < 1e-5 && ewa < 1e-5 && ewb < 1e-5 && eba < 1e-5 && ebb < 1e-5,
+             "%s (%s kernels): differs from the layer-by-layer reference: y %.3g, dx %.3g, "
+             "dw %.3g %.3g, db %.3g %.3g",
+             name, portable ? "portable" : "default", ey, ex, ewa, ewb, eba, ebb);
+    nn_ctx_free(ctx);
+    free(x);
+    free(dy);
+    free(ya32);
+    free(za);
+    free(zb);
+    free(dza);
+    free(dzb);
+    free(dya);
+    free(dx);
+    free(dwa);
+    free(dwb);
+    free(dba);
+    free(dbb);
+    nn_model_free(m);
+    nn_simd_force_portable(0);
+}
+
+TEST(nn_conv_chain_takes_gradient_through_the_producers_activation)
+{
+    /* A: n h w cin cout kh kw stride pads groups bias act; B: the same from cout on. */
+    static const struct {
+        const char *name;
+        fcfg a, b;
+    } cases[] = {
+        {"1x1 + relu6 -> depthwise 3x3/1 + relu6",
+         {"", 2, 7, 9, 16, 24, 1, 1, 1, 0, 0, 0, 0, 1, 1, NN_OP_RELU6, 0},
+         {"", 0, 0, 0, 0, 24, 3, 3, 1, 1, 1, 1, 1, 24, 1, NN_OP_RELU6, 0}},
+        {"1x1 + relu -> depthwise 3x3/2 + relu6, 13 ch",
+         {"", 2, 9, 8, 8, 13, 1, 1, 1, 0, 0, 0, 0, 1, 1, NN_OP_RELU, 0},
+         {"", 0, 0, 0, 0, 13, 3, 3, 2, 0, 0, 1, 1, 13, 1, NN_OP_RELU6, 0}},
+        {"depthwise + relu6 -> 1x1 (nn_gemm) + relu",
+         {"", 2, 6, 7, 40, 40, 3, 3, 1, 1, 1, 1, 1, 40, 1, NN_OP_RELU6, 0},
+         {"", 0, 0, 0, 0, 24, 1, 1, 1, 0, 0, 0, 0, 1, 1, NN_OP_RELU, 0}},
+        {"depthwise + relu6 -> 1x1 from 12 ch (sgemm) + relu6",
+         {"", 2, 5, 6, 12, 12, 3, 3, 1, 1, 1, 1, 1, 12, 0, NN_OP_RELU6, 0},
+         {"", 0, 0, 0, 0, 16, 1, 1, 1, 0, 0, 0, 0, 1, 1, NN_OP_RELU6, 0}},
+        {"1x1 + relu6 -> 3x3/2 (im2col) + relu6",
+         {"", 2, 8, 7, 8, 16, 1, 1, 1, 0, 0, 0, 0, 1, 1, NN_OP_RELU6, 0},
+         {"", 0, 0, 0, 0, 8, 3, 3, 2, 1, 1, 1, 1, 1, 1, NN_OP_RELU6, 0}},
+        {"3x3/2 stem + relu6 -> depthwise + relu6",
+         {"", 2, 11, 10, 3, 32, 3, 3, 2, 0, 0, 1, 1, 1, 1, NN_OP_RELU6, 0},
+         {"", 0, 0, 0, 0, 32, 3, 3, 1, 1, 1, 1, 1, 32, 1, NN_OP_RELU6, 0}},
+        {"1x1 without bias + relu6 -> 1x1 + relu6",
+         {"", 3, 4, 5, 16, 32, 1, 1, 1, 0, 0, 0, 0, 1, 0, NN_OP_RELU6, 0},
+         {"", 0, 0, 0, 0, 16, 1, 1, 1, 0, 0, 0, 0, 1, 1, NN_OP_RELU6, 0}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int portable = 0; portable < 2; portable++)
+            check_chain(cases[i].name, cases[i].a, cases[i].b, portable);
 }

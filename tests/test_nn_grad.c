@@ -357,6 +357,24 @@ TEST(nn_grad_conv_fused_act)
     }
 }
 
+/* MobileNetV2's block as the ONNX zoo's graph has it (BN folded into conv biases):
+ * 1x1 expand + ReLU6 -> depthwise 3x3 + ReLU6 -> 1x1 project -> + input. Each conv's
+ * input gradient goes on through the activation of the conv before it in one pass. */
+static int mk_inverted_residual(nn_model *m, int in, const void *arg)
+{
+    (void)arg;
+    int x = nn_relu6(m, nn_conv2d(m, in, 16, 1, 1, 1, 0, 1, 1));
+    x = nn_relu6(m, nn_conv2d(m, x, 16, 3, 3, 1, NN_PAD_SAME, 16, 1));
+    x = nn_conv2d(m, x, 8, 1, 1, 1, 0, 1, 1);
+    return nn_add(m, x, in);
+}
+
+TEST(nn_grad_inverted_residual_block)
+{
+    check_layer("inverted residual block (1x1, depthwise, 1x1, add)", 2, 5, 5, 8,
+                mk_inverted_residual, NULL, 1, 5, 5e-2);
+}
+
 static int mk_bn(nn_model *m, int in, const void *arg)
 {
     (void)arg;

@@ -297,8 +297,9 @@ void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const 
         nn_dw_fwd(s, x, wt, bias, act, y);
         return;
     }
+    const nn_gemm_out out = { 0, bias, act, NULL, 0, NULL };
     if (is_pointwise(s) && s->groups == 1 && nn_gemm_ok(s->cin, s->cout)) {
-        nn_gemm_nn(M, s->cout, s->cin, x, s->cin, wt, s->cout, y, s->cout, 0, bias, act);
+        nn_gemm_nn(M, s->cout, s->cin, x, s->cin, wt, s->cout, y, s->cout, &out);
         return;
     }
     if (is_pointwise(s)) {
@@ -319,8 +320,7 @@ void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const 
         const long mr = M - m0 < rows ? M - m0 : rows;
         if (fast) {
             im2col(s, x, 0, m0, m0 + mr, ws);
-            nn_gemm_nn(mr, s->cout, K, ws, K, wt, s->cout, y + m0 * s->cout, s->cout, 0, bias,
-                       act);
+            nn_gemm_nn(mr, s->cout, K, ws, K, wt, s->cout, y + m0 * s->cout, s->cout, &out);
             continue;
         }
         for (int g = 0; g < s->groups; g++) {
@@ -333,10 +333,15 @@ void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const 
 }
 
 void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const float *y,
-                 float *dy, int act, float *dx, int dx_accum, float *dw, float *db, float *ws)
+                 float *dy, int act, int dy_done, float *dx, int dx_accum, float *dw, float *db,
+                 float *ws, const nn_dx_act *xa)
 {
     const long M = (long)s->n * s->oh * s->ow;
     const int cig = s->cin / s->groups, cog = s->cout / s->groups;
+    if (dy_done)
+        act = 0, db = NULL;
+    if (!dx)
+        xa = NULL;
     if (is_depthwise(s)) {
         /* Image by image, so dz is still in cache for the two gradients. */
         nn_conv_shape one = *s;
@@ -347,8 +352,11 @@ void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const 
             act_bias_grad_rows((long)s->oh * s->ow, s->cout, act, y + img * out, dz, db);
             if (dw)
                 nn_dw_bwd_dw(&one, x + img * in, dz, dw);
-            if (dx)
-                nn_dw_bwd_dx(&one, dz, wt, dx + img * in, dx_accum);
+            if (dx) {
+                const nn_dx_act xi = { xa ? xa->act : 0, xa ? xa->x + img * in : NULL,
+                                       xa ? xa->db : NULL };
+                nn_dw_bwd_dx(&one, dz, wt, dx + img * in, dx_accum, xa ? &xi : NULL);
+            }
         }
         return;
     }
@@ -364,13 +372,15 @@ void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const 
         for (long m0 = 0; m0 < M; m0 += PW_CHUNK_ROWS) {
             const int mr = (int)(M - m0 < PW_CHUNK_ROWS ? M - m0 : PW_CHUNK_ROWS);
             const float *xc = x + m0 * s->cin;
-            float *gc = dy + m0 * s->cout;
+            float *gc = dy + m0 * s->cout, *dxc = dx ? dx + m0 * s->cin : NULL;
             act_bias_grad_rows(mr, s->cout, act, y + m0 * s->cout, gc, db);
             if (g_dw)
                 nn_gemm_tn(mr, s->cout, s->cin, xc, s->cin, gc, s->cout, dw, s->cout);
-            if (g_dx)
-                nn_gemm_nn(mr, s->cin, s->cout, gc, s->cout, ws, s->cin, dx + m0 * s->cin,
-                           s->cin, dx_accum, NULL, 0);
+            if (g_dx) {
+                const nn_gemm_out o = { dx_accum, NULL, 0, xa ? xc : NULL, xa ? xa->act : 0,
+                                        xa ? xa->db : NULL };
+                nn_gemm_nn(mr, s->cin, s->cout, gc, s->cout, ws, s->cin, dxc, s->cin, &o);
+            }
             for (int g = 0; g < s->groups; g++) {
                 if (dw && !g_dw)
                     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cig, cog, mr, 1.0f,
@@ -379,8 +389,10 @@ void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const 
                 if (dx && !g_dx)
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, cig, cog, 1.0f,
                                 gc + g * cog, s->cout, wt + g * cog, s->cout,
-                                dx_accum ? 1.0f : 0.0f, dx + m0 * s->cin + g * cig, s->cin);
+                                dx_accum ? 1.0f : 0.0f, dxc + g * cig, s->cin);
             }
+            if (xa && !g_dx)
+                act_bias_grad_rows(mr, s->cin, xa->act, xc, dxc, xa->db);
         }
         return;
     }
@@ -408,4 +420,7 @@ void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const 
             }
         }
     }
+    /* col2im adds every chunk into dx: only now is it whole. */
+    if (xa)
+        act_bias_grad_rows((long)s->n * s->h * s->w, s->cin, xa->act, x, dx, xa->db);
 }

@@ -43,10 +43,19 @@ typedef struct taps {
     ptrdiff_t w[DW_MAX_TAPS];
 } taps;
 
-/* out[c] = act(init[c] + sum over taps of d[tap.d + c] * w[tap.w + c]) for c < C
- * (init NULL: 0), or with accum: out[c] += the sum (act is 0 then). */
+/* How a dot finishes its sums before the store. */
+typedef struct fin {
+    int act;                /* forward: the activation (accum is 0 then) */
+    int accum;              /* input gradient: added to what out holds */
+    const float *mk;        /* then, or NULL: times act'(mk[c]) with mact (nn_dx_act) */
+    int mact;
+    float *msum;            /* with mk, or NULL: += the results, per channel */
+} fin;
+
+/* out[c] = the sum over taps of d[tap.d + c] * w[tap.w + c], from init[c] (NULL: 0),
+ * finished as f says, for c < C. */
 typedef void (*dot_fn)(int C, const taps *t, const float *d, const float *w,
-                       const float *init, int act, float *out, int accum);
+                       const float *init, const fin *f, float *out);
 
 static int portable_only;
 
@@ -78,8 +87,20 @@ static inline float act1(float v, int act)
 
 /* ---- portable dot ---- */
 
+static inline float fin1(float v, float o, const fin *f, int c)
+{
+    v = f->accum ? o + v : act1(v, f->act);
+    if (f->mk) {
+        const float y = f->mk[c];
+        v *= (y > 0.0f ? 1.0f : 0.0f) * (f->mact != NN_OP_RELU6 || y < 6.0f ? 1.0f : 0.0f);
+        if (f->msum)
+            f->msum[c] += v;
+    }
+    return v;
+}
+
 static void dot_c(int C, const taps *t, const float *d, const float *w, const float *init,
-                  int act, float *out, int accum)
+                  const fin *f, float *out)
 {
     for (int c0 = 0; c0 < C; c0 += DW_BLOCK) {
         const int cb = C - c0 < DW_BLOCK ? C - c0 : DW_BLOCK;
@@ -92,12 +113,15 @@ static void dot_c(int C, const taps *t, const float *d, const float *w, const fl
                 acc[j] += dp[j] * wp[j];
         }
         float *restrict o = out + c0;
-        if (accum)
+        if (f->accum && !f->mk)
             for (int j = 0; j < cb; j++)
                 o[j] += acc[j];
+        else if (!f->mk)
+            for (int j = 0; j < cb; j++)
+                o[j] = act1(acc[j], f->act);
         else
             for (int j = 0; j < cb; j++)
-                o[j] = act1(acc[j], act);
+                o[j] = fin1(acc[j], o[j], f, c0 + j);
     }
 }
 
@@ -114,16 +138,26 @@ TARGET_AVX2 static inline __m256 act8(__m256 v, int act)
     return v;
 }
 
-TARGET_AVX2 static inline void put8(float *o, __m256 v, int act, int accum)
+/* Channels [c, c + 8) of a dot's result v into out, finished as f says. */
+TARGET_AVX2 static inline void put8(float *out, int c, __m256 v, const fin *f)
 {
-    if (accum)
-        _mm256_storeu_ps(o, _mm256_add_ps(_mm256_loadu_ps(o), v));
-    else
-        _mm256_storeu_ps(o, act8(v, act));
+    float *o = out + c;
+    v = f->accum ? _mm256_add_ps(_mm256_loadu_ps(o), v) : act8(v, f->act);
+    if (f->mk) {
+        /* Times 1 or 0, as nn_act_bwd multiplies (a NaN stays a NaN). */
+        const __m256 y = _mm256_loadu_ps(f->mk + c);
+        __m256 pass = _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_GT_OQ);
+        if (f->mact == NN_OP_RELU6)
+            pass = _mm256_and_ps(pass, _mm256_cmp_ps(y, _mm256_set1_ps(6.0f), _CMP_LT_OQ));
+        v = _mm256_mul_ps(v, _mm256_and_ps(pass, _mm256_set1_ps(1.0f)));
+        if (f->msum)
+            _mm256_storeu_ps(f->msum + c, _mm256_add_ps(_mm256_loadu_ps(f->msum + c), v));
+    }
+    _mm256_storeu_ps(o, v);
 }
 
 TARGET_AVX2 static void dot_avx2(int C, const taps *t, const float *d, const float *w,
-                                 const float *init, int act, float *out, int accum)
+                                 const float *init, const fin *f, float *out)
 {
     int c0 = 0;
     for (; c0 + 64 <= C; c0 += 64) {
@@ -151,14 +185,14 @@ TARGET_AVX2 static void dot_avx2(int C, const taps *t, const float *d, const flo
             a6 = _mm256_fmadd_ps(_mm256_loadu_ps(dp + 48), _mm256_loadu_ps(wp + 48), a6);
             a7 = _mm256_fmadd_ps(_mm256_loadu_ps(dp + 56), _mm256_loadu_ps(wp + 56), a7);
         }
-        put8(out + c0, a0, act, accum);
-        put8(out + c0 + 8, a1, act, accum);
-        put8(out + c0 + 16, a2, act, accum);
-        put8(out + c0 + 24, a3, act, accum);
-        put8(out + c0 + 32, a4, act, accum);
-        put8(out + c0 + 40, a5, act, accum);
-        put8(out + c0 + 48, a6, act, accum);
-        put8(out + c0 + 56, a7, act, accum);
+        put8(out, c0, a0, f);
+        put8(out, c0 + 8, a1, f);
+        put8(out, c0 + 16, a2, f);
+        put8(out, c0 + 24, a3, f);
+        put8(out, c0 + 32, a4, f);
+        put8(out, c0 + 40, a5, f);
+        put8(out, c0 + 48, a6, f);
+        put8(out, c0 + 56, a7, f);
     }
     for (; c0 + 32 <= C; c0 += 32) {
         __m256 a0, a1, a2, a3;
@@ -177,26 +211,23 @@ TARGET_AVX2 static void dot_avx2(int C, const taps *t, const float *d, const flo
             a2 = _mm256_fmadd_ps(_mm256_loadu_ps(dp + 16), _mm256_loadu_ps(wp + 16), a2);
             a3 = _mm256_fmadd_ps(_mm256_loadu_ps(dp + 24), _mm256_loadu_ps(wp + 24), a3);
         }
-        put8(out + c0, a0, act, accum);
-        put8(out + c0 + 8, a1, act, accum);
-        put8(out + c0 + 16, a2, act, accum);
-        put8(out + c0 + 24, a3, act, accum);
+        put8(out, c0, a0, f);
+        put8(out, c0 + 8, a1, f);
+        put8(out, c0 + 16, a2, f);
+        put8(out, c0 + 24, a3, f);
     }
     for (; c0 + 8 <= C; c0 += 8) {
         __m256 a = init ? _mm256_loadu_ps(init + c0) : _mm256_setzero_ps();
         for (int i = 0; i < t->n; i++)
             a = _mm256_fmadd_ps(_mm256_loadu_ps(d + t->d[i] + c0),
                                 _mm256_loadu_ps(w + t->w[i] + c0), a);
-        put8(out + c0, a, act, accum);
+        put8(out, c0, a, f);
     }
     for (; c0 < C; c0++) {
         float a = init ? init[c0] : 0.0f;
         for (int i = 0; i < t->n; i++)
             a += d[t->d[i] + c0] * w[t->w[i] + c0];
-        if (accum)
-            out[c0] += a;
-        else
-            out[c0] = act1(a, act);
+        out[c0] = fin1(a, out[c0], f, c0);
     }
 }
 #endif
@@ -208,6 +239,7 @@ static inline void fwd_loop(const nn_conv_shape *s, const float *x, const float 
                             const float *bias, int act, float *y, dot_fn dot)
 {
     const int C = s->cin;
+    const fin f = { act, 0, NULL, 0, NULL };
     /* The window of an inside pixel, relative to its top-left input pixel. */
     taps in, t;
     in.n = 0;
@@ -225,8 +257,8 @@ static inline void fwd_loop(const nn_conv_shape *s, const float *x, const float 
             for (int ox = 0; ox < s->ow; ox++) {
                 const int ix0 = ox * s->stride - s->pl;
                 if (rows_in && ix0 >= 0 && ix0 + s->kw <= s->w) {
-                    dot(C, &in, xi + ((ptrdiff_t)iy0 * s->w + ix0) * C, wt, bias, act,
-                        yr + (size_t)ox * C, 0);
+                    dot(C, &in, xi + ((ptrdiff_t)iy0 * s->w + ix0) * C, wt, bias, &f,
+                        yr + (size_t)ox * C);
                     continue;
                 }
                 t.n = 0;
@@ -242,7 +274,7 @@ static inline void fwd_loop(const nn_conv_shape *s, const float *x, const float 
                         t.w[t.n++] = (ptrdiff_t)(ky * s->kw + kx) * C;
                     }
                 }
-                dot(C, &t, xi, wt, bias, act, yr + (size_t)ox * C, 0);
+                dot(C, &t, xi, wt, bias, &f, yr + (size_t)ox * C);
             }
         }
     }
@@ -317,7 +349,7 @@ static void dx_taps(const nn_conv_shape *s, int iy, int ix, taps *t)
 }
 
 static inline void dx_loop(const nn_conv_shape *s, const float *dz, const float *wt, float *dx,
-                           int accum, dot_fn dot)
+                           int accum, const nn_dx_act *xa, dot_fn dot)
 {
     const int C = s->cin, st = s->stride;
     const int fast = st <= DX_FAST_STRIDE;
@@ -326,23 +358,25 @@ static inline void dx_loop(const nn_conv_shape *s, const float *dz, const float 
         for (int py = 0; py < st; py++)
             for (int px = 0; px < st; px++)
                 dx_phase_taps(s, py, px, &ph[py * st + px]);
+    fin f = { 0, accum, NULL, xa ? xa->act : 0, xa ? xa->db : NULL };
     for (int img = 0; img < s->n; img++) {
+        const size_t in = (size_t)img * s->h * s->w * C;
         const float *gi = dz + (size_t)img * s->oh * s->ow * C;
-        float *dxi = dx + (size_t)img * s->h * s->w * C;
         for (int iy = 0; iy < s->h; iy++) {
             const int py = (iy + s->pt) % st, oy0 = (iy + s->pt) / st;
             /* Inside: every tap's output row exists (the last tap reads the lowest). */
             const int rows_in = fast && oy0 < s->oh && oy0 - (s->kh - 1 - py) / st >= 0;
             for (int ix = 0; ix < s->w; ix++) {
                 const int px = (ix + s->pl) % st, ox0 = (ix + s->pl) / st;
-                float *o = dxi + ((size_t)iy * s->w + ix) * C;
+                const size_t at = in + ((size_t)iy * s->w + ix) * C;
+                f.mk = xa ? xa->x + at : NULL;
                 if (rows_in && ox0 < s->ow && ox0 - (s->kw - 1 - px) / st >= 0) {
                     dot(C, &ph[py * st + px], gi + ((ptrdiff_t)oy0 * s->ow + ox0) * C, wt, NULL,
-                        0, o, accum);
+                        &f, dx + at);
                     continue;
                 }
                 dx_taps(s, iy, ix, &t);
-                dot(C, &t, gi, wt, NULL, 0, o, accum);
+                dot(C, &t, gi, wt, NULL, &f, dx + at);
             }
         }
     }
@@ -350,22 +384,22 @@ static inline void dx_loop(const nn_conv_shape *s, const float *dz, const float 
 
 #if DW_X86
 TARGET_AVX2 static void dx_avx2(const nn_conv_shape *s, const float *dz, const float *wt,
-                                float *dx, int accum)
+                                float *dx, int accum, const nn_dx_act *xa)
 {
-    dx_loop(s, dz, wt, dx, accum, dot_avx2);
+    dx_loop(s, dz, wt, dx, accum, xa, dot_avx2);
 }
 #endif
 
 void nn_dw_bwd_dx(const nn_conv_shape *s, const float *dz, const float *wt, float *dx,
-                  int accum)
+                  int accum, const nn_dx_act *xa)
 {
 #if DW_X86
     if (nn_simd_avx2()) {
-        dx_avx2(s, dz, wt, dx, accum);
+        dx_avx2(s, dz, wt, dx, accum, xa);
         return;
     }
 #endif
-    dx_loop(s, dz, wt, dx, accum, dot_c);
+    dx_loop(s, dz, wt, dx, accum, xa, dot_c);
 }
 
 /* ---- weight gradient ----

@@ -44,14 +44,20 @@ int nn_gemm_ok(int K, int N)
 
 #if GEMM_X86
 
-/* What happens to a block of sums before the store. */
+/* What happens to a block of sums before the store (nn_gemm_out, and the
+ * weight gradient's add). */
 typedef struct epi {
-    int accum;              /* add to the destination */
-    const float *bias;      /* per column, or NULL */
-    int act;                /* 0, NN_OP_RELU, NN_OP_RELU6 */
+    int accum;
+    const float *bias;
+    int act;
+    int mask_act;
+    float *mask_sum;
 } epi;
 
-TARGET_AVX2 static inline void put8(float *p, __m256 v, const epi *e, int col)
+/* The finished value of 8 results at p (mk: the same 8 of the mask, or NULL), stored
+ * and returned. */
+TARGET_AVX2 static inline __m256 put8(float *p, __m256 v, const epi *e, int col,
+                                      const float *mk)
 {
     if (e->accum)
         v = _mm256_add_ps(v, _mm256_loadu_ps(p));
@@ -62,7 +68,24 @@ TARGET_AVX2 static inline void put8(float *p, __m256 v, const epi *e, int col)
         v = _mm256_max_ps(v, _mm256_setzero_ps());
     if (e->act == NN_OP_RELU6)
         v = _mm256_min_ps(v, _mm256_set1_ps(6.0f));
+    if (mk) {
+        /* Times 1 or 0, as the separate pass multiplied (a NaN stays a NaN). */
+        const __m256 y = _mm256_loadu_ps(mk);
+        __m256 pass = _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_GT_OQ);
+        if (e->mask_act == NN_OP_RELU6)
+            pass = _mm256_and_ps(pass, _mm256_cmp_ps(y, _mm256_set1_ps(6.0f), _CMP_LT_OQ));
+        v = _mm256_mul_ps(v, _mm256_and_ps(pass, _mm256_set1_ps(1.0f)));
+    }
     _mm256_storeu_ps(p, v);
+    return v;
+}
+
+/* Adds a kernel's column sums into the mask's sums (when asked for). */
+TARGET_AVX2 static inline void add_sum8(const epi *e, int col, __m256 v)
+{
+    if (e->mask_sum)
+        _mm256_storeu_ps(e->mask_sum + col,
+                         _mm256_add_ps(_mm256_loadu_ps(e->mask_sum + col), v));
 }
 
 /* ---- C = A B: rows of A broadcast, rows of B loaded ----
@@ -96,23 +119,30 @@ TARGET_AVX2 static inline void put8(float *p, __m256 v, const epi *e, int col)
         c##r##1 = _mm256_fmadd_ps(av, b1, c##r##1);                                \
         c##r##2 = _mm256_fmadd_ps(av, b2, c##r##2);                                \
     }
+/* Row r's results stored (through the mask when there is one), summed per column
+ * into s0.. for the mask's sums. */
+#define MK(r) (mk ? mk + (r) * ldc : NULL)
 #define PUT1(r)                                                                    \
     if ((r) < mr)                                                                  \
-        put8(c + (r) * ldc, c##r##0, e, col);
+        s0 = _mm256_add_ps(s0, put8(c + (r) * ldc, c##r##0, e, col, MK(r)));
 #define PUT2(r)                                                                    \
     if ((r) < mr) {                                                                \
-        put8(c + (r) * ldc, c##r##0, e, col);                                      \
-        put8(c + (r) * ldc + 8, c##r##1, e, col + 8);                              \
+        s0 = _mm256_add_ps(s0, put8(c + (r) * ldc, c##r##0, e, col, MK(r)));       \
+        s1 = _mm256_add_ps(s1, put8(c + (r) * ldc + 8, c##r##1, e, col + 8,        \
+                                    mk ? MK(r) + 8 : NULL));                       \
     }
 #define PUT3(r)                                                                    \
     if ((r) < mr) {                                                                \
-        put8(c + (r) * ldc, c##r##0, e, col);                                      \
-        put8(c + (r) * ldc + 8, c##r##1, e, col + 8);                              \
-        put8(c + (r) * ldc + 16, c##r##2, e, col + 16);                            \
+        s0 = _mm256_add_ps(s0, put8(c + (r) * ldc, c##r##0, e, col, MK(r)));       \
+        s1 = _mm256_add_ps(s1, put8(c + (r) * ldc + 8, c##r##1, e, col + 8,        \
+                                    mk ? MK(r) + 8 : NULL));                       \
+        s2 = _mm256_add_ps(s2, put8(c + (r) * ldc + 16, c##r##2, e, col + 16,      \
+                                    mk ? MK(r) + 16 : NULL));                      \
     }
 
 TARGET_AVX2 static void nn_8x8(int K, const float *a, long lda, const float *b, long ldb,
-                               float *c, long ldc, int mr, const epi *e, int col)
+                               float *c, long ldc, int mr, const epi *e, int col,
+                               const float *mk)
 {
     ROWS8(A_ROW)
     ROWS8(SUMS1)
@@ -120,11 +150,14 @@ TARGET_AVX2 static void nn_8x8(int K, const float *a, long lda, const float *b, 
         const __m256 b0 = _mm256_loadu_ps(b + k * ldb);
         ROWS8(NN_STEP1)
     }
+    __m256 s0 = _mm256_setzero_ps();
     ROWS8(PUT1)
+    add_sum8(e, col, s0);
 }
 
 TARGET_AVX2 static void nn_6x16(int K, const float *a, long lda, const float *b, long ldb,
-                                float *c, long ldc, int mr, const epi *e, int col)
+                                float *c, long ldc, int mr, const epi *e, int col,
+                                const float *mk)
 {
     ROWS6(A_ROW)
     ROWS6(SUMS2)
@@ -132,11 +165,15 @@ TARGET_AVX2 static void nn_6x16(int K, const float *a, long lda, const float *b,
         const __m256 b0 = _mm256_loadu_ps(b + k * ldb), b1 = _mm256_loadu_ps(b + k * ldb + 8);
         ROWS6(NN_STEP2)
     }
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
     ROWS6(PUT2)
+    add_sum8(e, col, s0);
+    add_sum8(e, col + 8, s1);
 }
 
 TARGET_AVX2 static void nn_4x24(int K, const float *a, long lda, const float *b, long ldb,
-                                float *c, long ldc, int mr, const epi *e, int col)
+                                float *c, long ldc, int mr, const epi *e, int col,
+                                const float *mk)
 {
     ROWS4(A_ROW)
     ROWS4(SUMS3)
@@ -145,7 +182,11 @@ TARGET_AVX2 static void nn_4x24(int K, const float *a, long lda, const float *b,
                      b2 = _mm256_loadu_ps(b + k * ldb + 16);
         ROWS4(NN_STEP3)
     }
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0;
     ROWS4(PUT3)
+    add_sum8(e, col, s0);
+    add_sum8(e, col + 8, s1);
+    add_sum8(e, col + 16, s2);
 }
 
 /* ---- C += X^T G: the sum runs down the rows of X and G ----
@@ -154,6 +195,20 @@ TARGET_AVX2 static void nn_4x24(int K, const float *a, long lda, const float *b,
  * valid row and are not stored. */
 
 #define X_COL(r) const float *x##r = x + ((r) < mr ? (r) : mr - 1);
+#define ADD1(r)                                                                    \
+    if ((r) < mr)                                                                  \
+        put8(c + (r) * ldc, c##r##0, e, col, NULL);
+#define ADD2(r)                                                                    \
+    if ((r) < mr) {                                                                \
+        put8(c + (r) * ldc, c##r##0, e, col, NULL);                                \
+        put8(c + (r) * ldc + 8, c##r##1, e, col + 8, NULL);                        \
+    }
+#define ADD3(r)                                                                    \
+    if ((r) < mr) {                                                                \
+        put8(c + (r) * ldc, c##r##0, e, col, NULL);                                \
+        put8(c + (r) * ldc + 8, c##r##1, e, col + 8, NULL);                        \
+        put8(c + (r) * ldc + 16, c##r##2, e, col + 16, NULL);                      \
+    }
 #define TN_STEP1(r)                                                                \
     {                                                                              \
         const __m256 av = _mm256_broadcast_ss(x##r + i * ldx);                     \
@@ -182,7 +237,7 @@ TARGET_AVX2 static void tn_8x8(long m, const float *x, long ldx, const float *g,
         const __m256 g0 = _mm256_loadu_ps(g + i * ldg);
         ROWS8(TN_STEP1)
     }
-    ROWS8(PUT1)
+    ROWS8(ADD1)
 }
 
 TARGET_AVX2 static void tn_6x16(long m, const float *x, long ldx, const float *g, long ldg,
@@ -194,7 +249,7 @@ TARGET_AVX2 static void tn_6x16(long m, const float *x, long ldx, const float *g
         const __m256 g0 = _mm256_loadu_ps(g + i * ldg), g1 = _mm256_loadu_ps(g + i * ldg + 8);
         ROWS6(TN_STEP2)
     }
-    ROWS6(PUT2)
+    ROWS6(ADD2)
 }
 
 TARGET_AVX2 static void tn_4x24(long m, const float *x, long ldx, const float *g, long ldg,
@@ -207,7 +262,7 @@ TARGET_AVX2 static void tn_4x24(long m, const float *x, long ldx, const float *g
                      g2 = _mm256_loadu_ps(g + i * ldg + 16);
         ROWS4(TN_STEP3)
     }
-    ROWS4(PUT3)
+    ROWS4(ADD3)
 }
 
 /* The width of the next column block at n0 of N (a multiple of 8): 24 (4 rows), 16
@@ -229,7 +284,8 @@ static int block_rows(int cols)
 }
 
 TARGET_AVX2 static void gemm_nn_avx2(long M, int N, int K, const float *A, long lda,
-                                     const float *B, long ldb, float *C, long ldc, const epi *e)
+                                     const float *B, long ldb, float *C, long ldc, const epi *e,
+                                     const float *mask)
 {
     for (long m0 = 0; m0 < M; m0 += GEMM_MC) {
         const long mc = M - m0 < GEMM_MC ? M - m0 : GEMM_MC;
@@ -239,12 +295,13 @@ TARGET_AVX2 static void gemm_nn_avx2(long M, int N, int K, const float *A, long 
                 const int mr = (int)(mc - i < mb ? mc - i : mb);
                 const float *a = A + (m0 + i) * lda;
                 float *c = C + (m0 + i) * ldc + n0;
+                const float *mk = mask ? mask + (m0 + i) * ldc + n0 : NULL;
                 if (nb == 24)
-                    nn_4x24(K, a, lda, B + n0, ldb, c, ldc, mr, e, n0);
+                    nn_4x24(K, a, lda, B + n0, ldb, c, ldc, mr, e, n0, mk);
                 else if (nb == 16)
-                    nn_6x16(K, a, lda, B + n0, ldb, c, ldc, mr, e, n0);
+                    nn_6x16(K, a, lda, B + n0, ldb, c, ldc, mr, e, n0, mk);
                 else
-                    nn_8x8(K, a, lda, B + n0, ldb, c, ldc, mr, e, n0);
+                    nn_8x8(K, a, lda, B + n0, ldb, c, ldc, mr, e, n0, mk);
             }
             n0 += nb;
         }
@@ -254,7 +311,7 @@ TARGET_AVX2 static void gemm_nn_avx2(long M, int N, int K, const float *A, long 
 TARGET_AVX2 static void gemm_tn_avx2(long M, int N, int K, const float *X, long ldx,
                                      const float *G, long ldg, float *C, long ldc)
 {
-    const epi e = { 1, NULL, 0 };
+    const epi e = { 1, NULL, 0, 0, NULL };
     /* Rows per pass: X's and G's rows of the block together about 256 KiB, so the
      * passes of every block of C over them read L2. */
     long mc = 65536L / (K + N);
@@ -282,14 +339,14 @@ TARGET_AVX2 static void gemm_tn_avx2(long M, int N, int K, const float *X, long 
 #endif
 
 void nn_gemm_nn(long M, int N, int K, const float *A, long lda, const float *B, long ldb,
-                float *C, long ldc, int accum, const float *bias, int act)
+                float *C, long ldc, const nn_gemm_out *o)
 {
 #if GEMM_X86
-    const epi e = { accum, bias, act };
-    gemm_nn_avx2(M, N, K, A, lda, B, ldb, C, ldc, &e);
+    const epi e = { o->accum, o->bias, o->act, o->mask_act, o->mask_sum };
+    gemm_nn_avx2(M, N, K, A, lda, B, ldb, C, ldc, &e, o->mask);
 #else
     (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
-    (void)accum, (void)bias, (void)act;
+    (void)o;
 #endif
 }
 
