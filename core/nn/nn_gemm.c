@@ -283,6 +283,13 @@ static int block_rows(int cols)
     return cols == 24 ? 4 : cols == 16 ? 6 : 8;
 }
 
+TARGET_AVX2 static inline void prefetch_rows(const float *p, long rows, int cols, long ld)
+{
+    for (long r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c += 16)
+            _mm_prefetch((const char *)(p + r * ld + c), _MM_HINT_T0);
+}
+
 TARGET_AVX2 static void gemm_nn_avx2(long M, int N, int K, const float *A, long lda,
                                      const float *B, long ldb, float *C, long ldc, const epi *e,
                                      const float *mask)
@@ -294,6 +301,13 @@ TARGET_AVX2 static void gemm_nn_avx2(long M, int N, int K, const float *A, long 
             for (long i = 0; i < mc; i += mb) {
                 const int mr = (int)(mc - i < mb ? mc - i : mb);
                 const float *a = A + (m0 + i) * lda;
+                /* The first column block reads A from memory: ask for the next block
+                 * of rows ahead. Each row is a stream of its own (the kernel reads its
+                 * rows side by side), too short for the hardware prefetcher to lock
+                 * on when rows are long: a 16384 x 144 A ran at 45 GFLOP/s from
+                 * memory, 71 with this. */
+                if (n0 == 0 && m0 + i + 2 * mb <= M)
+                    prefetch_rows(a + mb * lda, mb, K, lda);
                 float *c = C + (m0 + i) * ldc + n0;
                 const float *mk = mask ? mask + (m0 + i) * ldc + n0 : NULL;
                 if (nb == 24)
