@@ -28,8 +28,9 @@
  * reports it, so a model can be described without checking every call.
  *
  * Sources: nn_build.c (builder), nn_model.c (finalize, layout, init, freezing, FLOPs,
- * summary, BN update), nn_ctx.c (contexts, forward, backward), nn_conv.c, nn_layers.c,
- * nn_loss.c, and nn_models.c (nn_models.h: the built-in models). nn_impl.h is internal.
+ * summary, BN update), nn_ctx.c (contexts, forward, backward), nn_conv.c, nn_dw.c
+ * (depthwise kernels), nn_gemm.c (1x1 conv products), nn_layers.c, nn_ops.c, nn_loss.c,
+ * and nn_models.c (nn_models.h: the built-in models). nn_impl.h is internal.
  */
 #ifndef PT_NN_H
 #define PT_NN_H
@@ -151,8 +152,8 @@ void nn_model_set_conv_init(nn_model *m, nn_init_kind kind);
 /* Close the description: out is the node whose output is the logits. Lays out the
  * parameter and buffer arrays and initialises them with seed 0. Nodes that do not
  * lead to out are kept but never run. Reports the first builder error.
- * A BN whose only reader is a ReLU/ReLU6 applies that activation itself (one pass,
- * no stored pre-activation); the two nodes then share their output. */
+ * A BN or conv whose only reader is a ReLU/ReLU6 applies that activation itself (no
+ * pass of its own, no stored pre-activation); the two nodes then share their output. */
 int nn_model_finalize(nn_model *m, int out, pt_err *e);
 
 /* ---- parameters ------------------------------------------------------------------- */
@@ -252,7 +253,7 @@ int nn_backward(nn_ctx *c, const float *dlogits);
 float *nn_grads(nn_ctx *c);
 void nn_zero_grads(nn_ctx *c);
 /* Output of any node in the last forward ([n][h*w*c]), for tests and inspection (a
- * BN with a fused activation shows the activated values). */
+ * BN or conv with a fused activation shows the activated values). */
 const float *nn_ctx_output(const nn_ctx *c, int node);
 /* The gradient of the loss with respect to the input of the last backward
  * ([n][h*w*c]), or NULL unless nn_model_set_input_grad(m, 1) was called. */

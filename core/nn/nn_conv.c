@@ -2,13 +2,24 @@
  *
  * Three paths:
  *   - stride-1 1x1 without padding: the NHWC tensor already is the [N*H*W, Cin] matrix,
- *     so forward and both gradients are single sgemms on it (per group);
- *   - depthwise (groups == cin == cout): a direct kernel vectorised over channels; as
- *     an sgemm it would be K = kh*kw, N = 1 per group, which no BLAS runs well;
+ *     so forward and both gradients are single matrix products on it: nn_gemm.c's
+ *     (no packing, the bias and activation in registers) where it takes the shape,
+ *     sgemm per group otherwise;
+ *   - depthwise (groups == cin == cout): direct kernels vectorised over channels
+ *     (nn_dw.c); as an sgemm it would be K = kh*kw, N = 1 per group, which no BLAS
+ *     runs well;
  *   - everything else: im2col into a row-major [rows, kh*kw*cin/groups] matrix, one
- *     sgemm against the weights, the output rows landing directly in NHWC. The rows
+ *     product against the weights (nn_gemm.c's when it takes the shape, as for the
+ *     RGB stem's K = 27, else sgemm), the output rows landing directly in NHWC. The rows
  *     are processed in chunks so the column matrix stays in cache between im2col and
  *     sgemm (and memory stays bounded); backward recomputes it rather than keeping it.
+ *
+ * The bias and an activation fused into the conv (nn_model_finalize: a ReLU/ReLU6
+ * that is the conv's only reader) are applied to each chunk of output rows right
+ * after the sgemm that wrote it, while it is in cache, and by the depthwise kernel
+ * before its store: no separate pass over the output. Backward mirrors it: one pass
+ * per chunk takes dy through the activation (in place) and sums the bias gradient,
+ * then the chunk's sgemms read it from cache.
  */
 #include <cblas.h>
 #include <string.h>
@@ -70,11 +81,28 @@ void nn_conv_shape_of(const nn_model *m, const nn_node *nd, int n, nn_conv_shape
     s->groups = nd->groups;
 }
 
+/* The 1x1 path's input gradient through nn_gemm needs the weights transposed. */
+static int pw_gemm_dx(const nn_conv_shape *s)
+{
+    return s->groups == 1 && nn_gemm_ok(s->cout, s->cin);
+}
+
 size_t nn_conv_ws_floats(const nn_conv_shape *s)
 {
-    if (is_depthwise(s) || is_pointwise(s))
+    if (is_depthwise(s))
         return 0;
+    if (is_pointwise(s))
+        return s->groups == 1 && (long)s->cin * s->cout <= NN_GEMM_MAX_KN
+                   ? (size_t)s->cin * (size_t)s->cout
+                   : 0;
     return (size_t)chunk_rows(s) * (size_t)s->kh * (size_t)s->kw * (size_t)(s->cin / s->groups);
+}
+
+static void transpose(int rows, int cols, const float *restrict a, float *restrict t)
+{
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            t[(size_t)j * rows + i] = a[(size_t)i * cols + j];
 }
 
 /* Short copies are the common case (3 to a few hundred floats): a plain loop beats a
@@ -195,342 +223,83 @@ static void col2im(const nn_conv_shape *s, const float *col, int c0, long m0, lo
     }
 }
 
-static void add_bias_rows(long rows, int c, const float *restrict b, float *restrict y)
+/* The output pass, on rows still in cache from the sgemm that wrote them:
+ * y = act(y + bias) (bias may be NULL; act 0, NN_OP_RELU or NN_OP_RELU6). */
+static void bias_act_rows(long rows, int c, const float *restrict b, int act, float *restrict y)
 {
-    for (long r = 0; r < rows; r++)
-        for (int j = 0; j < c; j++)
-            y[r * c + j] += b[j];
-}
-
-static void sum_rows_into(long rows, int c, const float *restrict dy, float *restrict db)
-{
-    /* Blocks of rows summed in float, then added once: accurate enough and vectorised. */
-    float acc[256];
-    for (int c0 = 0; c0 < c; c0 += 256) {
-        int cn = c - c0 < 256 ? c - c0 : 256;
-        for (int j = 0; j < cn; j++)
-            acc[j] = 0.0f;
-        for (long r = 0; r < rows; r++) {
-            const float *row = dy + r * c + c0;
-            for (int j = 0; j < cn; j++)
-                acc[j] += row[j];
-        }
-        for (int j = 0; j < cn; j++)
-            db[c0 + j] += acc[j];
-    }
-}
-
-/* ---- depthwise ----
- *
- * Channels go in blocks of DW_CB (two 4-float vectors, GCC/clang vector extensions)
- * whose accumulators stay in registers across the taps; left-over channels (fewer
- * than 4) take a scalar loop. The vectors are 16 bytes, which every x86-64 (and most
- * other) targets have natively. */
-
-typedef float v4f __attribute__((vector_size(16)));
-
-static inline v4f v4_ld(const float *p)
-{
-    v4f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void v4_st(float *p, v4f v)
-{
-    memcpy(p, &v, sizeof v);
-}
-
-/* Vector lanes in a block of cb channels starting at c0 (cb = 8 or 4), scalar below. */
-static inline int block_of(int C, int c0)
-{
-    int left = C - c0;
-    return left >= 8 ? 8 : left >= 4 ? 4 : left;
-}
-
-/* The taps of one pixel: element offsets of the data (input for forward, output
- * gradient for dx) and of the weights, for the window positions inside the image.
- * Built once per pixel, used for every channel block. */
-#define DW_MAX_TAPS (NN_MAX_KERNEL * NN_MAX_KERNEL)
-typedef struct taps {
-    int n;
-    size_t data[DW_MAX_TAPS];
-    size_t wt[DW_MAX_TAPS];
-} taps;
-
-/* sum over the taps of a[data] * b[wt], channels [c0, c0 + cb); stored into out, or
- * added to it when accum. */
-static inline void dw_dot(int cb, const taps *t, const float *a, const float *b,
-                          const float *init, int c0, float *out, int accum)
-{
-    v4f a0 = {0, 0, 0, 0}, a1 = a0;
-    float sc[4] = {0, 0, 0, 0};
-    if (init) {
-        if (cb >= 4)
-            a0 = v4_ld(init + c0);
-        if (cb == 8)
-            a1 = v4_ld(init + c0 + 4);
-        if (cb < 4)
-            for (int k = 0; k < cb; k++)
-                sc[k] = init[c0 + k];
-    }
-    for (int i = 0; i < t->n; i++) {
-        const float *xp = a + t->data[i] + c0, *wk = b + t->wt[i] + c0;
-        if (cb >= 4)
-            a0 += v4_ld(xp) * v4_ld(wk);
-        if (cb == 8)
-            a1 += v4_ld(xp + 4) * v4_ld(wk + 4);
-        if (cb < 4)
-            for (int k = 0; k < cb; k++)
-                sc[k] += xp[k] * wk[k];
-    }
-    float *d = out + c0;
-    if (accum) {
-        if (cb >= 4)
-            v4_st(d, v4_ld(d) + a0);
-        if (cb == 8)
-            v4_st(d + 4, v4_ld(d + 4) + a1);
-        if (cb < 4)
-            for (int k = 0; k < cb; k++)
-                d[k] += sc[k];
-    } else {
-        if (cb >= 4)
-            v4_st(d, a0);
-        if (cb == 8)
-            v4_st(d + 4, a1);
-        if (cb < 4)
-            for (int k = 0; k < cb; k++)
-                d[k] = sc[k];
-    }
-}
-
-/* Every channel block of one pixel, with the block size a constant in each call so
- * each is specialised. */
-static void dw_dot_all(int C, const taps *t, const float *a, const float *b, const float *init,
-                       float *out, int accum)
-{
-    for (int c0 = 0; c0 < C;) {
-        const int cb = block_of(C, c0);
-        if (cb == 8)
-            dw_dot(8, t, a, b, init, c0, out, accum);
-        else if (cb == 4)
-            dw_dot(4, t, a, b, init, c0, out, accum);
+    if (!b && !act)
+        return;
+    for (long r = 0; r < rows; r++) {
+        float *restrict yr = y + r * c;
+        if (b && act == NN_OP_RELU6)
+            for (int j = 0; j < c; j++) {
+                float v = yr[j] + b[j];
+                v = v > 0.0f ? v : 0.0f;
+                yr[j] = v < 6.0f ? v : 6.0f;
+            }
+        else if (b && act == NN_OP_RELU)
+            for (int j = 0; j < c; j++) {
+                float v = yr[j] + b[j];
+                yr[j] = v > 0.0f ? v : 0.0f;
+            }
+        else if (b)
+            for (int j = 0; j < c; j++)
+                yr[j] += b[j];
         else
-            dw_dot(cb, t, a, b, init, c0, out, accum);
-        c0 += cb;
-    }
-}
-
-static void dw_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
-                   float *y)
-{
-    const int C = s->cin;
-    taps t;
-    for (int img = 0; img < s->n; img++) {
-        const float *xi = x + (size_t)img * s->h * s->w * C;
-        for (int oy = 0; oy < s->oh; oy++)
-            for (int ox = 0; ox < s->ow; ox++) {
-                t.n = 0;
-                for (int ky = 0; ky < s->kh; ky++) {
-                    const int iy = oy * s->stride - s->pt + ky;
-                    if (iy < 0 || iy >= s->h)
-                        continue;
-                    for (int kx = 0; kx < s->kw; kx++) {
-                        const int ix = ox * s->stride - s->pl + kx;
-                        if (ix < 0 || ix >= s->w)
-                            continue;
-                        t.data[t.n] = ((size_t)iy * s->w + ix) * C;
-                        t.wt[t.n++] = (size_t)(ky * s->kw + kx) * C;
-                    }
-                }
-                dw_dot_all(C, &t, xi, wt, bias,
-                           y + (((size_t)img * s->oh + oy) * s->ow + ox) * C, 0);
+            for (int j = 0; j < c; j++) {
+                float v = yr[j] > 0.0f ? yr[j] : 0.0f;
+                yr[j] = act == NN_OP_RELU6 && v > 6.0f ? 6.0f : v;
             }
     }
 }
 
-/* Taps of input pixel (iy, ix) for dx: the outputs whose windows cover it. */
-static void dx_taps(const nn_conv_shape *s, int iy, int ix, taps *t)
+/* The first pass of backward, once over dy: through a fused activation (dy becomes
+ * dz = dy * act'(y) in place, act' from the output as nn_act_bwd has it), and the
+ * bias gradient db += column sums of dz (db may be NULL). Sums run in float over the
+ * rows given (a chunk), in blocks of channels that stay in registers or L1. */
+#define SUM_BLOCK 256
+static void act_bias_grad_rows(long rows, int c, int act, const float *restrict y,
+                               float *restrict g, float *restrict db)
 {
-    const int C = s->cin;
-    t->n = 0;
-    /* ky runs over the rows with (iy + pt - ky) a multiple of the stride. */
-    for (int ky = (iy + s->pt) % s->stride; ky < s->kh; ky += s->stride) {
-        const int ty = iy + s->pt - ky;
-        if (ty < 0)
-            break;
-        const int oy = ty / s->stride;
-        if (oy >= s->oh)
-            continue;
-        for (int kx = (ix + s->pl) % s->stride; kx < s->kw; kx += s->stride) {
-            const int tx = ix + s->pl - kx;
-            if (tx < 0)
-                break;
-            const int ox = tx / s->stride;
-            if (ox >= s->ow)
-                continue;
-            t->data[t->n] = ((size_t)oy * s->ow + ox) * C;
-            t->wt[t->n++] = (size_t)(ky * s->kw + kx) * C;
+    if (!act && !db)
+        return;
+    float acc[SUM_BLOCK];
+    for (int c0 = 0; c0 < c; c0 += SUM_BLOCK) {
+        const int cn = c - c0 < SUM_BLOCK ? c - c0 : SUM_BLOCK;
+        for (int j = 0; j < cn; j++)
+            acc[j] = 0.0f;
+        for (long r = 0; r < rows; r++) {
+            const float *restrict yr = y + r * c + c0;
+            float *restrict gr = g + r * c + c0;
+            if (act == NN_OP_RELU6)
+                for (int j = 0; j < cn; j++)
+                    gr[j] *= (yr[j] > 0.0f ? 1.0f : 0.0f) * (yr[j] < 6.0f ? 1.0f : 0.0f);
+            else if (act == NN_OP_RELU)
+                for (int j = 0; j < cn; j++)
+                    gr[j] *= yr[j] > 0.0f ? 1.0f : 0.0f;
+            for (int j = 0; j < cn; j++)
+                acc[j] += gr[j];
         }
-    }
-}
-
-/* dw over one output row and one kernel row ky, channels [c0, c0 + cb): the kw
- * partial sums stay in registers across the row, then go into dw once. */
-#define DW_MAX_KW 7
-static inline void dw_dw_row(int cb, int C, const float *xrow, const float *grow,
-                             const nn_conv_shape *s, int ky, int c0, float *dw)
-{
-    v4f a0[DW_MAX_KW], a1[DW_MAX_KW];
-    float sc[DW_MAX_KW][4];
-    for (int kx = 0; kx < s->kw; kx++) {
-        a0[kx] = a1[kx] = (v4f){0, 0, 0, 0};
-        for (int k = 0; k < 4; k++)
-            sc[kx][k] = 0.0f;
-    }
-    for (int ox = 0; ox < s->ow; ox++) {
-        const float *g = grow + (size_t)ox * C + c0;
-        const v4f g0 = cb >= 4 ? v4_ld(g) : (v4f){0, 0, 0, 0};
-        const v4f g1 = cb == 8 ? v4_ld(g + 4) : (v4f){0, 0, 0, 0};
-        for (int kx = 0; kx < s->kw; kx++) {
-            const int ix = ox * s->stride - s->pl + kx;
-            if (ix < 0 || ix >= s->w)
-                continue;
-            const float *xp = xrow + (size_t)ix * C + c0;
-            if (cb >= 4)
-                a0[kx] += v4_ld(xp) * g0;
-            if (cb == 8)
-                a1[kx] += v4_ld(xp + 4) * g1;
-            if (cb < 4)
-                for (int k = 0; k < cb; k++)
-                    sc[kx][k] += xp[k] * g[k];
-        }
-    }
-    for (int kx = 0; kx < s->kw; kx++) {
-        float *d = dw + (size_t)(ky * s->kw + kx) * C + c0;
-        if (cb >= 4)
-            v4_st(d, v4_ld(d) + a0[kx]);
-        if (cb == 8)
-            v4_st(d + 4, v4_ld(d + 4) + a1[kx]);
-        if (cb < 4)
-            for (int k = 0; k < cb; k++)
-                d[k] += sc[kx][k];
-    }
-}
-
-/* The same for kw == 3 and a block of 8 channels (MobileNet's case): six named
- * accumulators, which the compiler does keep in registers. */
-static void dw_dw_row3x8(int C, const float *xrow, const float *grow, const nn_conv_shape *s,
-                         int ky, int c0, float *dw)
-{
-    const v4f z = {0, 0, 0, 0};
-    v4f p0 = z, p1 = z, q0 = z, q1 = z, r0 = z, r1 = z;
-    for (int ox = 0; ox < s->ow; ox++) {
-        const float *g = grow + (size_t)ox * C + c0;
-        const v4f g0 = v4_ld(g), g1 = v4_ld(g + 4);
-        const int ix = ox * s->stride - s->pl;
-        const float *xp = xrow + (ptrdiff_t)ix * C + c0;
-        if (ix >= 0 && ix + 2 < s->w) {
-            p0 += v4_ld(xp) * g0;
-            p1 += v4_ld(xp + 4) * g1;
-            q0 += v4_ld(xp + C) * g0;
-            q1 += v4_ld(xp + C + 4) * g1;
-            r0 += v4_ld(xp + 2 * C) * g0;
-            r1 += v4_ld(xp + 2 * C + 4) * g1;
-            continue;
-        }
-        if (ix >= 0 && ix < s->w) {
-            p0 += v4_ld(xp) * g0;
-            p1 += v4_ld(xp + 4) * g1;
-        }
-        if (ix + 1 >= 0 && ix + 1 < s->w) {
-            q0 += v4_ld(xp + C) * g0;
-            q1 += v4_ld(xp + C + 4) * g1;
-        }
-        if (ix + 2 >= 0 && ix + 2 < s->w) {
-            r0 += v4_ld(xp + 2 * C) * g0;
-            r1 += v4_ld(xp + 2 * C + 4) * g1;
-        }
-    }
-    float *d = dw + (size_t)(ky * 3) * C + c0;
-    v4_st(d, v4_ld(d) + p0);
-    v4_st(d + 4, v4_ld(d + 4) + p1);
-    v4_st(d + C, v4_ld(d + C) + q0);
-    v4_st(d + C + 4, v4_ld(d + C + 4) + q1);
-    v4_st(d + 2 * C, v4_ld(d + 2 * C) + r0);
-    v4_st(d + 2 * C + 4, v4_ld(d + 2 * C + 4) + r1);
-}
-
-static void dw_bwd(const nn_conv_shape *s, const float *x, const float *wt, const float *dy,
-                   float *dx, int accum, float *dw)
-{
-    const int C = s->cin;
-    for (int img = 0; img < s->n; img++) {
-        const float *xi = x + (size_t)img * s->h * s->w * C;
-        const float *gi = dy + (size_t)img * s->oh * s->ow * C;
-        if (dw && s->kw <= DW_MAX_KW) {
-            for (int oy = 0; oy < s->oh; oy++)
-                for (int ky = 0; ky < s->kh; ky++) {
-                    const int iy = oy * s->stride - s->pt + ky;
-                    if (iy < 0 || iy >= s->h)
-                        continue;
-                    const float *xrow = xi + (size_t)iy * s->w * C;
-                    const float *grow = gi + (size_t)oy * s->ow * C;
-                    for (int c0 = 0; c0 < C;) {
-                        const int cb = block_of(C, c0);
-                        if (cb == 8 && s->kw == 3)
-                            dw_dw_row3x8(C, xrow, grow, s, ky, c0, dw);
-                        else if (cb == 8)
-                            dw_dw_row(8, C, xrow, grow, s, ky, c0, dw);
-                        else if (cb == 4)
-                            dw_dw_row(4, C, xrow, grow, s, ky, c0, dw);
-                        else
-                            dw_dw_row(cb, C, xrow, grow, s, ky, c0, dw);
-                        c0 += cb;
-                    }
-                }
-        } else if (dw) {
-            /* Wide kernels: plain accumulation straight into dw. */
-            for (int oy = 0; oy < s->oh; oy++)
-                for (int ox = 0; ox < s->ow; ox++) {
-                    const float *g = gi + ((size_t)oy * s->ow + ox) * C;
-                    for (int ky = 0; ky < s->kh; ky++) {
-                        const int iy = oy * s->stride - s->pt + ky;
-                        if (iy < 0 || iy >= s->h)
-                            continue;
-                        for (int kx = 0; kx < s->kw; kx++) {
-                            const int ix = ox * s->stride - s->pl + kx;
-                            if (ix < 0 || ix >= s->w)
-                                continue;
-                            const float *xp = xi + ((size_t)iy * s->w + ix) * C;
-                            float *dwk = dw + (size_t)(ky * s->kw + kx) * C;
-                            for (int c = 0; c < C; c++)
-                                dwk[c] += xp[c] * g[c];
-                        }
-                    }
-                }
-        }
-        if (dx) {
-            float *dxi = dx + (size_t)img * s->h * s->w * C;
-            taps t;
-            for (int iy = 0; iy < s->h; iy++)
-                for (int ix = 0; ix < s->w; ix++) {
-                    dx_taps(s, iy, ix, &t);
-                    dw_dot_all(C, &t, gi, wt, NULL, dxi + ((size_t)iy * s->w + ix) * C, accum);
-                }
-        }
+        if (db)
+            for (int j = 0; j < cn; j++)
+                db[c0 + j] += acc[j];
     }
 }
 
 /* ---- entry points ---- */
 
 void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
-                 float *y, float *ws)
+                 int act, float *y, float *ws)
 {
     const long M = (long)s->n * s->oh * s->ow;
     const int cig = s->cin / s->groups, cog = s->cout / s->groups;
     if (is_depthwise(s)) {
-        dw_fwd(s, x, wt, bias, y);
+        nn_dw_fwd(s, x, wt, bias, act, y);
+        return;
+    }
+    const nn_gemm_out out = { 0, bias, act, NULL, 0, NULL };
+    if (is_pointwise(s) && s->groups == 1 && nn_gemm_ok(s->cin, s->cout)) {
+        nn_gemm_nn(M, s->cout, s->cin, x, s->cin, wt, s->cout, y, s->cout, &out);
         return;
     }
     if (is_pointwise(s)) {
@@ -540,65 +309,108 @@ void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const 
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mr, cog, cig, 1.0f,
                             x + m0 * s->cin + g * cig, s->cin, wt + g * cog, s->cout, 0.0f,
                             y + m0 * s->cout + g * cog, s->cout);
+            bias_act_rows(mr, s->cout, bias, act, y + m0 * s->cout);
         }
-        if (bias)
-            add_bias_rows(M, s->cout, bias, y);
         return;
     }
     const int K = s->kh * s->kw * cig;
     const long rows = chunk_rows(s);
+    const int fast = s->groups == 1 && nn_gemm_ok(K, s->cout);
     for (long m0 = 0; m0 < M; m0 += rows) {
         const long mr = M - m0 < rows ? M - m0 : rows;
+        if (fast) {
+            im2col(s, x, 0, m0, m0 + mr, ws);
+            nn_gemm_nn(mr, s->cout, K, ws, K, wt, s->cout, y + m0 * s->cout, s->cout, &out);
+            continue;
+        }
         for (int g = 0; g < s->groups; g++) {
             im2col(s, x, g * cig, m0, m0 + mr, ws);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mr, cog, K, 1.0f, ws, K,
                         wt + g * cog, s->cout, 0.0f, y + m0 * s->cout + g * cog, s->cout);
         }
-        if (bias)
-            add_bias_rows(mr, s->cout, bias, y + m0 * s->cout);
+        bias_act_rows(mr, s->cout, bias, act, y + m0 * s->cout);
     }
 }
 
-void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const float *dy,
-                 float *dx, int dx_accum, float *dw, float *db, float *ws)
+void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const float *y,
+                 float *dy, int act, int dy_done, float *dx, int dx_accum, float *dw, float *db,
+                 float *ws, const nn_dx_act *xa)
 {
     const long M = (long)s->n * s->oh * s->ow;
     const int cig = s->cin / s->groups, cog = s->cout / s->groups;
-    if (db)
-        sum_rows_into(M, s->cout, dy, db);
+    if (dy_done)
+        act = 0, db = NULL;
+    if (!dx)
+        xa = NULL;
     if (is_depthwise(s)) {
-        dw_bwd(s, x, wt, dy, dx, dx_accum, dw);
+        /* Image by image, so dz is still in cache for the two gradients. */
+        nn_conv_shape one = *s;
+        one.n = 1;
+        const size_t in = (size_t)s->h * s->w * s->cin, out = (size_t)s->oh * s->ow * s->cout;
+        for (int img = 0; img < s->n; img++) {
+            float *dz = dy + img * out;
+            act_bias_grad_rows((long)s->oh * s->ow, s->cout, act, y + img * out, dz, db);
+            if (dw)
+                nn_dw_bwd_dw(&one, x + img * in, dz, dw);
+            if (dx) {
+                const nn_dx_act xi = { xa ? xa->act : 0, xa ? xa->x + img * in : NULL,
+                                       xa ? xa->db : NULL };
+                nn_dw_bwd_dx(&one, dz, wt, dx + img * in, dx_accum, xa ? &xi : NULL);
+            }
+        }
         return;
     }
     if (dx && !dx_accum && !is_pointwise(s))
         memset(dx, 0, (size_t)s->n * s->h * s->w * s->cin * sizeof *dx);
     if (is_pointwise(s)) {
+        /* nn_gemm for what it can do (by the shape of each product), sgemm for the
+         * rest. */
+        const int g_dw = dw && s->groups == 1 && nn_gemm_ok(s->cin, s->cout);
+        const int g_dx = dx && pw_gemm_dx(s);
+        if (g_dx)
+            transpose(s->cin, s->cout, wt, ws);
         for (long m0 = 0; m0 < M; m0 += PW_CHUNK_ROWS) {
             const int mr = (int)(M - m0 < PW_CHUNK_ROWS ? M - m0 : PW_CHUNK_ROWS);
-            const float *xc = x + m0 * s->cin, *gc = dy + m0 * s->cout;
+            const float *xc = x + m0 * s->cin;
+            float *gc = dy + m0 * s->cout, *dxc = dx ? dx + m0 * s->cin : NULL;
+            act_bias_grad_rows(mr, s->cout, act, y + m0 * s->cout, gc, db);
+            if (g_dw)
+                nn_gemm_tn(mr, s->cout, s->cin, xc, s->cin, gc, s->cout, dw, s->cout);
+            if (g_dx) {
+                const nn_gemm_out o = { dx_accum, NULL, 0, xa ? xc : NULL, xa ? xa->act : 0,
+                                        xa ? xa->db : NULL };
+                nn_gemm_nn(mr, s->cin, s->cout, gc, s->cout, ws, s->cin, dxc, s->cin, &o);
+            }
             for (int g = 0; g < s->groups; g++) {
-                if (dw)
+                if (dw && !g_dw)
                     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cig, cog, mr, 1.0f,
                                 xc + g * cig, s->cin, gc + g * cog, s->cout, 1.0f, dw + g * cog,
                                 s->cout);
-                if (dx)
+                if (dx && !g_dx)
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, cig, cog, 1.0f,
                                 gc + g * cog, s->cout, wt + g * cog, s->cout,
-                                dx_accum ? 1.0f : 0.0f, dx + m0 * s->cin + g * cig, s->cin);
+                                dx_accum ? 1.0f : 0.0f, dxc + g * cig, s->cin);
             }
+            if (xa && !g_dx)
+                act_bias_grad_rows(mr, s->cin, xa->act, xc, dxc, xa->db);
         }
         return;
     }
     const int K = s->kh * s->kw * cig;
     const long rows = chunk_rows(s);
+    const int g_dw = dw && s->groups == 1 && nn_gemm_ok(K, s->cout);
     for (long m0 = 0; m0 < M; m0 += rows) {
         const long mr = M - m0 < rows ? M - m0 : rows;
+        act_bias_grad_rows(mr, s->cout, act, y + m0 * s->cout, dy + m0 * s->cout, db);
         for (int g = 0; g < s->groups; g++) {
             const float *dyg = dy + m0 * s->cout + g * cog;
             if (dw) {
                 im2col(s, x, g * cig, m0, m0 + mr, ws);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, cog, (int)mr, 1.0f, ws, K,
-                            dyg, s->cout, 1.0f, dw + g * cog, s->cout);
+                if (g_dw)
+                    nn_gemm_tn(mr, s->cout, K, ws, K, dyg, s->cout, dw, s->cout);
+                else
+                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, cog, (int)mr, 1.0f,
+                                ws, K, dyg, s->cout, 1.0f, dw + g * cog, s->cout);
             }
             if (dx) {
                 /* The workspace is free again: it now receives the column gradient. */
@@ -608,4 +420,7 @@ void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const 
             }
         }
     }
+    /* col2im adds every chunk into dx: only now is it whole. */
+    if (xa)
+        act_bias_grad_rows((long)s->n * s->h * s->w, s->cin, xa->act, x, dx, xa->db);
 }

@@ -119,12 +119,13 @@ nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e)
     c->act = calloc(nn, sizeof *c->act);
     c->dy = calloc(nn, sizeof *c->dy);
     c->fresh = calloc(nn, 1);
+    c->dy_done = calloc(nn, 1);
     c->drop_mask = calloc(nn, sizeof *c->drop_mask);
     c->t_fwd = calloc(nn, sizeof *c->t_fwd);
     c->t_bwd = calloc(nn, sizeof *c->t_bwd);
     size_t *off = calloc(nn, sizeof *off);
-    if (!c->outp || !c->act || !c->dy || !c->fresh || !c->drop_mask || !c->t_fwd ||
-        !c->t_bwd || !off) {
+    if (!c->outp || !c->act || !c->dy || !c->fresh || !c->dy_done || !c->drop_mask ||
+        !c->t_fwd || !c->t_bwd || !off) {
         free(off);
         goto oom;
     }
@@ -215,6 +216,7 @@ void nn_ctx_free(nn_ctx *c)
     free(c->act);
     free(c->dy);
     free(c->fresh);
+    free(c->dy_done);
     free(c->drop_mask);
     free(c->t_fwd);
     free(c->t_bwd);
@@ -306,7 +308,7 @@ static void forward_node(nn_ctx *c, int i, const float *input, int n, int traini
     case NN_OP_CONV: {
         nn_conv_shape s;
         nn_conv_shape_of(m, nd, n, &s);
-        nn_conv_fwd(&s, x, P, nd->has_bias ? P + nd->w_len : NULL, y, c->ws);
+        nn_conv_fwd(&s, x, P, nd->has_bias ? P + nd->w_len : NULL, nd->fused_act, y, c->ws);
         break;
     }
     case NN_OP_BN:
@@ -416,6 +418,24 @@ static float *grad_target(nn_ctx *c, int i, int k, int *accum)
     return c->dy[o];
 }
 
+/* Whether conv i's input gradient can go on through the activation fused into the
+ * conv that produced its input, in the same pass (xa filled in, and that conv marked
+ * so its own backward skips the step). Only when i is the activation's one reader:
+ * then i writes that gradient whole (acc is 0), nothing adds to it later. */
+static int through_producer(nn_ctx *c, int i, int acc, nn_dx_act *xa)
+{
+    const nn_model *m = c->m;
+    const int a = m->nodes[i].in[0], p = owner(m, a);
+    const nn_node *pn = &m->nodes[p];
+    if (acc || p == a || pn->op != NN_OP_CONV || !pn->fused_act || m->nodes[a].consumers != 1)
+        return 0;
+    xa->act = pn->fused_act;
+    xa->x = c->outp[a];
+    xa->db = pn->trainable && pn->has_bias ? c->grads + pn->p_off + pn->w_len : NULL;
+    c->dy_done[p] = 1;
+    return 1;
+}
+
 static void backward_node(nn_ctx *c, int i, int n)
 {
     const nn_model *m = c->m;
@@ -440,8 +460,14 @@ static void backward_node(nn_ctx *c, int i, int n)
     case NN_OP_CONV: {
         nn_conv_shape s;
         nn_conv_shape_of(m, nd, n, &s);
+        nn_dx_act xa;
+        const int through = dx && through_producer(c, i, acc, &xa);
+        /* c->dy[i] is g's own storage (a conv is never an alias): the fused activation
+         * may rewrite it in place. */
         if (dx || G)
-            nn_conv_bwd(&s, x, P, g, dx, acc, G, G && nd->has_bias ? G + nd->w_len : NULL, c->ws);
+            nn_conv_bwd(&s, x, P, y, c->dy[i], nd->fused_act, c->dy_done[i], dx, acc, G,
+                        G && nd->has_bias ? G + nd->w_len : NULL, c->ws,
+                        through ? &xa : NULL);
         break;
     }
     case NN_OP_BN:
@@ -530,6 +556,7 @@ int nn_backward(nn_ctx *c, const float *dlogits)
         return PT_EUSAGE;
     const int n = c->n, out = m->out;
     memset(c->fresh, 0, (size_t)m->n_nodes);
+    memset(c->dy_done, 0, (size_t)m->n_nodes);
     const int o = owner(m, out);
     memcpy(c->dy[o], dlogits, (size_t)n * m->nodes[out].len * sizeof *dlogits);
     c->fresh[o] = 1;

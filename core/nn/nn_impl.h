@@ -36,8 +36,8 @@ typedef struct nn_node {
     int live;                /* the output depends on it */
     int consumers;           /* live nodes reading it (an add of x with x counts twice) */
     int last_use;            /* highest live node id reading it (its own id when none) */
-    int fused_act;           /* BN: NN_OP_RELU / NN_OP_RELU6 applied by the BN, else 0 */
-    int alias;               /* activation fused into a BN: that BN's id; else -1 */
+    int fused_act;           /* BN, conv: NN_OP_RELU / NN_OP_RELU6 applied by it, else 0 */
+    int alias;               /* activation fused into a BN or conv: that node's id; else -1 */
     int trainable;           /* its parameters receive gradients */
     int grad;                /* backward runs here (it or something below is trainable) */
 } nn_node;
@@ -72,6 +72,8 @@ struct nn_ctx {
     float **act;             /* per node: its own output storage, NULL for none */
     float **dy;              /* per node: storage of the gradient of its output */
     uint8_t *fresh;          /* per node: dy holds a value in the current backward */
+    uint8_t *dy_done;        /* per conv: the layer after took its dy through its fused
+                                activation and summed its bias gradient (nn_dx_act) */
     float **drop_mask;       /* dropout: 0 or 1 / (1 - rate), per element */
     float *grads;
     float *ws;               /* im2col / col2im workspace */
@@ -90,6 +92,17 @@ struct nn_ctx {
 
 /* ---- conv (nn_conv.c) ---- */
 
+/* An input gradient taken on through the activation that the layer producing the
+ * input applies (a conv with it fused): dx *= act'(x) as nn_act_bwd has it, x being
+ * that layer's output and this one's input (laid out as dx), and that layer's bias
+ * gradient db (or NULL) += the per-channel sums of the result. Its own backward then
+ * has nothing left to do to its dy: one pass over the tensor fewer. */
+typedef struct nn_dx_act {
+    int act;
+    const float *x;
+    float *db;
+} nn_dx_act;
+
 typedef struct nn_conv_shape {
     int n, h, w, cin;        /* input */
     int oh, ow, cout;        /* output */
@@ -99,12 +112,58 @@ typedef struct nn_conv_shape {
 void nn_conv_shape_of(const nn_model *m, const nn_node *nd, int n, nn_conv_shape *s);
 /* Workspace floats the conv needs (0 for depthwise and stride-1 1x1). */
 size_t nn_conv_ws_floats(const nn_conv_shape *s);
+/* y = act(conv(x) + bias): bias may be NULL, act 0, NN_OP_RELU or NN_OP_RELU6. */
 void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
-                 float *y, float *ws);
-/* dx (NULL: not needed) is overwritten, or added to when dx_accum. dw/db (NULL: not
- * trainable / no bias) are added to. */
-void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const float *dy,
-                 float *dx, int dx_accum, float *dw, float *db, float *ws);
+                 int act, float *y, float *ws);
+/* Backward of nn_conv_fwd from its output y and dy. With act, dy is overwritten by
+ * dz = dy * act'(y) (the caller's dy storage is dead after this call), unless dy_done
+ * says the layer after did that already (nn_dx_act), bias gradient included. dx
+ * (NULL: not needed) is overwritten, or added to when dx_accum, then taken through
+ * xa when not NULL (dx_accum is 0 then). dw/db (NULL: not trainable / no bias) are
+ * added to. */
+void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const float *y,
+                 float *dy, int act, int dy_done, float *dx, int dx_accum, float *dw, float *db,
+                 float *ws, const nn_dx_act *xa);
+
+/* ---- depthwise kernels (nn_dw.c), for shapes with groups == cin == cout ---- */
+
+/* y = act(conv(x) + bias) (bias may be NULL). */
+void nn_dw_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
+               int act, float *y);
+/* dx = (or += with accum) the input gradient of dz, then through xa (or NULL). */
+void nn_dw_bwd_dx(const nn_conv_shape *s, const float *dz, const float *wt, float *dx,
+                  int accum, const nn_dx_act *xa);
+/* dw += the weight gradient of dz. */
+void nn_dw_bwd_dw(const nn_conv_shape *s, const float *x, const float *dz, float *dw);
+
+/* Whether the AVX2 + FMA kernels run: the CPU has both and they are not turned off.
+ * nn_simd_force_portable(1) turns them off (the portable kernels and sgemm instead),
+ * for tests; never while a forward or backward runs. */
+int nn_simd_avx2(void);
+void nn_simd_force_portable(int on);
+
+/* ---- matrix products with a small weight matrix (nn_gemm.c) ----
+ * Row-major. They run when nn_gemm_ok(K, N): AVX2 + FMA, N % 8 == 0 and K * N <=
+ * NN_GEMM_MAX_KN; callers use sgemm otherwise. */
+
+#define NN_GEMM_MAX_KN (512L * 1024)
+int nn_gemm_ok(int K, int N);
+/* What nn_gemm_nn does to each result before the store, in this order. */
+typedef struct nn_gemm_out {
+    int accum;              /* + what C holds */
+    const float *bias;      /* + bias[column], or NULL */
+    int act;                /* then 0, NN_OP_RELU or NN_OP_RELU6 */
+    const float *mask;      /* or NULL: times act'(mask[row][column]) (mask_act, as
+                               nn_act_bwd has it), mask laid out as C */
+    int mask_act;
+    float *mask_sum;        /* with a mask, or NULL: += each column's sum of the results */
+} nn_gemm_out;
+/* C[M x N] = A[M x K] B[K x N], finished as o says. */
+void nn_gemm_nn(long M, int N, int K, const float *A, long lda, const float *B, long ldb,
+                float *C, long ldc, const nn_gemm_out *o);
+/* C[K x N] += X[M x K]^T G[M x N]. */
+void nn_gemm_tn(long M, int N, int K, const float *X, long ldx, const float *G, long ldg,
+                float *C, long ldc);
 
 /* ---- elementwise and small layers (nn_layers.c) ---- */
 

@@ -1,4 +1,4 @@
-/* nn_model — finalizing a model (liveness, BN activation fusion, parameter layout),
+/* nn_model — finalizing a model (liveness, activation fusion, parameter layout),
  * initialisation, freezing, FLOP counts, the text summary and the BN running-statistics
  * update. The builder calls are in nn_build.c. */
 #include <cblas.h>
@@ -112,15 +112,17 @@ int nn_model_finalize(nn_model *m, int out, pt_err *e)
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                        "nn: the output does not depend on an input node added first");
 
-    /* A BN whose only reader is a ReLU/ReLU6 applies it itself: the BN's output is
-     * never stored un-activated and the activation node shares the BN's buffers. */
+    /* A BN or conv whose only reader is a ReLU/ReLU6 applies it itself: its output is
+     * never stored un-activated (no pass of its own over memory, forward or backward)
+     * and the activation node shares its buffers. */
     for (int i = 0; i < m->n_nodes; i++) {
         nn_node *nd = &m->nodes[i];
         if (!nd->live || (nd->op != NN_OP_RELU && nd->op != NN_OP_RELU6))
             continue;
-        nn_node *bn = &m->nodes[nd->in[0]];
-        if (bn->op == NN_OP_BN && bn->consumers == 1 && nd->in[0] != out) {
-            bn->fused_act = nd->op;
+        nn_node *src = &m->nodes[nd->in[0]];
+        if ((src->op == NN_OP_BN || src->op == NN_OP_CONV) && src->consumers == 1 &&
+            nd->in[0] != out) {
+            src->fused_act = nd->op;
             nd->alias = nd->in[0];
         }
     }
@@ -433,7 +435,7 @@ size_t nn_model_summary(const nn_model *m, char *buf, size_t size)
         "forward+backward %.1f\n",
         m->n_params, m->finalized ? nn_trainable_count(m) : 0, m->n_bufs, nn_flops(m, 1, 0) * 1e-6,
         nn_flops(m, 1, 1) * 1e-6);
-    put(buf, size, &len, "(* = applied by the batchnorm before it)\n");
+    put(buf, size, &len, "(* = applied by the batchnorm or conv before it)\n");
     return len;
 }
 
