@@ -13,9 +13,10 @@ so that activations stay of order 1 (randomize below). The narrow nets (64 px, b
 4, 2.6 MB in all) are the same torchvision classes (DenseNet, MobileNetV2,
 EfficientNet) built small, or subclasses that only take widths (NarrowVGG,
 NarrowResNet below), so the module structure and the export are the same as the full
-nets' (224 px, batch 2, about 1.3 GB, VGG-11's classifier most of it; 2 to 7 minutes
-on 2 cores). Each narrow net takes the first of a few seeds for which PyTorch pins
-every gradient down (see spread below), so that 1e-3 is a fair test of each.
+nets' (224 px, batch 2, about 1.3 GB, VGG-11's classifier most of it; 2 to 10
+minutes on 2 shared cores). Each narrow net takes the first of a few seeds for which
+PyTorch pins every gradient down (see spread below), so that 1e-3 is a fair test of
+each.
 
 Each net NAME gives NAME.onnx and NAME.ref. Two variants of each net with batch norm:
   NAME-folded  the export users get: torch.onnx.export in eval mode folds every
