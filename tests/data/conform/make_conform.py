@@ -393,22 +393,31 @@ def make(out, name, build, hw, n, variant, seed):
     # (one such element moves the last layers' gradients of MobileNetV2 by 1e-3 at
     # 224 px), makes sensitive moves by more than 1e-3 under these, and the checker
     # then holds petal-tui to this spread instead (tests/conform.h).
-    others = [(copy.deepcopy(net).double(), x.double()),
-              (copy.deepcopy(net).to(memory_format=torch.channels_last),
-               x.to(memory_format=torch.channels_last))]
+    # Each made from the untouched net (a step changes its running statistics) and
+    # dropped before the next: VGG-11's copies are 0.5 to 1 GB each.
     gen = torch.Generator().manual_seed(seed)
-    for _ in range(2):
-        moved = copy.deepcopy(net)
+
+    def moved(src):
+        out = copy.deepcopy(src)
         with torch.no_grad():
-            for p in moved.parameters():
+            for p in out.parameters():
                 p.mul_(1.0 + torch.randint(-4, 5, p.shape, generator=gen).float() * 2.0 ** -23)
-        others.append((moved, x))
+        return out, x
+
+    others = [lambda src: (copy.deepcopy(src).double(), x.double()),
+              lambda src: (copy.deepcopy(src).to(memory_format=torch.channels_last),
+                           x.to(memory_format=torch.channels_last)),
+              moved, moved]
+    untouched = copy.deepcopy(net)
     train_logits, loss, grads = step(net, x, y, where)
     spread = {k: 0.0 for k in grads}
-    for other, xo in others:
+    for make_other in others:
+        other, xo = make_other(untouched)
         _, _, go = step(other, xo, y, where)
+        del other
         for k, g in grads.items():
             spread[k] = max(spread[k], np.linalg.norm(go[k] - g) / max(np.linalg.norm(g), 1e-300))
+        del go
 
     write_ref(base + ".ref",
               [("setup", np.array([n, hw, hw, CLASSES], np.float32)),
