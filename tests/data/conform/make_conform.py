@@ -13,9 +13,10 @@ so that activations stay of order 1 (randomize below). The narrow nets (64 px, b
 4, 2.6 MB in all) are the same torchvision classes (DenseNet, MobileNetV2,
 EfficientNet) built small, or subclasses that only take widths (NarrowVGG,
 NarrowResNet below), so the module structure and the export are the same as the full
-nets' (224 px, batch 2, about 1.3 GB, VGG-11's classifier most of it; 2 to 7 minutes
-on 2 cores). Each narrow net takes the first of a few seeds for which PyTorch pins
-every gradient down (see spread below), so that 1e-3 is a fair test of each.
+nets' (224 px, batch 2, about 1.3 GB, VGG-11's classifier most of it; 2 to 10
+minutes on 2 shared cores). Each narrow net takes the first of a few seeds for which
+PyTorch pins every gradient down (see spread below), so that 1e-3 is a fair test of
+each.
 
 Each net NAME gives NAME.onnx and NAME.ref. Two variants of each net with batch norm:
   NAME-folded  the export users get: torch.onnx.export in eval mode folds every
@@ -392,22 +393,31 @@ def make(out, name, build, hw, n, variant, seed):
     # (one such element moves the last layers' gradients of MobileNetV2 by 1e-3 at
     # 224 px), makes sensitive moves by more than 1e-3 under these, and the checker
     # then holds petal-tui to this spread instead (tests/conform.h).
-    others = [(copy.deepcopy(net).double(), x.double()),
-              (copy.deepcopy(net).to(memory_format=torch.channels_last),
-               x.to(memory_format=torch.channels_last))]
+    # Each made from the untouched net (a step changes its running statistics) and
+    # dropped before the next: VGG-11's copies are 0.5 to 1 GB each.
     gen = torch.Generator().manual_seed(seed)
-    for _ in range(2):
-        moved = copy.deepcopy(net)
+
+    def moved(src):
+        out = copy.deepcopy(src)
         with torch.no_grad():
-            for p in moved.parameters():
+            for p in out.parameters():
                 p.mul_(1.0 + torch.randint(-4, 5, p.shape, generator=gen).float() * 2.0 ** -23)
-        others.append((moved, x))
+        return out, x
+
+    others = [lambda src: (copy.deepcopy(src).double(), x.double()),
+              lambda src: (copy.deepcopy(src).to(memory_format=torch.channels_last),
+                           x.to(memory_format=torch.channels_last)),
+              moved, moved]
+    untouched = copy.deepcopy(net)
     train_logits, loss, grads = step(net, x, y, where)
     spread = {k: 0.0 for k in grads}
-    for other, xo in others:
+    for make_other in others:
+        other, xo = make_other(untouched)
         _, _, go = step(other, xo, y, where)
+        del other
         for k, g in grads.items():
             spread[k] = max(spread[k], np.linalg.norm(go[k] - g) / max(np.linalg.norm(g), 1e-300))
+        del go
 
     write_ref(base + ".ref",
               [("setup", np.array([n, hw, hw, CLASSES], np.float32)),
