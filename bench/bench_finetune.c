@@ -14,9 +14,13 @@
  * The machine may be shared, so the two sides are measured interleaved: PyTorch
  * runs as a child process that serves one measurement per request, and each round
  * measures every cell on both sides, petal-tui then PyTorch. A cell's figure is its
- * best round; the spread of the rounds is printed as the noise.
+ * best round, the spread of the rounds is printed as the noise, and beside the ratio
+ * of the best figures goes the median of the rounds' own ratios (each pair measured
+ * a few seconds apart, under the same load); each round prints the load average.
  *
- *   bench_finetune [MIN_S [ROUNDS]]   seconds per measurement (3), rounds (3)
+ *   bench_finetune [MIN_S [ROUNDS [import|builtin]]]   seconds per measurement (3),
+ *                                   rounds (3), only one of the models (both)
+ *   bench_finetune layers [KIND [SIZE [BATCH]]]   every node's time, for tuning
  *
  * The zoo file is $PT_SHARED_DATA/weights/mobilenetv2-12-int8.onnx (default
  * ../shared/data): without it the imported model is skipped, without python3-torch
@@ -249,6 +253,33 @@ static double worst_of(const double *v, int n)
     return n ? w : 0;
 }
 
+static int by_value(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Per round, petal-tui's figure over PyTorch's better layout measured right after it
+ * (a pair the load of the machine touched alike): the median over the rounds, and
+ * the lowest and highest. */
+static void paired_ratio(const cell *c, int rounds, double *med, double *lo, double *hi)
+{
+    double r[MAX_ROUNDS];
+    int n = 0;
+    for (int i = 0; i < rounds; i++) {
+        const double t = fmax(c->nchw[i], c->nhwc[i]);
+        if (t > 0 && c->petal[i] > 0)
+            r[n++] = c->petal[i] / t;
+    }
+    *med = *lo = *hi = 0;
+    if (!n)
+        return;
+    qsort(r, (size_t)n, sizeof r[0], by_value);
+    *med = n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+    *lo = r[0];
+    *hi = r[n - 1];
+}
+
 /* The rounds' spread as a % of the best: how noisy this cell was. */
 static double spread(const double *v, int n)
 {
@@ -261,11 +292,14 @@ static void print_cell(const cell *c, int rounds, int have_peer, double peak)
     const double p = best_of(c->petal, rounds), a = best_of(c->nchw, rounds),
                  b = best_of(c->nhwc, rounds), t = a > b ? a : b;
     const double *tv = a > b ? c->nchw : c->nhwc;
-    char tor[64] = "-", ratio[16] = "-", cpu[64] = "-";
+    char tor[64] = "-", ratio[16] = "-", paired[48] = "-", cpu[64] = "-";
     if (have_peer) {
         util_fmt(tor, sizeof tor, "%7.1f %-4s %3.0f%%", t, a > b ? "nchw" : "nhwc",
                  spread(tv, rounds));
         util_fmt(ratio, sizeof ratio, "%.2fx", t > 0 ? p / t : 0);
+        double med, lo, hi;
+        paired_ratio(c, rounds, &med, &lo, &hi);
+        util_fmt(paired, sizeof paired, "%.2fx (%.2f-%.2f)", med, lo, hi);
     }
     /* Per CPU-second on one thread: what the other processes on a shared machine
      * disturb least (a torch thread waiting for its peer spins, so not on two). */
@@ -278,13 +312,27 @@ static void print_cell(const cell *c, int rounds, int have_peer, double peak)
             util_fmt(cpu, sizeof cpu, "%6.1f", pc);
     }
     const double g = best_of(c->gflops, rounds);
-    printf("%-8s %5d %3d %8.1f %4.0f%% %19s %8.1f %8.1f %7s %20s %6.1f (%2.0f%%)\n", c->kind,
-           c->size, c->threads, p, spread(c->petal, rounds), tor, a, b, ratio, cpu, g,
-           peak > 0 ? 100 * g / peak : 0);
+    printf("%-8s %5d %3d %8.1f %4.0f%% %19s %8.1f %8.1f %7s %19s %20s %6.1f (%2.0f%%)\n",
+           c->kind, c->size, c->threads, p, spread(c->petal, rounds), tor, a, b, ratio, paired,
+           cpu, g, peak > 0 ? 100 * g / peak : 0);
     fflush(stdout);
 }
 
-static void side_by_side(double min_s, int rounds, int with_import, double peak)
+/* The 1-minute load average, to see what else ran during a round. */
+static double loadavg(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+/* kinds: bit 0 the imported model, bit 1 the built-in one. */
+static void side_by_side(double min_s, int rounds, int kinds_wanted, double peak)
 {
     peer pr;
     const int have_peer = peer_start(&pr) == 0;
@@ -296,7 +344,9 @@ static void side_by_side(double min_s, int rounds, int with_import, double peak)
     cell cells[8];
     int nc = 0;
     const char *kinds[2] = { "import", "builtin" }, *peers[2] = { "fused", "bn" };
-    for (int k = with_import ? 0 : 1; k < 2; k++)
+    for (int k = 0; k < 2; k++) {
+        if (!(kinds_wanted & (1 << k)))
+            continue;
         for (int size = 128; size <= 192; size += 64)
             for (int t = 1; t <= 2; t++) {
                 cell *c = &cells[nc++];
@@ -306,8 +356,9 @@ static void side_by_side(double min_s, int rounds, int with_import, double peak)
                 c->size = size;
                 c->threads = t;
             }
+    }
     for (int r = 0; r < rounds; r++) {
-        printf("round %d/%d:", r + 1, rounds);
+        printf("round %d/%d (load %.1f):", r + 1, rounds, loadavg());
         for (int i = 0; i < nc; i++) {
             cell *c = &cells[i];
             c->petal[r] = petal_rate(c->kind, c->size, c->threads, min_s, &c->gflops[r],
@@ -319,19 +370,20 @@ static void side_by_side(double min_s, int rounds, int with_import, double peak)
             printf(" %.0f/%.0f", c->petal[r], c->nchw[r] > c->nhwc[r] ? c->nchw[r] : c->nhwc[r]);
             fflush(stdout);
         }
-        printf("  (petal/torch img/s)\n");
+        printf("  (petal/torch img/s; load now %.1f)\n", loadavg());
     }
     peer_stop(&pr);
     char cpu[256];
     bench_cpu(cpu, sizeof cpu);
     printf("\ntraining img/s, best of %d interleaved rounds of %.0f s (spread = (best - worst) / "
-           "best; on one thread also images per CPU-second of each process);\n"
+           "best; paired = petal-tui / PyTorch within each round, median (lowest-highest); on "
+           "one thread also images per CPU-second of each process);\n"
            "petal-tui: cpu \"%s\", openblas core %s; PyTorch: %s\n",
            rounds, min_s, cpu, openblas_get_corename(), have_peer ? pr.header : "-");
     printf("import = the zoo file imported (vs torchvision with BN folded, 'fused'); builtin = "
            "mobilenetv2 x1.0 with BN (vs torchvision)\n");
-    printf("%-8s %5s %3s %8s %5s %19s %8s %8s %7s %20s %12s\n", "model", "size", "thr",
-           "petal", "sprd", "torch best  sprd", "NCHW", "NHWC", "ratio",
+    printf("%-8s %5s %3s %8s %5s %19s %8s %8s %7s %19s %20s %12s\n", "model", "size", "thr",
+           "petal", "sprd", "torch best  sprd", "NCHW", "NHWC", "ratio", "paired",
            "per CPU-s: pt  torch", "GFLOP/s/rep");
     for (int i = 0; i < nc; i++)
         print_cell(&cells[i], rounds, have_peer, peak);
@@ -456,6 +508,7 @@ int main(int argc, char **argv)
     }
     const double min_s = argc > 1 ? atof(argv[1]) : 3.0;
     int rounds = argc > 2 ? atoi(argv[2]) : 3;
+    const char *which = argc > 3 ? argv[3] : "all";
     rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
     signal(SIGPIPE, SIG_IGN);   /* a PyTorch child that dies must not take us along */
     bench_header("bench_finetune");
@@ -475,7 +528,9 @@ int main(int argc, char **argv)
     const double peak = trn_sgemm_peak(1.0);
     printf("single-core sgemm peak (512^3, best of 1 s): %.1f GFLOP/s, core %s\n", peak,
            openblas_get_corename());
-    side_by_side(min_s, rounds, with_import, peak);
+    const int kinds = (with_import && strcmp(which, "builtin") ? 1 : 0) |
+                      (strcmp(which, "import") ? 2 : 0);
+    side_by_side(min_s, rounds, kinds, peak);
 
     char cpu[256];
     bench_cpu(cpu, sizeof cpu);
@@ -483,9 +538,10 @@ int main(int argc, char **argv)
            "5 steps), cpu \"%s\", core %s:\n",
            BATCH, cpu, openblas_get_corename());
     for (int size = 128; size <= 192; size += 64) {
-        if (with_import)
+        if (kinds & 1)
             kind_split("import", size, BATCH, 5, 0);
-        kind_split("builtin", size, BATCH, 5, 0);
+        if (kinds & 2)
+            kind_split("builtin", size, BATCH, 5, 0);
     }
     return 0;
 }

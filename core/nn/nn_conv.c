@@ -19,7 +19,9 @@
  * after the sgemm that wrote it, while it is in cache, and by the depthwise kernel
  * before its store: no separate pass over the output. Backward mirrors it: one pass
  * per chunk takes dy through the activation (in place) and sums the bias gradient,
- * then the chunk's sgemms read it from cache.
+ * then the chunk's products read it from cache. When the conv after this one did
+ * that already (nn_dx_act: its input gradient left its kernel masked by this conv's
+ * activation, bias gradient summed), there is no such pass at all.
  */
 #include <cblas.h>
 #include <string.h>
@@ -36,10 +38,12 @@
 #endif
 #define COL_CHUNK_MIN_ROWS 256L
 
-/* Rows per sgemm in the 1x1 path. Its shapes are often skinny (MobileNet's K or N of
- * 16..32), and there OpenBLAS runs 20-70% faster on 2048-row slices than on the whole
- * batch (bench_nn's skinny shapes; e.g. dx of a 144 -> 24 projection 47 -> 80 GFLOP/s),
- * for the forward and both gradients. */
+/* Rows per chunk of the 1x1 path's backward (and per sgemm where it falls back to
+ * OpenBLAS). Its shapes are often skinny (MobileNet's K or N of 16..32), and there
+ * OpenBLAS runs 20-70% faster on 2048-row slices than on the whole batch (bench_nn's
+ * skinny shapes; e.g. dx of a 144 -> 24 projection 47 -> 80 GFLOP/s). nn_gemm blocks
+ * its rows itself; for it the chunk only keeps dz in cache from the activation pass
+ * to the two products (1024 to 4096 rows measured alike, within the noise). */
 #define PW_CHUNK_ROWS 2048L
 
 static int is_depthwise(const nn_conv_shape *s)

@@ -1,6 +1,7 @@
 /* nn_dw — the depthwise convolution kernels (groups == cin == cout), NHWC, weights
  * [kh][kw][C]: forward with the bias and an activation applied before the store,
- * the input gradient and the weight gradient.
+ * the input gradient (optionally taken on through the activation of the layer that
+ * produced the input, nn_dx_act) and the weight gradient.
  *
  * NHWC puts a pixel's C channels side by side, so every kernel runs down the
  * channels in vectors: an output pixel is a sum over its window's taps of input *
@@ -13,9 +14,13 @@
  * chosen at run time when the CPU has both (the Makefile targets baseline x86-64,
  * so __AVX2__ is normally undefined; when it is defined the check is constant),
  * and portable C whose channel loops the compiler vectorises for the target. The
- * AVX2 dot keeps four vectors (32 channels) of sums in flight: a single chain of 9
- * dependent FMAs per vector would wait on the FMA latency, which is what made the
- * earlier 4-float kernels run at a tenth of the sgemm rate.
+ * AVX2 dot keeps four or eight vectors (32 or 64 channels) of sums in flight: a
+ * single chain of 9 dependent FMAs per vector would wait on the FMA latency, which
+ * is what made the earlier 4-float kernels run at a tenth of the sgemm rate. It
+ * loads the weights for every pixel (two loads per FMA, where loads are the limit);
+ * keeping a 3x3 kernel's nine weight vectors in registers and sweeping 8 channels
+ * along a row measured slower, as each sweep touches a row's cache lines 32 bytes
+ * at a time and the three rows of 192+ channels no longer fit L1.
  */
 #include <stddef.h>
 #include <string.h>
