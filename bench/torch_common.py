@@ -165,6 +165,29 @@ def augment(images, size, gen, flip=0.5, crop_scale=0.6):
     return (out - MEAN) / STD
 
 
+def mixup(x, y, gen, prob, alpha):
+    """petal-tui's mixup:P:alpha=A, in place on the batch x: each example is, with
+    probability P, mixed with its partner in a random cycle (nobody with itself),
+    lambda ~ Beta(A, A) being its own share. Returns the partner labels and each
+    example's own share (1 where unmixed)."""
+    n = len(y)
+    own = torch.ones(n)
+    if prob <= 0 or n < 2:
+        return y.clone(), own
+    order = torch.randperm(n, generator=gen)
+    partner = torch.empty(n, dtype=torch.long)
+    partner[order] = order.roll(-1)
+    beta = torch.distributions.Beta(alpha, alpha)
+    src = x.clone()
+    for i in range(n):
+        if torch.rand(1, generator=gen).item() < prob:
+            # Beta's sampler takes no generator: draw it from the global seed.
+            lam = float(beta.sample())
+            x[i] = lam * src[i] + (1 - lam) * src[partner[i]]
+            own[i] = lam
+    return y[partner], own
+
+
 def plain(images, size):
     x = images.float() / 255
     if size != images.shape[2]:

@@ -43,6 +43,10 @@ def main():
     p.add_argument("--flip", type=float, default=0.5)
     p.add_argument("--dropout", type=float, default=0.2)
     p.add_argument("--label-smoothing", type=float, default=0.0)
+    p.add_argument("--mixup", type=float, default=0.0,
+                   help="share of examples mixed with a partner (petal-tui's mixup:P)")
+    p.add_argument("--mixup-alpha", type=float, default=0.2)
+    p.add_argument("--weight-decay", type=float, default=0.0, help="decoupled (AdamW)")
     p.add_argument("--batch", type=int, default=32, help="global batch (petal-tui: 2 x 16)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--channels-last", type=int, default=0)
@@ -54,10 +58,12 @@ def main():
     gen = torch.Generator().manual_seed(a.seed)
     print("petal-tui --headless --data %s --model %s --image-size %d --epochs %d "
           "--freeze-epochs %d --backbone-lr-scale %g --lr-start %g --lr-max %g --lr-end %g "
-          "--warmup %g --schedule %s --dropout %g --augment flip:%g,crop:1:scale=%g:ratio=1:"
-          "interp=bilinear" % (a.data, a.model, a.size, a.epochs, a.freeze_epochs,
-                               a.backbone_lr_scale, a.lr_start, a.lr_max, a.lr_end, a.warmup,
-                               a.schedule, a.dropout, a.flip, a.crop_scale))
+          "--warmup %g --schedule %s --dropout %g --label-smoothing %g --weight-decay %g "
+          "--augment flip:%g,crop:1:scale=%g:ratio=1:interp=bilinear%s"
+          % (a.data, a.model, a.size, a.epochs, a.freeze_epochs, a.backbone_lr_scale,
+             a.lr_start, a.lr_max, a.lr_end, a.warmup, a.schedule, a.dropout,
+             a.label_smoothing, a.weight_decay, a.flip, a.crop_scale,
+             ",mixup:%g:alpha=%g" % (a.mixup, a.mixup_alpha) if a.mixup > 0 else ""))
     t0 = time.time()
     xtr, ytr = tc.load_split(a.data, "train")
     xva, yva = tc.load_split(a.data, "val")
@@ -71,7 +77,9 @@ def main():
 
     backbone = model.backbone_parameters()
     head = list(model.fc.parameters())
-    opt = torch.optim.Adam([{"params": backbone}, {"params": head}], eps=1e-7)
+    # petal-tui's decoupled decay is Adam's update plus lr * wd * w: AdamW's.
+    opt = torch.optim.AdamW([{"params": backbone}, {"params": head}], eps=1e-7,
+                            weight_decay=a.weight_decay)
     per_epoch = len(ytr) // a.batch
     sch = tc.Schedule(a.schedule, a.lr_start, a.lr_max, a.lr_end, a.warmup, per_epoch * a.epochs)
     xva_in = tc.plain(xva, a.size).contiguous(memory_format=fmt)
@@ -88,11 +96,14 @@ def main():
             idx = order[u * a.batch:(u + 1) * a.batch]
             x = tc.augment(xtr[idx], a.size, gen, a.flip, a.crop_scale).contiguous(memory_format=fmt)
             y = ytr[idx]
+            y2, own = tc.mixup(x, y, gen, a.mixup, a.mixup_alpha)
             lr = sch(step)
             opt.param_groups[0]["lr"] = lr * a.backbone_lr_scale
             opt.param_groups[1]["lr"] = lr
             logits = model(x)
-            loss = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing)
+            ce = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing, reduction="none")
+            ce2 = F.cross_entropy(logits, y2, label_smoothing=a.label_smoothing, reduction="none")
+            loss = (own * ce + (1 - own) * ce2).mean()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
