@@ -36,10 +36,20 @@ void opt_free(opt *o)
     o->m = o->v = NULL;
 }
 
-void opt_set_slow(opt *o, const uint8_t *mask, double scale)
+void opt_set_slow(opt *o, const uint8_t *mask, double scale, long long t0)
 {
     o->slow = mask;
     o->slow_scale = (float)scale;
+    o->slow_t0 = mask && t0 > 0 ? t0 : 0;
+}
+
+/* Adam's step size at its t-th step of a parameter, bias correction folded in. */
+static float adam_step_size(const opt *o, double lr, long long t)
+{
+    if (t < 1)
+        t = 1;
+    double c1 = 1.0 - pow(o->beta1, (double)t), c2 = 1.0 - pow(o->beta2, (double)t);
+    return (float)(lr * sqrt(c2) / c1);
 }
 
 size_t opt_state_floats(const opt *o)
@@ -59,8 +69,10 @@ void opt_step(opt *o, float *params, const float *grads, const uint8_t *trainabl
     const float slow_scale = o->slow_scale;
     if (o->kind == OPT_ADAM) {
         float b1 = (float)o->beta1, b2 = (float)o->beta2;
-        double c1 = 1.0 - pow(o->beta1, (double)t), c2 = 1.0 - pow(o->beta2, (double)t);
-        float step = (float)(lr * sqrt(c2) / c1);
+        float step = adam_step_size(o, lr, t);
+        /* The slow parameters' step size, the scale folded in. Without a slow mask
+         * nothing changes: the same bytes as before there was one. */
+        float step_slow = slow ? adam_step_size(o, lr, t - o->slow_t0) * slow_scale : step;
         float eps = (float)o->eps;
         for (size_t i = lo; i < hi; i++) {
             if (trainable && !trainable[i])
@@ -70,12 +82,12 @@ void opt_step(opt *o, float *params, const float *grads, const uint8_t *trainabl
             float v = b2 * o->v[i] + (1.0f - b2) * g * g;
             o->m[i] = m;
             o->v[i] = v;
-            /* k is exactly 1 without a slow mask: the same bytes as before it. */
-            float k = slow && slow[i] ? slow_scale : 1.0f;
+            int is_slow = slow && slow[i];
+            float k = is_slow ? slow_scale : 1.0f;
             float w = params[i];
             if (decay_mask && decay_mask[i])
                 w -= (wd * k) * w;
-            params[i] = w - (step * k) * m / (sqrtf(v) + eps);
+            params[i] = w - (is_slow ? step_slow : step) * m / (sqrtf(v) + eps);
         }
     } else {
         float mu = (float)o->momentum, flr = (float)lr;

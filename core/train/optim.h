@@ -28,6 +28,12 @@ typedef struct opt {
      * The mask belongs to the caller. */
     const uint8_t *slow;
     float slow_scale;
+    /* Updates made before the slow parameters began to train (they were frozen until
+     * then, their moments still zero). Adam's bias correction counts their steps from
+     * there, as PyTorch's per-parameter step count does: counted from update 1, the
+     * correction is about 1 while v is still near zero, and with a steady gradient
+     * their 10th step comes out 2.2 x too large, their 100th 1.4 x. */
+    long long slow_t0;
 } opt;
 
 int opt_init(opt *o, opt_kind kind, size_t n, double momentum, double weight_decay);
@@ -38,8 +44,9 @@ void opt_free(opt *o);
 void opt_step(opt *o, float *params, const float *grads, const uint8_t *trainable,
               const uint8_t *decay_mask, size_t lo, size_t hi, double lr, long long t);
 
-/* Scale the learning rate of the parameters where mask is 1 (NULL: none). */
-void opt_set_slow(opt *o, const uint8_t *mask, double scale);
+/* Scale the learning rate of the parameters where mask is 1 (NULL: none); they
+ * began to train after update t0 (0: from the start). */
+void opt_set_slow(opt *o, const uint8_t *mask, double scale, long long t0);
 
 /* Bytes of state (m, v) for checkpoints, and their arrays. */
 size_t opt_state_floats(const opt *o);

@@ -85,10 +85,13 @@ static void set_phase(trn *r)
     int frozen = r->epoch < cfg->freeze_epochs;
     if (frozen) {
         nn_model_freeze_backbone(r->model);
-        opt_set_slow(&r->optim, NULL, 1.0);
+        opt_set_slow(&r->optim, NULL, 1.0, 0);
     } else {
         nn_model_unfreeze(r->model);
-        opt_set_slow(&r->optim, r->slow, cfg->backbone_lr_scale);
+        /* The backbone's moments start at zero here, after the frozen epochs' updates
+         * (a resumed run finds the same count: every epoch has as many updates). */
+        opt_set_slow(&r->optim, r->slow, cfg->backbone_lr_scale,
+                     (long long)cfg->freeze_epochs * r->updates_per_epoch);
     }
     char tr[16], all[16];
     count_text(tr, sizeof tr, nn_trainable_count(r->model));
