@@ -56,6 +56,32 @@ static run_state run_to_end(const run_config *c, run_snapshot *s)
     return s->state;
 }
 
+/* Start the run and stop it at an update boundary, as a user's stop would, once its
+ * history holds `epochs` epochs and it is `step` updates into the next (or it ended
+ * first). The caller checks the state. */
+static run_state run_and_stop(const run_config *c, int epochs, long long step, run_snapshot *s)
+{
+    eng *g;
+    pt_err e;
+    if (eng_create(c, &g, &e) != PT_OK) {
+        printf("  %s\n", e.msg);
+        return RUN_FAILED;
+    }
+    eng_start(g);
+    for (int i = 0; i < 30000; i++) {
+        eng_snapshot_get(g, s);
+        if ((s->history_n >= epochs && s->step >= step) || s->state == RUN_DONE ||
+            s->state == RUN_FAILED)
+            break;
+        usleep(1000);
+    }
+    eng_stop(g);
+    eng_wait(g, 120);
+    eng_snapshot_get(g, s);
+    eng_destroy(g);
+    return s->state;
+}
+
 /* history.json without the train_timing lines (wall time differs between runs). */
 static char *history_without_timing(const char *dir)
 {
@@ -189,23 +215,7 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
     /* Stop somewhere in epoch 2 (at an update boundary, as a user's stop would). */
     small_config(&c, split);
     c.epochs = 3;
-    eng *g;
-    pt_err e;
-    T_REQUIRE(eng_create(&c, &g, &e) == PT_OK);
-    eng_start(g);
-    for (int i = 0; i < 30000; i++) {
-        eng_snapshot_get(g, &snap);
-        if (snap.history_n >= 1 && snap.step >= 3)
-            break;
-        if (snap.state == RUN_DONE || snap.state == RUN_FAILED)
-            break;
-        usleep(1000);
-    }
-    eng_stop(g);
-    eng_wait(g, 120);
-    eng_snapshot_get(g, &snap);
-    eng_destroy(g);
-    T_REQUIRE(snap.state == RUN_STOPPED);
+    T_REQUIRE(run_and_stop(&c, 1, 3, &snap) == RUN_STOPPED);
     T_CHECK(snap.history_n >= 1);
 
     small_config(&c, "");
@@ -543,21 +553,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
         c.epochs = 2;
         c.freeze_epochs = 1;
         util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
-        eng *split;
-        T_REQUIRE(eng_create(&c, &split, &e) == PT_OK);
-        eng_start(split);
-        for (int i = 0; i < 60000; i++) {
-            eng_snapshot_get(split, &snap);
-            if ((snap.history_n >= 1 && snap.step >= 3) || snap.state == RUN_DONE ||
-                snap.state == RUN_FAILED)
-                break;
-            usleep(1000);
-        }
-        eng_stop(split);
-        eng_wait(split, 120);
-        eng_snapshot_get(split, &snap);
-        eng_destroy(split);
-        T_REQUIRE(snap.state == RUN_STOPPED);
+        T_REQUIRE(run_and_stop(&c, 1, 3, &snap) == RUN_STOPPED);
         util_copy(c.resume, sizeof c.resume, out);
         T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
         char *ha = history_without_timing(phases), *hb = history_without_timing(out);
