@@ -144,8 +144,10 @@ MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
 STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
 
 
-def augment(images, size, gen, flip=0.5, crop_scale=0.6):
-    """flip:0.5,crop:1:scale=S:ratio=1:interp=bilinear, then resize to size."""
+def augment(images, size, gen, flip=0.5, crop_scale=0.6, imagenet=True):
+    """flip:0.5,crop:1:scale=S:ratio=1:interp=bilinear, then resize to size; then
+    ImageNet's mean and std, or (imagenet=False) the [0, 1] pixels as they are, for
+    nets that normalise inside (petal-tui's built-in ones do x * 2 - 1)."""
     out = torch.empty(images.shape[0], 3, size, size)
     h, w = images.shape[2], images.shape[3]
     for k in range(images.shape[0]):
@@ -162,7 +164,7 @@ def augment(images, size, gen, flip=0.5, crop_scale=0.6):
         elif size != h:
             x = TF.resize(x, [size, size], antialias=True)
         out[k] = x
-    return (out - MEAN) / STD
+    return (out - MEAN) / STD if imagenet else out
 
 
 def mixup(x, y, gen, prob, alpha):
@@ -188,11 +190,11 @@ def mixup(x, y, gen, prob, alpha):
     return y[partner], own
 
 
-def plain(images, size):
+def plain(images, size, imagenet=True):
     x = images.float() / 255
     if size != images.shape[2]:
         x = TF.resize(x, [size, size], antialias=True)
-    return (x - MEAN) / STD
+    return (x - MEAN) / STD if imagenet else x
 
 
 def macro_f1(pred, label, classes):

@@ -22,6 +22,7 @@ _Static_assert(sizeof(run_optimizer) == sizeof(int) && sizeof(run_schedule) == s
  * accepts (a test holds them to it). */
 static const char *const MODELS[] = { "small", "mobilenetv2", NULL };
 static const char *const OPTIMIZERS[] = { "adam", "sgd", NULL };
+static const char *const INITS[] = { "he", "torch pytorch", NULL };
 static const char *const SCHEDULES[] = { "exp exponential", "linear", "cosine", NULL };
 
 static int image_size_check(long long v, pt_err *e)
@@ -47,6 +48,9 @@ static const cfg_option OPTIONS[] = {
     { "resume", CFG_PATH, F(resume), "", 0, 0, NULL, "DIR", "continue the run in DIR", "a new run", NO_FILE, 0, NULL },
     { "model", CFG_MODEL, F(model), "small", 0, 0, MODELS, "small|mobilenetv2|FILE.onnx", "a built-in net, or an ONNX graph to fine-tune", NULL, ALL, 1, NULL },
     { "width", CFG_NUM, F(width), "1", 0.1, 4.0, NULL, "W", "mobilenetv2 width multiplier", NULL, ALL, 0, NULL },
+    { "widths", CFG_WIDTHS, F(widths), "32,64,128,256", 0, 0, NULL, "C,C,...", "small: channels of each conv block (one block per count)", NULL, ALL, 0, NULL },
+    { "init", CFG_CHOICE, F(init), "he", 0, 0, INITS, NULL, "weights from scratch: He-normal (Keras) or PyTorch's default", NULL, ALL, 0, NULL },
+    { "bn-momentum", CFG_NUM, F(bn_momentum), "0.99", 0, 0.9999, NULL, "M", "batch-norm running statistics: M x old + (1 - M) x batch", NULL, ALL, 0, NULL },
     { "image-size", CFG_INT, F(image_size), "0", 0, 1024, NULL, "S", "model input side; 0 = the dataset's", NULL, ALL, 0, image_size_check },
     { "epochs", CFG_INT, F(epochs), "10", 1, RUN_MAX_EPOCHS, NULL, "N", "epochs to train", NULL, ALL, 5, NULL },
     { "replicas", CFG_INT, F(replicas), "0", 0, RUN_MAX_REPLICAS, NULL, "R", "replica threads; 0 = one per core", NULL, ALL, 2, NULL },
@@ -243,6 +247,16 @@ static int set_option(run_config *c, const cfg_option *o, const char *v, pt_err 
         if ((rc = parse_augment(o, v, e)) == PT_OK)
             util_copy(p, o->size, v);
         return rc;
+    case CFG_WIDTHS: {
+        int widths[RUN_MAX_BLOCKS];
+        if (run_parse_widths(v, widths, e) < 0)
+            return PT_EUSAGE;
+        if (strlen(v) >= o->size)
+            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s: too long",
+                           o->name);
+        util_copy(p, o->size, v);
+        return PT_OK;
+    }
     case CFG_CHOICE:
         if ((f.b = choice_of(o, v)) < 0)
             return bad_choice(o, v, e);
@@ -299,6 +313,7 @@ int cfg_value(const run_config *c, const cfg_option *o, char *buf, size_t n)
     case CFG_PATH:
     case CFG_MODEL:
     case CFG_AUGMENT:
+    case CFG_WIDTHS:
         k = snprintf(buf, n, "%.*s", (int)strnlen(p, o->size), p);
         break;
     case CFG_CHOICE: {

@@ -1,6 +1,8 @@
-/* run — names of the run states and the frees of run.h's heap-holding copies. */
+/* run — names of the run states, the frees of run.h's heap-holding copies, and the
+ * reading of a --widths list. */
 #include "run.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,4 +65,27 @@ int run_model_is_onnx(const char *model)
 {
     size_t n = strlen(model);
     return n > 5 && strcasecmp(model + n - 5, ".onnx") == 0;
+}
+
+int run_parse_widths(const char *s, int out[RUN_MAX_BLOCKS], pt_err *e)
+{
+    int n = 0;
+    const char *p = s;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 1 || v > 4096 || n == RUN_MAX_BLOCKS ||
+            (*end != ',' && *end != '\0')) {
+            err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                    "widths wants 1 to %d channel counts from 1 to 4096, comma-separated "
+                    "(32,64,128,256), not '%s'",
+                    RUN_MAX_BLOCKS, s);
+            return -1;
+        }
+        out[n++] = (int)v;
+        if (*end == '\0')
+            return n;
+        p = end + 1;
+    }
 }

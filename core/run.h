@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/err.h"
+
 #define RUN_MAX_REPLICAS 16
 #define RUN_MAX_CLASSES 1024
 #define RUN_MAX_EPOCHS 1000
@@ -27,6 +29,9 @@
 
 typedef enum run_schedule { RUN_SCHED_EXP = 0, RUN_SCHED_LINEAR, RUN_SCHED_COSINE } run_schedule;
 typedef enum run_optimizer { RUN_OPT_ADAM = 0, RUN_OPT_SGD } run_optimizer;
+typedef enum run_init { RUN_INIT_HE = 0, RUN_INIT_TORCH } run_init;
+
+#define RUN_MAX_BLOCKS 8        /* --widths: at most this many blocks */
 
 typedef struct run_config {
     char data[4096];            /* dataset folder; "" = the built-in demo data */
@@ -34,6 +39,9 @@ typedef struct run_config {
     char resume[4096];          /* run folder to continue; "" = a new run */
     char model[4096];           /* "small", "mobilenetv2" or a path to an .onnx file */
     double width;               /* mobilenetv2 width multiplier */
+    char widths[64];            /* small: channels per block, "32,64,128,256" */
+    run_init init;              /* how a net trained from scratch starts */
+    double bn_momentum;         /* of BN's running statistics (Keras's convention) */
     int image_size;             /* model input side; 0 = the dataset's size */
     int epochs;
     int replicas;               /* 0 = number of cores */
@@ -78,6 +86,10 @@ const char *run_state_name(run_state s);
 /* 1 when the model option names an ONNX file (it ends in .onnx) rather than a
  * built-in net. */
 int run_model_is_onnx(const char *model);
+
+/* Parse a --widths list ("32,64,128,256": 1 to RUN_MAX_BLOCKS whole numbers from 1 to
+ * 4096, comma-separated) into out. The count, or -1 with e filled. */
+int run_parse_widths(const char *s, int out[RUN_MAX_BLOCKS], pt_err *e);
 
 /* A short name for the model: "small", "mobilenetv2", or an ONNX file's name
  * without its folder and extension (for run folders and the header). Returns buf. */

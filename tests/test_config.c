@@ -10,6 +10,9 @@ static const char DEFAULT_TEXT[] =
     "data = \n"
     "model = small\n"
     "width = 1\n"
+    "widths = 32,64,128,256\n"
+    "init = he\n"
+    "bn-momentum = 0.99\n"
     "image-size = 0\n"
     "epochs = 10\n"
     "replicas = 0\n"
@@ -45,6 +48,9 @@ static const char OTHER_TEXT[] =
     "data = /data/petals/tfrecords-jpeg-192x192\n"
     "model = mobilenetv2\n"
     "width = 0.75\n"
+    "widths = 16,32,64,128,256,512\n"
+    "init = torch\n"
+    "bn-momentum = 0.9\n"
     "image-size = 192\n"
     "epochs = 30\n"
     "replicas = 8\n"
@@ -85,6 +91,9 @@ static void other_config(run_config *c)
     snprintf(c->resume, sizeof c->resume, "runs/not-written-either");
     snprintf(c->model, sizeof c->model, "mobilenetv2");
     c->width = 0.75;
+    snprintf(c->widths, sizeof c->widths, "16,32,64,128,256,512");
+    c->init = RUN_INIT_TORCH;
+    c->bn_momentum = 0.9;
     c->image_size = 192;
     c->epochs = 30;
     c->replicas = 8;
@@ -155,6 +164,9 @@ static void same_config(const run_config *a, const run_config *b)
     T_EQ_STR(a->data, b->data);
     T_EQ_STR(a->model, b->model);
     T_CHECK(a->width == b->width);
+    T_EQ_STR(a->widths, b->widths);
+    T_EQ_INT(a->init, b->init);
+    T_CHECK(a->bn_momentum == b->bn_momentum);
     T_EQ_INT(a->image_size, b->image_size);
     T_EQ_INT(a->epochs, b->epochs);
     T_EQ_INT(a->replicas, b->replicas);
@@ -229,6 +241,17 @@ TEST(config_set_checks_values_with_the_messages_users_see)
         { "oversample", "lots",
           "oversample wants a target count, max (the largest class) or off, not 'lots'" },
         { "bogus", "1", "unknown option 'bogus'" },
+        { "widths", "32,,64", "widths wants 1 to 8 channel counts from 1 to 4096, comma-separated "
+                              "(32,64,128,256), not '32,,64'" },
+        { "widths", "", "widths wants 1 to 8 channel counts from 1 to 4096, comma-separated "
+                        "(32,64,128,256), not ''" },
+        { "widths", "1,2,3,4,5,6,7,8,9", "widths wants 1 to 8 channel counts from 1 to 4096, "
+                                         "comma-separated (32,64,128,256), not '1,2,3,4,5,6,7,8,9'" },
+        { "widths", "64,5000", "widths wants 1 to 8 channel counts from 1 to 4096, "
+                               "comma-separated (32,64,128,256), not '64,5000'" },
+        { "widths", "64,", "widths wants 1 to 8 channel counts from 1 to 4096, "
+                           "comma-separated (32,64,128,256), not '64,'" },
+        { "init", "glorot", "init wants he or torch, not 'glorot'" },
     };
     run_config c;
     cfg_defaults(&c);
@@ -243,7 +266,8 @@ TEST(config_set_checks_values_with_the_messages_users_see)
     } good[] = {
         { "schedule", "exponential" }, { "oversample", "largest" }, { "oversample", "no" },
         { "deterministic", "off" },    { "freeze-backbone", "1" },  { "augment", "none" },
-        { "image-size", "32" },        { "seed", "0" },
+        { "image-size", "32" },        { "seed", "0" },             { "init", "pytorch" },
+        { "widths", "8" },
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         T_CHECKF(cfg_set(&c, good[i].key, good[i].value, NULL) == PT_OK, "%s = %s", good[i].key,
@@ -254,6 +278,8 @@ TEST(config_set_checks_values_with_the_messages_users_see)
     T_EQ_INT(c.freeze_backbone, 1);
     T_EQ_STR(c.augment, "none");
     T_EQ_INT(c.image_size, 32);
+    T_EQ_INT(c.init, RUN_INIT_TORCH);
+    T_EQ_STR(c.widths, "8");
 }
 
 /* What the table's users take for granted: each field written in its kind's type,
@@ -273,7 +299,7 @@ TEST(config_table_rows_are_consistent)
         case CFG_U64: want = sizeof(uint64_t); break;
         case CFG_OVERSAMPLE: want = sizeof(long long); break;
         case CFG_NUM: want = sizeof(double); break;
-        case CFG_PATH: case CFG_MODEL: case CFG_AUGMENT: want = o->size > 1 ? o->size : 0; break;
+        case CFG_PATH: case CFG_MODEL: case CFG_AUGMENT: case CFG_WIDTHS: want = o->size > 1 ? o->size : 0; break;
         }
         T_CHECKF(o->size == want && o->offset + o->size <= sizeof c, "%s: size %zu", o->name,
                  o->size);

@@ -274,6 +274,13 @@ TEST(nn_bn_update_averages_two_contexts)
     for (int r = 0; r < R; r++)
         s += x1[r * C];
     T_NEAR(B[0], 0.99 * before[0] + 0.01 * s / R, 1e-6);
+    /* --bn-momentum 0.9 moves them ten times as far. */
+    T_CHECK(nn_model_set_bn_momentum(m, 1.0f) == PT_EUSAGE);
+    T_REQUIRE(nn_model_set_bn_momentum(m, 0.9f) == PT_OK);
+    memcpy(before, B, sizeof before);
+    nn_forward(c1, x1, N, 1, 0, 0);
+    nn_model_update_bn(m, cs, 1);
+    T_NEAR(B[0], 0.9 * before[0] + 0.1 * s / R, 1e-6);
     nn_ctx_free(c1);
     nn_ctx_free(c2);
     nn_model_free(m);
@@ -390,6 +397,109 @@ TEST(nn_init_is_seeded)
     }
     nn_model_free(m1);
     nn_model_free(m2);
+}
+
+/* --init torch: PyTorch's Conv2d / Linear defaults, weights and biases uniform in
+ * +-1 / sqrt(fan_in) (std 1 / sqrt(3 fan_in)); BN as under every kind. A grouped conv's
+ * fan_in counts its group's input channels only. */
+TEST(nn_init_torch_matches_pytorch_defaults)
+{
+    nn_model *m = nn_model_new(16, 16, 3);
+    T_REQUIRE(m);
+    int x = nn_conv2d(m, nn_input(m), 64, 3, 3, 1, NN_PAD_SAME, 1, 1);
+    x = nn_batchnorm(m, x);
+    x = nn_conv2d(m, x, 64, 3, 3, 1, NN_PAD_SAME, 4, 0);  /* grouped: fan_in 9 x 16 */
+    x = nn_conv2d(m, x, 64, 3, 3, 1, NN_PAD_SAME, 64, 1); /* depthwise: fan_in 9 */
+    x = nn_dense(m, nn_gap(m, x), 10);
+    T_REQUIRE(nn_model_finalize(m, x, NULL) == PT_OK);
+    nn_model_set_init(m, NN_INIT_TORCH);
+    nn_model_init_params(m, 7);
+    const float *P = nn_params(m);
+    const double fan[] = { 27, 9 * 16, 9, 64 };
+    int k = 0;
+    for (int i = 0; i < nn_node_count(m); i++) {
+        nn_node_info ni;
+        nn_node_get(m, i, &ni);
+        if (ni.op != NN_OP_CONV && ni.op != NN_OP_DENSE)
+            continue;
+        const float *w = P + ni.param_offset;
+        double lim = 1.0 / sqrt(fan[k++]), s2 = 0.0, mx = 0.0;
+        for (size_t j = 0; j < ni.weight_count; j++) {
+            s2 += (double)w[j] * w[j];
+            mx = fmax(mx, fabs(w[j]));
+        }
+        double sd = sqrt(s2 / (double)ni.weight_count);
+        T_CHECKF(fabs(sd - lim / sqrt(3.0)) < 0.1 * lim / sqrt(3.0), "node %d: std %g, want %g",
+                 i, sd, lim / sqrt(3.0));
+        T_CHECKF(mx <= lim && mx > 0.9 * lim, "node %d: largest %g, bound %g", i, mx, lim);
+        double bmx = 0.0;
+        for (size_t j = 0; j < ni.bias_count; j++)
+            bmx = fmax(bmx, fabs(w[ni.weight_count + j]));
+        T_CHECKF(ni.bias_count == 0 || (bmx <= lim && bmx > 0.5 * lim),
+                 "node %d: bias up to %g, bound %g", i, bmx, lim);
+    }
+    T_EQ_INT(k, 4);
+    /* He's std is sqrt(6) times PyTorch's: the same conv drawn both ways. */
+    nn_node_info c1;
+    nn_node_get(m, 1, &c1);
+    T_REQUIRE(c1.op == NN_OP_CONV);
+    double s_torch = 0.0, s_he = 0.0;
+    for (size_t j = 0; j < c1.weight_count; j++)
+        s_torch += (double)P[c1.param_offset + j] * P[c1.param_offset + j];
+    nn_model_set_init(m, NN_INIT_HE_NORMAL);
+    nn_model_init_params(m, 7);
+    for (size_t j = 0; j < c1.weight_count; j++)
+        s_he += (double)P[c1.param_offset + j] * P[c1.param_offset + j];
+    T_CHECKF(fabs(sqrt(s_he / s_torch) - sqrt(6.0)) < 0.25, "He / torch std %g",
+             sqrt(s_he / s_torch));
+    T_CHECK(P[c1.param_offset + c1.weight_count] == 0.0f); /* He: biases 0 */
+    nn_model_free(m);
+}
+
+/* --widths: the blocks it names, and the parameter count PyTorch's copy of the net
+ * has (bench/torch_scratch.py prints 980,517 for 32,64,128,256,256 and 5 classes:
+ * 3x3 convs without bias, BN gamma and beta, a dense head). */
+TEST(nn_small_widths_builds_the_net_it_names)
+{
+    const int five[] = { 32, 64, 128, 256, 256 };
+    pt_err e;
+    nn_model *m = nn_build_small_widths(64, 64, 5, 0.2f, five, 5, 1, &e);
+    T_REQUIRE(m);
+    size_t want = 0;
+    int cin = 3;
+    for (int b = 0; b < 5; b++) {
+        want += (size_t)9 * cin * five[b] + 2 * (size_t)five[b];
+        cin = five[b];
+    }
+    want += (size_t)cin * 5 + 5;
+    T_EQ_INT((long long)nn_param_count(m), (long long)want);
+    T_EQ_INT((long long)want, 980517);
+    int convs = 0, pools = 0;
+    for (int i = 0; i < nn_node_count(m); i++) {
+        nn_node_info ni;
+        nn_node_get(m, i, &ni);
+        convs += ni.op == NN_OP_CONV;
+        pools += ni.op == NN_OP_MAXPOOL;
+        if (ni.op == NN_OP_MAXPOOL && pools == 5)
+            T_CHECK(ni.h == 2 && ni.w == 2 && ni.c == 256);
+    }
+    T_EQ_INT(convs, 5);
+    T_EQ_INT(pools, 5);
+    nn_model_free(m);
+    /* The four default widths are nn_build_small's net. */
+    const int four[] = { 32, 64, 128, 256 };
+    nn_model *a = nn_build_small_widths(32, 32, 5, 0.2f, four, 4, 1, NULL), *b = nn_build_small(32, 32, 5, 0.2f, NULL);
+    T_REQUIRE(a && b);
+    T_EQ_INT((long long)nn_param_count(a), (long long)nn_param_count(b));
+    T_CHECK(memcmp(nn_params(a), nn_params(b), nn_param_count(a) * sizeof(float)) == 0);
+    nn_model_free(a);
+    nn_model_free(b);
+    /* Five halvings need 32x32; the error says how much. */
+    T_CHECK(nn_build_small_widths(16, 16, 5, 0.2f, five, 5, 1, &e) == NULL);
+    T_CHECK(e.code == PT_EUSAGE && strstr(e.msg, "at least 32x32"));
+    const int zero[] = { 32, 0 };
+    T_CHECK(nn_build_small_widths(64, 64, 5, 0.2f, zero, 2, 1, &e) == NULL && e.code == PT_EUSAGE);
+    T_CHECK(nn_build_small_widths(64, 64, 5, 0.2f, five, 0, 1, &e) == NULL && e.code == PT_EUSAGE);
 }
 
 /* ---- training smoke test ---- */

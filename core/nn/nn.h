@@ -71,9 +71,15 @@ typedef enum nn_op {
     NN_OP_CLIP,
 } nn_op;
 
+/* How nn_model_init_params() draws conv and dense weights (fan_in = kh * kw * cin /
+ * groups for a conv). BN starts at gamma 1, beta 0, running mean 0 and variance 1
+ * under every kind. */
 typedef enum nn_init_kind {
-    NN_INIT_HE_NORMAL,   /* truncated normal, std sqrt(2 / fan_in) (Keras he_normal) */
-    NN_INIT_HE_UNIFORM,  /* uniform +-sqrt(6 / fan_in) */
+    NN_INIT_HE_NORMAL,   /* convs: normal truncated at 2 std, std sqrt(2 / fan_in) (Keras
+                            he_normal); dense: Glorot uniform; biases 0 */
+    NN_INIT_HE_UNIFORM,  /* convs: uniform +-sqrt(6 / fan_in); dense and biases as above */
+    NN_INIT_TORCH,       /* PyTorch's defaults for Conv2d and Linear: weights and biases
+                            uniform +-1 / sqrt(fan_in), a std 2.45x under He's */
 } nn_init_kind;
 
 typedef struct nn_model nn_model;
@@ -146,8 +152,13 @@ int nn_concat(nn_model *m, int a, int b);
  * where lo <= x <= hi, boundaries included, as torch.clamp's does (hardtanh and
  * nn_relu6 pass none at the boundaries); NaN passes none. */
 int nn_clip(nn_model *m, int in, float lo, float hi);
-/* Choose the initialiser of conv weights (before nn_model_finalize; default He normal). */
-void nn_model_set_conv_init(nn_model *m, nn_init_kind kind);
+/* Set the running-statistics momentum of every BN layer (Keras's convention: running =
+ * momentum x running + (1 - momentum) x batch; PyTorch's momentum is 1 minus it).
+ * PT_EUSAGE unless 0 <= momentum < 1. */
+int nn_model_set_bn_momentum(nn_model *m, float momentum);
+/* Choose how nn_model_init_params() initialises the weights from now on (default He
+ * normal). It changes no weight itself. */
+void nn_model_set_init(nn_model *m, nn_init_kind kind);
 
 /* Close the description: out is the node whose output is the logits. Lays out the
  * parameter and buffer arrays and initialises them with seed 0. Nodes that do not

@@ -20,7 +20,7 @@ nn_model *nn_model_new(int h, int w, int c)
     m->w = w;
     m->c = c;
     m->out = -1;
-    m->conv_init = NN_INIT_HE_NORMAL;
+    m->init = NN_INIT_HE_NORMAL;
     return m;
 }
 
@@ -472,7 +472,17 @@ int nn_clip(nn_model *m, int in, float lo, float hi)
     return id;
 }
 
-void nn_model_set_conv_init(nn_model *m, nn_init_kind kind)
+int nn_model_set_bn_momentum(nn_model *m, float momentum)
 {
-    m->conv_init = kind;
+    if (!(momentum >= 0.0f && momentum < 1.0f))
+        return PT_EUSAGE;
+    for (int i = 0; i < m->n_nodes; i++)
+        if (m->nodes[i].op == NN_OP_BN)
+            m->nodes[i].bn_momentum = momentum;
+    return PT_OK;
+}
+
+void nn_model_set_init(nn_model *m, nn_init_kind kind)
+{
+    m->init = kind;
 }

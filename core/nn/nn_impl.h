@@ -50,7 +50,7 @@ struct nn_model {
     int finalized;
     int err;                 /* first builder error, PT_OK when none */
     char msg[256];
-    nn_init_kind conv_init;
+    nn_init_kind init;
     int input_grad;
     int n_bn;
     size_t bn_channels;      /* sum of the channels of all BN layers */

@@ -214,15 +214,20 @@ void nn_model_init_params(nn_model *m, uint64_t seed)
         float *p = m->params + nd->p_off;
         rng r;
         rng_derive(&r, seed, (uint64_t)i, 0x6e6e);
+        /* PyTorch's bound 1 / sqrt(fan_in) is what kaiming_uniform_(a = sqrt(5)) gives
+         * its weights; its biases share it. */
+        double fan_in = (double)nd->w_len / (double)nd->c;
+        float torch_lim = (float)(1.0 / sqrt(fan_in));
+        float bias_lim = m->init == NN_INIT_TORCH ? torch_lim : 0.0f;
         if (nd->op == NN_OP_CONV) {
-            double fan_in = (double)nd->w_len / (double)nd->c;
             for (size_t j = 0; j < nd->w_len; j++)
-                p[j] = m->conv_init == NN_INIT_HE_UNIFORM
-                           ? rng_uniform(&r, -1.0f, 1.0f) * (float)sqrt(6.0 / fan_in)
-                           : trunc_normal(&r, sqrt(2.0 / fan_in));
+                p[j] = m->init == NN_INIT_TORCH        ? rng_uniform(&r, -torch_lim, torch_lim)
+                       : m->init == NN_INIT_HE_UNIFORM ? rng_uniform(&r, -1.0f, 1.0f) *
+                                                             (float)sqrt(6.0 / fan_in)
+                                                       : trunc_normal(&r, sqrt(2.0 / fan_in));
         } else if (nd->op == NN_OP_DENSE) {
-            double fan_in = (double)nd->w_len / (double)nd->c;
-            float lim = (float)sqrt(6.0 / (fan_in + (double)nd->c));
+            float lim = m->init == NN_INIT_TORCH ? torch_lim
+                                                 : (float)sqrt(6.0 / (fan_in + (double)nd->c));
             for (size_t j = 0; j < nd->w_len; j++)
                 p[j] = rng_uniform(&r, -lim, lim);
         } else if (nd->op == NN_OP_BN) {
@@ -235,7 +240,9 @@ void nn_model_init_params(nn_model *m, uint64_t seed)
             }
         }
         for (size_t j = 0; j < nd->b_len; j++)
-            p[nd->w_len + j] = 0.0f;
+            p[nd->w_len + j] = nd->op != NN_OP_BN && bias_lim > 0.0f
+                                   ? rng_uniform(&r, -bias_lim, bias_lim)
+                                   : 0.0f;
     }
 }
 

@@ -31,10 +31,14 @@ static nn_model *finish(nn_model *m, int out, pt_err *e)
 
 static nn_model *start(int h, int w, int n_classes, int min_hw, int *x, pt_err *e)
 {
-    if (h < min_hw || w < min_hw || n_classes < 1) {
+    if (n_classes < 1) {
+        err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "nn: %d classes", n_classes);
+        return NULL;
+    }
+    if (h < min_hw || w < min_hw) {
         err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                "nn: input %dx%d (at least %dx%d) or %d classes not supported", h, w, min_hw,
-                min_hw, n_classes);
+                "nn: input %dx%d is too small for this net: it needs at least %dx%d", h, w,
+                min_hw, min_hw);
         return NULL;
     }
     nn_model *m = nn_model_new(h, w, 3);
@@ -46,20 +50,31 @@ static nn_model *start(int h, int w, int n_classes, int min_hw, int *x, pt_err *
     return m;
 }
 
-nn_model *nn_build_small_ex(int h, int w, int n_classes, float dropout, int convs_per_block,
-                            pt_err *e)
+nn_model *nn_build_small_widths(int h, int w, int n_classes, float dropout, const int *widths,
+                                int n_blocks, int convs_per_block, pt_err *e)
 {
     if (convs_per_block < 1 || convs_per_block > 2) {
         err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                 "nn: small takes 1 or 2 convs per block, not %d", convs_per_block);
         return NULL;
     }
+    if (n_blocks < 1 || n_blocks > NN_SMALL_MAX_BLOCKS) {
+        err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                "nn: small takes 1 to %d blocks, not %d", NN_SMALL_MAX_BLOCKS, n_blocks);
+        return NULL;
+    }
+    for (int b = 0; b < n_blocks; b++)
+        if (widths[b] < 1 || widths[b] > NN_SMALL_MAX_WIDTH) {
+            err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                    "nn: small's block %d has %d channels (1 to %d)", b + 1, widths[b],
+                    NN_SMALL_MAX_WIDTH);
+            return NULL;
+        }
     int x;
-    nn_model *m = start(h, w, n_classes, 16, &x, e);
+    nn_model *m = start(h, w, n_classes, 1 << n_blocks, &x, e);
     if (!m)
         return NULL;
-    static const int widths[4] = {32, 64, 128, 256};
-    for (int b = 0; b < 4; b++) {
+    for (int b = 0; b < n_blocks; b++) {
         for (int k = 0; k < convs_per_block; k++) {
             x = nn_conv2d(m, x, widths[b], 3, 3, 1, NN_PAD_SAME, 1, 0);
             x = nn_batchnorm(m, x);
@@ -68,6 +83,13 @@ nn_model *nn_build_small_ex(int h, int w, int n_classes, float dropout, int conv
         x = nn_maxpool(m, x, 2, 2, 0);
     }
     return finish(m, nn_add_head(m, x, n_classes, dropout), e);
+}
+
+nn_model *nn_build_small_ex(int h, int w, int n_classes, float dropout, int convs_per_block,
+                            pt_err *e)
+{
+    static const int widths[4] = {32, 64, 128, 256};
+    return nn_build_small_widths(h, w, n_classes, dropout, widths, 4, convs_per_block, e);
 }
 
 nn_model *nn_build_small(int h, int w, int n_classes, float dropout, pt_err *e)

@@ -115,8 +115,14 @@ static int build_model(trn *r, pt_err *e)
     int onnx = run_model_is_onnx(r->cfg->model);
     if (onnx)
         r->model = import_onnx(r, e);
-    else if (!strcmp(r->cfg->model, "small"))
-        r->model = nn_build_small(r->img, r->img, r->n_classes, (float)r->cfg->dropout, e);
+    else if (!strcmp(r->cfg->model, "small")) {
+        int widths[RUN_MAX_BLOCKS];
+        int n = run_parse_widths(r->cfg->widths, widths, e);
+        if (n < 0)
+            return PT_EUSAGE;
+        r->model = nn_build_small_widths(r->img, r->img, r->n_classes, (float)r->cfg->dropout,
+                                         widths, n, NN_SMALL_CONVS_PER_BLOCK, e);
+    }
     else if (!strcmp(r->cfg->model, "mobilenetv2"))
         r->model = nn_build_mobilenetv2(r->img, r->img, r->n_classes, (float)r->cfg->width,
                                         (float)r->cfg->dropout, e);
@@ -125,8 +131,12 @@ static int build_model(trn *r, pt_err *e)
                        r->cfg->model);
     if (!r->model)
         return e ? e->code : PT_ENOMEM;
-    if (!onnx)
+    if (!onnx || r->cfg->reinit) {
+        nn_model_set_bn_momentum(r->model, (float)r->cfg->bn_momentum);
+        nn_model_set_init(r->model, r->cfg->init == RUN_INIT_TORCH ? NN_INIT_TORCH
+                                                                   : NN_INIT_HE_NORMAL);
         nn_model_init_params(r->model, r->cfg->seed);
+    }
     if (r->cfg->freeze_backbone) {
         int rc = nn_model_freeze_backbone(r->model);
         if (rc != PT_OK)
