@@ -61,12 +61,13 @@ class ReplicaBatchNorm(nn.Module):
 
 
 class Small(nn.Module):
-    def __init__(self, widths, classes, dropout, replicas, init):
+    def __init__(self, widths, classes, dropout, replicas, init, bn_momentum):
         super().__init__()
         layers, cin = [], 3
         for cout in widths:
             layers += [nn.Conv2d(cin, cout, 3, padding=1, bias=False),
-                       ReplicaBatchNorm(cout, replicas), nn.ReLU(), nn.MaxPool2d(2)]
+                       ReplicaBatchNorm(cout, replicas, momentum=1 - bn_momentum),
+                       nn.ReLU(), nn.MaxPool2d(2)]
             cin = cout
         self.features = nn.Sequential(*layers)
         self.drop = nn.Dropout(dropout)
@@ -92,6 +93,8 @@ def main():
     p.add_argument("--size", type=int, default=128)
     p.add_argument("--widths", default="32,64,128,256")
     p.add_argument("--init", default="he", choices=("he", "torch"))
+    p.add_argument("--bn-momentum", type=float, default=0.99,
+                   help="Keras's convention, as petal-tui's (PyTorch's momentum is 1 - M)")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--lr", type=float, default=None, help="a fixed learning rate")
     p.add_argument("--lr-start", type=float, default=1e-4)
@@ -108,6 +111,8 @@ def main():
     p.add_argument("--batch-per-replica", type=int, default=16)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--print-command", action="store_true",
+                   help="print the petal-tui command of this recipe and stop")
     a = p.parse_args()
     if a.lr is not None:
         a.lr_start = a.lr_max = a.lr_end = a.lr
@@ -121,22 +126,29 @@ def main():
     gen = torch.Generator().manual_seed(a.seed)
     aug = {"none": "none", "flip": "flip:0.5",
            "flip+crop": "flip:0.5,crop:1:scale=%g:ratio=1:interp=bilinear" % crop}[a.augment]
-    print("petal-tui --headless --data %s --model small --widths %s --init %s --image-size %d "
+    print("petal-tui --headless --data %s --model small --widths %s --init %s --bn-momentum %g "
+          "--image-size %d "
           "--epochs %d --replicas %d --batch-per-replica %d --lr-start %g --lr-max %g "
           "--lr-end %g --warmup %g --schedule %s --dropout %g --label-smoothing %g "
           "--weight-decay %g --augment %s --seed %d"
-          % (a.data, a.widths, a.init, a.size, a.epochs, a.replicas, a.batch_per_replica,
+          % (a.data, a.widths, a.init, a.bn_momentum, a.size, a.epochs, a.replicas, a.batch_per_replica,
              a.lr_start, a.lr_max, a.lr_end, a.warmup, a.schedule, a.dropout,
-             a.label_smoothing, a.weight_decay, aug, a.seed))
+             a.label_smoothing, a.weight_decay, aug, a.seed), flush=True)
+    if a.print_command:
+        return
     xtr, ytr = tc.load_split(a.data, "train")
     xva, yva = tc.load_split(a.data, "val")
     classes = int(max(ytr.max(), yva.max())) + 1
-    model = Small(widths, classes, a.dropout, a.replicas, a.init)
+    model = Small(widths, classes, a.dropout, a.replicas, a.init, a.bn_momentum)
     print("torch %s, %d threads; %d train / %d val images, %d classes; %d parameters"
           % (torch.__version__, a.threads, len(ytr), len(yva), classes,
              sum(t.numel() for t in model.parameters())), flush=True)
 
-    opt = torch.optim.AdamW(model.parameters(), eps=1e-7, weight_decay=a.weight_decay)
+    # petal-tui decays conv and dense weights, not biases or batch-norm's gamma and beta
+    decay = [m.weight for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
+    other = [t for t in model.parameters() if all(t is not d for d in decay)]
+    opt = torch.optim.AdamW([{"params": decay}, {"params": other, "weight_decay": 0.0}],
+                            eps=1e-7, weight_decay=a.weight_decay)
     per_epoch = len(ytr) // batch
     sch = tc.Schedule(a.schedule, a.lr_start, a.lr_max, a.lr_end, a.warmup, per_epoch * a.epochs)
     xva_in = tc.plain(xva, a.size, imagenet=False)

@@ -230,6 +230,48 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
     free(hb);
 }
 
+/* --widths, --init and --bn-momentum reach the net: the parameter count is the one
+ * the widths give, the run folder's config keeps them, and a resumed run rebuilds the
+ * same net from it (its checkpoint would not load into another). */
+TEST(engine_builds_small_from_widths_init_and_bn_momentum_and_resumes_it)
+{
+    const char *dir = t_tmpdir();
+    char out[4200], path[4300];
+    util_path(out, sizeof out, "%s/widths", dir);
+    run_config c;
+    small_config(&c, out);
+    c.epochs = 1;
+    T_REQUIRE(cfg_set(&c, "widths", "8,16,16", NULL) == PT_OK);
+    T_REQUIRE(cfg_set(&c, "init", "torch", NULL) == PT_OK);
+    T_REQUIRE(cfg_set(&c, "bn-momentum", "0.9", NULL) == PT_OK);
+    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    /* 3x3 convs 3->8, 8->16, 16->16 without bias, BN gamma + beta, dense 16->4 + bias */
+    const int params = 27 * 8 + 16 + 72 * 16 + 32 + 144 * 16 + 32 + 16 * 4 + 4;
+    uint8_t *text;
+    size_t len;
+    char want[128];
+    util_path(path, sizeof path, "%s/log.txt", out);
+    T_REQUIRE(util_read_file(path, &text, &len, NULL) == PT_OK);
+    snprintf(want, sizeof want, "model small: %d parameters", params);
+    T_CHECKF(strstr((char *)text, want) != NULL, "no '%s' in\n%s", want, (char *)text);
+    free(text);
+    util_path(path, sizeof path, "%s/config", out);
+    T_REQUIRE(util_read_file(path, &text, &len, NULL) == PT_OK);
+    T_CHECK(strstr((char *)text, "widths = 8,16,16\n") && strstr((char *)text, "init = torch\n") &&
+            strstr((char *)text, "bn-momentum = 0.9\n"));
+    free(text);
+    c.epochs = 2;
+    util_copy(c.resume, sizeof c.resume, out);
+    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    T_EQ_INT(snap.history_n, 2);
+    /* A checkpoint of these widths does not load into the default net. */
+    small_config(&c, "");
+    c.epochs = 3;
+    util_copy(c.resume, sizeof c.resume, out);
+    T_CHECK(run_to_end(&c, &snap) == RUN_FAILED);
+    T_CHECKF(strstr(snap.message, "checkpoint") != NULL, "%s", snap.message);
+}
+
 TEST(engine_pause_resume_and_stop_from_another_thread)
 {
     if (t_slow_mode()) {
