@@ -1,10 +1,18 @@
 /* Tests that catch a learning defect, each against the real code and an independent
- * reference: a whole run learns an easy dataset. */
+ * reference: a whole run learns an easy dataset; weight decay is the decoupled kind
+ * (AdamW / SGDW), on the parameters meant. */
 #include "tests/t.h"
 
+#include <stdlib.h>
+
+#include "base/rng.h"
 #include "base/util.h"
 #include "engine.h"
+#include "nn/nn.h"
+#include "nn/nn_import.h"
 #include "tests/fixtures.h"
+#include "train/checkpoint.h"
+#include "train/optim.h"
 
 static run_snapshot snap; /* large: keep it off the stack */
 
@@ -80,4 +88,254 @@ TEST(learn_small_model_learns_the_fixture_end_to_end)
     T_CHECKF(last->val_loss < 0.3, "validation loss %.3f (chance: ln 4 = 1.386)", last->val_loss);
     T_CHECKF(last->train_loss < 0.7 * first->train_loss, "training loss %.3f -> %.3f",
              first->train_loss, last->train_loss);
+}
+
+/* ---- 2. weight decay: decoupled, on conv and dense weights ----------------------- */
+
+/* Reference optimizers in double, straight from the formulas (Keras's Adam with its
+ * epsilon outside the bias correction; Keras's SGD momentum v = mu v - lr g, w += v).
+ * decoupled: w -= lr * wd * w beside the gradient's step (AdamW, SGDW; what the
+ * options' help and the man page promise); otherwise L2: wd * w added to the gradient
+ * before the moments see it (PyTorch's Adam(weight_decay) and SGD(weight_decay)). */
+typedef struct ref_opt {
+    int adam, decoupled;
+    double mu, wd;
+    double w[8], m[8], v[8];
+} ref_opt;
+
+static void ref_step(ref_opt *o, const float *g, const uint8_t *decay, int n, double lr, int t)
+{
+    for (int i = 0; i < n; i++) {
+        double gi = g[i], w = o->w[i];
+        if (!o->decoupled && decay[i])
+            gi += o->wd * w;
+        if (o->decoupled && decay[i])
+            w -= lr * o->wd * w;
+        if (o->adam) {
+            o->m[i] = 0.9 * o->m[i] + 0.1 * gi;
+            o->v[i] = 0.999 * o->v[i] + 0.001 * gi * gi;
+            double step = lr * sqrt(1.0 - pow(0.999, t)) / (1.0 - pow(0.9, t));
+            w -= step * o->m[i] / (sqrt(o->v[i]) + 1e-7);
+        } else {
+            o->m[i] = o->mu * o->m[i] - lr * gi;
+            w += o->m[i];
+        }
+        o->w[i] = w;
+    }
+}
+
+/* What it catches: decay added to the gradient (L2: Adam then normalises it away and
+ * SGD's momentum accumulates it), decay that ignores the learning rate or uses the
+ * first step's, decay applied where the mask is 0 or skipped where it is 1, decay
+ * leaking into the moments. 5 steps with a changing learning rate and gradients. */
+TEST(learn_weight_decay_is_decoupled_adamw_and_sgdw)
+{
+    enum { N = 8, STEPS = 5 };
+    const double wd = 0.4, lrs[STEPS] = { 0.01, 0.03, 0.02, 0.05, 0.015 };
+    const uint8_t decay[N] = { 1, 1, 1, 1, 1, 0, 0, 1 };
+    for (int kind = 0; kind < 2; kind++) {
+        const int adam = kind == 0;
+        const double mu = 0.9;
+        opt o;
+        T_REQUIRE(opt_init(&o, adam ? OPT_ADAM : OPT_SGD, N, mu, wd) == 0);
+        ref_opt dec = { .adam = adam, .decoupled = 1, .mu = mu, .wd = wd };
+        ref_opt l2 = { .adam = adam, .decoupled = 0, .mu = mu, .wd = wd };
+        ref_opt none = { .adam = adam, .decoupled = 1, .mu = mu, .wd = 0.0 };
+        float w[N];
+        rng r;
+        rng_seed(&r, 5);
+        for (int i = 0; i < N; i++) {
+            w[i] = rng_uniform(&r, 0.5f, 2.0f) * (i % 2 ? -1.0f : 1.0f);
+            dec.w[i] = l2.w[i] = none.w[i] = w[i];
+        }
+        for (int t = 1; t <= STEPS; t++) {
+            float g[N];
+            for (int i = 0; i < N; i++)
+                g[i] = rng_uniform(&r, 0.05f, 1.0f) * (rng_below(&r, 2) ? -1.0f : 1.0f);
+            opt_step(&o, w, g, NULL, decay, 0, N, lrs[t - 1], t);
+            ref_step(&dec, g, decay, N, lrs[t - 1], t);
+            ref_step(&l2, g, decay, N, lrs[t - 1], t);
+            ref_step(&none, g, decay, N, lrs[t - 1], t);
+        }
+        const char *name = adam ? "adam" : "sgd";
+        const double tol = 2e-6; /* float against double over 5 steps */
+        double worst_l2 = 0.0, worst_none = 0.0;
+        for (int i = 0; i < N; i++) {
+            T_CHECKF(fabs(w[i] - dec.w[i]) <= tol * (1 + fabs(dec.w[i])),
+                     "%s w[%d] = %.9g, decoupled decay wants %.9g", name, i, w[i], dec.w[i]);
+            /* The moments are the gradient's alone. */
+            T_CHECKF(fabs(o.m[i] - dec.m[i]) <= tol * (1 + fabs(dec.m[i])),
+                     "%s m[%d] = %.9g, wants %.9g", name, i, o.m[i], dec.m[i]);
+            if (adam)
+                T_CHECKF(fabs(o.v[i] - dec.v[i]) <= tol * (1 + fabs(dec.v[i])),
+                         "%s v[%d] = %.9g, wants %.9g", name, i, o.v[i], dec.v[i]);
+            if (decay[i]) {
+                worst_l2 = fmax(worst_l2, fabs(l2.w[i] - dec.w[i]));
+                worst_none = fmax(worst_none, fabs(none.w[i] - dec.w[i]));
+            } else {
+                /* Undecayed: the three references agree, and so must the optimizer. */
+                T_CHECK(l2.w[i] == dec.w[i] && none.w[i] == dec.w[i]);
+            }
+        }
+        /* The comparison can tell the alternatives apart: L2 and no decay both end
+         * thousands of tolerances away (0.03 to 0.12 here). */
+        T_CHECKF(worst_l2 > 500 * tol, "%s: L2 is only %.3g from decoupled", name, worst_l2);
+        T_CHECKF(worst_none > 500 * tol, "%s: no decay is only %.3g from decay", name,
+                 worst_none);
+        opt_free(&o);
+    }
+}
+
+/* Trains exactly one update (8 training records, 2 replicas x 4) with the given
+ * weight decay and reads the run's last checkpoint: weights, BN statistics, Adam's
+ * moments. 0 on success. */
+static int one_update_run(const char *data, const char *model, double wd, const char *out,
+                          float *params, size_t np, float *bufs, size_t nb, float *m, float *v)
+{
+    run_config c;
+    cfg_defaults(&c);
+    util_copy(c.data, sizeof c.data, data);
+    util_copy(c.out, sizeof c.out, out);
+    util_copy(c.model, sizeof c.model, model);
+    c.image_size = 0; /* the dataset's */
+    c.epochs = 1;
+    c.replicas = 2;
+    c.batch_per_replica = 4;
+    c.workers = 1;
+    c.seed = 42;
+    c.lr_start = c.lr_max = c.lr_end = 0.01;
+    c.warmup = 0;
+    c.weight_decay = wd;
+    snprintf(c.augment, sizeof c.augment, "none");
+    if (run_to_end(&c, &snap) != RUN_DONE || snap.update != 1) {
+        printf("  run %s: %s, %lld updates\n", out, snap.message, snap.update);
+        return -1;
+    }
+    char path[4300];
+    util_path(path, sizeof path, "%s/checkpoint.ckpt", out);
+    ckpt_loaded l;
+    pt_err e;
+    if (ckpt_load(path, params, np, bufs, nb, m, v, np, &l, &e) != PT_OK) {
+        printf("  %s\n", e.msg);
+        return -1;
+    }
+    ckpt_free_loaded(&l);
+    return 0;
+}
+
+/* The trainer's decay mask, seen from outside: the same one update with and without
+ * weight decay. The gradient is computed before the step, so both runs compute the
+ * same one bit for bit and the weights can differ only by the decay: by -lr * wd * w0
+ * where it applies and not at all elsewhere.
+ *
+ * What is meant (trainer.c, run.h, the man page): conv and dense weights decay,
+ * depthwise and grouped convs included; biases, BN gamma and beta do not (the usual
+ * exclusion of 1-D parameters, as in timm and Keras's examples). A parameter whose
+ * initial value is 0 cannot show decay, and the built-in nets start their biases and
+ * BN betas at 0, so the models are two pretrained ONNX fixtures, whose every kind of
+ * parameter starts non-zero: blocks.onnx (convs with and without bias, a depthwise
+ * conv, BN) and flat.onnx (a dense layer with its bias, before the new head).
+ *
+ * What it catches: a mask that decays biases or BN, or misses any conv (depthwise
+ * included) or dense weights; a trainer that does not hand the mask (or the decay) to
+ * the optimizer; decay that reaches Adam's moments (identical in both runs). */
+TEST(learn_weight_decay_mask_is_conv_and_dense_weights_only)
+{
+    static const long long tc[4] = { 2, 2, 2, 2 };
+    const double lr = 0.01, wd = 0.5;
+    const struct { const char *path; int size; } models[2] = {
+        { "tests/data/import/blocks.onnx", 32 },
+        { "tests/data/import/flat.onnx", 8 },  /* its dense layer takes a 4x4x4 map */
+    };
+    /* Parameters seen non-zero at the start, by kind: each kind must be covered. */
+    enum { CONV_W, DW_W, CONV_B, DENSE_W, DENSE_B, BN_G, BN_B, KINDS };
+    static const char *const kind_name[KINDS] = { "conv weight", "depthwise weight", "conv bias",
+                                                  "dense weight", "dense bias", "BN gamma",
+                                                  "BN beta" };
+    size_t covered[KINDS] = { 0 };
+    for (int k = 0; k < 2; k++) {
+        const char *data = fx_dataset(t_tmpdir(), 4, tc, NULL, 0, models[k].size, 8);
+        T_REQUIRE(data);
+        /* The initial weights, as the trainer imports them. */
+        pt_err e;
+        nn_import_opts o = { .h = models[k].size, .w = models[k].size, .n_classes = 4,
+                             .dropout = 0.2f, .norm = NN_NORM_IMAGENET, .reinit = 0, .seed = 42 };
+        nn_import_info info;
+        nn_model *m0 = nn_import_onnx_file(models[k].path, &o, &info, &e);
+        if (!m0)
+            printf("  %s\n", e.msg);
+        T_REQUIRE(m0);
+        const size_t np = nn_param_count(m0), nb = nn_buffer_count(m0);
+        float *p[2], *b[2], *mm[2], *vv[2];
+        for (int r = 0; r < 2; r++) {
+            p[r] = malloc(np * sizeof(float));
+            mm[r] = malloc(np * sizeof(float));
+            vv[r] = malloc(np * sizeof(float));
+            b[r] = malloc((nb ? nb : 1) * sizeof(float));
+            T_REQUIRE(p[r] && mm[r] && vv[r] && b[r]);
+            char out[4200];
+            util_path(out, sizeof out, "%s/wd%d", t_tmpdir(), r);
+            T_REQUIRE(one_update_run(data, models[k].path, r ? wd : 0.0, out, p[r], np, b[r], nb,
+                                     mm[r], vv[r]) == 0);
+        }
+        const float *w0 = nn_params_const(m0);
+        uint8_t *want = calloc(np, 1);
+        T_REQUIRE(want);
+        for (int i = 0; i < nn_node_count(m0); i++) {
+            nn_node_info ni;
+            T_REQUIRE(nn_node_get(m0, i, &ni) == PT_OK);
+            int kw = -1, kb = -1;
+            if (ni.op == NN_OP_CONV) {
+                kw = ni.groups > 1 ? DW_W : CONV_W;
+                kb = CONV_B;
+            } else if (ni.op == NN_OP_DENSE) {
+                kw = DENSE_W;
+                kb = DENSE_B;
+            } else if (ni.op == NN_OP_BN) {
+                kw = BN_G;
+                kb = BN_B;
+            }
+            if (kw < 0)
+                continue;
+            if (ni.op != NN_OP_BN)
+                memset(want + ni.param_offset, 1, ni.weight_count);
+            for (size_t j = 0; j < ni.weight_count + ni.bias_count; j++)
+                if (w0[ni.param_offset + j] != 0.0f)
+                    covered[j < ni.weight_count ? kw : kb]++;
+        }
+        const double c = lr * wd;
+        size_t bad_decay = 0, bad_still = 0, decayed = 0, first_bad = np;
+        for (size_t i = 0; i < np; i++) {
+            double d = (double)p[1][i] - p[0][i];
+            if (want[i]) {
+                decayed += d != 0.0;
+                if (fabs(d + c * w0[i]) > 1e-6 * (fabs(w0[i]) + lr)) {
+                    bad_decay++;
+                    first_bad = first_bad < i ? first_bad : i;
+                }
+            } else if (d != 0.0) {
+                bad_still++;
+                first_bad = first_bad < i ? first_bad : i;
+            }
+        }
+        T_CHECKF(bad_decay == 0 && bad_still == 0,
+                 "%s: %zu decayed parameters off -lr*wd*w0, %zu undecayed ones moved; first "
+                 "at %zu",
+                 models[k].path, bad_decay, bad_still, first_bad);
+        T_CHECK(decayed > 0);
+        T_CHECK(memcmp(mm[0], mm[1], np * sizeof(float)) == 0);
+        T_CHECK(memcmp(vv[0], vv[1], np * sizeof(float)) == 0);
+        T_CHECK(memcmp(b[0], b[1], nb * sizeof(float)) == 0);
+        free(want);
+        for (int r = 0; r < 2; r++) {
+            free(p[r]);
+            free(b[r]);
+            free(mm[r]);
+            free(vv[r]);
+        }
+        nn_model_free(m0);
+    }
+    for (int k = 0; k < KINDS; k++)
+        T_CHECKF(covered[k] > 0, "no non-zero %s in the models: its decay would not show",
+                 kind_name[k]);
 }
