@@ -1,18 +1,21 @@
 /* Tests that catch a learning defect, each against the real code and an independent
  * reference: a whole run learns an easy dataset; weight decay is the decoupled kind
- * (AdamW / SGDW), on the parameters meant. */
+ * (AdamW / SGDW), on the parameters meant; the replica strategy's gradient is the
+ * gradient of the mean loss over the update in absolute terms. */
 #include "tests/t.h"
 
 #include <stdlib.h>
 
 #include "base/rng.h"
 #include "base/util.h"
+#include "data/batch.h"
 #include "engine.h"
 #include "nn/nn.h"
 #include "nn/nn_import.h"
 #include "tests/fixtures.h"
 #include "train/checkpoint.h"
 #include "train/optim.h"
+#include "train/strategy.h"
 
 static run_snapshot snap; /* large: keep it off the stack */
 
@@ -338,4 +341,181 @@ TEST(learn_weight_decay_mask_is_conv_and_dense_weights_only)
     for (int k = 0; k < KINDS; k++)
         T_CHECKF(covered[k] > 0, "no non-zero %s in the models: its decay would not show",
                  kind_name[k]);
+}
+
+/* ---- 3. the replica strategy's gradient, in absolute terms ----------------------- */
+
+/* A two-layer perceptron small enough to differentiate by hand in double:
+ * input 4x4x3 -> dense(HID) -> ReLU -> dense(K). No BN, no dropout: the same
+ * arithmetic however the update is split. */
+enum { MLP_S = 4, MLP_IN = MLP_S * MLP_S * 3, MLP_HID = 6, MLP_K = 5 };
+
+/* The loss of one example (softmax cross-entropy against its smoothed two-label
+ * target, as the batch holds it) and, when g is not NULL, scale x its gradient with
+ * respect to the parameters added into g. P is laid out as nn_params(): W1 [IN][HID],
+ * b1, W2 [HID][K], b2. */
+static double mlp_example(const double *P, const uint8_t *img, int la, int lb, double mix,
+                          double smooth, double scale, double *g)
+{
+    const double *W1 = P, *b1 = W1 + MLP_IN * MLP_HID, *W2 = b1 + MLP_HID;
+    const double *b2 = W2 + MLP_HID * MLP_K;
+    double x[MLP_IN], a[MLP_HID], h[MLP_HID], z[MLP_K], p[MLP_K], t[MLP_K];
+    for (int i = 0; i < MLP_IN; i++)
+        x[i] = img[i] / 255.0;
+    for (int j = 0; j < MLP_HID; j++) {
+        a[j] = b1[j];
+        for (int i = 0; i < MLP_IN; i++)
+            a[j] += x[i] * W1[i * MLP_HID + j];
+        h[j] = a[j] > 0 ? a[j] : 0;
+    }
+    double mx = -1e300;
+    for (int k = 0; k < MLP_K; k++) {
+        z[k] = b2[k];
+        for (int j = 0; j < MLP_HID; j++)
+            z[k] += h[j] * W2[j * MLP_K + k];
+        mx = fmax(mx, z[k]);
+    }
+    double s = 0;
+    for (int k = 0; k < MLP_K; k++)
+        s += exp(z[k] - mx);
+    double loss = 0;
+    for (int k = 0; k < MLP_K; k++) {
+        p[k] = exp(z[k] - mx) / s;
+        t[k] = smooth / MLP_K + (1 - smooth) * (mix * (k == la) + (1 - mix) * (k == lb));
+        loss -= t[k] * log(p[k]);
+    }
+    if (!g)
+        return loss;
+    double *gW1 = g, *gb1 = gW1 + MLP_IN * MLP_HID, *gW2 = gb1 + MLP_HID;
+    double *gb2 = gW2 + MLP_HID * MLP_K;
+    double dh[MLP_HID] = { 0 };
+    for (int k = 0; k < MLP_K; k++) {
+        double dz = scale * (p[k] - t[k]); /* the targets sum to 1 */
+        gb2[k] += dz;
+        for (int j = 0; j < MLP_HID; j++) {
+            gW2[j * MLP_K + k] += h[j] * dz;
+            dh[j] += W2[j * MLP_K + k] * dz;
+        }
+    }
+    for (int j = 0; j < MLP_HID; j++) {
+        double da = a[j] > 0 ? dh[j] : 0;
+        gb1[j] += da;
+        for (int i = 0; i < MLP_IN; i++)
+            gW1[i * MLP_HID + j] += x[i] * da;
+    }
+    return loss;
+}
+
+/* What it catches: a loss normalised by anything but the update's size U = R x B x A
+ * (the per-replica batch B, the global batch R x B, nothing), gradients averaged over
+ * replicas or micro-batches instead of summed, a replica or micro-batch left out of
+ * the reduction or counted twice, mixed and smoothed targets handled wrongly. The
+ * strategy's summed gradient is read back through plain SGD (momentum 0, lr 1, no
+ * decay): w1 = w0 - g. The reference differentiates the mean loss over the update's
+ * 2 x 3 x 3 = 18 examples in double, by hand; finite differences check the reference
+ * itself. R, B and A are all different and not 1, so each wrong divisor is off by a
+ * factor of at least 2. */
+TEST(learn_strategy_gradient_is_that_of_the_mean_loss)
+{
+    enum { R = 2, B = 3, A = 3, U = R * B * A };
+    const float smooth = 0.1f;
+    nn_model *m = nn_model_new(MLP_S, MLP_S, 3);
+    int x = nn_dense(m, nn_input(m), MLP_HID);
+    x = nn_relu(m, x);
+    x = nn_dense(m, x, MLP_K);
+    pt_err e;
+    T_REQUIRE(nn_model_finalize(m, x, &e) == PT_OK);
+    nn_model_init_params(m, 17);
+    const size_t np = nn_param_count(m);
+    T_REQUIRE(np == (size_t)(MLP_IN * MLP_HID + MLP_HID + MLP_HID * MLP_K + MLP_K));
+    /* Non-zero biases, so that their gradients are checked through a general point. */
+    rng r;
+    rng_seed(&r, 3);
+    float *P = nn_params(m);
+    for (int j = 0; j < MLP_HID; j++)
+        P[MLP_IN * MLP_HID + j] = rng_uniform(&r, -0.2f, 0.2f);
+    for (int k = 0; k < MLP_K; k++)
+        P[np - MLP_K + k] = rng_uniform(&r, -0.3f, 0.3f);
+    double *P0 = malloc(np * sizeof *P0), *gref = calloc(np, sizeof *gref);
+    T_REQUIRE(P0 && gref);
+    for (size_t i = 0; i < np; i++)
+        P0[i] = P[i];
+
+    batch *bs[A];
+    for (int a = 0; a < A; a++) {
+        bs[a] = batch_new(R * B, MLP_S, MLP_S);
+        T_REQUIRE(bs[a]);
+        bs[a]->n = R * B;
+        for (int i = 0; i < R * B; i++) {
+            for (int j = 0; j < MLP_IN; j++)
+                batch_image(bs[a], i)[j] = (uint8_t)rng_below(&r, 256);
+            bs[a]->label[i] = (int32_t)rng_below(&r, MLP_K);
+            bs[a]->label2[i] = (int32_t)rng_below(&r, MLP_K);
+            bs[a]->mix[i] = i % 3 == 0 ? 1.0f : rng_uniform(&r, 0.3f, 1.0f); /* some mixed */
+        }
+    }
+    /* The reference: the gradient of (1 / U) x the sum of the U examples' losses. */
+    double loss_ref = 0;
+    for (int a = 0; a < A; a++)
+        for (int i = 0; i < R * B; i++)
+            loss_ref += mlp_example(P0, batch_image(bs[a], i), bs[a]->label[i], bs[a]->label2[i],
+                                    bs[a]->mix[i], smooth, 1.0 / U, gref);
+    /* ... which finite differences of the mean loss confirm. */
+    double fd_err = 0, gmax = 0;
+    for (size_t i = 0; i < np; i++) {
+        const double h = 1e-5, keep = P0[i];
+        double lp = 0, lm = 0;
+        P0[i] = keep + h;
+        for (int a = 0; a < A; a++)
+            for (int j = 0; j < R * B; j++)
+                lp += mlp_example(P0, batch_image(bs[a], j), bs[a]->label[j], bs[a]->label2[j],
+                                  bs[a]->mix[j], smooth, 0, NULL);
+        P0[i] = keep - h;
+        for (int a = 0; a < A; a++)
+            for (int j = 0; j < R * B; j++)
+                lm += mlp_example(P0, batch_image(bs[a], j), bs[a]->label[j], bs[a]->label2[j],
+                                  bs[a]->mix[j], smooth, 0, NULL);
+        P0[i] = keep;
+        fd_err = fmax(fd_err, fabs((lp - lm) / (2 * h) / U - gref[i]));
+        gmax = fmax(gmax, fabs(gref[i]));
+    }
+    T_REQUIRE(gmax > 1e-2);
+    T_CHECKF(fd_err < 1e-6 * gmax, "the reference gradient is off its finite differences by %.3g",
+             fd_err);
+
+    opt o;
+    T_REQUIRE(opt_init(&o, OPT_SGD, np, 0.0, 0.0) == 0);
+    strat_config sc = { .model = m, .optimizer = &o, .replicas = R, .batch_per_replica = B,
+                        .grad_acc = A, .label_smoothing = smooth };
+    strat *s;
+    T_REQUIRE(strat_new(&sc, &s, &e) == PT_OK);
+    strat_result res;
+    T_REQUIRE(strat_update(s, bs, 1.0, 1, 9, &res, NULL, &e) == PT_OK);
+    T_CHECK(res.finite);
+    T_EQ_INT(res.examples, U);
+    T_NEAR(res.loss_sum, loss_ref, 1e-5 * loss_ref);
+    double worst = 0, scale_num = 0, scale_den = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < np; i++) {
+        double g = P0[i] - (double)P[i]; /* lr 1, no momentum, no decay */
+        double err = fabs(g - gref[i]);
+        if (err > worst) {
+            worst = err;
+            at = i;
+        }
+        scale_num += g * gref[i];
+        scale_den += gref[i] * gref[i];
+    }
+    /* float forward/backward against double: about 1e-7 of the largest gradient. */
+    T_CHECKF(worst < 1e-4 * gmax + 1e-7,
+             "gradient %zu: strategy %.9g, mean-loss reference %.9g (largest %.3g); the "
+             "strategy's gradient is %.4g x the reference's",
+             at, P0[at] - (double)P[at], gref[at], gmax, scale_num / scale_den);
+    strat_free(s);
+    opt_free(&o);
+    for (int a = 0; a < A; a++)
+        batch_free(bs[a]);
+    free(P0);
+    free(gref);
+    nn_model_free(m);
 }
