@@ -1,7 +1,8 @@
 /* Tests that catch a learning defect, each against the real code and an independent
  * reference: a whole run learns an easy dataset; weight decay is the decoupled kind
  * (AdamW / SGDW), on the parameters meant; the replica strategy's gradient is the
- * gradient of the mean loss over the update in absolute terms. */
+ * gradient of the mean loss over the update in absolute terms; dropout drops at its
+ * rate and rescales. */
 #include "tests/t.h"
 
 #include <stdlib.h>
@@ -518,4 +519,82 @@ TEST(learn_strategy_gradient_is_that_of_the_mean_loss)
     free(P0);
     free(gref);
     nn_model_free(m);
+}
+
+/* ---- 4. dropout at rates other than one half ------------------------------------- */
+
+/* What it catches: keep and drop probabilities swapped (invisible at rate 0.5, where
+ * every other dropout test runs), kept units scaled by 1 / rate or not at all, an
+ * expectation not preserved, a backward that does not use the forward's mask and
+ * scale, dropout active in inference. 64 examples x 1024 units per rate: the zero
+ * fraction's standard error is 0.0016 at rate 0.2 and 0.8. */
+TEST(learn_dropout_drops_at_its_rate_and_rescales)
+{
+    enum { H = 8, W = 8, C = 16, N = 64, K = 3, LEN = H * W * C };
+    const float rates[2] = { 0.2f, 0.8f };
+    float *in = malloc((size_t)N * LEN * sizeof *in), *dl = malloc((size_t)N * K * sizeof *dl);
+    T_REQUIRE(in && dl);
+    rng r;
+    rng_seed(&r, 8);
+    for (size_t i = 0; i < (size_t)N * LEN; i++)
+        in[i] = rng_uniform(&r, 0.5f, 1.5f);
+    for (int i = 0; i < N * K; i++)
+        dl[i] = rng_uniform(&r, -1.0f, 1.0f);
+    for (int k = 0; k < 2; k++) {
+        const double rate = rates[k];
+        nn_model *m = nn_model_new(H, W, C);
+        int drop = nn_dropout(m, nn_input(m), rates[k]);
+        int out = nn_dense(m, drop, K);
+        T_REQUIRE(nn_model_finalize(m, out, NULL) == PT_OK);
+        nn_model_init_params(m, 1);
+        nn_model_set_input_grad(m, 1);
+        nn_ctx *c = nn_ctx_new(m, N, NULL);
+        T_REQUIRE(c);
+        T_REQUIRE(nn_forward(c, in, N, 1, 2024, 0) != NULL);
+        const float *y = nn_ctx_output(c, drop);
+        const double keep = 1.0 / (1.0 - rate);
+        size_t zeros = 0, bad_scale = 0;
+        double sum_x = 0, sum_y = 0;
+        for (size_t i = 0; i < (size_t)N * LEN; i++) {
+            sum_x += in[i];
+            sum_y += y[i];
+            if (y[i] == 0.0f)
+                zeros++;
+            else if (fabs(y[i] - in[i] * keep) > 1e-6 * fabs(in[i] * keep))
+                bad_scale++;
+        }
+        const double frac = (double)zeros / ((double)N * LEN);
+        const double se = sqrt(rate * (1 - rate) / ((double)N * LEN));
+        T_CHECKF(fabs(frac - rate) < 5 * se, "rate %.1f: %.4f of the units dropped", rate, frac);
+        T_CHECKF(bad_scale == 0, "rate %.1f: %zu kept units not scaled by 1 / (1 - rate)", rate,
+                 bad_scale);
+        /* The expectation: mean(y) ~ mean(x). Relative standard error of the mean of y
+         * is about sqrt(rate / (1 - rate) / units) (0.8% at rate 0.8). */
+        const double rel_se = sqrt(rate / (1 - rate) / ((double)N * LEN));
+        T_CHECKF(fabs(sum_y / sum_x - 1) < 5 * rel_se, "rate %.1f: mean %.4f x the input's", rate,
+                 sum_y / sum_x);
+        /* Backward: the input's gradient is the output's gradient through the same mask
+         * and scale. dy = dlogits x W^T. */
+        nn_zero_grads(c);
+        T_REQUIRE(nn_backward(c, dl) == PT_OK);
+        const float *gx = nn_ctx_input_grad(c), *Wt = nn_params(m);
+        T_REQUIRE(gx);
+        double gerr = 0;
+        for (int n = 0; n < N; n++)
+            for (int j = 0; j < LEN; j++) {
+                double dy = 0;
+                for (int o = 0; o < K; o++)
+                    dy += (double)dl[n * K + o] * Wt[(size_t)j * K + o];
+                double mask = y[n * LEN + j] == 0.0f ? 0.0 : keep;
+                gerr = fmax(gerr, fabs(gx[n * LEN + j] - dy * mask));
+            }
+        T_CHECKF(gerr < 1e-5, "rate %.1f: input gradient off the masked one by %.3g", rate, gerr);
+        /* Inference: the identity. */
+        T_REQUIRE(nn_forward(c, in, N, 0, 2024, 0) != NULL);
+        T_CHECK(memcmp(nn_ctx_output(c, drop), in, (size_t)N * LEN * sizeof *in) == 0);
+        nn_ctx_free(c);
+        nn_model_free(m);
+    }
+    free(in);
+    free(dl);
 }
