@@ -2,7 +2,7 @@
  * reference: a whole run learns an easy dataset; weight decay is the decoupled kind
  * (AdamW / SGDW), on the parameters meant; the replica strategy's gradient is the
  * gradient of the mean loss over the update in absolute terms; dropout drops at its
- * rate and rescales. */
+ * rate and rescales; the initial weights have the intended distributions. */
 #include "tests/t.h"
 
 #include <stdlib.h>
@@ -597,4 +597,142 @@ TEST(learn_dropout_drops_at_its_rate_and_rescales)
     }
     free(in);
     free(dl);
+}
+
+/* ---- 5. the initial weights' distributions --------------------------------------- */
+
+/* Sample moments of n values: mean, standard deviation, kurtosis (m4 / m2^2). */
+static void moments(const float *v, size_t n, double scale, double *mean, double *sd, double *kurt)
+{
+    double s1 = 0, s2 = 0, s4 = 0;
+    for (size_t i = 0; i < n; i++)
+        s1 += v[i] / scale;
+    *mean = s1 / (double)n;
+    for (size_t i = 0; i < n; i++) {
+        double d = v[i] / scale - *mean;
+        s2 += d * d;
+        s4 += d * d * d * d;
+    }
+    s2 /= (double)n;
+    *sd = sqrt(s2);
+    *kurt = s4 / (double)n / (s2 * s2);
+}
+
+/* What it catches: a conv's fan_in that ignores its groups (kh x kw x cin for a
+ * depthwise conv, as Keras computes it from the kernel's shape, gives a std sqrt(cin)
+ * times too small) or counts cout; He's factor 2 lost; the truncation's std
+ * correction dropped (0.88 x the std) or the truncation dropped; uniform or untruncated
+ * normal in place of the truncated normal; Glorot's limit with the wrong fans; biases,
+ * BN gamma and beta, running mean and variance not at 0, 1, 0, 0 and 1.
+ *
+ * Default scheme (nn.h, nn_model.c): conv weights truncated normal at two standard
+ * deviations with std sqrt(2 / fan_in) after truncation, fan_in = kh x kw x cin /
+ * groups (Keras he_normal, with PyTorch's fan_in for grouped convs); dense Glorot
+ * uniform, limit sqrt(6 / (fan_in + fan_out)). Each layer's standard deviation is
+ * held to 5 standard errors of its sample; all convs' standardised weights pooled
+ * (about 30,000) tell the truncated normal's shape by its kurtosis: 2.366 at +-2
+ * (uniform 1.8, normal 3). */
+TEST(learn_init_matches_he_and_glorot_for_grouped_and_depthwise_convs)
+{
+    nn_model *m = nn_model_new(16, 16, 8);
+    int x = nn_input(m);
+    int conv = nn_conv2d(m, x, 32, 3, 3, 1, NN_PAD_SAME, 1, 1);   /* fan_in 72, bias */
+    x = nn_relu(m, conv);
+    x = nn_conv2d(m, x, 64, 3, 3, 1, NN_PAD_SAME, 8, 0);          /* grouped: fan_in 36 */
+    x = nn_batchnorm(m, x);
+    x = nn_conv2d(m, x, 128, 5, 5, 2, NN_PAD_SAME, 64, 0);        /* depthwise x2: 25 */
+    x = nn_conv2d(m, x, 128, 3, 3, 1, NN_PAD_SAME, 128, 1);       /* depthwise: 9, bias */
+    x = nn_batchnorm(m, x);
+    x = nn_conv2d_ex(m, x, 96, 1, 3, 1, 1, 0, 1, 0, 1, 2, 0);     /* 1x3, 2 groups: 192 */
+    x = nn_conv2d(m, x, 48, 1, 1, 1, 0, 1, 0);                    /* pointwise: 96 */
+    x = nn_batchnorm(m, x);
+    x = nn_maxpool(m, x, 2, 2, 0);
+    x = nn_relu(m, nn_dense(m, x, 64));                           /* 4x4x48 = 768 -> 64 */
+    x = nn_relu(m, nn_dense(m, x, 64));                           /* 64 -> 64 */
+    x = nn_dense(m, x, 10);                                       /* 64 -> 10 */
+    pt_err e;
+    T_REQUIRE(nn_model_finalize(m, x, &e) == PT_OK);
+    static const double want_fan_in[] = { 72, 36, 25, 9, 192, 96 };
+    static const double want_dense[][2] = { { 768, 64 }, { 64, 64 }, { 64, 10 } };
+    const size_t np = nn_param_count(m);
+    float *pooled = malloc(np * sizeof *pooled);
+    T_REQUIRE(pooled);
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        nn_model_init_params(m, seed);
+        const float *P = nn_params_const(m), *Bf = nn_buffers(m);
+        size_t pn = 0;
+        int nconv = 0, nbn = 0, ndense = 0;
+        for (int i = 0; i < nn_node_count(m); i++) {
+            nn_node_info ni;
+            T_REQUIRE(nn_node_get(m, i, &ni) == PT_OK);
+            const float *w = P + ni.param_offset;
+            const size_t n = ni.weight_count;
+            size_t nonzero = 0; /* conv and dense biases, BN beta */
+            for (size_t j = 0; j < ni.bias_count; j++)
+                nonzero += w[n + j] != 0.0f;
+            T_CHECKF(nonzero == 0, "node %d (%s): %zu of %zu biases not 0", i, nn_op_name(ni.op),
+                     nonzero, ni.bias_count);
+            if (ni.op == NN_OP_CONV) {
+                T_REQUIRE(nconv < (int)(sizeof want_fan_in / sizeof want_fan_in[0]));
+                const double fan_in = want_fan_in[nconv++];
+                const double sd_want = sqrt(2.0 / fan_in);
+                double mean, sd, kurt, mx = 0;
+                moments(w, n, sd_want, &mean, &sd, &kurt);
+                for (size_t j = 0; j < n; j++) {
+                    mx = fmax(mx, fabs(w[j]) / sd_want);
+                    pooled[pn++] = w[j] / (float)sd_want;
+                }
+                /* The truncated normal's sample std has a standard error of
+                 * sd * sqrt((kurtosis - 1) / (4 n)). */
+                const double se = sqrt((2.366 - 1) / (4.0 * (double)n));
+                T_CHECKF(fabs(sd - 1) < 5 * se,
+                         "seed %llu conv node %d (%dx%d, groups %d): std %.4f x sqrt(2 / %g)",
+                         (unsigned long long)seed, i, ni.kh, ni.kw, ni.groups, sd, fan_in);
+                T_CHECKF(fabs(mean) < 5 / sqrt((double)n), "conv node %d: mean %.4f std", i, mean);
+                /* Truncated at 2 standard deviations of the normal before truncation. */
+                T_CHECKF(mx <= 2.0 / 0.87962566103423978 * (1 + 1e-6), "conv node %d: %.3f std",
+                         i, mx);
+                T_CHECKF(n < 1000 || mx > 0.95 * 2.0 / 0.87962566103423978,
+                         "conv node %d: largest %.3f std, the truncation is at 2.274", i, mx);
+            } else if (ni.op == NN_OP_DENSE) {
+                T_REQUIRE(ndense < 3);
+                const double fan_in = want_dense[ndense][0], fan_out = want_dense[ndense++][1];
+                T_REQUIRE((double)n == fan_in * fan_out && ni.c == (int)fan_out);
+                const double lim = sqrt(6.0 / (fan_in + fan_out));
+                double mean, sd, kurt, mx = 0;
+                moments(w, n, lim, &mean, &sd, &kurt);
+                for (size_t j = 0; j < n; j++)
+                    mx = fmax(mx, fabs(w[j]) / lim);
+                T_CHECKF(mx <= 1.0 && mx > 0.95, "dense node %d: largest %.4f x Glorot's limit", i,
+                         mx);
+                /* Uniform on [-lim, lim]: std lim / sqrt(3), kurtosis 1.8. */
+                const double se = sqrt((1.8 - 1) / (4.0 * (double)n)) / sqrt(3.0);
+                T_CHECKF(fabs(sd - 1 / sqrt(3.0)) < 5 * se, "dense node %d: std %.4f x the limit",
+                         i, sd);
+                T_CHECKF(n < 4000 || fabs(kurt - 1.8) < 0.1, "dense node %d: kurtosis %.3f, "
+                         "uniform's is 1.8", i, kurt);
+            } else if (ni.op == NN_OP_BN) {
+                nbn++;
+                int bad = 0;
+                for (int j = 0; j < ni.c; j++)
+                    bad += w[j] != 1.0f || Bf[ni.buffer_offset + (size_t)j] != 0.0f ||
+                           Bf[ni.buffer_offset + (size_t)ni.c + (size_t)j] != 1.0f;
+                T_CHECKF(bad == 0, "BN node %d: %d of %d channels not gamma 1, running mean 0, "
+                         "running var 1", i, bad, ni.c);
+            }
+        }
+        T_EQ_INT(nconv, 6);
+        T_EQ_INT(nbn, 3);
+        T_EQ_INT(ndense, 3);
+        double mean, sd, kurt;
+        moments(pooled, pn, 1.0, &mean, &sd, &kurt);
+        T_CHECKF(fabs(kurt - 2.366) < 0.1,
+                 "seed %llu: kurtosis %.3f of %zu conv weights; the normal truncated at +-2 has "
+                 "2.366 (uniform 1.8, normal 3)",
+                 (unsigned long long)seed, kurt, pn);
+        T_CHECKF(fabs(sd - 1) < 0.02, "seed %llu: pooled conv std %.4f x He's",
+                 (unsigned long long)seed, sd);
+    }
+    free(pooled);
+    nn_model_free(m);
 }
