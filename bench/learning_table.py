@@ -38,16 +38,18 @@ def main():
     if not petal or not torch:
         raise SystemExit("no finished epochs in %s" % d)
     print("%d petal-tui and %d PyTorch runs; mean [min, max] over the seeds" % (len(petal), len(torch)))
-    print("%5s | %-22s %-22s %7s | %-8s %-8s" % ("epoch", "val F1 petal-tui", "val F1 PyTorch",
-                                                "gap", "loss pt", "loss py"))
+    print("%5s | %-22s %-22s %7s | %-22s %-22s" % ("epoch", "val F1 petal-tui", "val F1 PyTorch",
+                                                  "gap", "train loss petal-tui",
+                                                  "train loss PyTorch"))
     worst, epochs = 0.0, sorted(set().union(*petal) & set().union(*torch))
     for e in epochs:
         p, t = stats(petal, e, 2), stats(torch, e, 2)
         pl, tl = stats(petal, e, 0), stats(torch, e, 0)
         gap = p[0] - t[0]
         worst = max(worst, abs(gap))
-        print("%5d | %.3f [%.3f, %.3f]    %.3f [%.3f, %.3f]    %+.3f | %.4f   %.4f"
-              % (e, p[0], p[1], p[2], t[0], t[1], t[2], gap, pl[0], tl[0]))
+        print("%5d | %.3f [%.3f, %.3f]    %.3f [%.3f, %.3f]    %+.3f | %.3f [%.3f, %.3f]    "
+              "%.3f [%.3f, %.3f]" % (e, p[0], p[1], p[2], t[0], t[1], t[2], gap, pl[0], pl[1],
+                                     pl[2], tl[0], tl[1], tl[2]))
     print("largest gap between the mean F1s: %.3f" % worst)
 
 

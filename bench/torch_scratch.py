@@ -35,7 +35,9 @@ import torch_common as tc  # noqa: E402
 class ReplicaBatchNorm(nn.Module):
     """Batch-norm whose training statistics come from each replica's share of the
     batch, and whose running statistics move once per forward by the replicas'
-    average (mean, and variance with Bessel's correction), as petal-tui's do."""
+    average (mean, and variance with Bessel's correction), as petal-tui's do; the
+    first 1 / momentum updates with equal weight, as petal-tui's fresh nets do
+    (nn_model_update_bn: momentum max(momentum, 1 / update) in PyTorch's terms)."""
 
     def __init__(self, c, replicas, eps=1e-3, momentum=0.01):
         super().__init__()
@@ -44,6 +46,7 @@ class ReplicaBatchNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(c))
         self.register_buffer("running_mean", torch.zeros(c))
         self.register_buffer("running_var", torch.ones(c))
+        self.updates = 0
 
     def forward(self, x):
         if not self.training:
@@ -54,8 +57,10 @@ class ReplicaBatchNorm(nn.Module):
             n = parts[0].numel() // parts[0].shape[1]
             mean = torch.stack([p.mean((0, 2, 3)) for p in parts]).mean(0)
             var = torch.stack([p.var((0, 2, 3), unbiased=False) for p in parts]).mean(0)
-            self.running_mean.mul_(1 - self.momentum).add_(self.momentum * mean)
-            self.running_var.mul_(1 - self.momentum).add_(self.momentum * var * n / max(n - 1, 1))
+            self.updates += 1
+            mom = max(self.momentum, 1.0 / self.updates)
+            self.running_mean.mul_(1 - mom).add_(mom * mean)
+            self.running_var.mul_(1 - mom).add_(mom * var * n / max(n - 1, 1))
         return torch.cat([F.batch_norm(p, None, None, self.weight, self.bias, True, 0.0,
                                        self.eps) for p in parts])
 

@@ -143,6 +143,34 @@ TEST(import_replaces_the_classifier_with_a_new_head)
     T_EQ_INT((long long)nn_trainable_count(m), 14 * 3 + 3);
     nn_model_free(m);
 
+    /* Trained batch-norm statistics are kept: update 1 moves them by the momentum as
+     * update 1000 does, where a fresh net's (--reinit) averages its first updates. */
+    for (int reinit = 0; reinit < 2; reinit++) {
+        o.reinit = reinit;
+        float *bufs[2];
+        nn_model *mm[2];
+        for (int k = 0; k < 2; k++) {
+            mm[k] = nn_import_onnx_file("tests/data/import/blocks.onnx", &o, &info, &e);
+            T_REQUIRE(mm[k] != NULL);
+            float x[4 * 32 * 32 * 3];
+            for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+                x[i] = (float)((i * 7919) % 255) / 255.0f;
+            nn_ctx *c = nn_ctx_new(mm[k], 4, &e);
+            T_REQUIRE(c != NULL);
+            nn_forward(c, x, 4, 1, 0, 0);
+            nn_model_update_bn(mm[k], &c, 1, k ? 1000 : 1);
+            nn_ctx_free(c);
+            bufs[k] = nn_buffers(mm[k]);
+        }
+        size_t nb = nn_buffer_count(mm[0]);
+        T_REQUIRE(nb > 0);
+        int same = memcmp(bufs[0], bufs[1], nb * sizeof(float)) == 0;
+        T_CHECKF(same == !reinit, "reinit %d: statistics after update 1 and 1000 %s", reinit,
+                 same ? "equal" : "differ");
+        nn_model_free(mm[0]);
+        nn_model_free(mm[1]);
+    }
+
     /* After a flatten, the head reads the last hidden layer (12 features). */
     o.h = o.w = 8;
     o.n_classes = 5;

@@ -206,7 +206,7 @@ TEST(nn_bn_inference_uses_running_stats)
     float before[8];
     memcpy(before, B, sizeof before);
     nn_ctx *cs[1] = {c};
-    nn_model_update_bn(m, cs, 1);
+    nn_model_update_bn(m, cs, 1, 0);
     T_CHECK(memcmp(before, B, sizeof before) == 0);
     /* Training normalises with the batch: each channel comes out with mean beta and
      * (biased) variance gamma^2 * var / (var + eps). */
@@ -243,7 +243,7 @@ TEST(nn_bn_update_averages_two_contexts)
     nn_forward(c1, x1, N, 1, 0, 0);
     nn_forward(c2, x2, N, 1, 0, N);
     nn_ctx *cs[2] = {c1, c2};
-    nn_model_update_bn(m, cs, 2);
+    nn_model_update_bn(m, cs, 2, 0);
     const int R = N * H * W;
     for (int j = 0; j < C; j++) {
         double mean[2], var[2];
@@ -264,12 +264,12 @@ TEST(nn_bn_update_averages_two_contexts)
     /* The records were cleared: a second update without forwards is a no-op. */
     float before[2 * C];
     memcpy(before, B, sizeof before);
-    nn_model_update_bn(m, cs, 2);
+    nn_model_update_bn(m, cs, 2, 0);
     T_CHECK(memcmp(before, B, sizeof before) == 0);
     /* Two forwards in one context (gradient accumulation) average the same way. */
     nn_forward(c1, x1, N, 1, 0, 0);
     nn_forward(c1, x1, N, 1, 0, 0);
-    nn_model_update_bn(m, cs, 1);
+    nn_model_update_bn(m, cs, 1, 0);
     double s = 0.0;
     for (int r = 0; r < R; r++)
         s += x1[r * C];
@@ -279,8 +279,30 @@ TEST(nn_bn_update_averages_two_contexts)
     T_REQUIRE(nn_model_set_bn_momentum(m, 0.9f) == PT_OK);
     memcpy(before, B, sizeof before);
     nn_forward(c1, x1, N, 1, 0, 0);
-    nn_model_update_bn(m, cs, 1);
+    nn_model_update_bn(m, cs, 1, 0);
     T_NEAR(B[0], 0.9 * before[0] + 0.1 * s / R, 1e-6);
+
+    /* Fresh statistics (after nn_model_init_params): update 1 takes the batch's, update
+     * 2 averages two batches, update 1000 uses the momentum; off, update 1 does too. */
+    double s2 = 0.0;
+    for (int r = 0; r < R; r++)
+        s2 += x2[r * C];
+    nn_model_init_params(m, 3);
+    nn_forward(c1, x1, N, 1, 0, 0);
+    nn_model_update_bn(m, cs, 1, 1);
+    T_NEAR(B[0], s / R, 1e-6);
+    nn_forward(c1, x2, N, 1, 0, 0);
+    nn_model_update_bn(m, cs, 1, 2);
+    T_NEAR(B[0], (s + s2) / (2 * R), 1e-6);
+    memcpy(before, B, sizeof before);
+    nn_forward(c1, x1, N, 1, 0, 0);
+    nn_model_update_bn(m, cs, 1, 1000);
+    T_NEAR(B[0], 0.9 * before[0] + 0.1 * s / R, 1e-6);
+    nn_model_set_bn_warm_start(m, 0);
+    memcpy(before, B, sizeof before);
+    nn_forward(c1, x2, N, 1, 0, 0);
+    nn_model_update_bn(m, cs, 1, 1);
+    T_NEAR(B[0], 0.9 * before[0] + 0.1 * s2 / R, 1e-6);
     nn_ctx_free(c1);
     nn_ctx_free(c2);
     nn_model_free(m);
@@ -558,7 +580,7 @@ TEST(nn_training_smoke_sgd_two_replicas)
         float *P = nn_params(m);
         for (size_t i = 0; i < np; i++)
             P[i] -= 0.3f * (nn_grads(ctx[0])[i] + nn_grads(ctx[1])[i]);
-        nn_model_update_bn(m, ctx, R);
+        nn_model_update_bn(m, ctx, R, 0);
         loss /= R * B;
         if (step < 5)
             first += loss / 5;
@@ -767,7 +789,7 @@ TEST(nn_freeze_backbone_trains_only_the_head)
     float *before = malloc(nn_buffer_count(m) * sizeof *before);
     memcpy(before, nn_buffers(m), nn_buffer_count(m) * sizeof *before);
     nn_ctx *cs[1] = {c};
-    nn_model_update_bn(m, cs, 1);
+    nn_model_update_bn(m, cs, 1, 0);
     T_CHECK(memcmp(before, nn_buffers(m), nn_buffer_count(m) * sizeof *before) == 0);
     /* Unfreezing brings the gradients back. */
     nn_model_unfreeze(m);

@@ -508,7 +508,7 @@ TEST(nn_batchnorm_uses_each_layers_epsilon_and_momentum)
         /* Training: the batch mean 2 and unbiased variance 14/3 move the running ones
          * by (1 - momentum). */
         T_REQUIRE(nn_forward(c, x, 1, 1, 0, 0) != NULL);
-        nn_model_update_bn(m, &c, 1);
+        nn_model_update_bn(m, &c, 1, 0);
         T_NEAR(b[0], mom[k] * 1.0 + (1.0 - mom[k]) * 2.0, 1e-6);
         T_NEAR(b[1], mom[k] * 0.25 + (1.0 - mom[k]) * (14.0 / 3.0), 1e-5);
         nn_ctx_free(c);

@@ -274,8 +274,20 @@ const float *nn_ctx_input_grad(const nn_ctx *c);
  * contexts since the last update (each forward weighted by its example count), applies
  * one momentum update to the model's running mean/var (var uses the unbiased batch
  * variance, as Keras and PyTorch do), and clears the records. Layers with no record
- * are left alone. Call once per optimizer update, with no forward running. */
-void nn_model_update_bn(nn_model *m, nn_ctx *const *ctxs, int count);
+ * are left alone. Call once per optimizer update, with no forward running.
+ *
+ * update is this update's number (1, 2, ...) counted from the initialisation, or 0.
+ * While the model's statistics are fresh (see nn_model_set_bn_warm_start) and update
+ * > 0, the momentum is min(momentum, (update - 1) / update): the first updates are
+ * averaged with equal weight until the window 1 / (1 - momentum) fills, instead of
+ * leaving the placeholder mean 0 and variance 1 a third of the weight after 100
+ * updates at 0.99 (a net whose activations are far from unit variance then validates
+ * as one class for its first epoch). Depends only on update, so a resumed run does
+ * the same. */
+void nn_model_update_bn(nn_model *m, nn_ctx *const *ctxs, int count, long long update);
+/* Whether the running statistics are placeholders (on after nn_model_init_params; the
+ * importer turns it off when it loads trained ones). */
+void nn_model_set_bn_warm_start(nn_model *m, int on);
 /* Drop the recorded statistics without applying them. */
 void nn_ctx_clear_bn_records(nn_ctx *c);
 

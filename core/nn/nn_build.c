@@ -482,6 +482,11 @@ int nn_model_set_bn_momentum(nn_model *m, float momentum)
     return PT_OK;
 }
 
+void nn_model_set_bn_warm_start(nn_model *m, int on)
+{
+    m->bn_warm_start = on != 0;
+}
+
 void nn_model_set_init(nn_model *m, nn_init_kind kind)
 {
     m->init = kind;

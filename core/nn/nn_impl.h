@@ -51,6 +51,7 @@ struct nn_model {
     int err;                 /* first builder error, PT_OK when none */
     char msg[256];
     nn_init_kind init;
+    int bn_warm_start;       /* running statistics are placeholders: average the first */
     int input_grad;
     int n_bn;
     size_t bn_channels;      /* sum of the channels of all BN layers */

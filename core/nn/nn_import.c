@@ -851,6 +851,7 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
         }
         if (rc)
             goto fail;
+        nn_model_set_bn_warm_start(I.m, 0); /* its running statistics are trained ones */
     }
     info->mapped = nn_node_count(I.m);
     info->quantized = I.quantized;

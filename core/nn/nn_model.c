@@ -207,6 +207,7 @@ void nn_model_init_params(nn_model *m, uint64_t seed)
 {
     if (!m->finalized)
         return;
+    m->bn_warm_start = 1;
     for (int i = 0; i < m->n_nodes; i++) {
         const nn_node *nd = &m->nodes[i];
         if (!nd->live)
@@ -448,8 +449,9 @@ size_t nn_model_summary(const nn_model *m, char *buf, size_t size)
 
 /* ---- BN running statistics ---- */
 
-void nn_model_update_bn(nn_model *m, nn_ctx *const *ctxs, int count)
+void nn_model_update_bn(nn_model *m, nn_ctx *const *ctxs, int count, long long update)
 {
+    double warm = m->bn_warm_start && update > 0 ? (double)(update - 1) / (double)update : 1.0;
     for (int i = 0; i < m->n_nodes; i++) {
         const nn_node *nd = &m->nodes[i];
         if (!nd->live || nd->op != NN_OP_BN)
@@ -466,7 +468,7 @@ void nn_model_update_bn(nn_model *m, nn_ctx *const *ctxs, int count)
                 sm += ctxs[k]->rec_mean[nd->bn_coff + (size_t)j];
                 sv += ctxs[k]->rec_var[nd->bn_coff + (size_t)j];
             }
-            const double mom = (double)nd->bn_momentum;
+            const double mom = fmin((double)nd->bn_momentum, warm);
             rm[j] = (float)(mom * rm[j] + (1.0 - mom) * sm / w);
             rv[j] = (float)(mom * rv[j] + (1.0 - mom) * sv / w);
         }

@@ -389,7 +389,7 @@ int strat_update(strat *s, batch *const *batches, double lr, long long t, uint64
         rc = dispatch(s, JOB_STEP, e);
         if (rc != PT_OK)
             return rc;
-        nn_model_update_bn(s->cfg.model, s->ctxs, s->R);
+        nn_model_update_bn(s->cfg.model, s->ctxs, s->R, t);
     } else {
         for (int r = 0; r < s->R; r++)
             nn_ctx_clear_bn_records(s->rep[r].ctx);
