@@ -178,6 +178,34 @@ static void *run_main(void *arg)
 /* ------------------------------------------------------------------------------ */
 /* life cycle */
 
+int eng_check_run_folder(const run_config *cfg, pt_err *e)
+{
+    pt_err why;
+    if (cfg->resume[0]) {
+        if (util_can_make_dir(cfg->resume, &why) != PT_OK)
+            return err_set(e, why.code, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                           "--resume %s: cannot write in the run folder: %s", cfg->resume,
+                           why.msg);
+        return PT_OK;
+    }
+    if (!cfg->out[0]) {
+        if (util_can_make_dir("runs", &why) != PT_OK)
+            return err_set(e, why.code, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                           "runs/: cannot create the run folder (--out chooses another): %s",
+                           why.msg);
+        return PT_OK;
+    }
+    char probe[4200];
+    util_path(probe, sizeof probe, "%s/checkpoint.ckpt", cfg->out);
+    if (util_is_file(probe))
+        return err_set(e, PT_EUSAGE, cfg->out, PT_NO_RECORD, PT_NO_OFFSET,
+                       "holds a run already; continue it with --resume or choose another --out");
+    if (util_can_make_dir(cfg->out, &why) != PT_OK)
+        return err_set(e, why.code, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--out %s: cannot create the run folder: %s", cfg->out, why.msg);
+    return PT_OK;
+}
+
 int eng_create(const run_config *cfg, eng **out, pt_err *e)
 {
     *out = NULL;
@@ -237,6 +265,12 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
     pthread_cond_init(&g->end_cv, NULL);
     pthread_cond_init(&g->sample_cv, NULL);
     g->cmd = TRN_GO;
+    /* A folder without a dataset is refused now, not after the user has started
+     * the run; the run and the previews then share what was opened. */
+    if (cfg->data[0] && (rc = open_data(g, NULL, e)) != PT_OK) {
+        eng_destroy(g);
+        return rc;
+    }
     *out = g;
     return PT_OK;
 }

@@ -32,7 +32,15 @@
 
 typedef struct eng eng;
 
+/* Checks the options and that the dataset folder holds a dataset (it is opened
+ * here; the demo data is made later, on the run's thread). */
 int eng_create(const run_config *cfg, eng **out, pt_err *e);
+/* Whether the run folder that a run with cfg makes or reuses when it starts can
+ * be: it can be created and written, and a new run's --out does not hold a run
+ * already. For callers that want the answer before anything else happens (the
+ * workbench before its screen opens); the run makes the folder all the same. */
+int eng_check_run_folder(const run_config *cfg, pt_err *e);
+
 int eng_start(eng *g);
 void eng_pause(eng *g);
 void eng_resume(eng *g);

@@ -640,3 +640,60 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
     T_CHECKF(strstr(snap.message, "unsupported.onnx") && strstr(snap.message, "no classifier"),
              "%s", snap.message);
 }
+
+/* A file with these contents at dir/name (made with its folders). */
+static int put_file(const char *dir, const char *name, const char *text)
+{
+    char path[4200];
+    if (util_path(path, sizeof path, "%s/%s", dir, name) != 0)
+        return -1;
+    char *slash = strrchr(path, '/');
+    *slash = '\0';
+    if (util_mkdirs(path, NULL) != PT_OK)
+        return -1;
+    *slash = '/';
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fputs(text, f);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* What eng_create() and eng_check_run_folder() refuse before a run, and what they
+ * accept with a warning. No run is started. */
+TEST(engine_refuses_empty_folders_and_unusable_run_folders_before_a_run)
+{
+    const char *dir = t_tmpdir();
+    char path[4200];
+    run_config c;
+    eng *g;
+    pt_err e;
+    /* A folder without a dataset. */
+    small_config(&c, "");
+    util_path(c.data, sizeof c.data, "%s/empty", dir);
+    T_REQUIRE(util_mkdirs(c.data, NULL) == PT_OK);
+    T_EQ_INT(eng_create(&c, &g, &e), PT_ENODATA);
+    T_CHECKF(strstr(e.msg, "/empty: no dataset here") != NULL, "%s", e.msg);
+    /* Run folders: under a file, holding a run, and ones that will do. */
+    T_REQUIRE(put_file(dir, "file", "") == 0);
+    util_path(path, sizeof path, "%s/file/run", dir);
+    small_config(&c, path);
+    T_EQ_INT(eng_check_run_folder(&c, &e), PT_EIO);
+    T_CHECKF(strstr(e.msg, "--out ") && strstr(e.msg, "/file/run: cannot create the run folder: ") &&
+                 strstr(e.msg, "/file: not a folder"),
+             "%s", e.msg);
+    T_REQUIRE(put_file(dir, "held/checkpoint.ckpt", "x") == 0);
+    util_path(path, sizeof path, "%s/held", dir);
+    small_config(&c, path);
+    T_EQ_INT(eng_check_run_folder(&c, &e), PT_EUSAGE);
+    T_CHECKF(strstr(e.msg, "/held: holds a run already") != NULL, "%s", e.msg);
+    util_path(path, sizeof path, "%s/new/deeper/run", dir);
+    small_config(&c, path);
+    T_EQ_INT(eng_check_run_folder(&c, &e), PT_OK);
+    T_CHECK(!util_is_dir(path)); /* only looked */
+    /* A resumed run writes into its folder: one that is a file is refused. */
+    small_config(&c, "");
+    util_path(c.resume, sizeof c.resume, "%s/file", dir);
+    T_EQ_INT(eng_check_run_folder(&c, &e), PT_EIO);
+    T_CHECKF(strstr(e.msg, "--resume ") && strstr(e.msg, "/file: not a folder"), "%s", e.msg);
+}
