@@ -697,3 +697,38 @@ TEST(engine_refuses_empty_folders_and_unusable_run_folders_before_a_run)
     T_EQ_INT(eng_check_run_folder(&c, &e), PT_EIO);
     T_CHECKF(strstr(e.msg, "--resume ") && strstr(e.msg, "/file: not a folder"), "%s", e.msg);
 }
+
+TEST(engine_warns_of_an_image_size_that_upsamples_the_shards)
+{
+    static const struct {
+        int data; /* 0: the demo's 128-px shards (not made for this); 1: the 32-px fixture */
+        int size;
+        const char *warning;
+    } cases[] = {
+        { 0, 512, "--image-size 512 upsamples the 128 px shards: 16x the compute per image for "
+                  "no more detail" },
+        { 0, 160, "--image-size 160 upsamples the 128 px shards: 1.56x the compute" },
+        { 0, 128, "" }, /* the shards' own size */
+        { 0, 77, "" },  /* smaller: decoded at 5/8 scale and resized down */
+        { 0, 0, "" },   /* the dataset's */
+        { 1, 48, "--image-size 48 upsamples the 32 px shards: 2.25x the compute" },
+        { 1, 32, "" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_config c;
+        small_config(&c, "");
+        if (!cases[i].data)
+            c.data[0] = '\0';
+        c.image_size = cases[i].size;
+        eng *g;
+        pt_err e;
+        T_REQUIRE(eng_create(&c, &g, &e) == PT_OK);
+        const char *w = eng_warnings(g);
+        if (cases[i].warning[0])
+            T_CHECKF(strstr(w, cases[i].warning) == w && !strchr(w, '\n'), "%d: \"%s\"",
+                     cases[i].size, w);
+        else
+            T_CHECKF(w[0] == '\0', "%d: \"%s\"", cases[i].size, w);
+        eng_destroy(g);
+    }
+}
