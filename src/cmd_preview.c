@@ -71,13 +71,12 @@ int cmd_preview(int argc, char **argv)
     run_preview p;
     uint64_t seen = 0;
     int got = 0;
-    char line[1200];
     /* The first preview may generate the demo dataset: allow it time. */
     for (int i = 0; i < 6000 && !got; i++) {
         got = eng_preview_get(g, &seen, &p);
         if (!got) {
-            if (eng_log_pop(g, line, sizeof line)) {
-                fprintf(stderr, "petal-tui preview: %s\n", line);
+            if (eng_preview_error(g, &e)) {
+                fprintf(stderr, "petal-tui preview: %s\n", e.msg);
                 eng_destroy(g);
                 return 2;
             }
