@@ -10,6 +10,10 @@
  * checkpoint), wait for it, and leave with status 130; SIGWINCH arrives as
  * KEY_RESIZE; SIGCONT (back from Ctrl-Z) repaints.
  *
+ * Errors reach the person on stderr as "petal-tui: WHAT: WHY": what the engine
+ * refuses (options, an empty dataset folder, a run folder that cannot be made)
+ * before the screen opens; why a run failed after the screen is restored.
+ *
  * Ownership: the engine, the snapshot copies and every picture belong to
  * ui_run() and are freed before it returns; cfg and opt are only read.
  */
@@ -23,10 +27,10 @@ typedef struct ui_options {
     int no_color;       /* --no-color or NO_COLOR set */
 } ui_options;
 
-/* Runs the workbench until the user quits; returns the process exit status
- * (0 normal quit, 130 interrupted/hung up after writing a checkpoint; 1 when
- * there is no terminal or the engine cannot be created, with a message on
- * stderr). */
+/* Runs the workbench until the user quits; returns the process exit status, as
+ * --headless's: 0 a normal quit; 1 a usage error or no terminal; 2 the data or
+ * the run folder refused, or the last run failed; 3 the last run stopped after a
+ * non-finite loss; 130 interrupted or hung up, after writing a checkpoint. */
 int ui_run(const run_config *cfg, const ui_options *opt);
 
 #endif
