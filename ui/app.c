@@ -513,7 +513,10 @@ int ui_run(const run_config *cfg, const ui_options *opt)
             wtimeout(stdscr, 0);
             ch = wgetch(stdscr);
         }
-        if (g_sig_hup) {
+        /* A terminal lost without a SIGHUP (ignored, or caught by a parent; the
+         * pty closed) reads EOF or EIO at once, which curses reports as no key:
+         * the loop would spin and the run train on unseen. It is a hang-up. */
+        if (g_sig_hup || (ch == ERR && ui_term_gone(STDIN_FILENO))) {
             hung_up = 1;
             break;
         }

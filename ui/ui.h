@@ -8,7 +8,9 @@
  * terminal is live. Signals only set flags that the loop reads: SIGINT pauses
  * the run and asks; SIGHUP and SIGTERM stop the run (the engine writes a
  * checkpoint), wait for it, and leave with status 130; SIGWINCH arrives as
- * KEY_RESIZE; SIGCONT (back from Ctrl-Z) repaints.
+ * KEY_RESIZE; SIGCONT (back from Ctrl-Z) repaints. A terminal lost without a
+ * SIGHUP (an ignored one, or the pty closed under a parent that caught it) is
+ * seen by its reads and taken as a hang-up.
  *
  * Errors reach the person on stderr as "petal-tui: WHAT: WHY": what the engine
  * refuses (options, an empty dataset folder, a run folder that cannot be made)
