@@ -42,6 +42,7 @@ typedef struct item_slot {
 struct eng {
     run_config cfg;
     char cfg_text[16384];           /* cfg as the run folder's config file */
+    char warnings[1024];            /* eng_warnings(); written before any thread */
     prg *progress;
     sam *samples;
 
@@ -51,6 +52,7 @@ struct eng {
     int started, ended;
     int cmd;                        /* TRN_GO / TRN_PAUSE / TRN_STOP */
     pthread_t run_thread;
+    pt_err fail;                    /* why the run failed (code PT_OK: it has not) */
 
     /* log ring */
     char (*log)[1100];
@@ -69,6 +71,8 @@ struct eng {
     int preview_want;               /* images asked for; 0 none pending */
     uint64_t preview_gen, preview_count;
     run_preview preview;
+    int preview_failed;             /* the latest preview made could not be */
+    pt_err preview_err;
     long long item_want[ITEM_QUEUE];
     int item_want_n;
     item_slot items[ITEM_CACHE];
@@ -167,8 +171,15 @@ static void *run_main(void *arg)
                     .wait = hook_wait, .data = hook_data };
     pt_err e;
     err_clear(&e);
-    trn_run(&env, &e); /* it publishes how the run ended */
+    run_state end = trn_run(&env, &e); /* it publishes how the run ended */
     pthread_mutex_lock(&g->lock);
+    if (end == RUN_FAILED) {
+        g->fail = e;
+        if (g->fail.code == PT_OK) /* a failure that left no error: still one */
+            g->fail.code = PT_EIO;
+        if (!g->fail.msg[0])
+            util_copy(g->fail.msg, sizeof g->fail.msg, "the run failed");
+    }
     g->ended = 1;
     pthread_cond_broadcast(&g->end_cv);
     pthread_mutex_unlock(&g->lock);
@@ -177,6 +188,65 @@ static void *run_main(void *arg)
 
 /* ------------------------------------------------------------------------------ */
 /* life cycle */
+
+int eng_check_run_folder(const run_config *cfg, pt_err *e)
+{
+    pt_err why;
+    if (cfg->resume[0]) {
+        if (util_can_make_dir(cfg->resume, &why) != PT_OK)
+            return err_set(e, why.code, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                           "--resume %s: cannot write in the run folder: %s", cfg->resume,
+                           why.msg);
+        return PT_OK;
+    }
+    if (!cfg->out[0]) {
+        if (util_can_make_dir("runs", &why) != PT_OK)
+            return err_set(e, why.code, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                           "runs/: cannot create the run folder (--out chooses another): %s",
+                           why.msg);
+        return PT_OK;
+    }
+    char probe[4200];
+    util_path(probe, sizeof probe, "%s/checkpoint.ckpt", cfg->out);
+    if (util_is_file(probe))
+        return err_set(e, PT_EUSAGE, cfg->out, PT_NO_RECORD, PT_NO_OFFSET,
+                       "holds a run already; continue it with --resume or choose another --out");
+    if (util_can_make_dir(cfg->out, &why) != PT_OK)
+        return err_set(e, why.code, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--out %s: cannot create the run folder: %s", cfg->out, why.msg);
+    return PT_OK;
+}
+
+/* The side of the images in the shards the run will read (the shorter one), or
+ * 0 when it is not known without decoding failing. The demo data's is its
+ * parameters', known before the data is made. */
+static int shard_side(const eng *g)
+{
+    demo_params p;
+    if (!g->cfg.data[0])
+        return demo_params_get(&p, NULL) == PT_OK ? p.image_size : 0;
+    if (!g->ds)
+        return 0;
+    int w = g->ds->image_w, h = g->ds->image_h;
+    if (w <= 0 && ds_probe_image_size(&g->ds->split[DS_TRAIN], &w, &h, NULL) != PT_OK)
+        return 0;
+    return w < h ? w : h;
+}
+
+/* An --image-size above the shards' size costs compute per image as the square
+ * of the ratio and adds no detail: allowed (a net may need a minimum input), but
+ * said. */
+static void size_warning(eng *g)
+{
+    int side = shard_side(g), want = g->cfg.image_size;
+    if (want <= 0 || side <= 0 || want <= side)
+        return;
+    double cost = (double)want * want / ((double)side * side);
+    util_fmt(g->warnings, sizeof g->warnings,
+             "--image-size %d upsamples the %d px shards: %.3gx the compute per image for no "
+             "more detail",
+             want, side, cost);
+}
 
 int eng_create(const run_config *cfg, eng **out, pt_err *e)
 {
@@ -237,8 +307,30 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
     pthread_cond_init(&g->end_cv, NULL);
     pthread_cond_init(&g->sample_cv, NULL);
     g->cmd = TRN_GO;
+    /* A folder without a dataset is refused now, not after the user has started
+     * the run; the run and the previews then share what was opened. */
+    if (cfg->data[0] && (rc = open_data(g, NULL, e)) != PT_OK) {
+        eng_destroy(g);
+        return rc;
+    }
+    size_warning(g);
     *out = g;
     return PT_OK;
+}
+
+const char *eng_warnings(const eng *g)
+{
+    return g->warnings;
+}
+
+int eng_failure(eng *g, pt_err *e)
+{
+    pthread_mutex_lock(&g->lock);
+    int rc = g->fail.code;
+    if (rc != PT_OK && e)
+        *e = g->fail;
+    pthread_mutex_unlock(&g->lock);
+    return rc;
 }
 
 int eng_start(eng *g)
@@ -256,6 +348,7 @@ int eng_start(eng *g)
         g->started = 0;
         g->ended = 1;
         prg_set_state(g->progress, RUN_FAILED, "failed: cannot start a thread");
+        err_set(&g->fail, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "cannot start a thread");
         pthread_mutex_unlock(&g->lock);
         return PT_ENOMEM;
     }
@@ -395,10 +488,13 @@ static void make_preview(eng *g, int n, uint64_t count)
         log_push(g, line);
     }
     pthread_mutex_lock(&g->lock);
+    g->preview_failed = rc != PT_OK;
     if (rc == PT_OK) {
         run_preview_free(&g->preview);
         g->preview = p;
         g->preview.generation = ++g->preview_gen;
+    } else {
+        g->preview_err = e;
     }
     pthread_mutex_unlock(&g->lock);
 }
@@ -503,6 +599,16 @@ int eng_preview_get(eng *g, uint64_t *seen, run_preview *out)
     }
     pthread_mutex_unlock(&g->lock);
     return got;
+}
+
+int eng_preview_error(eng *g, pt_err *e)
+{
+    pthread_mutex_lock(&g->lock);
+    int failed = g->preview_failed;
+    if (failed && e)
+        *e = g->preview_err;
+    pthread_mutex_unlock(&g->lock);
+    return failed;
 }
 
 /* ------------------------------------------------------------------------------ */

@@ -32,12 +32,25 @@
 
 typedef struct eng eng;
 
+/* Checks the options and that the dataset folder holds a dataset (it is opened
+ * here; the demo data is made later, on the run's thread). */
 int eng_create(const run_config *cfg, eng **out, pt_err *e);
+/* Whether the run folder that a run with cfg makes or reuses when it starts can
+ * be: it can be created and written, and a new run's --out does not hold a run
+ * already. For callers that want the answer before anything else happens (the
+ * workbench before its screen opens); the run makes the folder all the same. */
+int eng_check_run_folder(const run_config *cfg, pt_err *e);
+/* What eng_create() found questionable but accepted, one line per warning (no
+ * "petal-tui: ", no final newline); "" when nothing. Valid until eng_destroy(). */
+const char *eng_warnings(const eng *g);
 int eng_start(eng *g);
 void eng_pause(eng *g);
 void eng_resume(eng *g);
 /* Stop the run: finishes the current update, writes a checkpoint, ends the threads. */
 void eng_stop(eng *g);
+/* Why the run failed: its error code with e filled (the one-line "FILE: what" of
+ * err.h, without the snapshot's "failed: "), or PT_OK while it has not failed. */
+int eng_failure(eng *g, pt_err *e);
 /* Block until the run has ended (done, failed or stopped), or timeout seconds
  * (< 0: forever). 1 ended, 0 timed out. */
 int eng_wait(eng *g, double timeout);
@@ -63,6 +76,10 @@ void eng_preview_request(eng *g, int n);
 /* The newest preview if its generation is above *seen: copies it into out (caller
  * frees with run_preview_free), updates *seen, returns 1. Otherwise 0. */
 int eng_preview_get(eng *g, uint64_t *seen, run_preview *out);
+/* 1 with e filled when the latest preview that was asked for could not be made
+ * (the data cannot be opened, no image decodes); 0 when it was made, or none has
+ * finished yet. */
+int eng_preview_error(eng *g, pt_err *e);
 
 /* Validation results of the latest epoch (epoch 0 in out: none yet). */
 int eng_val_report_get(eng *g, run_val_report *out);

@@ -27,7 +27,7 @@ int cmd_demo(int argc, char **argv)
                    "DIR defaults to $XDG_CACHE_HOME/petal-tui or ~/.cache/petal-tui.\n");
             return 0;
         } else {
-            fprintf(stderr, "petal-tui demo: unexpected argument '%s'\n", argv[i]);
+            fprintf(stderr, "petal-tui: demo: unexpected argument '%s'\n", argv[i]);
             return 1;
         }
     }
@@ -38,7 +38,7 @@ int cmd_demo(int argc, char **argv)
     if (isatty(2) && util_now() - t0 > 0.5)
         fprintf(stderr, "\n");
     if (rc != PT_OK) {
-        fprintf(stderr, "petal-tui demo: %s\n", e.msg);
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
         return 2;
     }
     printf("%s\n", path);

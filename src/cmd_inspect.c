@@ -375,7 +375,7 @@ int cmd_inspect(int argc, char **argv)
         } else if (!path && argv[i][0] != '-')
             path = argv[i];
         else {
-            fprintf(stderr, "petal-tui inspect: unexpected argument '%s'\n", argv[i]);
+            fprintf(stderr, "petal-tui: inspect: unexpected argument '%s'\n", argv[i]);
             return 1;
         }
     }
@@ -435,7 +435,7 @@ int cmd_inspect(int argc, char **argv)
         /* Entries of any type, dot names too, whose names look like TFRecord files;
          * a folder that cannot be opened holds none. */
         if (util_list_dir(path, UTIL_LIST_ALL, &names, &n, &e) == PT_ENOMEM) {
-            fprintf(stderr, "petal-tui inspect: %s\n", e.msg);
+            fprintf(stderr, "petal-tui: %s\n", e.msg);
             jpg_codec_free(ic.codec);
             return 2;
         }
@@ -448,7 +448,7 @@ int cmd_inspect(int argc, char **argv)
         }
         n = kept;
         if (n == 0) {
-            fprintf(stderr, "petal-tui inspect: %s: no dataset and no TFRecord files here\n", path);
+            fprintf(stderr, "petal-tui: %s: no dataset and no TFRecord files here\n", path);
             util_free_list(names, n);
             jpg_codec_free(ic.codec);
             return 2;
@@ -464,7 +464,7 @@ int cmd_inspect(int argc, char **argv)
         print_group(&groups[0]);
         n_groups = 1;
     } else {
-        fprintf(stderr, "petal-tui inspect: %s: no such file or folder\n", path);
+        fprintf(stderr, "petal-tui: %s: no such file or folder\n", path);
         jpg_codec_free(ic.codec);
         return 1;
     }

@@ -25,7 +25,7 @@ int cmd_lr_schedule(int argc, char **argv)
             return 0;
         }
         if (!v) {
-            fprintf(stderr, "petal-tui lr-schedule: %s needs a value\n", a);
+            fprintf(stderr, "petal-tui: lr-schedule: %s needs a value\n", a);
             return 1;
         }
         i++;
@@ -59,13 +59,13 @@ int cmd_lr_schedule(int argc, char **argv)
             }
         if (!strcmp(a, "--schedule")) {
             if ((kind = sched_kind_parse(v)) < 0) {
-                fprintf(stderr, "petal-tui lr-schedule: --schedule wants exp, linear or cosine\n");
+                fprintf(stderr, "petal-tui: --schedule wants exp, linear or cosine\n");
                 return 1;
             }
             known = 1;
         }
         if (!known) {
-            fprintf(stderr, "petal-tui lr-schedule: unknown option '%s'\n", a);
+            fprintf(stderr, "petal-tui: lr-schedule: unknown option '%s'\n", a);
             return 1;
         }
     }

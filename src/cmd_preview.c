@@ -32,7 +32,7 @@ int cmd_preview(int argc, char **argv)
             return 0;
         }
         if (strncmp(a, "--", 2) || i + 1 >= argc) {
-            fprintf(stderr, "petal-tui preview: unexpected argument '%s'\n", a);
+            fprintf(stderr, "petal-tui: preview: unexpected argument '%s'\n", a);
             usage(stderr);
             return 1;
         }
@@ -49,11 +49,11 @@ int cmd_preview(int argc, char **argv)
                    !strcmp(a, "--image-size")) {
             pt_err e;
             if (cfg_set(&cfg, a + 2, v, &e) != PT_OK) {
-                fprintf(stderr, "petal-tui preview: %s\n", e.msg);
+                fprintf(stderr, "petal-tui: %s\n", e.msg);
                 return 1;
             }
         } else {
-            fprintf(stderr, "petal-tui preview: unknown option '%s'\n", a);
+            fprintf(stderr, "petal-tui: preview: unknown option '%s'\n", a);
             return 1;
         }
     }
@@ -64,20 +64,19 @@ int cmd_preview(int argc, char **argv)
     eng *g;
     pt_err e;
     if (eng_create(&cfg, &g, &e) != PT_OK) {
-        fprintf(stderr, "petal-tui preview: %s\n", e.msg);
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
         return e.code == PT_EUSAGE ? 1 : 2;
     }
     eng_preview_request(g, (int)count);
     run_preview p;
     uint64_t seen = 0;
     int got = 0;
-    char line[1200];
     /* The first preview may generate the demo dataset: allow it time. */
     for (int i = 0; i < 6000 && !got; i++) {
         got = eng_preview_get(g, &seen, &p);
         if (!got) {
-            if (eng_log_pop(g, line, sizeof line)) {
-                fprintf(stderr, "petal-tui preview: %s\n", line);
+            if (eng_preview_error(g, &e)) {
+                fprintf(stderr, "petal-tui: %s\n", e.msg);
                 eng_destroy(g);
                 return 2;
             }
@@ -85,7 +84,7 @@ int cmd_preview(int argc, char **argv)
         }
     }
     if (!got) {
-        fprintf(stderr, "petal-tui preview: no images after 5 minutes\n");
+        fprintf(stderr, "petal-tui: no images after 5 minutes\n");
         eng_destroy(g);
         return 2;
     }
@@ -112,7 +111,7 @@ int cmd_preview(int argc, char **argv)
                    cfg.augment);
             rc = 0;
         } else {
-            fprintf(stderr, "petal-tui preview: %s\n", e.msg);
+            fprintf(stderr, "petal-tui: %s\n", e.msg);
         }
     }
     free(sheet);

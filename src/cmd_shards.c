@@ -18,7 +18,7 @@ static int progress(void *ctx, long long done, long long total)
 static void skipped(void *ctx, const pt_err *why)
 {
     (void)ctx;
-    fprintf(stderr, "%swarning: %s\n", isatty(2) ? "\r" : "", why->msg);
+    fprintf(stderr, "%spetal-tui: %s (skipped)\n", isatty(2) ? "\r" : "", why->msg);
 }
 
 static void usage(FILE *f)
@@ -76,7 +76,7 @@ int cmd_shards(int argc, char **argv)
                 return 1;
             c.workers = (int)v;
         } else if (a[0] == '-' || npos == 2) {
-            fprintf(stderr, "petal-tui shards: unexpected argument '%s'\n", a);
+            fprintf(stderr, "petal-tui: shards: unexpected argument '%s'\n", a);
             usage(stderr);
             return 1;
         } else {
@@ -91,7 +91,7 @@ int cmd_shards(int argc, char **argv)
     c.out_dir = pos[1];
     pt_err e;
     if (util_mkdirs(c.out_dir, &e) != PT_OK) {
-        fprintf(stderr, "petal-tui shards: %s\n", e.msg);
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
         return 1;
     }
     shd_result r;
@@ -100,7 +100,7 @@ int cmd_shards(int argc, char **argv)
     if (isatty(2))
         fprintf(stderr, "\n");
     if (rc != PT_OK) {
-        fprintf(stderr, "petal-tui shards: %s\n", e.msg);
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
         return rc == PT_EUSAGE ? 1 : 2;
     }
     printf("wrote %s in %.1fs\n", r.root, util_now() - t0);

@@ -99,8 +99,9 @@ static void help(void)
     help_row("--no-sixel", "text (half-block) previews even on sixel terminals", NULL);
     help_row("--no-color", "no colours (also when NO_COLOR is set)", NULL);
     printf("\n"
-           "exit status: 0 done, 1 usage, 2 data error, 3 non-finite loss, 130 interrupted.\n"
-           "Each subcommand takes --help. See petal-tui(1).\n");
+           "exit status (the workbench's too): 0 done, 1 usage, 2 data error or failed run,\n"
+           "3 non-finite loss, 130 interrupted or hung up. Errors go to stderr, once, as\n"
+           "\"petal-tui: WHAT: WHY\". Each subcommand takes --help. See petal-tui(1).\n");
 }
 
 int main(int argc, char **argv)

@@ -369,3 +369,115 @@ TEST(cli_model_and_classify_an_onnx_graph)
     T_CHECKF(strstr(out, "usage: petal-tui classify") != NULL, "%s", out);
     free(out);
 }
+
+#include "tests/fixtures.h"
+
+/* Runs cmd (a shell command line) with stdout and stderr into files of dir;
+ * returns the exit status and both texts (malloc'd, caller frees). */
+static int run_split(const char *dir, const char *cmd, char **out, char **err)
+{
+    char full[8192], path[4200];
+    util_path(full, sizeof full, "%s >'%s/stdout' 2>'%s/stderr'", cmd, dir, dir);
+    int rc = t_run(full, NULL);
+    size_t len;
+    util_path(path, sizeof path, "%s/stdout", dir);
+    if (util_read_file(path, (uint8_t **)out, &len, NULL) != PT_OK)
+        *out = strdup("");
+    util_path(path, sizeof path, "%s/stderr", dir);
+    if (util_read_file(path, (uint8_t **)err, &len, NULL) != PT_OK)
+        *err = strdup("");
+    return rc;
+}
+
+static int lines_of(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* An error reaches the person once, on stderr, as "petal-tui: WHAT: WHY", with
+ * nothing of it on stdout; the workbench's refusals come before it needs a
+ * terminal. '@' in the commands stands for the scratch folder, '%' for a small
+ * dataset of 32-px shards. */
+TEST(cli_errors_are_said_once_on_stderr_as_petal_tui_what_why)
+{
+    static const long long train[2] = { 8, 8 }, val[2] = { 4, 4 };
+    const char *dir = t_tmpdir();
+    const char *data = fx_dataset(dir, 2, train, val, 0, 32, 20);
+    T_REQUIRE(data != NULL);
+    char path[4200];
+    util_path(path, sizeof path, "%s/empty", dir);
+    T_REQUIRE(util_mkdirs(path, NULL) == PT_OK);
+    util_path(path, sizeof path, "%s/file", dir);
+    FILE *f = fopen(path, "w");
+    T_REQUIRE(f != NULL);
+    fclose(f);
+    util_path(path, sizeof path, "%s/held", dir);
+    T_REQUIRE(util_mkdirs(path, NULL) == PT_OK);
+    util_path(path, sizeof path, "%s/held/checkpoint.ckpt", dir);
+    T_REQUIRE((f = fopen(path, "w")) != NULL);
+    fclose(f);
+    /* A run folder to resume whose checkpoint is damaged: the run fails after its
+     * folder is in use, where the trainer also logs the failure. */
+    util_path(path, sizeof path, "%s/bad", dir);
+    T_REQUIRE(util_mkdirs(path, NULL) == PT_OK);
+    util_path(path, sizeof path, "%s/bad/config", dir);
+    T_REQUIRE((f = fopen(path, "w")) != NULL);
+    fprintf(f, "data = %s\nimage-size = 32\nreplicas = 1\nworkers = 1\n", data);
+    fclose(f);
+    util_path(path, sizeof path, "%s/bad/checkpoint.ckpt", dir);
+    T_REQUIRE((f = fopen(path, "w")) != NULL);
+    fprintf(f, "not a checkpoint");
+    fclose(f);
+    static const struct {
+        const char *args;
+        int rc;
+        const char *err;    /* the start of the one line on stderr */
+    } cases[] = {
+        { "--headless --data @/empty", 2, "petal-tui: @/empty: no dataset here: " },
+        { "--data @/empty </dev/null", 2, "petal-tui: @/empty: no dataset here: " },
+        { "--headless --out @/file/run", 2,
+          "petal-tui: --out @/file/run: cannot create the run folder: @/file: not a folder\n" },
+        { "--headless --out @/held", 1, "petal-tui: @/held: holds a run already; " },
+        { "--headless --resume @/bad", 2,
+          "petal-tui: @/bad/checkpoint.ckpt: byte 0: not a petal-tui checkpoint\n" },
+        { "--headless --resume @/file", 1,
+          "petal-tui: @/file: no run folder with a config file to resume\n" },
+        { "inspect @/nothing", 1, "petal-tui: @/nothing: no such file or folder\n" },
+        { "demo --bogus", 1, "petal-tui: demo: unexpected argument '--bogus'\n" },
+        { "--headless --data % --out @/up --image-size 48 --epochs 1 --replicas 1 --workers 1 "
+          "--batch-per-replica 8",
+          0,
+          "petal-tui: --image-size 48 upsamples the 32 px shards: 2.25x the compute per image "
+          "for no more detail\n" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[4096], want[4096], cmd[8192], *out, *err;
+        size_t k = 0, m = 0;
+        for (const char *p = cases[i].args; *p && k + 1 < sizeof args; p++)
+            if (*p == '@' || *p == '%')
+                k += (size_t)snprintf(args + k, sizeof args - k, "%s", *p == '@' ? dir : data);
+            else
+                args[k++] = *p;
+        args[k < sizeof args ? k : sizeof args - 1] = 0;
+        for (const char *p = cases[i].err; *p && m + 1 < sizeof want; p++)
+            if (*p == '@')
+                m += (size_t)snprintf(want + m, sizeof want - m, "%s", dir);
+            else
+                want[m++] = *p;
+        want[m < sizeof want ? m : sizeof want - 1] = 0;
+        util_path(cmd, sizeof cmd, "XDG_CONFIG_HOME=/nonexistent '%s' %s", t_bin(), args);
+        int rc = run_split(dir, cmd, &out, &err);
+        T_CHECKF(rc == cases[i].rc, "%s: exit status %d, not %d", cases[i].args, rc, cases[i].rc);
+        T_CHECKF(strncmp(err, want, strlen(want)) == 0 && lines_of(err) == 1,
+                 "%s: stderr is not the one line \"%s\":\n%s", cases[i].args, want, err);
+        /* stdout may hold the run's log, never the error again. */
+        const char *why = strchr(want + strlen("petal-tui: "), ':');
+        T_CHECKF(!strstr(out, "failed") && (cases[i].rc == 0 || !why || !strstr(out, why + 1)),
+                 "%s: stdout repeats the error:\n%s", cases[i].args, out);
+        free(out);
+        free(err);
+    }
+}

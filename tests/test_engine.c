@@ -640,3 +640,95 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
     T_CHECKF(strstr(snap.message, "unsupported.onnx") && strstr(snap.message, "no classifier"),
              "%s", snap.message);
 }
+
+/* A file with these contents at dir/name (made with its folders). */
+static int put_file(const char *dir, const char *name, const char *text)
+{
+    char path[4200];
+    if (util_path(path, sizeof path, "%s/%s", dir, name) != 0)
+        return -1;
+    char *slash = strrchr(path, '/');
+    *slash = '\0';
+    if (util_mkdirs(path, NULL) != PT_OK)
+        return -1;
+    *slash = '/';
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fputs(text, f);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* What eng_create() and eng_check_run_folder() refuse before a run, and what they
+ * accept with a warning. No run is started. */
+TEST(engine_refuses_empty_folders_and_unusable_run_folders_before_a_run)
+{
+    const char *dir = t_tmpdir();
+    char path[4200];
+    run_config c;
+    eng *g;
+    pt_err e;
+    /* A folder without a dataset. */
+    small_config(&c, "");
+    util_path(c.data, sizeof c.data, "%s/empty", dir);
+    T_REQUIRE(util_mkdirs(c.data, NULL) == PT_OK);
+    T_EQ_INT(eng_create(&c, &g, &e), PT_ENODATA);
+    T_CHECKF(strstr(e.msg, "/empty: no dataset here") != NULL, "%s", e.msg);
+    /* Run folders: under a file, holding a run, and ones that will do. */
+    T_REQUIRE(put_file(dir, "file", "") == 0);
+    util_path(path, sizeof path, "%s/file/run", dir);
+    small_config(&c, path);
+    T_EQ_INT(eng_check_run_folder(&c, &e), PT_EIO);
+    T_CHECKF(strstr(e.msg, "--out ") && strstr(e.msg, "/file/run: cannot create the run folder: ") &&
+                 strstr(e.msg, "/file: not a folder"),
+             "%s", e.msg);
+    T_REQUIRE(put_file(dir, "held/checkpoint.ckpt", "x") == 0);
+    util_path(path, sizeof path, "%s/held", dir);
+    small_config(&c, path);
+    T_EQ_INT(eng_check_run_folder(&c, &e), PT_EUSAGE);
+    T_CHECKF(strstr(e.msg, "/held: holds a run already") != NULL, "%s", e.msg);
+    util_path(path, sizeof path, "%s/new/deeper/run", dir);
+    small_config(&c, path);
+    T_EQ_INT(eng_check_run_folder(&c, &e), PT_OK);
+    T_CHECK(!util_is_dir(path)); /* only looked */
+    /* A resumed run writes into its folder: one that is a file is refused. */
+    small_config(&c, "");
+    util_path(c.resume, sizeof c.resume, "%s/file", dir);
+    T_EQ_INT(eng_check_run_folder(&c, &e), PT_EIO);
+    T_CHECKF(strstr(e.msg, "--resume ") && strstr(e.msg, "/file: not a folder"), "%s", e.msg);
+}
+
+TEST(engine_warns_of_an_image_size_that_upsamples_the_shards)
+{
+    static const struct {
+        int data; /* 0: the demo's 128-px shards (not made for this); 1: the 32-px fixture */
+        int size;
+        const char *warning;
+    } cases[] = {
+        { 0, 512, "--image-size 512 upsamples the 128 px shards: 16x the compute per image for "
+                  "no more detail" },
+        { 0, 160, "--image-size 160 upsamples the 128 px shards: 1.56x the compute" },
+        { 0, 128, "" }, /* the shards' own size */
+        { 0, 77, "" },  /* smaller: decoded at 5/8 scale and resized down */
+        { 0, 0, "" },   /* the dataset's */
+        { 1, 48, "--image-size 48 upsamples the 32 px shards: 2.25x the compute" },
+        { 1, 32, "" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_config c;
+        small_config(&c, "");
+        if (!cases[i].data)
+            c.data[0] = '\0';
+        c.image_size = cases[i].size;
+        eng *g;
+        pt_err e;
+        T_REQUIRE(eng_create(&c, &g, &e) == PT_OK);
+        const char *w = eng_warnings(g);
+        if (cases[i].warning[0])
+            T_CHECKF(strstr(w, cases[i].warning) == w && !strchr(w, '\n'), "%d: \"%s\"",
+                     cases[i].size, w);
+        else
+            T_CHECKF(w[0] == '\0', "%d: \"%s\"", cases[i].size, w);
+        eng_destroy(g);
+    }
+}

@@ -908,6 +908,57 @@ TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
     free(log);
 }
 
+/* The footer offers only the keys that apply: p while a run is under way, not
+ * before it or after it ended (failed, done, stopped). */
+TEST(ui_footer_offers_pause_only_while_a_run_is_under_way)
+{
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "24", "120"));
+    run_snapshot *s = fake_snapshot();
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    static const struct {
+        run_state st;
+        int pause;
+    } cases[] = { { RUN_IDLE, 0 },   { RUN_PREPARING, 1 }, { RUN_RUNNING, 1 }, { RUN_PAUSED, 1 },
+                  { RUN_DONE, 0 },   { RUN_FAILED, 0 },    { RUN_STOPPED, 0 } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        s->state = cases[i].st;
+        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0 };
+        werase(stdscr);
+        ui_rect r = { 0, 0, 1, COLS };
+        ui_panel_footer(stdscr, r, &f, UI_CTX_MAIN);
+        int shown = screen_has("p pause") || screen_has("p resume");
+        T_CHECKF(screen_has("q quit") && shown == cases[i].pause, "%s: pause %s",
+                 run_state_name(cases[i].st), shown ? "offered" : "not offered");
+    }
+    null_screen_close(&ns);
+    free(s);
+}
+
+/* Long text over several lines: broken at spaces, a word longer than a line
+ * broken where the line ends, nothing past the rectangle. */
+TEST(ui_draw_wrapped_breaks_at_spaces_within_the_rectangle)
+{
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "24", "80"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    werase(stdscr);
+    ui_rect r = { 2, 5, 3, 20 };
+    int n = ui_draw_wrapped(stdscr, r, UI_R_BAD,
+                            "no preview: /a/very/long/path/that/goes/on: Not a directory");
+    T_EQ_INT(n, 3);
+    char line[2048];
+    row_text(2, line, sizeof line);
+    T_CHECKF(strncmp(line + 5, "no preview:", 11) == 0 && !strstr(line, "/a/"), "|%s|", line);
+    row_text(3, line, sizeof line);
+    T_CHECKF(strncmp(line + 5, "/a/very/long/path/th", 20) == 0 && line[25] == ' ', "|%s|", line);
+    row_text(4, line, sizeof line);
+    T_CHECKF(strncmp(line + 5, "at/goes/on: Not a", 17) == 0, "|%s|", line);
+    row_text(5, line, sizeof line);
+    T_CHECKF(!strstr(line, "directory"), "past the rectangle: |%s|", line);
+    null_screen_close(&ns);
+}
+
 /* The configure dialog: the settings in the order users know, their values as the
  * run folder's config writes them, an edit checked by the options' own parser. */
 TEST(ui_config_dialog_order_values_and_edits)

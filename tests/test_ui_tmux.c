@@ -99,6 +99,25 @@ static char *tmx_screen(tmux_srv *t, int escapes)
     return out ? out : strdup("");
 }
 
+/* The pane as text from the start of its history (a dead pane may have
+ * scrolled what was printed last out of view), wrapped lines joined (-J) for
+ * long messages; caller frees. */
+static char *tmx_text(tmux_srv *t)
+{
+    char *out = NULL;
+    tmx_cmd(t, &out, "capture-pane -p -J -S - -t 0");
+    return out ? out : strdup("");
+}
+
+/* How many times text occurs in s. */
+static int count_of(const char *s, const char *text)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, text)) != NULL; p += strlen(text))
+        n++;
+    return n;
+}
+
 static void tmx_keys(tmux_srv *t, const char *keys)
 {
     tmx_cmd(t, NULL, "send-keys -t 0 %s", keys);
@@ -397,5 +416,156 @@ TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
     char ck[4200];
     snprintf(ck, sizeof ck, "%s/b/checkpoint.ckpt", run);
     T_CHECKF(util_is_file(ck), "no checkpoint at %s", ck);
+    tmx_stop(&t);
+}
+
+/* pattern with each '@' replaced by dir, into out (n bytes). */
+static void at_dir(char *out, size_t n, const char *pattern, const char *dir)
+{
+    size_t k = 0;
+    for (const char *p = pattern; *p && k + 1 < n; p++) {
+        if (*p == '@') {
+            util_copy(out + k, n - k, dir);
+            k += strlen(out + k);
+        } else {
+            out[k++] = *p;
+        }
+    }
+    out[k < n ? k : n - 1] = '\0';
+}
+
+/* Errors the workbench can know before it opens: the command ends at once with
+ * the message, in the message form, once, and the exit status --headless gives;
+ * no screen waits for keys first. '@' in the arguments is the scratch folder. */
+TEST(ui_tmux_refuses_an_empty_folder_and_unusable_run_folders_before_the_screen)
+{
+    const char *dir = t_tmpdir();
+    char path[4200];
+    util_path(path, sizeof path, "%s/empty", dir);
+    T_REQUIRE(util_mkdirs(path, NULL) == PT_OK);
+    util_path(path, sizeof path, "%s/held", dir);
+    T_REQUIRE(util_mkdirs(path, NULL) == PT_OK);
+    util_path(path, sizeof path, "%s/held/checkpoint.ckpt", dir);
+    FILE *f = fopen(path, "w");
+    T_REQUIRE(f != NULL);
+    fclose(f);
+    util_path(path, sizeof path, "%s/file", dir);
+    f = fopen(path, "w");
+    T_REQUIRE(f != NULL);
+    fclose(f);
+    static const struct {
+        const char *args;
+        int status;
+        const char *message;
+    } cases[] = {
+        { "--data @/empty", 2, "petal-tui: @/empty: no dataset here: expected train/ val/ test/" },
+        { "--out @/file/run", 2,
+          "petal-tui: --out @/file/run: cannot create the run folder: @/file: not a folder" },
+        { "--out @/held", 1,
+          "petal-tui: @/held: holds a run already; continue it with --resume or choose another "
+          "--out" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[2048], message[2048], cmd[4096];
+        at_dir(args, sizeof args, cases[i].args, dir);
+        at_dir(message, sizeof message, cases[i].message, dir);
+        snprintf(cmd, sizeof cmd, "%s --no-sixel %s", t_bin(), args);
+        tmux_srv t;
+        T_REQUIRE(tmx_start(&t, 200, 12, NULL, cmd) == 0);
+        int st = tmx_exit_status(&t, 20);
+        T_CHECKF(st == cases[i].status, "%s: exit status %d, not %d", cases[i].args, st,
+                 cases[i].status);
+        char *s = tmx_text(&t);
+        T_CHECKF(count_of(s, message) == 1, "%s: not once \"%s\" in:\n%s", cases[i].args,
+                 message, s);
+        free(s);
+        tmx_stop(&t);
+    }
+}
+
+/* A run that fails after s (here the demo data cannot be made: its cache is under
+ * a file): the preview says why instead of waiting forever, the footer offers no
+ * pause for the failed run, and quitting prints the failure once, after the
+ * screen is restored, with exit status 2. */
+TEST(ui_tmux_a_failed_run_says_why_on_screen_and_after_it_and_exits_2)
+{
+    const char *dir = t_tmpdir();
+    char env[4200], cmd[4200], file[4200], message[4200];
+    util_path(file, sizeof file, "%s/file", dir);
+    FILE *f = fopen(file, "w");
+    T_REQUIRE(f != NULL);
+    fclose(f);
+    util_path(env, sizeof env, "XDG_CACHE_HOME=%s/cache", file);
+    util_path(cmd, sizeof cmd, "%s --no-sixel --out %s/run", t_bin(), dir);
+    util_path(message, sizeof message, "%s/cache: cannot create folder: ", file);
+    tmux_srv t;
+    T_REQUIRE(tmx_start(&t, 120, 36, env, cmd) == 0);
+    WAIT(&t, "IDLE", 20);
+    WAIT(&t, "no preview: ", 20);
+    char *s = tmx_text(&t);
+    T_CHECKF(strstr(s, "cannot create folder") && !strstr(s, "making a batch"), "%s", s);
+    free(s);
+    tmx_keys(&t, "s");
+    WAIT(&t, "FAILED", 60);
+    s = tmx_screen(&t, 0);
+    T_CHECKF(strstr(s, "q quit") && !strstr(s, "p pause"), "the hints of a failed run:\n%s", s);
+    free(s);
+    tmx_keys(&t, "q");
+    T_EQ_INT(tmx_exit_status(&t, 30), 2);
+    s = tmx_text(&t);
+    char line[4300];
+    util_path(line, sizeof line, "petal-tui: %s", message);
+    T_CHECKF(count_of(s, line) == 1 && count_of(s, message) == 1,
+             "not once \"%s\" after the screen:\n%s", line, s);
+    free(s);
+    tmx_stop(&t);
+}
+
+/* A run stopped after a non-finite loss ends the workbench with status 3 (as
+ * --headless) and says so after the screen. */
+TEST(ui_tmux_a_run_stopped_after_a_non_finite_loss_exits_3)
+{
+    if (t_slow_mode())
+        return; /* a training run per tmux pane is too slow under valgrind */
+    const char *data = fx_dataset(t_tmpdir(), 3, TRAIN, VAL, 0, 32, 20);
+    T_REQUIRE(data != NULL);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "%s --no-sixel --data %s --out %s/nan --batch-per-replica 4 --replicas 2 "
+             "--optimizer sgd --momentum 0.9 --lr-start 1e9 --lr-max 1e9 --lr-end 1e9 "
+             "--augment none",
+             t_bin(), data, t_tmpdir());
+    tmux_srv t;
+    T_REQUIRE(tmx_start(&t, 120, 36, NULL, cmd) == 0);
+    WAIT(&t, "IDLE", 20);
+    tmx_keys(&t, "s");
+    WAIT(&t, "non-finite loss", 120);
+    tmx_keys(&t, "q");
+    WAIT(&t, "Stop it and quit?", 10);
+    tmx_keys(&t, "y");
+    T_EQ_INT(tmx_exit_status(&t, 60), 3);
+    char *s = tmx_text(&t);
+    T_CHECKF(count_of(s, "petal-tui: stopped after a non-finite loss at update ") == 1, "%s", s);
+    free(s);
+    tmx_stop(&t);
+}
+
+/* An --image-size above the shards' is taken, with a warning that says what it
+ * costs: on screen while the workbench runs, and once on the terminal after. */
+TEST(ui_tmux_an_upsampling_image_size_is_accepted_with_a_warning)
+{
+    char cmd[4200];
+    util_path(cmd, sizeof cmd, "%s --no-sixel --image-size 512", t_bin());
+    tmux_srv t;
+    T_REQUIRE(tmx_start(&t, 160, 40, NULL, cmd) == 0);
+    WAIT(&t, "IDLE", 20);
+    WAIT(&t, "--image-size 512 upsamples the 128 px shards", 5);
+    tmx_keys(&t, "q");
+    T_EQ_INT(tmx_exit_status(&t, 30), 0);
+    char *s = tmx_text(&t);
+    const char *w = "petal-tui: --image-size 512 upsamples the 128 px shards: 16x the compute per "
+                    "image for no more detail";
+    T_CHECKF(count_of(s, w) == 1, "not once \"%s\" in:\n%s", w, s);
+    free(s);
     tmx_stop(&t);
 }

@@ -58,11 +58,16 @@ int app_active(run_state s)
     return s == RUN_PREPARING || s == RUN_RUNNING || s == RUN_PAUSED;
 }
 
-/* A new engine for cfg; the old one goes only when the new one exists. */
+/* A new engine for cfg, its run folder checked first (eng_check_run_folder());
+ * the old one goes only when the new one exists. */
 int app_make_engine(app *a, const run_config *cfg, pt_err *e)
 {
     eng *g;
-    int rc = eng_create(cfg, &g, e);
+    /* Every engine here is for a run the user may start: its folder is checked
+     * now, not when s fails. */
+    int rc = eng_check_run_folder(cfg, e);
+    if (rc == PT_OK)
+        rc = eng_create(cfg, &g, e);
     if (rc != PT_OK)
         return rc;
     if (a->g)
@@ -80,7 +85,23 @@ int app_make_engine(app *a, const run_config *cfg, pt_err *e)
     a->insp.open = open;
     ui_preview_hide(&a->pview);
     ui_preview_hide(&a->iview);
+    a->pv_err[0] = '\0';
     eng_snapshot_get(a->g, a->snap);
+    /* Warnings about the settings stay in the log, in the warning colour, and
+     * the first shows in the footer for a while. */
+    const char *warn = eng_warnings(a->g);
+    if (*warn) {
+        util_fmt(a->note, sizeof a->note, "%.*s", (int)strcspn(warn, "\n"), warn);
+        a->note_role = UI_R_WARN;
+        a->note_until = app_now(a) + 10;
+    }
+    for (const char *w = warn; *w;) {
+        char line[1100];
+        int len = (int)strcspn(w, "\n");
+        util_fmt(line, sizeof line, "%.*s", len, w);
+        ui_log_add(a->log, app_now(a), UI_R_WARN, line);
+        w += len + (w[len] == '\n');
+    }
     return PT_OK;
 }
 
@@ -115,6 +136,11 @@ static void collect(app *a)
         run_preview_free(&a->pv);
         a->pv = nv;
     }
+    pt_err pe;
+    if (eng_preview_error(a->g, &pe))
+        util_copy(a->pv_err, sizeof a->pv_err, pe.msg);
+    else
+        a->pv_err[0] = '\0';
     if (a->insp.open && a->modal == MODAL_NONE)
         ui_inspect_work(&a->insp, a->g, a->snap->history_n);
 }
@@ -172,8 +198,15 @@ static void draw_preview(app *a, const ui_frame *f)
         app_ask_preview(a, slots);
     if (a->pv.n <= 0) {
         ui_preview_hide(&a->pview);
-        ui_draw_text(stdscr, in.y + in.h / 2, in.x + 1, in.w - 1, UI_R_DIM,
-                     "making a batch of augmented images...");
+        if (a->pv_err[0]) {
+            char m[1100];
+            util_fmt(m, sizeof m, "no preview: %s", a->pv_err);
+            ui_rect t = { in.y, in.x + 1, in.h, in.w - 1 };
+            ui_draw_wrapped(stdscr, t, UI_R_BAD, m);
+        } else {
+            ui_draw_text(stdscr, in.y + in.h / 2, in.x + 1, in.w - 1, UI_R_DIM,
+                         "making a batch of augmented images...");
+        }
         return;
     }
     static ui_preview_image im[128];
@@ -359,12 +392,41 @@ static void free_app(app *a)
     free(a);
 }
 
+/* eng_warnings()'s lines on stderr, each in the message form. Before the screen
+ * opens, so they are there to read again after it closes. */
+static void print_warnings(const char *w)
+{
+    while (*w) {
+        int len = (int)strcspn(w, "\n");
+        fprintf(stderr, "petal-tui: %.*s\n", len, w);
+        w += len + (w[len] == '\n');
+    }
+}
+
+/* How the workbench ends, told after the screen is restored (so it stays on the
+ * terminal) and in the exit status: a failed run (2, as --headless) or a run
+ * stopped after a non-finite loss (3) outrank how the user left; otherwise
+ * status as the keys or signals set it. */
+static int report_end(app *a, int status, int hung_up)
+{
+    pt_err e;
+    eng_snapshot_get(a->g, a->snap);
+    const run_snapshot *s = a->snap;
+    if (eng_failure(a->g, &e) != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return 2;
+    }
+    if (s->state == RUN_STOPPED && s->nonfinite_at > 0) {
+        fprintf(stderr, "petal-tui: %s\n", s->message);
+        return 3;
+    }
+    if (!hung_up && s->last_checkpoint[0] && a->stopping)
+        fprintf(stderr, "petal-tui: checkpoint written: %s\n", s->last_checkpoint);
+    return status;
+}
+
 int ui_run(const run_config *cfg, const ui_options *opt)
 {
-    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-        fprintf(stderr, "petal-tui: the workbench needs a terminal; --headless trains without one\n");
-        return 1;
-    }
     app *a = calloc(1, sizeof *a);
     if (!a)
         return 1;
@@ -381,12 +443,21 @@ int ui_run(const run_config *cfg, const ui_options *opt)
     ui_log_init(a->log);
     ui_panel_view_defaults(&a->view);
     ui_inspect_init(&a->insp);
+    /* What the engine can check (options, the dataset, the run folder) is refused
+     * here, before the screen opens, with the exit status --headless gives. */
     pt_err e;
-    if (app_make_engine(a, cfg, &e) != PT_OK) {
+    int rc = app_make_engine(a, cfg, &e);
+    if (rc != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
+        free_app(a);
+        return rc == PT_EUSAGE ? 1 : 2;
+    }
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "petal-tui: the workbench needs a terminal; --headless trains without one\n");
         free_app(a);
         return 1;
     }
+    print_warnings(eng_warnings(a->g));
 
     /* The terminal is asked before curses reads the keyboard. */
     ui_term_probe(STDIN_FILENO, STDOUT_FILENO, !opt->no_sixel, 0.5, &a->caps);
@@ -442,7 +513,10 @@ int ui_run(const run_config *cfg, const ui_options *opt)
             wtimeout(stdscr, 0);
             ch = wgetch(stdscr);
         }
-        if (g_sig_hup) {
+        /* A terminal lost without a SIGHUP (ignored, or caught by a parent; the
+         * pty closed) reads EOF or EIO at once, which curses reports as no key:
+         * the loop would spin and the run train on unseen. It is a hang-up. */
+        if (g_sig_hup || (ch == ERR && ui_term_gone(STDIN_FILENO))) {
             hung_up = 1;
             break;
         }
@@ -480,10 +554,7 @@ int ui_run(const run_config *cfg, const ui_options *opt)
     sigaction(SIGHUP, &old_hup, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGCONT, &old_cont, NULL);
-    eng_snapshot_get(a->g, a->snap);
-    int status = a->status;
-    if (!hung_up && a->snap->last_checkpoint[0] && a->stopping)
-        fprintf(stderr, "petal-tui: checkpoint written: %s\n", a->snap->last_checkpoint);
+    int status = report_end(a, a->status, hung_up);
     free_app(a);
     return status;
 }

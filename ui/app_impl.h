@@ -57,6 +57,7 @@ typedef struct app {
     run_preview pv;
     uint64_t pv_seen;
     int pv_asked;           /* the most images asked for since this engine was made */
+    char pv_err[1024];      /* why the latest preview could not be made, or "" */
     ui_preview pview;
     /* inspect */
     ui_inspect insp;
@@ -85,7 +86,8 @@ double app_now(const app *a);
 /* The run is preparing, running or paused. */
 int app_active(run_state s);
 
-/* A new engine for cfg; the old one goes only when the new one exists. */
+/* A new engine for cfg, its run folder checked first (eng_check_run_folder());
+ * the old one goes only when the new one exists. */
 int app_make_engine(app *a, const run_config *cfg, pt_err *e);
 
 /* Asks the engine for a preview batch of n images (clamped to 1..64). */

@@ -62,7 +62,9 @@ static void start(app *a)
         run_config c = a->cfg;
         c.resume[0] = 0;
         if (app_make_engine(a, &c, &e) != PT_OK) {
+            /* In the log too: the note passes. */
             note(a, UI_R_BAD, "%s", e.msg);
+            ui_log_add(a->log, app_now(a), UI_R_BAD, e.msg);
             return;
         }
     }

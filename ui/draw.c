@@ -195,6 +195,43 @@ int ui_draw_text(WINDOW *w, int y, int x, int maxw, ui_role r, const char *s)
     return cols;
 }
 
+int ui_draw_wrapped(WINDOW *w, ui_rect r, ui_role role, const char *s)
+{
+    int lines = 0;
+    while (*s && lines < r.h && r.w > 0) {
+        s += strspn(s, " ");
+        /* The bytes that fit in r.w columns; then back to the last space in them,
+         * unless the word alone is wider than the line (a long path). */
+        mbstate_t st;
+        memset(&st, 0, sizeof st);
+        size_t len = strlen(s), fit = 0, space = 0;
+        int cols = 0;
+        while (fit < len) {
+            wchar_t wc;
+            size_t k = next_char(s + fit, len - fit, &st, &wc);
+            int cw = wcwidth(wc);
+            if (k == 0 || cols + (cw > 0 ? cw : 1) > r.w)
+                break;
+            if (wc == ' ')
+                space = fit;
+            cols += cw > 0 ? cw : 1;
+            fit += k;
+        }
+        if (fit < len && space > 0 && s[fit] != ' ')
+            fit = space;
+        if (fit == 0)
+            break;
+        char line[1024];
+        size_t n = fit < sizeof line - 1 ? fit : sizeof line - 1;
+        memcpy(line, s, n);
+        line[n] = '\0';
+        ui_draw_text(w, r.y + lines, r.x, r.w, role, line);
+        lines++;
+        s += fit;
+    }
+    return lines;
+}
+
 int ui_draw_textf(WINDOW *w, int y, int x, int maxw, ui_role r, const char *fmt, ...)
 {
     char buf[1024];

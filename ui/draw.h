@@ -72,6 +72,10 @@ int ui_draw_textf(WINDOW *w, int y, int x, int maxw, ui_role r, const char *fmt,
     __attribute__((format(printf, 6, 7)))
 #endif
     ;
+/* Text over the lines of r, broken at spaces (a word wider than r, a long path,
+ * is broken where the line ends); returns the lines used. What does not fit in
+ * r.h lines is left out. */
+int ui_draw_wrapped(WINDOW *w, ui_rect r, ui_role role, const char *utf8);
 /* Display columns of a UTF-8 string. */
 int ui_draw_width(const char *utf8);
 /* One code point at (y, x) (ASCII stand-in when it cannot be shown). */

@@ -235,7 +235,9 @@ void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx)
                 continue;
             if (ctx == UI_CTX_MAIN && k->act == UI_ACT_CONFIG && state != RUN_IDLE)
                 continue;
-            if (ctx == UI_CTX_MAIN && k->act == UI_ACT_PAUSE && state == RUN_IDLE)
+            /* p applies only to a run under way, not to one that has ended. */
+            if (ctx == UI_CTX_MAIN && k->act == UI_ACT_PAUSE && state != RUN_PREPARING &&
+                state != RUN_RUNNING && state != RUN_PAUSED)
                 continue;
             if (ctx == UI_CTX_ASK && k->act == UI_ACT_RESUME && !f->ask_resume)
                 continue;

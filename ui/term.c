@@ -146,6 +146,14 @@ int ui_term_parse_bg(const char *buf, size_t n, unsigned char rgb[3])
     return 0;
 }
 
+int ui_term_gone(int fd)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    if (poll(&p, 1, 0) < 0)
+        return errno != EINTR && errno != EAGAIN;
+    return (p.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
 int ui_term_write(int fd, const void *data, size_t n)
 {
     const char *p = data;

@@ -51,6 +51,11 @@ int ui_term_parse_bg(const char *buf, size_t n, unsigned char rgb[3]);
 /* CSI 16 t reply: `ESC [ 6 ; height ; width t`. */
 int ui_term_parse_cell(const char *buf, size_t n, int *cell_h, int *cell_w);
 
+/* 1 when the terminal on fd is gone: hung up (its pty closed, its line dropped)
+ * or unusable, so reads give only EOF or EIO. It does not read: what is waiting
+ * stays for curses. */
+int ui_term_gone(int fd);
+
 /* Write all n bytes to fd (retrying short writes); 0 or -1. */
 int ui_term_write(int fd, const void *data, size_t n);
 /* DECSC, cursor to (row, col) counted from 0, data, DECRC. */

@@ -8,7 +8,13 @@
  * terminal is live. Signals only set flags that the loop reads: SIGINT pauses
  * the run and asks; SIGHUP and SIGTERM stop the run (the engine writes a
  * checkpoint), wait for it, and leave with status 130; SIGWINCH arrives as
- * KEY_RESIZE; SIGCONT (back from Ctrl-Z) repaints.
+ * KEY_RESIZE; SIGCONT (back from Ctrl-Z) repaints. A terminal lost without a
+ * SIGHUP (an ignored one, or the pty closed under a parent that caught it) is
+ * seen by its reads and taken as a hang-up.
+ *
+ * Errors reach the person on stderr as "petal-tui: WHAT: WHY": what the engine
+ * refuses (options, an empty dataset folder, a run folder that cannot be made)
+ * before the screen opens; why a run failed after the screen is restored.
  *
  * Ownership: the engine, the snapshot copies and every picture belong to
  * ui_run() and are freed before it returns; cfg and opt are only read.
@@ -23,10 +29,10 @@ typedef struct ui_options {
     int no_color;       /* --no-color or NO_COLOR set */
 } ui_options;
 
-/* Runs the workbench until the user quits; returns the process exit status
- * (0 normal quit, 130 interrupted/hung up after writing a checkpoint; 1 when
- * there is no terminal or the engine cannot be created, with a message on
- * stderr). */
+/* Runs the workbench until the user quits; returns the process exit status, as
+ * --headless's: 0 a normal quit; 1 a usage error or no terminal; 2 the data or
+ * the run folder refused, or the last run failed; 3 the last run stopped after a
+ * non-finite loss; 130 interrupted or hung up, after writing a checkpoint. */
 int ui_run(const run_config *cfg, const ui_options *opt);
 
 #endif

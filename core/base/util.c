@@ -164,6 +164,36 @@ int util_mkdirs(const char *path, pt_err *e)
     return PT_OK;
 }
 
+int util_can_make_dir(const char *path, pt_err *e)
+{
+    char p[4096];
+    if (util_path(p, sizeof p, "%s", path) != 0 || !p[0])
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       p[0] ? "path too long" : "empty path");
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/')
+        p[--n] = '\0';
+    struct stat st;
+    /* Up to the deepest part that exists; mkdir -p would make the rest in it. */
+    while (stat(p, &st) != 0) {
+        int err = errno;
+        char *slash = strrchr(p, '/');
+        if (!strcmp(p, ".") || !strcmp(p, "/")) /* nothing further up */
+            return err_set(e, PT_EIO, p, PT_NO_RECORD, PT_NO_OFFSET, "%s", strerror(err));
+        if (!slash)
+            util_copy(p, sizeof p, ".");
+        else if (slash == p)
+            p[1] = '\0';
+        else
+            *slash = '\0';
+    }
+    if (!S_ISDIR(st.st_mode))
+        return err_set(e, PT_EIO, p, PT_NO_RECORD, PT_NO_OFFSET, "not a folder");
+    if (access(p, W_OK | X_OK) != 0)
+        return err_set(e, PT_EIO, p, PT_NO_RECORD, PT_NO_OFFSET, "%s", strerror(errno));
+    return PT_OK;
+}
+
 int util_is_dir(const char *path)
 {
     struct stat st;

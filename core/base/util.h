@@ -32,6 +32,13 @@ int util_write_file_atomic(const char *path, const void *data, size_t len, pt_er
 /* mkdir -p. */
 int util_mkdirs(const char *path, pt_err *e);
 
+/* Whether util_mkdirs(path) and writing files into the folder look possible, without
+ * making anything: path is a folder we may write in, or the deepest part of it that
+ * exists is one. PT_OK, or PT_EIO with e naming the part that is in the way (not a
+ * folder, or not writable: the errno text). Permissions only: a full disk or
+ * another process may still make the real attempt fail. */
+int util_can_make_dir(const char *path, pt_err *e);
+
 /* rm -r: remove a folder and everything in it (does not follow links). 0 or -1. */
 int util_remove_tree(const char *path);
 
