@@ -48,8 +48,8 @@ static const cfg_option OPTIONS[] = {
     { "resume", CFG_PATH, F(resume), "", 0, 0, NULL, "DIR", "continue the run in DIR", "a new run", NO_FILE, 0, NULL },
     { "model", CFG_MODEL, F(model), "small", 0, 0, MODELS, "small|mobilenetv2|FILE.onnx", "a built-in net, or an ONNX graph to fine-tune", NULL, ALL, 1, NULL },
     { "width", CFG_NUM, F(width), "1", 0.1, 4.0, NULL, "W", "mobilenetv2 width multiplier", NULL, ALL, 0, NULL },
-    { "widths", CFG_WIDTHS, F(widths), "32,64,128,256", 0, 0, NULL, "C,C,...", "small: channels of each conv block (one block per count)", NULL, ALL, 0, NULL },
-    { "init", CFG_CHOICE, F(init), "he", 0, 0, INITS, NULL, "weights from scratch: He-normal (Keras) or PyTorch's default", NULL, ALL, 0, NULL },
+    { "widths", CFG_WIDTHS, F(widths), "auto", 0, 0, NULL, "auto|C,C,...", "small: channels of each conv block (one block per count)", NULL, ALL, 0, NULL },
+    { "init", CFG_CHOICE, F(init), "torch", 0, 0, INITS, NULL, "weights from scratch: He-normal (Keras) or PyTorch's default", NULL, ALL, 0, NULL },
     { "bn-momentum", CFG_NUM, F(bn_momentum), "0.99", 0, 0.9999, NULL, "M", "batch-norm running statistics: M x old + (1 - M) x batch", NULL, ALL, 0, NULL },
     { "image-size", CFG_INT, F(image_size), "0", 0, 1024, NULL, "S", "model input side; 0 = the dataset's", NULL, ALL, 0, image_size_check },
     { "epochs", CFG_INT, F(epochs), "10", 1, RUN_MAX_EPOCHS, NULL, "N", "epochs to train", NULL, ALL, 5, NULL },
@@ -249,7 +249,7 @@ static int set_option(run_config *c, const cfg_option *o, const char *v, pt_err 
         return rc;
     case CFG_WIDTHS: {
         int widths[RUN_MAX_BLOCKS];
-        if (run_parse_widths(v, widths, e) < 0)
+        if (run_parse_widths(v, 128, widths, e) < 0)
             return PT_EUSAGE;
         if (strlen(v) >= o->size)
             return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s: too long",

@@ -67,9 +67,17 @@ int run_model_is_onnx(const char *model)
     return n > 5 && strcasecmp(model + n - 5, ".onnx") == 0;
 }
 
-int run_parse_widths(const char *s, int out[RUN_MAX_BLOCKS], pt_err *e)
+int run_parse_widths(const char *s, int side, int out[RUN_MAX_BLOCKS], pt_err *e)
 {
     int n = 0;
+    if (!strcmp(s, "auto")) {
+        static const int first[4] = { 32, 64, 128, 256 };
+        for (; n < 4; n++)
+            out[n] = first[n];
+        while (n < RUN_MAX_BLOCKS && side >> (n + 1) >= 2)
+            out[n++] = 256;
+        return n;
+    }
     const char *p = s;
     for (;;) {
         char *end;
@@ -78,8 +86,8 @@ int run_parse_widths(const char *s, int out[RUN_MAX_BLOCKS], pt_err *e)
         if (end == p || errno || v < 1 || v > 4096 || n == RUN_MAX_BLOCKS ||
             (*end != ',' && *end != '\0')) {
             err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                    "widths wants 1 to %d channel counts from 1 to 4096, comma-separated "
-                    "(32,64,128,256), not '%s'",
+                    "widths wants auto or 1 to %d channel counts from 1 to 4096, "
+                    "comma-separated (32,64,128,256), not '%s'",
                     RUN_MAX_BLOCKS, s);
             return -1;
         }

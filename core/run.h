@@ -88,8 +88,11 @@ const char *run_state_name(run_state s);
 int run_model_is_onnx(const char *model);
 
 /* Parse a --widths list ("32,64,128,256": 1 to RUN_MAX_BLOCKS whole numbers from 1 to
- * 4096, comma-separated) into out. The count, or -1 with e filled. */
-int run_parse_widths(const char *s, int out[RUN_MAX_BLOCKS], pt_err *e);
+ * 4096, comma-separated) into out. "auto" is 32, 64, 128, 256, then more 256 blocks
+ * while the map they leave on an input of side pixels is at least 2 a side (so the
+ * last block sees the whole image): 4 blocks at 32 px, 5 at 64, 6 at 128 to 255.
+ * The count, or -1 with e filled. */
+int run_parse_widths(const char *s, int side, int out[RUN_MAX_BLOCKS], pt_err *e);
 
 /* A short name for the model: "small", "mobilenetv2", or an ONNX file's name
  * without its folder and extension (for run folders and the header). Returns buf. */

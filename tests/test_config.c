@@ -10,8 +10,8 @@ static const char DEFAULT_TEXT[] =
     "data = \n"
     "model = small\n"
     "width = 1\n"
-    "widths = 32,64,128,256\n"
-    "init = he\n"
+    "widths = auto\n"
+    "init = torch\n"
     "bn-momentum = 0.99\n"
     "image-size = 0\n"
     "epochs = 10\n"
@@ -34,7 +34,7 @@ static const char DEFAULT_TEXT[] =
     "backbone-lr-scale = 0.1\n"
     "freeze-backbone = no\n"
     "reinit = no\n"
-    "augment = perspective:0.25,flip:0.5,affine:0.15,color:0.15\n"
+    "augment = flip:0.5,crop:1:scale=0.6:ratio=1:interp=bilinear\n"
     "seed = 42\n"
     "deterministic = yes\n"
     "shuffle-buffer = 2048\n"
@@ -49,7 +49,7 @@ static const char OTHER_TEXT[] =
     "model = mobilenetv2\n"
     "width = 0.75\n"
     "widths = 16,32,64,128,256,512\n"
-    "init = torch\n"
+    "init = he\n"
     "bn-momentum = 0.9\n"
     "image-size = 192\n"
     "epochs = 30\n"
@@ -92,7 +92,7 @@ static void other_config(run_config *c)
     snprintf(c->model, sizeof c->model, "mobilenetv2");
     c->width = 0.75;
     snprintf(c->widths, sizeof c->widths, "16,32,64,128,256,512");
-    c->init = RUN_INIT_TORCH;
+    c->init = RUN_INIT_HE;
     c->bn_momentum = 0.9;
     c->image_size = 192;
     c->epochs = 30;
@@ -241,15 +241,15 @@ TEST(config_set_checks_values_with_the_messages_users_see)
         { "oversample", "lots",
           "oversample wants a target count, max (the largest class) or off, not 'lots'" },
         { "bogus", "1", "unknown option 'bogus'" },
-        { "widths", "32,,64", "widths wants 1 to 8 channel counts from 1 to 4096, comma-separated "
+        { "widths", "32,,64", "widths wants auto or 1 to 8 channel counts from 1 to 4096, comma-separated "
                               "(32,64,128,256), not '32,,64'" },
-        { "widths", "", "widths wants 1 to 8 channel counts from 1 to 4096, comma-separated "
+        { "widths", "", "widths wants auto or 1 to 8 channel counts from 1 to 4096, comma-separated "
                         "(32,64,128,256), not ''" },
-        { "widths", "1,2,3,4,5,6,7,8,9", "widths wants 1 to 8 channel counts from 1 to 4096, "
+        { "widths", "1,2,3,4,5,6,7,8,9", "widths wants auto or 1 to 8 channel counts from 1 to 4096, "
                                          "comma-separated (32,64,128,256), not '1,2,3,4,5,6,7,8,9'" },
-        { "widths", "64,5000", "widths wants 1 to 8 channel counts from 1 to 4096, "
+        { "widths", "64,5000", "widths wants auto or 1 to 8 channel counts from 1 to 4096, "
                                "comma-separated (32,64,128,256), not '64,5000'" },
-        { "widths", "64,", "widths wants 1 to 8 channel counts from 1 to 4096, "
+        { "widths", "64,", "widths wants auto or 1 to 8 channel counts from 1 to 4096, "
                            "comma-separated (32,64,128,256), not '64,'" },
         { "init", "glorot", "init wants he or torch, not 'glorot'" },
     };
@@ -266,7 +266,7 @@ TEST(config_set_checks_values_with_the_messages_users_see)
     } good[] = {
         { "schedule", "exponential" }, { "oversample", "largest" }, { "oversample", "no" },
         { "deterministic", "off" },    { "freeze-backbone", "1" },  { "augment", "none" },
-        { "image-size", "32" },        { "seed", "0" },             { "init", "pytorch" },
+        { "image-size", "32" },        { "seed", "0" },             { "init", "he" },
         { "widths", "8" },
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
@@ -278,8 +278,10 @@ TEST(config_set_checks_values_with_the_messages_users_see)
     T_EQ_INT(c.freeze_backbone, 1);
     T_EQ_STR(c.augment, "none");
     T_EQ_INT(c.image_size, 32);
-    T_EQ_INT(c.init, RUN_INIT_TORCH);
+    T_EQ_INT(c.init, RUN_INIT_HE);
     T_EQ_STR(c.widths, "8");
+    T_REQUIRE(cfg_set(&c, "init", "pytorch", NULL) == PT_OK);
+    T_EQ_INT(c.init, RUN_INIT_TORCH);
 }
 
 /* What the table's users take for granted: each field written in its kind's type,
@@ -366,4 +368,25 @@ TEST(config_every_option_round_trips_through_its_text)
     char small[4];
     T_EQ_INT(cfg_value(&other, cfg_find("model"), small, sizeof small), -1);
     T_EQ_STR(small, "mob");
+}
+
+/* --widths auto: blocks until the map is 2 pixels a side (the input's side halves per
+ * block), at least the four of 32-64-128-256, then 256 channels each. */
+TEST(config_widths_auto_adds_blocks_until_the_map_is_two_pixels)
+{
+    static const struct {
+        int side, blocks;
+    } cases[] = { { 16, 4 }, { 32, 4 }, { 63, 4 }, { 64, 5 }, { 128, 6 }, { 192, 6 },
+                  { 255, 6 }, { 256, 7 }, { 512, 8 }, { 1024, 8 } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int w[RUN_MAX_BLOCKS];
+        int n = run_parse_widths("auto", cases[i].side, w, NULL);
+        T_CHECKF(n == cases[i].blocks, "side %d: %d blocks, want %d", cases[i].side, n,
+                 cases[i].blocks);
+        for (int b = 0; b < n; b++)
+            T_EQ_INT(w[b], b < 4 ? 32 << b : 256);
+    }
+    int w[RUN_MAX_BLOCKS];
+    T_EQ_INT(run_parse_widths("16, 32", 128, w, NULL), 2);
+    T_CHECK(w[0] == 16 && w[1] == 32);
 }

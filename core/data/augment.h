@@ -112,7 +112,7 @@ void aug_free(aug_chain *c);
  * notebook's perspective gets the largest share; the suggested 0.35 / 0.5 / 0.5 /
  * 0.5 would cost about 45%. A macro, so that the options' table (core/config.c) can
  * hold it as its default text. */
-#define AUG_DEFAULT_SPEC "perspective:0.25,flip:0.5,affine:0.15,color:0.15"
+#define AUG_DEFAULT_SPEC "flip:0.5,crop:1:scale=0.6:ratio=1:interp=bilinear"
 /* The default chain's spec (AUG_DEFAULT_SPEC). */
 const char *aug_default_spec(void);
 /* Canonical spec ("none" for an empty chain). Returns PT_OK, or PT_EUSAGE when buf is

@@ -117,7 +117,7 @@ static int build_model(trn *r, pt_err *e)
         r->model = import_onnx(r, e);
     else if (!strcmp(r->cfg->model, "small")) {
         int widths[RUN_MAX_BLOCKS];
-        int n = run_parse_widths(r->cfg->widths, widths, e);
+        int n = run_parse_widths(r->cfg->widths, r->img, widths, e);
         if (n < 0)
             return PT_EUSAGE;
         r->model = nn_build_small_widths(r->img, r->img, r->n_classes, (float)r->cfg->dropout,
