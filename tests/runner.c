@@ -1,6 +1,7 @@
 /* The test runner: runs every registered test (or those whose name contains one of
  * the arguments), each under an alarm so a hang becomes a failure, and prints
- * "N passed, N failed" last. */
+ * "N passed, N failed, N skipped" last. A test that neither made a check nor
+ * skipped fails ("made no check"). */
 #include "tests/t.h"
 
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include "base/util.h"
 
 static int g_failed_checks;
+static int g_checks;            /* checks made by the running test */
 static int g_skipped;           /* the running test called t_skip() */
 static const char *g_current;
 static char g_root[1024];      /* scratch root for this run */
@@ -29,6 +31,11 @@ void t_fail(const char *file, int line, const char *fmt, ...)
     printf("  FAIL %s (%s:%d): %s\n", g_current ? g_current : "?", file, line, msg);
     fflush(stdout);
     g_failed_checks++;
+}
+
+void t_check_made(void)
+{
+    g_checks++;
 }
 
 int t_failed_now(void)
@@ -194,11 +201,14 @@ int main(int argc, char **argv)
         g_current = c->name;
         int before = g_failed_checks;
         g_skipped = 0;
+        g_checks = 0;
         double t0 = util_now();
         alarm((unsigned)per_test);
         c->fn();
         alarm(0);
         double dt = util_now() - t0;
+        if (!g_checks && !g_skipped && g_failed_checks == before)
+            t_fail(c->file, 0, "made no check");
         if (g_failed_checks != before) {
             failed++;
             printf("FAIL %-44s %7.2fs\n", c->name, dt);

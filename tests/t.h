@@ -3,7 +3,9 @@
  * A test is `TEST(name) { ... }` at the start of a line in any test file (tests/, .c); the
  * Makefile collects them into a registry in file order. Checks record a failure and
  * go on (T_CHECK) or return from the test (T_REQUIRE). The runner prints one line
- * per failed check and ends with "N passed, N failed, N skipped". A test that needs
+ * per failed check and ends with "N passed, N failed, N skipped". A test that ends
+ * without having made a single check, and without skipping, fails ("made no check"):
+ * a test that checks nothing proves nothing. A test that needs
  * the shared data starts with T_NEED_DATA(): without it (a bare clone) the test is
  * skipped and counted as such, never passed silently.
  *
@@ -34,21 +36,27 @@ void t_fail(const char *file, int line, const char *fmt, ...)
 #endif
     ;
 int t_failed_now(void);
+/* Counts one check made by the running test. Every T_ macro calls it; a test that
+ * ends having made no check (and did not skip) fails: "made no check". */
+void t_check_made(void);
 
 #define T_CHECK(cond)                                                          \
     do {                                                                       \
+        t_check_made();                                                        \
         if (!(cond))                                                           \
             t_fail(__FILE__, __LINE__, "check failed: %s", #cond);             \
     } while (0)
 
 #define T_CHECKF(cond, ...)                                                    \
     do {                                                                       \
+        t_check_made();                                                        \
         if (!(cond))                                                           \
             t_fail(__FILE__, __LINE__, __VA_ARGS__);                           \
     } while (0)
 
 #define T_REQUIRE(cond)                                                        \
     do {                                                                       \
+        t_check_made();                                                        \
         if (!(cond)) {                                                         \
             t_fail(__FILE__, __LINE__, "required: %s", #cond);                 \
             return;                                                            \
@@ -57,6 +65,7 @@ int t_failed_now(void);
 
 #define T_EQ_INT(a, b)                                                         \
     do {                                                                       \
+        t_check_made();                                                        \
         long long t_a_ = (long long)(a), t_b_ = (long long)(b);                \
         if (t_a_ != t_b_)                                                      \
             t_fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, t_a_, t_b_); \
@@ -64,6 +73,7 @@ int t_failed_now(void);
 
 #define T_EQ_STR(a, b)                                                         \
     do {                                                                       \
+        t_check_made();                                                        \
         const char *t_a_ = (a), *t_b_ = (b);                                   \
         if (!t_a_ || !t_b_ || strcmp(t_a_, t_b_) != 0)                          \
             t_fail(__FILE__, __LINE__, "%s == %s: \"%s\" != \"%s\"", #a, #b,    \
@@ -72,6 +82,7 @@ int t_failed_now(void);
 
 #define T_NEAR(a, b, tol)                                                      \
     do {                                                                       \
+        t_check_made();                                                        \
         double t_a_ = (double)(a), t_b_ = (double)(b);                         \
         if (!(fabs(t_a_ - t_b_) <= (tol)))                                     \
             t_fail(__FILE__, __LINE__, "%s ~ %s: %.9g vs %.9g (tol %g)", #a, #b, \
