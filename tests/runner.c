@@ -112,6 +112,17 @@ void t_skip(const char *why)
     printf("  skipped: %s\n", why);
 }
 
+int t_need_tool(const char *name)
+{
+    char cmd[512], why[512];
+    snprintf(cmd, sizeof cmd, "command -v '%s' >/dev/null 2>&1", name);
+    if (system(cmd) == 0)
+        return 1;
+    snprintf(why, sizeof why, "needs %s, which is not on PATH", name);
+    t_skip(why);
+    return 0;
+}
+
 int t_slow_mode(void)
 {
     const char *v = getenv("PT_VALGRIND");

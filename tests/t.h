@@ -101,6 +101,17 @@ void t_skip(const char *why);
         }                                                                      \
     } while (0)
 
+/* 1 when the program name is on PATH. Otherwise marks the running test skipped,
+ * naming the program, and returns 0: a check that needs a missing tool is counted
+ * as skipped, never passed silently. */
+int t_need_tool(const char *name);
+
+#define T_NEED_TOOL(name)                                                      \
+    do {                                                                       \
+        if (!t_need_tool(name))                                                \
+            return;                                                            \
+    } while (0)
+
 /* Path into the shared data folder ("" returns the folder). Static buffer ring. */
 const char *t_data(const char *rel);
 /* 1 when the shared data folder is present. */

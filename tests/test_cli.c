@@ -146,6 +146,7 @@ TEST(cli_lr_schedule_prints_the_warmup_and_decay)
 TEST(cli_preview_writes_a_png_grid_of_real_photos)
 {
     T_NEED_DATA();
+    T_NEED_TOOL("file");
     const char *dir = t_tmpdir();
     char *out;
     int rc = run(&out, "%s shards '%s' '%s/ds' --size 64 --per-shard 2000", t_data("flower-jpegs-128"),

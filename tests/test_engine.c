@@ -172,8 +172,7 @@ TEST(engine_run_writes_history_predictions_submission_and_checkpoint)
 TEST(engine_same_seed_gives_identical_history)
 {
     if (t_slow_mode()) {
-        /* Several trainings: too slow under valgrind; ASan runs them in full. */
-        printf("  skipped under valgrind\n");
+        t_skip("several trainings: too slow under valgrind (ASan runs them in full)");
         return;
     }
     const char *dir = t_tmpdir();
@@ -199,8 +198,7 @@ TEST(engine_same_seed_gives_identical_history)
 TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
 {
     if (t_slow_mode()) {
-        /* Several trainings: too slow under valgrind; ASan runs them in full. */
-        printf("  skipped under valgrind\n");
+        t_skip("several trainings: too slow under valgrind (ASan runs them in full)");
         return;
     }
     const char *dir = t_tmpdir();
@@ -275,8 +273,7 @@ TEST(engine_builds_small_from_widths_init_and_bn_momentum_and_resumes_it)
 TEST(engine_pause_resume_and_stop_from_another_thread)
 {
     if (t_slow_mode()) {
-        /* Several trainings: too slow under valgrind; ASan runs them in full. */
-        printf("  skipped under valgrind\n");
+        t_skip("several trainings: too slow under valgrind (ASan runs them in full)");
         return;
     }
     const char *dir = t_tmpdir();
@@ -464,8 +461,7 @@ TEST(engine_bad_records_are_counted_and_the_run_goes_on)
 TEST(engine_preview_and_validation_inspection)
 {
     if (t_slow_mode()) {
-        /* Several trainings: too slow under valgrind; ASan runs them in full. */
-        printf("  skipped under valgrind\n");
+        t_skip("several trainings: too slow under valgrind (ASan runs them in full)");
         return;
     }
     const char *dir = t_tmpdir();

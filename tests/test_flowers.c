@@ -296,9 +296,12 @@ TEST(flw_render_golden_checksums)
 TEST(flw_render_path_imports_no_libm_transcendentals)
 {
     char exe[4096];
+    T_NEED_TOOL("nm");
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0)
+    if (len <= 0) {
+        t_skip("cannot find the build folder: readlink(/proc/self/exe) failed");
         return;
+    }
     exe[len] = 0;
     /* <build>/tests/run-tests -> <build>/core/data/flowers.o */
     for (int cut = 0; cut < 2; cut++) {
@@ -308,7 +311,7 @@ TEST(flw_render_path_imports_no_libm_transcendentals)
     }
     char cmd[8192], *out = NULL;
     snprintf(cmd, sizeof cmd,
-             "command -v nm >/dev/null || { echo skip; exit 0; }; nm -u '%s/core/data/flowers.o'",
+             "nm -u '%s/core/data/flowers.o'",
              exe);
     int rc = t_run(cmd, &out);
     T_REQUIRE(out);

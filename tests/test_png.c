@@ -191,15 +191,18 @@ TEST(png_writes_a_valid_file_with_the_exact_pixels)
     free(back);
 
     char cmd[8192], *out = NULL;
-    snprintf(cmd, sizeof cmd, "file -b '%s'", path);
-    if (t_run(cmd, &out) == 0)
-        T_CHECKF(strstr(out, "PNG image data, 301 x 157, 8-bit/color RGB") != NULL, "file: %s", out);
-    free(out);
+    if (t_need_tool("file")) {
+        snprintf(cmd, sizeof cmd, "file -b '%s'", path);
+        T_CHECKF(t_run(cmd, &out) == 0 &&
+                     strstr(out, "PNG image data, 301 x 157, 8-bit/color RGB") != NULL,
+                 "file: %s", out);
+        free(out);
+    }
 
     /* A second independent decode: parse chunks with Python, inflate with zlib,
      * compare. */
     snprintf(cmd, sizeof cmd,
-             "command -v python3 >/dev/null || { echo skip; exit 0; }; python3 -c '\n"
+             "python3 -c '\n"
              "import sys, zlib, struct, binascii\n"
              "d = open(sys.argv[1], \"rb\").read()\n"
              "assert d[:8] == b\"\\x89PNG\\r\\n\\x1a\\n\"\n"
@@ -221,9 +224,10 @@ TEST(png_writes_a_valid_file_with_the_exact_pixels)
              "print(\"same\" if bytes(px) == exp else \"different\")\n"
              "' '%s'",
              path);
-    T_REQUIRE(t_run(cmd, &out) == 0);
-    T_CHECKF(strstr(out, "same") || strstr(out, "skip"), "python says: %s", out);
-    free(out);
+    if (t_need_tool("python3")) {
+        T_CHECKF(t_run(cmd, &out) == 0 && strstr(out, "same"), "python says: %s", out);
+        free(out);
+    }
     free(rgb);
 }
 

@@ -205,6 +205,7 @@ static int max_line_width(const char *s)
 
 TEST(ui_tmux_workbench_panels_start_pause_help_quit)
 {
+    T_NEED_TOOL("tmux");
     tmux_srv t;
     char cmd[4096];
     const char *run = t_tmpdir();
@@ -251,6 +252,7 @@ TEST(ui_tmux_workbench_panels_start_pause_help_quit)
 
 TEST(ui_tmux_80x24_resize_and_too_small)
 {
+    T_NEED_TOOL("tmux");
     tmux_srv t;
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s --no-sixel", t_bin());
@@ -325,6 +327,7 @@ static int has_colour_sgr(const char *s)
 
 TEST(ui_tmux_no_color_and_ctrl_c_exit_130)
 {
+    T_NEED_TOOL("tmux");
     tmux_srv t;
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s", t_bin());
@@ -359,8 +362,11 @@ static const long long VAL[3] = { 8, 6, 6 };
 
 TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
 {
-    if (t_slow_mode())
-        return; /* a training run per tmux pane is too slow under valgrind */
+    T_NEED_TOOL("tmux");
+    if (t_slow_mode()) {
+        t_skip("a training run per tmux pane is too slow under valgrind");
+        return;
+    }
     const char *data = fx_dataset(t_tmpdir(), 3, TRAIN, VAL, 0, 32, 20);
     T_REQUIRE(data != NULL);
     tmux_srv t;
@@ -439,6 +445,7 @@ static void at_dir(char *out, size_t n, const char *pattern, const char *dir)
  * no screen waits for keys first. '@' in the arguments is the scratch folder. */
 TEST(ui_tmux_refuses_an_empty_folder_and_unusable_run_folders_before_the_screen)
 {
+    T_NEED_TOOL("tmux");
     const char *dir = t_tmpdir();
     char path[4200];
     util_path(path, sizeof path, "%s/empty", dir);
@@ -489,6 +496,7 @@ TEST(ui_tmux_refuses_an_empty_folder_and_unusable_run_folders_before_the_screen)
  * screen is restored, with exit status 2. */
 TEST(ui_tmux_a_failed_run_says_why_on_screen_and_after_it_and_exits_2)
 {
+    T_NEED_TOOL("tmux");
     const char *dir = t_tmpdir();
     char env[4200], cmd[4200], file[4200], message[4200];
     util_path(file, sizeof file, "%s/file", dir);
@@ -525,8 +533,11 @@ TEST(ui_tmux_a_failed_run_says_why_on_screen_and_after_it_and_exits_2)
  * --headless) and says so after the screen. */
 TEST(ui_tmux_a_run_stopped_after_a_non_finite_loss_exits_3)
 {
-    if (t_slow_mode())
-        return; /* a training run per tmux pane is too slow under valgrind */
+    T_NEED_TOOL("tmux");
+    if (t_slow_mode()) {
+        t_skip("a training run per tmux pane is too slow under valgrind");
+        return;
+    }
     const char *data = fx_dataset(t_tmpdir(), 3, TRAIN, VAL, 0, 32, 20);
     T_REQUIRE(data != NULL);
     char cmd[8192];
@@ -554,6 +565,7 @@ TEST(ui_tmux_a_run_stopped_after_a_non_finite_loss_exits_3)
  * costs: on screen while the workbench runs, and once on the terminal after. */
 TEST(ui_tmux_an_upsampling_image_size_is_accepted_with_a_warning)
 {
+    T_NEED_TOOL("tmux");
     char cmd[4200];
     util_path(cmd, sizeof cmd, "%s --no-sixel --image-size 512", t_bin());
     tmux_srv t;
