@@ -422,7 +422,9 @@ static void *fake_term_main(void *arg)
     return NULL;
 }
 
-static int probe_with(const char *da1, ui_term_caps *caps, int *queries)
+/* The probe against a fake terminal that answers with da1 (NULL: says nothing),
+ * each question waited for up to timeout seconds. */
+static int probe_with(const char *da1, double timeout, ui_term_caps *caps, int *queries)
 {
     int m = posix_openpt(O_RDWR | O_NOCTTY);
     if (m < 0 || grantpt(m) != 0 || unlockpt(m) != 0)
@@ -437,7 +439,7 @@ static int probe_with(const char *da1, ui_term_caps *caps, int *queries)
     pthread_create(&th, NULL, fake_term_main, &ft);
     char *tmux = getenv("TMUX") ? strdup(getenv("TMUX")) : NULL;
     unsetenv("TMUX"); /* the test itself may run inside tmux */
-    ui_term_probe(s, s, 1, 0.3, caps);
+    ui_term_probe(s, s, 1, timeout, caps);
     if (tmux) {
         setenv("TMUX", tmux, 1);
         free(tmux);
@@ -453,8 +455,10 @@ TEST(ui_term_probe_asks_a_pty_like_a_terminal)
 {
     ui_term_caps c;
     int q;
-    /* xterm with sixel on: everything is asked and understood. */
-    T_REQUIRE(probe_with("\033[?64;1;2;4;6;9;15;22c", &c, &q) == 0);
+    /* xterm with sixel on: everything is asked and understood. Answers are waited
+     * for with a generous limit (a loaded machine may be slow to run the fake
+     * terminal's thread); each question ends at its answer. */
+    T_REQUIRE(probe_with("\033[?64;1;2;4;6;9;15;22c", 30, &c, &q) == 0);
     T_CHECK(c.asked && c.answered);
     T_CHECKF(c.sixel, "no sixel: %s", c.why);
     T_EQ_INT(c.sixel_colors, 256);
@@ -463,11 +467,11 @@ TEST(ui_term_probe_asks_a_pty_like_a_terminal)
     T_CHECK(c.bg_known && c.bg[0] == 255 && c.bg[2] == 221);
     T_CHECK(q >= 8);
     /* tmux 3.3a's answer: no 4, so no sixel and no further questions. */
-    T_REQUIRE(probe_with("\033[?1;2c", &c, &q) == 0);
+    T_REQUIRE(probe_with("\033[?1;2c", 30, &c, &q) == 0);
     T_CHECK(c.answered && !c.sixel && strstr(c.why, "DA1"));
     T_EQ_INT(q, 1);
     /* A terminal that says nothing: a timeout, not a hang. */
-    T_REQUIRE(probe_with(NULL, &c, &q) == 0);
+    T_REQUIRE(probe_with(NULL, 0.3, &c, &q) == 0);
     T_CHECK(c.asked && !c.answered && !c.sixel);
     /* Turned off: nothing is asked. */
     ui_term_probe(0, 1, 0, 0.3, &c);

@@ -197,6 +197,7 @@ static int max_line_width(const char *s)
 
 #define WAIT(t, text, secs)                                                    \
     do {                                                                       \
+        t_check_made();                                                        \
         if (!tmx_wait((t), (text), (secs))) {                                  \
             t_fail(__FILE__, __LINE__, "no \"%s\" on screen", (text));         \
             show((t), text);                                                   \
@@ -214,7 +215,7 @@ TEST(ui_tmux_workbench_panels_start_pause_help_quit)
     snprintf(cmd, sizeof cmd, "%s --no-sixel --image-size 32 --checkpoint-every 1000 --out %s/run",
              t_bin(), run);
     T_REQUIRE(tmx_start(&t, 80, 24, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 20);
+    WAIT(&t, "IDLE", 30);
     char *s = tmx_screen(&t, 0);
     static const char *const panels[] = { "petal-tui", "Replicas", "Curves: loss", "Labels",
                                           "Preview", "Log", "s start", "? help", "q quit" };
@@ -224,20 +225,20 @@ TEST(ui_tmux_workbench_panels_start_pause_help_quit)
     free(s);
 
     tmx_keys(&t, "?");
-    WAIT(&t, "start training", 5);
+    WAIT(&t, "start training", 30);
     tmx_keys(&t, "NPage"); /* 24 rows do not hold it all: it scrolls */
-    WAIT(&t, "quit (asks when a run is active", 2);
+    WAIT(&t, "quit (asks when a run is active", 30);
     tmx_keys(&t, "Escape");
-    T_CHECK(tmx_wait_gone(&t, "start training", 5));
+    T_CHECK(tmx_wait_gone(&t, "start training", 30));
 
     if (!t_slow_mode()) {
         tmx_keys(&t, "s");
         WAIT(&t, "RUNNING", 120);
-        WAIT(&t, "img/s", 5);
+        WAIT(&t, "img/s", 30);
         tmx_keys(&t, "p");
         WAIT(&t, "PAUSED", 60);
         tmx_keys(&t, "q");
-        WAIT(&t, "Stop it and quit?", 5);
+        WAIT(&t, "Stop it and quit?", 30);
         tmx_keys(&t, "y");
         T_EQ_INT(tmx_exit_status(&t, 60), 0);
         char ck[4200];
@@ -257,11 +258,11 @@ TEST(ui_tmux_80x24_resize_and_too_small)
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s --no-sixel", t_bin());
     T_REQUIRE(tmx_start(&t, 80, 24, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 20);
+    WAIT(&t, "IDLE", 30);
     /* Larger: the three-column arrangement, three boxes side by side. */
     tmx_cmd(&t, NULL, "resize-window -t 0 -x 160 -y 48");
-    WAIT(&t, "Preview", 5);
-    double end = util_now() + 5;
+    WAIT(&t, "Preview", 30);
+    double end = util_now() + 30;
     int three = 0;
     while (!three && util_now() < end) {
         char *s = tmx_screen(&t, 0);
@@ -282,21 +283,21 @@ TEST(ui_tmux_80x24_resize_and_too_small)
         show(&t, "160x48");
     /* Below the minimum: a note, not a broken screen. */
     tmx_cmd(&t, NULL, "resize-window -t 0 -x 50 -y 12");
-    WAIT(&t, "needs 60x16", 5);
+    WAIT(&t, "needs 60x16", 30);
     /* Back to 80x24: the panels again, within 80 columns. */
     tmx_cmd(&t, NULL, "resize-window -t 0 -x 80 -y 24");
-    WAIT(&t, "Curves", 5);
+    WAIT(&t, "Curves", 30);
     tmx_keys(&t, "C-l");
-    WAIT(&t, "Labels", 5);
+    WAIT(&t, "Labels", 30);
     char *s = tmx_screen(&t, 0);
     T_CHECK(max_line_width(s) <= 80 && strstr(s, "Replicas") && strstr(s, "q quit"));
     free(s);
     /* Focus and zoom: Tab moves on, Enter zooms (the other panels go), Esc back. */
     tmx_keys(&t, "Tab");
     tmx_keys(&t, "Enter");
-    T_CHECK(tmx_wait_gone(&t, "Replicas", 5));
+    T_CHECK(tmx_wait_gone(&t, "Replicas", 30));
     tmx_keys(&t, "Escape");
-    WAIT(&t, "Replicas", 5);
+    WAIT(&t, "Replicas", 30);
     tmx_keys(&t, "q");
     T_EQ_INT(tmx_exit_status(&t, 30), 0);
     tmx_stop(&t);
@@ -333,8 +334,8 @@ TEST(ui_tmux_no_color_and_ctrl_c_exit_130)
     snprintf(cmd, sizeof cmd, "%s", t_bin());
     /* Colour first, to know the check can see colours at all. */
     T_REQUIRE(tmx_start(&t, 100, 30, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 20);
-    WAIT(&t, "Preview #", 20); /* pictures in colour too */
+    WAIT(&t, "IDLE", 30);
+    WAIT(&t, "Preview #", 30); /* pictures in colour too */
     char *s = tmx_screen(&t, 1);
     T_CHECK(has_colour_sgr(s));
     free(s);
@@ -343,15 +344,22 @@ TEST(ui_tmux_no_color_and_ctrl_c_exit_130)
     tmx_stop(&t);
 
     T_REQUIRE(tmx_start(&t, 100, 30, "NO_COLOR=1", cmd) == 0);
-    WAIT(&t, "IDLE", 20);
-    tmx_keys(&t, "Tab"); /* focus shows without colour too */
-    usleep(300000);
-    s = tmx_screen(&t, 1);
+    WAIT(&t, "IDLE", 30);
+    tmx_keys(&t, "Tab"); /* focus shows without colour too: in reverse video */
+    s = NULL;
+    int reverse = 0;
+    for (double end = util_now() + 30; !reverse && util_now() < end;) {
+        free(s);
+        s = tmx_screen(&t, 1);
+        reverse = strstr(s, "\033[7m") != NULL || strstr(s, ";7m") != NULL;
+        if (!reverse)
+            usleep(100000);
+    }
     T_CHECKF(!has_colour_sgr(s), "colour on screen under NO_COLOR");
-    T_CHECK(strstr(s, "\033[7m") != NULL || strstr(s, ";7m") != NULL); /* reverse video */
+    T_CHECKF(reverse, "no reverse video for the focus under NO_COLOR");
     free(s);
     tmx_keys(&t, "C-c");
-    WAIT(&t, "Interrupted", 5);
+    WAIT(&t, "Interrupted", 30);
     tmx_keys(&t, "y");
     T_EQ_INT(tmx_exit_status(&t, 30), 130);
     tmx_stop(&t);
@@ -377,13 +385,13 @@ TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
              "--replicas 2",
              t_bin(), data, run);
     T_REQUIRE(tmx_start(&t, 120, 36, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 20);
+    WAIT(&t, "IDLE", 30);
     tmx_keys(&t, "s");
     WAIT(&t, "DONE", 120);
     tmx_keys(&t, "i");
-    WAIT(&t, "Validation after epoch 1: 20 images", 10);
-    WAIT(&t, "Per class", 2);
-    WAIT(&t, "Most confused", 2);
+    WAIT(&t, "Validation after epoch 1: 20 images", 30);
+    WAIT(&t, "Per class", 30);
+    WAIT(&t, "Most confused", 30);
     /* Captions as the notebooks title them: OK or NO and the predicted class. */
     double end = util_now() + 10;
     int captions = 0;
@@ -397,9 +405,9 @@ TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
     if (!captions)
         show(&t, "inspect");
     tmx_keys(&t, "m");
-    WAIT(&t, "mistakes", 5);
+    WAIT(&t, "mistakes", 30);
     tmx_keys(&t, "i");
-    WAIT(&t, "Curves", 5);
+    WAIT(&t, "Curves", 30);
     tmx_keys(&t, "q");
     T_EQ_INT(tmx_exit_status(&t, 30), 0);
     tmx_stop(&t);
@@ -412,7 +420,7 @@ TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
              "--batch-per-replica 4",
              t_bin(), data, run);
     T_REQUIRE(tmx_start(&t, 80, 24, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 20);
+    WAIT(&t, "IDLE", 30);
     tmx_keys(&t, "s");
     WAIT(&t, "RUNNING", 120);
     char kill[64];
@@ -479,7 +487,7 @@ TEST(ui_tmux_refuses_an_empty_folder_and_unusable_run_folders_before_the_screen)
         snprintf(cmd, sizeof cmd, "%s --no-sixel %s", t_bin(), args);
         tmux_srv t;
         T_REQUIRE(tmx_start(&t, 200, 12, NULL, cmd) == 0);
-        int st = tmx_exit_status(&t, 20);
+        int st = tmx_exit_status(&t, 30);
         T_CHECKF(st == cases[i].status, "%s: exit status %d, not %d", cases[i].args, st,
                  cases[i].status);
         char *s = tmx_text(&t);
@@ -508,8 +516,8 @@ TEST(ui_tmux_a_failed_run_says_why_on_screen_and_after_it_and_exits_2)
     util_path(message, sizeof message, "%s/cache: cannot create folder: ", file);
     tmux_srv t;
     T_REQUIRE(tmx_start(&t, 120, 36, env, cmd) == 0);
-    WAIT(&t, "IDLE", 20);
-    WAIT(&t, "no preview: ", 20);
+    WAIT(&t, "IDLE", 30);
+    WAIT(&t, "no preview: ", 30);
     char *s = tmx_text(&t);
     T_CHECKF(strstr(s, "cannot create folder") && !strstr(s, "making a batch"), "%s", s);
     free(s);
@@ -548,11 +556,11 @@ TEST(ui_tmux_a_run_stopped_after_a_non_finite_loss_exits_3)
              t_bin(), data, t_tmpdir());
     tmux_srv t;
     T_REQUIRE(tmx_start(&t, 120, 36, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 20);
+    WAIT(&t, "IDLE", 30);
     tmx_keys(&t, "s");
     WAIT(&t, "non-finite loss", 120);
     tmx_keys(&t, "q");
-    WAIT(&t, "Stop it and quit?", 10);
+    WAIT(&t, "Stop it and quit?", 30);
     tmx_keys(&t, "y");
     T_EQ_INT(tmx_exit_status(&t, 60), 3);
     char *s = tmx_text(&t);
@@ -570,8 +578,8 @@ TEST(ui_tmux_an_upsampling_image_size_is_accepted_with_a_warning)
     util_path(cmd, sizeof cmd, "%s --no-sixel --image-size 512", t_bin());
     tmux_srv t;
     T_REQUIRE(tmx_start(&t, 160, 40, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 20);
-    WAIT(&t, "--image-size 512 upsamples the 128 px shards", 5);
+    WAIT(&t, "IDLE", 30);
+    WAIT(&t, "--image-size 512 upsamples the 128 px shards", 30);
     tmx_keys(&t, "q");
     T_EQ_INT(tmx_exit_status(&t, 30), 0);
     char *s = tmx_text(&t);
