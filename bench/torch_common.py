@@ -197,6 +197,17 @@ def plain(images, size, imagenet=True):
     return (x - MEAN) / STD if imagenet else x
 
 
+def validate(model, x, y, classes):
+    """The model's validation loss, accuracy and macro F1 on the prepared inputs x (in
+    eval mode, batches of 64): what petal-tui prints as val_loss, val_acc, val_f1."""
+    model.eval()
+    with torch.no_grad():
+        logits = torch.cat([model(x[i:i + 64]) for i in range(0, len(y), 64)])
+        pred = logits.argmax(1)
+    return (float(F.cross_entropy(logits, y)), float((pred == y).float().mean()),
+            macro_f1(pred, y, classes))
+
+
 def macro_f1(pred, label, classes):
     f1s = []
     for c in range(classes):

@@ -178,17 +178,12 @@ def main():
             loss_sum += float(loss) * len(y)
             correct += int((logits.argmax(1) == y).sum())
             seen += len(y)
-        model.eval()
-        with torch.no_grad():
-            logits = torch.cat([model(xva_in[i:i + 64]) for i in range(0, len(yva), 64)])
-            vloss = float(F.cross_entropy(logits, yva))
-            pred = logits.argmax(1)
+        vloss, vacc, vf1 = tc.validate(model, xva_in, yva, classes)
         secs = time.time() - t
         total_s += secs
         print("epoch %d/%d - %.1fs - loss %.4f - acc %.4f - val_loss %.4f - val_acc %.4f - "
               "val_f1 %.4f" % (epoch + 1, a.epochs, secs, loss_sum / seen, correct / seen, vloss,
-                               float((pred == yva).float().mean()),
-                               tc.macro_f1(pred, yva, classes)), flush=True)
+                               vacc, vf1), flush=True)
     print("trained in %.0f s" % total_s)
 
 

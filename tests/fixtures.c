@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "data/shards.h"
+#include "engine.h"
 
 static int draw_label(void *ctx, const shd_item *it, jpg_codec *codec, uint8_t *rgb, int size,
                       pt_err *e)
@@ -91,4 +92,19 @@ int fx_label_of(const uint8_t *rgb, int w, int h)
     double red = (double)sum / n;
     int lab = (int)((red - 10) / 20 + 0.5);
     return lab < 0 ? -1 : lab;
+}
+
+run_state fx_run_to_end(const run_config *c, run_snapshot *s)
+{
+    eng *g;
+    pt_err e;
+    if (eng_create(c, &g, &e) != PT_OK) {
+        printf("  %s\n", e.msg);
+        return RUN_FAILED;
+    }
+    eng_start(g);
+    eng_wait(g, -1); /* the runner's alarm ends a hang */
+    eng_snapshot_get(g, s);
+    eng_destroy(g);
+    return s->state;
 }

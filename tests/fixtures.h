@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "run.h"
+
 /* Writes OUT/tfrecords-jpeg-SxS/{train,val[,test]} with train_counts[k] and
  * val_counts[k] images of class k (val_counts may be NULL) and n_test unlabeled.
  * Returns the tfrecords-jpeg-SxS path (static buffer ring) or NULL. */
@@ -14,5 +16,10 @@ const char *fx_dataset(const char *out, int n_classes, const long long *train_co
 
 /* The label an image of fx_dataset encodes (-1 when unreadable). */
 int fx_label_of(const uint8_t *rgb, int w, int h);
+
+/* Runs the engine on c to its end (the runner's alarm ends a hang) and leaves the last
+ * snapshot in s: the final state, or RUN_FAILED with the reason printed when the
+ * engine cannot be created. */
+run_state fx_run_to_end(const run_config *c, run_snapshot *s);
 
 #endif

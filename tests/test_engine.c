@@ -41,21 +41,6 @@ static void small_config(run_config *c, const char *out)
     snprintf(c->augment, sizeof c->augment, "flip:0.5,affine:0.5");
 }
 
-static run_state run_to_end(const run_config *c, run_snapshot *s)
-{
-    eng *g;
-    pt_err e;
-    if (eng_create(c, &g, &e) != PT_OK) {
-        printf("  %s\n", e.msg);
-        return RUN_FAILED;
-    }
-    eng_start(g);
-    eng_wait(g, -1); /* the runner's alarm ends a hang */
-    eng_snapshot_get(g, s);
-    eng_destroy(g);
-    return s->state;
-}
-
 /* Start the run and stop it at an update boundary, as a user's stop would, once its
  * history holds `epochs` epochs and it is `step` updates into the next (or it ended
  * first). The caller checks the state. */
@@ -118,7 +103,7 @@ TEST(engine_run_writes_history_predictions_submission_and_checkpoint)
     if (t_slow_mode())
         c.epochs = 1; /* under valgrind an update takes seconds */
     T_REQUIRE(dataset()[0]);
-    T_EQ_INT(run_to_end(&c, &snap), RUN_DONE);
+    T_EQ_INT(fx_run_to_end(&c, &snap), RUN_DONE);
     T_EQ_INT(snap.history_n, c.epochs);
     T_EQ_INT(snap.update_size, 8);
     T_EQ_INT(snap.steps_per_epoch, 70 / 8);
@@ -182,12 +167,12 @@ TEST(engine_same_seed_gives_identical_history)
     run_config c;
     small_config(&c, a);
     c.oversample = -1;
-    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     T_CHECK(snap.oversampling);
     small_config(&c, b);
     c.oversample = -1;
     c.workers = 2; /* a different thread count must not matter */
-    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     char *ha = history_without_timing(a), *hb = history_without_timing(b);
     T_REQUIRE(ha && hb);
     T_CHECKF(strcmp(ha, hb) == 0, "histories differ:\n%s\n---\n%s", ha, hb);
@@ -208,7 +193,7 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
     run_config c;
     small_config(&c, straight);
     c.epochs = 3;
-    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
 
     /* Stop somewhere in epoch 2 (at an update boundary, as a user's stop would). */
     small_config(&c, split);
@@ -219,7 +204,7 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
     small_config(&c, "");
     c.epochs = 3;
     util_copy(c.resume, sizeof c.resume, split);
-    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     T_EQ_INT(snap.history_n, 3);
     char *ha = history_without_timing(straight), *hb = history_without_timing(split);
     T_REQUIRE(ha && hb);
@@ -242,7 +227,7 @@ TEST(engine_builds_small_from_widths_init_and_bn_momentum_and_resumes_it)
     T_REQUIRE(cfg_set(&c, "widths", "8,16,16", NULL) == PT_OK);
     T_REQUIRE(cfg_set(&c, "init", "torch", NULL) == PT_OK);
     T_REQUIRE(cfg_set(&c, "bn-momentum", "0.9", NULL) == PT_OK);
-    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     /* 3x3 convs 3->8, 8->16, 16->16 without bias, BN gamma + beta, dense 16->4 + bias */
     const int params = 27 * 8 + 16 + 72 * 16 + 32 + 144 * 16 + 32 + 16 * 4 + 4;
     uint8_t *text;
@@ -260,13 +245,13 @@ TEST(engine_builds_small_from_widths_init_and_bn_momentum_and_resumes_it)
     free(text);
     c.epochs = 2;
     util_copy(c.resume, sizeof c.resume, out);
-    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     T_EQ_INT(snap.history_n, 2);
     /* A checkpoint of these widths does not load into the default net. */
     small_config(&c, "");
     c.epochs = 3;
     util_copy(c.resume, sizeof c.resume, out);
-    T_CHECK(run_to_end(&c, &snap) == RUN_FAILED);
+    T_CHECK(fx_run_to_end(&c, &snap) == RUN_FAILED);
     T_CHECKF(strstr(snap.message, "checkpoint") != NULL, "%s", snap.message);
 }
 
@@ -553,7 +538,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
     small_config(&c, out);
     c.epochs = 1;
     util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
-    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     T_EQ_STR(snap.model, "blocks");
     T_EQ_INT(snap.n_classes, 4);
     T_EQ_INT(snap.history_n, 1);
@@ -576,7 +561,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
         c.epochs = 2;
         util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
         util_copy(c.resume, sizeof c.resume, out);
-        T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+        T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
         T_EQ_INT(snap.history_n, 2);
     }
 
@@ -587,7 +572,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
     c.epochs = 2;
     c.freeze_epochs = 1;
     util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
-    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     T_CHECKF(strstr(snap.phase, "backbone lr x0.1") != NULL, "%s", snap.phase);
     util_path(path, sizeof path, "%s/log.txt", out);
     T_REQUIRE(util_read_file(path, &text, &len, &e) == PT_OK);
@@ -606,7 +591,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
         util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
         T_REQUIRE(run_and_stop(&c, 1, 3, &snap) == RUN_STOPPED);
         util_copy(c.resume, sizeof c.resume, out);
-        T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+        T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
         char *ha = history_without_timing(phases), *hb = history_without_timing(out);
         T_REQUIRE(ha && hb);
         T_CHECKF(strcmp(ha, hb) == 0, "straight and resumed histories differ:\n%s\n---\n%s", ha,
@@ -621,7 +606,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
     small_config(&c, out);
     c.reinit = 1;
     util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
-    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     T_CHECK(isfinite(snap.history[0].train_loss));
     util_path(path, sizeof path, "%s/log.txt", out);
     T_REQUIRE(util_read_file(path, &text, &len, &e) == PT_OK);
@@ -645,7 +630,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
     util_path(out, sizeof out, "%s/onnx-bad", dir);
     small_config(&c, out);
     util_copy(c.model, sizeof c.model, "tests/data/import/unsupported.onnx");
-    T_REQUIRE(run_to_end(&c, &snap) == RUN_FAILED);
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_FAILED);
     T_CHECKF(strstr(snap.message, "unsupported.onnx") && strstr(snap.message, "no classifier"),
              "%s", snap.message);
 }

@@ -20,21 +20,6 @@
 
 static run_snapshot snap; /* large: keep it off the stack */
 
-static run_state run_to_end(const run_config *c, run_snapshot *s)
-{
-    eng *g;
-    pt_err e;
-    if (eng_create(c, &g, &e) != PT_OK) {
-        printf("  %s\n", e.msg);
-        return RUN_FAILED;
-    }
-    eng_start(g);
-    eng_wait(g, -1); /* the runner's alarm ends a hang */
-    eng_snapshot_get(g, s);
-    eng_destroy(g);
-    return s->state;
-}
-
 /* ---- 1. a short run learns the fixture ------------------------------------------- */
 
 /* What it catches: anything that stops the whole path from learning while every
@@ -83,7 +68,7 @@ TEST(learn_small_model_learns_the_fixture_end_to_end)
     c.seed = 42;
     snprintf(c.augment, sizeof c.augment, "none");
     /* Everything else is the default: Adam, lr 1e-4 -> 2e-3 -> 1e-4, dropout 0.2. */
-    T_REQUIRE(run_to_end(&c, &snap) == RUN_DONE);
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     T_EQ_INT(snap.history_n, 20);
     T_EQ_INT(snap.steps_per_epoch, 16);
     const run_epoch *first = &snap.history[0], *last = &snap.history[snap.history_n - 1];
@@ -211,7 +196,7 @@ static int one_update_run(const char *data, const char *model, double wd, const 
     c.warmup = 0;
     c.weight_decay = wd;
     snprintf(c.augment, sizeof c.augment, "none");
-    if (run_to_end(&c, &snap) != RUN_DONE || snap.update != 1) {
+    if (fx_run_to_end(&c, &snap) != RUN_DONE || snap.update != 1) {
         printf("  run %s: %s, %lld updates\n", out, snap.message, snap.update);
         return -1;
     }
