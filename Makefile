@@ -75,7 +75,7 @@ UI_LIB    := $(BUILD)/libpetalui.a
 BIN       := $(BUILD)/petal-tui
 TEST_BIN  := $(BUILD)/tests/run-tests
 
-.PHONY: all run test check build-tests bench valgrind conformance deps install uninstall clean
+.PHONY: FORCE all run test check build-tests bench valgrind conformance deps install uninstall clean
 .DEFAULT_GOAL := all
 
 all: $(BIN)
@@ -153,7 +153,13 @@ $(BUILD)/gen/demo_params.c: assets/demo-dataset.conf Makefile
 	   echo ';'; } > $@
 
 # Test registry: every `TEST(name)` in tests/*.c, in file order.
-$(BUILD)/tests/list.c: $(TEST_SRC) Makefile
+# The list of test files, rewritten only when a file comes or goes, so that deleting
+# a test file regenerates list.c (a plain dependency on $(TEST_SRC) misses deletions).
+$(BUILD)/tests/sources: FORCE
+	@mkdir -p $(BUILD)/tests
+	@echo '$(TEST_SRC)' | cmp -s - $@ || echo '$(TEST_SRC)' > $@
+
+$(BUILD)/tests/list.c: $(TEST_SRC) $(BUILD)/tests/sources Makefile
 	@mkdir -p $(BUILD)/tests
 	@{ echo '/* generated from the TEST() lines in tests/ */'; echo '#include "tests/t.h"'; \
 	   grep -ho '^TEST([A-Za-z0-9_]*)' $(TEST_SRC) | sed 's/^TEST(\(.*\))/void t_\1(void);/'; \
@@ -261,3 +267,4 @@ clean:
 	rm -rf build build-san build-*
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+FORCE:

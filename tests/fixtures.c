@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
+#include "data/flowers.h"
+#include "data/jpeg.h"
 #include "data/shards.h"
 #include "engine.h"
 
@@ -107,4 +110,52 @@ run_state fx_run_to_end(const run_config *c, run_snapshot *s)
     eng_snapshot_get(g, s);
     eng_destroy(g);
     return s->state;
+}
+
+int fx_demo_jpeg(int k, uint64_t seed, int size, uint8_t **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    if (k < 0 || k >= flw_class_count() || size < FLW_SIZE_MIN || size > FLW_SIZE_MAX)
+        return -1;
+    uint8_t *rgb = malloc((size_t)size * size * 3);
+    jpg_codec *c = jpg_codec_new();
+    int rc = -1;
+    if (rgb && c) {
+        flw_render(k, seed, size, rgb);
+        const uint8_t *enc;
+        size_t n;
+        pt_err e;
+        if (jpg_encode(c, rgb, size, size, 90, &enc, &n, &e) == PT_OK && (*buf = malloc(n))) {
+            memcpy(*buf, enc, n);
+            *len = n;
+            rc = 0;
+        }
+    }
+    jpg_codec_free(c);
+    free(rgb);
+    return rc;
+}
+
+const char *fx_photo_folder(const char *out, int n_classes, int per_class, int size)
+{
+    pt_err e;
+    for (int k = 0; k < n_classes; k++) {
+        char dir[4096], path[4200];
+        snprintf(dir, sizeof dir, "%s/%s", out, flw_class_name(k));
+        if (util_mkdirs(dir, &e) != PT_OK)
+            return NULL;
+        for (int i = 0; i < per_class; i++) {
+            uint8_t *jpg;
+            size_t n;
+            if (fx_demo_jpeg(k, (uint64_t)(1000 * k + i), size, &jpg, &n) != 0)
+                return NULL;
+            snprintf(path, sizeof path, "%s/%03d.jpg", dir, i);
+            int rc = util_write_file_atomic(path, jpg, n, &e);
+            free(jpg);
+            if (rc != PT_OK)
+                return NULL;
+        }
+    }
+    return out;
 }

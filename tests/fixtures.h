@@ -14,6 +14,16 @@
 const char *fx_dataset(const char *out, int n_classes, const long long *train_counts,
                        const long long *val_counts, long long n_test, int size, int per_shard);
 
+/* A JPEG of demo flower class k (variation seed) at size x size, rendered by the
+ * built-in renderer and encoded by libjpeg-turbo at quality 90: a photo-like file for
+ * tests that must run without the real photos of ../shared/data. The caller frees
+ * *buf. Returns 0, or -1 when rendering or encoding failed. */
+int fx_demo_jpeg(int k, uint64_t seed, int size, uint8_t **buf, size_t *len);
+
+/* OUT/<class name>/<i>.jpg: per_class demo JPEGs of size px for each of the first
+ * n_classes demo classes, the layout `petal-tui shards` reads. Returns OUT or NULL. */
+const char *fx_photo_folder(const char *out, int n_classes, int per_class, int size);
+
 /* The label an image of fx_dataset encodes (-1 when unreadable). */
 int fx_label_of(const uint8_t *rgb, int w, int h);
 

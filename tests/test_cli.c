@@ -1,5 +1,6 @@
 /* The petal-tui program itself: help, version, inspect, shards (run as a user would). */
 #include "tests/t.h"
+#include "tests/fixtures.h"
 
 #include <stdlib.h>
 
@@ -29,10 +30,9 @@ TEST(cli_help_and_version)
 
 TEST(cli_inspect_tf_written_singles)
 {
-    T_NEED_DATA();
+    /* Written by TensorFlow; vendored (tests/data/tfrecord/ORIGIN.md). */
     char *out;
-    int rc = run(&out, "%s inspect '%s'", t_data("tf-written-tfrecords/node-tfrecord/singles.tfrecords"),
-                 NULL);
+    int rc = run(&out, "%s inspect '%s'", "tests/data/tfrecord/singles.tfrecords", NULL);
     T_EQ_INT(rc, 0);
     T_CHECK(strstr(out, "int_feature int64[1] = 42") != NULL);
     T_CHECK(strstr(out, "float_feature float[1] = 3.14") != NULL);
@@ -111,11 +111,13 @@ TEST(cli_shards_from_real_photos_then_inspect_totals_4317)
 
 TEST(cli_shards_test_split_gets_ids_not_classes)
 {
-    T_NEED_DATA();
     const char *dir = t_tmpdir();
+    char photos[4096];
+    snprintf(photos, sizeof photos, "%s/photos", dir);
+    T_REQUIRE(fx_photo_folder(photos, 3, 10, 64) != NULL);
     char *out;
-    int rc = run(&out, "%s shards '%s' '%s' --size 32 --val 0.1 --test 0.1 --per-shard 1000",
-                 t_data("flower-jpegs-128"), dir);
+    int rc = run(&out, "%s shards '%s' '%s' --size 32 --val 0.1 --test 0.1 --per-shard 1000", photos,
+                 dir);
     T_EQ_INT(rc, 0);
     free(out);
     char test_dir[4096];
@@ -143,14 +145,15 @@ TEST(cli_lr_schedule_prints_the_warmup_and_decay)
     free(out);
 }
 
-TEST(cli_preview_writes_a_png_grid_of_real_photos)
+TEST(cli_preview_writes_a_png_grid_of_shards_made_from_photo_folders)
 {
-    T_NEED_DATA();
     T_NEED_TOOL("file");
     const char *dir = t_tmpdir();
+    char photos[4096];
+    snprintf(photos, sizeof photos, "%s/photos", dir);
+    T_REQUIRE(fx_photo_folder(photos, 2, 4, 96) != NULL);
     char *out;
-    int rc = run(&out, "%s shards '%s' '%s/ds' --size 64 --per-shard 2000", t_data("flower-jpegs-128"),
-                 dir);
+    int rc = run(&out, "%s shards '%s' '%s/ds' --size 64 --per-shard 2000", photos, dir);
     T_REQUIRE(rc == 0);
     free(out);
     char cmd[8192];
@@ -371,7 +374,6 @@ TEST(cli_model_and_classify_an_onnx_graph)
     free(out);
 }
 
-#include "tests/fixtures.h"
 
 /* Runs cmd (a shell command line) with stdout and stderr into files of dir;
  * returns the exit status and both texts (malloc'd, caller frees). */

@@ -352,8 +352,8 @@ TEST(example_garbage_is_a_parse_error_not_a_crash)
 
 TEST(tf_written_singles_tfrecords_reads_exact_values)
 {
-    T_NEED_DATA();
-    const char *path = t_data("tf-written-tfrecords/node-tfrecord/singles.tfrecords");
+    /* Written by TensorFlow; vendored (tests/data/tfrecord/ORIGIN.md). */
+    const char *path = "tests/data/tfrecord/singles.tfrecords";
     tfr_reader *r;
     pt_err e;
     T_REQUIRE(tfr_open(&r, path, &e) == PT_OK);
@@ -391,8 +391,7 @@ TEST(tf_written_singles_tfrecords_reads_exact_values)
 
 TEST(node_written_data_tfrecord_reads)
 {
-    T_NEED_DATA();
-    const char *path = t_data("tf-written-tfrecords/node-tfrecord/data.tfrecord");
+    const char *path = "tests/data/tfrecord/data.tfrecord";
     tfr_reader *r;
     pt_err e;
     T_REQUIRE(tfr_open(&r, path, &e) == PT_OK);

@@ -1,5 +1,6 @@
 /* Tests of core/data/jpeg and core/data/image on real photos and on damaged input. */
 #include "tests/t.h"
+#include "tests/fixtures.h"
 
 #include <stdlib.h>
 
@@ -9,6 +10,8 @@
 #include "io/example.h"
 #include "io/tfrecord.h"
 
+/* The real photo of ../shared/data; the tests that need no camera photo use a demo
+ * flower encoded by libjpeg-turbo (fx_demo_jpeg), so they run on any clone. */
 static const char *DAISY = "flower-jpegs-128/daisy/100080576_f52e8ee070_n.jpg";
 
 static double psnr(const uint8_t *a, const uint8_t *b, size_t n)
@@ -57,13 +60,12 @@ TEST(jpeg_decodes_real_photo_at_native_size)
 
 TEST(jpeg_scaled_decode_matches_full_decode_then_resize)
 {
-    T_NEED_DATA();
     /* 64x64 from a 128x128 JPEG uses decode-time 1/2 scaling; it should be close to
      * decoding fully and area-resizing (the two differ only by IDCT rounding). */
     uint8_t *buf;
     size_t len;
     pt_err e;
-    T_REQUIRE(util_read_file(t_data(DAISY), &buf, &len, &e) == PT_OK);
+    T_REQUIRE(fx_demo_jpeg(0, 7, 128, &buf, &len) == 0);
     jpg_codec *c = jpg_codec_new();
     uint8_t scaled[64 * 64 * 3], ref[64 * 64 * 3];
     int w, h;
@@ -87,11 +89,10 @@ TEST(jpeg_scaled_decode_matches_full_decode_then_resize)
 
 TEST(jpeg_encode_decode_roundtrip_quality)
 {
-    T_NEED_DATA();
     uint8_t *buf;
     size_t len;
     pt_err e;
-    T_REQUIRE(util_read_file(t_data(DAISY), &buf, &len, &e) == PT_OK);
+    T_REQUIRE(fx_demo_jpeg(0, 7, 128, &buf, &len) == 0);
     jpg_codec *c = jpg_codec_new();
     const uint8_t *rgb;
     int w, h;
@@ -127,11 +128,10 @@ TEST(jpeg_rejects_non_jpeg_bytes)
 
 TEST(jpeg_truncated_is_an_error_at_every_cut)
 {
-    T_NEED_DATA();
     uint8_t *buf;
     size_t len;
     pt_err e;
-    T_REQUIRE(util_read_file(t_data(DAISY), &buf, &len, &e) == PT_OK);
+    T_REQUIRE(fx_demo_jpeg(0, 7, 128, &buf, &len) == 0);
     jpg_codec *c = jpg_codec_new();
     uint8_t *out = malloc(128 * 128 * 3);
     int ok = 0, bad = 0;
@@ -171,11 +171,10 @@ static int patch_sof(uint8_t *buf, size_t len, int w, int h)
 
 TEST(jpeg_header_claiming_huge_size_is_refused_before_decoding)
 {
-    T_NEED_DATA();
     uint8_t *buf;
     size_t len;
     pt_err e;
-    T_REQUIRE(util_read_file(t_data(DAISY), &buf, &len, &e) == PT_OK);
+    T_REQUIRE(fx_demo_jpeg(0, 7, 128, &buf, &len) == 0);
     T_REQUIRE(patch_sof(buf, len, 65000, 65000));
     jpg_codec *c = jpg_codec_new();
     uint8_t out[64 * 64 * 3];
