@@ -67,6 +67,7 @@ static const cfg_option OPTIONS[] = {
     { "momentum", CFG_NUM, F(momentum), "0.9", 0, 0.9999, NULL, "M", "SGD momentum", NULL, ALL, 0, NULL },
     { "weight-decay", CFG_NUM, F(weight_decay), "0", 0, 1, NULL, "W", "decoupled weight decay", NULL, ALL, 0, NULL },
     { "dropout", CFG_NUM, F(dropout), "0.2", 0, 0.95, NULL, "P", "dropout rate before the dense layer", NULL, ALL, 0, NULL },
+    { "ema", CFG_NUM, F(ema), "0.99", 0, 0.99999, NULL, "D", "validate and predict with a moving average of the weights, decay D (0 = off)", NULL, ALL, 0, NULL },
     { "label-smoothing", CFG_NUM, F(label_smoothing), "0", 0, 0.5, NULL, "E", "train against (1 - E) x the label + E / classes", NULL, ALL, 0, NULL },
     { "freeze-epochs", CFG_INT, F(freeze_epochs), "0", 0, RUN_MAX_EPOCHS, NULL, "K", "train only the new head for the first K epochs", NULL, ALL, 0, NULL },
     { "backbone-lr-scale", CFG_NUM, F(backbone_lr_scale), "0.1", 0, 1, NULL, "F", "after them, the backbone's learning rate as a fraction", NULL, ALL, 0, NULL },

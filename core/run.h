@@ -57,6 +57,7 @@ typedef struct run_config {
     int freeze_backbone;
     int reinit;                 /* an ONNX model: its architecture with fresh weights */
     double label_smoothing;     /* of the training targets (not of validation's loss) */
+    double ema;                 /* decay of the weights' moving average; 0 = off */
     int freeze_epochs;          /* the first K epochs train only the new head */
     double backbone_lr_scale;   /* then the backbone's learning rate is this fraction */
     char augment[512];          /* augmentation chain spec; "none" = off */

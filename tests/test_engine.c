@@ -10,6 +10,8 @@
 
 #include "base/util.h"
 #include "engine.h"
+#include "nn/nn_models.h"
+#include "train/checkpoint.h"
 #include "tests/fixtures.h"
 
 static const long long TC[4] = { 30, 12, 20, 8 };
@@ -211,6 +213,69 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
     T_CHECKF(strcmp(ha, hb) == 0, "straight and resumed histories differ:\n%s\n---\n%s", ha, hb);
     free(ha);
     free(hb);
+}
+
+/* --ema changes what validation sees, never what trains: the same seed with and
+ * without the average gives the same training losses and different validation ones,
+ * and the checkpoint holds the average beside the live weights. */
+TEST(engine_ema_validates_the_average_and_checkpoints_it)
+{
+    if (t_slow_mode()) {
+        t_skip("several trainings: too slow under valgrind (ASan runs them in full)");
+        return;
+    }
+    const char *dir = t_tmpdir();
+    char on[4200], off[4200];
+    util_path(on, sizeof on, "%s/on", dir);
+    util_path(off, sizeof off, "%s/off", dir);
+    run_config c;
+    run_epoch h_on[2], h_off[2];
+    small_config(&c, on);
+    T_CHECK(c.ema == 0.99); /* the default */
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
+    T_REQUIRE(snap.history_n == 2);
+    memcpy(h_on, snap.history, sizeof h_on);
+    small_config(&c, off);
+    c.ema = 0;
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
+    T_REQUIRE(snap.history_n == 2);
+    memcpy(h_off, snap.history, sizeof h_off);
+    for (int k = 0; k < 2; k++) {
+        T_CHECKF(h_on[k].train_loss == h_off[k].train_loss, "epoch %d: %.9g vs %.9g", k + 1,
+                 h_on[k].train_loss, h_off[k].train_loss);
+        T_CHECKF(h_on[k].val_loss != h_off[k].val_loss, "epoch %d: %.9g both", k + 1,
+                 h_on[k].val_loss);
+    }
+    /* The checkpoint: live weights for training on, the average for what validates. */
+    int widths[RUN_MAX_BLOCKS];
+    pt_err e;
+    int nw = run_parse_widths("auto", 32, widths, &e);
+    T_REQUIRE(nw > 0);
+    nn_model *m = nn_build_small_widths(32, 32, 4, 0.2f, widths, nw, NN_SMALL_CONVS_PER_BLOCK, &e);
+    T_REQUIRE(m != NULL);
+    size_t np = nn_param_count(m), nb = nn_buffer_count(m);
+    float *opt_m = malloc(np * sizeof(float)), *opt_v = malloc(np * sizeof(float));
+    char path[4300];
+    ckpt_loaded l;
+    util_path(path, sizeof path, "%s/checkpoint.ckpt", on);
+    T_REQUIRE(ckpt_load(path, nn_params(m), np, nn_buffers(m), nb, opt_m, opt_v, np, &l, &e) ==
+              PT_OK);
+    T_CHECK(l.ema != NULL && l.n_ema == np + nb);
+    if (l.ema && l.n_ema == np + nb) {
+        size_t differ = 0;
+        for (size_t i = 0; i < np; i++)
+            differ += l.ema[i] != nn_params(m)[i];
+        T_CHECKF(differ > np / 2, "%zu of %zu parameters differ from the average", differ, np);
+    }
+    ckpt_free_loaded(&l);
+    util_path(path, sizeof path, "%s/checkpoint.ckpt", off);
+    T_REQUIRE(ckpt_load(path, nn_params(m), np, nn_buffers(m), nb, opt_m, opt_v, np, &l, &e) ==
+              PT_OK);
+    T_CHECK(l.ema == NULL);
+    ckpt_free_loaded(&l);
+    free(opt_m);
+    free(opt_v);
+    nn_model_free(m);
 }
 
 /* --widths, --init and --bn-momentum reach the net: the parameter count is the one

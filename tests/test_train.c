@@ -11,6 +11,7 @@
 #include "config.h"
 #include "data/batch.h"
 #include "nn/nn.h"
+#include "train/ema.h"
 #include "train/metrics.h"
 #include "train/optim.h"
 #include "train/progress.h"
@@ -473,4 +474,64 @@ TEST(progress_holds_one_epochs_results_and_names_once)
     T_CHECK(prg_class_name(p, 2) == NULL);
     free(snap);
     prg_free(p);
+}
+
+/* The moving average against a double-precision one over 300 updates (the warm-up
+ * bound (1 + t) / (10 + t) first, the decay after update 890 would take over: here a
+ * decay of 0.9 takes over at update 80), and the swap is an exchange. */
+TEST(ema_follows_tensorflows_decay_and_swaps_back)
+{
+    enum { NP = 7, NB = 3 };
+    float p[NP], b[NB];
+    double ref[NP + NB];
+    rng r;
+    rng_seed(&r, 5);
+    for (int i = 0; i < NP; i++)
+        ref[i] = p[i] = rng_uniform(&r, -1, 1);
+    for (int i = 0; i < NB; i++)
+        ref[NP + i] = b[i] = rng_uniform(&r, 1, 2);
+    ema a;
+    pt_err e;
+    T_REQUIRE(ema_init(&a, 0.9, p, NP, b, NB, &e) == PT_OK);
+    T_CHECK(ema_on(&a));
+    T_CHECK(fabs(ema_decay_at(&a, 1) - 2.0 / 11.0) < 1e-12);
+    T_CHECK(fabs(ema_decay_at(&a, 79) - 80.0 / 89.0) < 1e-12);
+    T_CHECK(ema_decay_at(&a, 81) == 0.9);
+    double worst = 0;
+    for (long long t = 1; t <= 300; t++) {
+        for (int i = 0; i < NP; i++)
+            p[i] += (float)(0.05 * (rng_float(&r) - 0.5) + 0.002);
+        for (int i = 0; i < NB; i++)
+            b[i] += (float)(0.05 * (rng_float(&r) - 0.5));
+        ema_update(&a, t, p, b);
+        double d = (1.0 + t) / (10.0 + t) < 0.9 ? (1.0 + t) / (10.0 + t) : 0.9;
+        for (int i = 0; i < NP + NB; i++) {
+            double w = i < NP ? p[i] : b[i - NP];
+            ref[i] = d * ref[i] + (1 - d) * w;
+            double err = fabs(ref[i] - a.avg[i]);
+            worst = err > worst ? err : worst;
+        }
+    }
+    T_CHECKF(worst < 1e-5, "worst %g", worst);
+    /* The average lags a drifting weight: it differs from the live weights. */
+    T_CHECK(fabs(a.avg[0] - p[0]) > 1e-3);
+    float p0[NP], b0[NB];
+    memcpy(p0, p, sizeof p);
+    memcpy(b0, b, sizeof b);
+    ema_swap(&a, p, b);
+    for (int i = 0; i < NP; i++)
+        T_CHECK(fabs(p[i] - ref[i]) < 1e-5 && a.avg[i] == p0[i]);
+    for (int i = 0; i < NB; i++)
+        T_CHECK(fabs(b[i] - ref[NP + i]) < 1e-5 && a.avg[NP + i] == b0[i]);
+    ema_swap(&a, p, b);
+    T_CHECK(memcmp(p, p0, sizeof p) == 0 && memcmp(b, b0, sizeof b) == 0);
+    ema_free(&a);
+    T_CHECK(!ema_on(&a));
+    /* Off: nothing allocated, update and swap leave the weights alone. */
+    T_REQUIRE(ema_init(&a, 0, p, NP, b, NB, &e) == PT_OK);
+    T_CHECK(!ema_on(&a));
+    ema_update(&a, 1, p, b);
+    ema_swap(&a, p, b);
+    T_CHECK(memcmp(p, p0, sizeof p) == 0);
+    ema_free(&a);
 }

@@ -972,7 +972,7 @@ TEST(ui_config_dialog_order_values_and_edits)
         "lr-end", "warmup", "schedule", "oversample", "augment", "data", "out", "resume",
         "width", "widths", "init", "bn-momentum", "image-size", "optimizer", "lr-scaling",
         "momentum", "weight-decay", "dropout",
-        "label-smoothing", "freeze-epochs", "backbone-lr-scale", "freeze-backbone", "reinit",
+        "ema", "label-smoothing", "freeze-epochs", "backbone-lr-scale", "freeze-backbone", "reinit",
         "seed", "deterministic",
         "shuffle-buffer", "workers", "prefetch",
         "stop-on-data-error", "checkpoint-every",

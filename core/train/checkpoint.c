@@ -19,6 +19,7 @@ enum {
     SEC_CONFUSION = 6,
     SEC_HISTORY = 7,
     SEC_CONFIG = 8,
+    SEC_EMA = 9, /* the moving average of the weights, then of the buffers (--ema) */
 };
 
 typedef struct out_buf {
@@ -72,7 +73,8 @@ static void section(out_buf *b, uint32_t tag, const void *data, size_t n)
 int ckpt_save(const char *path, const ckpt_data *d, pt_err *e)
 {
     out_buf b = { 0 };
-    uint32_t nsec = 5 + (d->opt_v ? 1 : 0) + (d->confusion ? 1 : 0) + (d->config ? 1 : 0);
+    uint32_t nsec = 5 + (d->opt_v ? 1 : 0) + (d->confusion ? 1 : 0) + (d->config ? 1 : 0) +
+                    (d->ema ? 1 : 0);
     put(&b, MAGIC, 8);
     put_u32(&b, VERSION);
     put_u32(&b, nsec);
@@ -93,6 +95,8 @@ int ckpt_save(const char *path, const ckpt_data *d, pt_err *e)
     section(&b, SEC_HISTORY, d->history, d->history_bytes);
     if (d->config)
         section(&b, SEC_CONFIG, d->config, strlen(d->config));
+    if (d->ema)
+        section(&b, SEC_EMA, d->ema, d->n_ema * sizeof(float));
     put_u32(&b, crc32c(b.p, b.n));
     if (b.oom) {
         free(b.p);
@@ -218,6 +222,20 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
             memcpy(out->config, p, sl);
             out->config[sl] = '\0';
             break;
+        case SEC_EMA:
+            if (sl % sizeof(float) != 0 || out->ema) {
+                rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
+                             "bad moving-average section");
+                break;
+            }
+            out->ema = malloc(sl ? sl : 1);
+            if (!out->ema) {
+                rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, (long long)at, "out of memory");
+                break;
+            }
+            memcpy(out->ema, p, sl);
+            out->n_ema = sl / sizeof(float);
+            break;
         default:
             break; /* unknown sections from newer writers are skipped */
         }
@@ -237,5 +255,6 @@ void ckpt_free_loaded(ckpt_loaded *l)
     free(l->confusion);
     free(l->history);
     free(l->config);
+    free(l->ema);
     memset(l, 0, sizeof *l);
 }

@@ -4,7 +4,7 @@
  * (u32 tag, u64 length, bytes), then u32 CRC32C of everything before it. Sections
  * hold the weights, the BN running statistics, the optimizer's moments, the
  * progress counters (update, epoch, position in the epoch, pipeline batches
- * consumed), the partial epoch's metric accumulators and the per-epoch history, so
+ * consumed), the moving average of the weights when there is one (--ema), the partial epoch's metric accumulators and the per-epoch history, so
  * a resumed run ends with the same history as a straight one.
  *
  * The file is written to a temporary name, fsync'd and renamed over the old one:
@@ -48,6 +48,8 @@ typedef struct ckpt_data {
     const void *history;        /* opaque records (the engine's per-epoch rows) */
     size_t history_bytes;
     const char *config;         /* the run's configuration text */
+    const float *ema;           /* the weights' moving average (parameters, then buffers); */
+    size_t n_ema;               /* NULL: none */
 } ckpt_data;
 
 int ckpt_save(const char *path, const ckpt_data *d, pt_err *e);
@@ -59,6 +61,8 @@ typedef struct ckpt_loaded {
     void *history;              /* malloc'd */
     size_t history_bytes;
     char *config;               /* malloc'd, NUL-terminated */
+    float *ema;                 /* malloc'd; NULL when the file has none */
+    size_t n_ema;
 } ckpt_loaded;
 
 /* params/buffers/opt arrays must have the sizes given; opt_v may be NULL. */

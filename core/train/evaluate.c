@@ -1,6 +1,8 @@
 /* evaluate — the prediction passes of a run: validation after every epoch (loss,
  * accuracy, macro precision/recall/F1, the confusion matrix, per-example
- * predictions for inspect) and the test split's predictions for submission.csv. */
+ * predictions for inspect) and the test split's predictions for submission.csv. Both
+ * run on the moving average of the weights when --ema is on: swapped into the model
+ * for the pass, then swapped back before training goes on. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +37,7 @@ static int open_eval_pipe(trn *r, const ds_split *split, int labeled, pipeline *
 }
 
 /* Validation pass: fills the epoch's val metrics and publishes the results. */
-int trn_validate(trn *r, run_epoch *row, pt_err *e)
+static int validate(trn *r, run_epoch *row, pt_err *e)
 {
     const ds_split *vs = &r->ds->split[DS_VAL];
     if (vs->count == 0) {
@@ -125,7 +127,7 @@ out:
     return rc;
 }
 
-int trn_predict_test(trn *r, pt_err *e)
+static int predict_test(trn *r, pt_err *e)
 {
     const ds_split *ts = &r->ds->split[DS_TEST];
     if (ts->count == 0) {
@@ -200,5 +202,21 @@ out:
     free(ids);
     free(logits);
     pipe_destroy(p);
+    return rc;
+}
+
+int trn_validate(trn *r, run_epoch *row, pt_err *e)
+{
+    ema_swap(&r->avg, nn_params(r->model), nn_buffers(r->model));
+    int rc = validate(r, row, e);
+    ema_swap(&r->avg, nn_params(r->model), nn_buffers(r->model));
+    return rc;
+}
+
+int trn_predict_test(trn *r, pt_err *e)
+{
+    ema_swap(&r->avg, nn_params(r->model), nn_buffers(r->model));
+    int rc = predict_test(r, e);
+    ema_swap(&r->avg, nn_params(r->model), nn_buffers(r->model));
     return rc;
 }

@@ -236,6 +236,7 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
         .opt_m = r->optim.m, .opt_v = r->optim.v, .n_opt = r->optim.n,
         .confusion = r->train_cm, .n_classes = r->n_classes,
         .history = hist, .history_bytes = hist_bytes, .config = r->env->cfg_text,
+        .ema = r->avg.avg, .n_ema = r->avg.n_params + r->avg.n_buffers,
     };
     d.progress.update = r->update;
     d.progress.epoch = r->epoch;
@@ -277,6 +278,22 @@ int trn_restore_checkpoint(trn *r, pt_err *e)
     r->loss_sum = l.progress.loss_sum;
     r->examples = l.progress.examples;
     r->correct = l.progress.correct;
+    /* A checkpoint without an average (--ema was off, or an older file) starts it at
+     * the restored weights. */
+    if (ema_on(&r->avg)) {
+        size_t np = r->avg.n_params, nb = r->avg.n_buffers;
+        if (l.ema && l.n_ema == np + nb) {
+            memcpy(r->avg.avg, l.ema, (np + nb) * sizeof(float));
+        } else if (l.ema) {
+            ckpt_free_loaded(&l);
+            return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, PT_NO_OFFSET,
+                           "the checkpoint's moving average has %zu values, the model %zu",
+                           l.n_ema, np + nb);
+        } else {
+            memcpy(r->avg.avg, nn_params(r->model), np * sizeof(float));
+            memcpy(r->avg.avg + np, nn_buffers(r->model), nb * sizeof(float));
+        }
+    }
     if (l.confusion && l.n_classes == r->n_classes)
         memcpy(r->train_cm, l.confusion, (size_t)r->n_classes * r->n_classes * sizeof(long long));
     if (l.history && unpack_history(r, l.history, l.history_bytes) != 0) {

@@ -271,6 +271,10 @@ static int prepare(trn *r, pt_err *e)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     r->curve_stride = 1;
 
+    /* Starts at the weights as built; a resumed run's checkpoint then restores it. */
+    if ((rc = ema_init(&r->avg, cfg->ema, nn_params(r->model), nn_param_count(r->model),
+                       nn_buffers(r->model), nn_buffer_count(r->model), e)) != PT_OK)
+        return rc;
     if (cfg->resume[0] && (rc = trn_restore_checkpoint(r, e)) != PT_OK)
         return rc;
     set_phase(r);
@@ -300,6 +304,9 @@ static int prepare(trn *r, pt_err *e)
                "peak %.1f GFLOP/s (%s)",
             cfg->model, nn_param_count(r->model), nn_trainable_count(r->model),
             nn_flops(r->model, 1, 0) * 1e-6, r->peak, nn_blas_corename());
+    if (ema_on(&r->avg))
+        trn_log(r, "validation and predictions use a moving average of the weights (--ema %g)",
+                cfg->ema);
     return PT_OK;
 }
 
@@ -393,6 +400,7 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
     if (rc != PT_OK || !res.finite)
         return rc;
     r->update++;
+    ema_update(&r->avg, r->update, nn_params(r->model), nn_buffers(r->model));
     r->in_epoch++;
     r->loss_sum += res.loss_sum;
     r->examples += res.examples;
@@ -489,6 +497,7 @@ static void free_run(trn *r)
     if (r->optim_ready)
         opt_free(&r->optim);
     nn_model_free(r->model);
+    ema_free(&r->avg);
     if (r->oversampling)
         smp_free(&r->smp);
     free(r->decay);

@@ -13,6 +13,7 @@
 #include "data/pipeline.h"
 #include "data/sampler.h"
 #include "nn/nn.h"
+#include "train/ema.h"
 #include "train/optim.h"
 #include "train/schedule.h"
 #include "train/strategy.h"
@@ -38,6 +39,7 @@ typedef struct trn {
     nn_model *model;
     opt optim;
     int optim_ready;
+    ema avg;                    /* what validation and predictions use (--ema) */
     uint8_t *decay;
     uint8_t *slow;              /* --freeze-epochs: 1 for the backbone's parameters */
     strat *st;
