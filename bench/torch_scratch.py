@@ -19,6 +19,7 @@ whole batch). The same Adam (epsilon 1e-7), schedule, shards, split and augmenta
 The petal-tui command with the same recipe is printed first, to run beside it.
 """
 import argparse
+import copy
 import math
 import os
 import sys
@@ -110,6 +111,9 @@ def main():
     p.add_argument("--augment", default="flip+crop", choices=("none", "flip", "flip+crop"))
     p.add_argument("--crop-scale", type=float, default=0.6)
     p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--ema", type=float, default=0.99,
+                   help="validate a moving average of the weights and BN statistics, decay "
+                        "min(EMA, (1+t)/(10+t)) after update t, as petal-tui's --ema (0: off)")
     p.add_argument("--label-smoothing", type=float, default=0.0)
     p.add_argument("--weight-decay", type=float, default=0.0, help="decoupled (AdamW)")
     p.add_argument("--replicas", type=int, default=2)
@@ -135,10 +139,10 @@ def main():
           "--image-size %d "
           "--epochs %d --replicas %d --batch-per-replica %d --lr-start %g --lr-max %g "
           "--lr-end %g --warmup %g --schedule %s --dropout %g --label-smoothing %g "
-          "--weight-decay %g --augment %s --seed %d"
+          "--weight-decay %g --ema %g --augment %s --seed %d"
           % (a.data, a.widths, a.init, a.bn_momentum, a.size, a.epochs, a.replicas, a.batch_per_replica,
              a.lr_start, a.lr_max, a.lr_end, a.warmup, a.schedule, a.dropout,
-             a.label_smoothing, a.weight_decay, aug, a.seed), flush=True)
+             a.label_smoothing, a.weight_decay, a.ema, aug, a.seed), flush=True)
     if a.print_command:
         return
     xtr, ytr = tc.load_split(a.data, "train")
@@ -157,6 +161,11 @@ def main():
     per_epoch = len(ytr) // batch
     sch = tc.Schedule(a.schedule, a.lr_start, a.lr_max, a.lr_end, a.warmup, per_epoch * a.epochs)
     xva_in = tc.plain(xva, a.size, imagenet=False)
+    # The average covers parameters and BN running statistics, updated after each
+    # optimizer step (and after the step's BN update), as petal-tui does.
+    avg = copy.deepcopy(model) if a.ema > 0 else None
+    pairs = ([(x, y) for x, y in zip(avg.state_dict().values(), model.state_dict().values())
+              if x.is_floating_point()] if avg is not None else [])
     step, total_s = 0, 0.0
     for epoch in range(a.epochs):
         t = time.time()
@@ -175,10 +184,15 @@ def main():
             loss.backward()
             opt.step()
             step += 1
+            if avg is not None:
+                d = min(a.ema, (1.0 + step) / (10.0 + step))
+                with torch.no_grad():
+                    for x_avg, x_live in pairs:
+                        x_avg.mul_(d).add_(x_live, alpha=1.0 - d)
             loss_sum += float(loss) * len(y)
             correct += int((logits.argmax(1) == y).sum())
             seen += len(y)
-        vloss, vacc, vf1 = tc.validate(model, xva_in, yva, classes)
+        vloss, vacc, vf1 = tc.validate(avg if avg is not None else model, xva_in, yva, classes)
         secs = time.time() - t
         total_s += secs
         print("epoch %d/%d - %.1fs - loss %.4f - acc %.4f - val_loss %.4f - val_acc %.4f - "
