@@ -21,9 +21,10 @@ PKG_CONFIG ?= pkg-config
 PROTOC_C  ?= protoc-c
 
 # The libraries and the Debian package that provides each (pc-name:package).
-LIBS      := ncursesw libturbojpeg libsixel openblas libprotobuf-c libpng
+LIBS      := ncursesw libturbojpeg libsixel openblas libprotobuf-c libpng zlib
 DEB_LIBS  := ncursesw:libncurses-dev libturbojpeg:libturbojpeg0-dev libsixel:libsixel-dev \
-             openblas:libopenblas-dev libprotobuf-c:libprotobuf-c-dev libpng:libpng-dev
+             openblas:libopenblas-dev libprotobuf-c:libprotobuf-c-dev libpng:libpng-dev \
+             zlib:zlib1g-dev
 # Programs the build or the tests run (program:package).
 DEB_TOOLS := pkg-config:pkg-config protoc-c:protobuf-c-compiler tmux:tmux
 
