@@ -297,8 +297,12 @@ int tbe_open(tbe_reader **out, const char *path, pt_err *e)
     else if (rc > 0 && (r->ev->what_case != TENSORBOARD__EVENT__WHAT_FILE_VERSION ||
                         strncmp(r->ev->file_version, "brain.Event:", 12) != 0))
         rc = err_set(e, PT_EPARSE, path, r->rec, r->off,
-                     "the first record is not an Event with a file_version \"brain.Event:N\": "
-                     "not a TensorBoard event file");
+                     "no file_version \"brain.Event:N\" first: not a TensorBoard event file");
+    else if (rc < 0 && e) {
+        /* The first record already fails: most likely some other kind of file. */
+        size_t k = strlen(e->msg);
+        snprintf(e->msg + k, sizeof e->msg - k, ": not a TensorBoard event file");
+    }
     if (rc < 0) {
         tbe_close(r);
         return rc;
