@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "data/shards.h"
 #include "engine.h"
+#include "io/tbevent.h"
 
 static int draw_label(void *ctx, const shd_item *it, jpg_codec *codec, uint8_t *rgb, int size,
                       pt_err *e)
@@ -107,4 +109,48 @@ run_state fx_run_to_end(const run_config *c, run_snapshot *s)
     eng_snapshot_get(g, s);
     eng_destroy(g);
     return s->state;
+}
+
+int fx_event_scalars(const char *path, const char *tag, long long *steps, double *values, int max,
+                     int *files)
+{
+    char **list;
+    int n, count = 0;
+    pt_err e;
+    if (files)
+        *files = 0;
+    if (tbe_find_files(path, &list, &n, &e) != PT_OK) {
+        printf("  %s\n", e.msg);
+        return -1;
+    }
+    if (files)
+        *files = n;
+    for (int f = 0; f < n && count >= 0; f++) {
+        tbe_reader *r;
+        if (tbe_open(&r, list[f], &e) != PT_OK) {
+            printf("  %s\n", e.msg);
+            count = -1;
+            break;
+        }
+        tbe_item it;
+        int rc;
+        while ((rc = tbe_next(r, &it, &e)) == 1) {
+            if (it.kind != TBE_SCALAR || strcmp(it.tag, tag) != 0)
+                continue;
+            if (count < max) {
+                if (steps)
+                    steps[count] = it.step;
+                if (values)
+                    values[count] = it.value;
+            }
+            count++;
+        }
+        if (rc < 0) {
+            printf("  %s\n", e.msg);
+            count = -1;
+        }
+        tbe_close(r);
+    }
+    util_free_list(list, n);
+    return count;
 }

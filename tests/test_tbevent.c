@@ -16,6 +16,7 @@
 #include "io/png.h"
 #include "io/tbevent.h"
 #include "io/tfrecord.h"
+#include "tests/fixtures.h"
 
 #define KERAS_RUN "tf-written-tfrecords/tfevents-petals/20250321-152714"
 #define KERAS_TRAIN KERAS_RUN "/train/events.out.tfevents.1742585234.DESKTOP-25C2BHD.22116.0.v2"
@@ -465,8 +466,8 @@ TEST(tbevent_reads_the_keras_written_files)
     char *tr = strstr(out, "/train/events.out.tfevents."),
          *va = strstr(out, "/validation/events.out.tfevents.");
     T_CHECK(tr && va && tr < va);
-    T_CHECK(strstr(out, "# 1533 records: 90 scalars, 0 images, 1442 other summaries skipped"));
-    T_CHECK(strstr(out, "# 61 records: 60 scalars, 0 images, 0 other summaries skipped"));
+    T_CHECK(strstr(out, "# 1533 records: 90 scalars and 0 images printed, 1442 other summaries skipped"));
+    T_CHECK(strstr(out, "# 61 records: 60 scalars and 0 images printed, 0 other summaries skipped"));
     T_CHECK(strstr(out, "\nevaluation_loss_vs_iterations 800 "));
     free(out);
 }
@@ -662,5 +663,142 @@ TEST(tbevent_cli_usage_and_missing_paths)
     T_CHECKF(strstr(out, want) != NULL, "%s", out);
     snprintf(want, sizeof want, "petal-tui: %s/none: no such file or folder", dir);
     T_CHECKF(strstr(out, want) != NULL, "%s", out);
+    free(out);
+}
+
+/* ---- a run's event files ---------------------------------------------------------- */
+
+/* The values of "key" in history.json, epoch by epoch; their count. */
+static int history_values(const char *run, const char *key, double *v, int max)
+{
+    char path[4300], want[64];
+    util_path(path, sizeof path, "%s/history.json", run);
+    uint8_t *text;
+    size_t len;
+    if (util_read_file(path, &text, &len, NULL) != PT_OK)
+        return -1;
+    snprintf(want, sizeof want, "\"%s\": ", key);
+    int n = 0;
+    for (const char *p = (const char *)text; (p = strstr(p, want)) != NULL && n < max;
+         p += strlen(want))
+        v[n++] = strtod(p + strlen(want), NULL);
+    free(text);
+    return n;
+}
+
+/* float precision: the events hold the history's figures rounded to float. */
+#define T_SAME_FLOAT(ev, hist) T_NEAR((ev), (hist), 1e-6 * fabs(hist) + 1e-9)
+
+TEST(tbevent_a_headless_run_writes_train_and_validation_events_equal_to_its_history)
+{
+    static const long long tc[4] = { 30, 12, 20, 8 }, vc[4] = { 6, 3, 5, 2 };
+    const char *dir = t_tmpdir();
+    const char *ds = fx_dataset(dir, 4, tc, vc, 0, 32, 25);
+    T_REQUIRE(ds);
+    char run[4300], cmd[8192], *out;
+    util_path(run, sizeof run, "%s/run", dir);
+    util_path(cmd, sizeof cmd,
+              "%s --headless --data '%s' --out '%s' --image-size 32 --epochs 2 --replicas 2 "
+              "--batch-per-replica 4 --workers 1",
+              t_bin(), ds, run);
+    int rc = t_run(cmd, &out);
+    T_CHECKF(rc == 0, "%s", out);
+    free(out);
+    T_REQUIRE(rc == 0);
+    enum { E = 2, U = 70 / 8 }; /* epochs; updates per epoch of 2 x 4 */
+
+    /* One file in train/, one in validation/, each named and begun as Keras's are. */
+    const char *subs[2] = { "train", "validation" };
+    for (int k = 0; k < 2; k++) {
+        char sub[4400];
+        util_path(sub, sizeof sub, "%s/%s", run, subs[k]);
+        const char *f = only_file(sub);
+        T_REQUIRE(f);
+        const char *name = strrchr(f, '/') + 1;
+        T_CHECK(!strncmp(name, "events.out.tfevents.", 20) && !strcmp(name + strlen(name) - 3, ".v2"));
+        tbe_reader *r;
+        pt_err e;
+        T_REQUIRE(tbe_open(&r, f, &e) == PT_OK);
+        T_EQ_STR(tbe_file_version(r), "brain.Event:2");
+        tbe_item it;
+        int images = 0;
+        while ((rc = tbe_next(r, &it, &e)) == 1) {
+            if (it.kind != TBE_IMAGE)
+                continue;
+            /* the augmentation preview in train/, the confusion matrix in validation/ */
+            T_EQ_STR(it.tag, k ? "confusion_matrix" : "augmentation_preview");
+            T_EQ_INT(it.step, images++);
+            uint8_t *rgb;
+            int w, h;
+            T_REQUIRE(png_decode_rgb(it.image, it.image_len, &rgb, &w, &h, &e) == PT_OK);
+            T_CHECK(w == it.width && h == it.height && w > 100 && h > 60);
+            free(rgb);
+        }
+        T_EQ_INT(rc, 0);
+        T_EQ_INT(images, E);
+        T_EQ_INT(tbe_skipped(r), 0);
+        tbe_close(r);
+    }
+
+    /* The epoch figures: history.json's, at steps 0 .. E-1. */
+    static const struct {
+        int val;
+        const char *tag, *key;
+    } pairs[] = {
+        { 0, "epoch_loss", "train_loss" },         { 0, "epoch_sparse_categorical_accuracy", "train_acc" },
+        { 0, "epoch_precision", "train_precision" }, { 0, "epoch_recall", "train_recall" },
+        { 0, "epoch_f1_score", "train_f1" },       { 1, "epoch_loss", "val_loss" },
+        { 1, "epoch_sparse_categorical_accuracy", "val_acc" },
+        { 1, "epoch_precision", "val_precision" }, { 1, "epoch_recall", "val_recall" },
+        { 1, "epoch_f1_score", "val_f1" },
+    };
+    for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+        char sub[4400];
+        util_path(sub, sizeof sub, "%s/%s", run, subs[pairs[p].val]);
+        long long steps[8];
+        double ev[8], hist[8];
+        T_REQUIRE(history_values(run, pairs[p].key, hist, 8) == E);
+        T_EQ_INT(fx_event_scalars(sub, pairs[p].tag, steps, ev, 8, NULL), E);
+        for (int i = 0; i < E; i++) {
+            T_EQ_INT(steps[i], i);
+            T_SAME_FLOAT(ev[i], hist[i]);
+        }
+    }
+    /* Per update in train/: steps 1 .. E*U; per epoch in validation/ against updates. */
+    char tr[4400], va[4400];
+    util_path(tr, sizeof tr, "%s/train", run);
+    util_path(va, sizeof va, "%s/validation", run);
+    long long steps[64];
+    double ev[64], hist[8];
+    const char *per_update[3] = { "batch_loss", "batch_sparse_categorical_accuracy",
+                                  "batch_learning_rate" };
+    for (int k = 0; k < 3; k++) {
+        T_EQ_INT(fx_event_scalars(tr, per_update[k], steps, ev, 64, NULL), E * U);
+        for (int i = 0; i < E * U; i++) {
+            T_EQ_INT(steps[i], i + 1);
+            T_CHECK(ev[i] >= 0 && (k != 1 || ev[i] <= 1));
+        }
+    }
+    T_REQUIRE(history_values(run, "val_loss", hist, 8) == E);
+    T_EQ_INT(fx_event_scalars(va, "evaluation_loss_vs_iterations", steps, ev, 8, NULL), E);
+    for (int i = 0; i < E; i++) {
+        T_EQ_INT(steps[i], (i + 1) * U);
+        T_SAME_FLOAT(ev[i], hist[i]);
+    }
+    /* An epoch's learning rate is its last update's. */
+    double lr[64];
+    T_EQ_INT(fx_event_scalars(tr, "batch_learning_rate", NULL, lr, 64, NULL), E * U);
+    T_EQ_INT(fx_event_scalars(tr, "epoch_learning_rate", NULL, ev, 8, NULL), E);
+    for (int i = 0; i < E; i++)
+        T_CHECK(ev[i] > 0 && ev[i] == lr[(i + 1) * U - 1]);
+    T_EQ_INT(fx_event_scalars(tr, "epoch_images_per_second", NULL, ev, 8, NULL), E);
+    T_CHECK(ev[0] > 0 && ev[1] > 0);
+
+    /* The CLI reads the run folder. */
+    util_path(cmd, sizeof cmd, "%s events --tag epoch_f1_score '%s'", t_bin(), run);
+    T_EQ_INT(t_run(cmd, &out), 0);
+    T_CHECKF(strstr(out, "/train/events.out.tfevents.") && strstr(out, "\nepoch_f1_score 1 ") &&
+                 strstr(out, "/validation/events.out.tfevents."),
+             "%s", out);
     free(out);
 }
