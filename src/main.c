@@ -90,7 +90,7 @@ static void help(void)
            "  petal-tui preview [OPTIONS] --out FILE.png   augmentation preview grid\n"
            "  petal-tui classify MODEL.onnx IMAGE...   top ImageNet classes of JPEGs\n"
            "  petal-tui model MODEL.onnx [--classes N]   the layers an ONNX graph becomes\n"
-           "  petal-tui events PATH...           scalars and images of TensorBoard event files\n"
+           "  petal-tui events PATH...           the scalars of TensorBoard event files\n"
            "  petal-tui --help | --version\n"
            "\n"
            "training options (also keys of the config file, without the dashes):\n",
