@@ -194,6 +194,17 @@ TEST(tbevent_flushed_records_are_readable_while_the_file_grows)
     int n;
     T_REQUIRE(tbe_find_files(dir, &files, &n, &e) == PT_OK);
     T_EQ_INT(n, 2);
+    /* Files opened one after the other within a second still sort in that order,
+     * also when the process's file count passes 9 -> 10. */
+    const char *many = t_tmpdir();
+    char last[4300] = "";
+    for (int i = 0; i < 12; i++) {
+        T_REQUIRE(tbe_writer_open(&w2, many, &e) == PT_OK);
+        T_CHECKF(strcmp(tbe_writer_path(w2), last) > 0, "%s sorts before %s",
+                 tbe_writer_path(w2), last);
+        util_copy(last, sizeof last, tbe_writer_path(w2));
+        T_REQUIRE(tbe_writer_close(w2, &e) == PT_OK);
+    }
     long long step = 0;
     for (int f = 0; f < n; f++) {
         T_REQUIRE(tbe_open(&r, files[f], &e) == PT_OK);

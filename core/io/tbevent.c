@@ -65,13 +65,28 @@ int tbe_writer_open(tbe_writer **out, const char *dir, pt_err *e)
     for (char *c = host; *c; c++)
         if (*c == '/')
             *c = '_';
-    time_t secs = time(NULL);
+    /* TensorBoard reads a folder's files in name order: a new file must sort after
+     * the ones there (a run resumed within the second would not, the count at the
+     * end going from 9 to 10), so its time is at least one past theirs. */
+    long long secs = (long long)time(NULL);
+    char **names;
+    int nn;
+    if (util_list_dir(dir, UTIL_LIST_FILES, &names, &nn, NULL) == PT_OK) {
+        size_t pl = strlen(TBE_FILE_PREFIX);
+        for (int i = 0; i < nn; i++) {
+            char *end;
+            long long t = strtoll(names[i] + pl, &end, 10);
+            if (!strncmp(names[i], TBE_FILE_PREFIX, pl) && end != names[i] + pl && t >= secs)
+                secs = t + 1;
+        }
+        util_free_list(names, nn);
+    }
     /* A name taken (the same second, pid and count from an earlier process): the next
      * n. Creating the file refuses one that exists, so a race only fails, never mixes. */
     do {
         int n = atomic_fetch_add(&files_made, 1);
         if (util_path(w->path, sizeof w->path, "%s/" TBE_FILE_PREFIX "%lld.%s.%ld.%d.v2", dir,
-                      (long long)secs, host, (long)getpid(), n) != 0) {
+                      secs, host, (long)getpid(), n) != 0) {
             free(w);
             return err_set(e, PT_EUSAGE, dir, PT_NO_RECORD, PT_NO_OFFSET,
                            "path too long for an event file");

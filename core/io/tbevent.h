@@ -15,7 +15,8 @@
  *   - an image is Summary.Value { tag, image { height, width, colorspace 3,
  *     encoded_image_string: PNG } }, the form TensorBoard's images dashboard reads.
  * A resumed run opens a new file beside the old ones: TensorBoard reads a folder's
- * files in name order, and the name starts with the time.
+ * files in name order, and the name starts with the time, taken one second past the
+ * newest file there when that is not already later (a resume within the second).
  *
  * Writer: records go through stdio to the file as they are made (a live TFRecord
  * writer, never a temporary file: TensorBoard reads files that grow);
