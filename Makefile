@@ -21,11 +21,12 @@ PKG_CONFIG ?= pkg-config
 PROTOC_C  ?= protoc-c
 
 # The libraries and the Debian package that provides each (pc-name:package).
-LIBS      := ncursesw libturbojpeg libsixel openblas libprotobuf-c libpng
+LIBS      := ncursesw libturbojpeg libsixel openblas libprotobuf-c libpng zlib
 DEB_LIBS  := ncursesw:libncurses-dev libturbojpeg:libturbojpeg0-dev libsixel:libsixel-dev \
-             openblas:libopenblas-dev libprotobuf-c:libprotobuf-c-dev libpng:libpng-dev
+             openblas:libopenblas-dev libprotobuf-c:libprotobuf-c-dev libpng:libpng-dev \
+             zlib:zlib1g-dev
 # Programs the build or the tests run (program:package).
-DEB_TOOLS := pkg-config:pkg-config protoc-c:protobuf-c-compiler tmux:tmux
+DEB_TOOLS := pkg-config:pkg-config protoc-c:protobuf-c-compiler protoc:protobuf-compiler tmux:tmux
 
 V         ?= 0
 ifeq ($(V),0)
@@ -59,11 +60,12 @@ APP_SRC   := $(sort $(wildcard src/*.c))
 TEST_SRC  := $(sort $(wildcard tests/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
-GEN_SRC   := $(BUILD)/gen/example.pb-c.c $(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/classes104.c \
-             $(BUILD)/gen/demo_params.c $(BUILD)/gen/imagenet1000.c
-GEN_HDR   := $(BUILD)/gen/example.pb-c.h $(BUILD)/gen/onnx.pb-c.h
+GEN_SRC   := $(BUILD)/gen/example.pb-c.c $(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/event.pb-c.c \
+             $(BUILD)/gen/classes104.c $(BUILD)/gen/demo_params.c $(BUILD)/gen/imagenet1000.c
+GEN_HDR   := $(BUILD)/gen/example.pb-c.h $(BUILD)/gen/onnx.pb-c.h $(BUILD)/gen/event.pb-c.h
 
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/example.pb-c.o $(BUILD)/gen/onnx.pb-c.o \
+             $(BUILD)/gen/event.pb-c.o \
              $(BUILD)/gen/classes104.o $(BUILD)/gen/demo_params.o $(BUILD)/gen/imagenet1000.o
 UI_OBJ    := $(UI_SRC:%.c=$(BUILD)/%.o)
 APP_OBJ   := $(APP_SRC:%.c=$(BUILD)/%.o)
@@ -124,6 +126,13 @@ $(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h: core/io/onnx.proto
 	@mkdir -p $(BUILD)/gen
 	@echo "  PROTOC  $<"
 	$(Q)$(PROTOC_C) --proto_path=core/io --c_out=$(BUILD)/gen core/io/onnx.proto
+
+# The subset of TensorFlow's event.proto / summary.proto / tensor.proto that the
+# TensorBoard event files (core/io/tbevent.c) need.
+$(BUILD)/gen/event.pb-c.c $(BUILD)/gen/event.pb-c.h: core/io/event.proto
+	@mkdir -p $(BUILD)/gen
+	@echo "  PROTOC  $<"
+	$(Q)$(PROTOC_C) --proto_path=core/io --c_out=$(BUILD)/gen core/io/event.proto
 
 # Class names, one per line in assets/, compiled in as C arrays so the binary needs
 # no data files: the competition's 104 flowers, and the 1,000 ImageNet classes in

@@ -90,6 +90,7 @@ static void help(void)
            "  petal-tui preview [OPTIONS] --out FILE.png   augmentation preview grid\n"
            "  petal-tui classify MODEL.onnx IMAGE...   top ImageNet classes of JPEGs\n"
            "  petal-tui model MODEL.onnx [--classes N]   the layers an ONNX graph becomes\n"
+           "  petal-tui events PATH...           the scalars of TensorBoard event files\n"
            "  petal-tui --help | --version\n"
            "\n"
            "training options (also keys of the config file, without the dashes):\n",
@@ -130,6 +131,8 @@ int main(int argc, char **argv)
             return cmd_classify(argc - 1, argv + 1);
         if (!strcmp(c, "model"))
             return cmd_model(argc - 1, argv + 1);
+        if (!strcmp(c, "events"))
+            return cmd_events(argc - 1, argv + 1);
         if (c[0] != '-') {
             fprintf(stderr, "petal-tui: unknown command '%s' (try --help)\n", c);
             return 1;

@@ -9,6 +9,7 @@
 #include "data/jpeg.h"
 #include "data/shards.h"
 #include "engine.h"
+#include "io/tbevent.h"
 
 static int draw_label(void *ctx, const shd_item *it, jpg_codec *codec, uint8_t *rgb, int size,
                       pt_err *e)
@@ -158,4 +159,48 @@ const char *fx_photo_folder(const char *out, int n_classes, int per_class, int s
         }
     }
     return out;
+}
+
+int fx_event_scalars(const char *path, const char *tag, long long *steps, double *values, int max,
+                     int *files)
+{
+    char **list;
+    int n, count = 0;
+    pt_err e;
+    if (files)
+        *files = 0;
+    if (tbe_find_files(path, &list, &n, &e) != PT_OK) {
+        printf("  %s\n", e.msg);
+        return -1;
+    }
+    if (files)
+        *files = n;
+    for (int f = 0; f < n && count >= 0; f++) {
+        tbe_reader *r;
+        if (tbe_open(&r, list[f], &e) != PT_OK) {
+            printf("  %s\n", e.msg);
+            count = -1;
+            break;
+        }
+        tbe_item it;
+        int rc;
+        while ((rc = tbe_next(r, &it, &e)) == 1) {
+            if (it.kind != TBE_SCALAR || strcmp(it.tag, tag) != 0)
+                continue;
+            if (count < max) {
+                if (steps)
+                    steps[count] = it.step;
+                if (values)
+                    values[count] = it.value;
+            }
+            count++;
+        }
+        if (rc < 0) {
+            printf("  %s\n", e.msg);
+            count = -1;
+        }
+        tbe_close(r);
+    }
+    util_free_list(list, n);
+    return count;
 }

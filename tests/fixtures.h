@@ -32,4 +32,11 @@ int fx_label_of(const uint8_t *rgb, int w, int h);
  * engine cannot be created. */
 run_state fx_run_to_end(const run_config *c, run_snapshot *s);
 
+/* The scalars named tag in the TensorBoard event files under path (a file or a
+ * folder, its files in name order): up to max steps and values (either may be NULL);
+ * their count, or -1 (the reason printed) when the files cannot be read whole.
+ * *files (may be NULL) gets the number of event files. */
+int fx_event_scalars(const char *path, const char *tag, long long *steps, double *values, int max,
+                     int *files);
+
 #endif

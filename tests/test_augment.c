@@ -1030,3 +1030,56 @@ TEST(grid_compose_layout_and_captions)
     for (int k = 0; k < 2 * n; k++)
         free(tiles[k]);
 }
+
+/* The confusion picture: each cell shaded by its share of its row (a share of 1
+ * brightest, 0 darkest, no count drawn in an empty cell), rows top to bottom. */
+TEST(grid_confusion_shades_cells_by_their_share_of_the_row)
+{
+    const long long cm[9] = { 10, 0, 0, 4, 4, 0, 0, 0, 0 };
+    const char *names[3] = { "daisy", "rose", "tulip" };
+    uint8_t *rgb;
+    int W, H;
+    T_REQUIRE(grid_confusion(cm, 3, names, "epoch 1", &rgb, &W, &H) == PT_OK);
+    const uint8_t high[3] = { 90, 170, 255 }, mid[3] = { 67, 107, 155 }, low[3] = { 44, 44, 54 };
+    int nh = count_color(rgb, W, 0, 0, W, H, high), nm = count_color(rgb, W, 0, 0, W, H, mid),
+        nl = count_color(rgb, W, 0, 0, W, H, low);
+    /* Cells of 47 x 47 pixels and a 1-pixel gap; counts drawn in the non-empty ones. */
+    T_CHECKF(nh > 1500 && nh < 47 * 47, "%d", nh);
+    T_CHECKF(nm > 2 * 1500 && nm < 2 * 47 * 47, "%d", nm);
+    T_EQ_INT(nl, 6 * 47 * 47);
+    /* The share-1 cell (row 0) lies above the half cells (row 1), and left of one. */
+    double yh = 0, ym = 0, xh = 0, xm_min = 1e9;
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) {
+            if (same_px(px(rgb, W, y, x), high)) {
+                yh += y;
+                xh += x;
+            }
+            if (same_px(px(rgb, W, y, x), mid)) {
+                ym += y;
+                xm_min = x < xm_min ? x : xm_min;
+            }
+        }
+    T_CHECKF(yh / nh + 40 < ym / nm, "%g %g %g %g", yh / nh, ym / nm, xh / nh, xm_min);
+    T_CHECK(fabs(xh / nh - (xm_min + 23)) < 3); /* row 1's first cell is under it */
+    /* The names in the left strip, the title on top. */
+    const uint8_t fgc[3] = { 235, 235, 235 }, head[3] = { 150, 200, 255 };
+    T_CHECK(count_color(rgb, W, 0, 30, 80, H, fgc) > 50);
+    T_CHECK(count_color(rgb, W, 0, 0, W, 20, head) > 20);
+    free(rgb);
+
+    /* 104 classes: small cells, indices instead of names, a picture of ~560 pixels. */
+    long long *big = calloc(104 * 104, sizeof *big);
+    T_REQUIRE(big);
+    for (int i = 0; i < 104; i++)
+        big[i * 104 + i] = 5;
+    T_REQUIRE(grid_confusion(big, 104, NULL, NULL, &rgb, &W, &H) == PT_OK);
+    T_CHECKF(W > 500 && W < 620 && H > 500 && H < 620, "%dx%d", W, H);
+    T_CHECK(count_color(rgb, W, 0, 0, W, H, high) >= 104 * 4);
+    free(rgb);
+    free(big);
+    T_EQ_INT(grid_confusion(cm, 0, NULL, NULL, &rgb, &W, &H), PT_EUSAGE);
+    T_CHECK(rgb == NULL);
+    T_EQ_INT(grid_confusion(NULL, 3, NULL, NULL, &rgb, &W, &H), PT_EUSAGE);
+    T_EQ_INT(grid_confusion(cm, 2049, NULL, NULL, &rgb, &W, &H), PT_EUSAGE);
+}

@@ -213,6 +213,29 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
     T_CHECKF(strcmp(ha, hb) == 0, "straight and resumed histories differ:\n%s\n---\n%s", ha, hb);
     free(ha);
     free(hb);
+
+    /* TensorBoard: the resumed run added a file beside each of the stopped run's; read
+     * in name order they hold the straight run's figures, every update once. */
+    const char *subs[2] = { "train", "validation" };
+    const char *tags[3] = { "epoch_loss", "epoch_f1_score", "batch_loss" };
+    for (int k = 0; k < 2; k++)
+        for (int t = 0; t < 3 - k; t++) {
+            char a[4300], b[4300];
+            util_path(a, sizeof a, "%s/%s", straight, subs[k]);
+            util_path(b, sizeof b, "%s/%s", split, subs[k]);
+            long long sa[64], sb[64];
+            double va[64], vb[64];
+            int fa, fb;
+            int na = fx_event_scalars(a, tags[t], sa, va, 64, &fa);
+            int nb = fx_event_scalars(b, tags[t], sb, vb, 64, &fb);
+            T_EQ_INT(fa, 1);
+            T_EQ_INT(fb, 2);
+            T_EQ_INT(na, t == 2 ? 3 * (70 / 8) : 3);
+            T_EQ_INT(nb, na);
+            for (int i = 0; i < na && i < nb && i < 64; i++)
+                T_CHECKF(sa[i] == sb[i] && va[i] == vb[i], "%s/%s %d: step %lld %.9g vs %lld %.9g",
+                         subs[k], tags[t], i, sa[i], va[i], sb[i], vb[i]);
+        }
 }
 
 /* --ema changes what validation sees, never what trains: the same seed with and

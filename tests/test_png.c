@@ -1,9 +1,10 @@
-/* PNG writer: checked by a small independent reader here (chunks and their CRCs,
- * IHDR, the zlib stream of stored blocks and its Adler-32, filter bytes, pixels)
- * and, when python3 is present, also by Python's zlib. */
+/* PNG writer (libpng underneath): checked by a small independent reader here (chunks
+ * and their CRCs, IHDR, the IDAT stream inflated by zlib, PNG's five row filters
+ * undone here, pixels) and, when python3 is present, also by Python's zlib. */
 #include "tests/t.h"
 
 #include <stdlib.h>
+#include <zlib.h>
 
 #include "base/util.h"
 #include "io/png.h"
@@ -13,7 +14,7 @@ static uint32_t be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* CRC-32 (ISO-HDLC), computed bit by bit: independent of the writer's table. */
+/* CRC-32 (ISO-HDLC), computed bit by bit: independent of libpng's and zlib's tables. */
 static uint32_t crc32_bits(const uint8_t *p, size_t n)
 {
     uint32_t c = 0xffffffffu;
@@ -25,10 +26,44 @@ static uint32_t crc32_bits(const uint8_t *p, size_t n)
     return c ^ 0xffffffffu;
 }
 
-/* Reads the PNG at path as the writer makes it (8-bit RGB, no interlace, a zlib
- * stream of stored blocks, filter 0 rows) into *rgb (caller frees). Returns NULL
- * when it is all right, else what is wrong. */
-static const char *read_png(const char *path, int *w_out, int *h_out, uint8_t **rgb)
+/* PNG's Paeth predictor (the PNG specification, 9.4). */
+static int paeth(int a, int b, int c)
+{
+    int p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c);
+    return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+}
+
+/* Undo the row filters of h rows of w RGB pixels (each row a filter byte, then
+ * w * 3 bytes) into rgb. NULL when all right, else what is wrong. */
+static const char *unfilter(const uint8_t *raw, int w, int h, uint8_t *rgb, int *filters_seen)
+{
+    static char why[80];
+    size_t stride = (size_t)w * 3;
+    for (int y = 0; y < h; y++) {
+        int f = raw[(size_t)y * (stride + 1)];
+        const uint8_t *in = raw + (size_t)y * (stride + 1) + 1;
+        uint8_t *row = rgb + (size_t)y * stride;
+        const uint8_t *up = y ? row - stride : NULL;
+        if (f > 4) {
+            snprintf(why, sizeof why, "row %d has filter type %d", y, f);
+            return why;
+        }
+        *filters_seen |= 1 << f;
+        for (size_t x = 0; x < stride; x++) {
+            int a = x >= 3 ? row[x - 3] : 0, b = up ? up[x] : 0, c = up && x >= 3 ? up[x - 3] : 0;
+            int pred = f == 0 ? 0 : f == 1 ? a : f == 2 ? b : f == 3 ? (a + b) / 2 : paeth(a, b, c);
+            row[x] = (uint8_t)(in[x] + pred);
+        }
+    }
+    return NULL;
+}
+
+/* Reads the PNG at path as the writer makes it (8-bit RGB, no interlace) into *rgb
+ * (caller frees): every chunk's CRC, IHDR, the zlib stream of the IDAT chunks
+ * (inflate checks its Adler-32), the filters. Returns NULL when it is all right,
+ * else what is wrong. */
+static const char *read_png(const char *path, int *w_out, int *h_out, uint8_t **rgb,
+                            int *filters_seen)
 {
     static char why[200];
     *rgb = NULL;
@@ -98,65 +133,38 @@ static const char *read_png(const char *path, int *w_out, int *h_out, uint8_t **
         bad = "no IEND, no IDAT or an empty image";
         goto out;
     }
-    /* zlib: CMF 8 (deflate, window <= 32K), no preset dictionary, check bits. */
-    if (nidat < 6 || (idat[0] & 15) != 8 || (idat[0] >> 4) > 7 || (idat[1] & 0x20) ||
-        (idat[0] * 256 + idat[1]) % 31 != 0) {
-        bad = "bad zlib header";
+    /* One zlib stream holding exactly the filtered rows. */
+    size_t row = (size_t)w * 3 + 1, want = row * (size_t)h;
+    raw = malloc(want + 1);
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit(&z) != Z_OK) {
+        bad = "inflateInit failed";
         goto out;
     }
-    size_t row = (size_t)w * 3 + 1, want = row * (size_t)h, nraw = 0, at = 2;
-    raw = malloc(want);
-    int last = 0;
-    while (!last) {
-        if (nidat - at < 5) {
-            bad = "zlib stream ends inside a block header";
-            goto out;
-        }
-        last = idat[at] & 1;
-        if (idat[at] >> 1 != 0) { /* BTYPE 00, and the rest of the byte padding */
-            bad = "not a stored block (or nonzero padding)";
-            goto out;
-        }
-        unsigned len = idat[at + 1] | (unsigned)idat[at + 2] << 8;
-        unsigned nlen = idat[at + 3] | (unsigned)idat[at + 4] << 8;
-        at += 5;
-        if ((len ^ 0xffffu) != nlen) {
-            bad = "stored block LEN != ~NLEN";
-            goto out;
-        }
-        if (nidat - at < len || want - nraw < len) {
-            bad = "stored block runs past the stream or the image";
-            goto out;
-        }
-        memcpy(raw + nraw, idat + at, len);
-        nraw += len;
-        at += len;
-    }
-    if (nraw != want || nidat - at != 4) {
-        bad = "wrong amount of image data or trailing bytes";
+    z.next_in = idat;
+    z.avail_in = (uInt)nidat;
+    z.next_out = raw;
+    z.avail_out = (uInt)want + 1;
+    int zr = inflate(&z, Z_FINISH);
+    size_t got = want + 1 - z.avail_out, left = z.avail_in;
+    inflateEnd(&z);
+    if (zr != Z_STREAM_END) {
+        snprintf(why, sizeof why, "zlib: %d (%s)", zr, z.msg ? z.msg : "no message");
+        bad = why;
         goto out;
     }
-    uint32_t a = 1, b = 0;
-    for (size_t i = 0; i < nraw; i++) {
-        a = (a + raw[i]) % 65521;
-        b = (b + a) % 65521;
-    }
-    if (be32(idat + at) != (b << 16 | a)) {
-        bad = "Adler-32 mismatch";
+    if (got != want || left != 0) {
+        snprintf(why, sizeof why, "zlib stream holds %zu bytes for %zu, %zu bytes after it",
+                 got, want, left);
+        bad = why;
         goto out;
     }
-    /* Rows: the writer uses filter 0 (none) on every row. */
     *rgb = malloc((size_t)w * h * 3);
-    for (int y = 0; y < h; y++) {
-        if (raw[(size_t)y * row] != 0) {
-            snprintf(why, sizeof why, "row %d has filter %d, expected 0", y,
-                     raw[(size_t)y * row]);
-            bad = why;
-            free(*rgb);
-            *rgb = NULL;
-            goto out;
-        }
-        memcpy(*rgb + (size_t)y * w * 3, raw + (size_t)y * row + 1, (size_t)w * 3);
+    if ((bad = unfilter(raw, w, h, *rgb, filters_seen)) != NULL) {
+        free(*rgb);
+        *rgb = NULL;
+        goto out;
     }
     *w_out = w;
     *h_out = h;
@@ -169,26 +177,37 @@ out:
 
 TEST(png_writes_a_valid_file_with_the_exact_pixels)
 {
-    int w = 301, h = 157; /* > 65535 raw bytes: several stored blocks */
-    uint8_t *rgb = malloc((size_t)w * h * 3);
-    for (int i = 0; i < w * h * 3; i++)
-        rgb[i] = (uint8_t)(i * 7 + i / 977);
+    /* Three bands: a busy pattern, gradients, a flat colour (the row filters differ). */
+    int w = 301, h = 157;
+    size_t raw = (size_t)w * h * 3;
+    uint8_t *rgb = malloc(raw);
+    for (int k = 0; k < w * h * 3; k++) {
+        int c = k % 3, x = k / 3 % w, y = k / 3 / w;
+        rgb[k] = (uint8_t)(x < 100 ? k * 7 + k / 977 : x < 200 ? x + 2 * y + 40 * c : 20 + 80 * c);
+    }
     char path[4096];
     snprintf(path, sizeof path, "%s/x.png", t_tmpdir());
     pt_err e;
     T_REQUIRE(png_write_rgb(path, rgb, w, h, &e) == PT_OK);
 
     /* The reader here: every chunk, the stream and the exact pixels. */
-    int rw = 0, rh = 0;
+    int rw = 0, rh = 0, filters = 0;
     uint8_t *back;
-    const char *why = read_png(path, &rw, &rh, &back);
+    const char *why = read_png(path, &rw, &rh, &back, &filters);
     T_CHECKF(why == NULL, "%s", why ? why : "");
     if (!why) {
         T_EQ_INT(rw, w);
         T_EQ_INT(rh, h);
-        T_CHECK(rw == w && rh == h && memcmp(back, rgb, (size_t)w * h * 3) == 0);
+        T_CHECK(rw == w && rh == h && memcmp(back, rgb, raw) == 0);
     }
     free(back);
+    /* Compressed: well under the raw pixels (the stored-block writer was above them). */
+    uint8_t *file;
+    size_t flen;
+    T_REQUIRE(util_read_file(path, &file, &flen, &e) == PT_OK);
+    free(file);
+    T_CHECKF(flen * 4 < raw, "%zu bytes for %zu bytes of pixels (filters used: 0x%x)", flen, raw,
+             filters);
 
     char cmd[8192], *out = NULL;
     if (t_need_tool("file")) {
@@ -199,8 +218,8 @@ TEST(png_writes_a_valid_file_with_the_exact_pixels)
         free(out);
     }
 
-    /* A second independent decode: parse chunks with Python, inflate with zlib,
-     * compare. */
+    /* A second independent decode: parse chunks with Python, inflate with zlib, undo
+     * the filters, compare. */
     snprintf(cmd, sizeof cmd,
              "python3 -c '\n"
              "import sys, zlib, struct, binascii\n"
@@ -214,13 +233,18 @@ TEST(png_writes_a_valid_file_with_the_exact_pixels)
              "    if t == b\"IDAT\": idat += body\n"
              "    i += 12 + n\n"
              "raw = zlib.decompress(idat)\n"
-             "w, h = 301, 157\n"
-             "px = bytearray()\n"
+             "w, h, s = 301, 157, 301 * 3\n"
+             "px, prev = bytearray(), bytearray(s)\n"
              "for y in range(h):\n"
-             "    row = raw[y*(w*3+1):(y+1)*(w*3+1)]\n"
-             "    assert row[0] == 0\n"
-             "    px += row[1:]\n"
-             "exp = bytes(((k*7 + k//977) & 255) for k in range(w*h*3))\n"
+             "    f, row = raw[y*(s+1)], bytearray(raw[y*(s+1)+1:(y+1)*(s+1)])\n"
+             "    for x in range(s):\n"
+             "        a = row[x-3] if x >= 3 else 0; b = prev[x]; c = prev[x-3] if x >= 3 else 0\n"
+             "        p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)\n"
+             "        pr = [0, a, b, (a + b) // 2, a if pa <= pb and pa <= pc else b if pb <= pc else c][f]\n"
+             "        row[x] = (row[x] + pr) & 255\n"
+             "    px += row; prev = row\n"
+             "exp = bytes(((k*7 + k//977) if k//3%%w < 100 else (k//3%%w + 2*(k//3//w) + 40*(k%%3)) "
+             "if k//3%%w < 200 else (20 + 80*(k%%3))) & 255 for k in range(w*h*3))\n"
              "print(\"same\" if bytes(px) == exp else \"different\")\n"
              "' '%s'",
              path);

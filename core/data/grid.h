@@ -15,7 +15,13 @@
  * Captions are cut to GRID_CAPTION_MAX characters and to the tile's width. Text is
  * drawn at scale 2 under tiles at least 192 pixels wide, at scale 1 otherwise.
  *
- * Ownership: grid_compose() mallocs *out_rgb; the caller frees it with free(). The
+ * grid_confusion() (grid_cm.c) draws a confusion matrix: rows the true classes,
+ * columns the predictions, each cell shaded by its share of its row (dark 0, bright
+ * blue 1: the diagonal is each class's recall), its count written in it when the
+ * cell is wide enough, the class names on the left when a row is a text line high
+ * (else every few indices), the column indices on top, a title line above.
+ *
+ * Ownership: grid_compose() and grid_confusion() malloc *out_rgb; the caller frees it with free(). The
  * tiles and captions stay the caller's. grid_text() draws into the caller's image
  * and clips at its edges, so it never writes outside it.
  */
@@ -39,6 +45,11 @@ int grid_size(int n, int tile_h, int tile_w, int cols, int *out_w, int *out_h);
 int grid_compose(const uint8_t *const *orig, const uint8_t *const *aug,
                  const char *const *captions, int n, int tile_h, int tile_w, int cols,
                  uint8_t **out_rgb, int *out_w, int *out_h);
+
+/* The k x k confusion matrix cm ([true][pred] counts) as a picture; names (k of
+ * them) and title may be NULL. PT_OK, PT_EUSAGE (k outside 1..2048) or PT_ENOMEM. */
+int grid_confusion(const long long *cm, int k, const char *const *names, const char *title,
+                   uint8_t **out_rgb, int *out_w, int *out_h);
 
 /* Draw s with its top-left corner at (x, y) (1 pixel is scale x scale; scale < 1 is
  * 1), clipped to the w x h image rgb. '\n' starts a new line. */

@@ -1,8 +1,8 @@
 /* png — 8-bit RGB images as PNG files.
  *
- * Writing (png.c) needs no library beyond libc: the image data is stored in uncompressed ("stored") deflate blocks: files are
- * larger than a compressing writer's, but valid PNG that every viewer opens, and
- * the writer stays small and dependency-free. Writes are atomic (temp + rename).
+ * Writing (png.c) goes through libpng's simplified API: adaptive row filters and
+ * zlib's deflate, so files are a fraction of the raw pixels' size. Writes are
+ * atomic (temp + rename).
  * Reading (png_read.c) goes through libpng, which knows every variant of the format.
  */
 #ifndef PT_PNG_H
@@ -16,7 +16,8 @@
 /* rgb: h rows of w * 3 bytes. */
 int png_write_rgb(const char *path, const uint8_t *rgb, int w, int h, pt_err *e);
 
-/* Encode into a malloc'd buffer (caller frees). */
+/* Encode into a malloc'd buffer (caller frees). PT_OK, PT_EUSAGE (a side outside
+ * 1..65535), PT_ENOMEM, or PT_EFORMAT when libpng refuses. */
 int png_encode_rgb(const uint8_t *rgb, int w, int h, uint8_t **out, size_t *len);
 
 /* 1 when the bytes start with PNG's signature. */

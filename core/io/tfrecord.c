@@ -215,9 +215,10 @@ int tfr_read_at(tfr_reader *r, long long offset, long long index, const uint8_t 
 
 struct tfr_writer {
     FILE *f;
-    char path[512];
-    char tmp[560];
+    char path[4200];
+    char tmp[4300];
     long long count;
+    int live;            /* writes path itself: no temporary file, no rename */
 };
 
 void tfr_frame_header(uint8_t hdr[TFR_HEADER_BYTES], uint64_t len)
@@ -253,6 +254,36 @@ int tfr_writer_open(tfr_writer **out, const char *path, pt_err *e)
     return PT_OK;
 }
 
+int tfr_writer_open_live(tfr_writer **out, const char *path, pt_err *e)
+{
+    *out = NULL;
+    tfr_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    if (util_path(w->path, sizeof w->path, "%s", path) != 0) {
+        free(w);
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
+    }
+    w->live = 1;
+    w->f = fopen(w->path, "wbx");
+    if (!w->f) {
+        int saved = errno;
+        free(w);
+        return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "cannot create: %s",
+                       strerror(saved));
+    }
+    *out = w;
+    return PT_OK;
+}
+
+int tfr_writer_flush(tfr_writer *w, pt_err *e)
+{
+    if (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0)
+        return err_set(e, PT_EIO, w->path, PT_NO_RECORD, PT_NO_OFFSET, "flush failed: %s",
+                       strerror(errno));
+    return PT_OK;
+}
+
 int tfr_write(tfr_writer *w, const void *data, size_t len, pt_err *e)
 {
     uint8_t hdr[TFR_HEADER_BYTES], foot[TFR_FOOTER_BYTES];
@@ -278,10 +309,10 @@ int tfr_writer_close(tfr_writer *w, pt_err *e)
     if (fclose(w->f) != 0 && rc == PT_OK)
         rc = err_set(e, PT_EIO, w->path, PT_NO_RECORD, PT_NO_OFFSET, "close failed: %s",
                      strerror(errno));
-    if (rc == PT_OK && rename(w->tmp, w->path) != 0)
+    if (rc == PT_OK && !w->live && rename(w->tmp, w->path) != 0)
         rc = err_set(e, PT_EIO, w->path, PT_NO_RECORD, PT_NO_OFFSET, "rename failed: %s",
                      strerror(errno));
-    if (rc != PT_OK)
+    if (rc != PT_OK && !w->live)
         unlink(w->tmp);
     free(w);
     return rc;
@@ -292,6 +323,7 @@ void tfr_writer_abort(tfr_writer *w)
     if (!w)
         return;
     fclose(w->f);
-    unlink(w->tmp);
+    if (!w->live)
+        unlink(w->tmp);
     free(w);
 }

@@ -12,7 +12,9 @@
  * valid until the next call on it.
  *
  * Writer: writes to PATH.tmp and renames over PATH on tfr_writer_close(), after an
- * fsync, so a reader never sees half a shard.
+ * fsync, so a reader never sees half a shard. A live writer (tfr_writer_open_live,
+ * for logs such as TensorBoard event files that are read while they grow) writes
+ * PATH itself; tfr_writer_flush() puts what was written on disk.
  */
 #ifndef PT_TFRECORD_H
 #define PT_TFRECORD_H
@@ -56,10 +58,15 @@ void tfr_set_verify(tfr_reader *r, int verify);
 typedef struct tfr_writer tfr_writer;
 
 int tfr_writer_open(tfr_writer **out, const char *path, pt_err *e);
+/* A live writer: creates PATH (refusing one that exists) and appends to it; records
+ * reach the file as stdio's buffer fills, all of them on tfr_writer_flush(). */
+int tfr_writer_open_live(tfr_writer **out, const char *path, pt_err *e);
+/* fflush + fsync: every record written so far is on disk. */
+int tfr_writer_flush(tfr_writer *w, pt_err *e);
 int tfr_write(tfr_writer *w, const void *data, size_t len, pt_err *e);
-/* fsync + rename into place; frees w in every case. */
+/* fsync + rename into place (a live writer: fsync); frees w in every case. */
 int tfr_writer_close(tfr_writer *w, pt_err *e);
-/* Remove the temporary file; frees w. */
+/* Remove the temporary file (a live writer's file is kept, closed); frees w. */
 void tfr_writer_abort(tfr_writer *w);
 long long tfr_writer_count(const tfr_writer *w);
 

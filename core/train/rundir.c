@@ -254,6 +254,7 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
         r->checkpoints++;
         util_fmt(r->last_ckpt, sizeof r->last_ckpt, "%s (update %lld, %s)", path, r->update, why);
         trn_log(r, "checkpoint written: %s after update %lld (%s)", path, r->update, why);
+        trn_tb_flush(r); /* the event files as far as the checkpoint */
         trn_publish_history(r);
     } else {
         trn_log(r, "checkpoint FAILED: %s", e->msg);

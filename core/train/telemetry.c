@@ -55,17 +55,21 @@ void trn_publish_static(trn *r)
     char (*names)[RUN_NAME_MAX] = calloc((size_t)r->n_classes, sizeof *names);
     if (names) {
         /* The dataset is shared with the sample thread: read it, never change it. */
-        for (int c = 0; c < r->n_classes; c++) {
-            if (c < r->ds->n_classes)
-                util_copy(names[c], RUN_NAME_MAX, ds_class_name(r->ds, c));
-            else if (r->n_classes == (int)ds_competition_class_count)
-                util_copy(names[c], RUN_NAME_MAX, ds_competition_classes[c]);
-            else
-                util_fmt(names[c], RUN_NAME_MAX, "class %d", c);
-        }
+        for (int c = 0; c < r->n_classes; c++)
+            trn_class_name(r, c, names[c], RUN_NAME_MAX);
         prg_set_names(r->env->progress, names, r->n_classes);
         free(names);
     }
+}
+
+void trn_class_name(const trn *r, int c, char *buf, size_t n)
+{
+    if (c < r->ds->n_classes)
+        util_copy(buf, n, ds_class_name(r->ds, c));
+    else if (r->n_classes == (int)ds_competition_class_count)
+        util_copy(buf, n, ds_competition_classes[c]);
+    else
+        util_fmt(buf, n, "class %d", c);
 }
 
 void trn_curve_push(trn *r, double loss, double acc, double lr)

@@ -267,7 +267,9 @@ static int prepare(trn *r, pt_err *e)
     r->curve_loss = calloc(RUN_CURVE_POINTS, sizeof(float));
     r->curve_acc = calloc(RUN_CURVE_POINTS, sizeof(float));
     r->curve_lr = calloc(RUN_CURVE_POINTS, sizeof(float));
-    if (!r->train_cm || !r->preds || !r->hist || !r->curve_loss || !r->curve_acc || !r->curve_lr)
+    r->val_cm = calloc((size_t)r->n_classes * r->n_classes, sizeof *r->val_cm);
+    if (!r->train_cm || !r->preds || !r->hist || !r->curve_loss || !r->curve_acc || !r->curve_lr ||
+        !r->val_cm)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     r->curve_stride = 1;
 
@@ -290,6 +292,7 @@ static int prepare(trn *r, pt_err *e)
     pc.start_batch = (uint64_t)(r->update * r->A);
     if ((rc = pipe_create(&pc, &r->train, e)) != PT_OK)
         return rc;
+    trn_tb_open(r);
     trn_publish_static(r);
     trn_publish_history(r);
     char summary[512];
@@ -412,6 +415,7 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
     trn_curve_push(r, loss, acc, lr);
     trn_telemetry(r, idle);
     trn_publish_progress(r, lr, loss, acc);
+    trn_tb_update(r, loss, acc, lr);
     return PT_OK;
 }
 
@@ -447,6 +451,7 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
     const run_config *cfg = r->cfg;
     run_epoch row;
     end_of_epoch_row(r, &row);
+    double images_per_sec = row.seconds > 0 ? (double)r->examples / row.seconds : 0;
     trn_set_state(r, RUN_RUNNING, "validating after epoch %d", r->epoch + 1);
     int rc = trn_validate(r, &row, e);
     if (rc == PT_ESTOPPED) {
@@ -467,6 +472,7 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
     r->t_epoch = util_now();
     if ((rc = trn_write_history(r, e)) != PT_OK)
         return rc;
+    trn_tb_epoch(r, &row, images_per_sec);
     trn_log(r,
             "epoch %d/%d - %d updates - %.1fs - %.0fms/update - loss %.4f - acc %.4f - val_loss "
             "%.4f - val_acc %.4f - val_f1 %.4f",
@@ -508,6 +514,7 @@ static void free_run(trn *r)
     free(r->curve_loss);
     free(r->curve_acc);
     free(r->curve_lr);
+    free(r->val_cm);
     free(r);
 }
 
@@ -586,6 +593,7 @@ run_state trn_run(const trn_env *env, pt_err *e)
         trn_set_state(r, RUN_FAILED, "failed: %s", e ? e->msg : "error");
     }
     trn_publish_history(r);
+    trn_tb_close(r);
     free(batches);
     free_run(r);
     return final;

@@ -17,10 +17,13 @@
  * Files: trainer.c (prepare and the loop), evaluate.c (validation, test
  * predictions), rundir.c (the run folder: log, history, predictions,
  * checkpoints), telemetry.c (throughput, curves, what is published while
- * training); trainer_impl.h holds what they share.
+ * training), tboard.c (the TensorBoard event files); trainer_impl.h holds what
+ * they share.
  *
  * Run folder: config, history.json, valid_labels.json, valid_preds.jsonl,
- * test_preds.json, submission.csv, checkpoint.ckpt, log.txt.
+ * test_preds.json, submission.csv, checkpoint.ckpt, log.txt, and TensorBoard's
+ * train/ and validation/ event files (written as the run trains, flushed with
+ * every epoch and checkpoint; a resumed run adds a file to each).
  *
  * Ownership: trn_run() owns everything it creates and frees it before returning;
  * the environment's pointers are borrowed for the run's length.

@@ -1,0 +1,152 @@
+/* petal-tui events: the scalars and images of TensorBoard event files (a run's,
+ * or the ones TensorFlow and Keras write), one per line. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "io/png.h"
+#include "io/tbevent.h"
+#include "src/cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: petal-tui events [--tag TAG] [--images DIR] PATH...\n"
+               "Prints the scalars and images of TensorBoard event files, one per line:\n"
+               "TAG STEP VALUE (an image: TAG STEP image WxH N bytes). PATH is an event\n"
+               "file or a folder searched for " TBE_FILE_PREFIX "* files (a run's train/ and\n"
+               "validation/). Each file starts with a line \"# FILE\". --tag TAG: that tag\n"
+               "only. --images DIR: also save each image as DIR/TAG-STEP.png (or .jpg, ...).\n"
+               "Histograms, graphs and other summaries are counted, not printed.\n");
+}
+
+/* A float prints in 9 significant digits (it reads back exactly), a double in 17. */
+static void print_value(double v)
+{
+    if ((double)(float)v == v)
+        printf("%.9g", v);
+    else
+        printf("%.17g", v);
+}
+
+/* An image's bytes as DIR/TAG-STEP.EXT (a '/' in the tag becomes '_'); 0 or -1. */
+static int save_image(const char *dir, const tbe_item *it)
+{
+    char tag[256], path[4400];
+    util_copy(tag, sizeof tag, it->tag);
+    for (char *c = tag; *c; c++)
+        if (*c == '/')
+            *c = '_';
+    const char *ext = png_is_png(it->image, it->image_len)                   ? "png"
+                      : it->image_len > 2 && it->image[0] == 0xff && it->image[1] == 0xd8 ? "jpg"
+                                                                               : "img";
+    pt_err e;
+    if (util_path(path, sizeof path, "%s/%s-%lld.%s", dir, tag, it->step, ext) != 0 ||
+        util_mkdirs(dir, &e) != PT_OK ||
+        util_write_file_atomic(path, it->image, it->image_len, &e) != PT_OK) {
+        fprintf(stderr, "petal-tui: %s: cannot save the image %s at step %lld\n", dir, it->tag,
+                it->step);
+        return -1;
+    }
+    return 0;
+}
+
+/* The file's items; the number of errors met (each said once on stderr). */
+static int dump(const char *path, const char *only, const char *images)
+{
+    tbe_reader *r;
+    pt_err e;
+    if (tbe_open(&r, path, &e) != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return 1;
+    }
+    printf("# %s (%s%s%s)\n", path, tbe_file_version(r), tbe_source_writer(r)[0] ? ", " : "",
+           tbe_source_writer(r));
+    int errors = 0;
+    long long scalars = 0, n_images = 0;
+    tbe_item it;
+    int rc;
+    fflush(stdout);
+    while ((rc = tbe_next(r, &it, &e)) != 0) {
+        if (rc < 0) {
+            fflush(stdout);
+            fprintf(stderr, "petal-tui: %s\n", e.msg);
+            errors++;
+            continue;
+        }
+        if (only && strcmp(it.tag, only) != 0)
+            continue;
+        if (it.kind == TBE_SCALAR) {
+            printf("%s %lld ", it.tag, it.step);
+            print_value(it.value);
+            printf("\n");
+            scalars++;
+        } else {
+            printf("%s %lld image %dx%d %zu bytes\n", it.tag, it.step, it.width, it.height,
+                   it.image_len);
+            n_images++;
+            fflush(stdout);
+            if (images && save_image(images, &it) != 0)
+                errors++;
+        }
+    }
+    printf("# %lld records: %lld scalars and %lld images printed, %lld other summaries "
+           "skipped\n",
+           tbe_records(r), scalars, n_images, tbe_skipped(r));
+    fflush(stdout);
+    tbe_close(r);
+    return errors;
+}
+
+int cmd_events(int argc, char **argv)
+{
+    const char *only = NULL, *images = NULL;
+    int paths = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--tag") || !strcmp(a, "--images")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "petal-tui: events: %s wants %s\n", a,
+                        a[2] == 't' ? "a tag" : "a folder");
+                return 1;
+            }
+            if (a[2] == 't')
+                only = argv[++i];
+            else
+                images = argv[++i];
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "petal-tui: events: unknown option '%s'\n", a);
+            usage(stderr);
+            return 1;
+        } else {
+            paths++;
+        }
+    }
+    if (!paths) {
+        usage(stderr);
+        return 1;
+    }
+    int errors = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--tag") || !strcmp(argv[i], "--images")) {
+            i++;
+            continue;
+        }
+        char **files;
+        int n;
+        pt_err e;
+        if (tbe_find_files(argv[i], &files, &n, &e) != PT_OK) {
+            fprintf(stderr, "petal-tui: %s\n", e.msg);
+            errors++;
+            continue;
+        }
+        for (int k = 0; k < n; k++)
+            errors += dump(files[k], only, images);
+        util_free_list(files, n);
+    }
+    return errors ? 2 : 0;
+}
