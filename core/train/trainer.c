@@ -175,6 +175,11 @@ static int build_model(trn *r, pt_err *e)
     return PT_OK;
 }
 
+static int write_config(trn *r, pt_err *e)
+{
+    return trn_write_text(r, "config", r->env->cfg_text, strlen(r->env->cfg_text), e);
+}
+
 static int prepare(trn *r, pt_err *e)
 {
     const run_config *cfg = r->cfg;
@@ -249,6 +254,11 @@ static int prepare(trn *r, pt_err *e)
 
     if ((rc = trn_make_run_dir(r, e)) != PT_OK)
         return rc;
+    /* A new run's configuration first, so that a run folder holds it (and can be
+     * resumed) from its first moments on; a resumed run's after its checkpoint has
+     * loaded, so that options that do not fit the checkpoint do not replace it. */
+    if (!cfg->resume[0] && (rc = write_config(r, e)) != PT_OK)
+        return rc;
     trn_set_state(r, RUN_PREPARING, "building %s for %dx%d input, %d classes", cfg->model, r->img,
                   r->img, r->n_classes);
     if ((rc = build_model(r, e)) != PT_OK)
@@ -271,11 +281,13 @@ static int prepare(trn *r, pt_err *e)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     r->curve_stride = 1;
 
-    if (cfg->resume[0] && (rc = trn_restore_checkpoint(r, e)) != PT_OK)
+    /* A resumed run's history.json is made again from the checkpoint: one killed
+     * between the two left it an epoch ahead, which this run does again. */
+    if (cfg->resume[0] && ((rc = trn_restore_checkpoint(r, e)) != PT_OK ||
+                           (rc = write_config(r, e)) != PT_OK ||
+                           (rc = trn_write_history(r, e)) != PT_OK))
         return rc;
     set_phase(r);
-    if ((rc = trn_write_text(r, "config", r->env->cfg_text, strlen(r->env->cfg_text), e)) != PT_OK)
-        return rc;
 
     pipe_config pc;
     sam_pipe_config(r->env->samples, SAM_TRAIN, &r->ds->split[DS_TRAIN], 1, r->n_classes, r->img,
@@ -340,7 +352,9 @@ static int pause_point(trn *r, pt_err *e, int *stopped)
     if (c == TRN_PAUSE) {
         trn_set_state(r, RUN_PAUSED, "paused at update %lld (epoch %d, step %lld); writing a checkpoint",
                       r->update, r->epoch + 1, r->in_epoch);
-        trn_save_checkpoint(r, "pause", e);
+        int rc = trn_save_checkpoint(r, "pause", e);
+        if (rc != PT_OK)
+            return rc;
         trn_set_state(r, RUN_PAUSED, "paused at update %lld (epoch %d, step %lld)", r->update,
                       r->epoch + 1, r->in_epoch);
         if (wait_user(r, 0) == TRN_GO) {
@@ -349,8 +363,7 @@ static int pause_point(trn *r, pt_err *e, int *stopped)
         }
     }
     *stopped = 1;
-    trn_save_checkpoint(r, "stop", e);
-    return PT_OK;
+    return trn_save_checkpoint(r, "stop", e);
 }
 
 /* One update: A batches from the pipeline, forward, backward, reduce, optimizer
@@ -443,8 +456,7 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
     int rc = trn_validate(r, &row, e);
     if (rc == PT_ESTOPPED) {
         *stopped = 1;
-        trn_save_checkpoint(r, "stop", e);
-        return PT_OK;
+        return trn_save_checkpoint(r, "stop", e);
     }
     if (rc != PT_OK)
         return rc;
@@ -473,9 +485,12 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
                       r->tel[q].ips, 100 * r->tel[q].busy_pct, 100 * r->tel[q].idle_pct,
                       100 * r->tel[q].mxu_pct);
     trn_log(r, "%s", line);
-    if (r->epoch % (cfg->checkpoint_every > 0 ? cfg->checkpoint_every : 1) == 0 ||
-        r->epoch == cfg->epochs)
-        trn_save_checkpoint(r, "epoch", e);
+    /* A checkpoint that cannot be written (a full disk) ends the run: the previous
+     * one is intact, and training on without one would risk more than it saves. */
+    if ((r->epoch % (cfg->checkpoint_every > 0 ? cfg->checkpoint_every : 1) == 0 ||
+         r->epoch == cfg->epochs) &&
+        (rc = trn_save_checkpoint(r, "epoch", e)) != PT_OK)
+        return rc;
     set_phase(r);
     trn_publish_history(r);
     trn_set_state(r, RUN_RUNNING, "running");
