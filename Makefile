@@ -25,7 +25,7 @@ LIBS      := ncursesw libturbojpeg libsixel openblas libprotobuf-c libpng
 DEB_LIBS  := ncursesw:libncurses-dev libturbojpeg:libturbojpeg0-dev libsixel:libsixel-dev \
              openblas:libopenblas-dev libprotobuf-c:libprotobuf-c-dev libpng:libpng-dev
 # Programs the build or the tests run (program:package).
-DEB_TOOLS := pkg-config:pkg-config protoc-c:protobuf-c-compiler tmux:tmux
+DEB_TOOLS := pkg-config:pkg-config protoc-c:protobuf-c-compiler tmux:tmux strace:strace
 
 V         ?= 0
 ifeq ($(V),0)

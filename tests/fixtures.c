@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "data/shards.h"
 #include "engine.h"
 
@@ -107,4 +108,27 @@ run_state fx_run_to_end(const run_config *c, run_snapshot *s)
     eng_snapshot_get(g, s);
     eng_destroy(g);
     return s->state;
+}
+
+char *fx_history_without_timing(const char *dir)
+{
+    char path[4200];
+    util_path(path, sizeof path, "%s/history.json", dir);
+    uint8_t *data;
+    size_t len;
+    if (util_read_file(path, &data, &len, NULL) != PT_OK)
+        return NULL;
+    char *out = malloc(len + 1), *o = out;
+    for (char *line = (char *)data; line && *line;) {
+        char *nl = strchr(line, '\n');
+        size_t k = nl ? (size_t)(nl - line) + 1 : strlen(line);
+        if (!strstr(line, "\"train_timing\"") || (nl && strstr(line, "\"train_timing\"") > nl)) {
+            memcpy(o, line, k);
+            o += k;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    *o = '\0';
+    free(data);
+    return out;
 }

@@ -22,4 +22,8 @@ int fx_label_of(const uint8_t *rgb, int w, int h);
  * engine cannot be created. */
 run_state fx_run_to_end(const run_config *c, run_snapshot *s);
 
+/* DIR/history.json without its train_timing lines (wall time differs between runs),
+ * malloc'd; NULL when it cannot be read. */
+char *fx_history_without_timing(const char *dir);
+
 #endif
