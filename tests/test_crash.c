@@ -114,6 +114,15 @@ static pid_t start(const child *c)
         if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
             _exit(126);
     }
+    /* LeakSanitizer (make SAN=1) cannot work under strace's ptrace and fails the
+     * program at its exit: leaks are looked for in the runs without strace. */
+    if (c->pre[0]) {
+        const char *asan = getenv("ASAN_OPTIONS");
+        char opts[1024];
+        util_fmt(opts, sizeof opts, "%s%sdetect_leaks=0", asan ? asan : "",
+                 asan && *asan ? ":" : "");
+        setenv("ASAN_OPTIONS", opts, 1);
+    }
     /* SIGXFSZ as a shell leaves it: petal-tui itself must turn the limit into an
      * error it reports, not die of the signal half-way through a file. */
     signal(SIGXFSZ, SIG_DFL);
@@ -259,8 +268,9 @@ static int history_is_prefix(const char *h, const char *straight)
     return strncmp(h, straight, n) == 0;
 }
 
-/* The straight run's config: every run of this file writes the same. */
-static char *g_config;
+/* The straight run's config (every run of this file writes the same) and history
+ * without timings. */
+static char *g_config, *g_history;
 
 static int is_temp_name(const char *name)
 {
@@ -329,7 +339,7 @@ static void check_folder(const char *what, const char *dir, const char *straight
     }
 }
 
-/* The straight run (plain), once: its folder and history without timings. */
+/* The straight run (plain), once: its folder; g_config and g_history. */
 static const char *straight_dir(void)
 {
     static char dir[4200];
@@ -343,7 +353,8 @@ static const char *straight_dir(void)
             dir[0] = '\0';
         char path[4300];
         util_path(path, sizeof path, "%s/config", dir);
-        g_config = dir[0] ? slurp(path) : NULL; /* kept to the end of the tests */
+        g_config = dir[0] ? slurp(path) : NULL; /* both kept to the end of the tests */
+        g_history = dir[0] ? fx_history_without_timing(dir) : NULL;
     }
     return dir;
 }
@@ -569,9 +580,9 @@ TEST(crash_sigkill_at_20_moments_leaves_whole_files_and_resume_ends_with_the_str
         return;
     }
     const char *sdir = straight_dir();
-    T_REQUIRE(sdir[0]);
-    char *straight = fx_history_without_timing(sdir);
-    T_REQUIRE(straight && epochs_in(straight) == EPOCHS);
+    T_REQUIRE(sdir[0] && g_history);
+    const char *straight = g_history;
+    T_REQUIRE(epochs_in(straight) == EPOCHS);
     char ckpt[4300];
     util_path(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", sdir);
     T_CHECKF(file_size(ckpt) > 2 * PIECE,
@@ -595,7 +606,11 @@ TEST(crash_sigkill_at_20_moments_leaves_whole_files_and_resume_ends_with_the_str
     free(h);
     int n_ev;
     event *ev = trainer_events(trace, ref, &n_ev);
-    T_REQUIRE(ev && n_ev > 0);
+    T_CHECKF(n_ev > 0, "no trainer calls in the trace %s", trace);
+    if (n_ev == 0) {
+        free_events(ev, n_ev);
+        return;
+    }
 
     for (int m = 0; m < N_MOMENTS; m++) {
         const moment *mo = &MOMENTS[m];
@@ -721,7 +736,6 @@ TEST(crash_sigkill_at_20_moments_leaves_whole_files_and_resume_ends_with_the_str
         free(hk);
         resume_and_compare(what, dir, straight, have[0]);
     }
-    free(straight);
 }
 
 /* ------------------------------------------------------------------------------ */
@@ -748,9 +762,8 @@ static void check_write_error(const char *what, const char *out_file, const char
 TEST(crash_file_size_limit_in_a_checkpoint_or_history_write_is_an_error_keeping_the_last_ones)
 {
     const char *sdir = straight_dir();
-    T_REQUIRE(sdir[0]);
-    char *straight = fx_history_without_timing(sdir);
-    T_REQUIRE(straight);
+    T_REQUIRE(sdir[0] && g_history);
+    const char *straight = g_history;
     char path[4300];
     util_path(path, sizeof path, "%s/checkpoint.ckpt", sdir);
     long long ckpt_size = file_size(path);
@@ -804,16 +817,14 @@ TEST(crash_file_size_limit_in_a_checkpoint_or_history_write_is_an_error_keeping_
 
     /* With room again, the run ends as the straight one did. */
     resume_and_compare("resumed with room", dir, straight, 1);
-    free(straight);
 }
 
 TEST(crash_a_full_tmpfs_during_a_checkpoint_is_an_error_keeping_the_last_one)
 {
     T_NEED_TOOL("unshare");
     const char *sdir = straight_dir();
-    T_REQUIRE(sdir[0]);
-    char *straight = fx_history_without_timing(sdir);
-    T_REQUIRE(straight);
+    T_REQUIRE(sdir[0] && g_history);
+    const char *straight = g_history;
     /* A tmpfs in a mount namespace of our own (an unprivileged user namespace). */
     char *o = NULL;
     int can = t_run("unshare -Urm sh -c 'mount -t tmpfs -o size=64k tmpfs /mnt'", &o);
@@ -870,5 +881,4 @@ TEST(crash_a_full_tmpfs_during_a_checkpoint_is_an_error_keeping_the_last_one)
     T_EQ_INT(temps, 0);
     /* Copied to a disk with room, it resumes to the straight run's end. */
     resume_and_compare("resumed from the copy", keep, straight, 1);
-    free(straight);
 }
