@@ -26,7 +26,7 @@ DEB_LIBS  := ncursesw:libncurses-dev libturbojpeg:libturbojpeg0-dev libsixel:lib
              openblas:libopenblas-dev libprotobuf-c:libprotobuf-c-dev libpng:libpng-dev \
              zlib:zlib1g-dev
 # Programs the build or the tests run (program:package).
-DEB_TOOLS := pkg-config:pkg-config protoc-c:protobuf-c-compiler protoc:protobuf-compiler tmux:tmux
+DEB_TOOLS := pkg-config:pkg-config protoc-c:protobuf-c-compiler protoc:protobuf-compiler tmux:tmux strace:strace
 
 V         ?= 0
 ifeq ($(V),0)

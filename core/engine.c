@@ -274,13 +274,11 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
     if (cfg->data[0] && !util_is_dir(cfg->data))
         return err_set(e, PT_ENODATA, cfg->data, PT_NO_RECORD, PT_NO_OFFSET,
                        "no such dataset folder");
-    if (cfg->resume[0]) {
-        char path[4200];
-        util_path(path, sizeof path, "%s/checkpoint.ckpt", cfg->resume);
-        if (!util_is_file(path))
-            return err_set(e, PT_EUSAGE, cfg->resume, PT_NO_RECORD, PT_NO_OFFSET,
-                           "no checkpoint.ckpt here to resume from");
-    }
+    /* A run folder to resume without a checkpoint.ckpt is a run that ended (was
+     * killed) before its first: it starts again from the beginning. */
+    if (cfg->resume[0] && !util_is_dir(cfg->resume))
+        return err_set(e, PT_EUSAGE, cfg->resume, PT_NO_RECORD, PT_NO_OFFSET,
+                       "no run folder here to resume");
     eng *g = calloc(1, sizeof *g);
     if (!g)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");

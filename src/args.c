@@ -228,6 +228,15 @@ static int apply(args *a, const char *cfile, const char *resume, const setting *
     if (resume) {
         char path[4200];
         util_path(path, sizeof path, "%s/config", resume);
+        if (!util_is_file(path) && util_is_dir(resume)) {
+            /* A run killed in its first moments, before its configuration was written,
+             * left nothing to continue: its folder takes a new run. */
+            fprintf(stderr,
+                    "petal-tui: %s: no config file to resume from (a run that ended before "
+                    "writing one is started again with --out %s)\n",
+                    resume, resume);
+            return 1;
+        }
         if (!util_is_file(path)) {
             fprintf(stderr, "petal-tui: %s: no run folder with a config file to resume\n", resume);
             return 1;

@@ -1,5 +1,6 @@
 /* petal-tui: the entry point. Subcommands first; otherwise the training options
  * and either the workbench (default) or the headless runner (--headless). */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -107,6 +108,10 @@ static void help(void)
 
 int main(int argc, char **argv)
 {
+    /* A file-size limit (ulimit -f) reached makes a write fail with EFBIG, which is
+     * reported like a full disk, instead of killing the program half-way through a
+     * file. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc > 1) {
         const char *c = argv[1];
         if (!strcmp(c, "--version")) {

@@ -204,3 +204,26 @@ int fx_event_scalars(const char *path, const char *tag, long long *steps, double
     util_free_list(list, n);
     return count;
 }
+
+char *fx_history_without_timing(const char *dir)
+{
+    char path[4200];
+    util_path(path, sizeof path, "%s/history.json", dir);
+    uint8_t *data;
+    size_t len;
+    if (util_read_file(path, &data, &len, NULL) != PT_OK)
+        return NULL;
+    char *out = malloc(len + 1), *o = out;
+    for (char *line = (char *)data; line && *line;) {
+        char *nl = strchr(line, '\n');
+        size_t k = nl ? (size_t)(nl - line) + 1 : strlen(line);
+        if (!strstr(line, "\"train_timing\"") || (nl && strstr(line, "\"train_timing\"") > nl)) {
+            memcpy(o, line, k);
+            o += k;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    *o = '\0';
+    free(data);
+    return out;
+}

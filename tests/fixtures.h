@@ -39,4 +39,8 @@ run_state fx_run_to_end(const run_config *c, run_snapshot *s);
 int fx_event_scalars(const char *path, const char *tag, long long *steps, double *values, int max,
                      int *files);
 
+/* DIR/history.json without its train_timing lines (wall time differs between runs),
+ * malloc'd; NULL when it cannot be read. */
+char *fx_history_without_timing(const char *dir);
+
 #endif

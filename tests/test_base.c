@@ -1,7 +1,11 @@
-/* Tests of core/base: folder listing. */
+/* Tests of core/base: folder listing, atomic writes and their leftovers. */
 #include "tests/t.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/util.h"
 
@@ -81,4 +85,73 @@ TEST(util_list_dir_sorted_files_dirs_all_and_missing_folder)
     T_CHECK(strstr(e.msg, "cannot open folder") != NULL);
     /* Safe with a NULL list. */
     util_free_list(NULL, 0);
+}
+
+/* The temporary files of writers that were killed go; those of a writer still at
+ * work (a live process), of this process, and names that only look alike stay. */
+TEST(util_remove_stale_temps_removes_only_dead_writers_files)
+{
+    const char *dir = t_tmpdir();
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    T_REQUIRE(dead > 0 && waitpid(dead, NULL, 0) == dead);
+    char name[64];
+    snprintf(name, sizeof name, "checkpoint.ckpt.tmp.%ld", (long)dead);
+    touch(dir, name);
+    snprintf(name, sizeof name, "history.json.tmp.%ld", (long)getppid());
+    touch(dir, name);
+    snprintf(name, sizeof name, "config.tmp.%ld", (long)getpid());
+    touch(dir, name);
+    touch(dir, "notes.tmp.txt");
+    touch(dir, "history.json");
+    T_EQ_INT(util_remove_stale_temps(dir, NULL), 1);
+    char **v;
+    int n;
+    T_REQUIRE(util_list_dir(dir, UTIL_LIST_ALL, &v, &n, NULL) == PT_OK);
+    T_EQ_INT(n, 4);
+    for (int i = 0; i < n; i++)
+        T_CHECKF(strncmp(v[i], "checkpoint.ckpt", 15) != 0, "%s stayed", v[i]);
+    util_free_list(v, n);
+    T_EQ_INT(util_remove_stale_temps("/nonexistent/folder", NULL), -1);
+}
+
+/* A write the file-size limit stops: an error naming the file, the old content
+ * kept, no temporary file left. */
+TEST(util_write_file_atomic_cut_short_keeps_the_old_file)
+{
+    const char *dir = t_tmpdir();
+    char path[4096];
+    util_path(path, sizeof path, "%s/f", dir);
+    T_REQUIRE(util_write_file_atomic(path, "old", 3, NULL) == PT_OK);
+    size_t len = 200 * 1024;
+    char *big = malloc(len);
+    T_REQUIRE(big != NULL);
+    memset(big, 'n', len);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* In a child: the limit and the ignored signal stay there. */
+        struct rlimit rl = { 100 * 1024, 100 * 1024 };
+        signal(SIGXFSZ, SIG_IGN);
+        pt_err e;
+        int bad = setrlimit(RLIMIT_FSIZE, &rl) != 0 ||
+                  util_write_file_atomic(path, big, len, &e) != PT_EIO ||
+                  !strstr(e.msg, "cannot write: File too large after 102400 of 204800 bytes");
+        free(big); /* valgrind looks at the child's leaks too */
+        _exit(bad);
+    }
+    int st = 0;
+    T_REQUIRE(pid > 0 && waitpid(pid, &st, 0) == pid);
+    T_CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the cut write: status 0x%x", st);
+    free(big);
+    uint8_t *d;
+    T_REQUIRE(util_read_file(path, &d, &len, NULL) == PT_OK);
+    T_CHECK(len == 3 && !memcmp(d, "old", 3));
+    free(d);
+    char **v;
+    int n;
+    T_REQUIRE(util_list_dir(dir, UTIL_LIST_ALL, &v, &n, NULL) == PT_OK);
+    T_EQ_INT(n, 1);
+    util_free_list(v, n);
 }

@@ -69,30 +69,6 @@ static run_state run_and_stop(const run_config *c, int epochs, long long step, r
     return s->state;
 }
 
-/* history.json without the train_timing lines (wall time differs between runs). */
-static char *history_without_timing(const char *dir)
-{
-    char path[4200];
-    util_path(path, sizeof path, "%s/history.json", dir);
-    uint8_t *data;
-    size_t len;
-    if (util_read_file(path, &data, &len, NULL) != PT_OK)
-        return NULL;
-    char *out = malloc(len + 1), *o = out;
-    for (char *line = (char *)data; line && *line;) {
-        char *nl = strchr(line, '\n');
-        size_t k = nl ? (size_t)(nl - line) + 1 : strlen(line);
-        if (!strstr(line, "\"train_timing\"") || (nl && strstr(line, "\"train_timing\"") > nl)) {
-            memcpy(o, line, k);
-            o += k;
-        }
-        line = nl ? nl + 1 : NULL;
-    }
-    *o = '\0';
-    free(data);
-    return out;
-}
-
 static run_snapshot snap; /* large: keep it off the stack */
 
 TEST(engine_run_writes_history_predictions_submission_and_checkpoint)
@@ -116,7 +92,7 @@ TEST(engine_run_writes_history_predictions_submission_and_checkpoint)
     T_EQ_INT(snap.train_counts[0], 30);
     T_EQ_INT(snap.val_counts[3], 2);
 
-    char *h = history_without_timing(out);
+    char *h = fx_history_without_timing(out);
     T_REQUIRE(h);
     const char *keys[] = { "\"epoch\": 1", "train_loss", "train_acc", "train_precision",
                            "train_recall", "train_f1", "val_loss", "val_acc", "val_precision",
@@ -175,7 +151,7 @@ TEST(engine_same_seed_gives_identical_history)
     c.oversample = -1;
     c.workers = 2; /* a different thread count must not matter */
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
-    char *ha = history_without_timing(a), *hb = history_without_timing(b);
+    char *ha = fx_history_without_timing(a), *hb = fx_history_without_timing(b);
     T_REQUIRE(ha && hb);
     T_CHECKF(strcmp(ha, hb) == 0, "histories differ:\n%s\n---\n%s", ha, hb);
     free(ha);
@@ -208,7 +184,7 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
     util_copy(c.resume, sizeof c.resume, split);
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     T_EQ_INT(snap.history_n, 3);
-    char *ha = history_without_timing(straight), *hb = history_without_timing(split);
+    char *ha = fx_history_without_timing(straight), *hb = fx_history_without_timing(split);
     T_REQUIRE(ha && hb);
     T_CHECKF(strcmp(ha, hb) == 0, "straight and resumed histories differ:\n%s\n---\n%s", ha, hb);
     free(ha);
@@ -680,7 +656,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
         T_REQUIRE(run_and_stop(&c, 1, 3, &snap) == RUN_STOPPED);
         util_copy(c.resume, sizeof c.resume, out);
         T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
-        char *ha = history_without_timing(phases), *hb = history_without_timing(out);
+        char *ha = fx_history_without_timing(phases), *hb = fx_history_without_timing(out);
         T_REQUIRE(ha && hb);
         T_CHECKF(strcmp(ha, hb) == 0, "straight and resumed histories differ:\n%s\n---\n%s", ha,
                  hb);

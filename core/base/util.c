@@ -6,6 +6,7 @@
 #include <ftw.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,45 +103,100 @@ static int fsync_dir_of(const char *path)
     return rc;
 }
 
+/* Pieces of at most this many bytes: a file of any size is written by the same
+ * loop, and a kill or a full disk can stop it between two pieces of one file
+ * (tests/test_crash.c does that), which is where a torn file would come from if
+ * the name were written to in place. */
+#define WRITE_PIECE (64 * 1024)
+
 int util_write_file_atomic(const char *path, const void *data, size_t len, pt_err *e)
 {
     char tmp[4096];
-    if (util_path(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) != 0)
+    if (util_path(tmp, sizeof tmp, "%s" UTIL_TMP_INFIX "%ld", path, (long)getpid()) != 0)
         return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
-        return err_set(e, PT_EIO, tmp, PT_NO_RECORD, PT_NO_OFFSET, "cannot create: %s",
+        return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "cannot write: cannot create %s: %s (the file is left as it was)", tmp,
                        strerror(errno));
     const uint8_t *p = data;
     size_t left = len;
     while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            int saved = errno;
+        ssize_t w = write(fd, p, left < WRITE_PIECE ? left : WRITE_PIECE);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int saved = w < 0 ? errno : EIO;
             close(fd);
             unlink(tmp);
-            return err_set(e, PT_EIO, tmp, PT_NO_RECORD, (long long)(len - left),
-                           "write failed: %s", strerror(saved));
+            return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET,
+                           "cannot write: %s after %zu of %zu bytes (the file is left as it was)",
+                           strerror(saved), len - left, len);
         }
         p += w;
         left -= (size_t)w;
     }
-    if (fsync(fd) != 0 || close(fd) != 0) {
+    /* close() too can report a write the disk could not take (NFS, quotas). */
+    if (fsync(fd) != 0) {
+        int saved = errno;
+        close(fd);
+        unlink(tmp);
+        return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "cannot write: fsync: %s (the file is left as it was)", strerror(saved));
+    }
+    if (close(fd) != 0) {
         int saved = errno;
         unlink(tmp);
-        return err_set(e, PT_EIO, tmp, PT_NO_RECORD, PT_NO_OFFSET, "fsync/close failed: %s",
-                       strerror(saved));
+        return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "cannot write: close: %s (the file is left as it was)", strerror(saved));
     }
     if (rename(tmp, path) != 0) {
         int saved = errno;
         unlink(tmp);
-        return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "rename failed: %s",
+        return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "cannot write: rename from %s: %s (the file is left as it was)", tmp,
                        strerror(saved));
     }
+    /* The rename is done: the new file is there for this system. Syncing the folder
+     * makes it outlast a power cut; where that fails, the old or the new file
+     * stands after one, never a mixture, so it is not an error. */
     fsync_dir_of(path);
     return PT_OK;
+}
+
+/* NAME.tmp.PID: the PID when the rest is digits only, else 0. */
+static long tmp_owner(const char *name)
+{
+    const char *at = strstr(name, UTIL_TMP_INFIX);
+    if (!at || at == name)
+        return 0;
+    const char *digits = at + strlen(UTIL_TMP_INFIX);
+    while ((at = strstr(digits, UTIL_TMP_INFIX)) != NULL) /* the last one counts */
+        digits = at + strlen(UTIL_TMP_INFIX);
+    if (!*digits || strspn(digits, "0123456789") != strlen(digits) || strlen(digits) > 9)
+        return 0;
+    return strtol(digits, NULL, 10);
+}
+
+int util_remove_stale_temps(const char *dir, pt_err *e)
+{
+    char **names;
+    int n;
+    if (util_list_dir(dir, UTIL_LIST_FILES, &names, &n, e) != PT_OK)
+        return -1;
+    int removed = 0;
+    for (int i = 0; i < n; i++) {
+        long pid = tmp_owner(names[i]);
+        /* A writer that is still there (another process in the same folder) keeps
+         * its file; kill(pid, 0) fails with ESRCH only when no such process is. */
+        if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char full[4096];
+        if (util_path(full, sizeof full, "%s/%s", dir, names[i]) == 0 && unlink(full) == 0)
+            removed++;
+    }
+    util_free_list(names, n);
+    return removed;
 }
 
 int util_mkdirs(const char *path, pt_err *e)

@@ -26,8 +26,19 @@ void util_aligned_free(void *p);
 /* Whole file into memory (NUL-terminated for convenience; *len excludes the NUL). */
 int util_read_file(const char *path, uint8_t **data, size_t *len, pt_err *e);
 
-/* Write data to path atomically: PATH.tmp.PID, fsync, rename, fsync the folder. */
+/* Write data to path atomically: PATH.tmp.PID, fsync, rename, fsync the folder.
+ * Whatever stops it (a full disk, a file-size limit, a kill) leaves path as it
+ * was: the old file or none, never part of the new one. On an error the temporary
+ * file is removed and e names path ("cannot write: WHY ... (the file is left as
+ * it was)"); a kill leaves the temporary file, which util_remove_stale_temps()
+ * clears later. */
+#define UTIL_TMP_INFIX ".tmp."
 int util_write_file_atomic(const char *path, const void *data, size_t len, pt_err *e);
+
+/* Removes the NAME.tmp.PID files util_write_file_atomic() left in dir when killed:
+ * those whose process is gone (not this one, nor any that is running). Returns
+ * how many were removed, or -1 when dir cannot be listed (e says why). */
+int util_remove_stale_temps(const char *dir, pt_err *e);
 
 /* mkdir -p. */
 int util_mkdirs(const char *path, pt_err *e);

@@ -119,6 +119,68 @@ static int want_size(const char *path, uint32_t tag, uint64_t len, size_t want, 
     return PT_OK;
 }
 
+/* The whole file, its magic, checksum and version checked; *data is the caller's. */
+static int read_checked(const char *path, uint8_t **data, size_t *len, pt_err *e)
+{
+    int rc = util_read_file(path, data, len, e);
+    if (rc != PT_OK)
+        return rc;
+    if (*len < 20 || memcmp(*data, MAGIC, 8) != 0) {
+        rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, 0, "not a petal-tui checkpoint");
+    } else {
+        uint32_t stored = le_get_u32(*data + *len - 4), have = crc32c(*data, *len - 4);
+        uint32_t version = le_get_u32(*data + 8);
+        if (stored != have)
+            rc = err_set(e, PT_ECRC, path, PT_NO_RECORD, (long long)(*len - 4),
+                         "checkpoint checksum mismatch (stored 0x%08x, computed 0x%08x): the "
+                         "file is damaged",
+                         stored, have);
+        else if (version != VERSION)
+            rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, 8,
+                         "checkpoint version %u, expected %u", version, VERSION);
+    }
+    if (rc != PT_OK) {
+        free(*data);
+        *data = NULL;
+    }
+    return rc;
+}
+
+int ckpt_peek(const char *path, ckpt_progress *progress, pt_err *e)
+{
+    uint8_t *data;
+    size_t len;
+    int rc = read_checked(path, &data, &len, e);
+    if (rc != PT_OK)
+        return rc;
+    uint32_t nsec = le_get_u32(data + 12);
+    size_t at = 16, end = len - 4;
+    int seen = 0;
+    for (uint32_t s = 0; s < nsec && rc == PT_OK; s++) {
+        if (at + 12 > end) {
+            rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at, "section header cut off");
+            break;
+        }
+        uint32_t tag = le_get_u32(data + at);
+        uint64_t sl = le_get_u64(data + at + 4);
+        if (sl > end - (at + 12)) {
+            rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
+                         "section %u runs past the end", tag);
+            break;
+        }
+        if (tag == SEC_PROGRESS) {
+            if ((rc = want_size(path, tag, sl, sizeof *progress, (long long)at, e)) == PT_OK)
+                memcpy(progress, data + at + 12, sizeof *progress);
+            seen = 1;
+        }
+        at += 12 + sl;
+    }
+    free(data);
+    if (rc == PT_OK && !seen)
+        rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, PT_NO_OFFSET, "checkpoint lacks progress");
+    return rc;
+}
+
 int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
               size_t n_buffers, float *opt_m, float *opt_v, size_t n_opt, ckpt_loaded *out,
               pt_err *e)
@@ -126,27 +188,10 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
     memset(out, 0, sizeof *out);
     uint8_t *data;
     size_t len;
-    int rc = util_read_file(path, &data, &len, e);
+    int rc = read_checked(path, &data, &len, e);
     if (rc != PT_OK)
         return rc;
-    if (len < 20 || memcmp(data, MAGIC, 8) != 0) {
-        free(data);
-        return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, 0, "not a petal-tui checkpoint");
-    }
-    uint32_t stored = le_get_u32(data + len - 4), have = crc32c(data, len - 4);
-    if (stored != have) {
-        free(data);
-        return err_set(e, PT_ECRC, path, PT_NO_RECORD, (long long)(len - 4),
-                       "checkpoint checksum mismatch (stored 0x%08x, computed 0x%08x): the file "
-                       "is damaged",
-                       stored, have);
-    }
-    uint32_t version = le_get_u32(data + 8), nsec = le_get_u32(data + 12);
-    if (version != VERSION) {
-        free(data);
-        return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, 8, "checkpoint version %u, expected %u",
-                       version, VERSION);
-    }
+    uint32_t nsec = le_get_u32(data + 12);
     size_t at = 16, end = len - 4;
     int seen_params = 0, seen_progress = 0;
     rc = PT_OK;

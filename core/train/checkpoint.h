@@ -71,4 +71,9 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
               pt_err *e);
 void ckpt_free_loaded(ckpt_loaded *l);
 
+/* Checks a checkpoint file whole (magic, CRC32C, version, every section within the
+ * file) without a model to load it into, and returns its progress: what a run
+ * folder's checkpoint.ckpt holds, for tests and tools. */
+int ckpt_peek(const char *path, ckpt_progress *progress, pt_err *e);
+
 #endif

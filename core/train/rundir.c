@@ -35,9 +35,10 @@ int trn_make_run_dir(trn *r, pt_err *e)
 {
     if (r->cfg->resume[0]) {
         util_copy(r->run_dir, sizeof r->run_dir, r->cfg->resume);
-        return PT_OK;
-    }
-    if (r->cfg->out[0]) {
+        if (!util_is_dir(r->run_dir))
+            return err_set(e, PT_EUSAGE, r->run_dir, PT_NO_RECORD, PT_NO_OFFSET,
+                           "no run folder here to resume");
+    } else if (r->cfg->out[0]) {
         util_copy(r->run_dir, sizeof r->run_dir, r->cfg->out);
         if (util_is_dir(r->run_dir)) {
             char probe[4200];
@@ -57,7 +58,16 @@ int trn_make_run_dir(trn *r, pt_err *e)
         for (int k = 2; util_is_dir(r->run_dir) && k < 100; k++)
             snprintf(r->run_dir, sizeof r->run_dir, "runs/%s-%s-%d", name, stamp, k);
     }
-    return util_mkdirs(r->run_dir, e);
+    int rc = util_mkdirs(r->run_dir, e);
+    if (rc != PT_OK)
+        return rc;
+    /* A run killed while writing a file leaves its NAME.tmp.PID (never a torn NAME):
+     * cleared here, before this run writes its own. */
+    int gone = util_remove_stale_temps(r->run_dir, NULL);
+    if (gone > 0)
+        trn_log(r, "removed %d temporary file%s left by a run that was killed while writing", gone,
+                gone == 1 ? "" : "s");
+    return PT_OK;
 }
 
 int trn_write_text(trn *r, const char *name, const char *text, size_t len, pt_err *e)
@@ -250,14 +260,13 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
     d.progress.correct = r->correct;
     int rc = ckpt_save(path, &d, e);
     free(hist);
+    /* A failure ends the run, which says why (once). */
     if (rc == PT_OK) {
         r->checkpoints++;
         util_fmt(r->last_ckpt, sizeof r->last_ckpt, "%s (update %lld, %s)", path, r->update, why);
         trn_log(r, "checkpoint written: %s after update %lld (%s)", path, r->update, why);
         trn_tb_flush(r); /* the event files as far as the checkpoint */
         trn_publish_history(r);
-    } else {
-        trn_log(r, "checkpoint FAILED: %s", e->msg);
     }
     return rc;
 }
@@ -266,6 +275,14 @@ int trn_restore_checkpoint(trn *r, pt_err *e)
 {
     char path[4200];
     util_path(path, sizeof path, "%s/checkpoint.ckpt", r->run_dir);
+    if (!util_is_file(path)) {
+        /* Stopped (killed) before its first checkpoint: nothing was kept but the
+         * configuration, and the run starts again from the beginning. */
+        trn_log(r, "resumed %s from the beginning: it has no checkpoint (it ended before its "
+                   "first)",
+                r->run_dir);
+        return PT_OK;
+    }
     ckpt_loaded l;
     int rc = ckpt_load(path, nn_params(r->model), nn_param_count(r->model), nn_buffers(r->model),
                    nn_buffer_count(r->model), r->optim.m, r->optim.v, r->optim.n, &l, e);

@@ -175,6 +175,11 @@ static int build_model(trn *r, pt_err *e)
     return PT_OK;
 }
 
+static int write_config(trn *r, pt_err *e)
+{
+    return trn_write_text(r, "config", r->env->cfg_text, strlen(r->env->cfg_text), e);
+}
+
 static int prepare(trn *r, pt_err *e)
 {
     const run_config *cfg = r->cfg;
@@ -249,6 +254,11 @@ static int prepare(trn *r, pt_err *e)
 
     if ((rc = trn_make_run_dir(r, e)) != PT_OK)
         return rc;
+    /* A new run's configuration first, so that a run folder holds it (and can be
+     * resumed) from its first moments on; a resumed run's after its checkpoint has
+     * loaded, so that options that do not fit the checkpoint do not replace it. */
+    if (!cfg->resume[0] && (rc = write_config(r, e)) != PT_OK)
+        return rc;
     trn_set_state(r, RUN_PREPARING, "building %s for %dx%d input, %d classes", cfg->model, r->img,
                   r->img, r->n_classes);
     if ((rc = build_model(r, e)) != PT_OK)
@@ -277,11 +287,13 @@ static int prepare(trn *r, pt_err *e)
     if ((rc = ema_init(&r->avg, cfg->ema, nn_params(r->model), nn_param_count(r->model),
                        nn_buffers(r->model), nn_buffer_count(r->model), e)) != PT_OK)
         return rc;
-    if (cfg->resume[0] && (rc = trn_restore_checkpoint(r, e)) != PT_OK)
+    /* A resumed run's history.json is made again from the checkpoint: one killed
+     * between the two left it an epoch ahead, which this run does again. */
+    if (cfg->resume[0] && ((rc = trn_restore_checkpoint(r, e)) != PT_OK ||
+                           (rc = write_config(r, e)) != PT_OK ||
+                           (rc = trn_write_history(r, e)) != PT_OK))
         return rc;
     set_phase(r);
-    if ((rc = trn_write_text(r, "config", r->env->cfg_text, strlen(r->env->cfg_text), e)) != PT_OK)
-        return rc;
 
     pipe_config pc;
     sam_pipe_config(r->env->samples, SAM_TRAIN, &r->ds->split[DS_TRAIN], 1, r->n_classes, r->img,
@@ -350,7 +362,9 @@ static int pause_point(trn *r, pt_err *e, int *stopped)
     if (c == TRN_PAUSE) {
         trn_set_state(r, RUN_PAUSED, "paused at update %lld (epoch %d, step %lld); writing a checkpoint",
                       r->update, r->epoch + 1, r->in_epoch);
-        trn_save_checkpoint(r, "pause", e);
+        int rc = trn_save_checkpoint(r, "pause", e);
+        if (rc != PT_OK)
+            return rc;
         trn_set_state(r, RUN_PAUSED, "paused at update %lld (epoch %d, step %lld)", r->update,
                       r->epoch + 1, r->in_epoch);
         if (wait_user(r, 0) == TRN_GO) {
@@ -359,8 +373,7 @@ static int pause_point(trn *r, pt_err *e, int *stopped)
         }
     }
     *stopped = 1;
-    trn_save_checkpoint(r, "stop", e);
-    return PT_OK;
+    return trn_save_checkpoint(r, "stop", e);
 }
 
 /* One update: A batches from the pipeline, forward, backward, reduce, optimizer
@@ -456,8 +469,7 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
     int rc = trn_validate(r, &row, e);
     if (rc == PT_ESTOPPED) {
         *stopped = 1;
-        trn_save_checkpoint(r, "stop", e);
-        return PT_OK;
+        return trn_save_checkpoint(r, "stop", e);
     }
     if (rc != PT_OK)
         return rc;
@@ -487,9 +499,12 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
                       r->tel[q].ips, 100 * r->tel[q].busy_pct, 100 * r->tel[q].idle_pct,
                       100 * r->tel[q].mxu_pct);
     trn_log(r, "%s", line);
-    if (r->epoch % (cfg->checkpoint_every > 0 ? cfg->checkpoint_every : 1) == 0 ||
-        r->epoch == cfg->epochs)
-        trn_save_checkpoint(r, "epoch", e);
+    /* A checkpoint that cannot be written (a full disk) ends the run: the previous
+     * one is intact, and training on without one would risk more than it saves. */
+    if ((r->epoch % (cfg->checkpoint_every > 0 ? cfg->checkpoint_every : 1) == 0 ||
+         r->epoch == cfg->epochs) &&
+        (rc = trn_save_checkpoint(r, "epoch", e)) != PT_OK)
+        return rc;
     set_phase(r);
     trn_publish_history(r);
     trn_set_state(r, RUN_RUNNING, "running");
@@ -582,6 +597,9 @@ run_state trn_run(const trn_env *env, pt_err *e)
                           last ? last->val_f1 : 0, r->run_dir);
         }
     }
+    /* Closed before the end is logged, so that the run's last log line is its end
+     * (a failure to flush the events is said before it). */
+    trn_tb_close(r);
     if (rc == PT_ESTOPPED) {
         /* Stopped while preparing (e.g. during the demo data's generation). */
         final = RUN_STOPPED;
@@ -593,7 +611,6 @@ run_state trn_run(const trn_env *env, pt_err *e)
         trn_set_state(r, RUN_FAILED, "failed: %s", e ? e->msg : "error");
     }
     trn_publish_history(r);
-    trn_tb_close(r);
     free(batches);
     free_run(r);
     return final;
