@@ -67,14 +67,16 @@ class ReplicaBatchNorm(nn.Module):
 
 
 class Small(nn.Module):
-    def __init__(self, widths, classes, dropout, replicas, init, bn_momentum):
+    def __init__(self, widths, classes, dropout, replicas, init, bn_momentum, convs=1):
         super().__init__()
         layers, cin = [], 3
         for cout in widths:
-            layers += [nn.Conv2d(cin, cout, 3, padding=1, bias=False),
-                       ReplicaBatchNorm(cout, replicas, momentum=1 - bn_momentum),
-                       nn.ReLU(), nn.MaxPool2d(2)]
-            cin = cout
+            for _ in range(convs):
+                layers += [nn.Conv2d(cin, cout, 3, padding=1, bias=False),
+                           ReplicaBatchNorm(cout, replicas, momentum=1 - bn_momentum),
+                           nn.ReLU()]
+                cin = cout
+            layers.append(nn.MaxPool2d(2))
         self.features = nn.Sequential(*layers)
         self.drop = nn.Dropout(dropout)
         self.fc = nn.Linear(cin, classes)
@@ -98,6 +100,8 @@ def main():
     p.add_argument("--data", required=True, help="a `petal-tui shards` folder")
     p.add_argument("--size", type=int, default=128)
     p.add_argument("--widths", default="32,64,128,256")
+    p.add_argument("--convs", type=int, default=1, choices=(1, 2),
+                   help="3x3 convs per block, as petal-tui's --convs")
     p.add_argument("--init", default="he", choices=("he", "torch"))
     p.add_argument("--bn-momentum", type=float, default=0.99,
                    help="Keras's convention, as petal-tui's (PyTorch's momentum is 1 - M)")
@@ -135,12 +139,12 @@ def main():
     gen = torch.Generator().manual_seed(a.seed)
     aug = {"none": "none", "flip": "flip:0.5",
            "flip+crop": "flip:0.5,crop:1:scale=%g:ratio=1:interp=bilinear" % crop}[a.augment]
-    print("petal-tui --headless --data %s --model small --widths %s --init %s --bn-momentum %g "
+    print("petal-tui --headless --data %s --model small --widths %s --convs %d --init %s --bn-momentum %g "
           "--image-size %d "
           "--epochs %d --replicas %d --batch-per-replica %d --lr-start %g --lr-max %g "
           "--lr-end %g --warmup %g --schedule %s --dropout %g --label-smoothing %g "
           "--weight-decay %g --ema %g --augment %s --seed %d"
-          % (a.data, a.widths, a.init, a.bn_momentum, a.size, a.epochs, a.replicas, a.batch_per_replica,
+          % (a.data, a.widths, a.convs, a.init, a.bn_momentum, a.size, a.epochs, a.replicas, a.batch_per_replica,
              a.lr_start, a.lr_max, a.lr_end, a.warmup, a.schedule, a.dropout,
              a.label_smoothing, a.weight_decay, a.ema, aug, a.seed), flush=True)
     if a.print_command:
@@ -148,7 +152,7 @@ def main():
     xtr, ytr = tc.load_split(a.data, "train")
     xva, yva = tc.load_split(a.data, "val")
     classes = int(max(ytr.max(), yva.max())) + 1
-    model = Small(widths, classes, a.dropout, a.replicas, a.init, a.bn_momentum)
+    model = Small(widths, classes, a.dropout, a.replicas, a.init, a.bn_momentum, a.convs)
     print("torch %s, %d threads; %d train / %d val images, %d classes; %d parameters"
           % (torch.__version__, a.threads, len(ytr), len(yva), classes,
              sum(t.numel() for t in model.parameters())), flush=True)

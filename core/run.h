@@ -40,6 +40,7 @@ typedef struct run_config {
     char model[4096];           /* "small", "mobilenetv2" or a path to an .onnx file */
     double width;               /* mobilenetv2 width multiplier */
     char widths[64];            /* small: channels per block, "32,64,128,256" */
+    int convs;                  /* small: conv layers per block, 1 or 2 */
     run_init init;              /* how a net trained from scratch starts */
     double bn_momentum;         /* of BN's running statistics (Keras's convention) */
     int image_size;             /* model input side; 0 = the dataset's size */

@@ -11,6 +11,7 @@ static const char DEFAULT_TEXT[] =
     "model = small\n"
     "width = 1\n"
     "widths = auto\n"
+    "convs = 1\n"
     "init = torch\n"
     "bn-momentum = 0.99\n"
     "image-size = 0\n"
@@ -50,6 +51,7 @@ static const char OTHER_TEXT[] =
     "model = mobilenetv2\n"
     "width = 0.75\n"
     "widths = 16,32,64,128,256,512\n"
+    "convs = 2\n"
     "init = he\n"
     "bn-momentum = 0.9\n"
     "image-size = 192\n"
@@ -94,6 +96,7 @@ static void other_config(run_config *c)
     snprintf(c->model, sizeof c->model, "mobilenetv2");
     c->width = 0.75;
     snprintf(c->widths, sizeof c->widths, "16,32,64,128,256,512");
+    c->convs = 2;
     c->init = RUN_INIT_HE;
     c->bn_momentum = 0.9;
     c->image_size = 192;

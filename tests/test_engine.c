@@ -277,10 +277,10 @@ TEST(engine_ema_validates_the_average_and_checkpoints_it)
     nn_model_free(m);
 }
 
-/* --widths, --init and --bn-momentum reach the net: the parameter count is the one
+/* --widths, --convs, --init and --bn-momentum reach the net: the parameter count is the one
  * the widths give, the run folder's config keeps them, and a resumed run rebuilds the
  * same net from it (its checkpoint would not load into another). */
-TEST(engine_builds_small_from_widths_init_and_bn_momentum_and_resumes_it)
+TEST(engine_builds_small_from_widths_convs_init_and_bn_momentum_and_resumes_it)
 {
     const char *dir = t_tmpdir();
     char out[4200], path[4300];
@@ -291,9 +291,11 @@ TEST(engine_builds_small_from_widths_init_and_bn_momentum_and_resumes_it)
     T_REQUIRE(cfg_set(&c, "widths", "8,16,16", NULL) == PT_OK);
     T_REQUIRE(cfg_set(&c, "init", "torch", NULL) == PT_OK);
     T_REQUIRE(cfg_set(&c, "bn-momentum", "0.9", NULL) == PT_OK);
+    T_REQUIRE(cfg_set(&c, "convs", "2", NULL) == PT_OK);
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
-    /* 3x3 convs 3->8, 8->16, 16->16 without bias, BN gamma + beta, dense 16->4 + bias */
-    const int params = 27 * 8 + 16 + 72 * 16 + 32 + 144 * 16 + 32 + 16 * 4 + 4;
+    /* Two 3x3 convs per block without bias, each with BN gamma + beta: 3->8, 8->8,
+     * 8->16, 16->16, 16->16, 16->16; then dense 16->4 + bias. */
+    const int params = 27 * 8 + 16 + 72 * 8 + 16 + 72 * 16 + 32 + 3 * (144 * 16 + 32) + 16 * 4 + 4;
     uint8_t *text;
     size_t len;
     char want[128];
@@ -305,7 +307,7 @@ TEST(engine_builds_small_from_widths_init_and_bn_momentum_and_resumes_it)
     util_path(path, sizeof path, "%s/config", out);
     T_REQUIRE(util_read_file(path, &text, &len, NULL) == PT_OK);
     T_CHECK(strstr((char *)text, "widths = 8,16,16\n") && strstr((char *)text, "init = torch\n") &&
-            strstr((char *)text, "bn-momentum = 0.9\n"));
+            strstr((char *)text, "bn-momentum = 0.9\n") && strstr((char *)text, "convs = 2\n"));
     free(text);
     c.epochs = 2;
     util_copy(c.resume, sizeof c.resume, out);

@@ -121,7 +121,7 @@ static int build_model(trn *r, pt_err *e)
         if (n < 0)
             return PT_EUSAGE;
         r->model = nn_build_small_widths(r->img, r->img, r->n_classes, (float)r->cfg->dropout,
-                                         widths, n, NN_SMALL_CONVS_PER_BLOCK, e);
+                                         widths, n, r->cfg->convs, e);
     }
     else if (!strcmp(r->cfg->model, "mobilenetv2"))
         r->model = nn_build_mobilenetv2(r->img, r->img, r->n_classes, (float)r->cfg->width,
