@@ -66,6 +66,16 @@ void cfg_defaults(run_config *c);
  * message naming the key when the key or the value is bad (c is then unchanged). */
 int cfg_set(run_config *c, const char *key, const char *value, pt_err *e);
 
+/* Apply a config file's text (len bytes, NUL not needed) onto c: "key = value"
+ * lines with the long options' names, '#' to the end of a line is a comment, blank
+ * lines are skipped and spaces around keys and values trimmed. PT_EUSAGE naming the
+ * file and the line at the first bad line (a line without '=', a NUL byte, a key or
+ * a value cfg_set() refuses); the lines before it stay applied. */
+int cfg_read_text(run_config *c, const char *text, size_t len, const char *file, pt_err *e);
+
+/* The same for the file at path (PT_EIO when it cannot be read). */
+int cfg_read_file(run_config *c, const char *path, pt_err *e);
+
 /* An option's value as text, as cfg_format() writes it. 0, or -1 when it did not fit
  * (buf then holds what did). */
 int cfg_value(const run_config *c, const cfg_option *o, char *buf, size_t n);
