@@ -401,9 +401,18 @@ int cfg_value(const run_config *c, const cfg_option *o, char *buf, size_t n)
         k = v.i < 0 ? snprintf(buf, n, "max") : v.i == 0 ? snprintf(buf, n, "off")
                                                          : snprintf(buf, n, "%lld", v.i);
         break;
-    case CFG_NUM:
-        k = snprintf(buf, n, "%g", v.d);
+    case CFG_NUM: {
+        /* %g's six digits when they read back as the same double, else as many as it
+         * takes (17 at most): a run folder's config resumes with the very values. */
+        int prec = 6;
+        for (char tmp[64]; prec < 17; prec++) {
+            snprintf(tmp, sizeof tmp, "%.*g", prec, v.d);
+            if (strtod(tmp, NULL) == v.d)
+                break;
+        }
+        k = snprintf(buf, n, "%.*g", prec, v.d);
         break;
+    }
     case CFG_BOOL:
         k = snprintf(buf, n, "%s", v.b ? "yes" : "no");
         break;

@@ -21,7 +21,7 @@ typedef enum cfg_kind {
     CFG_CHOICE,         /* an enum (int): the index of one of the choices */
     CFG_INT,            /* int from lo to hi */
     CFG_U64,            /* uint64_t from lo to hi */
-    CFG_NUM,            /* double from lo to hi, written with %g */
+    CFG_NUM,            /* double from lo to hi, written with %g (more digits when needed) */
     CFG_BOOL,           /* int 0 or 1: yes/no, also 1/0, true/false, on/off */
     CFG_OVERSAMPLE,     /* long long: a count from lo to hi, max (-1) or off (0) */
     CFG_AUGMENT,        /* char[]: a chain spec that aug_parse() accepts */
@@ -76,7 +76,8 @@ int cfg_read_text(run_config *c, const char *text, size_t len, const char *file,
 /* The same for the file at path (PT_EIO when it cannot be read). */
 int cfg_read_file(run_config *c, const char *path, pt_err *e);
 
-/* An option's value as text, as cfg_format() writes it. 0, or -1 when it did not fit
+/* An option's value as text, as cfg_format() writes it: a number with %g's six
+ * digits, or more when it needs them to read back the same. 0, or -1 when it did not fit
  * (buf then holds what did). */
 int cfg_value(const run_config *c, const cfg_option *o, char *buf, size_t n);
 

@@ -445,3 +445,32 @@ TEST(config_file_errors_name_the_file_and_the_line)
     T_EQ_INT(cfg_read_file(&c, "/nonexistent/petal.conf", &e), PT_EIO);
     T_CHECKF(strstr(e.msg, "/nonexistent/petal.conf: cannot open") != NULL, "'%s'", e.msg);
 }
+
+/* Found by fuzzing (tests/fuzz/regress/config/): a number with more than six
+ * significant digits was written to the run folder's config with %g's six, so a
+ * resumed run read back another value (lr-start 4096.0001 came back as 4096). */
+TEST(config_numbers_read_back_exactly_from_the_run_folder_config)
+{
+    static const char text[] = "lr-start = 04096.0001\nlr-max = 0.0012345678\n"
+                               "warmup = 0.1\nbn-momentum = 0.99\n";
+    run_config c, back;
+    cfg_defaults(&c);
+    pt_err e;
+    T_REQUIRE(cfg_read_text(&c, text, sizeof text - 1, "my.conf", &e) == PT_OK);
+    static char out[16384];
+    T_REQUIRE(cfg_format(&c, out, sizeof out) == 0);
+    T_CHECKF(strstr(out, "\nlr-start = 4096.0001\n") && strstr(out, "\nlr-max = 0.0012345678\n"),
+             "%s", out);
+    /* Values that fit in six digits are written as before. */
+    T_CHECK(strstr(out, "\nwarmup = 0.1\n") && strstr(out, "\nbn-momentum = 0.99\n") &&
+            strstr(out, "\nlr-end = 0.0001\n"));
+    cfg_defaults(&back);
+    T_REQUIRE(cfg_read_text(&back, out, strlen(out), "run/config", &e) == PT_OK);
+    T_CHECK(back.lr_start == c.lr_start && back.lr_max == c.lr_max);
+    same_config(&c, &back);
+    /* A double that needs all 17 digits. */
+    char v[64];
+    c.lr_max = 0.1 + 0.2;
+    T_REQUIRE(cfg_value(&c, cfg_find("lr-max"), v, sizeof v) == 0);
+    T_EQ_STR(v, "0.30000000000000004");
+}
