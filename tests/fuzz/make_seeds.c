@@ -166,6 +166,36 @@ static void shards(jpg_codec *c)
     put("tfrecord", "empty", "", 0);
 }
 
+/* The entropy-coded data of picture(w, h) at quality 75, behind the frame size
+ * (height, width, big-endian): fuzz_jpeg splices such inputs into its own 16 x 16
+ * JPEG's tables, which are the same at that quality. */
+static void spliced(jpg_codec *c, int w, int h, int claim_w, int claim_h, const char *name)
+{
+    size_t len;
+    uint8_t *j = jpeg(c, w, h, 1, 75, &len);
+    size_t at = 2;
+    while (at + 4 <= len && j[at] == 0xff) {
+        uint8_t marker = j[at + 1];
+        at += 2 + ((size_t)j[at + 2] << 8 | j[at + 3]);
+        if (marker == 0xda)
+            break;
+    }
+    if (at + 2 > len)
+        die("jpeg: no SOS", NULL);
+    size_t body = len - 2 - at;
+    uint8_t *out = malloc(4 + body);
+    if (!out)
+        die("jpeg", NULL);
+    out[0] = (uint8_t)(claim_h >> 8);
+    out[1] = (uint8_t)claim_h;
+    out[2] = (uint8_t)(claim_w >> 8);
+    out[3] = (uint8_t)claim_w;
+    memcpy(out + 4, j + at, body);
+    put("jpeg", name, out, 4 + body);
+    free(out);
+    free(j);
+}
+
 static void jpegs(jpg_codec *c)
 {
     const struct { int w, h, q; const char *name; } j[] = {
@@ -177,6 +207,10 @@ static void jpegs(jpg_codec *c)
         put("jpeg", j[k].name, b, len);
         free(b);
     }
+    spliced(c, 16, 16, 16, 16, "spliced-16x16");
+    spliced(c, 32, 24, 32, 24, "spliced-32x24");
+    spliced(c, 16, 16, 16384, 4096, "spliced-at-the-limit");
+    spliced(c, 16, 16, 16385, 16, "spliced-over-the-side");
 }
 
 static void pngs(void)
