@@ -9,7 +9,9 @@
 # for the next run), after running the crash reproducers of tests/fuzz/regress/TARGET.
 # One process, no -jobs or -workers. Its output goes to BUILD/logs/TARGET.log; a crash
 # leaves its input in BUILD/crashes/TARGET/ and makes this script exit 1 at once,
-# naming the reproducer. Nothing is written under tests/.
+# naming the reproducer. Nothing is written under tests/. The columns: executions,
+# their rate, libFuzzer's final coverage (cov: edges, ft: features), the corpus it
+# kept (inputs/bytes), peak memory, and the crash inputs in BUILD/crashes/TARGET.
 set -u
 build=$1
 seconds=$2
@@ -41,11 +43,10 @@ for t in "$@"; do
     last=$(grep -E '^#[0-9]+.*cov: ' "$log" | tail -n 1)
     cov=$(printf '%s\n' "$last" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')
     ft=$(printf '%s\n' "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
-    files=$(find "$corpus" -type f | wc -l)
-    bytes=$(du -sk "$corpus" | cut -f1)
+    kept=$(printf '%s\n' "$last" | sed -n 's/.* corp: \([0-9]*\/[0-9]*[KMb]*\).*/\1/p')
     found=$(find "$crashes" -type f | wc -l)
     printf '%-11s %12s %9s %7s %7s %8s %9s %s\n' "$t" "${execs:-?}" "${rate:-?}" "${cov:-?}" \
-        "${ft:-?}" "$files/${bytes}K" "${rss:-?}" "$found"
+        "${ft:-?}" "${kept:-?}" "${rss:-?}" "$found"
     total=$((total + ${execs:-0}))
     if [ "$rc" -ne 0 ]; then
         unit=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
