@@ -9,6 +9,11 @@
 #   make valgrind   run the tests under valgrind memcheck
 #   make conformance  full-width torchvision nets against PyTorch (needs /usr/bin/python3
 #                   with torch, torchvision and onnx; says so and skips otherwise)
+#   make fuzz FUZZ_SECONDS=N  run each libFuzzer harness (tests/fuzz/) N seconds (default 60),
+#                   one after the other, on a scratch copy of its corpus in build-fuzz/, and
+#                   print execs, exec/s, coverage and crashes per target (clang, ASan+UBSan);
+#                   `make test` builds them too and runs each for a couple of seconds
+#   make fuzz-seeds rewrite the seed corpora in tests/fuzz/corpus/ with the project's writers
 #
 # Every library comes from the system through pkg-config.
 
@@ -26,7 +31,11 @@ DEB_LIBS  := ncursesw:libncurses-dev libturbojpeg:libturbojpeg0-dev libsixel:lib
              openblas:libopenblas-dev libprotobuf-c:libprotobuf-c-dev libpng:libpng-dev \
              zlib:zlib1g-dev
 # Programs the build or the tests run (program:package).
-DEB_TOOLS := pkg-config:pkg-config protoc-c:protobuf-c-compiler protoc:protobuf-compiler tmux:tmux strace:strace
+DEB_TOOLS := pkg-config:pkg-config protoc-c:protobuf-c-compiler protoc:protobuf-compiler tmux:tmux \
+             strace:strace clang:clang
+# Packages with no program or pkg-config file to look for (checked with dpkg-query):
+# libFuzzer's runtime, which clang does not pull in on Debian 12.
+DEB_PKGS  := libclang-rt-14-dev
 
 V         ?= 0
 ifeq ($(V),0)
@@ -77,7 +86,8 @@ UI_LIB    := $(BUILD)/libpetalui.a
 BIN       := $(BUILD)/petal-tui
 TEST_BIN  := $(BUILD)/tests/run-tests
 
-.PHONY: FORCE all run test check build-tests bench valgrind conformance deps install uninstall clean
+.PHONY: FORCE all run test check build-tests bench valgrind conformance deps install uninstall \
+        clean fuzz fuzz-build fuzz-bins fuzz-seeds
 .DEFAULT_GOAL := all
 
 all: $(BIN)
@@ -89,11 +99,16 @@ run: deps
 
 test: deps
 	@$(MAKE) --no-print-directory build-tests
-	PT_BIN=$(BIN) $(TEST_BIN) $(TESTFLAGS)
+	PT_BIN=$(BIN) PT_FUZZ_BIN=$(FUZZ_BUILD)/fuzz $(TEST_BIN) $(TESTFLAGS)
 
 check: test
 
+# The fuzz harnesses are built too where clang can link a libFuzzer program; where it
+# cannot (deps could not install clang), the fuzz tests skip and say why.
 build-tests: $(BIN) $(TEST_BIN)
+	@if $(FUZZ_PROBE); then $(MAKE) --no-print-directory fuzz-build; \
+	 else echo "fuzz: $(FUZZ_CC) cannot link a libFuzzer program; the fuzz harnesses are" \
+	           "not built (make deps installs clang and libclang-rt-14-dev)"; fi
 
 # Installs only what is missing; uses sudo when not root. Idempotent and quiet when
 # everything is present.
@@ -108,6 +123,12 @@ deps:
 	  prog=$${pair%%:*}; pkg=$${pair#*:}; \
 	  command -v $$prog >/dev/null 2>&1 || missing="$$missing $$pkg"; \
 	done; \
+	if command -v dpkg-query >/dev/null 2>&1; then \
+	  for pkg in $(DEB_PKGS); do \
+	    dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q 'ok installed' || \
+	      missing="$$missing $$pkg"; \
+	  done; \
+	fi; \
 	if [ -n "$$missing" ]; then \
 	  echo "petal-tui: installing missing Debian packages:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
@@ -260,6 +281,55 @@ conformance: deps
 	  echo "conformance: skipped: $(TORCH_PYTHON) cannot import torch, torchvision and onnx" \
 	       "(Debian 12: apt-get install python3-torch python3-torchvision python3-onnx)"; \
 	fi
+
+# --- fuzzing (issue 13) ----------------------------------------------------------------
+# One libFuzzer harness per parser of outside bytes: tests/fuzz/fuzz_TARGET.c, with its
+# seeds in tests/fuzz/corpus/TARGET/, an optional dictionary tests/fuzz/TARGET.dict and
+# the inputs of crashes found and fixed in tests/fuzz/regress/TARGET/ (run first, every
+# time). core/ and ui/ are compiled again with clang, ASan and UBSan into build-fuzz/
+# (a BUILD of its own: build/ and build-san/ are left alone); only the harness's link
+# adds libFuzzer's main. `make fuzz` fuzzes a scratch copy of each corpus
+# (build-fuzz/corpus/TARGET, kept between runs) and never writes into tests/.
+FUZZ_BUILD   := build-fuzz
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := $(sort $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_SAN     := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+                -fno-sanitize-recover=undefined
+FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz/fuzz_%)
+# Succeeds when $(FUZZ_CC) links a libFuzzer program with the sanitizers.
+FUZZ_PROBE    = printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n);\nint LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' | \
+                $(FUZZ_CC) -fsanitize=fuzzer,address,undefined -x c - -o /dev/null >/dev/null 2>&1
+
+fuzz-build:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) SAN=0 CC=$(FUZZ_CC) OPT=-O1 \
+	  NN_OPT='-O2 -fno-trapping-math' SANFLAGS='$(FUZZ_SAN)' fuzz-bins
+
+fuzz-bins:
+ifneq ($(BUILD),$(FUZZ_BUILD))
+	$(error fuzz-bins is made through fuzz-build)
+endif
+fuzz-bins: $(FUZZ_BINS)
+
+$(FUZZ_BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(UI_LIB) $(CORE_LIB) $(GEN_HDR)
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ    $@"
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) -fsanitize=fuzzer -MMD -MP -o $@ $< \
+	  $(UI_LIB) $(CORE_LIB) $(LDLIBS_ALL)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-build
+	@sh tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# The seeds are real files written by the project's own writers (tests/fuzz/make_seeds.c).
+FUZZ_SEEDS_BIN := $(BUILD)/tests/fuzz-seeds
+$(FUZZ_SEEDS_BIN): tests/fuzz/make_seeds.c $(CORE_LIB) $(GEN_HDR)
+	@mkdir -p $(dir $@)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(CORE_LIB) $(LDLIBS_ALL)
+
+fuzz-seeds: $(FUZZ_SEEDS_BIN)
+	$(FUZZ_SEEDS_BIN) tests/fuzz/corpus
 
 # --- install -------------------------------------------------------------------------
 install: $(BIN)

@@ -1,6 +1,7 @@
 /* config — the training options (see config.h). */
 #include "config.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,6 +304,74 @@ void cfg_defaults(run_config *c)
         set_option(c, &OPTIONS[i], OPTIONS[i].def, NULL);
 }
 
+/* ---- config files ---------------------------------------------------------------- */
+
+int cfg_read_text(run_config *c, const char *text, size_t len, const char *file, pt_err *e)
+{
+    /* A copy to cut into lines, keys and values in place. */
+    char *buf = malloc(len + 1);
+    if (!buf)
+        return err_set(e, PT_ENOMEM, file, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    if (len)
+        memcpy(buf, text, len);
+    buf[len] = '\0';
+    int rc = PT_OK;
+    long long line_no = 0;
+    for (size_t at = 0; at < len && rc == PT_OK;) {
+        char *line = buf + at;
+        char *nl = memchr(line, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - line) : len - at;
+        line[n] = '\0';
+        at += n + 1;
+        line_no++;
+        if (strlen(line) != n) {
+            rc = err_set(e, PT_EUSAGE, file, PT_NO_RECORD, PT_NO_OFFSET,
+                         "line %lld: a NUL byte (not a text file?)", line_no);
+            break;
+        }
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *p = line;
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!*p)
+            continue;
+        char *eq = strchr(p, '=');
+        if (!eq) {
+            rc = err_set(e, PT_EUSAGE, file, PT_NO_RECORD, PT_NO_OFFSET,
+                         "line %lld: expected key = value", line_no);
+            break;
+        }
+        *eq = '\0';
+        char *key = p, *val = eq + 1;
+        for (char *k = eq - 1; k >= key && isspace((unsigned char)*k); k--)
+            *k = '\0';
+        while (isspace((unsigned char)*val))
+            val++;
+        for (char *v = val + strlen(val); v > val && isspace((unsigned char)v[-1]); v--)
+            v[-1] = '\0';
+        pt_err ke;
+        if (cfg_set(c, key, val, &ke) != PT_OK)
+            rc = err_set(e, PT_EUSAGE, file, PT_NO_RECORD, PT_NO_OFFSET, "line %lld: %s", line_no,
+                         ke.msg);
+    }
+    free(buf);
+    return rc;
+}
+
+int cfg_read_file(run_config *c, const char *path, pt_err *e)
+{
+    uint8_t *data;
+    size_t len;
+    int rc = util_read_file(path, &data, &len, e);
+    if (rc != PT_OK)
+        return rc;
+    rc = cfg_read_text(c, (const char *)data, len, path, e);
+    free(data);
+    return rc;
+}
+
 /* ---- writing values ------------------------------------------------------------- */
 
 int cfg_value(const run_config *c, const cfg_option *o, char *buf, size_t n)
@@ -334,9 +403,18 @@ int cfg_value(const run_config *c, const cfg_option *o, char *buf, size_t n)
         k = v.i < 0 ? snprintf(buf, n, "max") : v.i == 0 ? snprintf(buf, n, "off")
                                                          : snprintf(buf, n, "%lld", v.i);
         break;
-    case CFG_NUM:
-        k = snprintf(buf, n, "%g", v.d);
+    case CFG_NUM: {
+        /* %g's six digits when they read back as the same double, else as many as it
+         * takes (17 at most): a run folder's config resumes with the very values. */
+        int prec = 6;
+        for (char tmp[64]; prec < 17; prec++) {
+            snprintf(tmp, sizeof tmp, "%.*g", prec, v.d);
+            if (strtod(tmp, NULL) == v.d)
+                break;
+        }
+        k = snprintf(buf, n, "%.*g", prec, v.d);
         break;
+    }
     case CFG_BOOL:
         k = snprintf(buf, n, "%s", v.b ? "yes" : "no");
         break;

@@ -21,7 +21,7 @@ typedef enum cfg_kind {
     CFG_CHOICE,         /* an enum (int): the index of one of the choices */
     CFG_INT,            /* int from lo to hi */
     CFG_U64,            /* uint64_t from lo to hi */
-    CFG_NUM,            /* double from lo to hi, written with %g */
+    CFG_NUM,            /* double from lo to hi, written with %g (more digits when needed) */
     CFG_BOOL,           /* int 0 or 1: yes/no, also 1/0, true/false, on/off */
     CFG_OVERSAMPLE,     /* long long: a count from lo to hi, max (-1) or off (0) */
     CFG_AUGMENT,        /* char[]: a chain spec that aug_parse() accepts */
@@ -66,7 +66,18 @@ void cfg_defaults(run_config *c);
  * message naming the key when the key or the value is bad (c is then unchanged). */
 int cfg_set(run_config *c, const char *key, const char *value, pt_err *e);
 
-/* An option's value as text, as cfg_format() writes it. 0, or -1 when it did not fit
+/* Apply a config file's text (len bytes, NUL not needed) onto c: "key = value"
+ * lines with the long options' names, '#' to the end of a line is a comment, blank
+ * lines are skipped and spaces around keys and values trimmed. PT_EUSAGE naming the
+ * file and the line at the first bad line (a line without '=', a NUL byte, a key or
+ * a value cfg_set() refuses); the lines before it stay applied. */
+int cfg_read_text(run_config *c, const char *text, size_t len, const char *file, pt_err *e);
+
+/* The same for the file at path (PT_EIO when it cannot be read). */
+int cfg_read_file(run_config *c, const char *path, pt_err *e);
+
+/* An option's value as text, as cfg_format() writes it: a number with %g's six
+ * digits, or more when it needs them to read back the same. 0, or -1 when it did not fit
  * (buf then holds what did). */
 int cfg_value(const run_config *c, const cfg_option *o, char *buf, size_t n);
 

@@ -10,63 +10,12 @@
  * --config and --resume name them. */
 #include "src/args.h"
 
-#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
-
-int args_load_config_file(const char *path, run_config *cfg, pt_err *e)
-{
-    uint8_t *data;
-    size_t len;
-    int rc = util_read_file(path, &data, &len, e);
-    if (rc != PT_OK)
-        return rc;
-    char *save = NULL;
-    long long line_no = 0;
-    char *text = (char *)data;
-    /* strtok_r skips empty lines, so count lines by hand. */
-    for (char *line = text; line && *line && rc == PT_OK;) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        line_no++;
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *p = line;
-        while (isspace((unsigned char)*p))
-            p++;
-        if (*p) {
-            char *eq = strchr(p, '=');
-            if (!eq) {
-                rc = err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
-                             "line %lld: expected key = value", line_no);
-                break;
-            }
-            *eq = '\0';
-            char *key = p, *val = eq + 1;
-            for (char *k = eq - 1; k >= key && isspace((unsigned char)*k); k--)
-                *k = '\0';
-            while (isspace((unsigned char)*val))
-                val++;
-            for (char *v = val + strlen(val) - 1; v >= val && isspace((unsigned char)*v); v--)
-                *v = '\0';
-            pt_err ke;
-            if (cfg_set(cfg, key, val, &ke) != PT_OK)
-                rc = err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET, "line %lld: %s",
-                             line_no, ke.msg);
-        }
-        line = nl ? nl + 1 : NULL;
-    }
-    (void)save;
-    free(data);
-    return rc;
-}
-
 
 /* getopt_long's codes for the options outside the table; table row i is ROW + i,
  * and the "no-" form of a yes/no row ROW + n + i. */
@@ -219,7 +168,7 @@ static int apply(args *a, const char *cfile, const char *resume, const setting *
             cfile = def;
     }
     if (cfile) {
-        if (args_load_config_file(cfile, &a->cfg, &e) != PT_OK) {
+        if (cfg_read_file(&a->cfg, cfile, &e) != PT_OK) {
             fprintf(stderr, "petal-tui: %s\n", e.msg);
             return 1;
         }
@@ -241,7 +190,7 @@ static int apply(args *a, const char *cfile, const char *resume, const setting *
             fprintf(stderr, "petal-tui: %s: no run folder with a config file to resume\n", resume);
             return 1;
         }
-        if (args_load_config_file(path, &a->cfg, &e) != PT_OK) {
+        if (cfg_read_file(&a->cfg, path, &e) != PT_OK) {
             fprintf(stderr, "petal-tui: %s\n", e.msg);
             return 1;
         }

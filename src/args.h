@@ -1,5 +1,5 @@
-/* args — parsing the training options (command line and config files) into an
- * run_config. Values are checked by cfg_set(); a bad one prints a message
+/* args — parsing the training options (the command line, and config files through
+ * cfg_read_file()) into a run_config. Values are checked by cfg_set(); a bad one prints a message
  * naming the option and makes args_parse() return 1 (the usage exit status). */
 #ifndef PT_ARGS_H
 #define PT_ARGS_H
@@ -16,8 +16,5 @@ typedef struct args {
 
 /* 0, or 1 on a usage error (already printed). */
 int args_parse(int argc, char **argv, args *a);
-
-/* Apply a "key = value" file onto cfg. */
-int args_load_config_file(const char *path, run_config *cfg, pt_err *e);
 
 #endif

@@ -367,7 +367,20 @@ TEST(cli_model_and_classify_an_onnx_graph)
     free(out);
     T_EQ_INT(run(&out, "%s classify tests/data/import/blocks.onnx %s --size 32 2>&1", cut, NULL),
              2);
-    T_CHECKF(strstr(out, "cut.png: PNG") != NULL, "%s", out);
+    {
+        /* The message names the cut chunk at its offset: where IDAT's header starts. */
+        uint8_t *bytes;
+        size_t n;
+        T_REQUIRE(util_read_file(png, &bytes, &n, NULL) == PT_OK);
+        size_t at = 0;
+        while (at + 4 <= n && memcmp(bytes + at, "IDAT", 4) != 0)
+            at++;
+        free(bytes);
+        T_REQUIRE(at >= 4 && at + 4 <= n && at < 100);
+        char want[64];
+        snprintf(want, sizeof want, "cut.png: byte %zu: PNG chunk 'IDAT'", at - 4);
+        T_CHECKF(strstr(out, want) && strstr(out, "cut short"), "want '%s' in %s", want, out);
+    }
     free(out);
     T_EQ_INT(run(&out, "%s classify tests/data/import/blocks.onnx 2>&1", NULL, NULL), 1);
     T_CHECKF(strstr(out, "usage: petal-tui classify") != NULL, "%s", out);

@@ -396,3 +396,87 @@ TEST(config_widths_auto_adds_blocks_until_the_map_is_two_pixels)
     T_EQ_INT(run_parse_widths("16, 32", 128, w, NULL), 2);
     T_CHECK(w[0] == 16 && w[1] == 32);
 }
+
+/* ---- config files (cfg_read_text, cfg_read_file) ----------------------------------- */
+
+TEST(config_file_text_reads_lines_comments_and_spaces)
+{
+    static const char text[] = "# a comment\n"
+                               "\n"
+                               "  epochs=2   # two\n"
+                               "\tlr-start = 1e-5\r\n"
+                               "data = /tmp/a b=c\n"
+                               "schedule = cosine"; /* no newline at the end */
+    run_config c;
+    cfg_defaults(&c);
+    pt_err e;
+    T_REQUIRE(cfg_read_text(&c, text, sizeof text - 1, "my.conf", &e) == PT_OK);
+    T_EQ_INT(c.epochs, 2);
+    T_CHECK(c.lr_start == 1e-5);
+    T_EQ_STR(c.data, "/tmp/a b=c");
+    T_EQ_INT(c.schedule, RUN_SCHED_COSINE);
+    /* The run folder's config reads back to the same configuration. */
+    static char out[16384];
+    run_config back;
+    other_config(&c);
+    T_REQUIRE(cfg_format(&c, out, sizeof out) == 0);
+    cfg_defaults(&back);
+    T_REQUIRE(cfg_read_text(&back, out, strlen(out), "run/config", &e) == PT_OK);
+    same_config(&c, &back);
+}
+
+TEST(config_file_errors_name_the_file_and_the_line)
+{
+    static const struct {
+        const char *text;
+        size_t len;             /* 0: strlen */
+        const char *msg;
+    } bad[] = {
+        { "epochs = 2\nnonsense\n", 0, "my.conf: line 2: expected key = value" },
+        { "\n\nepochs = 0\n", 0, "my.conf: line 3: epochs wants a whole number from 1 to" },
+        { "colour = red\n", 0, "my.conf: line 1: unknown option 'colour'" },
+        /* A NUL byte is refused, not taken as the file's end. */
+        { "epochs = 2\nseed = 1\0\nepochs = 3\n", 31, "my.conf: line 2: a NUL byte" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        run_config c;
+        cfg_defaults(&c);
+        pt_err e;
+        size_t len = bad[i].len ? bad[i].len : strlen(bad[i].text);
+        T_EQ_INT(cfg_read_text(&c, bad[i].text, len, "my.conf", &e), PT_EUSAGE);
+        T_CHECKF(strncmp(e.msg, bad[i].msg, strlen(bad[i].msg)) == 0, "'%s'", e.msg);
+    }
+    run_config c;
+    pt_err e;
+    T_EQ_INT(cfg_read_file(&c, "/nonexistent/petal.conf", &e), PT_EIO);
+    T_CHECKF(strstr(e.msg, "/nonexistent/petal.conf: cannot open") != NULL, "'%s'", e.msg);
+}
+
+/* Found by fuzzing (tests/fuzz/regress/config/): a number with more than six
+ * significant digits was written to the run folder's config with %g's six, so a
+ * resumed run read back another value (lr-start 4096.0001 came back as 4096). */
+TEST(config_numbers_read_back_exactly_from_the_run_folder_config)
+{
+    static const char text[] = "lr-start = 04096.0001\nlr-max = 0.0012345678\n"
+                               "warmup = 0.1\nbn-momentum = 0.99\n";
+    run_config c, back;
+    cfg_defaults(&c);
+    pt_err e;
+    T_REQUIRE(cfg_read_text(&c, text, sizeof text - 1, "my.conf", &e) == PT_OK);
+    static char out[16384];
+    T_REQUIRE(cfg_format(&c, out, sizeof out) == 0);
+    T_CHECKF(strstr(out, "\nlr-start = 4096.0001\n") && strstr(out, "\nlr-max = 0.0012345678\n"),
+             "%s", out);
+    /* Values that fit in six digits are written as before. */
+    T_CHECK(strstr(out, "\nwarmup = 0.1\n") && strstr(out, "\nbn-momentum = 0.99\n") &&
+            strstr(out, "\nlr-end = 0.0001\n"));
+    cfg_defaults(&back);
+    T_REQUIRE(cfg_read_text(&back, out, strlen(out), "run/config", &e) == PT_OK);
+    T_CHECK(back.lr_start == c.lr_start && back.lr_max == c.lr_max);
+    same_config(&c, &back);
+    /* A double that needs all 17 digits. */
+    char v[64];
+    c.lr_max = 0.1 + 0.2;
+    T_REQUIRE(cfg_value(&c, cfg_find("lr-max"), v, sizeof v) == 0);
+    T_EQ_STR(v, "0.30000000000000004");
+}

@@ -194,6 +194,45 @@ TEST(jpeg_header_claiming_huge_size_is_refused_before_decoding)
     jpg_codec_free(c);
 }
 
+/* Found by fuzzing (tests/fuzz/regress/jpeg/): a frame of width or height 0 failed
+ * its header ("Empty JPEG image") and left TurboJPEG's decompressor half way through
+ * a header, so every later image on the codec was refused ("Bogus marker length"):
+ * in the pipeline, good records after a bad one were skipped. */
+TEST(jpeg_codec_stays_usable_after_a_frame_of_size_zero)
+{
+    jpg_codec *c = jpg_codec_new();
+    T_REQUIRE(c);
+    uint8_t rgb[16 * 16 * 3];
+    for (size_t i = 0; i < sizeof rgb; i++)
+        rgb[i] = (uint8_t)(i * 5);
+    const uint8_t *enc;
+    size_t len;
+    pt_err e;
+    T_REQUIRE(jpg_encode(c, rgb, 16, 16, 90, &enc, &len, &e) == PT_OK);
+    uint8_t *good = malloc(len), *bad = malloc(len);
+    T_REQUIRE(good && bad);
+    memcpy(good, enc, len);
+    uint8_t out[8 * 8 * 3];
+    int w, h;
+    const int sizes[][2] = { { 0, 16 }, { 16, 0 }, { 0, 0 } };
+    for (int k = 0; k < 3; k++) {
+        memcpy(bad, good, len);
+        T_REQUIRE(patch_sof(bad, len, sizes[k][0], sizes[k][1]));
+        T_EQ_INT(jpg_header(c, bad, len, &w, &h, &e), PT_EJPEG);
+        T_CHECKF(strstr(e.msg, "Empty JPEG image") != NULL, "%s", e.msg);
+        /* The next images on the same codec: header, both decodes. */
+        T_EQ_INT(jpg_header(c, good, len, &w, &h, &e), PT_OK);
+        T_CHECK(w == 16 && h == 16);
+        T_EQ_INT(jpg_decode_sized(c, bad, len, 16, 16, out, 8, 8, 1, 0, &e), PT_EJPEG);
+        T_EQ_INT(jpg_decode_sized(c, good, len, 16, 16, out, 8, 8, 1, 0, &e), PT_OK);
+        T_EQ_INT(jpg_decode_into(c, bad, len, out, 8, 8, 0, 1, NULL, NULL, &e), PT_EJPEG);
+        T_EQ_INT(jpg_decode_into(c, good, len, out, 8, 8, 0, 1, NULL, NULL, &e), PT_OK);
+    }
+    free(good);
+    free(bad);
+    jpg_codec_free(c);
+}
+
 TEST(jpeg_deeplab_tf_written_records_decode)
 {
     T_NEED_DATA();

@@ -516,8 +516,9 @@ static void write_bad_shard(const char *dir, const uint8_t *jpeg, size_t jlen,
     write_example(w, 1, NULL, NULL, 0);
     bad++;
     /* class of the wrong type, class out of range, non-JPEG bytes, huge header,
-     * truncated JPEG data */
-    for (int kind = 0; kind < 5; kind++) {
+     * truncated JPEG data, a frame of width 0 (found by fuzzing: it left the header
+     * reader's decompressor broken, and every later record was refused with it) */
+    for (int kind = 0; kind < 6; kind++) {
         int64_t cls = kind == 1 ? 99 : 2;
         float fcls = 2.0f;
         uint8_t *img = malloc(jlen);
@@ -534,6 +535,13 @@ static void write_bad_shard(const char *dir, const uint8_t *jpeg, size_t jlen,
                 }
         if (kind == 4)
             ilen = jlen * 2 / 3;
+        if (kind == 5)
+            for (size_t i = 2; i + 9 < jlen; i++)
+                if (img[i] == 0xff && img[i + 1] == 0xc0) {
+                    img[i + 7] = 0;
+                    img[i + 8] = 0;
+                    break;
+                }
         write_example(w, cls, kind == 0 ? &fcls : NULL, img, ilen);
         free(img);
         bad++;
@@ -603,21 +611,21 @@ TEST(pipeline_skips_and_reports_every_kind_of_bad_record)
     pipe_get_stats(p, &st);
     T_EQ_INT(st.errors, bad);
     /* Every message names the file, the record and the byte offset. */
-    int nmsg = 0, saw[8] = { 0 };
-    const char *needles[8] = { "not a tf.train.Example", "'image' is missing",
+    int nmsg = 0, saw[9] = { 0 };
+    const char *needles[9] = { "not a tf.train.Example", "'image' is missing",
                                "'class' is float, expected int64", "class 99 outside 0..2",
                                "not a JPEG", "over the limit", "JPEG data is corrupt",
-                               "truncated" };
+                               "truncated", "Empty JPEG image" };
     for (int m = 0; m < log.n; m++) {
         const char *msg = log.msg[m];
         nmsg++;
         T_CHECKF(strstr(msg, ".tfrec: record ") && strstr(msg, " at byte "), "%s", msg);
-        for (int k = 0; k < 8; k++)
+        for (int k = 0; k < 9; k++)
             if (strstr(msg, needles[k]))
                 saw[k] = 1;
     }
     T_EQ_INT(nmsg, bad);
-    for (int k = 0; k < 8; k++)
+    for (int k = 0; k < 9; k++)
         T_CHECKF(saw[k], "no message about: %s", needles[k]);
     pipe_destroy(p);
 

@@ -312,3 +312,35 @@ TEST(png_decode_reads_the_writers_files_and_refuses_bad_ones)
     T_CHECKF(strstr(e.msg, "not a PNG") != NULL, "%s", e.msg);
     free(png);
 }
+
+/* Found by fuzzing (tests/fuzz/regress/png/): 42 bytes whose second chunk (iTXt)
+ * claimed 2,013,331,471 bytes made libpng allocate 2 GB before finding the file
+ * ended. A chunk longer than what follows it is now refused at its offset first. */
+TEST(png_chunk_longer_than_the_file_is_refused_before_any_allocation)
+{
+    uint8_t src[4 * 3 * 3] = { 0 };
+    uint8_t *png;
+    size_t len;
+    T_REQUIRE(png_encode_rgb(src, 4, 3, &png, &len) == 0);
+    /* The signature and IHDR (33 bytes), then a chunk header claiming 0x7801000f
+     * bytes, then the rest of the file. */
+    static const uint8_t lie[8] = { 0x78, 0x01, 0x00, 0x0f, 'i', 'T', 'X', 't' };
+    uint8_t *bad = malloc(len + sizeof lie);
+    T_REQUIRE(bad);
+    memcpy(bad, png, 33);
+    memcpy(bad + 33, lie, sizeof lie);
+    memcpy(bad + 33 + sizeof lie, png + 33, len - 33);
+    uint8_t *rgb = (uint8_t *)1;
+    int w, h;
+    pt_err e;
+    T_EQ_INT(png_decode_rgb(bad, len + sizeof lie, &rgb, &w, &h, &e), PT_EFORMAT);
+    T_CHECK(rgb == NULL);
+    T_EQ_INT(e.offset, 33);
+    T_CHECKF(strstr(e.msg, "byte 33: PNG chunk 'iTXt' of 2013331471 bytes needs 2013331475"), "%s", e.msg);
+    /* The same chunk length on the last chunk, the file cut inside it. */
+    T_EQ_INT(png_decode_rgb(png, len - 4, &rgb, &w, &h, &e), PT_EFORMAT);
+    T_CHECKF(strstr(e.msg, "PNG chunk 'IEND' of 0 bytes needs 4 after its header (data and CRC), "
+                                 "the file has 0"), "%s", e.msg);
+    free(bad);
+    free(png);
+}

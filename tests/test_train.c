@@ -1,16 +1,19 @@
 /* Tests of core/train: schedule, optimizers, metrics, the replica strategy, the
- * samples builder and the run's progress. */
+ * samples builder, the run's progress and the checkpoint file. */
 #include "tests/t.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/crc32c.h"
+#include "base/le.h"
 #include "base/rng.h"
 #include "base/util.h"
 #include "config.h"
 #include "data/batch.h"
 #include "nn/nn.h"
+#include "train/checkpoint.h"
 #include "train/ema.h"
 #include "train/metrics.h"
 #include "train/optim.h"
@@ -534,4 +537,83 @@ TEST(ema_follows_tensorflows_decay_and_swaps_back)
     ema_swap(&a, p, b);
     T_CHECK(memcmp(p, p0, sizeof p) == 0);
     ema_free(&a);
+}
+
+/* ---- checkpoint ------------------------------------------------------------------ */
+
+/* A small checkpoint with every section, into path. */
+static int small_checkpoint(const char *path, pt_err *e)
+{
+    static const float params[4] = { 1, -2, 3.5f, 0 }, buffers[2] = { 0.25f, 4 };
+    static const float m[4] = { 0.1f, 0.2f, 0.3f, 0.4f }, v[4] = { 1e-3f, 2e-3f, 3e-3f, 4e-3f };
+    static const long long confusion[4] = { 3, 1, 0, 2 };
+    static const char history[] = "opaque rows";
+    ckpt_data d = {
+        .params = params, .n_params = 4, .buffers = buffers, .n_buffers = 2,
+        .opt_m = m, .opt_v = v, .n_opt = 4, .confusion = confusion, .n_classes = 2,
+        .history = history, .history_bytes = sizeof history, .config = "epochs = 3\n",
+    };
+    d.progress.update = 7;
+    d.progress.epoch = 1;
+    d.progress.elapsed = 2.5;
+    return ckpt_save(path, &d, e);
+}
+
+TEST(checkpoint_loads_what_was_saved)
+{
+    char path[4200];
+    util_path(path, sizeof path, "%s/checkpoint.ckpt", t_tmpdir());
+    pt_err e;
+    T_REQUIRE(small_checkpoint(path, &e) == PT_OK);
+    float params[4], buffers[2], m[4], v[4];
+    ckpt_loaded l;
+    T_REQUIRE(ckpt_load(path, params, 4, buffers, 2, m, v, 4, &l, &e) == PT_OK);
+    T_CHECK(params[1] == -2 && params[2] == 3.5f && buffers[1] == 4 && m[3] == 0.4f &&
+            v[0] == 1e-3f);
+    T_EQ_INT(l.progress.update, 7);
+    T_CHECK(l.progress.elapsed == 2.5);
+    T_CHECK(l.n_classes == 2 && l.confusion && l.confusion[0] == 3 && l.confusion[3] == 2);
+    T_CHECK(l.history_bytes == 12 && memcmp(l.history, "opaque rows", 12) == 0);
+    T_EQ_STR(l.config, "epochs = 3\n");
+    ckpt_free_loaded(&l);
+    /* Another model's sizes are refused, naming the section. */
+    float more[5];
+    T_EQ_INT(ckpt_load(path, more, 5, buffers, 2, m, v, 4, &l, &e), PT_EFORMAT);
+    T_CHECKF(strstr(e.msg, "checkpoint section 1 holds 16 bytes, this model needs 20"), "%s", e.msg);
+    T_CHECK(!l.confusion && !l.history && !l.config);
+}
+
+/* Found by fuzzing (tests/fuzz/regress/checkpoint/): a section that appears twice
+ * (the config, the history or the confusion matrix) was allocated again over the
+ * first copy, which leaked. A second copy of any section is now damage, reported at
+ * its offset, with nothing left allocated. */
+TEST(checkpoint_with_a_section_twice_is_refused)
+{
+    char path[4200];
+    util_path(path, sizeof path, "%s/checkpoint.ckpt", t_tmpdir());
+    pt_err e;
+    T_REQUIRE(small_checkpoint(path, &e) == PT_OK);
+    uint8_t *data;
+    size_t len;
+    T_REQUIRE(util_read_file(path, &data, &len, &e) == PT_OK);
+    /* The last section is the config (tag 8): a copy of it goes after it. */
+    const char *cfg = "epochs = 3\n";
+    size_t sec = 12 + strlen(cfg), last = len - 4 - sec;
+    T_REQUIRE(le_get_u32(data + last) == 8);
+    uint8_t *twice = malloc(len + sec);
+    T_REQUIRE(twice);
+    memcpy(twice, data, len - 4);
+    memcpy(twice + len - 4, data + last, sec);
+    le_put_u32(twice + 12, le_get_u32(data + 12) + 1);
+    le_put_u32(twice + len + sec - 4, crc32c(twice, len + sec - 4));
+    T_REQUIRE(util_write_file_atomic(path, twice, len + sec, &e) == PT_OK);
+    float params[4], buffers[2], m[4], v[4];
+    ckpt_loaded l;
+    T_EQ_INT(ckpt_load(path, params, 4, buffers, 2, m, v, 4, &l, &e), PT_EFORMAT);
+    T_CHECKF(strstr(e.msg, path) && strstr(e.msg, "checkpoint section 8 appears twice") &&
+                 e.offset == (long long)(len - 4),
+             "%s (offset %lld)", e.msg, e.offset);
+    T_CHECK(!l.confusion && !l.history && !l.config);
+    free(twice);
+    free(data);
 }

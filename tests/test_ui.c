@@ -368,6 +368,29 @@ TEST(ui_term_reply_parsers)
     T_CHECK(rgb[0] == 255 && rgb[1] == 0 && rgb[2] == 136);
 }
 
+/* Found by fuzzing (tests/fuzz/regress/term/): a DA1 reply of more attributes than
+ * the parser keeps, asked for with a larger max, reported a count past the numbers
+ * stored, so the caller read attributes that were never written. */
+TEST(ui_term_da1_count_stays_within_what_was_stored)
+{
+    char reply[1024];
+    size_t n = (size_t)snprintf(reply, sizeof reply, "\033[?63");
+    for (int k = 1; k < 80; k++)
+        n += (size_t)snprintf(reply + n, sizeof reply - n, ";%d", k);
+    n += (size_t)snprintf(reply + n, sizeof reply - n, "c");
+    int a[128], count = -1;
+    for (int k = 0; k < 128; k++)
+        a[k] = -1;
+    T_REQUIRE(ui_term_parse_da1(reply, n, a, 128, &count));
+    T_EQ_INT(count, UI_TERM_DA1_MAX);
+    T_EQ_INT(a[0], 63);
+    T_EQ_INT(a[UI_TERM_DA1_MAX - 1], UI_TERM_DA1_MAX - 1);
+    T_EQ_INT(a[UI_TERM_DA1_MAX], -1);
+    /* A smaller max still cuts the list. */
+    T_REQUIRE(ui_term_parse_da1(reply, n, a, 3, &count));
+    T_CHECK(count == 3 && a[2] == 2);
+}
+
 /* A fake terminal on the master side of a pty: answers the queries it knows the
  * way a terminal would. */
 struct fake_term {

@@ -55,12 +55,15 @@ int ui_term_parse_da1(const char *buf, size_t n, int *attrs, int max, int *count
     for (size_t i = 0; i + 3 < n; i++) {
         if (buf[i] != 033 || buf[i + 1] != '[' || buf[i + 2] != '?')
             continue;
-        int tmp[64];
-        int c = params(buf, n, i + 3, 'c', tmp, 64);
+        int tmp[UI_TERM_DA1_MAX];
+        int c = params(buf, n, i + 3, 'c', tmp, UI_TERM_DA1_MAX);
         if (c < 0)
             continue;
+        /* Only what tmp held is known: the count never runs past it. */
         int k = c < max ? c : max;
-        memcpy(attrs, tmp, sizeof(int) * (size_t)(k < 64 ? k : 64));
+        if (k > UI_TERM_DA1_MAX)
+            k = UI_TERM_DA1_MAX;
+        memcpy(attrs, tmp, sizeof(int) * (size_t)k);
         *count = k;
         found = 1;
     }
@@ -261,9 +264,9 @@ void ui_term_probe(int in, int out, int allow_sixel, double timeout, ui_term_cap
 
     char buf[1024];
     size_t len;
-    int attrs[64], count = 0;
+    int attrs[UI_TERM_DA1_MAX], count = 0;
     if (!ask(in, out, "", buf, sizeof buf, &len, timeout) ||
-        !ui_term_parse_da1(buf, len, attrs, 64, &count)) {
+        !ui_term_parse_da1(buf, len, attrs, UI_TERM_DA1_MAX, &count)) {
         snprintf(caps->why, sizeof caps->why, "no answer to DA1");
         goto done;
     }

@@ -42,7 +42,9 @@ void ui_term_probe(int in, int out, int allow_sixel, double timeout, ui_term_cap
 int ui_term_cell_px(int fd, int *cell_w, int *cell_h);
 
 /* Parsers: each looks for its reply in buf[0..n) and returns 1 when found.
- * DA1: `ESC [ ? a;b;...c` -> the attribute numbers (at most max). */
+ * DA1: `ESC [ ? a;b;...c` -> the first attribute numbers, at most max and at most
+ * UI_TERM_DA1_MAX; *count says how many were stored. */
+#define UI_TERM_DA1_MAX 64
 int ui_term_parse_da1(const char *buf, size_t n, int *attrs, int max, int *count);
 /* XTSMGRAPHICS: `ESC [ ? item ; status ; v1 [; v2] S` for the given item. */
 int ui_term_parse_xtsm(const char *buf, size_t n, int item, int *status, int *v1, int *v2);

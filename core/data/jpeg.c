@@ -52,6 +52,27 @@ int jpg_is_jpeg(const uint8_t *buf, size_t len)
     return len >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff;
 }
 
+/* A failed call may leave TurboJPEG's decompressor in the middle of a header
+ * (libjpeg-turbo 2.1's tjDecompressHeader3 does not abort it on an error: after a
+ * frame of width 0, "Empty JPEG image", every later header on the handle failed
+ * with "Bogus marker length"), so the codec takes a fresh one after any failure.
+ * The error's text is read before. */
+static int renew_dec(jpg_codec *c, int rc)
+{
+    tjDestroy(c->dec);
+    c->dec = tjInitDecompress();
+    return rc;
+}
+
+/* The decompressor, made again when a renewal could not (out of memory then). */
+static int have_dec(jpg_codec *c, pt_err *e)
+{
+    if (!c->dec && !(c->dec = tjInitDecompress()))
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "out of memory for a JPEG decoder");
+    return PT_OK;
+}
+
 int jpg_header(jpg_codec *c, const uint8_t *buf, size_t len, int *w, int *h, pt_err *e)
 {
     if (!jpg_is_jpeg(buf, len))
@@ -60,9 +81,12 @@ int jpg_header(jpg_codec *c, const uint8_t *buf, size_t len, int *w, int *h, pt_
                        len > 0 ? buf[0] : 0, len > 1 ? buf[1] : 0);
     int sub = -1, cs = -1;
     *w = *h = 0;
+    int rc = have_dec(c, e);
+    if (rc != PT_OK)
+        return rc;
     if (tjDecompressHeader3(c->dec, buf, (unsigned long)len, w, h, &sub, &cs) != 0)
-        return err_set(e, PT_EJPEG, NULL, PT_NO_RECORD, PT_NO_OFFSET, "bad JPEG header: %s",
-                       tjGetErrorStr2(c->dec));
+        return renew_dec(c, err_set(e, PT_EJPEG, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                                    "bad JPEG header: %s", tjGetErrorStr2(c->dec)));
     /* A header cut short can "succeed" without a frame size. */
     if (*w <= 0 || *h <= 0)
         return err_set(e, PT_EJPEG, NULL, PT_NO_RECORD, PT_NO_OFFSET,
@@ -79,9 +103,9 @@ int jpg_header(jpg_codec *c, const uint8_t *buf, size_t len, int *w, int *h, pt_
 static int decode_err(jpg_codec *c, pt_err *e)
 {
     int code = tjGetErrorCode(c->dec);
-    return err_set(e, PT_EJPEG, NULL, PT_NO_RECORD, PT_NO_OFFSET, "JPEG %s: %s",
-                   code == TJERR_WARNING ? "data is corrupt" : "decode failed",
-                   tjGetErrorStr2(c->dec));
+    return renew_dec(c, err_set(e, PT_EJPEG, NULL, PT_NO_RECORD, PT_NO_OFFSET, "JPEG %s: %s",
+                                code == TJERR_WARNING ? "data is corrupt" : "decode failed",
+                                tjGetErrorStr2(c->dec)));
 }
 
 /* Flags every decode uses: stop on libjpeg warnings (truncated or corrupt data) and
@@ -124,6 +148,9 @@ int jpg_decode_into(jpg_codec *c, const uint8_t *buf, size_t len, uint8_t *out, 
 int jpg_decode_sized(jpg_codec *c, const uint8_t *buf, size_t len, int w, int h, uint8_t *out,
                      int out_w, int out_h, int crop, int fast, pt_err *e)
 {
+    int rc = have_dec(c, e);
+    if (rc != PT_OK)
+        return rc;
     /* The window of the source that maps onto the target. */
     int cx = 0, cy = 0, cw = w, ch = h;
     if (crop)

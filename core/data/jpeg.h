@@ -12,7 +12,8 @@
  * corrupt stream) are errors: a half-grey image must not train silently.
  *
  * Errors come back as PT_EJPEG / PT_ETOOBIG with libjpeg's own text and no file
- * context; the caller adds file, record and offset.
+ * context; the caller adds file, record and offset. A failure leaves the codec as
+ * good as new for the next image (its decompressor is made again).
  */
 #ifndef PT_JPEG_H
 #define PT_JPEG_H

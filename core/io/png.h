@@ -25,9 +25,10 @@ int png_is_png(const uint8_t *buf, size_t len);
 
 /* Decode any PNG (palette, grey, 16-bit, alpha onto black, interlaced) into 8-bit
  * RGB rows in a malloc'd *rgb the caller frees. A header over 16384 pixels a side
- * or 64 Mpixels is refused (PT_ETOOBIG) before pixels are allocated; a damaged
- * file is PT_EFORMAT with libpng's message. Errors carry no file name: the caller
- * adds it. */
+ * or 64 Mpixels is refused (PT_ETOOBIG) before pixels are allocated. A chunk that
+ * claims more bytes than follow it is PT_EFORMAT at its byte offset, before libpng
+ * allocates anything for it; any other damage is PT_EFORMAT with libpng's message.
+ * Errors carry no file name: the caller adds it. */
 int png_decode_rgb(const uint8_t *buf, size_t len, uint8_t **rgb, int *w, int *h, pt_err *e);
 
 #endif

@@ -194,6 +194,7 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
     uint32_t nsec = le_get_u32(data + 12);
     size_t at = 16, end = len - 4;
     int seen_params = 0, seen_progress = 0;
+    unsigned seen = 0; /* the known sections met, one bit per tag */
     rc = PT_OK;
     for (uint32_t s = 0; s < nsec && rc == PT_OK; s++) {
         if (at + 12 > end) {
@@ -209,6 +210,15 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
             break;
         }
         const uint8_t *p = data + body;
+        if (tag >= SEC_PARAMS && tag <= SEC_CONFIG) {
+            /* A writer puts each section once; a second copy is damage. */
+            if (seen & (1u << tag)) {
+                rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
+                             "checkpoint section %u appears twice", tag);
+                break;
+            }
+            seen |= 1u << tag;
+        }
         switch (tag) {
         case SEC_PARAMS:
             if ((rc = want_size(path, tag, sl, n_params * sizeof(float), (long long)at, e)) == PT_OK)

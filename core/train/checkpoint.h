@@ -9,7 +9,8 @@
  *
  * The file is written to a temporary name, fsync'd and renamed over the old one:
  * a crash leaves the previous checkpoint intact. Loading checks the magic, the
- * CRC and every section's size against what the caller expects.
+ * CRC, every section's size against what the caller expects, and that no section
+ * appears twice.
  *
  * Ownership: ckpt_data points at caller-owned arrays for saving; ckpt_load() fills
  * caller-owned arrays of the sizes given and mallocs the variable parts (history,
