@@ -204,6 +204,51 @@ static int max_line_width(const char *s)
         }                                                                      \
     } while (0)
 
+/* A pane of cols x rows running command (with env) whose workbench is up and
+ * idle: 1, or 0 with the screen printed. For T_REQUIRE. */
+static int tmx_open(tmux_srv *t, int cols, int rows, const char *env, const char *command)
+{
+    if (tmx_start(t, cols, rows, env, command) != 0)
+        return 0;
+    if (tmx_wait(t, "IDLE", 30))
+        return 1;
+    show(t, "IDLE");
+    return 0;
+}
+
+/* s, then the run under way: 1, or 0 with the screen printed. For T_REQUIRE. */
+static int tmx_start_run(tmux_srv *t)
+{
+    tmx_keys(t, "s");
+    if (tmx_wait(t, "RUNNING", 120))
+        return 1;
+    show(t, "RUNNING");
+    return 0;
+}
+
+/* Polls the screen (with escapes when asked) until ok(screen, arg) or timeout
+ * seconds pass; returns the last screen (the caller frees it and checks ok). */
+static char *tmx_poll(tmux_srv *t, int escapes, int (*ok)(const char *, const void *),
+                      const void *arg, double timeout)
+{
+    double end = util_now() + timeout;
+    char *s = tmx_screen(t, escapes);
+    while (!ok(s, arg) && util_now() < end) {
+        usleep(100000);
+        free(s);
+        s = tmx_screen(t, escapes);
+    }
+    return s;
+}
+
+/* q on an idle or ended workbench: it leaves with status. */
+static void tmx_quit(tmux_srv *t, int status)
+{
+    tmx_keys(t, "q");
+    T_EQ_INT(tmx_exit_status(t, 30), status);
+    tmx_stop(t);
+}
+
 TEST(ui_tmux_workbench_panels_start_pause_help_quit)
 {
     T_NEED_TOOL("tmux");
@@ -214,8 +259,7 @@ TEST(ui_tmux_workbench_panels_start_pause_help_quit)
      * from the pause or the stop. */
     snprintf(cmd, sizeof cmd, "%s --no-sixel --image-size 32 --checkpoint-every 1000 --out %s/run",
              t_bin(), run);
-    T_REQUIRE(tmx_start(&t, 80, 24, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 80, 24, NULL, cmd));
     char *s = tmx_screen(&t, 0);
     static const char *const panels[] = { "petal-tui", "Replicas", "Curves: loss", "Labels",
                                           "Preview", "Log", "s start", "? help", "q quit" };
@@ -232,8 +276,7 @@ TEST(ui_tmux_workbench_panels_start_pause_help_quit)
     T_CHECK(tmx_wait_gone(&t, "start training", 30));
 
     if (!t_slow_mode()) {
-        tmx_keys(&t, "s");
-        WAIT(&t, "RUNNING", 120);
+        T_REQUIRE(tmx_start_run(&t));
         WAIT(&t, "img/s", 30);
         tmx_keys(&t, "p");
         WAIT(&t, "PAUSED", 60);
@@ -244,11 +287,24 @@ TEST(ui_tmux_workbench_panels_start_pause_help_quit)
         char ck[4200];
         snprintf(ck, sizeof ck, "%s/run/checkpoint.ckpt", run);
         T_CHECKF(util_is_file(ck), "no checkpoint at %s", ck);
+        tmx_stop(&t);
     } else {
-        tmx_keys(&t, "q"); /* idle: quits at once */
-        T_EQ_INT(tmx_exit_status(&t, 30), 0);
+        tmx_quit(&t, 0); /* idle: quits at once */
     }
-    tmx_stop(&t);
+}
+
+/* Three boxes side by side: three top-left corners on the panels' top edge (the
+ * third row). */
+static int three_columns(const char *s, const void *arg)
+{
+    (void)arg;
+    const char *row = strstr(s, "\n");          /* header row 1 */
+    row = row ? strstr(row + 1, "\n") : NULL; /* the panels' top edge */
+    int corners = 0;
+    if (row)
+        for (const char *p = row + 1; *p && *p != '\n'; p++)
+            corners += strncmp(p, "\xe2\x94\x8c", 3) == 0; /* U+250C */
+    return corners == 3;
 }
 
 TEST(ui_tmux_80x24_resize_and_too_small)
@@ -257,30 +313,14 @@ TEST(ui_tmux_80x24_resize_and_too_small)
     tmux_srv t;
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s --no-sixel", t_bin());
-    T_REQUIRE(tmx_start(&t, 80, 24, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 80, 24, NULL, cmd));
     /* Larger: the three-column arrangement, three boxes side by side. */
     tmx_cmd(&t, NULL, "resize-window -t 0 -x 160 -y 48");
     WAIT(&t, "Preview", 30);
-    double end = util_now() + 30;
-    int three = 0;
-    while (!three && util_now() < end) {
-        char *s = tmx_screen(&t, 0);
-        char *row = strstr(s, "\n");           /* header row 1 */
-        row = row ? strstr(row + 1, "\n") : NULL; /* the panels' top edge */
-        int corners = 0;
-        if (row)
-            for (char *p = row + 1; *p && *p != '\n'; p++)
-                corners += strncmp(p, "\xe2\x94\x8c", 3) == 0; /* U+250C */
-        three = corners == 3;
-        T_CHECK(max_line_width(s) <= 160);
-        free(s);
-        if (!three)
-            usleep(100000);
-    }
-    T_CHECKF(three, "no three columns at 160x48");
-    if (!three)
-        show(&t, "160x48");
+    char *s = tmx_poll(&t, 0, three_columns, NULL, 30);
+    T_CHECKF(three_columns(s, NULL), "no three columns at 160x48:\n%s", s);
+    T_CHECK(max_line_width(s) <= 160);
+    free(s);
     /* Below the minimum: a note, not a broken screen. */
     tmx_cmd(&t, NULL, "resize-window -t 0 -x 50 -y 12");
     WAIT(&t, "needs 60x16", 30);
@@ -289,7 +329,7 @@ TEST(ui_tmux_80x24_resize_and_too_small)
     WAIT(&t, "Curves", 30);
     tmx_keys(&t, "C-l");
     WAIT(&t, "Labels", 30);
-    char *s = tmx_screen(&t, 0);
+    s = tmx_screen(&t, 0);
     T_CHECK(max_line_width(s) <= 80 && strstr(s, "Replicas") && strstr(s, "q quit"));
     free(s);
     /* Focus and zoom: Tab moves on, Enter zooms (the other panels go), Esc back. */
@@ -298,9 +338,7 @@ TEST(ui_tmux_80x24_resize_and_too_small)
     T_CHECK(tmx_wait_gone(&t, "Replicas", 30));
     tmx_keys(&t, "Escape");
     WAIT(&t, "Replicas", 30);
-    tmx_keys(&t, "q");
-    T_EQ_INT(tmx_exit_status(&t, 30), 0);
-    tmx_stop(&t);
+    tmx_quit(&t, 0);
 }
 
 /* 1 when an SGR sequence in s sets a colour (30-37, 38, 40-47, 48, 90-97, 100-107). */
@@ -326,6 +364,13 @@ static int has_colour_sgr(const char *s)
     return 0;
 }
 
+/* Reverse video on the screen (the focus without colour). */
+static int has_reverse(const char *s, const void *arg)
+{
+    (void)arg;
+    return strstr(s, "\033[7m") != NULL || strstr(s, ";7m") != NULL;
+}
+
 TEST(ui_tmux_no_color_and_ctrl_c_exit_130)
 {
     T_NEED_TOOL("tmux");
@@ -333,28 +378,17 @@ TEST(ui_tmux_no_color_and_ctrl_c_exit_130)
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s", t_bin());
     /* Colour first, to know the check can see colours at all. */
-    T_REQUIRE(tmx_start(&t, 100, 30, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 100, 30, NULL, cmd));
     WAIT(&t, "Preview #", 30); /* pictures in colour too */
     char *s = tmx_screen(&t, 1);
     T_CHECK(has_colour_sgr(s));
     free(s);
-    tmx_keys(&t, "q");
-    T_EQ_INT(tmx_exit_status(&t, 30), 0);
-    tmx_stop(&t);
+    tmx_quit(&t, 0);
 
-    T_REQUIRE(tmx_start(&t, 100, 30, "NO_COLOR=1", cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 100, 30, "NO_COLOR=1", cmd));
     tmx_keys(&t, "Tab"); /* focus shows without colour too: in reverse video */
-    s = NULL;
-    int reverse = 0;
-    for (double end = util_now() + 30; !reverse && util_now() < end;) {
-        free(s);
-        s = tmx_screen(&t, 1);
-        reverse = strstr(s, "\033[7m") != NULL || strstr(s, ";7m") != NULL;
-        if (!reverse)
-            usleep(100000);
-    }
+    s = tmx_poll(&t, 1, has_reverse, NULL, 30);
+    int reverse = has_reverse(s, NULL);
     T_CHECKF(!has_colour_sgr(s), "colour on screen under NO_COLOR");
     T_CHECKF(reverse, "no reverse video for the focus under NO_COLOR");
     free(s);
@@ -367,6 +401,13 @@ TEST(ui_tmux_no_color_and_ctrl_c_exit_130)
 
 static const long long TRAIN[3] = { 24, 16, 20 };
 static const long long VAL[3] = { 8, 6, 6 };
+
+/* An inspect caption: OK or NO and a predicted class of fx_dataset's data. */
+static int has_caption(const char *s, const void *arg)
+{
+    (void)arg;
+    return strstr(s, "  OK flower0") || strstr(s, "  NO flower0");
+}
 
 TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
 {
@@ -384,8 +425,7 @@ TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
              "%s --no-sixel --data %s --out %s/a --epochs 1 --batch-per-replica 4 "
              "--replicas 2",
              t_bin(), data, run);
-    T_REQUIRE(tmx_start(&t, 120, 36, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 120, 36, NULL, cmd));
     tmx_keys(&t, "s");
     WAIT(&t, "DONE", 120);
     tmx_keys(&t, "i");
@@ -393,24 +433,14 @@ TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
     WAIT(&t, "Per class", 30);
     WAIT(&t, "Most confused", 30);
     /* Captions as the notebooks title them: OK or NO and the predicted class. */
-    double end = util_now() + 10;
-    int captions = 0;
-    while (util_now() < end && !captions) {
-        char *s = tmx_screen(&t, 0);
-        captions = strstr(s, "  OK flower0") || strstr(s, "  NO flower0");
-        free(s);
-        usleep(100000);
-    }
-    T_CHECKF(captions, "no OK/NO captions");
-    if (!captions)
-        show(&t, "inspect");
+    char *s = tmx_poll(&t, 0, has_caption, NULL, 10);
+    T_CHECKF(has_caption(s, NULL), "no OK/NO captions:\n%s", s);
+    free(s);
     tmx_keys(&t, "m");
     WAIT(&t, "mistakes", 30);
     tmx_keys(&t, "i");
     WAIT(&t, "Curves", 30);
-    tmx_keys(&t, "q");
-    T_EQ_INT(tmx_exit_status(&t, 30), 0);
-    tmx_stop(&t);
+    tmx_quit(&t, 0);
 
     /* A dropped session mid-run: SIGHUP stops the run with a checkpoint, exit 130.
      * --checkpoint-every 1000 (the maximum) puts the first checkpoint due after the
@@ -419,10 +449,8 @@ TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
              "%s --no-sixel --data %s --out %s/b --epochs 50 --checkpoint-every 1000 "
              "--batch-per-replica 4",
              t_bin(), data, run);
-    T_REQUIRE(tmx_start(&t, 80, 24, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
-    tmx_keys(&t, "s");
-    WAIT(&t, "RUNNING", 120);
+    T_REQUIRE(tmx_open(&t, 80, 24, NULL, cmd));
+    T_REQUIRE(tmx_start_run(&t));
     char kill[64];
     snprintf(kill, sizeof kill, "kill -HUP %d", tmx_pid(&t));
     T_EQ_INT(t_run(kill, NULL), 0);
@@ -551,8 +579,7 @@ TEST(ui_tmux_a_failed_run_says_why_on_screen_and_after_it_and_exits_2)
     util_path(cmd, sizeof cmd, "%s --no-sixel --out %s/run", t_bin(), dir);
     util_path(message, sizeof message, "%s/cache: cannot create folder: ", file);
     tmux_srv t;
-    T_REQUIRE(tmx_start(&t, 120, 36, env, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 120, 36, env, cmd));
     WAIT(&t, "no preview: ", 30);
     /* The preview says why; the message wraps in the panel where the scratch
      * folder's length puts it. */
@@ -595,8 +622,7 @@ TEST(ui_tmux_a_run_stopped_after_a_non_finite_loss_exits_3)
              "--augment none",
              t_bin(), data, t_tmpdir());
     tmux_srv t;
-    T_REQUIRE(tmx_start(&t, 120, 36, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 120, 36, NULL, cmd));
     tmx_keys(&t, "s");
     WAIT(&t, "non-finite loss", 120);
     tmx_keys(&t, "q");
@@ -617,8 +643,7 @@ TEST(ui_tmux_an_upsampling_image_size_is_accepted_with_a_warning)
     char cmd[4200];
     util_path(cmd, sizeof cmd, "%s --no-sixel --image-size 512", t_bin());
     tmux_srv t;
-    T_REQUIRE(tmx_start(&t, 160, 40, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 160, 40, NULL, cmd));
     WAIT(&t, "--image-size 512 upsamples the 128 px shards", 30);
     tmx_keys(&t, "q");
     T_EQ_INT(tmx_exit_status(&t, 30), 0);
