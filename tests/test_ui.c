@@ -836,7 +836,7 @@ TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
     ui_log *log = calloc(1, sizeof *log);
     ui_log_add(log, 50, -1, "data error: shard 03 record 17: payload crc mismatch");
     const char *names[12] = { "pink primrose", "hard-leaved pocket orchid" };
-    ui_frame f = { s, names, 2, log, "flip", NULL, 0, "text", 0 };
+    ui_frame f = { s, names, 2, log, "flip", NULL, 0, "text", 0, NULL };
     ui_view v;
     ui_panel_view_defaults(&v);
     for (int mode = 0; mode < 2; mode++) {
@@ -927,7 +927,7 @@ TEST(ui_footer_offers_pause_only_while_a_run_is_under_way)
                   { RUN_DONE, 0 },   { RUN_FAILED, 0 },    { RUN_STOPPED, 0 } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         s->state = cases[i].st;
-        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0 };
+        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL };
         werase(stdscr);
         ui_rect r = { 0, 0, 1, COLS };
         ui_panel_footer(stdscr, r, &f, UI_CTX_MAIN);
@@ -961,6 +961,116 @@ TEST(ui_draw_wrapped_breaks_at_spaces_within_the_rectangle)
     row_text(5, line, sizeof line);
     T_CHECKF(!strstr(line, "directory"), "past the rectangle: |%s|", line);
     null_screen_close(&ns);
+}
+
+/* The rows y0..y1-1 of columns x0..x1-1, each with its trailing spaces cut, run
+ * together (a path broken where a line ends reads whole again). */
+static void rect_text(int y0, int y1, int x0, int x1, char *out, size_t n)
+{
+    size_t k = 0;
+    out[0] = 0;
+    for (int y = y0; y < y1; y++) {
+        wchar_t wb[512];
+        int got = mvwinnwstr(stdscr, y, x0, wb, x1 - x0 < 511 ? x1 - x0 : 511);
+        wb[got > 0 ? got : 0] = 0;
+        char line[2048];
+        size_t m = wcstombs(line, wb, sizeof line - 1);
+        line[m == (size_t)-1 ? 0 : m] = 0;
+        size_t len = strlen(line);
+        while (len > 0 && line[len - 1] == ' ')
+            line[--len] = 0;
+        if (k + len + 1 < n) {
+            memcpy(out + k, line, len + 1);
+            k += len;
+        }
+    }
+}
+
+/* Text cut to a width ends in an ellipsis instead of stopping mid-word. */
+TEST(ui_draw_text_cut_ends_in_an_ellipsis)
+{
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "24", "80"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    werase(stdscr);
+    T_EQ_INT(ui_draw_text_cut(stdscr, 0, 0, 20, UI_R_NORMAL, "short"), 5);
+    T_EQ_INT(ui_draw_text_cut(stdscr, 1, 0, 10, UI_R_NORMAL, "a message longer than ten"), 10);
+    char line[2048];
+    row_text(1, line, sizeof line);
+    T_CHECKF(strncmp(line, "a message\xe2\x80\xa6 ", 12) == 0, "|%s|", line);
+    ui_draw_setup(UI_COLOR_NONE, 0); /* no UTF-8: three dots */
+    ui_draw_text_cut(stdscr, 2, 0, 10, UI_R_NORMAL, "a message longer than ten");
+    row_text(2, line, sizeof line);
+    T_CHECKF(strncmp(line, "a messa... ", 11) == 0, "|%s|", line);
+    /* Wrapped text that does not fit says so on its last line. */
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    werase(stdscr);
+    const char *t = "one two three four five six seven eight nine ten";
+    T_EQ_INT(ui_draw_wrap_count(t, 10), 6);
+    T_EQ_INT(ui_draw_wrapped_from(stdscr, (ui_rect){ 0, 0, 2, 10 }, UI_R_NORMAL, t, 1, 1), 2);
+    row_text(0, line, sizeof line);
+    T_CHECKF(strncmp(line, "three four ", 11) == 0, "|%s|", line);
+    row_text(1, line, sizeof line);
+    T_CHECKF(strncmp(line, "five six\xe2\x80\xa6 ", 12) == 0, "|%s|", line);
+    null_screen_close(&ns);
+}
+
+/* The log panel wraps a long line under its time instead of cutting it, keeps
+ * the run folder's full path at its bottom (wrapped, not shortened), and says
+ * what the last checkpoint was; the footer's note ends in an ellipsis when it
+ * is cut. */
+TEST(ui_log_panel_wraps_lines_and_shows_the_run_folder_in_full)
+{
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "24", "80"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    run_snapshot *s = fake_snapshot();
+    const char *dir = "/home/someone/projects/petal/runs/small-20240515-101010-with-a-long-name";
+    snprintf(s->run_dir, sizeof s->run_dir, "%s", dir);
+    snprintf(s->last_checkpoint, sizeof s->last_checkpoint,
+             "%s/checkpoint.ckpt (update 12, pause)", dir);
+    s->checkpoints = 1;
+    ui_log *log = calloc(1, sizeof *log);
+    T_REQUIRE(log != NULL);
+    ui_log_add(log, 1, -1, "first line, the oldest, with many words that will not all fit");
+    ui_log_add(log, 2, -1,
+               "epoch 1/10 - 61 updates - 12.3s - 201ms/update - loss 1.2345 - acc 0.5678 - "
+               "val_loss 1.1111 - val_acc 0.6000 - val_f1 0.5500 END-OF-LINE");
+    ui_log_add(log, 3, -1, "short line");
+    ui_frame f = { s, NULL, 0, log, "flip", NULL, 0, "text", 0, dir };
+    ui_view v;
+    ui_panel_view_defaults(&v);
+    werase(stdscr);
+    ui_rect r = { 0, 0, 13, 40 };
+    ui_panel_log(stdscr, r, &f, &v, 0);
+    char all[4096], line[2048];
+    rect_text(1, 12, 1, 39, all, sizeof all);
+    T_CHECKF(strstr(all, dir) != NULL, "the run folder not whole in: %s", all);
+    T_CHECKF(strstr(all, "last checkpoint: update 12, pause") != NULL, "%s", all);
+    T_CHECKF(strstr(all, "END-OF-LINE") && strstr(all, "short line"), "%s", all);
+    for (int y = 1; y < 12; y++) {
+        row_text(y, line, sizeof line);
+        wchar_t wb[4];
+        mvwinnwstr(stdscr, y, 39, wb, 1);
+        T_CHECKF(wb[0] != L' ', "row %d: the box's right edge overwritten: |%s|", y, line);
+    }
+    /* Too little room: the oldest line shown is cut with an ellipsis. */
+    werase(stdscr);
+    r = (ui_rect){ 0, 0, 9, 40 };
+    ui_panel_log(stdscr, r, &f, &v, 0);
+    rect_text(1, 8, 1, 39, all, sizeof all);
+    T_CHECKF(strstr(all, "00:02 epoch 1/10") && strstr(all, "\xe2\x80\xa6") &&
+                 !strstr(all, "END-OF-LINE") && strstr(all, "short line") && strstr(all, dir),
+             "%s", all);
+    /* The footer's note. */
+    werase(stdscr);
+    f.note = "done: 3 epochs in 13s; val_acc 0.9472, val_f1 0.7780; outputs in /a/long/run/folder";
+    ui_panel_footer(stdscr, (ui_rect){ 0, 0, 1, 80 }, &f, UI_CTX_MAIN);
+    row_text(0, line, sizeof line);
+    T_CHECKF(strstr(line, "done: 3 epochs") && strstr(line, "\xe2\x80\xa6"), "|%s|", line);
+    null_screen_close(&ns);
+    free(s);
+    free(log);
 }
 
 /* The configure dialog: the settings in the order users know, their values as the

@@ -107,12 +107,49 @@ int app_make_engine(app *a, const run_config *cfg, pt_err *e)
 
 /* ---- collect -------------------------------------------------------------------- */
 
+/* The run folder in full: the snapshot's once the run has made it, else the one
+ * --resume or --out names, else where runs go. Worked out when its source
+ * changes, not every frame. */
+static void run_folder(app *a)
+{
+    const run_snapshot *s = a->snap;
+    const char *src = s->run_dir[0] ? s->run_dir : a->cfg.resume[0] ? a->cfg.resume : a->cfg.out;
+    if (a->run_dir[0] && !strcmp(src, a->run_dir_src))
+        return;
+    util_copy(a->run_dir_src, sizeof a->run_dir_src, src);
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd))
+        util_copy(cwd, sizeof cwd, ".");
+    char *real = src[0] ? realpath(src, NULL) : NULL;
+    if (real)
+        util_fmt(a->run_dir, sizeof a->run_dir, "%s", real);
+    else if (src[0] == '/')
+        util_fmt(a->run_dir, sizeof a->run_dir, "%s", src);
+    else if (src[0])
+        util_fmt(a->run_dir, sizeof a->run_dir, "%s/%s", cwd,
+                 strncmp(src, "./", 2) ? src : src + 2);
+    else
+        util_fmt(a->run_dir, sizeof a->run_dir, "made when the run starts, in %s/runs", cwd);
+    free(real);
+}
+
 static void collect(app *a)
 {
     eng_snapshot_get(a->g, a->snap);
     char line[1200];
     while (eng_log_pop(a->g, line, sizeof line))
         ui_log_add(a->log, app_now(a), -1, line);
+    /* How the run ended goes to the log too, where it is read in full (the
+     * footer has one line). */
+    run_state st = a->snap->state;
+    if (st != a->seen_state && (st == RUN_DONE || st == RUN_STOPPED || st == RUN_FAILED) &&
+        a->snap->message[0]) {
+        const ui_log_line *last = a->log->n ? ui_log_get(a->log, a->log->n - 1) : NULL;
+        if (!last || strcmp(last->text, a->snap->message) != 0)
+            ui_log_add(a->log, app_now(a), st == RUN_DONE ? UI_R_OK : -1, a->snap->message);
+    }
+    a->seen_state = st;
+    run_folder(a);
     /* Names appear once the data is open (a preview or the label scan). */
     int want = a->snap->n_classes > a->snap->label_classes ? a->snap->n_classes
                                                            : a->snap->label_classes;
@@ -246,6 +283,7 @@ static void frame(app *a)
     f.log = a->log;
     f.augment = a->cfg.augment;
     f.pix = a->pix_label;
+    f.run_dir = a->run_dir;
     if (a->note[0] && app_now(a) < a->note_until) {
         f.note = a->note;
         f.note_role = a->note_role;

@@ -47,6 +47,9 @@ typedef struct app {
     int n_names;
     double names_at;
     ui_log *log;
+    run_state seen_state;   /* the state of the last snapshot (its end goes to the log) */
+    char run_dir_src[4096]; /* what run_dir was made from */
+    char run_dir[4600];     /* the run folder's full path, or where it will be */
     ui_view view;           /* the keys; frame() moves the focus off a hidden panel */
     ui_layout layout;       /* frame(); the keys read it to move the focus and scroll */
     ui_term_caps caps;

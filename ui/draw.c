@@ -195,41 +195,107 @@ int ui_draw_text(WINDOW *w, int y, int x, int maxw, ui_role r, const char *s)
     return cols;
 }
 
-int ui_draw_wrapped(WINDOW *w, ui_rect r, ui_role role, const char *s)
+/* The first line of s in width columns: its length in bytes (up to the last
+ * space that fits, or as much of a word wider than the line as fits). Leading
+ * spaces are skipped first (*lead gets how many). 0 at the end of s. */
+static size_t wrap_line(const char *s, int width, size_t *lead)
+{
+    *lead = strspn(s, " ");
+    s += *lead;
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    size_t len = strlen(s), fit = 0, space = 0;
+    int cols = 0;
+    while (fit < len) {
+        wchar_t wc;
+        size_t k = next_char(s + fit, len - fit, &st, &wc);
+        int cw = wcwidth(wc);
+        if (k == 0 || cols + (cw > 0 ? cw : 1) > width)
+            break;
+        if (wc == ' ')
+            space = fit;
+        cols += cw > 0 ? cw : 1;
+        fit += k;
+    }
+    if (fit < len && space > 0 && s[fit] != ' ')
+        fit = space;
+    return fit;
+}
+
+int ui_draw_wrap_count(const char *s, int width)
 {
     int lines = 0;
-    while (*s && lines < r.h && r.w > 0) {
-        s += strspn(s, " ");
-        /* The bytes that fit in r.w columns; then back to the last space in them,
-         * unless the word alone is wider than the line (a long path). */
-        mbstate_t st;
-        memset(&st, 0, sizeof st);
-        size_t len = strlen(s), fit = 0, space = 0;
-        int cols = 0;
-        while (fit < len) {
-            wchar_t wc;
-            size_t k = next_char(s + fit, len - fit, &st, &wc);
-            int cw = wcwidth(wc);
-            if (k == 0 || cols + (cw > 0 ? cw : 1) > r.w)
-                break;
-            if (wc == ' ')
-                space = fit;
-            cols += cw > 0 ? cw : 1;
-            fit += k;
-        }
-        if (fit < len && space > 0 && s[fit] != ' ')
-            fit = space;
-        if (fit == 0)
-            break;
-        char line[1024];
-        size_t n = fit < sizeof line - 1 ? fit : sizeof line - 1;
-        memcpy(line, s, n);
-        line[n] = '\0';
-        ui_draw_text(w, r.y + lines, r.x, r.w, role, line);
+    size_t lead, n;
+    while (width > 0 && *s && (n = wrap_line(s, width, &lead)) > 0) {
         lines++;
-        s += fit;
+        s += lead + n;
+        s += strspn(s, " ");
     }
     return lines;
+}
+
+int ui_draw_wrapped_from(WINDOW *w, ui_rect r, ui_role role, const char *s, int skip, int ell)
+{
+    int lines = 0, index = 0;
+    size_t lead, n;
+    while (*s && lines < r.h && r.w > 0 && (n = wrap_line(s, r.w, &lead)) > 0) {
+        s += lead;
+        if (index++ >= skip) {
+            char line[1024];
+            size_t k = n < sizeof line - 1 ? n : sizeof line - 1;
+            memcpy(line, s, k);
+            line[k] = '\0';
+            const char *rest = s + n + strspn(s + n, " ");
+            if (ell && lines == r.h - 1 && *rest) {
+                /* More than fits: this last line ends in an ellipsis. */
+                char more[1100];
+                snprintf(more, sizeof more, "%s %s", line, rest);
+                ui_draw_text_cut(w, r.y + lines, r.x, r.w, role, more);
+            } else {
+                ui_draw_text(w, r.y + lines, r.x, r.w, role, line);
+            }
+            lines++;
+        }
+        s += n;
+    }
+    return lines;
+}
+
+int ui_draw_wrapped(WINDOW *w, ui_rect r, ui_role role, const char *s)
+{
+    return ui_draw_wrapped_from(w, r, role, s, 0, 0);
+}
+
+int ui_draw_text_cut(WINDOW *w, int y, int x, int maxw, ui_role r, const char *s)
+{
+    if (maxw <= 0 || !s)
+        return 0;
+    if (ui_draw_width(s) <= maxw)
+        return ui_draw_text(w, y, x, maxw, r, s);
+    const char *ell = g_unicode ? "\xe2\x80\xa6" : "...";
+    int ew = g_unicode ? 1 : 3;
+    if (maxw <= ew)
+        return ui_draw_text(w, y, x, maxw, r, ell);
+    /* The characters that fit before the ellipsis, without the spaces at their end. */
+    char buf[1024];
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    size_t len = strlen(s), fit = 0;
+    int cols = 0;
+    while (fit < len && fit < sizeof buf - 4) {
+        wchar_t wc;
+        size_t k = next_char(s + fit, len - fit, &st, &wc);
+        int cw = wcwidth(wc);
+        if (k == 0 || cols + (cw > 0 ? cw : 1) > maxw - ew)
+            break;
+        cols += cw > 0 ? cw : 1;
+        fit += k;
+    }
+    while (fit > 0 && s[fit - 1] == ' ')
+        fit--;
+    memcpy(buf, s, fit);
+    memcpy(buf + fit, ell, strlen(ell) + 1);
+    return ui_draw_text(w, y, x, maxw, r, buf);
 }
 
 int ui_draw_textf(WINDOW *w, int y, int x, int maxw, ui_role r, const char *fmt, ...)

@@ -214,7 +214,7 @@ void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx)
             nw = room;
         if (nw > r.w)
             nw = r.w;
-        ui_draw_text(w, r.y, end - nw, nw, (ui_role)f->note_role, f->note);
+        ui_draw_text_cut(w, r.y, end - nw, nw, (ui_role)f->note_role, f->note);
         end -= nw + 2;
     }
     /* Hints for this context, dropping the less useful ones until they fit:
@@ -366,7 +366,7 @@ void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v
         x += ui_draw_text(w, yq + 1, x, in.x + W - x, UI_R_TITLE, buf);
         snprintf(buf, sizeof buf, "  peak %s GF/s/core%s%s", b, s->blas_core[0] ? " " : "",
                  s->blas_core);
-        ui_draw_text(w, yq + 1, x, in.x + W - x, UI_R_DIM, buf);
+        ui_draw_text_cut(w, yq + 1, x, in.x + W - x, UI_R_DIM, buf);
     }
 }
 
@@ -519,8 +519,8 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
     if (in.h < 2 || in.w < 20)
         return;
     if (C <= 0) {
-        ui_draw_text(w, in.y + in.h / 2, in.x + 1, in.w - 1, UI_R_DIM,
-                     "counts come with the label scan");
+        ui_draw_text_cut(w, in.y + in.h / 2, in.x + 1, in.w - 1, UI_R_DIM,
+                         "counts come with the label scan");
         return;
     }
     /* legend row */
@@ -608,7 +608,7 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
         else
             snprintf(tot, sizeof tot, "train %lld, val %lld, largest/smallest %.1fx, no oversampling",
                      tt, tv, lo > 0 ? (double)hi / (double)lo : 0.0);
-        ui_draw_text(w, in.y + in.h - 1, in.x, in.w, UI_R_DIM, tot);
+        ui_draw_text_cut(w, in.y + in.h - 1, in.x, in.w, UI_R_DIM, tot);
     }
     if (!binned && nrows > rows) {
         snprintf(nb, sizeof nb, " %d-%d of %d ", top + 1,
@@ -619,6 +619,18 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
 }
 
 /* ---- log ----------------------------------------------------------------------- */
+
+/* "update N, why" of the snapshot's last checkpoint ("PATH (update N, why)"), or
+ * the whole of it when it has another form. */
+static const char *checkpoint_what(const char *last, char *buf, size_t n)
+{
+    const char *u = strstr(last, " (update ");
+    size_t len = strlen(last);
+    if (!u || len < 2 || last[len - 1] != ')')
+        return last;
+    snprintf(buf, n, "%.*s", (int)(last + len - 1 - (u + 2)), u + 2);
+    return buf;
+}
 
 void ui_panel_log(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused)
 {
@@ -635,33 +647,55 @@ void ui_panel_log(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int
         snprintf(e, sizeof e, "%lld data error%s", s->data_errors, s->data_errors == 1 ? "" : "s");
         ui_draw_text(w, r.y, r.x + 2 + 6, r.w - 10, UI_R_BAD, e);
     }
+    /* At the bottom, where they stay: the run folder in full (wrapped over up to
+     * three lines) and the last checkpoint; the log lines above them. */
     int rows = in.h;
-    int show_ckpt = s->last_checkpoint[0] && rows >= 3;
-    if (show_ckpt)
+    char where[1200] = "";
+    if (f->run_dir && f->run_dir[0])
+        snprintf(where, sizeof where, "run folder: %s", f->run_dir);
+    int where_h = where[0] ? ui_draw_wrap_count(where, in.w) : 0;
+    int keep = rows >= 4 ? 2 : rows - 1; /* rows left to the log and the checkpoint */
+    if (where_h > rows - keep)
+        where_h = rows - keep > 0 ? rows - keep : 0;
+    if (where_h > 3)
+        where_h = 3;
+    rows -= where_h;
+    if (where_h > 0)
+        ui_draw_wrapped_from(w, (ui_rect){ in.y + rows, in.x, where_h, in.w }, UI_R_INFO, where,
+                             0, 1);
+    if (s->last_checkpoint[0] && rows >= 2) {
         rows--;
+        char what[512];
+        int x = in.x;
+        x += ui_draw_text(w, in.y + rows, x, in.w, UI_R_DIM, "last checkpoint: ");
+        ui_draw_text_cut(w, in.y + rows, x, in.x + in.w - x, UI_R_INFO,
+                         checkpoint_what(s->last_checkpoint, what, sizeof what));
+    }
     int n = f->log ? f->log->n : 0;
     int back = v->log_back < 0 ? 0 : v->log_back;
-    if (back > n - rows)
-        back = n - rows > 0 ? n - rows : 0;
-    int first = n - rows - back;
-    if (first < 0)
-        first = 0;
-    for (int i = 0; i < rows && first + i < n; i++) {
-        const ui_log_line *ln = ui_log_get(f->log, first + i);
+    if (back > n - 1)
+        back = n - 1 > 0 ? n - 1 : 0;
+    /* Lines wrap under their text, newest at the bottom; the oldest one shown
+     * may be cut, with an ellipsis. */
+    const int tw = 6, textw = in.w - tw;
+    int y = in.y + rows;
+    for (int i = n - 1 - back; i >= 0 && y > in.y; i--) {
+        const ui_log_line *ln = ui_log_get(f->log, i);
+        int h = ui_draw_wrap_count(ln->text, textw);
+        if (h < 1)
+            h = 1;
+        if (h > y - in.y)
+            h = y - in.y;
+        y -= h;
         char t[16];
         int sec = (int)ln->t;
         snprintf(t, sizeof t, "%02d:%02d ", sec / 60 % 100, sec % 60);
-        int x = in.x;
-        x += ui_draw_text(w, in.y + i, x, in.w, UI_R_DIM, t);
-        ui_draw_text(w, in.y + i, x, in.x + in.w - x, (ui_role)ln->role, ln->text);
+        ui_draw_text(w, y, in.x, tw, UI_R_DIM, t);
+        ui_draw_wrapped_from(w, (ui_rect){ y, in.x + tw, h, textw }, (ui_role)ln->role, ln->text,
+                             0, 1);
     }
-    if (n == 0)
+    if (n == 0 && rows > 0)
         ui_draw_text(w, in.y, in.x, in.w, UI_R_DIM, "messages, data errors and checkpoints");
-    if (show_ckpt) {
-        int x = in.x;
-        x += ui_draw_text(w, in.y + in.h - 1, x, in.w, UI_R_DIM, "last checkpoint ");
-        ui_draw_text(w, in.y + in.h - 1, x, in.x + in.w - x, UI_R_INFO, s->last_checkpoint);
-    }
     if (back > 0) {
         char b[32];
         snprintf(b, sizeof b, " -%d ", back);

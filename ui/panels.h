@@ -48,6 +48,7 @@ typedef struct ui_frame {
     int note_role;
     const char *pix;            /* how pictures are shown ("sixel", ...) */
     int ask_resume;             /* the question offers r (resume) */
+    const char *run_dir;        /* the run folder's full path, or where it will be; NULL */
 } ui_frame;
 
 ui_role ui_panel_state_role(run_state st);
