@@ -939,6 +939,98 @@ TEST(ui_footer_offers_pause_only_while_a_run_is_under_way)
     free(s);
 }
 
+/* s of spaces collapsed to one, into out. */
+static void squeeze(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (; *s && k + 1 < n; s++)
+        if (*s != ' ' || (k > 0 && out[k - 1] != ' '))
+            out[k++] = *s;
+    out[k] = 0;
+}
+
+/* The help at 80 columns: a box within the screen, and every key's description
+ * whole on it as it scrolls (wrapped under itself, never cut). */
+TEST(ui_help_fits_80_columns_with_every_description_whole)
+{
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "24", "80"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    ui_view v;
+    ui_panel_view_defaults(&v);
+    size_t all_n = 64 * 1024, used = 0;
+    char *all = calloc(all_n, 1);
+    T_REQUIRE(all != NULL);
+    for (int top = 0, end = 0; top < 400 && !end; top += 5) {
+        v.help_top = top;
+        werase(stdscr);
+        ui_rect b = ui_panel_help(stdscr, LINES, COLS, &v);
+        T_CHECKF(b.x >= 0 && b.x + b.w <= 80 && b.y >= 0 && b.y + b.h <= 24, "box %d,%d %dx%d",
+                 b.y, b.x, b.h, b.w);
+        for (int y = b.y + 1; y < b.y + b.h - 1; y++) {
+            char line[2048];
+            wchar_t wb[512];
+            int got = mvwinnwstr(stdscr, y, b.x + 1, wb, b.w - 2);
+            wb[got > 0 ? got : 0] = 0;
+            size_t m = wcstombs(line, wb, sizeof line - 1);
+            line[m == (size_t)-1 ? 0 : m] = 0;
+            int len = snprintf(all + used, all_n - used, "%s ", line);
+            if (len > 0 && used + (size_t)len < all_n)
+                used += (size_t)len;
+        }
+        end = v.help_top < top; /* clamped: the last page is on screen */
+    }
+    char *flat = calloc(all_n, 1);
+    T_REQUIRE(flat != NULL);
+    squeeze(all, flat, all_n);
+    size_t nk;
+    const ui_key *k = ui_keys_table(&nk);
+    for (size_t i = 0; i < nk; i++) {
+        if (!k[i].help)
+            continue;
+        char want[512];
+        squeeze(k[i].help, want, sizeof want);
+        T_CHECKF(strstr(flat, want) != NULL, "not whole in the help: \"%s\"", want);
+    }
+    free(flat);
+    free(all);
+    null_screen_close(&ns);
+}
+
+/* The inspect view before any validation offers s only when s starts a run. */
+TEST(ui_inspect_offers_s_only_when_it_starts_a_run)
+{
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "30", "100"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    run_snapshot *s = fake_snapshot();
+    ui_inspect *v = calloc(1, sizeof *v);
+    ui_preview *pv = calloc(1, sizeof *pv);
+    T_REQUIRE(v && pv);
+    ui_inspect_init(v);
+    ui_preview_init(pv, UI_PIX_ASCII, 1, 2, 0, 0, NULL);
+    static const struct {
+        run_state st;
+        int offers;
+    } cases[] = { { RUN_IDLE, 1 }, { RUN_PREPARING, 0 }, { RUN_RUNNING, 0 }, { RUN_PAUSED, 0 } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        s->state = cases[i].st;
+        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL };
+        werase(stdscr);
+        ui_inspect_draw(v, stdscr, (ui_rect){ 2, 0, 27, 100 }, &f, pv);
+        T_CHECKF(screen_has("validation results come after the first epoch"), "%s: no note",
+                 run_state_name(cases[i].st));
+        T_CHECKF(screen_has("s starts the run") == cases[i].offers, "%s: s %s",
+                 run_state_name(cases[i].st), cases[i].offers ? "not offered" : "offered");
+    }
+    ui_preview_free(pv);
+    ui_inspect_free(v);
+    free(pv);
+    free(v);
+    free(s);
+    null_screen_close(&ns);
+}
+
 /* Long text over several lines: broken at spaces, a word longer than a line
  * broken where the line ends, nothing past the rectangle. */
 TEST(ui_draw_wrapped_breaks_at_spaces_within_the_rectangle)

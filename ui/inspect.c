@@ -271,10 +271,18 @@ void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, 
 {
     if (v->rep.epoch <= 0 || v->n == 0) {
         ui_rect in = ui_draw_box(w, body, "Inspect validation", 1);
-        const char *m = "validation results come after the first epoch (s starts the run)";
+        /* s is offered only where it starts a run. */
+        run_state st = f->s ? f->s->state : RUN_IDLE;
+        const char *m = st == RUN_IDLE ? "validation results come after the first epoch "
+                                         "(s starts the run)"
+                        : st == RUN_PREPARING || st == RUN_RUNNING || st == RUN_PAUSED
+                            ? "validation results come after the first epoch"
+                            : "no validation results: the run ended before its first epoch "
+                              "(s starts a new one)";
         int mw = ui_draw_width(m);
-        ui_draw_text(w, in.y + in.h / 2, in.x + (in.w > mw ? (in.w - mw) / 2 : 0), in.w,
-                     UI_R_DIM, m);
+        int mx = in.w > mw ? (in.w - mw) / 2 : 0;
+        ui_draw_wrapped(w, (ui_rect){ in.y + in.h / 2, in.x + mx, in.h - in.h / 2, in.w - mx },
+                        UI_R_DIM, m);
         ui_preview_hide(pv);
         return;
     }

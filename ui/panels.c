@@ -737,67 +737,106 @@ static ui_rect centred(int rows, int cols, int h, int wd)
     return r;
 }
 
-void ui_panel_help(WINDOW *w, int rows, int cols, ui_view *v)
+ui_rect ui_panel_help(WINDOW *w, int rows, int cols, ui_view *v)
 {
-    enum { LINE_N = 160, MAXL = 128, KEYW = 16 };
-    static char text[MAXL][LINE_N];
+    enum { LINE_N = 200, MAXL = 128, KEYW = 16 };
+    /* Entries: a title, a key with its description, a blank, a note. */
+    static char key[MAXL][KEYW + 1], text[MAXL][LINE_N];
     static ui_role role[MAXL];
+    static char lines[MAXL][LINE_N];
     int n = 0;
-    for (int c = 0; c < UI_CTX_COUNT && n < MAXL; c++) {
-        if (n > 0 && n < MAXL) {
-            text[n][0] = 0;
+    for (int c = 0; c < UI_CTX_COUNT && n < MAXL - 2; c++) {
+        if (n > 0) {
+            key[n][0] = text[n][0] = 0;
             role[n++] = UI_R_NORMAL;
         }
+        key[n][0] = 0;
         snprintf(text[n], LINE_N, "%s", ui_keys_ctx_name((ui_ctx)c));
         role[n++] = UI_R_TITLE;
-        int got = ui_keys_help((ui_ctx)c, KEYW, &text[n][0], LINE_N, MAXL - n);
-        for (int i = 0; i < got; i++)
-            role[n + i] = UI_R_NORMAL;
-        n += got;
+        int got = ui_keys_help((ui_ctx)c, KEYW, &lines[0][0], LINE_N, MAXL - n - 1);
+        for (int i = 0; i < got; i++, n++) {
+            /* "NAMES<pad> description": the names are the first KEYW columns. */
+            snprintf(key[n], sizeof key[n], "%.*s", KEYW, lines[i]);
+            for (int k = (int)strlen(key[n]); k > 0 && key[n][k - 1] == ' '; k--)
+                key[n][k - 1] = 0;
+            snprintf(text[n], LINE_N, "%s", lines[i] + (strlen(lines[i]) > KEYW ? KEYW + 1 : 0));
+            role[n] = UI_R_NORMAL;
+        }
         if (c == UI_CTX_INSPECT && n < MAXL) {
-            snprintf(text[n], LINE_N, "%-*s %s", KEYW, "s p ? q ^L", "work here too");
+            snprintf(key[n], sizeof key[n], "s p ? q ^L");
+            snprintf(text[n], LINE_N, "work here too");
             role[n++] = UI_R_NORMAL;
         }
     }
     if (n < MAXL - 2) {
-        text[n][0] = 0;
+        key[n][0] = text[n][0] = 0;
         role[n++] = UI_R_NORMAL;
+        key[n][0] = 0;
         snprintf(text[n], LINE_N, "Ctrl-C pauses the run and asks; a hang-up writes a checkpoint "
                                   "and exits.");
         role[n++] = UI_R_DIM;
     }
-    ui_rect b = centred(rows, cols, n + 2, 96);
+    /* As wide as the longest line needs, within the screen; descriptions wrap
+     * under themselves when narrower. */
+    int need = 0;
+    for (int i = 0; i < n; i++) {
+        int lw = (key[i][0] ? KEYW + 1 : 0) + ui_draw_width(text[i]);
+        need = lw > need ? lw : need;
+    }
+    int bw = need + 4; /* the borders and a column of margin each side */
+    ui_rect b = centred(rows, cols, 3, bw);
+    int dw = b.w - KEYW - 5; /* description columns */
+    if (dw < 10)
+        dw = 10;
+    static int row_of[MAXL + 1];
+    int total = 0;
+    for (int i = 0; i < n; i++) {
+        row_of[i] = total;
+        int h = ui_draw_wrap_count(text[i], key[i][0] ? dw : b.w - 4);
+        total += h > 0 ? h : 1;
+    }
+    row_of[n] = total;
+    b = centred(rows, cols, total + 2, bw);
     ui_draw_clear(w, b);
     ui_rect in = ui_draw_box(w, b, "Help: Up/Down/PgUp/PgDn scroll, any other key closes", 1);
     if (in.h <= 0)
-        return;
-    int maxtop = n - in.h > 0 ? n - in.h : 0;
+        return b;
+    int maxtop = total - in.h > 0 ? total - in.h : 0;
     if (v->help_top > maxtop)
         v->help_top = maxtop;
     if (v->help_top < 0)
         v->help_top = 0;
-    for (int i = 0; i < in.h && v->help_top + i < n; i++) {
-        const char *t = text[v->help_top + i];
-        ui_role rr = role[v->help_top + i];
-        if (rr == UI_R_NORMAL && strlen(t) > KEYW + 1) {
-            /* The key names in the key colour, the description plain. */
-            char k[KEYW + 1];
-            snprintf(k, sizeof k, "%.*s", KEYW, t);
-            ui_draw_text(w, in.y + i, in.x + 1, KEYW, UI_R_KEY, k);
-            ui_draw_text(w, in.y + i, in.x + KEYW + 2, in.w - KEYW - 2, UI_R_NORMAL, t + KEYW + 1);
+    for (int i = 0; i < n; i++) {
+        int y = in.y + row_of[i] - v->help_top;
+        int h = row_of[i + 1] - row_of[i];
+        /* The rows of this entry on screen: from skip, at most fit. */
+        int skip = y < in.y ? in.y - y : 0;
+        int fit = in.y + in.h - (y + skip);
+        if (skip >= h || fit <= 0)
+            continue;
+        if (fit > h - skip)
+            fit = h - skip;
+        if (key[i][0]) {
+            if (skip == 0)
+                ui_draw_text(w, y, in.x + 1, KEYW, UI_R_KEY, key[i]);
+            ui_draw_wrapped_from(w, (ui_rect){ y + skip, in.x + KEYW + 2, fit, dw }, UI_R_NORMAL,
+                                 text[i], skip, 0);
         } else {
-            ui_draw_text(w, in.y + i, in.x + 1, in.w - 1, rr, t);
+            ui_draw_wrapped_from(w, (ui_rect){ y + skip, in.x + 1, fit, in.w - 2 }, role[i],
+                                 text[i], skip, 0);
         }
     }
     if (maxtop > 0) {
         char m[32];
-        snprintf(m, sizeof m, " %d/%d ", v->help_top + in.h < n ? v->help_top + in.h : n, n);
+        snprintf(m, sizeof m, " %d/%d ", v->help_top + in.h < total ? v->help_top + in.h : total,
+                 total);
         ui_draw_text(w, b.y + b.h - 1, b.x + b.w - 2 - (int)strlen(m), (int)strlen(m), UI_R_DIM, m);
     }
+    return b;
 }
 
-void ui_panel_dialog(WINDOW *w, int rows, int cols, const char *title, const char *const *lines,
-                     int n, ui_ctx ctx, int can_resume)
+ui_rect ui_panel_dialog(WINDOW *w, int rows, int cols, const char *title,
+                        const char *const *lines, int n, ui_ctx ctx, int can_resume)
 {
     if (n > 8)
         n = 8;
@@ -816,6 +855,7 @@ void ui_panel_dialog(WINDOW *w, int rows, int cols, const char *title, const cha
     ui_frame none = { 0 };
     none.ask_resume = can_resume;
     ui_panel_footer(w, hints, &none, ctx);
+    return b;
 }
 
 void ui_panel_too_small(WINDOW *w, int rows, int cols)

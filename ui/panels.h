@@ -66,14 +66,15 @@ void ui_panel_log(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int
 /* The preview panel's frame and title; returns the inside, where the pictures go. */
 ui_rect ui_panel_preview(WINDOW *w, ui_rect r, const ui_frame *f, int focused, uint64_t batch);
 
-/* The help overlay over the whole screen, scrolled to v->help_top (clamped;
- * the clamped value is written back). */
-void ui_panel_help(WINDOW *w, int rows, int cols, ui_view *v);
+/* The help overlay, centred, as wide as its longest line within the screen (the
+ * descriptions wrap under themselves when narrower), scrolled to v->help_top
+ * (clamped; the clamped value is written back). Returns the box. */
+ui_rect ui_panel_help(WINDOW *w, int rows, int cols, ui_view *v);
 
 /* A centred box with a title and up to 8 lines, and the keys of ctx under them
- * (with r only when can_resume). */
-void ui_panel_dialog(WINDOW *w, int rows, int cols, const char *title, const char *const *lines,
-                     int n, ui_ctx ctx, int can_resume);
+ * (with r only when can_resume). Returns the box. */
+ui_rect ui_panel_dialog(WINDOW *w, int rows, int cols, const char *title,
+                        const char *const *lines, int n, ui_ctx ctx, int can_resume);
 
 /* The note shown on a screen below the minimum size. */
 void ui_panel_too_small(WINDOW *w, int rows, int cols);
