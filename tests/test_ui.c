@@ -637,6 +637,7 @@ TEST(ui_preview_builds_half_blocks_sixel_and_sends_only_changes)
     ui_preview_free(&p);
 
     /* Sixel: one image per row of groups, sent once, again only when forced. */
+    const ui_rect none = { 0, 0, 0, 0 };
     int fds[2];
     T_REQUIRE(pipe(fds) == 0);
     fcntl(fds[0], F_SETFL, O_NONBLOCK);
@@ -644,7 +645,7 @@ TEST(ui_preview_builds_half_blocks_sixel_and_sends_only_changes)
     T_REQUIRE(ui_preview_fit(30, 6, 6, 13, 2, 1, 1, 32, 32, &g) == 0);
     T_EQ_INT(ui_preview_set(&p, 1, area, &g, im, cap, 1), 1);
     T_REQUIRE(p.n_ov == 1);
-    size_t sent = ui_preview_flush(&p, fds[1], 0);
+    size_t sent = ui_preview_flush(&p, fds[1], 0, none);
     T_CHECK(sent == p.ov[0].len && sent > 0);
     static char got[1 << 16];
     ssize_t r = read(fds[0], got, sizeof got);
@@ -654,12 +655,12 @@ TEST(ui_preview_builds_half_blocks_sixel_and_sends_only_changes)
     T_CHECKF(memcmp(got, want, strlen(want)) == 0, "picture not wrapped in DECSC/CUP: %.12s",
              got + 1);
     T_CHECK(got[r - 2] == 033 && got[r - 1] == '8'); /* DECRC last */
-    T_EQ_INT(ui_preview_flush(&p, fds[1], 0), 0);       /* unchanged: nothing */
-    T_CHECK(ui_preview_flush(&p, fds[1], 1) > 0);       /* after a repaint: again */
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 0, none), 0);       /* unchanged: nothing */
+    T_CHECK(ui_preview_flush(&p, fds[1], 1, none) > 0);       /* after a repaint: again */
     T_EQ_INT(ui_preview_set(&p, 2, area, &g, im, cap, 1), 1); /* a new batch */
-    T_CHECK(ui_preview_flush(&p, fds[1], 0) > 0);
+    T_CHECK(ui_preview_flush(&p, fds[1], 0, none) > 0);
     ui_preview_hide(&p);
-    T_EQ_INT(ui_preview_flush(&p, fds[1], 1), 0);
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 1, none), 0);
     ui_preview_free(&p);
     close(fds[0]);
     close(fds[1]);
@@ -826,6 +827,71 @@ static int null_screen_open(null_screen *ns, const char *rows, const char *cols)
     else
         null_screen_close(ns);
     return ns->scr != NULL;
+}
+
+/* A sixel row wider than the terminal takes in one image goes as several, each
+ * within max_w; a dialog over some of them holds those back (the others are left
+ * alone) until it is gone; the cells under pictures are blanks of their own kind,
+ * so curses writes a dialog over them whole. */
+TEST(ui_preview_splits_wide_rows_and_holds_back_pictures_under_a_dialog)
+{
+    enum { N = 6 };
+    uint8_t pic[8 * 8 * 3];
+    red_over_blue(pic);
+    ui_preview_image im[2 * N];
+    ui_preview_caption cap[N];
+    memset(cap, 0, sizeof cap);
+    for (int i = 0; i < 2 * N; i++)
+        im[i] = (ui_preview_image){ pic, 8, 8 };
+    ui_preview_geom g;
+    /* 6 x 13 cells, 32-px tiles: 6 columns a tile, 13 a group of two; 100 columns
+     * hold 6 groups across (600 px), more than the 240 px the terminal takes. */
+    T_REQUIRE(ui_preview_fit(100, 6, 6, 13, 2, 1, N, 32, 32, &g) == 0);
+    T_REQUIRE(g.per_row == N && g.rows == 1);
+    ui_preview p;
+    ui_preview_init(&p, UI_PIX_SIXEL, 6, 13, 256, 240, (const uint8_t[]){ 0, 0, 0 });
+    ui_rect area = { 2, 0, 6, 100 };
+    T_EQ_INT(ui_preview_set(&p, 1, area, &g, im, cap, N), 1);
+    T_EQ_INT(p.n_ov, 3); /* two groups (25 columns, 150 px) an image */
+    for (int i = 0; i < p.n_ov; i++) {
+        T_CHECKF(p.ov[i].cols * 6 <= 240 && p.ov[i].len > 0, "overlay %d: %d columns", i,
+                 p.ov[i].cols);
+        if (i > 0)
+            T_EQ_INT(p.ov[i].col, p.ov[i - 1].col + p.ov[i - 1].cols + 2);
+    }
+    int fds[2];
+    T_REQUIRE(pipe(fds) == 0);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    static char got[1 << 18];
+    const ui_rect none = { 0, 0, 0, 0 };
+    size_t all = p.ov[0].len + p.ov[1].len + p.ov[2].len;
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 0, none), all);
+    T_CHECK(read(fds[0], got, sizeof got) > 0);
+    /* A dialog over the middle one: nothing is sent while it is there (the two
+     * others are on screen already and stay), the middle one once it is gone. */
+    ui_rect dialog = { 0, p.ov[1].col + 2, 5, 4 };
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 0, dialog), 0);
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 1, dialog), p.ov[0].len + p.ov[2].len); /* repainted */
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 0, dialog), 0);
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 0, none), p.ov[1].len);
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 0, none), 0);
+    T_CHECK(read(fds[0], got, sizeof got) > 0);
+    close(fds[0]);
+    close(fds[1]);
+
+    /* The blanks under the pictures differ from plain ones. */
+    null_screen ns;
+    if (null_screen_open(&ns, "24", "100")) {
+        werase(stdscr);
+        ui_preview_draw(&p, stdscr);
+        chtype under = mvwinch(stdscr, p.ov[1].row + 1, p.ov[1].col + 3);
+        chtype beside = mvwinch(stdscr, 20, 50);
+        T_CHECK((under & A_CHARTEXT) == ' ' && (under & A_INVIS) && !(beside & A_INVIS));
+        null_screen_close(&ns);
+    } else {
+        T_CHECK(!"no curses screen");
+    }
+    ui_preview_free(&p);
 }
 
 TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)

@@ -335,7 +335,7 @@ ui_rect ui_draw_box(WINDOW *w, ui_rect r, const char *title, int focused)
         char t[256];
         snprintf(t, sizeof t, " %s ", title);
         /* Focus shows in reverse video, so it is visible without colour too. */
-        ui_draw_text(w, r.y, r.x + 2, r.w - 4, focused ? UI_R_SEL : UI_R_TITLE, t);
+        ui_draw_text_cut(w, r.y, r.x + 2, r.w - 4, focused ? UI_R_SEL : UI_R_TITLE, t);
     }
     return in;
 }

@@ -313,9 +313,10 @@ void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, 
     int sixel = pv->mode == UI_PIX_SIXEL;
     int cw = sixel ? pv->cell_w : 1, ch = sixel ? pv->cell_h : 2;
     int cols = in.w;
-    if (sixel && pv->max_w > 0 && cols * cw > pv->max_w)
-        cols = pv->max_w / cw;
-    if (ui_preview_fit(cols, in.h, cw, ch, 1, 2, 12, sixel ? 32 : 8, sixel ? 128 : 24, &g) != 0) {
+    int px_max = sixel ? 128 : 24;
+    if (sixel && pv->max_w > 0 && px_max + cw > pv->max_w)
+        px_max = pv->max_w - cw; /* one image within what the terminal takes */
+    if (ui_preview_fit(cols, in.h, cw, ch, 1, 2, 12, sixel ? 32 : 8, px_max, &g) != 0) {
         ui_preview_hide(pv);
         v->per_page = 1;
         return;
