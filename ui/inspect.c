@@ -218,7 +218,7 @@ static void draw_table(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
     if (in.h < 2 || in.w < 24)
         return;
     int k = v->rep.n_classes;
-    int nw = in.w - 24;
+    int nw = in.w - 25; /* " P     R     F1     n": 25 columns */
     ui_draw_textf(w, in.y, in.x, in.w, UI_R_DIM, "%-*s %5s %5s %5s %6s", nw, "class", "P", "R",
                   "F1", "n");
     int *order = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
@@ -231,8 +231,8 @@ static void draw_table(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
     for (int i = 0; i < rows && v->table_top + i < k; i++) {
         int c = order[v->table_top + i];
         char nb[48], line[256];
-        snprintf(line, sizeof line, "%-*.*s", nw, nw, ui_panel_class_name(f, c, nb, sizeof nb));
-        ui_draw_text(w, in.y + 1 + i, in.x, nw, UI_R_NORMAL, line);
+        ui_draw_text_cut(w, in.y + 1 + i, in.x, nw - 1, UI_R_NORMAL,
+                         ui_panel_class_name(f, c, nb, sizeof nb));
         double f1 = v->rep.f1[c];
         snprintf(line, sizeof line, " %5.2f %5.2f", v->rep.precision[c], v->rep.recall[c]);
         ui_draw_text(w, in.y + 1 + i, in.x + nw, 12, UI_R_NORMAL, line);
@@ -262,7 +262,7 @@ static void draw_pairs(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
         char cnt[24];
         snprintf(cnt, sizeof cnt, " %lld", top[i].count);
         int cw = (int)strlen(cnt);
-        ui_draw_text(w, in.y + i, in.x, in.w - cw, UI_R_NORMAL, line);
+        ui_draw_text_cut(w, in.y + i, in.x, in.w - cw, UI_R_NORMAL, line);
         ui_draw_text(w, in.y + i, in.x + in.w - cw, cw, UI_R_BAD, cnt);
     }
 }

@@ -557,8 +557,19 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
         mt = t > mt ? t : mt;
         mv = vv > mv ? vv : mv;
     }
-    int nw = in.w / 3 > 20 ? 20 : in.w / 3;
+    /* Names as wide as the longest shown needs, while the bars keep 20 columns
+     * (a third of the panel at least); a longer name ends in an ellipsis. */
     int numw = 6;
+    int longest = 0;
+    for (int i = 0; i < rows && top + i < nrows; i++) {
+        int c0 = (top + i) * k;
+        int lw = k == 1 ? ui_draw_width(ui_panel_class_name(f, c0, nb, sizeof nb)) : 9;
+        longest = lw > longest ? lw : longest;
+    }
+    int nw_max = in.w - 2 * numw - 2 - 20 > in.w / 3 ? in.w - 2 * numw - 2 - 20 : in.w / 3;
+    int nw = longest < nw_max ? longest : nw_max;
+    if (nw < 6)
+        nw = 6;
     int bars = in.w - nw - 2 * numw - 2;
     int tb = bars * 3 / 5, vb = bars - tb;
     for (int i = 0; i < rows && top + i < nrows; i++) {
@@ -575,7 +586,7 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
             name = ui_panel_class_name(f, c0, nb, sizeof nb);
         else
             snprintf(nb, sizeof nb, "%d-%d", c0, c1 - 1);
-        ui_draw_text(w, y, in.x, nw, UI_R_NORMAL, name);
+        ui_draw_text_cut(w, y, in.x, nw, UI_R_NORMAL, name);
         int bx = in.x + nw + 1;
         /* With oversampling, the real count is drawn over the oversampled one. */
         if (s->oversampling)

@@ -449,7 +449,7 @@ void ui_preview_draw(const ui_preview *p, WINDOW *w)
             const char *t = p->cap[i].text[k];
             int tw = ui_draw_width(t);
             int pad = tw < g->group_cols ? (g->group_cols - tw) / 2 : 0;
-            ui_draw_text(w, y + k, x + pad, g->group_cols, (ui_role)p->cap[i].role[k], t);
+            ui_draw_text_cut(w, y + k, x + pad, g->group_cols, (ui_role)p->cap[i].role[k], t);
         }
     }
 }
