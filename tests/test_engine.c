@@ -196,6 +196,8 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
     small_config(&c, straight);
     c.epochs = 3;
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
+    T_CHECKF(!strstr(snap.message, "since the resume") && snap.elapsed_resumed == 0, "%s",
+             snap.message);
 
     /* Stop somewhere in epoch 2 (at an update boundary, as a user's stop would). */
     small_config(&c, split);
@@ -208,6 +210,20 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
     util_copy(c.resume, sizeof c.resume, split);
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     T_EQ_INT(snap.history_n, 3);
+    /* The resumed run says what this process trained beside the whole: in the
+     * end, and in the line of the epoch that spans the resume (only there). */
+    T_CHECKF(strstr(snap.message, "s since the resume); val_acc") != NULL, "%s", snap.message);
+    T_CHECK(snap.elapsed_resumed > 0 && snap.elapsed_resumed < snap.elapsed);
+    char path[4300];
+    util_path(path, sizeof path, "%s/log.txt", split);
+    uint8_t *text;
+    size_t len;
+    T_REQUIRE(util_read_file(path, &text, &len, NULL) == PT_OK);
+    const char *e2 = strstr((char *)text, "epoch 2/3 - "), *e3 = strstr((char *)text, "epoch 3/3 - ");
+    T_CHECKF(e2 && e3 && strstr(e2, "s since the resume) - ") &&
+                 strstr(e2, "s since the resume) - ") < e3 && !strstr(e3, "since the resume) - "),
+             "%s", (char *)text);
+    free(text);
     char *ha = history_without_timing(straight), *hb = history_without_timing(split);
     T_REQUIRE(ha && hb);
     T_CHECKF(strcmp(ha, hb) == 0, "straight and resumed histories differ:\n%s\n---\n%s", ha, hb);
@@ -356,6 +372,12 @@ TEST(engine_pause_resume_and_stop_from_another_thread)
     }
     T_EQ_INT(snap.state, RUN_PAUSED);
     T_CHECKF(snap.checkpoints > 0, "no checkpoint written on pause");
+    /* Paused replicas do nothing, and their figures say so. */
+    for (int q = 0; q < snap.n_replicas; q++)
+        T_CHECKF(snap.replica[q].images_per_sec == 0 && snap.replica[q].busy_pct == 0,
+                 "replica %d paused at %.0f img/s, busy %.0f%%", q,
+                 snap.replica[q].images_per_sec, snap.replica[q].busy_pct);
+    T_CHECK(snap.n_replicas == 2 && snap.total_images_per_sec == 0);
     long long step = snap.step + (long long)snap.epoch * 1000;
     usleep(200000);
     eng_snapshot_get(g, &snap);

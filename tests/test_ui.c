@@ -24,6 +24,7 @@
 #include "ui/preview.h"
 #include "ui/rowmove.h"
 #include "ui/sixel.h"
+#include "ui/sysmon.h"
 #include "ui/term.h"
 
 /* memmem is a GNU extension; this is all the tests need of it. */
@@ -756,6 +757,7 @@ static run_snapshot *fake_snapshot(void)
         for (int i = 0; i < 30; i++)
             s->replica[r].spark[i] = 100 + i;
     }
+    s->total_images_per_sec = 241;
     s->queue_depth = 3;
     s->queue_capacity = 8;
     for (int k = 0; k < 12; k++) {
@@ -902,7 +904,7 @@ TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
     ui_log *log = calloc(1, sizeof *log);
     ui_log_add(log, 50, -1, "data error: shard 03 record 17: payload crc mismatch");
     const char *names[12] = { "pink primrose", "hard-leaved pocket orchid" };
-    ui_frame f = { s, names, 2, log, "flip", NULL, 0, "text", 0, NULL };
+    ui_frame f = { s, names, 2, log, "flip", NULL, 0, "text", 0, NULL, NULL };
     ui_view v;
     ui_panel_view_defaults(&v);
     for (int mode = 0; mode < 2; mode++) {
@@ -935,7 +937,7 @@ TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
         T_CHECK(screen_has("1 data error"));
         T_CHECK(screen_has("q quit") && screen_has("p pause") && !screen_has("s start"));
         T_CHECK(screen_has("3/8"));     /* the queue */
-        T_CHECK(screen_has("3.2e-4"));  /* lr */
+        T_CHECK(screen_has("241 img/s")); /* the throughput in the header */
         if (t_failed_now() != before) {
             char line[2048];
             for (int y = 0; y < LINES; y++) {
@@ -983,6 +985,88 @@ TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
     free(log);
 }
 
+/* The screen column of p in a row's UTF-8 text (one column a character). */
+static int column_of(const char *line, const char *p)
+{
+    int col = 0;
+    for (const char *c = line; c < p; c++)
+        col += (*c & 0xc0) != 0x80;
+    return col;
+}
+
+/* The header's second row: the process's memory and the machine's load next to
+ * the throughput (the load in the warning colour when it exceeds the cores: a
+ * competing process), what fits by importance at 80 columns, all of it at 200;
+ * a resumed run's elapsed time says what this process trained. */
+TEST(ui_header_shows_memory_and_load_next_to_the_throughput)
+{
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "24", "200"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    run_snapshot *s = fake_snapshot();
+    s->elapsed = 600;
+    s->elapsed_resumed = 420;
+    ui_sysmon m;
+    ui_sysmon_init(&m);
+    m.rss = 412LL << 20;
+    m.cpu_pct = 190;
+    m.load1 = 3.1;
+    m.cores = 2;
+    ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, &m };
+    ui_panel_header(stdscr, (ui_rect){ 0, 0, 2, 200 }, &f);
+    char line[2048];
+    row_text(1, line, sizeof line);
+    const char *ips = strstr(line, "241 img/s"), *rss = strstr(line, "RSS 412 MiB");
+    const char *load = strstr(line, "load 3.10/2 cores");
+    T_CHECKF(ips && rss && load && ips < rss && rss < load && strstr(line, "cpu 190%"), "|%s|",
+             line);
+    T_CHECKF(strstr(line, "lr 3.2e-4") && strstr(line, "elapsed 10:00 (3:00 since the resume)"),
+             "|%s|", line);
+    T_CHECK(mvwinch(stdscr, 1, column_of(line, load)) & A_BOLD); /* 3.1 > 2 cores: warning */
+    /* 80 columns: progress, throughput, memory and load before the rest. */
+    werase(stdscr);
+    ui_panel_header(stdscr, (ui_rect){ 0, 0, 2, 80 }, &f);
+    row_text(1, line, sizeof line);
+    line[80] = 0;
+    T_CHECKF(strstr(line, "epoch 3/10") && strstr(line, "ETA") && strstr(line, "241 img/s") &&
+                 strstr(line, "RSS 412 MiB") && strstr(line, "load 3.10"),
+             "|%s|", line);
+    /* A quiet machine: the load in the normal colour. */
+    m.load1 = 0.5;
+    werase(stdscr);
+    ui_panel_header(stdscr, (ui_rect){ 0, 0, 2, 200 }, &f);
+    row_text(1, line, sizeof line);
+    load = strstr(line, "load 0.50/2 cores");
+    T_CHECKF(load && !(mvwinch(stdscr, 1, column_of(line, load)) & A_BOLD), "|%s|", line);
+    null_screen_close(&ns);
+    free(s);
+}
+
+/* What is read from /proc: the parsers on known text, and a real read of this
+ * process, at most once per period. */
+TEST(ui_sysmon_reads_memory_and_load_at_a_modest_rate)
+{
+    long long rss = 0;
+    T_EQ_INT(ui_sysmon_parse_statm("1000 250 30 5 0 120 0\n", 4096, &rss), 0);
+    T_EQ_INT(rss, 250LL * 4096);
+    T_EQ_INT(ui_sysmon_parse_statm("garbage", 4096, &rss), -1);
+    double load = 0;
+    T_EQ_INT(ui_sysmon_parse_loadavg("3.14 2.00 1.50 3/412 12345\n", &load), 0);
+    T_NEAR(load, 3.14, 1e-9);
+    T_EQ_INT(ui_sysmon_parse_loadavg("", &load), -1);
+    ui_sysmon m;
+    ui_sysmon_init(&m);
+    T_CHECK(m.cores >= 1 && m.rss < 0 && m.load1 < 0);
+    T_EQ_INT(ui_sysmon_update(&m, 100.0, 1.0), 1);
+    T_CHECKF(m.rss > (1 << 20), "rss %lld", m.rss); /* this process holds more than 1 MiB */
+    T_EQ_INT(ui_sysmon_update(&m, 100.5, 1.0), 0);   /* within the period: not read again */
+    T_EQ_INT(ui_sysmon_update(&m, 101.0, 1.0), 1);
+    T_EQ_INT(m.reads, 2);
+    T_CHECK(m.cpu_pct >= 0);
+    if (access("/proc/loadavg", R_OK) == 0)
+        T_CHECK(m.load1 >= 0);
+}
+
 /* The footer offers only the keys that apply: p while a run is under way, not
  * before it or after it ended (failed, done, stopped). */
 TEST(ui_footer_offers_pause_only_while_a_run_is_under_way)
@@ -998,7 +1082,7 @@ TEST(ui_footer_offers_pause_only_while_a_run_is_under_way)
                   { RUN_DONE, 0 },   { RUN_FAILED, 0 },    { RUN_STOPPED, 0 } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         s->state = cases[i].st;
-        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL };
+        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, NULL };
         werase(stdscr);
         ui_rect r = { 0, 0, 1, COLS };
         ui_panel_footer(stdscr, r, &f, UI_CTX_MAIN);
@@ -1086,7 +1170,7 @@ TEST(ui_inspect_offers_s_only_when_it_starts_a_run)
     } cases[] = { { RUN_IDLE, 1 }, { RUN_PREPARING, 0 }, { RUN_RUNNING, 0 }, { RUN_PAUSED, 0 } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         s->state = cases[i].st;
-        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL };
+        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, NULL };
         werase(stdscr);
         ui_inspect_draw(v, stdscr, (ui_rect){ 2, 0, 27, 100 }, &f, pv);
         T_CHECKF(screen_has("validation results come after the first epoch"), "%s: no note",
@@ -1200,7 +1284,7 @@ TEST(ui_log_panel_wraps_lines_and_shows_the_run_folder_in_full)
                "epoch 1/10 - 61 updates - 12.3s - 201ms/update - loss 1.2345 - acc 0.5678 - "
                "val_loss 1.1111 - val_acc 0.6000 - val_f1 0.5500 END-OF-LINE");
     ui_log_add(log, 3, -1, "short line");
-    ui_frame f = { s, NULL, 0, log, "flip", NULL, 0, "text", 0, dir };
+    ui_frame f = { s, NULL, 0, log, "flip", NULL, 0, "text", 0, dir, NULL };
     ui_view v;
     ui_panel_view_defaults(&v);
     werase(stdscr);

@@ -249,6 +249,33 @@ static void tmx_quit(tmux_srv *t, int status)
     tmx_stop(t);
 }
 
+/* Rows of the replicas panel ("│ID   IMG/S SPARK  BUSY% IDLE% ...") that show 0
+ * img/s and 0% busy; -1 when a replica row reads otherwise. */
+static int replicas_idle(const char *s, const void *arg)
+{
+    (void)arg;
+    int idle = 0;
+    for (const char *line = s; line && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        int id;
+        double ips;
+        char sp, sp2;
+        if (strncmp(line, "\xe2\x94\x82", 3) != 0 ||
+            sscanf(line + 3, "%d%c%lf%c", &id, &sp, &ips, &sp2) != 4 || sp != ' ' || sp2 != ' ')
+            continue;
+        const char *eol = strchr(line, '\n'), *pct = strchr(line, '%');
+        if (!pct || (eol && pct > eol))
+            continue;
+        const char *num = pct;
+        while (num > line && num[-1] >= '0' && num[-1] <= '9')
+            num--;
+        if (ips != 0 || atoi(num) != 0)
+            return -1;
+        idle++;
+    }
+    return idle;
+}
+
 TEST(ui_tmux_workbench_panels_start_pause_help_quit)
 {
     T_NEED_TOOL("tmux");
@@ -280,6 +307,12 @@ TEST(ui_tmux_workbench_panels_start_pause_help_quit)
         WAIT(&t, "img/s", 30);
         tmx_keys(&t, "p");
         WAIT(&t, "PAUSED", 60);
+        /* Paused replicas say so: 0 img/s, busy 0%, not the last running figures
+         * (the snapshot that says PAUSED has them). */
+        s = tmx_screen(&t, 0);
+        T_CHECKF(strstr(s, "PAUSED") && replicas_idle(s, NULL) == 2,
+                 "the paused replicas (%d idle):\n%s", replicas_idle(s, NULL), s);
+        free(s);
         tmx_keys(&t, "q");
         WAIT(&t, "Stop it and quit?", 30);
         tmx_keys(&t, "y");

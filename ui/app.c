@@ -150,6 +150,7 @@ static void collect(app *a)
     }
     a->seen_state = st;
     run_folder(a);
+    ui_sysmon_update(&a->sys, app_now(a), UI_SYSMON_PERIOD);
     /* Names appear once the data is open (a preview or the label scan). */
     int want = a->snap->n_classes > a->snap->label_classes ? a->snap->n_classes
                                                            : a->snap->label_classes;
@@ -298,6 +299,7 @@ static void frame(app *a)
     f.augment = a->cfg.augment;
     f.pix = a->pix_label;
     f.run_dir = a->run_dir;
+    f.sys = &a->sys;
     if (a->note[0] && app_now(a) < a->note_until) {
         f.note = a->note;
         f.note_role = a->note_role;
@@ -489,6 +491,7 @@ int ui_run(const run_config *cfg, const ui_options *opt)
         return 1;
     }
     ui_log_init(a->log);
+    ui_sysmon_init(&a->sys);
     ui_panel_view_defaults(&a->view);
     ui_inspect_init(&a->insp);
     /* What the engine can check (options, the dataset, the run folder) is refused

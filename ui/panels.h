@@ -18,6 +18,7 @@
 #include "ui/keys.h"
 #include "ui/layout.h"
 #include "ui/log.h"
+#include "ui/sysmon.h"
 
 enum { UI_METRIC_LOSS = 0, UI_METRIC_ACC, UI_METRIC_F1, UI_METRIC_LR, UI_METRIC_COUNT };
 
@@ -49,6 +50,7 @@ typedef struct ui_frame {
     const char *pix;            /* how pictures are shown ("sixel", ...) */
     int ask_resume;             /* the question offers r (resume) */
     const char *run_dir;        /* the run folder's full path, or where it will be; NULL */
+    const ui_sysmon *sys;       /* memory, CPU and load for the header; NULL: none */
 } ui_frame;
 
 ui_role ui_panel_state_role(run_state st);

@@ -98,6 +98,9 @@ void trn_publish_history(trn *r);
 void trn_curve_push(trn *r, double loss, double acc, double lr);
 /* Per-update telemetry: smoothed images/s, busy/idle/MXU per replica. */
 void trn_telemetry(trn *r, double idle_this_update);
+/* The run pauses: the replicas' figures go to zero (published at once), and
+ * their smoothing starts afresh when it goes on. */
+void trn_telemetry_idle(trn *r);
 /* Seconds this run has trained (before a resume too), and this epoch has. */
 double trn_elapsed(const trn *r);
 double trn_epoch_elapsed(const trn *r);
