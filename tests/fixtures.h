@@ -32,4 +32,9 @@ int fx_label_of(const uint8_t *rgb, int w, int h);
  * engine cannot be created. */
 run_state fx_run_to_end(const run_config *c, run_snapshot *s);
 
+/* The last line of RUN/log.txt without its date and time (malloc'd; NULL when
+ * there is no log); *all_stamped is 1 when every line starts with
+ * "YYYY-MM-DD HH:MM:SS ". */
+char *fx_log_last_line(const char *run_dir, int *all_stamped);
+
 #endif

@@ -115,6 +115,11 @@ TEST(engine_run_writes_history_predictions_submission_and_checkpoint)
     T_EQ_INT(snap.label_classes, 4);
     T_EQ_INT(snap.train_counts[0], 30);
     T_EQ_INT(snap.val_counts[3], 2);
+    int stamped;
+    char *last = fx_log_last_line(out, &stamped);
+    T_CHECKF(last && stamped && !strcmp(last, snap.message) && !strncmp(last, "done: ", 6),
+             "last line of log.txt: %s", last ? last : "(none)");
+    free(last);
 
     char *h = history_without_timing(out);
     T_REQUIRE(h);
@@ -411,6 +416,13 @@ TEST(engine_non_finite_loss_pauses_naming_the_step_headless_exits_3)
     T_CHECKF(strstr(out, "non-finite loss at update") && strstr(out, "(epoch 1, step "),
              "output: %s", out);
     free(out);
+    char run[4200];
+    util_path(run, sizeof run, "%s/nan", dir);
+    int stamped;
+    char *last = fx_log_last_line(run, &stamped);
+    T_CHECKF(last && stamped && !strncmp(last, "stopped after a non-finite loss at update ", 42),
+             "last line of log.txt: %s", last ? last : "(none)");
+    free(last);
 }
 
 TEST(engine_headless_usage_and_data_errors_exit_codes)
@@ -480,7 +492,7 @@ static int headless_run_stopped_by(int sig, const char *out_dir)
         size_t len = 0;
         int running = 0;
         if (util_is_file(log) && util_read_file(log, &text, &len, NULL) == PT_OK) {
-            running = len > 0 && strstr((char *)text, "\nmodel ") != NULL;
+            running = len > 0 && strstr((char *)text, " model small: ") != NULL;
             free(text);
         }
         if (running)
@@ -506,6 +518,13 @@ TEST(engine_headless_sigint_writes_a_checkpoint_and_exits_130)
     T_EQ_INT(WEXITSTATUS(st), 130);
     util_path(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", out_dir);
     T_CHECK(util_is_file(ckpt));
+    /* log.txt: every line dated, the last one how the run ended. */
+    int stamped;
+    char *last = fx_log_last_line(out_dir, &stamped);
+    T_CHECKF(last && stamped && !strncmp(last, "stopped at update ", 18) &&
+                 strstr(last, "; continue with --resume "),
+             "last line of log.txt: %s (every line dated: %d)", last ? last : "(none)", stamped);
+    free(last);
     /* SIGHUP (a dropped SSH session) does the same. */
     util_path(out_dir, sizeof out_dir, "%s/hup", dir);
     st = headless_run_stopped_by(SIGHUP, out_dir);

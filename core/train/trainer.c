@@ -598,6 +598,14 @@ run_state trn_run(const trn_env *env, pt_err *e)
             trn_log(r, "failed: %s", e ? e->msg : "error");
         trn_set_state(r, RUN_FAILED, "failed: %s", e ? e->msg : "error");
     }
+    /* log.txt ends with how the run ended (a failure is logged as it happens). */
+    if (final != RUN_FAILED) {
+        char msg[sizeof(((run_snapshot *)0)->message)];
+        run_snapshot *s = prg_lock(r->env->progress);
+        util_copy(msg, sizeof msg, s->message);
+        prg_unlock(r->env->progress);
+        trn_log_end(r, msg);
+    }
     trn_publish_history(r);
     free(batches);
     free_run(r);
