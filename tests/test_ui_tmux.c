@@ -687,3 +687,65 @@ TEST(ui_tmux_an_upsampling_image_size_is_accepted_with_a_warning)
     free(s);
     tmx_stop(&t);
 }
+
+/* A Keras-like progress line on the screen: "epoch E/N  k/T [====>....] - ETA ",
+ * the bar 30 wide, the line within the pane's 100 columns. */
+static int has_keras_bar(const char *s, const void *arg)
+{
+    (void)arg;
+    for (const char *p = s; (p = strstr(p, "epoch 1/1 ")) != NULL; p++) {
+        int e, n, k, t, used = 0;
+        if (sscanf(p, "epoch %d/%d %d/%d [%n", &e, &n, &k, &t, &used) != 4 || !used)
+            continue;
+        const char *bar = p + used;
+        int ok = k > 0 && k < t;
+        for (int i = 0; i < 30 && ok; i++)
+            ok = bar[i] == '=' || bar[i] == '>' || bar[i] == '.';
+        const char *eol = strchr(p, '\n');
+        if (ok && !strncmp(bar + 30, "] - ETA ", 8) && (!eol || eol - p <= 100))
+            return 1;
+    }
+    return 0;
+}
+
+/* --headless on a terminal: the epoch's progress as Keras draws it, redrawn in
+ * place; the log's lines (a line per epoch) above it; piped, no bar and no \r. */
+TEST(ui_tmux_headless_draws_a_progress_bar_on_a_terminal_and_none_when_piped)
+{
+    T_NEED_TOOL("tmux");
+    if (t_slow_mode()) {
+        t_skip("a training run per tmux pane is too slow under valgrind");
+        return;
+    }
+    char cmd[8192];
+    util_path(cmd, sizeof cmd,
+              "%s --headless --image-size 32 --epochs 1 --checkpoint-every 1000 --out %s/tty",
+              t_bin(), t_tmpdir());
+    tmux_srv t;
+    T_REQUIRE(tmx_start(&t, 100, 30, NULL, cmd) == 0);
+    char *s = tmx_poll(&t, 0, has_keras_bar, NULL, 120);
+    T_CHECKF(has_keras_bar(s, NULL), "no progress bar mid-epoch:\n%s", s);
+    free(s);
+    T_EQ_INT(tmx_exit_status(&t, 120), 0);
+    s = tmx_text(&t);
+    T_CHECKF(count_of(s, "epoch 1/1 - 61 updates - ") == 1 && count_of(s, "done: 1 epochs") == 1,
+             "%s", s);
+    free(s);
+    tmx_stop(&t);
+
+    const char *data = fx_dataset(t_tmpdir(), 3, TRAIN, VAL, 0, 32, 20);
+    T_REQUIRE(data != NULL);
+    char *out = NULL;
+    util_path(cmd, sizeof cmd,
+              "%s --headless --data %s --out %s/pipe --epochs 3 --batch-per-replica 4 "
+              "--replicas 2 --workers 1 2>&1 | cat",
+              t_bin(), data, t_tmpdir());
+    T_EQ_INT(t_run(cmd, &out), 0);
+    T_CHECKF(out && !strchr(out, '\r') && !strstr(out, "[=") && !strstr(out, "ETA"), "%s", out);
+    for (int e = 1; e <= 3; e++) {
+        char line[64];
+        snprintf(line, sizeof line, "\nepoch %d/3 - 7 updates - ", e);
+        T_CHECKF(out && count_of(out, line) == 1, "not once \"%s\" in:\n%s", line + 1, out);
+    }
+    free(out);
+}
