@@ -1067,6 +1067,123 @@ TEST(ui_sysmon_reads_memory_and_load_at_a_modest_rate)
         T_CHECK(m.load1 >= 0);
 }
 
+/* The text of the screen row whose text starts (after spaces and a border) with
+ * label, or "" when none does. */
+static void row_starting(const char *label, char *out, size_t n)
+{
+    out[0] = 0;
+    for (int y = 0; y < LINES; y++) {
+        char line[2048];
+        row_text(y, line, sizeof line);
+        const char *p = line;
+        while (*p == ' ' || *p == 'x')
+            p++;
+        if (!strncmp(p, label, strlen(label))) {
+            snprintf(out, n, "%s", line);
+            return;
+        }
+    }
+}
+
+/* The confusion matrix: cells as counts (heat against the largest of their kind)
+ * or percentages of the row; a matrix of 104 classes is read by scrolling, with
+ * the focus on it, and says which part is shown. */
+TEST(ui_inspect_confusion_matrix_counts_percent_and_104_classes_by_scrolling)
+{
+    /* 3 classes: [true][pred] */
+    const long long c3[9] = { 8, 2, 0, /**/ 1, 5, 4, /**/ 0, 0, 10 };
+    char t[16];
+    T_EQ_INT(ui_inspect_cm_cell(c3, 3, 0, 0, 0, t, sizeof t), 4); /* 8 of the largest 10 */
+    T_EQ_STR(t, "8");
+    T_EQ_INT(ui_inspect_cm_cell(c3, 3, 1, 2, 0, t, sizeof t), 5); /* the largest mistake */
+    T_EQ_STR(t, "4");
+    T_EQ_INT(ui_inspect_cm_cell(c3, 3, 1, 0, 0, t, sizeof t), 2); /* a quarter of it */
+    T_EQ_INT(ui_inspect_cm_cell(c3, 3, 0, 2, 0, t, sizeof t), 0);
+    T_EQ_STR(t, ".");
+    T_EQ_INT(ui_inspect_cm_cell(c3, 3, 1, 2, 1, t, sizeof t), 2); /* 4 of the row's 10 */
+    T_EQ_STR(t, "40");
+    T_EQ_INT(ui_inspect_cm_cell(c3, 3, 2, 2, 1, t, sizeof t), 5);
+    T_EQ_STR(t, "100");
+
+    enum { K = 104 };
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "40", "160"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    run_snapshot *s = fake_snapshot();
+    s->state = RUN_DONE;
+    ui_inspect *v = calloc(1, sizeof *v);
+    ui_preview *pv = calloc(1, sizeof *pv);
+    T_REQUIRE(v && pv);
+    ui_inspect_init(v);
+    ui_preview_init(pv, UI_PIX_ASCII, 1, 2, 0, 0, NULL);
+    run_val_report *r = &v->rep;
+    r->n_classes = K;
+    r->epoch = 1;
+    r->n = 10 * K + 7;
+    r->precision = calloc(K, sizeof(double));
+    r->recall = calloc(K, sizeof(double));
+    r->f1 = calloc(K, sizeof(double));
+    r->support = calloc(K, sizeof(long long));
+    r->confusion = calloc((size_t)K * K, sizeof(long long));
+    T_REQUIRE(r->precision && r->recall && r->f1 && r->support && r->confusion);
+    for (int k = 0; k < K; k++)
+        r->confusion[(size_t)k * K + k] = 10;
+    r->confusion[(size_t)100 * K + 3] = 7;   /* class 100 taken for class 3 */
+    r->confusion[(size_t)2 * K + 101] = 9;   /* class 2 for class 101 */
+    v->n = v->scanned = r->n;
+    v->seen_history = 1;
+    ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, NULL };
+    ui_rect body = { 2, 0, 37, 160 };
+    werase(stdscr);
+    ui_inspect_draw(v, stdscr, body, &f, pv);
+    T_CHECK(screen_has("Confusion: true by row, predicted by column, counts"));
+    T_CHECKF(v->cm_rows < K && v->cm_cols < K, "%d rows, %d columns shown", v->cm_rows, v->cm_cols);
+    char want[96], line[2048];
+    snprintf(want, sizeof want, "rows 0-%d, columns 0-%d of 104", v->cm_rows - 1, v->cm_cols - 1);
+    T_CHECKF(screen_has(want), "no \"%s\"", want);
+    T_CHECK(screen_has("Most confused") && screen_has("class 2 -> class 101"));
+    /* Row 100 is below the view until the matrix, focused, pages down. */
+    row_starting("100 class 100", line, sizeof line);
+    T_EQ_STR(line, "");
+    ui_inspect_key(v, UI_ACT_PGDN); /* the images' page while they have the focus */
+    T_EQ_INT(v->cm_top, 0);
+    ui_inspect_key(v, UI_ACT_FOCUS_NEXT);
+    ui_inspect_key(v, UI_ACT_FOCUS_NEXT);
+    T_EQ_INT(v->focus, UI_INSPECT_MATRIX);
+    for (int i = 0; i < 20; i++)
+        ui_inspect_key(v, UI_ACT_PGDN);
+    T_EQ_INT(v->cm_top, K - v->cm_rows); /* the last page, not past it */
+    werase(stdscr);
+    ui_inspect_draw(v, stdscr, body, &f, pv);
+    row_starting("100 class 100", line, sizeof line);
+    /* The cells after the label: pred 0, 1, 2, 3 (7), ..., 100 (10) off screen. */
+    T_CHECKF(strstr(line, "   .   .   .   7   .") != NULL, "|%s|", line);
+    /* Across: class 2's confusion with class 101 comes into view on the right. */
+    ui_inspect_key(v, UI_ACT_HOME);
+    T_EQ_INT(v->cm_top + v->cm_left, 0);
+    for (int i = 0; i < K; i++)
+        ui_inspect_key(v, UI_ACT_RIGHT);
+    T_EQ_INT(v->cm_left, K - v->cm_cols);
+    werase(stdscr);
+    ui_inspect_draw(v, stdscr, body, &f, pv);
+    T_CHECK(screen_has(" 101 102 103"));
+    row_starting("2 class 2", line, sizeof line);
+    T_CHECKF(strstr(line, "   9   .   . ") != NULL, "|%s|", line);
+    /* Percentages of the row: 9 of class 2's 19 examples. */
+    ui_inspect_key(v, UI_ACT_PERCENT);
+    werase(stdscr);
+    ui_inspect_draw(v, stdscr, body, &f, pv);
+    T_CHECK(screen_has("predicted by column, % of row"));
+    row_starting("2 class 2", line, sizeof line);
+    T_CHECKF(strstr(line, "  47   .   . ") != NULL, "|%s|", line);
+    ui_preview_free(pv);
+    ui_inspect_free(v);
+    free(pv);
+    free(v);
+    free(s);
+    null_screen_close(&ns);
+}
+
 /* The footer offers only the keys that apply: p while a run is under way, not
  * before it or after it ended (failed, done, stopped). */
 TEST(ui_footer_offers_pause_only_while_a_run_is_under_way)

@@ -465,6 +465,13 @@ TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
     WAIT(&t, "Validation after epoch 1: 20 images", 30);
     WAIT(&t, "Per class", 30);
     WAIT(&t, "Most confused", 30);
+    /* The confusion matrix beside them: counts, then % of each true class. */
+    WAIT(&t, "Confusion: true by row, predicted by column, counts  [% Tab]", 30);
+    tmx_keys(&t, "%");
+    WAIT(&t, "predicted by column, % of row", 30);
+    tmx_keys(&t, "Tab");
+    tmx_keys(&t, "Tab"); /* the matrix focused: its keys in its title */
+    WAIT(&t, "% of row  [% arrows]", 30);
     /* Captions as the notebooks title them: OK or NO and the predicted class. */
     char *s = tmx_poll(&t, 0, has_caption, NULL, 10);
     T_CHECKF(has_caption(s, NULL), "no OK/NO captions:\n%s", s);

@@ -34,10 +34,48 @@ static const struct {
     [UI_R_SEL] = { -1, -1, A_REVERSE, A_REVERSE },
 };
 
+/* Heat levels 1..5 off the diagonal (reds) and on it (greens): background and
+ * text colours in 256 colours; the 8-colour form shows 1-2 as coloured text and
+ * 3-5 on a coloured background. */
+static const short g_heat_bg[2][5] = { { 52, 88, 124, 160, 196 }, { 22, 28, 34, 40, 46 } };
+static const short g_heat_fg[2][5] = { { 231, 231, 231, 231, 231 }, { 231, 231, 231, 16, 16 } };
+static attr_t g_heat[2][6];
+
+static void heat_setup(ui_color_mode mode)
+{
+    for (int d = 0; d < 2; d++) {
+        g_heat[d][0] = A_DIM;
+        for (int l = 1; l <= 5; l++) {
+            short pair = (short)(UI_R_COUNT + 1 + d * 5 + (l - 1));
+            short hue = d ? COLOR_GREEN : COLOR_RED;
+            attr_t a;
+            if (mode == UI_COLOR_NONE)
+                a = l >= 5 ? A_REVERSE | A_BOLD : l >= 3 ? A_BOLD : A_NORMAL;
+            else if (mode >= UI_COLOR_256 && COLORS >= 256 &&
+                     init_pair(pair, g_heat_fg[d][l - 1], g_heat_bg[d][l - 1]) == OK)
+                a = COLOR_PAIR(pair);
+            else if (l <= 2 && init_pair(pair, hue, -1) == OK)
+                a = COLOR_PAIR(pair);
+            else if (l > 2 && init_pair(pair, l >= 4 && d ? COLOR_BLACK : COLOR_WHITE, hue) == OK)
+                a = COLOR_PAIR(pair);
+            else
+                a = l >= 5 ? A_REVERSE | A_BOLD : l >= 3 ? A_BOLD : A_NORMAL;
+            g_heat[d][l] = a;
+        }
+    }
+}
+
+attr_t ui_draw_heat(int level, int diagonal)
+{
+    level = level < 0 ? 0 : level > 5 ? 5 : level;
+    return g_heat[diagonal ? 1 : 0][level];
+}
+
 void ui_draw_setup(ui_color_mode mode, int unicode)
 {
     g_mode = mode;
     g_unicode = unicode;
+    heat_setup(mode);
     for (int r = 0; r < UI_R_COUNT; r++) {
         if (mode == UI_COLOR_NONE) {
             g_attr[r] = g_roles[r].mono_attr;

@@ -64,6 +64,10 @@ void ui_draw_setup(ui_color_mode mode, int unicode);
 ui_color_mode ui_draw_color_mode(void);
 int ui_draw_unicode(void);
 attr_t ui_draw_attr(ui_role r);
+/* The attribute of a heat-map cell, level 0 (nothing) to 5 (the most), on the
+ * diagonal (what is right: greens) or off it (confusions: reds); bold and
+ * reverse video without colour. */
+attr_t ui_draw_heat(int level, int diagonal);
 
 /* Text clipped to maxw columns at (y, x); returns the columns written. */
 int ui_draw_text(WINDOW *w, int y, int x, int maxw, ui_role r, const char *utf8);

@@ -267,8 +267,9 @@ void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx)
     static const ui_act rank[] = { UI_ACT_QUIT, UI_ACT_HELP, UI_ACT_START, UI_ACT_PAUSE,
                                    UI_ACT_YES, UI_ACT_NO, UI_ACT_RESUME, UI_ACT_EDIT,
                                    UI_ACT_APPLY, UI_ACT_BACK, UI_ACT_INSPECT, UI_ACT_MISTAKES,
-                                   UI_ACT_PGDN, UI_ACT_PGUP, UI_ACT_NEXT, UI_ACT_AUGMENT,
-                                   UI_ACT_CONFIG, UI_ACT_SORT, UI_ACT_ZOOM, UI_ACT_FOCUS_NEXT };
+                                   UI_ACT_RIGHT, UI_ACT_LEFT, UI_ACT_PERCENT, UI_ACT_NEXT,
+                                   UI_ACT_AUGMENT, UI_ACT_CONFIG, UI_ACT_SORT, UI_ACT_ZOOM,
+                                   UI_ACT_FOCUS_NEXT };
     int show[64] = { 0 }, ns = 0;
     int width = 0;
     for (size_t ri = 0; ri < sizeof rank / sizeof rank[0]; ri++) {
