@@ -756,3 +756,95 @@ TEST(ui_tmux_headless_draws_a_progress_bar_on_a_terminal_and_none_when_piped)
     }
     free(out);
 }
+
+/* Where the half-block pictures are on a screen: the first and last row and
+ * column (in characters) holding U+2580, and the last row of all (a caption
+ * follows the last picture row). */
+typedef struct pic_box {
+    int top, bottom, left, right;
+} pic_box;
+
+static pic_box pictures_on(const char *s)
+{
+    pic_box b = { -1, -1, 1 << 30, -1 };
+    int row = 0, col = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p == '\n') {
+            row++;
+            col = 0;
+            continue;
+        }
+        if ((*p & 0xc0) == 0x80)
+            continue;
+        if (!strncmp(p, "\xe2\x96\x80", 3)) {
+            if (b.top < 0)
+                b.top = row;
+            b.bottom = row;
+            b.left = col < b.left ? col : b.left;
+            b.right = col > b.right ? col : b.right;
+        }
+        col++;
+    }
+    return b;
+}
+
+/* The inspect view on screen, with or without results yet. */
+static int inspect_up(const char *s, const void *arg)
+{
+    (void)arg;
+    return strstr(s, "Inspect validation") || strstr(s, "Validation after epoch");
+}
+
+/* 220x60: the zoomed preview centred in its panel, across and down, using most
+ * of its width; the labels' class names whole; while the run goes, no "s starts"
+ * anywhere. */
+TEST(ui_tmux_220x60_zoomed_preview_centred_names_whole_no_s_while_running)
+{
+    T_NEED_TOOL("tmux");
+    char cmd[4096];
+    util_path(cmd, sizeof cmd,
+              "%s --no-sixel --image-size 32 --epochs 1 --checkpoint-every 1000 --out %s/run",
+              t_bin(), t_tmpdir());
+    tmux_srv t;
+    T_REQUIRE(tmx_open(&t, 220, 60, NULL, cmd));
+    tmx_keys(&t, "a");
+    WAIT(&t, "[n a]", 30);
+    WAIT(&t, "Preview #", 30);
+    /* The panel's inside: rows 3-57, columns 1-218. */
+    char *s = tmx_screen(&t, 0);
+    pic_box b = pictures_on(s);
+    int left = b.left - 1, right = 218 - b.right, top = b.top - 3, bottom = 57 - (b.bottom + 1);
+    T_CHECKF(b.top >= 0 && abs(left - right) <= 1 && abs(top - bottom) <= 1 &&
+                 b.right - b.left + 1 >= 218 * 3 / 4,
+             "pictures at rows %d-%d, columns %d-%d:\n%s", b.top, b.bottom, b.left, b.right, s);
+    free(s);
+    tmx_keys(&t, "a");
+    WAIT(&t, "Curves", 30);
+    if (!t_slow_mode()) {
+        /* Paused, the run stays under way for as long as the checks take. */
+        T_REQUIRE(tmx_start_run(&t));
+        tmx_keys(&t, "p");
+        WAIT(&t, "PAUSED", 60);
+        WAIT(&t, "white anemone", 60); /* the labels, a row per class */
+        s = tmx_screen(&t, 0);
+        static const char *const names[] = { "black-eyed susan", "purple aster", "red camellia",
+                                             "white anemone", "pink cosmos" };
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            T_CHECKF(strstr(s, names[i]) != NULL, "\"%s\" not whole:\n%s", names[i], s);
+        T_CHECKF(strstr(s, "PAUSED") && !strstr(s, "s start  ") && !strstr(s, "s starts"),
+                 "s offered during a run:\n%s", s);
+        free(s);
+        tmx_keys(&t, "i");
+        s = tmx_poll(&t, 0, inspect_up, NULL, 30);
+        T_CHECKF(inspect_up(s, NULL) && strstr(s, "PAUSED") && !strstr(s, "s start  ") &&
+                     !strstr(s, "s starts"),
+                 "s offered in the inspect view during a run:\n%s", s);
+        free(s);
+    }
+    tmx_keys(&t, "q");
+    if (!t_slow_mode()) {
+        tmx_keys(&t, "y");
+    }
+    T_CHECK(tmx_exit_status(&t, 60) == 0);
+    tmx_stop(&t);
+}
