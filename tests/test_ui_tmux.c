@@ -788,6 +788,31 @@ static pic_box pictures_on(const char *s)
     return b;
 }
 
+/* The zoomed preview at 220x60 (its inside rows 3-57, columns 1-218): the
+ * pictures as far from the left edge as from the right, from the top as from
+ * the bottom (below the last picture row, its captions' row), within one cell,
+ * and three quarters of the width at least. */
+static int zoom_centred(const char *s, const void *arg)
+{
+    (void)arg;
+    pic_box b = pictures_on(s);
+    int left = b.left - 1, right = 218 - b.right, top = b.top - 3, bottom = 57 - (b.bottom + 1);
+    return b.top >= 0 && abs(left - right) <= 1 && abs(top - bottom) <= 1 &&
+           b.right - b.left + 1 >= 218 * 3 / 4;
+}
+
+/* The demo's longer class names, whole on the screen. */
+static int names_whole(const char *s, const void *arg)
+{
+    (void)arg;
+    static const char *const names[] = { "black-eyed susan", "purple aster", "red camellia",
+                                         "white anemone", "pink cosmos" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strstr(s, names[i]))
+            return 0;
+    return 1;
+}
+
 /* The inspect view on screen, with or without results yet. */
 static int inspect_up(const char *s, const void *arg)
 {
@@ -810,13 +835,11 @@ TEST(ui_tmux_220x60_zoomed_preview_centred_names_whole_no_s_while_running)
     tmx_keys(&t, "a");
     WAIT(&t, "[n a]", 30);
     WAIT(&t, "Preview #", 30);
-    /* The panel's inside: rows 3-57, columns 1-218. */
-    char *s = tmx_screen(&t, 0);
+    /* Waited for: a screen caught while curses repaints it shows part of it. */
+    char *s = tmx_poll(&t, 0, zoom_centred, NULL, 30);
     pic_box b = pictures_on(s);
-    int left = b.left - 1, right = 218 - b.right, top = b.top - 3, bottom = 57 - (b.bottom + 1);
-    T_CHECKF(b.top >= 0 && abs(left - right) <= 1 && abs(top - bottom) <= 1 &&
-                 b.right - b.left + 1 >= 218 * 3 / 4,
-             "pictures at rows %d-%d, columns %d-%d:\n%s", b.top, b.bottom, b.left, b.right, s);
+    T_CHECKF(zoom_centred(s, NULL), "pictures at rows %d-%d, columns %d-%d:\n%s", b.top,
+             b.bottom, b.left, b.right, s);
     free(s);
     tmx_keys(&t, "a");
     WAIT(&t, "Curves", 30);
@@ -825,12 +848,9 @@ TEST(ui_tmux_220x60_zoomed_preview_centred_names_whole_no_s_while_running)
         T_REQUIRE(tmx_start_run(&t));
         tmx_keys(&t, "p");
         WAIT(&t, "PAUSED", 60);
-        WAIT(&t, "white anemone", 60); /* the labels, a row per class */
-        s = tmx_screen(&t, 0);
-        static const char *const names[] = { "black-eyed susan", "purple aster", "red camellia",
-                                             "white anemone", "pink cosmos" };
-        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-            T_CHECKF(strstr(s, names[i]) != NULL, "\"%s\" not whole:\n%s", names[i], s);
+        /* The labels, a row per class, each name whole. */
+        s = tmx_poll(&t, 0, names_whole, NULL, 60);
+        T_CHECKF(names_whole(s, NULL), "class names cut:\n%s", s);
         T_CHECKF(strstr(s, "PAUSED") && !strstr(s, "s start  ") && !strstr(s, "s starts"),
                  "s offered during a run:\n%s", s);
         free(s);
