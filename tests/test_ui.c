@@ -978,7 +978,7 @@ TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
     T_CHECK(screen_has("class 11"));
     werase(stdscr);
     ui_panel_labels(stdscr, (ui_rect){ 0, 0, 20, 44 }, &f, &v, 1);
-    T_CHECK(screen_has("pink primrose") && screen_has("hard-leaved p\xe2\x80\xa6") &&
+    T_CHECK(screen_has("pink primrose") && screen_has("hard-leaved poc\xe2\x80\xa6") &&
             !screen_has("hard-leaved pocket"));
     null_screen_close(&ns);
     free(s);

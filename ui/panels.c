@@ -603,7 +603,7 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
         mt = t > mt ? t : mt;
         mv = vv > mv ? vv : mv;
     }
-    /* Names as wide as the longest shown needs, while the bars keep 20 columns
+    /* Names as wide as the longest shown needs, while the bars keep 12 columns
      * (a third of the panel at least); a longer name ends in an ellipsis. */
     int numw = 6;
     int longest = 0;
@@ -612,7 +612,7 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
         int lw = k == 1 ? ui_draw_width(ui_panel_class_name(f, c0, nb, sizeof nb)) : 9;
         longest = lw > longest ? lw : longest;
     }
-    int nw_max = in.w - 2 * numw - 2 - 20 > in.w / 3 ? in.w - 2 * numw - 2 - 20 : in.w / 3;
+    int nw_max = in.w - 2 * numw - 2 - 12 > in.w / 3 ? in.w - 2 * numw - 2 - 12 : in.w / 3;
     int nw = longest < nw_max ? longest : nw_max;
     if (nw < 6)
         nw = 6;
