@@ -133,6 +133,8 @@ typedef struct run_snapshot {
     long long update;           /* updates done in the whole run */
     long long total_steps;      /* updates in the whole run */
     double elapsed, eta;        /* seconds */
+    double elapsed_resumed;     /* of elapsed, what was trained before this process
+                                   resumed the run (0: not resumed) */
     double lr;
     double last_loss, last_acc;
     double running_loss, running_acc; /* this epoch so far */

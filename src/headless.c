@@ -1,8 +1,10 @@
 /* headless — training without the workbench, for scripts, CI and SSH sessions.
  *
  * Prints the engine's log (a Keras-like line per epoch, per-replica throughput,
- * checkpoints, data errors) on stdout and, on a terminal, a live progress line on
- * stderr. How the run ended goes once, as the last line: "done: ..." on stdout, or
+ * checkpoints, data errors) on stdout and, on a terminal, the epoch's progress on
+ * stderr as Keras draws it ("23/61 [=========>....] - ETA 7s - loss ... - acc
+ * ..."), redrawn in place with \r a few times a second and cleared before each log
+ * line; piped, the output is the log alone, a line per epoch. How the run ended goes once, as the last line: "done: ..." on stdout, or
  * "petal-tui: WHAT: WHY" on stderr for a failure or a stop; warnings about the
  * configuration go to stderr in the same form before the run. SIGINT, SIGTERM
  * and SIGHUP stop the run at the next update boundary, which writes a
@@ -13,9 +15,14 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "base/util.h"
+
+/* Seconds between redraws of the progress line: a few a second at most. */
+#define PROGRESS_PERIOD 0.3
+#define BAR_WIDTH 30
 
 static volatile sig_atomic_t got_signal;
 
@@ -60,6 +67,81 @@ static void drain_log(eng *g, int tty, int *progress_shown, char *held, size_t h
     fflush(stdout);
 }
 
+/* Where the epoch under way was first seen, for its ETA. */
+typedef struct epoch_clock {
+    int epoch;
+    long long step;
+    double t;
+} epoch_clock;
+
+/* "12s", "3m05s", "1h02m". */
+static void fmt_eta(double sec, char *buf, size_t n)
+{
+    long s = sec > 0 ? (long)(sec + 0.5) : 0;
+    if (s < 60)
+        snprintf(buf, n, "%lds", s);
+    else if (s < 3600)
+        snprintf(buf, n, "%ldm%02lds", s / 60, s % 60);
+    else
+        snprintf(buf, n, "%ldh%02ldm", s / 3600, s / 60 % 60);
+}
+
+/* The Keras-like line of the epoch under way, within width columns:
+ * "epoch 2/10 23/61 [=========>....................] - ETA 7s - loss 2.1043 - acc 0.2011
+ * - 310 img/s"; the ETA from this epoch's pace since it was first seen. */
+static void progress_line(const run_snapshot *s, epoch_clock *c, double now, int width,
+                          char *out, size_t n)
+{
+    if (s->state != RUN_RUNNING && s->state != RUN_PAUSED) {
+        util_fmt(out, n, "%s", s->message);
+    } else {
+        if (c->epoch != s->epoch || s->step < c->step) {
+            c->epoch = s->epoch;
+            c->step = s->step;
+            c->t = now;
+        }
+        long long total = s->steps_per_epoch > 0 ? s->steps_per_epoch : 1;
+        long long done = s->step < total ? s->step : total;
+        char bar[BAR_WIDTH + 1];
+        int full = (int)(BAR_WIDTH * done / total);
+        for (int i = 0; i < BAR_WIDTH; i++)
+            bar[i] = i < full ? '=' : '.';
+        if (full > 0 && full < BAR_WIDTH)
+            bar[full - 1] = '>';
+        bar[BAR_WIDTH] = '\0';
+        char what[64];
+        if (s->state == RUN_PAUSED) {
+            util_fmt(what, sizeof what, "paused");
+        } else if (done == total) {
+            util_fmt(what, sizeof what, "validating");
+        } else if (s->step > c->step && now > c->t) {
+            char eta[32];
+            fmt_eta((now - c->t) / (double)(s->step - c->step) * (double)(total - done), eta,
+                    sizeof eta);
+            util_fmt(what, sizeof what, "ETA %s", eta);
+        } else {
+            util_fmt(what, sizeof what, "ETA --");
+        }
+        int k = snprintf(out, n, "epoch %d/%d %*lld/%lld [%s] - %s", s->epoch, s->epochs,
+                         (int)snprintf(NULL, 0, "%lld", total), done, total, bar, what);
+        if (s->step > 0 && k > 0 && (size_t)k < n)
+            k += snprintf(out + k, n - (size_t)k, " - loss %.4f - acc %.4f", s->running_loss,
+                          s->running_acc);
+        if (s->state == RUN_RUNNING && k > 0 && (size_t)k < n)
+            snprintf(out + k, n - (size_t)k, " - %.0f img/s", s->total_images_per_sec);
+    }
+    /* A line that wraps cannot be redrawn in place. */
+    if (width > 1 && (int)strlen(out) > width - 1)
+        out[width - 1] = '\0';
+}
+
+/* Columns of the terminal on fd (80 when it does not say). */
+static int term_cols(int fd)
+{
+    struct winsize ws;
+    return ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
+}
+
 /* eng_warnings()'s lines, each in the message form. */
 static void print_warnings(const char *w)
 {
@@ -88,6 +170,8 @@ int headless_run(const run_config *cfg)
     int tty = isatty(2), shown = 0, stopping = 0, status = -1;
     static run_snapshot s;
     double last_progress = 0;
+    epoch_clock clock = { -1, 0, 0 };
+    char shown_line[512] = "";
     for (;;) {
         int ended = eng_wait(g, 0.1);
         drain_log(g, tty, &shown, held, sizeof held);
@@ -108,15 +192,18 @@ int headless_run(const run_config *cfg)
         }
         if (ended)
             break;
-        if (tty && (s.state == RUN_RUNNING || s.state == RUN_PREPARING) &&
-            util_now() - last_progress > 0.25) {
+        /* On a terminal, the epoch's progress redrawn in place a few times a
+         * second; piped, nothing but the log's lines. */
+        if (tty && (s.state == RUN_RUNNING || s.state == RUN_PREPARING ||
+                    s.state == RUN_PAUSED) &&
+            util_now() - last_progress >= PROGRESS_PERIOD) {
             last_progress = util_now();
-            if (s.state == RUN_RUNNING && s.steps_per_epoch > 0)
-                fprintf(stderr, "\r\033[Kepoch %d/%d  step %lld/%lld  loss %.4f  acc %.4f  %.0f img/s  eta %.0fs",
-                        s.epoch, s.epochs, s.step, s.steps_per_epoch, s.running_loss,
-                        s.running_acc, s.total_images_per_sec, s.eta);
-            else
-                fprintf(stderr, "\r\033[K%s", s.message);
+            char line[512];
+            progress_line(&s, &clock, util_now(), term_cols(2), line, sizeof line);
+            if (!shown || strcmp(line, shown_line) != 0) {
+                fprintf(stderr, "\r\033[K%s", line);
+                util_copy(shown_line, sizeof shown_line, line);
+            }
             shown = 1;
         }
     }

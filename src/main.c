@@ -101,6 +101,12 @@ static void help(void)
     help_row("--no-sixel", "text (half-block) previews even on sixel terminals", NULL);
     help_row("--no-color", "no colours (also when NO_COLOR is set)", NULL);
     printf("\n"
+           "workbench keys: ? lists them all. s start, p pause/resume, i inspect (there Tab\n"
+           "focuses the images, the per-class table or the confusion matrix, the arrows\n"
+           "scroll it, %% shows counts or percentages of each row), a/n augmentation\n"
+           "preview, c configure, q quit. --headless draws a Keras-like progress bar on a\n"
+           "terminal.\n");
+    printf("\n"
            "exit status (the workbench's too): 0 done, 1 usage, 2 data error or failed run,\n"
            "3 non-finite loss, 130 interrupted or hung up. Errors go to stderr, once, as\n"
            "\"petal-tui: WHAT: WHY\". Each subcommand takes --help. See petal-tui(1).\n");

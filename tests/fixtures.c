@@ -113,6 +113,41 @@ run_state fx_run_to_end(const run_config *c, run_snapshot *s)
     return s->state;
 }
 
+/* 1 when s starts with "YYYY-MM-DD HH:MM:SS ". */
+static int stamped(const char *s)
+{
+    static const char form[] = "dddd-dd-dd dd:dd:dd ";
+    for (int i = 0; form[i]; i++)
+        if (form[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != form[i])
+            return 0;
+    return 1;
+}
+
+char *fx_log_last_line(const char *run_dir, int *all_stamped)
+{
+    char path[4200];
+    uint8_t *text;
+    size_t len;
+    *all_stamped = 0;
+    if (util_path(path, sizeof path, "%s/log.txt", run_dir) != 0 ||
+        util_read_file(path, &text, &len, NULL) != PT_OK)
+        return NULL;
+    char *s = (char *)text, *last = NULL;
+    int ok = len > 0;
+    for (char *line = s; *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        ok = ok && stamped(line);
+        last = line;
+        line = nl ? nl + 1 : line + strlen(line);
+    }
+    char *out = last ? strdup(stamped(last) ? last + 20 : last) : NULL;
+    free(text);
+    *all_stamped = ok;
+    return out;
+}
+
 int fx_demo_jpeg(int k, uint64_t seed, int size, uint8_t **buf, size_t *len)
 {
     *buf = NULL;

@@ -43,4 +43,9 @@ int fx_event_scalars(const char *path, const char *tag, long long *steps, double
  * malloc'd; NULL when it cannot be read. */
 char *fx_history_without_timing(const char *dir);
 
+/* The last line of RUN/log.txt without its date and time (malloc'd; NULL when
+ * there is no log); *all_stamped is 1 when every line starts with
+ * "YYYY-MM-DD HH:MM:SS ". */
+char *fx_log_last_line(const char *run_dir, int *all_stamped);
+
 #endif

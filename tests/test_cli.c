@@ -496,4 +496,12 @@ TEST(cli_errors_are_said_once_on_stderr_as_petal_tui_what_why)
         free(out);
         free(err);
     }
+    /* The run folder's log ends with the failure, dated. */
+    util_path(path, sizeof path, "%s/bad", dir);
+    int stamped;
+    char *last = fx_log_last_line(path, &stamped);
+    T_CHECKF(last && stamped && !strncmp(last, "failed: ", 8) &&
+                 strstr(last, "checkpoint.ckpt: byte 0: not a petal-tui checkpoint"),
+             "last line of log.txt: %s", last ? last : "(none)");
+    free(last);
 }

@@ -557,12 +557,14 @@ static double wait_training(const char *dir)
     util_path(log, sizeof log, "%s/log.txt", dir);
     for (double w0 = util_now(); util_now() - w0 < 60;) {
         char *text = slurp(log);
-        int running = text && strstr(text, "\nmodel ") != NULL;
+        /* "DATE TIME model small: ..." once the net is built */
+        int running = text && strstr(text, " model small: ") != NULL;
         free(text);
         if (running)
-            break;
+            return util_now();
         usleep(10000);
     }
+    T_CHECKF(0, "%s: no 'model small:' line within 60 s", log);
     return util_now();
 }
 

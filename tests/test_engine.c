@@ -91,6 +91,11 @@ TEST(engine_run_writes_history_predictions_submission_and_checkpoint)
     T_EQ_INT(snap.label_classes, 4);
     T_EQ_INT(snap.train_counts[0], 30);
     T_EQ_INT(snap.val_counts[3], 2);
+    int stamped;
+    char *last = fx_log_last_line(out, &stamped);
+    T_CHECKF(last && stamped && !strcmp(last, snap.message) && !strncmp(last, "done: ", 6),
+             "last line of log.txt: %s", last ? last : "(none)");
+    free(last);
 
     char *h = fx_history_without_timing(out);
     T_REQUIRE(h);
@@ -172,6 +177,8 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
     small_config(&c, straight);
     c.epochs = 3;
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
+    T_CHECKF(!strstr(snap.message, "since the resume") && snap.elapsed_resumed == 0, "%s",
+             snap.message);
 
     /* Stop somewhere in epoch 2 (at an update boundary, as a user's stop would). */
     small_config(&c, split);
@@ -184,6 +191,20 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
     util_copy(c.resume, sizeof c.resume, split);
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     T_EQ_INT(snap.history_n, 3);
+    /* The resumed run says what this process trained beside the whole: in the
+     * end, and in the line of the epoch that spans the resume (only there). */
+    T_CHECKF(strstr(snap.message, "s since the resume); val_acc") != NULL, "%s", snap.message);
+    T_CHECK(snap.elapsed_resumed > 0 && snap.elapsed_resumed < snap.elapsed);
+    char path[4300];
+    util_path(path, sizeof path, "%s/log.txt", split);
+    uint8_t *text;
+    size_t len;
+    T_REQUIRE(util_read_file(path, &text, &len, NULL) == PT_OK);
+    const char *e2 = strstr((char *)text, "epoch 2/3 - "), *e3 = strstr((char *)text, "epoch 3/3 - ");
+    T_CHECKF(e2 && e3 && strstr(e2, "s since the resume) - ") &&
+                 strstr(e2, "s since the resume) - ") < e3 && !strstr(e3, "since the resume) - "),
+             "%s", (char *)text);
+    free(text);
     char *ha = fx_history_without_timing(straight), *hb = fx_history_without_timing(split);
     T_REQUIRE(ha && hb);
     T_CHECKF(strcmp(ha, hb) == 0, "straight and resumed histories differ:\n%s\n---\n%s", ha, hb);
@@ -357,6 +378,12 @@ TEST(engine_pause_resume_and_stop_from_another_thread)
     }
     T_EQ_INT(snap.state, RUN_PAUSED);
     T_CHECKF(snap.checkpoints > 0, "no checkpoint written on pause");
+    /* Paused replicas do nothing, and their figures say so. */
+    for (int q = 0; q < snap.n_replicas; q++)
+        T_CHECKF(snap.replica[q].images_per_sec == 0 && snap.replica[q].busy_pct == 0,
+                 "replica %d paused at %.0f img/s, busy %.0f%%", q,
+                 snap.replica[q].images_per_sec, snap.replica[q].busy_pct);
+    T_CHECK(snap.n_replicas == 2 && snap.total_images_per_sec == 0);
     long long step = snap.step + (long long)snap.epoch * 1000;
     usleep(200000);
     eng_snapshot_get(g, &snap);
@@ -390,6 +417,13 @@ TEST(engine_non_finite_loss_pauses_naming_the_step_headless_exits_3)
     T_CHECKF(strstr(out, "non-finite loss at update") && strstr(out, "(epoch 1, step "),
              "output: %s", out);
     free(out);
+    char run[4200];
+    util_path(run, sizeof run, "%s/nan", dir);
+    int stamped;
+    char *last = fx_log_last_line(run, &stamped);
+    T_CHECKF(last && stamped && !strncmp(last, "stopped after a non-finite loss at update ", 42),
+             "last line of log.txt: %s", last ? last : "(none)");
+    free(last);
 }
 
 TEST(engine_headless_usage_and_data_errors_exit_codes)
@@ -459,7 +493,7 @@ static int headless_run_stopped_by(int sig, const char *out_dir)
         size_t len = 0;
         int running = 0;
         if (util_is_file(log) && util_read_file(log, &text, &len, NULL) == PT_OK) {
-            running = len > 0 && strstr((char *)text, "\nmodel ") != NULL;
+            running = len > 0 && strstr((char *)text, " model small: ") != NULL;
             free(text);
         }
         if (running)
@@ -485,6 +519,13 @@ TEST(engine_headless_sigint_writes_a_checkpoint_and_exits_130)
     T_EQ_INT(WEXITSTATUS(st), 130);
     util_path(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", out_dir);
     T_CHECK(util_is_file(ckpt));
+    /* log.txt: every line dated, the last one how the run ended. */
+    int stamped;
+    char *last = fx_log_last_line(out_dir, &stamped);
+    T_CHECKF(last && stamped && !strncmp(last, "stopped at update ", 18) &&
+                 strstr(last, "; continue with --resume "),
+             "last line of log.txt: %s (every line dated: %d)", last ? last : "(none)", stamped);
+    free(last);
     /* SIGHUP (a dropped SSH session) does the same. */
     util_path(out_dir, sizeof out_dir, "%s/hup", dir);
     st = headless_run_stopped_by(SIGHUP, out_dir);

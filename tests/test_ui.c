@@ -24,6 +24,7 @@
 #include "ui/preview.h"
 #include "ui/rowmove.h"
 #include "ui/sixel.h"
+#include "ui/sysmon.h"
 #include "ui/term.h"
 
 /* memmem is a GNU extension; this is all the tests need of it. */
@@ -660,6 +661,7 @@ TEST(ui_preview_builds_half_blocks_sixel_and_sends_only_changes)
     ui_preview_free(&p);
 
     /* Sixel: one image per row of groups, sent once, again only when forced. */
+    const ui_rect none = { 0, 0, 0, 0 };
     int fds[2];
     T_REQUIRE(pipe(fds) == 0);
     fcntl(fds[0], F_SETFL, O_NONBLOCK);
@@ -667,7 +669,7 @@ TEST(ui_preview_builds_half_blocks_sixel_and_sends_only_changes)
     T_REQUIRE(ui_preview_fit(30, 6, 6, 13, 2, 1, 1, 32, 32, &g) == 0);
     T_EQ_INT(ui_preview_set(&p, 1, area, &g, im, cap, 1), 1);
     T_REQUIRE(p.n_ov == 1);
-    size_t sent = ui_preview_flush(&p, fds[1], 0);
+    size_t sent = ui_preview_flush(&p, fds[1], 0, none);
     T_CHECK(sent == p.ov[0].len && sent > 0);
     static char got[1 << 16];
     ssize_t r = read(fds[0], got, sizeof got);
@@ -677,12 +679,12 @@ TEST(ui_preview_builds_half_blocks_sixel_and_sends_only_changes)
     T_CHECKF(memcmp(got, want, strlen(want)) == 0, "picture not wrapped in DECSC/CUP: %.12s",
              got + 1);
     T_CHECK(got[r - 2] == 033 && got[r - 1] == '8'); /* DECRC last */
-    T_EQ_INT(ui_preview_flush(&p, fds[1], 0), 0);       /* unchanged: nothing */
-    T_CHECK(ui_preview_flush(&p, fds[1], 1) > 0);       /* after a repaint: again */
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 0, none), 0);       /* unchanged: nothing */
+    T_CHECK(ui_preview_flush(&p, fds[1], 1, none) > 0);       /* after a repaint: again */
     T_EQ_INT(ui_preview_set(&p, 2, area, &g, im, cap, 1), 1); /* a new batch */
-    T_CHECK(ui_preview_flush(&p, fds[1], 0) > 0);
+    T_CHECK(ui_preview_flush(&p, fds[1], 0, none) > 0);
     ui_preview_hide(&p);
-    T_EQ_INT(ui_preview_flush(&p, fds[1], 1), 0);
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 1, none), 0);
     ui_preview_free(&p);
     close(fds[0]);
     close(fds[1]);
@@ -778,6 +780,7 @@ static run_snapshot *fake_snapshot(void)
         for (int i = 0; i < 30; i++)
             s->replica[r].spark[i] = 100 + i;
     }
+    s->total_images_per_sec = 241;
     s->queue_depth = 3;
     s->queue_capacity = 8;
     for (int k = 0; k < 12; k++) {
@@ -851,6 +854,71 @@ static int null_screen_open(null_screen *ns, const char *rows, const char *cols)
     return ns->scr != NULL;
 }
 
+/* A sixel row wider than the terminal takes in one image goes as several, each
+ * within max_w; a dialog over some of them holds those back (the others are left
+ * alone) until it is gone; the cells under pictures are blanks of their own kind,
+ * so curses writes a dialog over them whole. */
+TEST(ui_preview_splits_wide_rows_and_holds_back_pictures_under_a_dialog)
+{
+    enum { N = 6 };
+    uint8_t pic[8 * 8 * 3];
+    red_over_blue(pic);
+    ui_preview_image im[2 * N];
+    ui_preview_caption cap[N];
+    memset(cap, 0, sizeof cap);
+    for (int i = 0; i < 2 * N; i++)
+        im[i] = (ui_preview_image){ pic, 8, 8 };
+    ui_preview_geom g;
+    /* 6 x 13 cells, 32-px tiles: 6 columns a tile, 13 a group of two; 100 columns
+     * hold 6 groups across (600 px), more than the 240 px the terminal takes. */
+    T_REQUIRE(ui_preview_fit(100, 6, 6, 13, 2, 1, N, 32, 32, &g) == 0);
+    T_REQUIRE(g.per_row == N && g.rows == 1);
+    ui_preview p;
+    ui_preview_init(&p, UI_PIX_SIXEL, 6, 13, 256, 240, (const uint8_t[]){ 0, 0, 0 });
+    ui_rect area = { 2, 0, 6, 100 };
+    T_EQ_INT(ui_preview_set(&p, 1, area, &g, im, cap, N), 1);
+    T_EQ_INT(p.n_ov, 3); /* two groups (25 columns, 150 px) an image */
+    for (int i = 0; i < p.n_ov; i++) {
+        T_CHECKF(p.ov[i].cols * 6 <= 240 && p.ov[i].len > 0, "overlay %d: %d columns", i,
+                 p.ov[i].cols);
+        if (i > 0)
+            T_EQ_INT(p.ov[i].col, p.ov[i - 1].col + p.ov[i - 1].cols + 2);
+    }
+    int fds[2];
+    T_REQUIRE(pipe(fds) == 0);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    static char got[1 << 18];
+    const ui_rect none = { 0, 0, 0, 0 };
+    size_t all = p.ov[0].len + p.ov[1].len + p.ov[2].len;
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 0, none), all);
+    T_CHECK(read(fds[0], got, sizeof got) > 0);
+    /* A dialog over the middle one: nothing is sent while it is there (the two
+     * others are on screen already and stay), the middle one once it is gone. */
+    ui_rect dialog = { 0, p.ov[1].col + 2, 5, 4 };
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 0, dialog), 0);
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 1, dialog), p.ov[0].len + p.ov[2].len); /* repainted */
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 0, dialog), 0);
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 0, none), p.ov[1].len);
+    T_EQ_INT(ui_preview_flush(&p, fds[1], 0, none), 0);
+    T_CHECK(read(fds[0], got, sizeof got) > 0);
+    close(fds[0]);
+    close(fds[1]);
+
+    /* The blanks under the pictures differ from plain ones. */
+    null_screen ns;
+    if (null_screen_open(&ns, "24", "100")) {
+        werase(stdscr);
+        ui_preview_draw(&p, stdscr);
+        chtype under = mvwinch(stdscr, p.ov[1].row + 1, p.ov[1].col + 3);
+        chtype beside = mvwinch(stdscr, 20, 50);
+        T_CHECK((under & A_CHARTEXT) == ' ' && (under & A_INVIS) && !(beside & A_INVIS));
+        null_screen_close(&ns);
+    } else {
+        T_CHECK(!"no curses screen");
+    }
+    ui_preview_free(&p);
+}
+
 TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
 {
     null_screen ns;
@@ -859,7 +927,7 @@ TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
     ui_log *log = calloc(1, sizeof *log);
     ui_log_add(log, 50, -1, "data error: shard 03 record 17: payload crc mismatch");
     const char *names[12] = { "pink primrose", "hard-leaved pocket orchid" };
-    ui_frame f = { s, names, 2, log, "flip", NULL, 0, "text", 0 };
+    ui_frame f = { s, names, 2, log, "flip", NULL, 0, "text", 0, NULL, NULL };
     ui_view v;
     ui_panel_view_defaults(&v);
     for (int mode = 0; mode < 2; mode++) {
@@ -892,7 +960,7 @@ TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
         T_CHECK(screen_has("1 data error"));
         T_CHECK(screen_has("q quit") && screen_has("p pause") && !screen_has("s start"));
         T_CHECK(screen_has("3/8"));     /* the queue */
-        T_CHECK(screen_has("3.2e-4"));  /* lr */
+        T_CHECK(screen_has("241 img/s")); /* the throughput in the header */
         if (t_failed_now() != before) {
             char line[2048];
             for (int y = 0; y < LINES; y++) {
@@ -928,11 +996,215 @@ TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
     v.label_bins = 0;
     ui_rect big = { 0, 0, 20, 80 };
     ui_panel_labels(stdscr, big, &f, &v, 1);
-    T_CHECK(screen_has("pink primrose") && screen_has("hard-leaved pocket"));
+    /* Names whole where there is room; cut with an ellipsis where not. */
+    T_CHECK(screen_has("pink primrose") && screen_has("hard-leaved pocket orchid"));
     T_CHECK(screen_has("class 11"));
+    werase(stdscr);
+    ui_panel_labels(stdscr, (ui_rect){ 0, 0, 20, 44 }, &f, &v, 1);
+    T_CHECK(screen_has("pink primrose") && screen_has("hard-leaved poc\xe2\x80\xa6") &&
+            !screen_has("hard-leaved pocket"));
     null_screen_close(&ns);
     free(s);
     free(log);
+}
+
+/* The screen column of p in a row's UTF-8 text (one column a character). */
+static int column_of(const char *line, const char *p)
+{
+    int col = 0;
+    for (const char *c = line; c < p; c++)
+        col += (*c & 0xc0) != 0x80;
+    return col;
+}
+
+/* The header's second row: the process's memory and the machine's load next to
+ * the throughput (the load in the warning colour when it exceeds the cores: a
+ * competing process), what fits by importance at 80 columns, all of it at 200;
+ * a resumed run's elapsed time says what this process trained. */
+TEST(ui_header_shows_memory_and_load_next_to_the_throughput)
+{
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "24", "200"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    run_snapshot *s = fake_snapshot();
+    s->elapsed = 600;
+    s->elapsed_resumed = 420;
+    ui_sysmon m;
+    ui_sysmon_init(&m);
+    m.rss = 412LL << 20;
+    m.cpu_pct = 190;
+    m.load1 = 3.1;
+    m.cores = 2;
+    ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, &m };
+    ui_panel_header(stdscr, (ui_rect){ 0, 0, 2, 200 }, &f);
+    char line[2048];
+    row_text(1, line, sizeof line);
+    const char *ips = strstr(line, "241 img/s"), *rss = strstr(line, "RSS 412 MiB");
+    const char *load = strstr(line, "load 3.10/2 cores");
+    T_CHECKF(ips && rss && load && ips < rss && rss < load && strstr(line, "cpu 190%"), "|%s|",
+             line);
+    T_CHECKF(strstr(line, "lr 3.2e-4") && strstr(line, "elapsed 10:00 (3:00 since the resume)"),
+             "|%s|", line);
+    T_CHECK(mvwinch(stdscr, 1, column_of(line, load)) & A_BOLD); /* 3.1 > 2 cores: warning */
+    /* 80 columns: progress, throughput, memory and load before the rest. */
+    werase(stdscr);
+    ui_panel_header(stdscr, (ui_rect){ 0, 0, 2, 80 }, &f);
+    row_text(1, line, sizeof line);
+    line[80] = 0;
+    T_CHECKF(strstr(line, "epoch 3/10") && strstr(line, "ETA") && strstr(line, "241 img/s") &&
+                 strstr(line, "RSS 412 MiB") && strstr(line, "load 3.10"),
+             "|%s|", line);
+    /* A quiet machine: the load in the normal colour. */
+    m.load1 = 0.5;
+    werase(stdscr);
+    ui_panel_header(stdscr, (ui_rect){ 0, 0, 2, 200 }, &f);
+    row_text(1, line, sizeof line);
+    load = strstr(line, "load 0.50/2 cores");
+    T_CHECKF(load && !(mvwinch(stdscr, 1, column_of(line, load)) & A_BOLD), "|%s|", line);
+    null_screen_close(&ns);
+    free(s);
+}
+
+/* What is read from /proc: the parsers on known text, and a real read of this
+ * process, at most once per period. */
+TEST(ui_sysmon_reads_memory_and_load_at_a_modest_rate)
+{
+    long long rss = 0;
+    T_EQ_INT(ui_sysmon_parse_statm("1000 250 30 5 0 120 0\n", 4096, &rss), 0);
+    T_EQ_INT(rss, 250LL * 4096);
+    T_EQ_INT(ui_sysmon_parse_statm("garbage", 4096, &rss), -1);
+    double load = 0;
+    T_EQ_INT(ui_sysmon_parse_loadavg("3.14 2.00 1.50 3/412 12345\n", &load), 0);
+    T_NEAR(load, 3.14, 1e-9);
+    T_EQ_INT(ui_sysmon_parse_loadavg("", &load), -1);
+    ui_sysmon m;
+    ui_sysmon_init(&m);
+    T_CHECK(m.cores >= 1 && m.rss < 0 && m.load1 < 0);
+    T_EQ_INT(ui_sysmon_update(&m, 100.0, 1.0), 1);
+    T_CHECKF(m.rss > (1 << 20), "rss %lld", m.rss); /* this process holds more than 1 MiB */
+    T_EQ_INT(ui_sysmon_update(&m, 100.5, 1.0), 0);   /* within the period: not read again */
+    T_EQ_INT(ui_sysmon_update(&m, 101.0, 1.0), 1);
+    T_EQ_INT(m.reads, 2);
+    T_CHECK(m.cpu_pct >= 0);
+    if (access("/proc/loadavg", R_OK) == 0)
+        T_CHECK(m.load1 >= 0);
+}
+
+/* The text of the screen row whose text starts (after spaces and a border) with
+ * label, or "" when none does. */
+static void row_starting(const char *label, char *out, size_t n)
+{
+    out[0] = 0;
+    for (int y = 0; y < LINES; y++) {
+        char line[2048];
+        row_text(y, line, sizeof line);
+        const char *p = line;
+        while (*p == ' ' || *p == 'x')
+            p++;
+        if (!strncmp(p, label, strlen(label))) {
+            snprintf(out, n, "%s", line);
+            return;
+        }
+    }
+}
+
+/* The confusion matrix: cells as counts (heat against the largest of their kind)
+ * or percentages of the row; a matrix of 104 classes is read by scrolling, with
+ * the focus on it, and says which part is shown. */
+TEST(ui_inspect_confusion_matrix_counts_percent_and_104_classes_by_scrolling)
+{
+    /* 3 classes: [true][pred] */
+    const long long c3[9] = { 8, 2, 0, /**/ 1, 5, 4, /**/ 0, 0, 10 };
+    char t[16];
+    T_EQ_INT(ui_inspect_cm_cell(c3, 3, 0, 0, 0, t, sizeof t), 4); /* 8 of the largest 10 */
+    T_EQ_STR(t, "8");
+    T_EQ_INT(ui_inspect_cm_cell(c3, 3, 1, 2, 0, t, sizeof t), 5); /* the largest mistake */
+    T_EQ_STR(t, "4");
+    T_EQ_INT(ui_inspect_cm_cell(c3, 3, 1, 0, 0, t, sizeof t), 2); /* a quarter of it */
+    T_EQ_INT(ui_inspect_cm_cell(c3, 3, 0, 2, 0, t, sizeof t), 0);
+    T_EQ_STR(t, ".");
+    T_EQ_INT(ui_inspect_cm_cell(c3, 3, 1, 2, 1, t, sizeof t), 2); /* 4 of the row's 10 */
+    T_EQ_STR(t, "40");
+    T_EQ_INT(ui_inspect_cm_cell(c3, 3, 2, 2, 1, t, sizeof t), 5);
+    T_EQ_STR(t, "100");
+
+    enum { K = 104 };
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "40", "160"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    run_snapshot *s = fake_snapshot();
+    s->state = RUN_DONE;
+    ui_inspect *v = calloc(1, sizeof *v);
+    ui_preview *pv = calloc(1, sizeof *pv);
+    T_REQUIRE(v && pv);
+    ui_inspect_init(v);
+    ui_preview_init(pv, UI_PIX_ASCII, 1, 2, 0, 0, NULL);
+    run_val_report *r = &v->rep;
+    r->n_classes = K;
+    r->epoch = 1;
+    r->n = 10 * K + 7;
+    r->precision = calloc(K, sizeof(double));
+    r->recall = calloc(K, sizeof(double));
+    r->f1 = calloc(K, sizeof(double));
+    r->support = calloc(K, sizeof(long long));
+    r->confusion = calloc((size_t)K * K, sizeof(long long));
+    T_REQUIRE(r->precision && r->recall && r->f1 && r->support && r->confusion);
+    for (int k = 0; k < K; k++)
+        r->confusion[(size_t)k * K + k] = 10;
+    r->confusion[(size_t)100 * K + 3] = 7;   /* class 100 taken for class 3 */
+    r->confusion[(size_t)2 * K + 101] = 9;   /* class 2 for class 101 */
+    v->n = v->scanned = r->n;
+    v->seen_history = 1;
+    ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, NULL };
+    ui_rect body = { 2, 0, 37, 160 };
+    werase(stdscr);
+    ui_inspect_draw(v, stdscr, body, &f, pv);
+    T_CHECK(screen_has("Confusion: true by row, predicted by column, counts"));
+    T_CHECKF(v->cm_rows < K && v->cm_cols < K, "%d rows, %d columns shown", v->cm_rows, v->cm_cols);
+    char want[96], line[2048];
+    snprintf(want, sizeof want, "rows 0-%d, columns 0-%d of 104", v->cm_rows - 1, v->cm_cols - 1);
+    T_CHECKF(screen_has(want), "no \"%s\"", want);
+    T_CHECK(screen_has("Most confused") && screen_has("class 2 -> class 101"));
+    /* Row 100 is below the view until the matrix, focused, pages down. */
+    row_starting("100 class 100", line, sizeof line);
+    T_EQ_STR(line, "");
+    ui_inspect_key(v, UI_ACT_PGDN); /* the images' page while they have the focus */
+    T_EQ_INT(v->cm_top, 0);
+    ui_inspect_key(v, UI_ACT_FOCUS_NEXT);
+    ui_inspect_key(v, UI_ACT_FOCUS_NEXT);
+    T_EQ_INT(v->focus, UI_INSPECT_MATRIX);
+    for (int i = 0; i < 20; i++)
+        ui_inspect_key(v, UI_ACT_PGDN);
+    T_EQ_INT(v->cm_top, K - v->cm_rows); /* the last page, not past it */
+    werase(stdscr);
+    ui_inspect_draw(v, stdscr, body, &f, pv);
+    row_starting("100 class 100", line, sizeof line);
+    /* The cells after the label: pred 0, 1, 2, 3 (7), ..., 100 (10) off screen. */
+    T_CHECKF(strstr(line, "   .   .   .   7   .") != NULL, "|%s|", line);
+    /* Across: class 2's confusion with class 101 comes into view on the right. */
+    ui_inspect_key(v, UI_ACT_HOME);
+    T_EQ_INT(v->cm_top + v->cm_left, 0);
+    for (int i = 0; i < K; i++)
+        ui_inspect_key(v, UI_ACT_RIGHT);
+    T_EQ_INT(v->cm_left, K - v->cm_cols);
+    werase(stdscr);
+    ui_inspect_draw(v, stdscr, body, &f, pv);
+    T_CHECK(screen_has(" 101 102 103"));
+    row_starting("2 class 2", line, sizeof line);
+    T_CHECKF(strstr(line, "   9   .   . ") != NULL, "|%s|", line);
+    /* Percentages of the row: 9 of class 2's 19 examples. */
+    ui_inspect_key(v, UI_ACT_PERCENT);
+    werase(stdscr);
+    ui_inspect_draw(v, stdscr, body, &f, pv);
+    T_CHECK(screen_has("predicted by column, % of row"));
+    row_starting("2 class 2", line, sizeof line);
+    T_CHECKF(strstr(line, "  47   .   . ") != NULL, "|%s|", line);
+    ui_preview_free(pv);
+    ui_inspect_free(v);
+    free(pv);
+    free(v);
+    free(s);
+    null_screen_close(&ns);
 }
 
 /* The footer offers only the keys that apply: p while a run is under way, not
@@ -950,7 +1222,7 @@ TEST(ui_footer_offers_pause_only_while_a_run_is_under_way)
                   { RUN_DONE, 0 },   { RUN_FAILED, 0 },    { RUN_STOPPED, 0 } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         s->state = cases[i].st;
-        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0 };
+        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, NULL };
         werase(stdscr);
         ui_rect r = { 0, 0, 1, COLS };
         ui_panel_footer(stdscr, r, &f, UI_CTX_MAIN);
@@ -960,6 +1232,98 @@ TEST(ui_footer_offers_pause_only_while_a_run_is_under_way)
     }
     null_screen_close(&ns);
     free(s);
+}
+
+/* s of spaces collapsed to one, into out. */
+static void squeeze(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (; *s && k + 1 < n; s++)
+        if (*s != ' ' || (k > 0 && out[k - 1] != ' '))
+            out[k++] = *s;
+    out[k] = 0;
+}
+
+/* The help at 80 columns: a box within the screen, and every key's description
+ * whole on it as it scrolls (wrapped under itself, never cut). */
+TEST(ui_help_fits_80_columns_with_every_description_whole)
+{
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "24", "80"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    ui_view v;
+    ui_panel_view_defaults(&v);
+    size_t all_n = 64 * 1024, used = 0;
+    char *all = calloc(all_n, 1);
+    T_REQUIRE(all != NULL);
+    for (int top = 0, end = 0; top < 400 && !end; top += 5) {
+        v.help_top = top;
+        werase(stdscr);
+        ui_rect b = ui_panel_help(stdscr, LINES, COLS, &v);
+        T_CHECKF(b.x >= 0 && b.x + b.w <= 80 && b.y >= 0 && b.y + b.h <= 24, "box %d,%d %dx%d",
+                 b.y, b.x, b.h, b.w);
+        for (int y = b.y + 1; y < b.y + b.h - 1; y++) {
+            char line[2048];
+            wchar_t wb[512];
+            int got = mvwinnwstr(stdscr, y, b.x + 1, wb, b.w - 2);
+            wb[got > 0 ? got : 0] = 0;
+            size_t m = wcstombs(line, wb, sizeof line - 1);
+            line[m == (size_t)-1 ? 0 : m] = 0;
+            int len = snprintf(all + used, all_n - used, "%s ", line);
+            if (len > 0 && used + (size_t)len < all_n)
+                used += (size_t)len;
+        }
+        end = v.help_top < top; /* clamped: the last page is on screen */
+    }
+    char *flat = calloc(all_n, 1);
+    T_REQUIRE(flat != NULL);
+    squeeze(all, flat, all_n);
+    size_t nk;
+    const ui_key *k = ui_keys_table(&nk);
+    for (size_t i = 0; i < nk; i++) {
+        if (!k[i].help)
+            continue;
+        char want[512];
+        squeeze(k[i].help, want, sizeof want);
+        T_CHECKF(strstr(flat, want) != NULL, "not whole in the help: \"%s\"", want);
+    }
+    free(flat);
+    free(all);
+    null_screen_close(&ns);
+}
+
+/* The inspect view before any validation offers s only when s starts a run. */
+TEST(ui_inspect_offers_s_only_when_it_starts_a_run)
+{
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "30", "100"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    run_snapshot *s = fake_snapshot();
+    ui_inspect *v = calloc(1, sizeof *v);
+    ui_preview *pv = calloc(1, sizeof *pv);
+    T_REQUIRE(v && pv);
+    ui_inspect_init(v);
+    ui_preview_init(pv, UI_PIX_ASCII, 1, 2, 0, 0, NULL);
+    static const struct {
+        run_state st;
+        int offers;
+    } cases[] = { { RUN_IDLE, 1 }, { RUN_PREPARING, 0 }, { RUN_RUNNING, 0 }, { RUN_PAUSED, 0 } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        s->state = cases[i].st;
+        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, NULL };
+        werase(stdscr);
+        ui_inspect_draw(v, stdscr, (ui_rect){ 2, 0, 27, 100 }, &f, pv);
+        T_CHECKF(screen_has("validation results come after the first epoch"), "%s: no note",
+                 run_state_name(cases[i].st));
+        T_CHECKF(screen_has("s starts the run") == cases[i].offers, "%s: s %s",
+                 run_state_name(cases[i].st), cases[i].offers ? "not offered" : "offered");
+    }
+    ui_preview_free(pv);
+    ui_inspect_free(v);
+    free(pv);
+    free(v);
+    free(s);
+    null_screen_close(&ns);
 }
 
 /* Long text over several lines: broken at spaces, a word longer than a line
@@ -984,6 +1348,116 @@ TEST(ui_draw_wrapped_breaks_at_spaces_within_the_rectangle)
     row_text(5, line, sizeof line);
     T_CHECKF(!strstr(line, "directory"), "past the rectangle: |%s|", line);
     null_screen_close(&ns);
+}
+
+/* The rows y0..y1-1 of columns x0..x1-1, each with its trailing spaces cut, run
+ * together (a path broken where a line ends reads whole again). */
+static void rect_text(int y0, int y1, int x0, int x1, char *out, size_t n)
+{
+    size_t k = 0;
+    out[0] = 0;
+    for (int y = y0; y < y1; y++) {
+        wchar_t wb[512];
+        int got = mvwinnwstr(stdscr, y, x0, wb, x1 - x0 < 511 ? x1 - x0 : 511);
+        wb[got > 0 ? got : 0] = 0;
+        char line[2048];
+        size_t m = wcstombs(line, wb, sizeof line - 1);
+        line[m == (size_t)-1 ? 0 : m] = 0;
+        size_t len = strlen(line);
+        while (len > 0 && line[len - 1] == ' ')
+            line[--len] = 0;
+        if (k + len + 1 < n) {
+            memcpy(out + k, line, len + 1);
+            k += len;
+        }
+    }
+}
+
+/* Text cut to a width ends in an ellipsis instead of stopping mid-word. */
+TEST(ui_draw_text_cut_ends_in_an_ellipsis)
+{
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "24", "80"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    werase(stdscr);
+    T_EQ_INT(ui_draw_text_cut(stdscr, 0, 0, 20, UI_R_NORMAL, "short"), 5);
+    T_EQ_INT(ui_draw_text_cut(stdscr, 1, 0, 10, UI_R_NORMAL, "a message longer than ten"), 10);
+    char line[2048];
+    row_text(1, line, sizeof line);
+    T_CHECKF(strncmp(line, "a message\xe2\x80\xa6 ", 12) == 0, "|%s|", line);
+    ui_draw_setup(UI_COLOR_NONE, 0); /* no UTF-8: three dots */
+    ui_draw_text_cut(stdscr, 2, 0, 10, UI_R_NORMAL, "a message longer than ten");
+    row_text(2, line, sizeof line);
+    T_CHECKF(strncmp(line, "a messa... ", 11) == 0, "|%s|", line);
+    /* Wrapped text that does not fit says so on its last line. */
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    werase(stdscr);
+    const char *t = "one two three four five six seven eight nine ten";
+    T_EQ_INT(ui_draw_wrap_count(t, 10), 6);
+    T_EQ_INT(ui_draw_wrapped_from(stdscr, (ui_rect){ 0, 0, 2, 10 }, UI_R_NORMAL, t, 1, 1), 2);
+    row_text(0, line, sizeof line);
+    T_CHECKF(strncmp(line, "three four ", 11) == 0, "|%s|", line);
+    row_text(1, line, sizeof line);
+    T_CHECKF(strncmp(line, "five six\xe2\x80\xa6 ", 12) == 0, "|%s|", line);
+    null_screen_close(&ns);
+}
+
+/* The log panel wraps a long line under its time instead of cutting it, keeps
+ * the run folder's full path at its bottom (wrapped, not shortened), and says
+ * what the last checkpoint was; the footer's note ends in an ellipsis when it
+ * is cut. */
+TEST(ui_log_panel_wraps_lines_and_shows_the_run_folder_in_full)
+{
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "24", "80"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    run_snapshot *s = fake_snapshot();
+    const char *dir = "/home/someone/projects/petal/runs/small-20240515-101010-with-a-long-name";
+    snprintf(s->run_dir, sizeof s->run_dir, "%s", dir);
+    snprintf(s->last_checkpoint, sizeof s->last_checkpoint,
+             "%s/checkpoint.ckpt (update 12, pause)", dir);
+    s->checkpoints = 1;
+    ui_log *log = calloc(1, sizeof *log);
+    T_REQUIRE(log != NULL);
+    ui_log_add(log, 1, -1, "first line, the oldest, with many words that will not all fit");
+    ui_log_add(log, 2, -1,
+               "epoch 1/10 - 61 updates - 12.3s - 201ms/update - loss 1.2345 - acc 0.5678 - "
+               "val_loss 1.1111 - val_acc 0.6000 - val_f1 0.5500 END-OF-LINE");
+    ui_log_add(log, 3, -1, "short line");
+    ui_frame f = { s, NULL, 0, log, "flip", NULL, 0, "text", 0, dir, NULL };
+    ui_view v;
+    ui_panel_view_defaults(&v);
+    werase(stdscr);
+    ui_rect r = { 0, 0, 13, 40 };
+    ui_panel_log(stdscr, r, &f, &v, 0);
+    char all[4096], line[2048];
+    rect_text(1, 12, 1, 39, all, sizeof all);
+    T_CHECKF(strstr(all, dir) != NULL, "the run folder not whole in: %s", all);
+    T_CHECKF(strstr(all, "last checkpoint: update 12, pause") != NULL, "%s", all);
+    T_CHECKF(strstr(all, "END-OF-LINE") && strstr(all, "short line"), "%s", all);
+    for (int y = 1; y < 12; y++) {
+        row_text(y, line, sizeof line);
+        wchar_t wb[4];
+        mvwinnwstr(stdscr, y, 39, wb, 1);
+        T_CHECKF(wb[0] != L' ', "row %d: the box's right edge overwritten: |%s|", y, line);
+    }
+    /* Too little room: the oldest line shown is cut with an ellipsis. */
+    werase(stdscr);
+    r = (ui_rect){ 0, 0, 9, 40 };
+    ui_panel_log(stdscr, r, &f, &v, 0);
+    rect_text(1, 8, 1, 39, all, sizeof all);
+    T_CHECKF(strstr(all, "00:02 epoch 1/10") && strstr(all, "\xe2\x80\xa6") &&
+                 !strstr(all, "END-OF-LINE") && strstr(all, "short line") && strstr(all, dir),
+             "%s", all);
+    /* The footer's note. */
+    werase(stdscr);
+    f.note = "done: 3 epochs in 13s; val_acc 0.9472, val_f1 0.7780; outputs in /a/long/run/folder";
+    ui_panel_footer(stdscr, (ui_rect){ 0, 0, 1, 80 }, &f, UI_CTX_MAIN);
+    row_text(0, line, sizeof line);
+    T_CHECKF(strstr(line, "done: 3 epochs") && strstr(line, "\xe2\x80\xa6"), "|%s|", line);
+    null_screen_close(&ns);
+    free(s);
+    free(log);
 }
 
 /* The configure dialog: the settings in the order users know, their values as the

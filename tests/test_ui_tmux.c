@@ -204,6 +204,78 @@ static int max_line_width(const char *s)
         }                                                                      \
     } while (0)
 
+/* A pane of cols x rows running command (with env) whose workbench is up and
+ * idle: 1, or 0 with the screen printed. For T_REQUIRE. */
+static int tmx_open(tmux_srv *t, int cols, int rows, const char *env, const char *command)
+{
+    if (tmx_start(t, cols, rows, env, command) != 0)
+        return 0;
+    if (tmx_wait(t, "IDLE", 30))
+        return 1;
+    show(t, "IDLE");
+    return 0;
+}
+
+/* s, then the run under way: 1, or 0 with the screen printed. For T_REQUIRE. */
+static int tmx_start_run(tmux_srv *t)
+{
+    tmx_keys(t, "s");
+    if (tmx_wait(t, "RUNNING", 120))
+        return 1;
+    show(t, "RUNNING");
+    return 0;
+}
+
+/* Polls the screen (with escapes when asked) until ok(screen, arg) or timeout
+ * seconds pass; returns the last screen (the caller frees it and checks ok). */
+static char *tmx_poll(tmux_srv *t, int escapes, int (*ok)(const char *, const void *),
+                      const void *arg, double timeout)
+{
+    double end = util_now() + timeout;
+    char *s = tmx_screen(t, escapes);
+    while (!ok(s, arg) && util_now() < end) {
+        usleep(100000);
+        free(s);
+        s = tmx_screen(t, escapes);
+    }
+    return s;
+}
+
+/* q on an idle or ended workbench: it leaves with status. */
+static void tmx_quit(tmux_srv *t, int status)
+{
+    tmx_keys(t, "q");
+    T_EQ_INT(tmx_exit_status(t, 30), status);
+    tmx_stop(t);
+}
+
+/* Rows of the replicas panel ("│ID   IMG/S SPARK  BUSY% IDLE% ...") that show 0
+ * img/s and 0% busy; -1 when a replica row reads otherwise. */
+static int replicas_idle(const char *s, const void *arg)
+{
+    (void)arg;
+    int idle = 0;
+    for (const char *line = s; line && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        int id;
+        double ips;
+        char sp, sp2;
+        if (strncmp(line, "\xe2\x94\x82", 3) != 0 ||
+            sscanf(line + 3, "%d%c%lf%c", &id, &sp, &ips, &sp2) != 4 || sp != ' ' || sp2 != ' ')
+            continue;
+        const char *eol = strchr(line, '\n'), *pct = strchr(line, '%');
+        if (!pct || (eol && pct > eol))
+            continue;
+        const char *num = pct;
+        while (num > line && num[-1] >= '0' && num[-1] <= '9')
+            num--;
+        if (ips != 0 || atoi(num) != 0)
+            return -1;
+        idle++;
+    }
+    return idle;
+}
+
 TEST(ui_tmux_workbench_panels_start_pause_help_quit)
 {
     T_NEED_TOOL("tmux");
@@ -214,8 +286,7 @@ TEST(ui_tmux_workbench_panels_start_pause_help_quit)
      * from the pause or the stop. */
     snprintf(cmd, sizeof cmd, "%s --no-sixel --image-size 32 --checkpoint-every 1000 --out %s/run",
              t_bin(), run);
-    T_REQUIRE(tmx_start(&t, 80, 24, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 80, 24, NULL, cmd));
     char *s = tmx_screen(&t, 0);
     static const char *const panels[] = { "petal-tui", "Replicas", "Curves: loss", "Labels",
                                           "Preview", "Log", "s start", "? help", "q quit" };
@@ -232,11 +303,16 @@ TEST(ui_tmux_workbench_panels_start_pause_help_quit)
     T_CHECK(tmx_wait_gone(&t, "start training", 30));
 
     if (!t_slow_mode()) {
-        tmx_keys(&t, "s");
-        WAIT(&t, "RUNNING", 120);
+        T_REQUIRE(tmx_start_run(&t));
         WAIT(&t, "img/s", 30);
         tmx_keys(&t, "p");
         WAIT(&t, "PAUSED", 60);
+        /* Paused replicas say so: 0 img/s, busy 0%, not the last running figures
+         * (the snapshot that says PAUSED has them). */
+        s = tmx_screen(&t, 0);
+        T_CHECKF(strstr(s, "PAUSED") && replicas_idle(s, NULL) == 2,
+                 "the paused replicas (%d idle):\n%s", replicas_idle(s, NULL), s);
+        free(s);
         tmx_keys(&t, "q");
         WAIT(&t, "Stop it and quit?", 30);
         tmx_keys(&t, "y");
@@ -244,11 +320,24 @@ TEST(ui_tmux_workbench_panels_start_pause_help_quit)
         char ck[4200];
         snprintf(ck, sizeof ck, "%s/run/checkpoint.ckpt", run);
         T_CHECKF(util_is_file(ck), "no checkpoint at %s", ck);
+        tmx_stop(&t);
     } else {
-        tmx_keys(&t, "q"); /* idle: quits at once */
-        T_EQ_INT(tmx_exit_status(&t, 30), 0);
+        tmx_quit(&t, 0); /* idle: quits at once */
     }
-    tmx_stop(&t);
+}
+
+/* Three boxes side by side: three top-left corners on the panels' top edge (the
+ * third row). */
+static int three_columns(const char *s, const void *arg)
+{
+    (void)arg;
+    const char *row = strstr(s, "\n");          /* header row 1 */
+    row = row ? strstr(row + 1, "\n") : NULL; /* the panels' top edge */
+    int corners = 0;
+    if (row)
+        for (const char *p = row + 1; *p && *p != '\n'; p++)
+            corners += strncmp(p, "\xe2\x94\x8c", 3) == 0; /* U+250C */
+    return corners == 3;
 }
 
 TEST(ui_tmux_80x24_resize_and_too_small)
@@ -257,30 +346,14 @@ TEST(ui_tmux_80x24_resize_and_too_small)
     tmux_srv t;
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s --no-sixel", t_bin());
-    T_REQUIRE(tmx_start(&t, 80, 24, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 80, 24, NULL, cmd));
     /* Larger: the three-column arrangement, three boxes side by side. */
     tmx_cmd(&t, NULL, "resize-window -t 0 -x 160 -y 48");
     WAIT(&t, "Preview", 30);
-    double end = util_now() + 30;
-    int three = 0;
-    while (!three && util_now() < end) {
-        char *s = tmx_screen(&t, 0);
-        char *row = strstr(s, "\n");           /* header row 1 */
-        row = row ? strstr(row + 1, "\n") : NULL; /* the panels' top edge */
-        int corners = 0;
-        if (row)
-            for (char *p = row + 1; *p && *p != '\n'; p++)
-                corners += strncmp(p, "\xe2\x94\x8c", 3) == 0; /* U+250C */
-        three = corners == 3;
-        T_CHECK(max_line_width(s) <= 160);
-        free(s);
-        if (!three)
-            usleep(100000);
-    }
-    T_CHECKF(three, "no three columns at 160x48");
-    if (!three)
-        show(&t, "160x48");
+    char *s = tmx_poll(&t, 0, three_columns, NULL, 30);
+    T_CHECKF(three_columns(s, NULL), "no three columns at 160x48:\n%s", s);
+    T_CHECK(max_line_width(s) <= 160);
+    free(s);
     /* Below the minimum: a note, not a broken screen. */
     tmx_cmd(&t, NULL, "resize-window -t 0 -x 50 -y 12");
     WAIT(&t, "needs 60x16", 30);
@@ -289,7 +362,7 @@ TEST(ui_tmux_80x24_resize_and_too_small)
     WAIT(&t, "Curves", 30);
     tmx_keys(&t, "C-l");
     WAIT(&t, "Labels", 30);
-    char *s = tmx_screen(&t, 0);
+    s = tmx_screen(&t, 0);
     T_CHECK(max_line_width(s) <= 80 && strstr(s, "Replicas") && strstr(s, "q quit"));
     free(s);
     /* Focus and zoom: Tab moves on, Enter zooms (the other panels go), Esc back. */
@@ -298,9 +371,7 @@ TEST(ui_tmux_80x24_resize_and_too_small)
     T_CHECK(tmx_wait_gone(&t, "Replicas", 30));
     tmx_keys(&t, "Escape");
     WAIT(&t, "Replicas", 30);
-    tmx_keys(&t, "q");
-    T_EQ_INT(tmx_exit_status(&t, 30), 0);
-    tmx_stop(&t);
+    tmx_quit(&t, 0);
 }
 
 /* 1 when an SGR sequence in s sets a colour (30-37, 38, 40-47, 48, 90-97, 100-107). */
@@ -326,6 +397,13 @@ static int has_colour_sgr(const char *s)
     return 0;
 }
 
+/* Reverse video on the screen (the focus without colour). */
+static int has_reverse(const char *s, const void *arg)
+{
+    (void)arg;
+    return strstr(s, "\033[7m") != NULL || strstr(s, ";7m") != NULL;
+}
+
 TEST(ui_tmux_no_color_and_ctrl_c_exit_130)
 {
     T_NEED_TOOL("tmux");
@@ -333,28 +411,17 @@ TEST(ui_tmux_no_color_and_ctrl_c_exit_130)
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s", t_bin());
     /* Colour first, to know the check can see colours at all. */
-    T_REQUIRE(tmx_start(&t, 100, 30, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 100, 30, NULL, cmd));
     WAIT(&t, "Preview #", 30); /* pictures in colour too */
     char *s = tmx_screen(&t, 1);
     T_CHECK(has_colour_sgr(s));
     free(s);
-    tmx_keys(&t, "q");
-    T_EQ_INT(tmx_exit_status(&t, 30), 0);
-    tmx_stop(&t);
+    tmx_quit(&t, 0);
 
-    T_REQUIRE(tmx_start(&t, 100, 30, "NO_COLOR=1", cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 100, 30, "NO_COLOR=1", cmd));
     tmx_keys(&t, "Tab"); /* focus shows without colour too: in reverse video */
-    s = NULL;
-    int reverse = 0;
-    for (double end = util_now() + 30; !reverse && util_now() < end;) {
-        free(s);
-        s = tmx_screen(&t, 1);
-        reverse = strstr(s, "\033[7m") != NULL || strstr(s, ";7m") != NULL;
-        if (!reverse)
-            usleep(100000);
-    }
+    s = tmx_poll(&t, 1, has_reverse, NULL, 30);
+    int reverse = has_reverse(s, NULL);
     T_CHECKF(!has_colour_sgr(s), "colour on screen under NO_COLOR");
     T_CHECKF(reverse, "no reverse video for the focus under NO_COLOR");
     free(s);
@@ -367,6 +434,13 @@ TEST(ui_tmux_no_color_and_ctrl_c_exit_130)
 
 static const long long TRAIN[3] = { 24, 16, 20 };
 static const long long VAL[3] = { 8, 6, 6 };
+
+/* An inspect caption: OK or NO and a predicted class of fx_dataset's data. */
+static int has_caption(const char *s, const void *arg)
+{
+    (void)arg;
+    return strstr(s, "  OK flower0") || strstr(s, "  NO flower0");
+}
 
 TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
 {
@@ -384,33 +458,29 @@ TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
              "%s --no-sixel --data %s --out %s/a --epochs 1 --batch-per-replica 4 "
              "--replicas 2",
              t_bin(), data, run);
-    T_REQUIRE(tmx_start(&t, 120, 36, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 120, 36, NULL, cmd));
     tmx_keys(&t, "s");
     WAIT(&t, "DONE", 120);
     tmx_keys(&t, "i");
     WAIT(&t, "Validation after epoch 1: 20 images", 30);
     WAIT(&t, "Per class", 30);
     WAIT(&t, "Most confused", 30);
+    /* The confusion matrix beside them: counts, then % of each true class. */
+    WAIT(&t, "Confusion: true by row, predicted by column, counts  [% Tab]", 30);
+    tmx_keys(&t, "%");
+    WAIT(&t, "predicted by column, % of row", 30);
+    tmx_keys(&t, "Tab");
+    tmx_keys(&t, "Tab"); /* the matrix focused: its keys in its title */
+    WAIT(&t, "% of row  [% arrows]", 30);
     /* Captions as the notebooks title them: OK or NO and the predicted class. */
-    double end = util_now() + 10;
-    int captions = 0;
-    while (util_now() < end && !captions) {
-        char *s = tmx_screen(&t, 0);
-        captions = strstr(s, "  OK flower0") || strstr(s, "  NO flower0");
-        free(s);
-        usleep(100000);
-    }
-    T_CHECKF(captions, "no OK/NO captions");
-    if (!captions)
-        show(&t, "inspect");
+    char *s = tmx_poll(&t, 0, has_caption, NULL, 10);
+    T_CHECKF(has_caption(s, NULL), "no OK/NO captions:\n%s", s);
+    free(s);
     tmx_keys(&t, "m");
     WAIT(&t, "mistakes", 30);
     tmx_keys(&t, "i");
     WAIT(&t, "Curves", 30);
-    tmx_keys(&t, "q");
-    T_EQ_INT(tmx_exit_status(&t, 30), 0);
-    tmx_stop(&t);
+    tmx_quit(&t, 0);
 
     /* A dropped session mid-run: SIGHUP stops the run with a checkpoint, exit 130.
      * --checkpoint-every 1000 (the maximum) puts the first checkpoint due after the
@@ -419,10 +489,8 @@ TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
              "%s --no-sixel --data %s --out %s/b --epochs 50 --checkpoint-every 1000 "
              "--batch-per-replica 4",
              t_bin(), data, run);
-    T_REQUIRE(tmx_start(&t, 80, 24, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
-    tmx_keys(&t, "s");
-    WAIT(&t, "RUNNING", 120);
+    T_REQUIRE(tmx_open(&t, 80, 24, NULL, cmd));
+    T_REQUIRE(tmx_start_run(&t));
     char kill[64];
     snprintf(kill, sizeof kill, "kill -HUP %d", tmx_pid(&t));
     T_EQ_INT(t_run(kill, NULL), 0);
@@ -551,8 +619,7 @@ TEST(ui_tmux_a_failed_run_says_why_on_screen_and_after_it_and_exits_2)
     util_path(cmd, sizeof cmd, "%s --no-sixel --out %s/run", t_bin(), dir);
     util_path(message, sizeof message, "%s/cache: cannot create folder: ", file);
     tmux_srv t;
-    T_REQUIRE(tmx_start(&t, 120, 36, env, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 120, 36, env, cmd));
     WAIT(&t, "no preview: ", 30);
     /* The preview says why; the message wraps in the panel where the scratch
      * folder's length puts it. */
@@ -595,8 +662,7 @@ TEST(ui_tmux_a_run_stopped_after_a_non_finite_loss_exits_3)
              "--augment none",
              t_bin(), data, t_tmpdir());
     tmux_srv t;
-    T_REQUIRE(tmx_start(&t, 120, 36, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 120, 36, NULL, cmd));
     tmx_keys(&t, "s");
     WAIT(&t, "non-finite loss", 120);
     tmx_keys(&t, "q");
@@ -617,8 +683,7 @@ TEST(ui_tmux_an_upsampling_image_size_is_accepted_with_a_warning)
     char cmd[4200];
     util_path(cmd, sizeof cmd, "%s --no-sixel --image-size 512", t_bin());
     tmux_srv t;
-    T_REQUIRE(tmx_start(&t, 160, 40, NULL, cmd) == 0);
-    WAIT(&t, "IDLE", 30);
+    T_REQUIRE(tmx_open(&t, 160, 40, NULL, cmd));
     WAIT(&t, "--image-size 512 upsamples the 128 px shards", 30);
     tmx_keys(&t, "q");
     T_EQ_INT(tmx_exit_status(&t, 30), 0);
@@ -627,5 +692,202 @@ TEST(ui_tmux_an_upsampling_image_size_is_accepted_with_a_warning)
                     "image for no more detail";
     T_CHECKF(count_of(s, w) == 1, "not once \"%s\" in:\n%s", w, s);
     free(s);
+    tmx_stop(&t);
+}
+
+/* A Keras-like progress line on the screen: "epoch E/N  k/T [====>....] - ETA ",
+ * the bar 30 wide, the line within the pane's 100 columns. */
+static int has_keras_bar(const char *s, const void *arg)
+{
+    (void)arg;
+    for (const char *p = s; (p = strstr(p, "epoch 1/1 ")) != NULL; p++) {
+        int e, n, k, t, used = 0;
+        if (sscanf(p, "epoch %d/%d %d/%d [%n", &e, &n, &k, &t, &used) != 4 || !used)
+            continue;
+        const char *bar = p + used;
+        int ok = k > 0 && k < t;
+        for (int i = 0; i < 30 && ok; i++)
+            ok = bar[i] == '=' || bar[i] == '>' || bar[i] == '.';
+        const char *eol = strchr(p, '\n');
+        if (ok && !strncmp(bar + 30, "] - ETA ", 8) && (!eol || eol - p <= 100))
+            return 1;
+    }
+    return 0;
+}
+
+/* --headless on a terminal: the epoch's progress as Keras draws it, redrawn in
+ * place; the log's lines (a line per epoch) above it; piped, no bar and no \r. */
+TEST(ui_tmux_headless_draws_a_progress_bar_on_a_terminal_and_none_when_piped)
+{
+    T_NEED_TOOL("tmux");
+    if (t_slow_mode()) {
+        t_skip("a training run per tmux pane is too slow under valgrind");
+        return;
+    }
+    char cmd[8192];
+    util_path(cmd, sizeof cmd,
+              "%s --headless --image-size 32 --epochs 1 --checkpoint-every 1000 --out %s/tty",
+              t_bin(), t_tmpdir());
+    tmux_srv t;
+    T_REQUIRE(tmx_start(&t, 100, 30, NULL, cmd) == 0);
+    char *s = tmx_poll(&t, 0, has_keras_bar, NULL, 120);
+    T_CHECKF(has_keras_bar(s, NULL), "no progress bar mid-epoch:\n%s", s);
+    free(s);
+    T_EQ_INT(tmx_exit_status(&t, 120), 0);
+    s = tmx_text(&t);
+    T_CHECKF(count_of(s, "epoch 1/1 - 61 updates - ") == 1 && count_of(s, "done: 1 epochs") == 1,
+             "%s", s);
+    free(s);
+    tmx_stop(&t);
+
+    const char *data = fx_dataset(t_tmpdir(), 3, TRAIN, VAL, 0, 32, 20);
+    T_REQUIRE(data != NULL);
+    char *out = NULL;
+    util_path(cmd, sizeof cmd,
+              "%s --headless --data %s --out %s/pipe --epochs 3 --batch-per-replica 4 "
+              "--replicas 2 --workers 1 2>&1 | cat",
+              t_bin(), data, t_tmpdir());
+    T_EQ_INT(t_run(cmd, &out), 0);
+    T_CHECKF(out && !strchr(out, '\r') && !strstr(out, "[=") && !strstr(out, "ETA"), "%s", out);
+    for (int e = 1; e <= 3; e++) {
+        char line[64];
+        snprintf(line, sizeof line, "\nepoch %d/3 - 7 updates - ", e);
+        T_CHECKF(out && count_of(out, line) == 1, "not once \"%s\" in:\n%s", line + 1, out);
+    }
+    free(out);
+}
+
+/* Where the half-block pictures are on a screen: the first and last row and
+ * column (in characters) holding U+2580, and the last row of all (a caption
+ * follows the last picture row). */
+typedef struct pic_box {
+    int top, bottom, left, right;
+} pic_box;
+
+static pic_box pictures_on(const char *s)
+{
+    pic_box b = { -1, -1, 1 << 30, -1 };
+    int row = 0, col = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p == '\n') {
+            row++;
+            col = 0;
+            continue;
+        }
+        if ((*p & 0xc0) == 0x80)
+            continue;
+        if (!strncmp(p, "\xe2\x96\x80", 3)) {
+            if (b.top < 0)
+                b.top = row;
+            b.bottom = row;
+            b.left = col < b.left ? col : b.left;
+            b.right = col > b.right ? col : b.right;
+        }
+        col++;
+    }
+    return b;
+}
+
+/* The zoomed preview at 220x60 (its inside rows 3-57, columns 1-218): the
+ * pictures as far from the left edge as from the right, from the top as from
+ * the bottom (below the last picture row, its captions' row), within one cell,
+ * and three quarters of the width at least. */
+static int zoom_centred(const char *s, const void *arg)
+{
+    (void)arg;
+    pic_box b = pictures_on(s);
+    int left = b.left - 1, right = 218 - b.right, top = b.top - 3, bottom = 57 - (b.bottom + 1);
+    return b.top >= 0 && abs(left - right) <= 1 && abs(top - bottom) <= 1 &&
+           b.right - b.left + 1 >= 218 * 3 / 4;
+}
+
+/* Columns [0, to) of every line of s (UTF-8 aware), lines kept; caller frees. */
+static char *left_columns(const char *s, int to)
+{
+    char *out = malloc(strlen(s) + 1), *o = out;
+    int col = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p == '\n') {
+            *o++ = '\n';
+            col = 0;
+            continue;
+        }
+        if ((*p & 0xc0) != 0x80)
+            col++;
+        if (col <= to)
+            *o++ = *p;
+    }
+    *o = 0;
+    return out;
+}
+
+/* The demo's longer class names, whole in the left column (the labels panel at
+ * 220 columns: 61 wide), not just in the preview's captions. */
+static int names_whole(const char *s, const void *arg)
+{
+    (void)arg;
+    static const char *const names[] = { "black-eyed susan", "purple aster", "red camellia",
+                                         "white anemone", "pink cosmos" };
+    char *left = left_columns(s, 61);
+    int ok = 1;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        ok = ok && strstr(left, names[i]) != NULL;
+    free(left);
+    return ok;
+}
+
+/* The inspect view on screen, with or without results yet. */
+static int inspect_up(const char *s, const void *arg)
+{
+    (void)arg;
+    return strstr(s, "Inspect validation") || strstr(s, "Validation after epoch");
+}
+
+/* 220x60: the zoomed preview centred in its panel, across and down, using most
+ * of its width; the labels' class names whole; while the run goes, no "s starts"
+ * anywhere. */
+TEST(ui_tmux_220x60_zoomed_preview_centred_names_whole_no_s_while_running)
+{
+    T_NEED_TOOL("tmux");
+    char cmd[4096];
+    util_path(cmd, sizeof cmd,
+              "%s --no-sixel --image-size 32 --epochs 1 --checkpoint-every 1000 --out %s/run",
+              t_bin(), t_tmpdir());
+    tmux_srv t;
+    T_REQUIRE(tmx_open(&t, 220, 60, NULL, cmd));
+    tmx_keys(&t, "a");
+    WAIT(&t, "[n a]", 30);
+    WAIT(&t, "Preview #", 30);
+    /* Waited for: a screen caught while curses repaints it shows part of it. */
+    char *s = tmx_poll(&t, 0, zoom_centred, NULL, 30);
+    pic_box b = pictures_on(s);
+    T_CHECKF(zoom_centred(s, NULL), "pictures at rows %d-%d, columns %d-%d:\n%s", b.top,
+             b.bottom, b.left, b.right, s);
+    free(s);
+    tmx_keys(&t, "a");
+    WAIT(&t, "Curves", 30);
+    if (!t_slow_mode()) {
+        /* Paused, the run stays under way for as long as the checks take. */
+        T_REQUIRE(tmx_start_run(&t));
+        tmx_keys(&t, "p");
+        WAIT(&t, "PAUSED", 60);
+        /* The labels, a row per class, each name whole. */
+        s = tmx_poll(&t, 0, names_whole, NULL, 60);
+        T_CHECKF(names_whole(s, NULL), "class names cut:\n%s", s);
+        T_CHECKF(strstr(s, "PAUSED") && !strstr(s, "s start  ") && !strstr(s, "s starts"),
+                 "s offered during a run:\n%s", s);
+        free(s);
+        tmx_keys(&t, "i");
+        s = tmx_poll(&t, 0, inspect_up, NULL, 30);
+        T_CHECKF(inspect_up(s, NULL) && strstr(s, "PAUSED") && !strstr(s, "s start  ") &&
+                     !strstr(s, "s starts"),
+                 "s offered in the inspect view during a run:\n%s", s);
+        free(s);
+    }
+    tmx_keys(&t, "q");
+    if (!t_slow_mode()) {
+        tmx_keys(&t, "y");
+    }
+    T_CHECK(tmx_exit_status(&t, 60) == 0);
     tmx_stop(&t);
 }

@@ -107,12 +107,50 @@ int app_make_engine(app *a, const run_config *cfg, pt_err *e)
 
 /* ---- collect -------------------------------------------------------------------- */
 
+/* The run folder in full: the snapshot's once the run has made it, else the one
+ * --resume or --out names, else where runs go. Worked out when its source
+ * changes, not every frame. */
+static void run_folder(app *a)
+{
+    const run_snapshot *s = a->snap;
+    const char *src = s->run_dir[0] ? s->run_dir : a->cfg.resume[0] ? a->cfg.resume : a->cfg.out;
+    if (a->run_dir[0] && !strcmp(src, a->run_dir_src))
+        return;
+    util_copy(a->run_dir_src, sizeof a->run_dir_src, src);
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd))
+        util_copy(cwd, sizeof cwd, ".");
+    char *real = src[0] ? realpath(src, NULL) : NULL;
+    if (real)
+        util_fmt(a->run_dir, sizeof a->run_dir, "%s", real);
+    else if (src[0] == '/')
+        util_fmt(a->run_dir, sizeof a->run_dir, "%s", src);
+    else if (src[0])
+        util_fmt(a->run_dir, sizeof a->run_dir, "%s/%s", cwd,
+                 strncmp(src, "./", 2) ? src : src + 2);
+    else
+        util_fmt(a->run_dir, sizeof a->run_dir, "made when the run starts, in %s/runs", cwd);
+    free(real);
+}
+
 static void collect(app *a)
 {
     eng_snapshot_get(a->g, a->snap);
     char line[1200];
     while (eng_log_pop(a->g, line, sizeof line))
         ui_log_add(a->log, app_now(a), -1, line);
+    /* How the run ended goes to the log too, where it is read in full (the
+     * footer has one line). */
+    run_state st = a->snap->state;
+    if (st != a->seen_state && (st == RUN_DONE || st == RUN_STOPPED || st == RUN_FAILED) &&
+        a->snap->message[0]) {
+        const ui_log_line *last = a->log->n ? ui_log_get(a->log, a->log->n - 1) : NULL;
+        if (!last || strcmp(last->text, a->snap->message) != 0)
+            ui_log_add(a->log, app_now(a), st == RUN_DONE ? UI_R_OK : -1, a->snap->message);
+    }
+    a->seen_state = st;
+    run_folder(a);
+    ui_sysmon_update(&a->sys, app_now(a), UI_SYSMON_PERIOD);
     /* Names appear once the data is open (a preview or the label scan). */
     int want = a->snap->n_classes > a->snap->label_classes ? a->snap->n_classes
                                                            : a->snap->label_classes;
@@ -179,14 +217,19 @@ static void draw_preview(app *a, const ui_frame *f)
     }
     int sixel = a->pix == UI_PIX_SIXEL;
     int cw = sixel ? a->pview.cell_w : 1, ch = sixel ? a->pview.cell_h : 2;
-    int cols = in.w;
-    if (sixel && a->caps.sixel_max_w > 0 && cols * cw > a->caps.sixel_max_w)
-        cols = a->caps.sixel_max_w / cw;
     int zoomed = a->view.zoom == UI_P_PREVIEW;
     int want = zoomed ? 8 : 4;
-    int px_max = sixel ? (zoomed ? 128 : 96) : (zoomed ? 40 : 24);
+    /* Zoomed, sixel tiles grow up to the images' own size (no larger than 256):
+     * the point is to see the augmentation's detail. */
+    int own = a->pv.n > 0 ? (a->pv.w > a->pv.h ? a->pv.w : a->pv.h) : 0;
+    int px_max = sixel ? (zoomed ? (own > 256 ? 256 : own > 128 ? own : 128) : 96)
+                       : (zoomed ? 40 : 24);
+    /* A row wider than one sixel image may be goes as several (ui/preview.h);
+     * one pair must fit in one. */
+    if (sixel && a->caps.sixel_max_w > 0 && 2 * px_max + 3 * cw > a->caps.sixel_max_w)
+        px_max = (a->caps.sixel_max_w - 3 * cw) / 2;
     ui_preview_geom g;
-    if (ui_preview_fit(cols, in.h, cw, ch, 2, 1, want, sixel ? 32 : 8, px_max, &g) != 0) {
+    if (ui_preview_fit(in.w, in.h, cw, ch, 2, 1, want, sixel ? 32 : 8, px_max, &g) != 0) {
         ui_preview_hide(&a->pview);
         ui_draw_text(stdscr, in.y, in.x, in.w, UI_R_DIM, "too small: Enter zooms");
         return;
@@ -224,7 +267,16 @@ static void draw_preview(app *a, const ui_frame *f)
         cap[i].role[0] = UI_R_NORMAL;
         cap[i].text[1][0] = 0;
     }
-    ui_rect area = { in.y, in.x, in.h, cols };
+    /* Centred across (ui_preview_set does that within the area); zoomed, down
+     * the panel too. */
+    ui_rect area = in;
+    if (zoomed) {
+        int used = (n + g.per_row - 1) / g.per_row;
+        used = used < g.rows ? used : g.rows;
+        int gh = used * (g.tile_rows + g.caption);
+        area.y += (in.h - gh) / 2;
+        area.h -= (in.h - gh) / 2;
+    }
     ui_preview_set(&a->pview, a->pv.generation, area, &g, im, cap, n);
     ui_preview_draw(&a->pview, stdscr);
 }
@@ -246,6 +298,8 @@ static void frame(app *a)
     f.log = a->log;
     f.augment = a->cfg.augment;
     f.pix = a->pix_label;
+    f.run_dir = a->run_dir;
+    f.sys = &a->sys;
     if (a->note[0] && app_now(a) < a->note_until) {
         f.note = a->note;
         f.note_role = a->note_role;
@@ -257,7 +311,6 @@ static void frame(app *a)
         f.note_role = s->state == RUN_FAILED ? UI_R_BAD : UI_R_DIM;
     }
 
-    int pictures = a->modal == MODAL_NONE;
     if (a->layout.too_small) {
         ui_panel_too_small(stdscr, rows, cols);
         ui_preview_hide(&a->pview);
@@ -267,8 +320,7 @@ static void frame(app *a)
         ui_panel_footer(stdscr, a->layout.footer, &f, a->insp.open ? UI_CTX_INSPECT : UI_CTX_MAIN);
         if (a->insp.open) {
             ui_preview_hide(&a->pview);
-            if (pictures)
-                ui_inspect_draw(&a->insp, stdscr, a->layout.body, &f, &a->iview);
+            ui_inspect_draw(&a->insp, stdscr, a->layout.body, &f, &a->iview);
         } else {
             ui_preview_hide(&a->iview);
             const ui_view *v = &a->view;
@@ -281,44 +333,42 @@ static void frame(app *a)
                 ui_panel_labels(stdscr, L->panel[UI_P_LABELS], &f, v, v->focus == UI_P_LABELS);
             if (ui_layout_visible(L, UI_P_LOG))
                 ui_panel_log(stdscr, L->panel[UI_P_LOG], &f, v, v->focus == UI_P_LOG);
-            if (ui_layout_visible(L, UI_P_PREVIEW) && pictures)
+            if (ui_layout_visible(L, UI_P_PREVIEW))
                 draw_preview(a, &f);
-            else if (ui_layout_visible(L, UI_P_PREVIEW))
-                ui_panel_preview(stdscr, L->panel[UI_P_PREVIEW], &f, v->focus == UI_P_PREVIEW, 0);
             else
                 ui_preview_hide(&a->pview);
         }
-        if (!pictures) {
-            ui_preview_hide(&a->pview);
-            ui_preview_hide(&a->iview);
-        }
     }
 
+    /* A dialog goes over the pictures; those it does not touch stay as they are
+     * (see ui_preview_flush). */
+    ui_rect cover = { 0, 0, 0, 0 };
     if (a->modal == MODAL_HELP) {
-        ui_panel_help(stdscr, rows, cols, &a->view);
+        cover = ui_panel_help(stdscr, rows, cols, &a->view);
     } else if (a->modal == MODAL_QUIT) {
         const char *l[] = { "A run is active. Stop it and quit?",
                             "The engine finishes the current update and writes a checkpoint;",
                             "--resume RUN_DIR continues from it." };
-        ui_panel_dialog(stdscr, rows, cols, "Quit", l, 3, UI_CTX_ASK, 0);
+        cover = ui_panel_dialog(stdscr, rows, cols, "Quit", l, 3, UI_CTX_ASK, 0);
     } else if (a->modal == MODAL_INT) {
         if (app_active(s->state)) {
             const char *l[] = { "Interrupted: the run pauses at the end of this update",
                                 "and writes a checkpoint.",
                                 "y stops and quits, r resumes, n stays paused." };
-            ui_panel_dialog(stdscr, rows, cols, "Ctrl-C", l, 3, UI_CTX_ASK, 1);
+            cover = ui_panel_dialog(stdscr, rows, cols, "Ctrl-C", l, 3, UI_CTX_ASK, 1);
         } else {
             const char *l[] = { "Interrupted. Quit the workbench?" };
-            ui_panel_dialog(stdscr, rows, cols, "Ctrl-C", l, 1, UI_CTX_ASK, 0);
+            cover = ui_panel_dialog(stdscr, rows, cols, "Ctrl-C", l, 1, UI_CTX_ASK, 0);
         }
     } else if (a->modal == MODAL_CONFIG) {
-        ui_config_draw(&a->cfgd, stdscr, rows, cols);
+        cover = ui_config_draw(&a->cfgd, stdscr, rows, cols);
     }
 
     /* What is on screen, as far as pictures care: any change in it and curses
-     * must repaint everything, which wipes the pictures, so they go again. */
+     * must repaint everything, which wipes the pictures, so they go again. A
+     * dialog is not such a change: curses redraws its cells and no others. */
     uint64_t scene = hash_bytes(0xcbf29ce484222325ULL, &a->layout, sizeof a->layout);
-    int bits[4] = { a->modal, a->insp.open, (int)a->pix, a->view.zoom };
+    int bits[3] = { a->insp.open, (int)a->pix, a->view.zoom };
     scene = hash_bytes(scene, bits, sizeof bits);
     int force = a->repaint || scene != a->scene;
     a->scene = scene;
@@ -330,8 +380,8 @@ static void frame(app *a)
      * along (ui/rowmove.h): then the pictures go again right after it. */
     int moved = a->pix == UI_PIX_SIXEL && !force && ui_rows_may_move();
     doupdate();
-    ui_preview_flush(&a->pview, STDOUT_FILENO, force || moved);
-    ui_preview_flush(&a->iview, STDOUT_FILENO, force || moved);
+    ui_preview_flush(&a->pview, STDOUT_FILENO, force || moved, cover);
+    ui_preview_flush(&a->iview, STDOUT_FILENO, force || moved, cover);
 }
 
 /* ---- set-up --------------------------------------------------------------------- */
@@ -441,6 +491,7 @@ int ui_run(const run_config *cfg, const ui_options *opt)
         return 1;
     }
     ui_log_init(a->log);
+    ui_sysmon_init(&a->sys);
     ui_panel_view_defaults(&a->view);
     ui_inspect_init(&a->insp);
     /* What the engine can check (options, the dataset, the run folder) is refused

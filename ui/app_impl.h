@@ -23,6 +23,7 @@
 #include "ui/log.h"
 #include "ui/panels.h"
 #include "ui/preview.h"
+#include "ui/sysmon.h"
 #include "ui/term.h"
 #include "ui/ui.h"
 
@@ -47,6 +48,10 @@ typedef struct app {
     int n_names;
     double names_at;
     ui_log *log;
+    ui_sysmon sys;          /* read in collect(), at most once per UI_SYSMON_PERIOD */
+    run_state seen_state;   /* the state of the last snapshot (its end goes to the log) */
+    char run_dir_src[4096]; /* what run_dir was made from */
+    char run_dir[4600];     /* the run folder's full path, or where it will be */
     ui_view view;           /* the keys; frame() moves the focus off a hidden panel */
     ui_layout layout;       /* frame(); the keys read it to move the focus and scroll */
     ui_term_caps caps;

@@ -150,6 +150,8 @@ static void key_main(app *a, int ch)
             return;
         case UI_ACT_PGDN: case UI_ACT_PGUP: case UI_ACT_HOME: case UI_ACT_MISTAKES:
         case UI_ACT_SORT: case UI_ACT_UP: case UI_ACT_DOWN: case UI_ACT_NEXT:
+        case UI_ACT_LEFT: case UI_ACT_RIGHT: case UI_ACT_FOCUS_NEXT: case UI_ACT_FOCUS_PREV:
+        case UI_ACT_PERCENT:
             ui_inspect_key(&a->insp, act);
             return;
         default:

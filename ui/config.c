@@ -98,7 +98,7 @@ int ui_config_key(ui_config *d, int ch)
     return UI_CONFIG_STAY;
 }
 
-void ui_config_draw(ui_config *d, WINDOW *w, int rows, int cols)
+ui_rect ui_config_draw(ui_config *d, WINDOW *w, int rows, int cols)
 {
     int wd = cols - 4 < 96 ? cols - 4 : 96;
     int h = rows - 2 < d->n_opt + 6 ? rows - 2 : d->n_opt + 6;
@@ -106,7 +106,7 @@ void ui_config_draw(ui_config *d, WINDOW *w, int rows, int cols)
     ui_draw_clear(w, b);
     ui_rect in = ui_draw_box(w, b, d->changed ? "Configure (changed: a applies)" : "Configure", 1);
     if (in.h < 4 || in.w < 30)
-        return;
+        return b;
     int list_h = in.h - 3;
     if (d->sel < d->top)
         d->top = d->sel;
@@ -139,4 +139,5 @@ void ui_config_draw(ui_config *d, WINDOW *w, int rows, int cols)
     ui_rect hints = { in.y + in.h - 1, in.x + 1, 1, in.w - 2 };
     ui_frame none = { 0 };
     ui_panel_footer(w, hints, &none, UI_CTX_CONFIG);
+    return b;
 }

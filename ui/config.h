@@ -41,7 +41,7 @@ void ui_config_value(const ui_config *d, const char *key, char *buf, size_t n);
 /* One key press (a curses key code); UI_CONFIG_STAY, _CANCEL or _APPLY. */
 int ui_config_key(ui_config *d, int ch);
 
-/* The dialog over the whole screen. */
-void ui_config_draw(ui_config *d, WINDOW *w, int rows, int cols);
+/* The dialog, centred over the screen; returns its box. */
+ui_rect ui_config_draw(ui_config *d, WINDOW *w, int rows, int cols);
 
 #endif

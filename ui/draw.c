@@ -34,10 +34,48 @@ static const struct {
     [UI_R_SEL] = { -1, -1, A_REVERSE, A_REVERSE },
 };
 
+/* Heat levels 1..5 off the diagonal (reds) and on it (greens): background and
+ * text colours in 256 colours; the 8-colour form shows 1-2 as coloured text and
+ * 3-5 on a coloured background. */
+static const short g_heat_bg[2][5] = { { 52, 88, 124, 160, 196 }, { 22, 28, 34, 40, 46 } };
+static const short g_heat_fg[2][5] = { { 231, 231, 231, 231, 231 }, { 231, 231, 231, 16, 16 } };
+static attr_t g_heat[2][6];
+
+static void heat_setup(ui_color_mode mode)
+{
+    for (int d = 0; d < 2; d++) {
+        g_heat[d][0] = A_DIM;
+        for (int l = 1; l <= 5; l++) {
+            short pair = (short)(UI_R_COUNT + 1 + d * 5 + (l - 1));
+            short hue = d ? COLOR_GREEN : COLOR_RED;
+            attr_t a;
+            if (mode == UI_COLOR_NONE)
+                a = l >= 5 ? A_REVERSE | A_BOLD : l >= 3 ? A_BOLD : A_NORMAL;
+            else if (mode >= UI_COLOR_256 && COLORS >= 256 &&
+                     init_pair(pair, g_heat_fg[d][l - 1], g_heat_bg[d][l - 1]) == OK)
+                a = COLOR_PAIR(pair);
+            else if (l <= 2 && init_pair(pair, hue, -1) == OK)
+                a = COLOR_PAIR(pair);
+            else if (l > 2 && init_pair(pair, l >= 4 && d ? COLOR_BLACK : COLOR_WHITE, hue) == OK)
+                a = COLOR_PAIR(pair);
+            else
+                a = l >= 5 ? A_REVERSE | A_BOLD : l >= 3 ? A_BOLD : A_NORMAL;
+            g_heat[d][l] = a;
+        }
+    }
+}
+
+attr_t ui_draw_heat(int level, int diagonal)
+{
+    level = level < 0 ? 0 : level > 5 ? 5 : level;
+    return g_heat[diagonal ? 1 : 0][level];
+}
+
 void ui_draw_setup(ui_color_mode mode, int unicode)
 {
     g_mode = mode;
     g_unicode = unicode;
+    heat_setup(mode);
     for (int r = 0; r < UI_R_COUNT; r++) {
         if (mode == UI_COLOR_NONE) {
             g_attr[r] = g_roles[r].mono_attr;
@@ -195,41 +233,107 @@ int ui_draw_text(WINDOW *w, int y, int x, int maxw, ui_role r, const char *s)
     return cols;
 }
 
-int ui_draw_wrapped(WINDOW *w, ui_rect r, ui_role role, const char *s)
+/* The first line of s in width columns: its length in bytes (up to the last
+ * space that fits, or as much of a word wider than the line as fits). Leading
+ * spaces are skipped first (*lead gets how many). 0 at the end of s. */
+static size_t wrap_line(const char *s, int width, size_t *lead)
+{
+    *lead = strspn(s, " ");
+    s += *lead;
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    size_t len = strlen(s), fit = 0, space = 0;
+    int cols = 0;
+    while (fit < len) {
+        wchar_t wc;
+        size_t k = next_char(s + fit, len - fit, &st, &wc);
+        int cw = wcwidth(wc);
+        if (k == 0 || cols + (cw > 0 ? cw : 1) > width)
+            break;
+        if (wc == ' ')
+            space = fit;
+        cols += cw > 0 ? cw : 1;
+        fit += k;
+    }
+    if (fit < len && space > 0 && s[fit] != ' ')
+        fit = space;
+    return fit;
+}
+
+int ui_draw_wrap_count(const char *s, int width)
 {
     int lines = 0;
-    while (*s && lines < r.h && r.w > 0) {
-        s += strspn(s, " ");
-        /* The bytes that fit in r.w columns; then back to the last space in them,
-         * unless the word alone is wider than the line (a long path). */
-        mbstate_t st;
-        memset(&st, 0, sizeof st);
-        size_t len = strlen(s), fit = 0, space = 0;
-        int cols = 0;
-        while (fit < len) {
-            wchar_t wc;
-            size_t k = next_char(s + fit, len - fit, &st, &wc);
-            int cw = wcwidth(wc);
-            if (k == 0 || cols + (cw > 0 ? cw : 1) > r.w)
-                break;
-            if (wc == ' ')
-                space = fit;
-            cols += cw > 0 ? cw : 1;
-            fit += k;
-        }
-        if (fit < len && space > 0 && s[fit] != ' ')
-            fit = space;
-        if (fit == 0)
-            break;
-        char line[1024];
-        size_t n = fit < sizeof line - 1 ? fit : sizeof line - 1;
-        memcpy(line, s, n);
-        line[n] = '\0';
-        ui_draw_text(w, r.y + lines, r.x, r.w, role, line);
+    size_t lead, n;
+    while (width > 0 && *s && (n = wrap_line(s, width, &lead)) > 0) {
         lines++;
-        s += fit;
+        s += lead + n;
+        s += strspn(s, " ");
     }
     return lines;
+}
+
+int ui_draw_wrapped_from(WINDOW *w, ui_rect r, ui_role role, const char *s, int skip, int ell)
+{
+    int lines = 0, index = 0;
+    size_t lead, n;
+    while (*s && lines < r.h && r.w > 0 && (n = wrap_line(s, r.w, &lead)) > 0) {
+        s += lead;
+        if (index++ >= skip) {
+            char line[1024];
+            size_t k = n < sizeof line - 1 ? n : sizeof line - 1;
+            memcpy(line, s, k);
+            line[k] = '\0';
+            const char *rest = s + n + strspn(s + n, " ");
+            if (ell && lines == r.h - 1 && *rest) {
+                /* More than fits: this last line ends in an ellipsis. */
+                char more[1100];
+                snprintf(more, sizeof more, "%s %s", line, rest);
+                ui_draw_text_cut(w, r.y + lines, r.x, r.w, role, more);
+            } else {
+                ui_draw_text(w, r.y + lines, r.x, r.w, role, line);
+            }
+            lines++;
+        }
+        s += n;
+    }
+    return lines;
+}
+
+int ui_draw_wrapped(WINDOW *w, ui_rect r, ui_role role, const char *s)
+{
+    return ui_draw_wrapped_from(w, r, role, s, 0, 0);
+}
+
+int ui_draw_text_cut(WINDOW *w, int y, int x, int maxw, ui_role r, const char *s)
+{
+    if (maxw <= 0 || !s)
+        return 0;
+    if (ui_draw_width(s) <= maxw)
+        return ui_draw_text(w, y, x, maxw, r, s);
+    const char *ell = g_unicode ? "\xe2\x80\xa6" : "...";
+    int ew = g_unicode ? 1 : 3;
+    if (maxw <= ew)
+        return ui_draw_text(w, y, x, maxw, r, ell);
+    /* The characters that fit before the ellipsis, without the spaces at their end. */
+    char buf[1024];
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    size_t len = strlen(s), fit = 0;
+    int cols = 0;
+    while (fit < len && fit < sizeof buf - 4) {
+        wchar_t wc;
+        size_t k = next_char(s + fit, len - fit, &st, &wc);
+        int cw = wcwidth(wc);
+        if (k == 0 || cols + (cw > 0 ? cw : 1) > maxw - ew)
+            break;
+        cols += cw > 0 ? cw : 1;
+        fit += k;
+    }
+    while (fit > 0 && s[fit - 1] == ' ')
+        fit--;
+    memcpy(buf, s, fit);
+    memcpy(buf + fit, ell, strlen(ell) + 1);
+    return ui_draw_text(w, y, x, maxw, r, buf);
 }
 
 int ui_draw_textf(WINDOW *w, int y, int x, int maxw, ui_role r, const char *fmt, ...)
@@ -269,7 +373,7 @@ ui_rect ui_draw_box(WINDOW *w, ui_rect r, const char *title, int focused)
         char t[256];
         snprintf(t, sizeof t, " %s ", title);
         /* Focus shows in reverse video, so it is visible without colour too. */
-        ui_draw_text(w, r.y, r.x + 2, r.w - 4, focused ? UI_R_SEL : UI_R_TITLE, t);
+        ui_draw_text_cut(w, r.y, r.x + 2, r.w - 4, focused ? UI_R_SEL : UI_R_TITLE, t);
     }
     return in;
 }

@@ -64,6 +64,10 @@ void ui_draw_setup(ui_color_mode mode, int unicode);
 ui_color_mode ui_draw_color_mode(void);
 int ui_draw_unicode(void);
 attr_t ui_draw_attr(ui_role r);
+/* The attribute of a heat-map cell, level 0 (nothing) to 5 (the most), on the
+ * diagonal (what is right: greens) or off it (confusions: reds); bold and
+ * reverse video without colour. */
+attr_t ui_draw_heat(int level, int diagonal);
 
 /* Text clipped to maxw columns at (y, x); returns the columns written. */
 int ui_draw_text(WINDOW *w, int y, int x, int maxw, ui_role r, const char *utf8);
@@ -76,6 +80,16 @@ int ui_draw_textf(WINDOW *w, int y, int x, int maxw, ui_role r, const char *fmt,
  * is broken where the line ends); returns the lines used. What does not fit in
  * r.h lines is left out. */
 int ui_draw_wrapped(WINDOW *w, ui_rect r, ui_role role, const char *utf8);
+/* ui_draw_wrapped from the text's line `skip` on; with ell, when the text goes
+ * on past r.h lines, the last line drawn ends in an ellipsis. Returns the lines
+ * drawn. */
+int ui_draw_wrapped_from(WINDOW *w, ui_rect r, ui_role role, const char *utf8, int skip, int ell);
+/* The lines ui_draw_wrapped() breaks text into at width columns. */
+int ui_draw_wrap_count(const char *utf8, int width);
+/* Text in at most maxw columns: whole when it fits, else cut with an ellipsis
+ * ("\u2026", or "..." without UTF-8) as its last column(s). Returns the columns
+ * written. */
+int ui_draw_text_cut(WINDOW *w, int y, int x, int maxw, ui_role r, const char *utf8);
 /* Display columns of a UTF-8 string. */
 int ui_draw_width(const char *utf8);
 /* One code point at (y, x) (ASCII stand-in when it cannot be shown). */

@@ -55,6 +55,39 @@ void ui_inspect_order(const double *f1, int k, int by_f1, int *order)
     }
 }
 
+int ui_inspect_cm_cell(const long long *c, int k, int t, int p, int percent, char *text,
+                       size_t n)
+{
+    long long v = c[(size_t)t * k + p];
+    if (v <= 0) {
+        snprintf(text, n, ".");
+        return 0;
+    }
+    double heat;
+    if (percent) {
+        long long row = 0;
+        for (int j = 0; j < k; j++)
+            row += c[(size_t)t * k + j];
+        double share = (double)v / (double)row;
+        snprintf(text, n, "%.0f", 100 * share);
+        heat = share;
+    } else {
+        /* Against the largest count of its kind: right (the diagonal) or wrong. */
+        long long max = 1;
+        for (int i = 0; i < k; i++)
+            for (int j = 0; j < k; j++)
+                if ((i == j) == (t == p) && c[(size_t)i * k + j] > max)
+                    max = c[(size_t)i * k + j];
+        if (v < 1000)
+            snprintf(text, n, "%lld", v);
+        else
+            ui_chart_fmt((double)v, 3, text, n);
+        heat = (double)v / (double)max;
+    }
+    int level = (int)(heat * 5 + 0.999);
+    return level < 1 ? 1 : level > 5 ? 5 : level;
+}
+
 void ui_inspect_init(ui_inspect *v)
 {
     memset(v, 0, sizeof *v);
@@ -172,16 +205,51 @@ void ui_inspect_work(ui_inspect *v, eng *g, int history_n)
     v->n_items = top;
 }
 
+/* The matrix scrolled by (dy, dx), within its classes. */
+static void cm_scroll(ui_inspect *v, int dy, int dx)
+{
+    int k = v->rep.n_classes;
+    v->cm_top += dy;
+    v->cm_left += dx;
+    int maxtop = k - (v->cm_rows > 0 ? v->cm_rows : 1), maxleft = k - (v->cm_cols > 0 ? v->cm_cols : 1);
+    v->cm_top = v->cm_top > maxtop ? maxtop : v->cm_top;
+    v->cm_left = v->cm_left > maxleft ? maxleft : v->cm_left;
+    v->cm_top = v->cm_top < 0 ? 0 : v->cm_top;
+    v->cm_left = v->cm_left < 0 ? 0 : v->cm_left;
+}
+
 void ui_inspect_key(ui_inspect *v, ui_act a)
 {
     long long count = ui_inspect_count(v);
     int page = v->per_page > 0 ? v->per_page : 1;
+    int rows = v->cm_rows > 1 ? v->cm_rows : 1, trows = v->table_rows > 1 ? v->table_rows : 1;
+    if (v->focus == UI_INSPECT_MATRIX) {
+        switch (a) {
+        case UI_ACT_UP: cm_scroll(v, -1, 0); return;
+        case UI_ACT_DOWN: cm_scroll(v, 1, 0); return;
+        case UI_ACT_LEFT: cm_scroll(v, 0, -1); return;
+        case UI_ACT_RIGHT: cm_scroll(v, 0, 1); return;
+        case UI_ACT_PGUP: cm_scroll(v, -rows, 0); return;
+        case UI_ACT_PGDN: cm_scroll(v, rows, 0); return;
+        case UI_ACT_HOME: v->cm_top = v->cm_left = 0; return;
+        default: break;
+        }
+    } else if (v->focus == UI_INSPECT_TABLE) {
+        switch (a) {
+        case UI_ACT_PGUP: v->table_top = v->table_top > trows ? v->table_top - trows : 0; return;
+        case UI_ACT_PGDN: v->table_top += trows; return; /* clamped when drawn */
+        case UI_ACT_HOME: v->table_top = 0; return;
+        default: break;
+        }
+    }
     switch (a) {
     case UI_ACT_PGDN:
+    case UI_ACT_RIGHT:
         if (v->pos + page < count)
             v->pos += page;
         break;
     case UI_ACT_PGUP:
+    case UI_ACT_LEFT:
         v->pos = v->pos >= page ? v->pos - page : 0;
         break;
     case UI_ACT_HOME:
@@ -202,6 +270,15 @@ void ui_inspect_key(ui_inspect *v, ui_act a)
     case UI_ACT_DOWN:
         v->table_top++;
         break;
+    case UI_ACT_FOCUS_NEXT:
+        v->focus = (v->focus + 1) % UI_INSPECT_PARTS;
+        break;
+    case UI_ACT_FOCUS_PREV:
+        v->focus = (v->focus + UI_INSPECT_PARTS - 1) % UI_INSPECT_PARTS;
+        break;
+    case UI_ACT_PERCENT:
+        v->percent = !v->percent;
+        break;
     case UI_ACT_NEXT:
         v->seen_history = -1; /* collect again */
         break;
@@ -213,12 +290,14 @@ void ui_inspect_key(ui_inspect *v, ui_act a)
 static void draw_table(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
 {
     char title[96];
-    snprintf(title, sizeof title, "Per class, by %s  [o Up Down]", v->by_f1 ? "F1" : "class");
-    ui_rect in = ui_draw_box(w, r, title, 0);
+    int focused = v->focus == UI_INSPECT_TABLE;
+    snprintf(title, sizeof title, "Per class, by %s  [o Up Down%s]", v->by_f1 ? "F1" : "class",
+             focused ? " PgUp PgDn" : "");
+    ui_rect in = ui_draw_box(w, r, title, focused);
     if (in.h < 2 || in.w < 24)
         return;
     int k = v->rep.n_classes;
-    int nw = in.w - 24;
+    int nw = in.w - 25; /* " P     R     F1     n": 25 columns */
     ui_draw_textf(w, in.y, in.x, in.w, UI_R_DIM, "%-*s %5s %5s %5s %6s", nw, "class", "P", "R",
                   "F1", "n");
     int *order = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
@@ -226,13 +305,14 @@ static void draw_table(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
         return;
     ui_inspect_order(v->rep.f1, k, v->by_f1, order);
     int rows = in.h - 1;
+    v->table_rows = rows;
     if (v->table_top > k - rows)
         v->table_top = k - rows > 0 ? k - rows : 0;
     for (int i = 0; i < rows && v->table_top + i < k; i++) {
         int c = order[v->table_top + i];
         char nb[48], line[256];
-        snprintf(line, sizeof line, "%-*.*s", nw, nw, ui_panel_class_name(f, c, nb, sizeof nb));
-        ui_draw_text(w, in.y + 1 + i, in.x, nw, UI_R_NORMAL, line);
+        ui_draw_text_cut(w, in.y + 1 + i, in.x, nw - 1, UI_R_NORMAL,
+                         ui_panel_class_name(f, c, nb, sizeof nb));
         double f1 = v->rep.f1[c];
         snprintf(line, sizeof line, " %5.2f %5.2f", v->rep.precision[c], v->rep.recall[c]);
         ui_draw_text(w, in.y + 1 + i, in.x + nw, 12, UI_R_NORMAL, line);
@@ -262,8 +342,69 @@ static void draw_pairs(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
         char cnt[24];
         snprintf(cnt, sizeof cnt, " %lld", top[i].count);
         int cw = (int)strlen(cnt);
-        ui_draw_text(w, in.y + i, in.x, in.w - cw, UI_R_NORMAL, line);
+        ui_draw_text_cut(w, in.y + i, in.x, in.w - cw, UI_R_NORMAL, line);
         ui_draw_text(w, in.y + i, in.x + in.w - cw, cw, UI_R_BAD, cnt);
+    }
+}
+
+/* The confusion matrix as a heat map: a row per true class (its index and
+ * name), a column per predicted class (its index), scrolled to cm_top/cm_left. */
+static void draw_matrix(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
+{
+    int k = v->rep.n_classes, focused = v->focus == UI_INSPECT_MATRIX;
+    char title[160];
+    snprintf(title, sizeof title, "Confusion: true by row, predicted by column, %s  [%% %s]",
+             v->percent ? "% of row" : "counts", focused ? "arrows" : "Tab");
+    ui_rect in = ui_draw_box(w, r, title, focused);
+    if (in.h < 2 || in.w < 16 || k <= 0 || !v->rep.confusion) {
+        v->cm_rows = v->cm_cols = 1;
+        return;
+    }
+    char num[32], nb[64];
+    int digits = snprintf(num, sizeof num, "%d", k - 1);
+    int cw = digits + 1 > 4 ? digits + 1 : 4; /* a cell: 3 digits and a space at least */
+    /* Row labels: the index and as much of the name as a third of the box allows. */
+    int longest = 0;
+    for (int c = 0; c < k; c++) {
+        int nw = ui_draw_width(ui_panel_class_name(f, c, nb, sizeof nb));
+        longest = nw > longest ? nw : longest;
+    }
+    int lw = digits + 1 + longest + 1;
+    int lw_max = in.w / 3 > digits + 6 ? in.w / 3 : digits + 6;
+    lw = lw < lw_max ? lw : lw_max;
+    v->cm_rows = in.h - 1;
+    v->cm_cols = (in.w - lw) / cw > 1 ? (in.w - lw) / cw : 1;
+    cm_scroll(v, 0, 0); /* within the classes for this size */
+    int y = in.y, x0 = in.x + lw;
+    ui_draw_textf(w, y, in.x, lw, UI_R_DIM, "%*s", lw - 1, "pred");
+    for (int j = 0; j < v->cm_cols && v->cm_left + j < k; j++)
+        ui_draw_textf(w, y, x0 + j * cw, cw, UI_R_DIM, "%*d", cw, v->cm_left + j);
+    for (int i = 0; i < v->cm_rows && v->cm_top + i < k; i++) {
+        int t = v->cm_top + i;
+        y = in.y + 1 + i;
+        ui_draw_textf(w, y, in.x, digits + 1, UI_R_DIM, "%*d", digits, t);
+        ui_draw_text_cut(w, y, in.x + digits + 1, lw - digits - 2, UI_R_NORMAL,
+                         ui_panel_class_name(f, t, nb, sizeof nb));
+        for (int j = 0; j < v->cm_cols && v->cm_left + j < k; j++) {
+            int p = v->cm_left + j;
+            char cell[16], text[24];
+            int heat = ui_inspect_cm_cell(v->rep.confusion, k, t, p, v->percent, cell, sizeof cell);
+            snprintf(text, sizeof text, "%*s ", cw - 1, cell);
+            wattrset(w, ui_draw_heat(heat, t == p));
+            mvwaddnstr(w, y, x0 + j * cw, text, cw);
+            wattrset(w, A_NORMAL);
+        }
+    }
+    /* Where the view is, when the matrix does not fit. */
+    if (k > v->cm_rows || k > v->cm_cols) {
+        char where[96];
+        int last_r = v->cm_top + v->cm_rows < k ? v->cm_top + v->cm_rows : k;
+        int last_c = v->cm_left + v->cm_cols < k ? v->cm_left + v->cm_cols : k;
+        snprintf(where, sizeof where, " rows %d-%d, columns %d-%d of %d ", v->cm_top, last_r - 1,
+                 v->cm_left, last_c - 1, k);
+        int ww = (int)strlen(where);
+        if (ww < r.w - 4)
+            ui_draw_text(w, r.y + r.h - 1, r.x + r.w - 2 - ww, ww, UI_R_DIM, where);
     }
 }
 
@@ -271,19 +412,33 @@ void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, 
 {
     if (v->rep.epoch <= 0 || v->n == 0) {
         ui_rect in = ui_draw_box(w, body, "Inspect validation", 1);
-        const char *m = "validation results come after the first epoch (s starts the run)";
+        /* s is offered only where it starts a run. */
+        run_state st = f->s ? f->s->state : RUN_IDLE;
+        const char *m = st == RUN_IDLE ? "validation results come after the first epoch "
+                                         "(s starts the run)"
+                        : st == RUN_PREPARING || st == RUN_RUNNING || st == RUN_PAUSED
+                            ? "validation results come after the first epoch"
+                            : "no validation results: the run ended before its first epoch "
+                              "(s starts a new one)";
         int mw = ui_draw_width(m);
-        ui_draw_text(w, in.y + in.h / 2, in.x + (in.w > mw ? (in.w - mw) / 2 : 0), in.w,
-                     UI_R_DIM, m);
+        int mx = in.w > mw ? (in.w - mw) / 2 : 0;
+        ui_draw_wrapped(w, (ui_rect){ in.y + in.h / 2, in.x + mx, in.h - in.h / 2, in.w - mx },
+                        UI_R_DIM, m);
         ui_preview_hide(pv);
         return;
     }
+    /* Images and the per-class table above; the confusion matrix beside the most
+     * confused pairs below, as tall as the classes need within two fifths. */
     int tw = body.w >= 100 ? 48 : body.w * 2 / 5;
-    int ph = body.h / 3 < 12 ? body.h / 3 : 12;
-    ui_rect left = { body.y, body.x, body.h, body.w - tw };
-    ui_rect table = { body.y, body.x + body.w - tw, body.h - ph, tw };
-    ui_rect pairs = { body.y + body.h - ph, body.x + body.w - tw, ph, tw };
+    int sh = v->rep.n_classes + 3;
+    int sh_max = body.h * 2 / 5;
+    sh = sh > sh_max ? sh_max : sh < 6 ? 6 : sh;
+    ui_rect left = { body.y, body.x, body.h - sh, body.w - tw };
+    ui_rect table = { body.y, body.x + body.w - tw, body.h - sh, tw };
+    ui_rect matrix = { body.y + body.h - sh, body.x, sh, body.w - tw };
+    ui_rect pairs = { body.y + body.h - sh, body.x + body.w - tw, sh, tw };
     draw_table(v, w, table, f);
+    draw_matrix(v, w, matrix, f);
     draw_pairs(v, w, pairs, f);
 
     long long count = ui_inspect_count(v);
@@ -296,7 +451,7 @@ void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, 
              v->rep.epoch, v->n, acc, v->mistakes ? "mistakes" : "all", count ? v->pos + 1 : 0,
              last, count,
              v->scanned < v->n ? " (reading)" : "");
-    ui_rect in = ui_draw_box(w, left, title, 1);
+    ui_rect in = ui_draw_box(w, left, title, v->focus == UI_INSPECT_IMAGES);
     if (in.h < 4 || in.w < 10) {
         ui_preview_hide(pv);
         return;
@@ -305,9 +460,10 @@ void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, 
     int sixel = pv->mode == UI_PIX_SIXEL;
     int cw = sixel ? pv->cell_w : 1, ch = sixel ? pv->cell_h : 2;
     int cols = in.w;
-    if (sixel && pv->max_w > 0 && cols * cw > pv->max_w)
-        cols = pv->max_w / cw;
-    if (ui_preview_fit(cols, in.h, cw, ch, 1, 2, 12, sixel ? 32 : 8, sixel ? 128 : 24, &g) != 0) {
+    int px_max = sixel ? 128 : 24;
+    if (sixel && pv->max_w > 0 && px_max + cw > pv->max_w)
+        px_max = pv->max_w - cw; /* one image within what the terminal takes */
+    if (ui_preview_fit(cols, in.h, cw, ch, 1, 2, 8, sixel ? 32 : 8, px_max, &g) != 0) {
         ui_preview_hide(pv);
         v->per_page = 1;
         return;

@@ -1,7 +1,11 @@
 /* inspect — the validation view (`i`): validation images with their true and
  * predicted class, marked OK, or NO in red as the notebooks' display_batch_of_
  * images does; a filter for mistakes only; per-class precision, recall and F1;
- * the most confused class pairs.
+ * the confusion matrix as a heat map (true class by row, predicted by column;
+ * counts, or percentages of each row) beside the most confused class pairs.
+ * Tab moves the focus between the images, the per-class table and the matrix;
+ * the arrows and PgUp/PgDn act on the focused part, so a matrix of 104 classes
+ * is read by scrolling.
  *
  * Data collection apart from drawing: ui_inspect_work() copies from the engine,
  * once per frame, the latest validation report, the label and prediction of
@@ -37,11 +41,24 @@ int ui_inspect_confusions(const long long *confusion, int k, ui_inspect_pair *ou
  * class). order has k entries. */
 void ui_inspect_order(const double *f1, int k, int by_f1, int *order);
 
+/* One cell of a k x k confusion matrix ([true][pred]) as the heat map shows it:
+ * its text ("12", or with percent the share of the true class's row, "45"; "."
+ * for none) and its heat, 0 (none) to 5, relative to the largest count off the
+ * diagonal or on it (counts), or to the whole row (percent). */
+int ui_inspect_cm_cell(const long long *confusion, int k, int truth, int pred, int percent,
+                       char *text, size_t n);
+
+enum { UI_INSPECT_IMAGES = 0, UI_INSPECT_TABLE, UI_INSPECT_MATRIX, UI_INSPECT_PARTS };
+
 typedef struct ui_inspect {
     int open;
+    int focus;                  /* UI_INSPECT_IMAGES, _TABLE or _MATRIX */
     int mistakes;               /* show mistakes only */
     int by_f1;                  /* per-class table sorted by F1 */
-    int table_top;
+    int table_top, table_rows;  /* first row shown; rows that fit (last draw) */
+    int percent;                /* the matrix in percentages of each row */
+    int cm_top, cm_left;        /* first true class (row) and predicted class shown */
+    int cm_rows, cm_cols;       /* how many fit (last draw) */
     long long pos;              /* first entry of the list shown */
     int per_page;               /* images that fit, from the last draw */
     int seen_history;           /* snapshot history_n the report belongs to */

@@ -56,6 +56,7 @@ typedef enum ui_act {
     UI_ACT_YES,
     UI_ACT_NO,
     UI_ACT_RESUME,
+    UI_ACT_PERCENT,
     UI_ACT_COUNT
 } ui_act;
 

@@ -55,7 +55,7 @@ void ui_layout_compute(ui_layout *l, int rows, int cols, int zoom, int replicas)
     }
     int lw = cols / 2, rw = cols - lw;
     int rep_h = clampi(rep_want, b.h < 16 ? 5 : 6, b.h * 2 / 5);
-    int log_h = clampi(b.h / 4, 4, 8);
+    int log_h = clampi(b.h / 3, 4, 10);
     int lab_h = b.h - rep_h - log_h;
     l->panel[UI_P_REPLICAS] = rect(b.y, 0, rep_h, lw);
     l->panel[UI_P_LABELS] = rect(b.y + rep_h, 0, lab_h, lw);

@@ -102,7 +102,7 @@ static void shorten_path(const char *p, int maxw, char *out, size_t n)
 void ui_panel_header(WINDOW *w, ui_rect r, const ui_frame *f)
 {
     const run_snapshot *s = f->s;
-    char buf[512], t1[32], t2[32];
+    char t1[32], t2[32];
     int x = r.x, end = r.x + r.w;
 
     /* The state badge sits at the right of the first row. */
@@ -155,47 +155,92 @@ void ui_panel_header(WINDOW *w, ui_rect r, const ui_frame *f)
         x += ui_draw_text(w, r.y, x, end - x, pr[k], p[k]);
     }
 
-    /* Second row: progress first, then what fits in order of use. */
-    int y = r.y + 1;
-    x = r.x;
-    end = r.x + r.w;
-    snprintf(buf, sizeof buf, "epoch %d/%d ", s->epoch, s->epochs);
-    x += ui_draw_text(w, y, x, end - x, UI_R_NORMAL, buf);
-    snprintf(buf, sizeof buf, "step %lld/%lld ", s->step, s->steps_per_epoch);
-    x += ui_draw_text(w, y, x, end - x, UI_R_NORMAL, buf);
+    /* Second row: progress, then the pieces that fit, by importance; the
+     * process's memory and the machine's load next to the throughput. */
+    enum { P_EPOCH, P_STEP, P_BAR, P_ETA, P_IPS, P_RSS, P_CPU, P_LOAD, P_LOSS, P_ACC, P_LR,
+           P_ELAPSED, P_N };
+    static const int prio[P_N] = { [P_EPOCH] = 0, [P_STEP] = 1, [P_ETA] = 2, [P_IPS] = 3,
+                                   [P_RSS] = 4, [P_LOAD] = 5, [P_BAR] = 6, [P_LOSS] = 7,
+                                   [P_ACC] = 8, [P_LR] = 9, [P_CPU] = 10, [P_ELAPSED] = 11 };
+    char it[P_N][96];
+    ui_role role[P_N];
+    int width[P_N], on[P_N];
+    for (int i = 0; i < P_N; i++) {
+        it[i][0] = 0;
+        role[i] = UI_R_NORMAL;
+    }
+    int running = s->state == RUN_RUNNING || s->state == RUN_PAUSED;
+    snprintf(it[P_EPOCH], 96, "epoch %d/%d", s->epoch, s->epochs);
+    snprintf(it[P_STEP], 96, "step %lld/%lld", s->step, s->steps_per_epoch);
     /* The bar is the whole run's progress. */
     double frac = s->total_steps > 0 ? (double)s->update / (double)s->total_steps : 0;
     int bw2 = r.w >= 110 ? 20 : r.w >= 90 ? 12 : 8;
-    if (end - x > bw2 + 6) {
-        bar(w, y, x, bw2, frac, UI_R_OK, 1);
-        x += bw2;
-        snprintf(buf, sizeof buf, " %3.0f%% ", frac * 100);
-        x += ui_draw_text(w, y, x, end - x, UI_R_NORMAL, buf);
-    }
-    const char *items[6];
-    ui_role roles[6];
-    char it[6][64];
-    int ni = 0;
+    snprintf(it[P_BAR], 96, "%*s %3.0f%%", bw2, "", frac * 100); /* the bar's room, then % */
     ui_chart_fmt_dur(s->eta, t1, sizeof t1);
-    snprintf(it[ni], 64, " ETA %s", s->state == RUN_RUNNING || s->state == RUN_PAUSED ? t1 : "--");
-    roles[ni] = UI_R_NORMAL, items[ni] = it[ni], ni++;
-    ui_chart_fmt(s->lr, 6, t2, sizeof t2);
-    snprintf(it[ni], 64, " lr %s", t2);
-    roles[ni] = UI_R_NORMAL, items[ni] = it[ni], ni++;
-    if (s->step > 0) {
-        snprintf(it[ni], 64, " loss %.3f", s->running_loss);
-        roles[ni] = UI_R_S1, items[ni] = it[ni], ni++;
-        snprintf(it[ni], 64, " acc %.1f%%", s->running_acc * 100);
-        roles[ni] = UI_R_S1, items[ni] = it[ni], ni++;
+    snprintf(it[P_ETA], 96, "ETA %s", running ? t1 : "--");
+    if (running || s->total_images_per_sec > 0) {
+        char n[16];
+        ui_chart_fmt(s->total_images_per_sec, 6, n, sizeof n);
+        snprintf(it[P_IPS], 96, "%s img/s", n);
+        role[P_IPS] = UI_R_TITLE;
     }
+    const ui_sysmon *m = f->sys;
+    if (m && m->rss >= 0) {
+        double mib = (double)m->rss / (1024.0 * 1024.0);
+        snprintf(it[P_RSS], 96, "%s %.0f MiB", m->rss_peak ? "peak RSS" : "RSS", mib);
+    }
+    if (m && m->cpu_pct >= 0)
+        snprintf(it[P_CPU], 96, "cpu %.0f%%", m->cpu_pct);
+    if (m && m->load1 >= 0) {
+        snprintf(it[P_LOAD], 96, "load %.2f/%d cores", m->load1, m->cores);
+        /* More runnable than cores: something competes for them. */
+        role[P_LOAD] = m->load1 > m->cores + 0.5 ? UI_R_WARN : UI_R_NORMAL;
+    }
+    if (s->step > 0) {
+        snprintf(it[P_LOSS], 96, "loss %.3f", s->running_loss);
+        snprintf(it[P_ACC], 96, "acc %.1f%%", s->running_acc * 100);
+        role[P_LOSS] = role[P_ACC] = UI_R_S1;
+    }
+    ui_chart_fmt(s->lr, 6, t2, sizeof t2);
+    snprintf(it[P_LR], 96, "lr %s", t2);
     ui_chart_fmt_dur(s->elapsed, t1, sizeof t1);
-    snprintf(it[ni], 64, " elapsed %s", t1);
-    roles[ni] = UI_R_DIM, items[ni] = it[ni], ni++;
-    for (int i = 0; i < ni; i++) {
-        int iw = ui_draw_width(items[i]);
-        if (x + iw > end)
-            break;
-        x += ui_draw_text(w, y, x, end - x, roles[i], items[i]);
+    if (s->elapsed_resumed > 0) {
+        /* A resumed run: the whole run's time and this process's. */
+        ui_chart_fmt_dur(s->elapsed - s->elapsed_resumed, t2, sizeof t2);
+        snprintf(it[P_ELAPSED], 96, "elapsed %s (%s since the resume)", t1, t2);
+    } else {
+        snprintf(it[P_ELAPSED], 96, "elapsed %s", t1);
+    }
+    role[P_ELAPSED] = UI_R_DIM;
+    /* By importance while they fit (two spaces before each but the first). */
+    int left = r.w;
+    for (int i = 0; i < P_N; i++)
+        on[i] = 0;
+    for (int rank = 0; rank < P_N; rank++)
+        for (int i = 0; i < P_N; i++) {
+            if (prio[i] != rank || !it[i][0])
+                continue;
+            width[i] = ui_draw_width(it[i]) + (i > 0 ? 2 : 0);
+            if (width[i] <= left) {
+                on[i] = 1;
+                left -= width[i];
+            }
+        }
+    int y = r.y + 1;
+    x = r.x;
+    end = r.x + r.w;
+    for (int i = 0; i < P_N; i++) {
+        if (!on[i])
+            continue;
+        if (i > 0)
+            x += 2;
+        if (i == P_BAR) {
+            bar(w, y, x, bw2, frac, UI_R_OK, 1);
+            ui_draw_text(w, y, x + bw2, end - x - bw2, UI_R_NORMAL, it[i] + bw2);
+            x += width[i] - 2;
+            continue;
+        }
+        x += ui_draw_text(w, y, x, end - x, role[i], it[i]);
     }
 }
 
@@ -214,7 +259,7 @@ void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx)
             nw = room;
         if (nw > r.w)
             nw = r.w;
-        ui_draw_text(w, r.y, end - nw, nw, (ui_role)f->note_role, f->note);
+        ui_draw_text_cut(w, r.y, end - nw, nw, (ui_role)f->note_role, f->note);
         end -= nw + 2;
     }
     /* Hints for this context, dropping the less useful ones until they fit:
@@ -222,8 +267,9 @@ void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx)
     static const ui_act rank[] = { UI_ACT_QUIT, UI_ACT_HELP, UI_ACT_START, UI_ACT_PAUSE,
                                    UI_ACT_YES, UI_ACT_NO, UI_ACT_RESUME, UI_ACT_EDIT,
                                    UI_ACT_APPLY, UI_ACT_BACK, UI_ACT_INSPECT, UI_ACT_MISTAKES,
-                                   UI_ACT_PGDN, UI_ACT_PGUP, UI_ACT_NEXT, UI_ACT_AUGMENT,
-                                   UI_ACT_CONFIG, UI_ACT_SORT, UI_ACT_ZOOM, UI_ACT_FOCUS_NEXT };
+                                   UI_ACT_RIGHT, UI_ACT_LEFT, UI_ACT_PERCENT, UI_ACT_NEXT,
+                                   UI_ACT_AUGMENT, UI_ACT_CONFIG, UI_ACT_SORT, UI_ACT_ZOOM,
+                                   UI_ACT_FOCUS_NEXT };
     int show[64] = { 0 }, ns = 0;
     int width = 0;
     for (size_t ri = 0; ri < sizeof rank / sizeof rank[0]; ri++) {
@@ -366,7 +412,7 @@ void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v
         x += ui_draw_text(w, yq + 1, x, in.x + W - x, UI_R_TITLE, buf);
         snprintf(buf, sizeof buf, "  peak %s GF/s/core%s%s", b, s->blas_core[0] ? " " : "",
                  s->blas_core);
-        ui_draw_text(w, yq + 1, x, in.x + W - x, UI_R_DIM, buf);
+        ui_draw_text_cut(w, yq + 1, x, in.x + W - x, UI_R_DIM, buf);
     }
 }
 
@@ -519,8 +565,8 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
     if (in.h < 2 || in.w < 20)
         return;
     if (C <= 0) {
-        ui_draw_text(w, in.y + in.h / 2, in.x + 1, in.w - 1, UI_R_DIM,
-                     "counts come with the label scan");
+        ui_draw_text_cut(w, in.y + in.h / 2, in.x + 1, in.w - 1, UI_R_DIM,
+                         "counts come with the label scan");
         return;
     }
     /* legend row */
@@ -557,8 +603,19 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
         mt = t > mt ? t : mt;
         mv = vv > mv ? vv : mv;
     }
-    int nw = in.w / 3 > 20 ? 20 : in.w / 3;
+    /* Names as wide as the longest shown needs, while the bars keep 12 columns
+     * (a third of the panel at least); a longer name ends in an ellipsis. */
     int numw = 6;
+    int longest = 0;
+    for (int i = 0; i < rows && top + i < nrows; i++) {
+        int c0 = (top + i) * k;
+        int lw = k == 1 ? ui_draw_width(ui_panel_class_name(f, c0, nb, sizeof nb)) : 9;
+        longest = lw > longest ? lw : longest;
+    }
+    int nw_max = in.w - 2 * numw - 2 - 12 > in.w / 3 ? in.w - 2 * numw - 2 - 12 : in.w / 3;
+    int nw = longest < nw_max ? longest : nw_max;
+    if (nw < 6)
+        nw = 6;
     int bars = in.w - nw - 2 * numw - 2;
     int tb = bars * 3 / 5, vb = bars - tb;
     for (int i = 0; i < rows && top + i < nrows; i++) {
@@ -575,7 +632,7 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
             name = ui_panel_class_name(f, c0, nb, sizeof nb);
         else
             snprintf(nb, sizeof nb, "%d-%d", c0, c1 - 1);
-        ui_draw_text(w, y, in.x, nw, UI_R_NORMAL, name);
+        ui_draw_text_cut(w, y, in.x, nw, UI_R_NORMAL, name);
         int bx = in.x + nw + 1;
         /* With oversampling, the real count is drawn over the oversampled one. */
         if (s->oversampling)
@@ -608,7 +665,7 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
         else
             snprintf(tot, sizeof tot, "train %lld, val %lld, largest/smallest %.1fx, no oversampling",
                      tt, tv, lo > 0 ? (double)hi / (double)lo : 0.0);
-        ui_draw_text(w, in.y + in.h - 1, in.x, in.w, UI_R_DIM, tot);
+        ui_draw_text_cut(w, in.y + in.h - 1, in.x, in.w, UI_R_DIM, tot);
     }
     if (!binned && nrows > rows) {
         snprintf(nb, sizeof nb, " %d-%d of %d ", top + 1,
@@ -619,6 +676,18 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
 }
 
 /* ---- log ----------------------------------------------------------------------- */
+
+/* "update N, why" of the snapshot's last checkpoint ("PATH (update N, why)"), or
+ * the whole of it when it has another form. */
+static const char *checkpoint_what(const char *last, char *buf, size_t n)
+{
+    const char *u = strstr(last, " (update ");
+    size_t len = strlen(last);
+    if (!u || len < 2 || last[len - 1] != ')')
+        return last;
+    snprintf(buf, n, "%.*s", (int)(last + len - 1 - (u + 2)), u + 2);
+    return buf;
+}
 
 void ui_panel_log(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused)
 {
@@ -635,33 +704,55 @@ void ui_panel_log(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int
         snprintf(e, sizeof e, "%lld data error%s", s->data_errors, s->data_errors == 1 ? "" : "s");
         ui_draw_text(w, r.y, r.x + 2 + 6, r.w - 10, UI_R_BAD, e);
     }
+    /* At the bottom, where they stay: the run folder in full (wrapped over up to
+     * three lines) and the last checkpoint; the log lines above them. */
     int rows = in.h;
-    int show_ckpt = s->last_checkpoint[0] && rows >= 3;
-    if (show_ckpt)
+    char where[1200] = "";
+    if (f->run_dir && f->run_dir[0])
+        snprintf(where, sizeof where, "run folder: %s", f->run_dir);
+    int where_h = where[0] ? ui_draw_wrap_count(where, in.w) : 0;
+    int keep = rows >= 4 ? 2 : rows - 1; /* rows left to the log and the checkpoint */
+    if (where_h > rows - keep)
+        where_h = rows - keep > 0 ? rows - keep : 0;
+    if (where_h > 3)
+        where_h = 3;
+    rows -= where_h;
+    if (where_h > 0)
+        ui_draw_wrapped_from(w, (ui_rect){ in.y + rows, in.x, where_h, in.w }, UI_R_INFO, where,
+                             0, 1);
+    if (s->last_checkpoint[0] && rows >= 2) {
         rows--;
+        char what[512];
+        int x = in.x;
+        x += ui_draw_text(w, in.y + rows, x, in.w, UI_R_DIM, "last checkpoint: ");
+        ui_draw_text_cut(w, in.y + rows, x, in.x + in.w - x, UI_R_INFO,
+                         checkpoint_what(s->last_checkpoint, what, sizeof what));
+    }
     int n = f->log ? f->log->n : 0;
     int back = v->log_back < 0 ? 0 : v->log_back;
-    if (back > n - rows)
-        back = n - rows > 0 ? n - rows : 0;
-    int first = n - rows - back;
-    if (first < 0)
-        first = 0;
-    for (int i = 0; i < rows && first + i < n; i++) {
-        const ui_log_line *ln = ui_log_get(f->log, first + i);
+    if (back > n - 1)
+        back = n - 1 > 0 ? n - 1 : 0;
+    /* Lines wrap under their text, newest at the bottom; the oldest one shown
+     * may be cut, with an ellipsis. */
+    const int tw = 6, textw = in.w - tw;
+    int y = in.y + rows;
+    for (int i = n - 1 - back; i >= 0 && y > in.y; i--) {
+        const ui_log_line *ln = ui_log_get(f->log, i);
+        int h = ui_draw_wrap_count(ln->text, textw);
+        if (h < 1)
+            h = 1;
+        if (h > y - in.y)
+            h = y - in.y;
+        y -= h;
         char t[16];
         int sec = (int)ln->t;
         snprintf(t, sizeof t, "%02d:%02d ", sec / 60 % 100, sec % 60);
-        int x = in.x;
-        x += ui_draw_text(w, in.y + i, x, in.w, UI_R_DIM, t);
-        ui_draw_text(w, in.y + i, x, in.x + in.w - x, (ui_role)ln->role, ln->text);
+        ui_draw_text(w, y, in.x, tw, UI_R_DIM, t);
+        ui_draw_wrapped_from(w, (ui_rect){ y, in.x + tw, h, textw }, (ui_role)ln->role, ln->text,
+                             0, 1);
     }
-    if (n == 0)
+    if (n == 0 && rows > 0)
         ui_draw_text(w, in.y, in.x, in.w, UI_R_DIM, "messages, data errors and checkpoints");
-    if (show_ckpt) {
-        int x = in.x;
-        x += ui_draw_text(w, in.y + in.h - 1, x, in.w, UI_R_DIM, "last checkpoint ");
-        ui_draw_text(w, in.y + in.h - 1, x, in.x + in.w - x, UI_R_INFO, s->last_checkpoint);
-    }
     if (back > 0) {
         char b[32];
         snprintf(b, sizeof b, " -%d ", back);
@@ -703,67 +794,106 @@ static ui_rect centred(int rows, int cols, int h, int wd)
     return r;
 }
 
-void ui_panel_help(WINDOW *w, int rows, int cols, ui_view *v)
+ui_rect ui_panel_help(WINDOW *w, int rows, int cols, ui_view *v)
 {
-    enum { LINE_N = 160, MAXL = 128, KEYW = 16 };
-    static char text[MAXL][LINE_N];
+    enum { LINE_N = 200, MAXL = 128, KEYW = 16 };
+    /* Entries: a title, a key with its description, a blank, a note. */
+    static char key[MAXL][KEYW + 1], text[MAXL][LINE_N];
     static ui_role role[MAXL];
+    static char lines[MAXL][LINE_N];
     int n = 0;
-    for (int c = 0; c < UI_CTX_COUNT && n < MAXL; c++) {
-        if (n > 0 && n < MAXL) {
-            text[n][0] = 0;
+    for (int c = 0; c < UI_CTX_COUNT && n < MAXL - 2; c++) {
+        if (n > 0) {
+            key[n][0] = text[n][0] = 0;
             role[n++] = UI_R_NORMAL;
         }
+        key[n][0] = 0;
         snprintf(text[n], LINE_N, "%s", ui_keys_ctx_name((ui_ctx)c));
         role[n++] = UI_R_TITLE;
-        int got = ui_keys_help((ui_ctx)c, KEYW, &text[n][0], LINE_N, MAXL - n);
-        for (int i = 0; i < got; i++)
-            role[n + i] = UI_R_NORMAL;
-        n += got;
+        int got = ui_keys_help((ui_ctx)c, KEYW, &lines[0][0], LINE_N, MAXL - n - 1);
+        for (int i = 0; i < got; i++, n++) {
+            /* "NAMES<pad> description": the names are the first KEYW columns. */
+            snprintf(key[n], sizeof key[n], "%.*s", KEYW, lines[i]);
+            for (int k = (int)strlen(key[n]); k > 0 && key[n][k - 1] == ' '; k--)
+                key[n][k - 1] = 0;
+            snprintf(text[n], LINE_N, "%s", lines[i] + (strlen(lines[i]) > KEYW ? KEYW + 1 : 0));
+            role[n] = UI_R_NORMAL;
+        }
         if (c == UI_CTX_INSPECT && n < MAXL) {
-            snprintf(text[n], LINE_N, "%-*s %s", KEYW, "s p ? q ^L", "work here too");
+            snprintf(key[n], sizeof key[n], "s p ? q ^L");
+            snprintf(text[n], LINE_N, "work here too");
             role[n++] = UI_R_NORMAL;
         }
     }
     if (n < MAXL - 2) {
-        text[n][0] = 0;
+        key[n][0] = text[n][0] = 0;
         role[n++] = UI_R_NORMAL;
+        key[n][0] = 0;
         snprintf(text[n], LINE_N, "Ctrl-C pauses the run and asks; a hang-up writes a checkpoint "
                                   "and exits.");
         role[n++] = UI_R_DIM;
     }
-    ui_rect b = centred(rows, cols, n + 2, 96);
+    /* As wide as the longest line needs, within the screen; descriptions wrap
+     * under themselves when narrower. */
+    int need = 0;
+    for (int i = 0; i < n; i++) {
+        int lw = (key[i][0] ? KEYW + 1 : 0) + ui_draw_width(text[i]);
+        need = lw > need ? lw : need;
+    }
+    int bw = need + 4; /* the borders and a column of margin each side */
+    ui_rect b = centred(rows, cols, 3, bw);
+    int dw = b.w - KEYW - 5; /* description columns */
+    if (dw < 10)
+        dw = 10;
+    static int row_of[MAXL + 1];
+    int total = 0;
+    for (int i = 0; i < n; i++) {
+        row_of[i] = total;
+        int h = ui_draw_wrap_count(text[i], key[i][0] ? dw : b.w - 4);
+        total += h > 0 ? h : 1;
+    }
+    row_of[n] = total;
+    b = centred(rows, cols, total + 2, bw);
     ui_draw_clear(w, b);
     ui_rect in = ui_draw_box(w, b, "Help: Up/Down/PgUp/PgDn scroll, any other key closes", 1);
     if (in.h <= 0)
-        return;
-    int maxtop = n - in.h > 0 ? n - in.h : 0;
+        return b;
+    int maxtop = total - in.h > 0 ? total - in.h : 0;
     if (v->help_top > maxtop)
         v->help_top = maxtop;
     if (v->help_top < 0)
         v->help_top = 0;
-    for (int i = 0; i < in.h && v->help_top + i < n; i++) {
-        const char *t = text[v->help_top + i];
-        ui_role rr = role[v->help_top + i];
-        if (rr == UI_R_NORMAL && strlen(t) > KEYW + 1) {
-            /* The key names in the key colour, the description plain. */
-            char k[KEYW + 1];
-            snprintf(k, sizeof k, "%.*s", KEYW, t);
-            ui_draw_text(w, in.y + i, in.x + 1, KEYW, UI_R_KEY, k);
-            ui_draw_text(w, in.y + i, in.x + KEYW + 2, in.w - KEYW - 2, UI_R_NORMAL, t + KEYW + 1);
+    for (int i = 0; i < n; i++) {
+        int y = in.y + row_of[i] - v->help_top;
+        int h = row_of[i + 1] - row_of[i];
+        /* The rows of this entry on screen: from skip, at most fit. */
+        int skip = y < in.y ? in.y - y : 0;
+        int fit = in.y + in.h - (y + skip);
+        if (skip >= h || fit <= 0)
+            continue;
+        if (fit > h - skip)
+            fit = h - skip;
+        if (key[i][0]) {
+            if (skip == 0)
+                ui_draw_text(w, y, in.x + 1, KEYW, UI_R_KEY, key[i]);
+            ui_draw_wrapped_from(w, (ui_rect){ y + skip, in.x + KEYW + 2, fit, dw }, UI_R_NORMAL,
+                                 text[i], skip, 0);
         } else {
-            ui_draw_text(w, in.y + i, in.x + 1, in.w - 1, rr, t);
+            ui_draw_wrapped_from(w, (ui_rect){ y + skip, in.x + 1, fit, in.w - 2 }, role[i],
+                                 text[i], skip, 0);
         }
     }
     if (maxtop > 0) {
         char m[32];
-        snprintf(m, sizeof m, " %d/%d ", v->help_top + in.h < n ? v->help_top + in.h : n, n);
+        snprintf(m, sizeof m, " %d/%d ", v->help_top + in.h < total ? v->help_top + in.h : total,
+                 total);
         ui_draw_text(w, b.y + b.h - 1, b.x + b.w - 2 - (int)strlen(m), (int)strlen(m), UI_R_DIM, m);
     }
+    return b;
 }
 
-void ui_panel_dialog(WINDOW *w, int rows, int cols, const char *title, const char *const *lines,
-                     int n, ui_ctx ctx, int can_resume)
+ui_rect ui_panel_dialog(WINDOW *w, int rows, int cols, const char *title,
+                        const char *const *lines, int n, ui_ctx ctx, int can_resume)
 {
     if (n > 8)
         n = 8;
@@ -782,6 +912,7 @@ void ui_panel_dialog(WINDOW *w, int rows, int cols, const char *title, const cha
     ui_frame none = { 0 };
     none.ask_resume = can_resume;
     ui_panel_footer(w, hints, &none, ctx);
+    return b;
 }
 
 void ui_panel_too_small(WINDOW *w, int rows, int cols)

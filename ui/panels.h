@@ -18,6 +18,7 @@
 #include "ui/keys.h"
 #include "ui/layout.h"
 #include "ui/log.h"
+#include "ui/sysmon.h"
 
 enum { UI_METRIC_LOSS = 0, UI_METRIC_ACC, UI_METRIC_F1, UI_METRIC_LR, UI_METRIC_COUNT };
 
@@ -48,6 +49,8 @@ typedef struct ui_frame {
     int note_role;
     const char *pix;            /* how pictures are shown ("sixel", ...) */
     int ask_resume;             /* the question offers r (resume) */
+    const char *run_dir;        /* the run folder's full path, or where it will be; NULL */
+    const ui_sysmon *sys;       /* memory, CPU and load for the header; NULL: none */
 } ui_frame;
 
 ui_role ui_panel_state_role(run_state st);
@@ -65,14 +68,15 @@ void ui_panel_log(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int
 /* The preview panel's frame and title; returns the inside, where the pictures go. */
 ui_rect ui_panel_preview(WINDOW *w, ui_rect r, const ui_frame *f, int focused, uint64_t batch);
 
-/* The help overlay over the whole screen, scrolled to v->help_top (clamped;
- * the clamped value is written back). */
-void ui_panel_help(WINDOW *w, int rows, int cols, ui_view *v);
+/* The help overlay, centred, as wide as its longest line within the screen (the
+ * descriptions wrap under themselves when narrower), scrolled to v->help_top
+ * (clamped; the clamped value is written back). Returns the box. */
+ui_rect ui_panel_help(WINDOW *w, int rows, int cols, ui_view *v);
 
 /* A centred box with a title and up to 8 lines, and the keys of ctx under them
- * (with r only when can_resume). */
-void ui_panel_dialog(WINDOW *w, int rows, int cols, const char *title, const char *const *lines,
-                     int n, ui_ctx ctx, int can_resume);
+ * (with r only when can_resume). Returns the box. */
+ui_rect ui_panel_dialog(WINDOW *w, int rows, int cols, const char *title,
+                        const char *const *lines, int n, ui_ctx ctx, int can_resume);
 
 /* The note shown on a screen below the minimum size. */
 void ui_panel_too_small(WINDOW *w, int rows, int cols);

@@ -169,14 +169,13 @@ static void drop(ui_preview *p)
     for (int i = 0; i < p->n_ov; i++)
         p->ov[i].len = 0;
     p->n_ov = 0;
-    p->unsent = 0;
     p->groups = 0;
 }
 
 void ui_preview_free(ui_preview *p)
 {
     drop(p);
-    for (int i = 0; i < UI_PREVIEW_MAX_ROWS; i++) {
+    for (int i = 0; i < UI_PREVIEW_MAX_OV; i++) {
         free(p->ov[i].data);
         p->ov[i].data = NULL;
         p->ov[i].cap = 0;
@@ -308,12 +307,46 @@ int ui_preview_set(ui_preview *p, uint64_t content, ui_rect area, const ui_previ
         int y0 = r * (g->tile_rows + g->caption);
         compose_row(p, imgs, r, cw, ch, px, pic, W, H, tmp);
         if (sixel) {
-            ui_sixel_buf sb = { p->ov[r].data, 0, p->ov[r].cap, 0 };
-            int rc = ui_sixel_encode(pic, W, H, p->colors, &sb);
-            p->ov[r].data = sb.data;
-            p->ov[r].cap = sb.cap;
-            p->ov[r].len = rc == 0 ? sb.len : 0;
+            /* As many groups per image as the terminal takes in one (max_w). */
+            int step = g->group_cols + GAP_OUT;
+            int per = p->max_w > 0 ? (p->max_w / cw + GAP_OUT) / step : g->per_row;
+            if (per < 1)
+                per = 1;
+            for (int g0 = 0; g0 < g->per_row && r * g->per_row + g0 < groups; g0 += per) {
+                int o = p->n_ov;
+                if (o >= UI_PREVIEW_MAX_OV)
+                    break;
+                int ng = g->per_row - g0 < per ? g->per_row - g0 : per;
+                int c0 = g0 * step, cols = ng * step - GAP_OUT;
+                if (c0 + cols > total_w)
+                    cols = total_w - c0;
+                uint8_t *part = pic;
+                if (cols < total_w) {
+                    part = malloc((size_t)cols * cw * H * 3);
+                    if (!part)
+                        break;
+                    for (int y = 0; y < H; y++)
+                        memcpy(part + (size_t)y * cols * cw * 3,
+                               pic + ((size_t)y * W + (size_t)c0 * cw) * 3, (size_t)cols * cw * 3);
+                }
+                ui_sixel_buf sb = { p->ov[o].data, 0, p->ov[o].cap, 0 };
+                int rc = ui_sixel_encode(part, cols * cw, H, p->colors, &sb);
+                if (part != pic)
+                    free(part);
+                p->ov[o].data = sb.data;
+                p->ov[o].cap = sb.cap;
+                p->ov[o].len = rc == 0 ? sb.len : 0;
+                p->ov[o].row = area.y + y0;
+                p->ov[o].col = area.x + ox + c0;
+                p->ov[o].rows = g->tile_rows;
+                p->ov[o].cols = cols;
+                p->ov[o].shown = 0;
+                p->n_ov = o + 1;
+            }
+        } else if (p->mode == UI_PIX_DIRECT && p->n_ov >= UI_PREVIEW_MAX_OV) {
+            break;
         } else {
+            int o = p->n_ov;
             /* Half blocks: only the cells of image tiles; gaps stay blank. */
             int nbox = 0;
             for (int gx = 0; gx < g->per_row && r * g->per_row + gx < groups; gx++)
@@ -327,7 +360,7 @@ int ui_preview_set(ui_preview *p, uint64_t content, ui_rect area, const ui_previ
                     if (p->mode == UI_PIX_DIRECT) {
                         int k2 = snprintf(s, sizeof s, "\033[%d;%dH", area.y + y0 + cy + 1,
                                           area.x + ox + bx + 1);
-                        ov_append(p, r, s, (size_t)k2);
+                        ov_append(p, o, s, (size_t)k2);
                     }
                     for (int cx = bx; cx < bx + g->tile_cols && cx < total_w; cx++) {
                         const uint8_t *t = pic + ((size_t)(cy * 2) * W + cx) * 3;
@@ -341,7 +374,7 @@ int ui_preview_set(ui_preview *p, uint64_t content, ui_rect area, const ui_previ
                                 memcpy(last, now, sizeof now);
                             }
                             memcpy(s + k2, "\xe2\x96\x80", 3); /* U+2580 upper half block */
-                            ov_append(p, r, s, (size_t)k2 + 3);
+                            ov_append(p, o, s, (size_t)k2 + 3);
                             continue;
                         }
                         size_t cell = (size_t)(y0 + cy) * area.w + (size_t)(ox + cx);
@@ -356,19 +389,21 @@ int ui_preview_set(ui_preview *p, uint64_t content, ui_rect area, const ui_previ
                         }
                     }
                     if (p->mode == UI_PIX_DIRECT)
-                        ov_append(p, r, "\033[0m", 4);
+                        ov_append(p, o, "\033[0m", 4);
                 }
             }
+            if (p->mode == UI_PIX_DIRECT) {
+                p->ov[o].row = area.y + y0;
+                p->ov[o].col = area.x + ox;
+                p->ov[o].rows = g->tile_rows;
+                p->ov[o].cols = total_w;
+                p->ov[o].shown = 0;
+                p->n_ov = o + 1;
+            }
         }
-        p->ov[r].row = area.y + y0;
-        p->ov[r].col = area.x + ox;
-        p->n_ov = r + 1;
     }
     free(pic);
     free(tmp);
-    if (p->mode == UI_PIX_256 || p->mode == UI_PIX_ASCII)
-        p->n_ov = 0;
-    p->unsent = p->n_ov > 0;
     return 1;
 fail:
     drop(p);
@@ -401,6 +436,11 @@ void ui_preview_draw(const ui_preview *p, WINDOW *w)
                 }
             }
     }
+    /* Under overlays, blanks of their own kind: text drawn over them (a dialog)
+     * differs from them in every cell, and they in every cell from it. */
+    for (int i = 0; i < p->n_ov; i++)
+        for (int y = 0; y < p->ov[i].rows; y++)
+            mvwhline(w, p->ov[i].row + y, p->ov[i].col, ' ' | A_INVIS, p->ov[i].cols);
     for (int i = 0; i < p->groups; i++) {
         int gy = i / g->per_row, gx = i % g->per_row;
         int y = a.y + gy * (g->tile_rows + g->caption) + g->tile_rows;
@@ -409,23 +449,33 @@ void ui_preview_draw(const ui_preview *p, WINDOW *w)
             const char *t = p->cap[i].text[k];
             int tw = ui_draw_width(t);
             int pad = tw < g->group_cols ? (g->group_cols - tw) / 2 : 0;
-            ui_draw_text(w, y + k, x + pad, g->group_cols, (ui_role)p->cap[i].role[k], t);
+            ui_draw_text_cut(w, y + k, x + pad, g->group_cols, (ui_role)p->cap[i].role[k], t);
         }
     }
 }
 
-size_t ui_preview_flush(ui_preview *p, int fd, int force)
+size_t ui_preview_flush(ui_preview *p, int fd, int force, ui_rect cover)
 {
-    if (!p->content || (!p->unsent && !force))
+    if (!p->content)
         return 0;
     size_t total = 0;
     for (int i = 0; i < p->n_ov; i++) {
         if (!p->ov[i].len)
             continue;
+        if (force)
+            p->ov[i].shown = 0;
+        ui_rect r = { p->ov[i].row, p->ov[i].col, p->ov[i].rows, p->ov[i].cols };
+        if (ui_layout_overlap(r, cover)) {
+            /* Part of it is under the dialog now, and blank once the dialog goes. */
+            p->ov[i].shown = 0;
+            continue;
+        }
+        if (p->ov[i].shown)
+            continue;
         if (ui_term_write_at(fd, p->ov[i].row, p->ov[i].col, p->ov[i].data, p->ov[i].len) != 0)
             break;
+        p->ov[i].shown = 1;
         total += p->ov[i].len;
     }
-    p->unsent = 0;
     return total;
 }

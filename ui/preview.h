@@ -14,7 +14,14 @@
  * repaint wipes them). Curses only ever sees blanks under an overlay, and each
  * overlay always covers the same cells for the same geometry (a new batch
  * repaints every pixel), so no stale pixels survive a new picture. Sixel rows end
- * above a caption row, which keeps a free text row under every image.
+ * above a caption row, which keeps a free text row under every image; a row wider
+ * than the terminal takes in one image (max_w) goes as several.
+ *
+ * A dialog over the pictures: the blanks under overlays carry an attribute of
+ * their own (A_INVIS), so curses writes every cell of a dialog drawn over them,
+ * and then every blank again where the dialog was. Overlays that share a cell
+ * with the dialog (the cover given to ui_preview_flush()) are held back while it
+ * is there, and sent again once it is gone; the others are left alone.
  *
  * Ownership: ui_preview_init() / ui_preview_free(); ui_preview_set() copies the
  * pixels it needs, so the caller may free its images right after.
@@ -72,6 +79,7 @@ typedef struct ui_preview_caption {
 } ui_preview_caption;
 
 #define UI_PREVIEW_MAX_ROWS 64
+#define UI_PREVIEW_MAX_OV 128
 
 typedef struct ui_preview {
     ui_pix_mode mode;
@@ -88,14 +96,14 @@ typedef struct ui_preview {
     /* half blocks through curses: per cell of the area, top / bottom colour
      * (256 mode) or the ramp character (ASCII mode); used[] marks picture cells */
     uint8_t *fg, *bgc, *used;
-    /* sixel / 24-bit: one overlay per row of groups */
+    /* sixel / 24-bit: one overlay per row of groups (or per part of a row) */
     struct {
-        int row, col;
+        int row, col, rows, cols;   /* the cells it covers */
         char *data;
         size_t len, cap;
-    } ov[UI_PREVIEW_MAX_ROWS];
+        int shown;                  /* written, and not wiped or covered since */
+    } ov[UI_PREVIEW_MAX_OV];
     int n_ov;
-    int unsent;             /* overlays built but not yet written */
 } ui_preview;
 
 void ui_preview_init(ui_preview *p, ui_pix_mode mode, int cell_w, int cell_h, int colors,
@@ -115,8 +123,10 @@ void ui_preview_hide(ui_preview *p);
 /* The curses part: captions, half blocks, blanks under overlays. */
 void ui_preview_draw(const ui_preview *p, WINDOW *w);
 
-/* The raw part, after doupdate(): writes the overlays when they were rebuilt or
- * when force is set (after a full repaint). Returns the bytes written. */
-size_t ui_preview_flush(ui_preview *p, int fd, int force);
+/* The raw part, after doupdate(): writes the overlays that are not on screen
+ * (rebuilt, or all of them when force says a full repaint wiped them), except
+ * those sharing a cell with cover (a dialog; h 0: none), which wait until it is
+ * gone. Returns the bytes written. */
+size_t ui_preview_flush(ui_preview *p, int fd, int force, ui_rect cover);
 
 #endif

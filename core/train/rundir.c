@@ -12,6 +12,24 @@
 #include "train/checkpoint.h"
 #include "train/trainer_impl.h"
 
+/* A line of log.txt, after the local date and time it was written. */
+static void log_file(trn *r, const char *line)
+{
+    if (!r->run_dir[0])
+        return;
+    char path[4200], stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    if (!localtime_r(&now, &tm) || !strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm))
+        util_copy(stamp, sizeof stamp, "?");
+    util_path(path, sizeof path, "%s/log.txt", r->run_dir);
+    FILE *f = fopen(path, "a");
+    if (f) {
+        fprintf(f, "%s %s\n", stamp, line);
+        fclose(f);
+    }
+}
+
 void trn_log(trn *r, const char *fmt, ...)
 {
     char line[1200];
@@ -20,15 +38,12 @@ void trn_log(trn *r, const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     r->env->log(r->env->ctx, line);
-    if (r->run_dir[0]) {
-        char path[4200];
-        util_path(path, sizeof path, "%s/log.txt", r->run_dir);
-        FILE *f = fopen(path, "a");
-        if (f) {
-            fprintf(f, "%s\n", line);
-            fclose(f);
-        }
-    }
+    log_file(r, line);
+}
+
+void trn_log_end(trn *r, const char *line)
+{
+    log_file(r, line);
 }
 
 int trn_make_run_dir(trn *r, pt_err *e)

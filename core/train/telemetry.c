@@ -155,6 +155,31 @@ void trn_telemetry(trn *r, double idle_this_update)
     }
 }
 
+void trn_telemetry_idle(trn *r)
+{
+    for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++) {
+        trn_tel *t = &r->tel[q];
+        t->ips = t->busy_pct = t->idle_pct = t->mxu_pct = 0;
+    }
+    if (r->spark_n == RUN_SPARK_POINTS) {
+        for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++)
+            memmove(r->spark[q], r->spark[q] + 1, (RUN_SPARK_POINTS - 1) * sizeof(float));
+        r->spark_n--;
+    }
+    for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++)
+        r->spark[q][r->spark_n] = 0;
+    r->spark_n++;
+    run_snapshot *s = prg_lock(r->env->progress);
+    for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++) {
+        run_replica *e = &s->replica[q];
+        e->images_per_sec = e->busy_pct = e->idle_pct = e->mxu_pct = 0;
+        memcpy(e->spark, r->spark[q], (size_t)r->spark_n * sizeof(float));
+        e->spark_n = r->spark_n;
+    }
+    s->total_images_per_sec = 0;
+    prg_unlock(r->env->progress);
+}
+
 void trn_publish_progress(trn *r, double lr, double loss, double acc)
 {
     pipe_stats ps;
@@ -164,6 +189,7 @@ void trn_publish_progress(trn *r, double lr, double loss, double acc)
     s->step = r->in_epoch;
     s->update = r->update;
     s->elapsed = trn_elapsed(r);
+    s->elapsed_resumed = r->elapsed_before;
     long long left = r->total_updates - r->update;
     int epochs_left = r->cfg->epochs - r->epoch;
     s->eta = (double)left * r->sec_per_update + epochs_left * r->val_seconds;

@@ -360,6 +360,7 @@ static int pause_point(trn *r, pt_err *e, int *stopped)
     if (c == TRN_GO)
         return PT_OK;
     if (c == TRN_PAUSE) {
+        trn_telemetry_idle(r);
         trn_set_state(r, RUN_PAUSED, "paused at update %lld (epoch %d, step %lld); writing a checkpoint",
                       r->update, r->epoch + 1, r->in_epoch);
         int rc = trn_save_checkpoint(r, "pause", e);
@@ -444,6 +445,7 @@ static int on_nonfinite(trn *r)
                "last good checkpoint is kept%s%s",
             r->update + 1, r->epoch + 1, r->in_epoch + 1, r->last_ckpt[0] ? ": " : "",
             r->last_ckpt);
+    trn_telemetry_idle(r);
     trn_set_state(r, RUN_PAUSED,
                   "non-finite loss at update %lld (epoch %d, step %lld); paused, weights "
                   "unchanged (lower the learning rate?)",
@@ -480,15 +482,21 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
     r->loss_sum = 0;
     r->examples = r->correct = 0;
     memset(r->train_cm, 0, (size_t)r->n_classes * r->n_classes * sizeof(long long));
+    /* An epoch begun before a resume: its time is both processes'; this one's
+     * part is said too. */
+    char here[64] = "";
+    if (r->epoch_time_before > 0)
+        snprintf(here, sizeof here, " (%.1fs since the resume)",
+                 row.seconds - r->epoch_time_before);
     r->epoch_time_before = 0;
     r->t_epoch = util_now();
     if ((rc = trn_write_history(r, e)) != PT_OK)
         return rc;
     trn_tb_epoch(r, &row, images_per_sec);
     trn_log(r,
-            "epoch %d/%d - %d updates - %.1fs - %.0fms/update - loss %.4f - acc %.4f - val_loss "
+            "epoch %d/%d - %d updates - %.1fs%s - %.0fms/update - loss %.4f - acc %.4f - val_loss "
             "%.4f - val_acc %.4f - val_f1 %.4f",
-            row.epoch, cfg->epochs, row.updates, row.seconds,
+            row.epoch, cfg->epochs, row.updates, row.seconds, here,
             1000.0 * row.seconds / (row.updates ? row.updates : 1), row.train_loss, row.train_acc,
             row.val_loss, row.val_acc, row.val_f1);
     char line[512];
@@ -591,9 +599,14 @@ run_state trn_run(const trn_env *env, pt_err *e)
         if ((rc = trn_predict_test(r, e)) == PT_OK) {
             final = RUN_DONE;
             const run_epoch *last = r->hist_n ? &r->hist[r->hist_n - 1] : NULL;
+            /* A resumed run: the whole run's training time, and this process's. */
+            char here[64] = "";
+            if (r->elapsed_before > 0)
+                snprintf(here, sizeof here, " (%.0fs since the resume)",
+                         trn_elapsed(r) - r->elapsed_before);
             trn_set_state(r, RUN_DONE,
-                          "done: %d epochs in %.0fs; val_acc %.4f, val_f1 %.4f; outputs in %s",
-                          r->epoch, trn_elapsed(r), last ? last->val_acc : 0,
+                          "done: %d epochs in %.0fs%s; val_acc %.4f, val_f1 %.4f; outputs in %s",
+                          r->epoch, trn_elapsed(r), here, last ? last->val_acc : 0,
                           last ? last->val_f1 : 0, r->run_dir);
         }
     }
@@ -609,6 +622,14 @@ run_state trn_run(const trn_env *env, pt_err *e)
         if (r->run_dir[0])
             trn_log(r, "failed: %s", e ? e->msg : "error");
         trn_set_state(r, RUN_FAILED, "failed: %s", e ? e->msg : "error");
+    }
+    /* log.txt ends with how the run ended (a failure is logged as it happens). */
+    if (final != RUN_FAILED) {
+        char msg[sizeof(((run_snapshot *)0)->message)];
+        run_snapshot *s = prg_lock(r->env->progress);
+        util_copy(msg, sizeof msg, s->message);
+        prg_unlock(r->env->progress);
+        trn_log_end(r, msg);
     }
     trn_publish_history(r);
     free(batches);

@@ -108,18 +108,25 @@ void trn_curve_push(trn *r, double loss, double acc, double lr);
 void trn_class_name(const trn *r, int c, char *buf, size_t n);
 /* Per-update telemetry: smoothed images/s, busy/idle/MXU per replica. */
 void trn_telemetry(trn *r, double idle_this_update);
+/* The run pauses: the replicas' figures go to zero (published at once), and
+ * their smoothing starts afresh when it goes on. */
+void trn_telemetry_idle(trn *r);
 /* Seconds this run has trained (before a resume too), and this epoch has. */
 double trn_elapsed(const trn *r);
 double trn_epoch_elapsed(const trn *r);
 
 /* ---- rundir.c: the run folder ---- */
 
-/* A line for the log panel and the run folder's log.txt. */
+/* A line for the log panel and the run folder's log.txt (there after the local
+ * date and time). */
 void trn_log(trn *r, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* How the run ended, as the last line of log.txt alone (the snapshot's message
+ * says it on screen and on the headless runner's output). */
+void trn_log_end(trn *r, const char *line);
 int trn_make_run_dir(trn *r, pt_err *e);
 int trn_write_text(trn *r, const char *name, const char *text, size_t len, pt_err *e);
 int trn_write_history(trn *r, pt_err *e);
