@@ -115,6 +115,21 @@ int tbe_writer_open(tbe_writer **out, const char *dir, pt_err *e)
 
 const char *tbe_writer_path(const tbe_writer *w) { return w->path; }
 
+/* One summary value as an event of its own, at step, stamped now. */
+static int put_value(tbe_writer *w, long long step, Tensorboard__Summary__Value *v, pt_err *e)
+{
+    Tensorboard__Summary__Value *vs[1] = { v };
+    Tensorboard__Summary sum = TENSORBOARD__SUMMARY__INIT;
+    sum.n_value = 1;
+    sum.value = vs;
+    Tensorboard__Event ev = TENSORBOARD__EVENT__INIT;
+    ev.wall_time = wall_now();
+    ev.step = step;
+    ev.what_case = TENSORBOARD__EVENT__WHAT_SUMMARY;
+    ev.summary = &sum;
+    return put_event(w, &ev, e);
+}
+
 int tbe_write_scalar(tbe_writer *w, const char *tag, long long step, double value, pt_err *e)
 {
     float f = (float)value;
@@ -137,16 +152,7 @@ int tbe_write_scalar(tbe_writer *w, const char *tag, long long step, double valu
     v.metadata = &md;
     v.value_case = TENSORBOARD__SUMMARY__VALUE__VALUE_TENSOR;
     v.tensor = &t;
-    Tensorboard__Summary__Value *vs[1] = { &v };
-    Tensorboard__Summary sum = TENSORBOARD__SUMMARY__INIT;
-    sum.n_value = 1;
-    sum.value = vs;
-    Tensorboard__Event ev = TENSORBOARD__EVENT__INIT;
-    ev.wall_time = wall_now();
-    ev.step = step;
-    ev.what_case = TENSORBOARD__EVENT__WHAT_SUMMARY;
-    ev.summary = &sum;
-    return put_event(w, &ev, e);
+    return put_value(w, step, &v, e);
 }
 
 int tbe_write_image(tbe_writer *w, const char *tag, long long step, const uint8_t *rgb,
@@ -168,16 +174,7 @@ int tbe_write_image(tbe_writer *w, const char *tag, long long step, const uint8_
     v.tag = (char *)tag;
     v.value_case = TENSORBOARD__SUMMARY__VALUE__VALUE_IMAGE;
     v.image = &im;
-    Tensorboard__Summary__Value *vs[1] = { &v };
-    Tensorboard__Summary sum = TENSORBOARD__SUMMARY__INIT;
-    sum.n_value = 1;
-    sum.value = vs;
-    Tensorboard__Event ev = TENSORBOARD__EVENT__INIT;
-    ev.wall_time = wall_now();
-    ev.step = step;
-    ev.what_case = TENSORBOARD__EVENT__WHAT_SUMMARY;
-    ev.summary = &sum;
-    rc = put_event(w, &ev, e);
+    rc = put_value(w, step, &v, e);
     free(png);
     return rc;
 }
