@@ -146,6 +146,21 @@ static int read_checked(const char *path, uint8_t **data, size_t *len, pt_err *e
     return rc;
 }
 
+/* The header of the section at offset at (tag, body length), checked to fit before
+ * end. */
+static int section_at(const char *path, const uint8_t *data, size_t at, size_t end,
+                      uint32_t *tag, uint64_t *sl, pt_err *e)
+{
+    if (at + 12 > end)
+        return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at, "section header cut off");
+    *tag = le_get_u32(data + at);
+    *sl = le_get_u64(data + at + 4);
+    if (*sl > end - (at + 12))
+        return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
+                       "section %u runs past the end", *tag);
+    return PT_OK;
+}
+
 int ckpt_peek(const char *path, ckpt_progress *progress, pt_err *e)
 {
     uint8_t *data;
@@ -157,17 +172,10 @@ int ckpt_peek(const char *path, ckpt_progress *progress, pt_err *e)
     size_t at = 16, end = len - 4;
     int seen = 0;
     for (uint32_t s = 0; s < nsec && rc == PT_OK; s++) {
-        if (at + 12 > end) {
-            rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at, "section header cut off");
+        uint32_t tag;
+        uint64_t sl;
+        if ((rc = section_at(path, data, at, end, &tag, &sl, e)) != PT_OK)
             break;
-        }
-        uint32_t tag = le_get_u32(data + at);
-        uint64_t sl = le_get_u64(data + at + 4);
-        if (sl > end - (at + 12)) {
-            rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
-                         "section %u runs past the end", tag);
-            break;
-        }
         if (tag == SEC_PROGRESS) {
             if ((rc = want_size(path, tag, sl, sizeof *progress, (long long)at, e)) == PT_OK)
                 memcpy(progress, data + at + 12, sizeof *progress);
@@ -197,20 +205,13 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
     unsigned seen = 0; /* the known sections met, one bit per tag */
     rc = PT_OK;
     for (uint32_t s = 0; s < nsec && rc == PT_OK; s++) {
-        if (at + 12 > end) {
-            rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at, "section header cut off");
+        uint32_t tag;
+        uint64_t sl;
+        if ((rc = section_at(path, data, at, end, &tag, &sl, e)) != PT_OK)
             break;
-        }
-        uint32_t tag = le_get_u32(data + at);
-        uint64_t sl = le_get_u64(data + at + 4);
         size_t body = at + 12;
-        if (sl > end - body) {
-            rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
-                         "section %u runs past the end", tag);
-            break;
-        }
         const uint8_t *p = data + body;
-        if (tag >= SEC_PARAMS && tag <= SEC_CONFIG) {
+        if (tag >= SEC_PARAMS && tag <= SEC_EMA) {
             /* A writer puts each section once; a second copy is damage. */
             if (seen & (1u << tag)) {
                 rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
@@ -278,7 +279,7 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
             out->config[sl] = '\0';
             break;
         case SEC_EMA:
-            if (sl % sizeof(float) != 0 || out->ema) {
+            if (sl % sizeof(float) != 0) {
                 rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
                              "bad moving-average section");
                 break;
