@@ -13,6 +13,8 @@
  */
 #include "tests/fuzz/fuzz.h"
 
+#include <zlib.h>
+
 #include "io/png.h"
 
 static void one(const uint8_t *data, size_t size)
@@ -39,18 +41,6 @@ static uint32_t be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* PNG's CRC-32 of a chunk's type and data. */
-static uint32_t crc32_png(const uint8_t *p, size_t n)
-{
-    uint32_t c = 0xffffffffu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
-    }
-    return c ^ 0xffffffffu;
-}
-
 /* Make the CRC of every whole chunk right; 1 when something changed. */
 static int repair(uint8_t *b, size_t size)
 {
@@ -60,7 +50,7 @@ static int repair(uint8_t *b, size_t size)
         uint32_t n = be32(b + at);
         if (n > size - at - 12)
             break;
-        uint32_t want = crc32_png(b + at + 4, 4 + (size_t)n);
+        uint32_t want = (uint32_t)crc32(0, b + at + 4, (uInt)(4 + (size_t)n));
         if (be32(b + at + 8 + n) != want) {
             for (int k = 0; k < 4; k++)
                 b[at + 8 + n + (size_t)k] = (uint8_t)(want >> (24 - 8 * k));
