@@ -16,10 +16,17 @@ int ema_init(ema *a, double decay, const float *params, size_t n_params, const f
     a->n_params = n_params;
     a->n_buffers = n_buffers;
     a->decay = decay;
-    memcpy(a->avg, params, n_params * sizeof(float));
-    if (n_buffers)
-        memcpy(a->avg + n_params, buffers, n_buffers * sizeof(float));
+    ema_restart(a, params, buffers);
     return PT_OK;
+}
+
+void ema_restart(ema *a, const float *params, const float *buffers)
+{
+    if (!a->avg)
+        return;
+    memcpy(a->avg, params, a->n_params * sizeof(float));
+    if (a->n_buffers)
+        memcpy(a->avg + a->n_params, buffers, a->n_buffers * sizeof(float));
 }
 
 void ema_free(ema *a)

@@ -32,6 +32,9 @@ int ema_init(ema *a, double decay, const float *params, size_t n_params, const f
              size_t n_buffers, pt_err *e);
 void ema_free(ema *a);
 
+/* Starts the average again at these weights (a checkpoint without one). */
+void ema_restart(ema *a, const float *params, const float *buffers);
+
 /* Whether the average is on. */
 int ema_on(const ema *a);
 

@@ -323,8 +323,7 @@ int trn_restore_checkpoint(trn *r, pt_err *e)
                            "the checkpoint's moving average has %zu values, the model %zu",
                            l.n_ema, np + nb);
         } else {
-            memcpy(r->avg.avg, nn_params(r->model), np * sizeof(float));
-            memcpy(r->avg.avg + np, nn_buffers(r->model), nb * sizeof(float));
+            ema_restart(&r->avg, nn_params(r->model), nn_buffers(r->model));
         }
     }
     if (l.confusion && l.n_classes == r->n_classes)
