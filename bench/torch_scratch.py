@@ -4,7 +4,8 @@ learning side-by-side of bench/RESULTS.md ("Learning from scratch beside PyTorch
 
 The same net as `petal-tui --model small --widths W`: the input's x * 2 - 1, then per
 width a 3x3 conv without bias, batch-norm (epsilon 1e-3, Keras momentum 0.99 =
-PyTorch's 0.01), ReLU and a 2x2 max-pool; global average pooling, dropout, dense.
+PyTorch's 0.01), ReLU and a 2x2 max-pool (a width written Cs: a stride-2 conv with
+Keras's "same" padding and no pool); global average pooling, dropout, dense.
 The same initialisation (--init he: petal-tui's, truncated He-normal convs and
 Glorot-uniform dense; --init torch: PyTorch's defaults, which petal-tui's
 `--init torch` reproduces). The same batch-norm statistics: petal-tui normalises each
@@ -70,13 +71,22 @@ class Small(nn.Module):
     def __init__(self, widths, classes, dropout, replicas, init, bn_momentum, convs=1):
         super().__init__()
         layers, cin = [], 3
-        for cout in widths:
-            for _ in range(convs):
-                layers += [nn.Conv2d(cin, cout, 3, padding=1, bias=False),
-                           ReplicaBatchNorm(cout, replicas, momentum=1 - bn_momentum),
+        for width in widths:
+            strided = width.endswith("s")
+            cout = int(width.rstrip("s"))
+            for k in range(convs):
+                if strided and k == 0:
+                    # petal-tui's (Keras's) "same" padding at stride 2: the extra row and
+                    # column go at the bottom and right, not one on each side
+                    layers += [nn.ZeroPad2d((0, 1, 0, 1)),
+                               nn.Conv2d(cin, cout, 3, stride=2, padding=0, bias=False)]
+                else:
+                    layers.append(nn.Conv2d(cin, cout, 3, padding=1, bias=False))
+                layers += [ReplicaBatchNorm(cout, replicas, momentum=1 - bn_momentum),
                            nn.ReLU()]
                 cin = cout
-            layers.append(nn.MaxPool2d(2))
+            if not strided:
+                layers.append(nn.MaxPool2d(2))
         self.features = nn.Sequential(*layers)
         self.drop = nn.Dropout(dropout)
         self.fc = nn.Linear(cin, classes)
@@ -99,7 +109,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", required=True, help="a `petal-tui shards` folder")
     p.add_argument("--size", type=int, default=128)
-    p.add_argument("--widths", default="32,64,128,256")
+    p.add_argument("--widths", default="32,64,128,256",
+                   help="channels per block, as petal-tui's --widths (16s: a strided block)")
     p.add_argument("--convs", type=int, default=1, choices=(1, 2),
                    help="3x3 convs per block, as petal-tui's --convs")
     p.add_argument("--init", default="he", choices=("he", "torch"))
@@ -129,7 +140,7 @@ def main():
     a = p.parse_args()
     if a.lr is not None:
         a.lr_start = a.lr_max = a.lr_end = a.lr
-    widths = [int(w) for w in a.widths.split(",")]
+    widths = a.widths.split(",")
     flip = 0.0 if a.augment == "none" else 0.5
     crop = a.crop_scale if a.augment == "flip+crop" else 1.0
     batch = a.replicas * a.batch_per_replica

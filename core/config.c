@@ -15,7 +15,8 @@ _Static_assert(RUN_SCHED_EXP == (int)SCHED_EXP && RUN_SCHED_LINEAR == (int)SCHED
                    RUN_SCHED_COSINE == (int)SCHED_COSINE,
                "run_schedule and sched_kind must agree");
 /* CFG_CHOICE rows store their index as an int. */
-_Static_assert(sizeof(run_optimizer) == sizeof(int) && sizeof(run_schedule) == sizeof(int),
+_Static_assert(sizeof(run_optimizer) == sizeof(int) && sizeof(run_schedule) == sizeof(int) &&
+                   sizeof(run_tta) == sizeof(int),
                "the enums of the choices must be int-sized");
 
 /* A CFG_CHOICE row stores the index, so its list follows the enum's order. The
@@ -25,6 +26,7 @@ static const char *const MODELS[] = { "small", "mobilenetv2", NULL };
 static const char *const OPTIMIZERS[] = { "adam", "sgd", NULL };
 static const char *const INITS[] = { "he", "torch pytorch", NULL };
 static const char *const SCHEDULES[] = { "exp exponential", "linear", "cosine", NULL };
+static const char *const TTAS[] = { "none off", "flip", NULL };
 
 static int image_size_check(long long v, pt_err *e)
 {
@@ -49,7 +51,7 @@ static const cfg_option OPTIONS[] = {
     { "resume", CFG_PATH, F(resume), "", 0, 0, NULL, "DIR", "continue the run in DIR", "a new run", NO_FILE, 0, NULL },
     { "model", CFG_MODEL, F(model), "small", 0, 0, MODELS, "small|mobilenetv2|FILE.onnx", "a built-in net, or an ONNX graph to fine-tune", NULL, ALL, 1, NULL },
     { "width", CFG_NUM, F(width), "1", 0.1, 4.0, NULL, "W", "mobilenetv2 width multiplier", NULL, ALL, 0, NULL },
-    { "widths", CFG_WIDTHS, F(widths), "auto", 0, 0, NULL, "auto|C,C,...", "small: channels of each conv block (one block per count)", NULL, ALL, 0, NULL },
+    { "widths", CFG_WIDTHS, F(widths), "auto", 0, 0, NULL, "auto|C,C,...", "small: channels of each conv block (one block per count; Cs: a strided block)", NULL, ALL, 0, NULL },
     { "convs", CFG_INT, F(convs), "1", 1, 2, NULL, "N", "small: 3x3 conv layers per block (2 = VGG's)", NULL, ALL, 0, NULL },
     { "init", CFG_CHOICE, F(init), "torch", 0, 0, INITS, NULL, "weights from scratch: He-normal (Keras) or PyTorch's default", NULL, ALL, 0, NULL },
     { "bn-momentum", CFG_NUM, F(bn_momentum), "0.99", 0, 0.9999, NULL, "M", "batch-norm running statistics: M x old + (1 - M) x batch", NULL, ALL, 0, NULL },
@@ -70,6 +72,7 @@ static const cfg_option OPTIONS[] = {
     { "weight-decay", CFG_NUM, F(weight_decay), "0", 0, 1, NULL, "W", "decoupled weight decay", NULL, ALL, 0, NULL },
     { "dropout", CFG_NUM, F(dropout), "0.2", 0, 0.95, NULL, "P", "dropout rate before the dense layer", NULL, ALL, 0, NULL },
     { "ema", CFG_NUM, F(ema), "0.99", 0, 0.99999, NULL, "D", "validate and predict with a moving average of the weights, decay D (0 = off)", NULL, ALL, 0, NULL },
+    { "tta", CFG_CHOICE, F(tta), "none", 0, 0, TTAS, NULL, "validate and predict each image as it is (none) or as the mean of it and its mirror image (flip)", NULL, ALL, 0, NULL },
     { "label-smoothing", CFG_NUM, F(label_smoothing), "0", 0, 0.5, NULL, "E", "train against (1 - E) x the label + E / classes", NULL, ALL, 0, NULL },
     { "freeze-epochs", CFG_INT, F(freeze_epochs), "0", 0, RUN_MAX_EPOCHS, NULL, "K", "train only the new head for the first K epochs", NULL, ALL, 0, NULL },
     { "backbone-lr-scale", CFG_NUM, F(backbone_lr_scale), "0.1", 0, 1, NULL, "F", "after them, the backbone's learning rate as a fraction", NULL, ALL, 0, NULL },
@@ -252,7 +255,7 @@ static int set_option(run_config *c, const cfg_option *o, const char *v, pt_err 
         return rc;
     case CFG_WIDTHS: {
         int widths[RUN_MAX_BLOCKS];
-        if (run_parse_widths(v, 128, widths, e) < 0)
+        if (run_parse_widths(v, 128, widths, NULL, e) < 0)
             return PT_EUSAGE;
         if (strlen(v) >= o->size)
             return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s: too long",

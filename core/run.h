@@ -30,6 +30,7 @@
 typedef enum run_schedule { RUN_SCHED_EXP = 0, RUN_SCHED_LINEAR, RUN_SCHED_COSINE } run_schedule;
 typedef enum run_optimizer { RUN_OPT_ADAM = 0, RUN_OPT_SGD } run_optimizer;
 typedef enum run_init { RUN_INIT_HE = 0, RUN_INIT_TORCH } run_init;
+typedef enum run_tta { RUN_TTA_NONE = 0, RUN_TTA_FLIP } run_tta;
 
 #define RUN_MAX_BLOCKS 8        /* --widths: at most this many blocks */
 
@@ -59,6 +60,7 @@ typedef struct run_config {
     int reinit;                 /* an ONNX model: its architecture with fresh weights */
     double label_smoothing;     /* of the training targets (not of validation's loss) */
     double ema;                 /* decay of the weights' moving average; 0 = off */
+    run_tta tta;                /* test-time augmentation of validation and test */
     int freeze_epochs;          /* the first K epochs train only the new head */
     double backbone_lr_scale;   /* then the backbone's learning rate is this fraction */
     char augment[512];          /* augmentation chain spec; "none" = off */
@@ -89,12 +91,16 @@ const char *run_state_name(run_state s);
  * built-in net. */
 int run_model_is_onnx(const char *model);
 
-/* Parse a --widths list ("32,64,128,256": 1 to RUN_MAX_BLOCKS whole numbers from 1 to
- * 4096, comma-separated) into out. "auto" is 32, 64, 128, 256, then more 256 blocks
+/* Parse a --widths list ("16s,32,64,128": 1 to RUN_MAX_BLOCKS whole numbers from 1 to
+ * 4096, comma-separated, each with an optional s) into out, and into strided (may be
+ * NULL) 1 for the blocks written with s: their first convolution has stride 2 in
+ * place of the block's max-pool. "auto" is 32, 64, 128, 256, then more 256 blocks
  * while the map they leave on an input of side pixels is at least 2 a side (so the
- * last block sees the whole image): 4 blocks at 32 px, 5 at 64, 6 at 128 to 255.
+ * last block sees the whole image): 4 blocks at 32 px, 5 at 64; from 128 px a strided
+ * 16 first, then what auto is at half the side (6 blocks at 128 to 255).
  * The count, or -1 with e filled. */
-int run_parse_widths(const char *s, int side, int out[RUN_MAX_BLOCKS], pt_err *e);
+int run_parse_widths(const char *s, int side, int out[RUN_MAX_BLOCKS],
+                     int strided[RUN_MAX_BLOCKS], pt_err *e);
 
 /* A short name for the model: "small", "mobilenetv2", or an ONNX file's name
  * without its folder and extension (for run folders and the header). Returns buf. */

@@ -31,6 +31,7 @@ static const char DEFAULT_TEXT[] =
     "weight-decay = 0\n"
     "dropout = 0.2\n"
     "ema = 0.99\n"
+    "tta = none\n"
     "label-smoothing = 0\n"
     "freeze-epochs = 0\n"
     "backbone-lr-scale = 0.1\n"
@@ -71,6 +72,7 @@ static const char OTHER_TEXT[] =
     "weight-decay = 0.0001\n"
     "dropout = 0.5\n"
     "ema = 0\n"
+    "tta = flip\n"
     "label-smoothing = 0.1\n"
     "freeze-epochs = 2\n"
     "backbone-lr-scale = 0.25\n"
@@ -116,6 +118,7 @@ static void other_config(run_config *c)
     c->weight_decay = 1e-4;
     c->dropout = 0.5;
     c->ema = 0;
+    c->tta = RUN_TTA_FLIP;
     c->label_smoothing = 0.1;
     c->freeze_epochs = 2;
     c->backbone_lr_scale = 0.25;
@@ -247,16 +250,16 @@ TEST(config_set_checks_values_with_the_messages_users_see)
         { "oversample", "lots",
           "oversample wants a target count, max (the largest class) or off, not 'lots'" },
         { "bogus", "1", "unknown option 'bogus'" },
-        { "widths", "32,,64", "widths wants auto or 1 to 8 channel counts from 1 to 4096, comma-separated "
-                              "(32,64,128,256), not '32,,64'" },
-        { "widths", "", "widths wants auto or 1 to 8 channel counts from 1 to 4096, comma-separated "
-                        "(32,64,128,256), not ''" },
+        { "widths", "32,,64", "widths wants auto or 1 to 8 channel counts from 1 to 4096, "
+                              "comma-separated, Cs for a strided block (16s,32,64,128), not '32,,64'" },
+        { "widths", "", "widths wants auto or 1 to 8 channel counts from 1 to 4096, "
+                        "comma-separated, Cs for a strided block (16s,32,64,128), not ''" },
         { "widths", "1,2,3,4,5,6,7,8,9", "widths wants auto or 1 to 8 channel counts from 1 to 4096, "
-                                         "comma-separated (32,64,128,256), not '1,2,3,4,5,6,7,8,9'" },
+                                         "comma-separated, Cs for a strided block (16s,32,64,128), not '1,2,3,4,5,6,7,8,9'" },
         { "widths", "64,5000", "widths wants auto or 1 to 8 channel counts from 1 to 4096, "
-                               "comma-separated (32,64,128,256), not '64,5000'" },
+                               "comma-separated, Cs for a strided block (16s,32,64,128), not '64,5000'" },
         { "widths", "64,", "widths wants auto or 1 to 8 channel counts from 1 to 4096, "
-                           "comma-separated (32,64,128,256), not '64,'" },
+                           "comma-separated, Cs for a strided block (16s,32,64,128), not '64,'" },
         { "init", "glorot", "init wants he or torch, not 'glorot'" },
     };
     run_config c;
@@ -377,24 +380,40 @@ TEST(config_every_option_round_trips_through_its_text)
 }
 
 /* --widths auto: blocks until the map is 2 pixels a side (the input's side halves per
- * block), at least the four of 32-64-128-256, then 256 channels each. */
+ * block), at least the four of 32-64-128-256, then 256 channels each; from 128 px a
+ * strided block of 16 first. */
 TEST(config_widths_auto_adds_blocks_until_the_map_is_two_pixels)
 {
     static const struct {
         int side, blocks;
-    } cases[] = { { 16, 4 }, { 32, 4 }, { 63, 4 }, { 64, 5 }, { 128, 6 }, { 192, 6 },
-                  { 255, 6 }, { 256, 7 }, { 512, 8 }, { 1024, 8 } };
+    } cases[] = { { 16, 4 }, { 32, 4 }, { 63, 4 }, { 64, 5 }, { 127, 5 }, { 128, 6 },
+                  { 192, 6 }, { 255, 6 }, { 256, 7 }, { 512, 8 }, { 1024, 8 } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int w[RUN_MAX_BLOCKS];
-        int n = run_parse_widths("auto", cases[i].side, w, NULL);
-        T_CHECKF(n == cases[i].blocks, "side %d: %d blocks, want %d", cases[i].side, n,
+        int w[RUN_MAX_BLOCKS], st[RUN_MAX_BLOCKS];
+        int side = cases[i].side;
+        int n = run_parse_widths("auto", side, w, st, NULL);
+        T_CHECKF(n == cases[i].blocks, "side %d: %d blocks, want %d", side, n,
                  cases[i].blocks);
-        for (int b = 0; b < n; b++)
-            T_EQ_INT(w[b], b < 4 ? 32 << b : 256);
+        int stem = side >= 128;
+        for (int b = 0; b < n; b++) {
+            int want = stem && b == 0 ? 16 : b - stem < 4 ? 32 << (b - stem) : 256;
+            T_CHECKF(w[b] == want && st[b] == (stem && b == 0), "side %d block %d: %d%s", side,
+                     b, w[b], st[b] ? "s" : "");
+        }
+        /* Each block halves the map: past the first four the last one leaves at least 2
+         * pixels a side, and one more would not. */
+        if (n > 4 + stem && n < RUN_MAX_BLOCKS)
+            T_CHECKF(side >> n >= 2 && side >> (n + 1) < 2, "side %d, %d blocks", side, n);
     }
-    int w[RUN_MAX_BLOCKS];
-    T_EQ_INT(run_parse_widths("16, 32", 128, w, NULL), 2);
-    T_CHECK(w[0] == 16 && w[1] == 32);
+    int w[RUN_MAX_BLOCKS], st[RUN_MAX_BLOCKS];
+    T_EQ_INT(run_parse_widths("16, 32", 128, w, st, NULL), 2);
+    T_CHECK(w[0] == 16 && w[1] == 32 && !st[0] && !st[1]);
+    T_EQ_INT(run_parse_widths("16s,32,64s", 128, w, st, NULL), 3);
+    T_CHECK(w[0] == 16 && st[0] && w[1] == 32 && !st[1] && w[2] == 64 && st[2]);
+    pt_err e;
+    T_EQ_INT(run_parse_widths("16ss", 128, w, st, &e), -1);
+    T_EQ_INT(run_parse_widths("s,32", 128, w, st, &e), -1);
+    T_EQ_INT(run_parse_widths("16x", 128, w, NULL, &e), -1);
 }
 
 /* ---- config files (cfg_read_text, cfg_read_file) ----------------------------------- */

@@ -269,9 +269,9 @@ TEST(engine_ema_validates_the_average_and_checkpoints_it)
     /* The checkpoint: live weights for training on, the average for what validates. */
     int widths[RUN_MAX_BLOCKS];
     pt_err e;
-    int nw = run_parse_widths("auto", 32, widths, &e);
+    int nw = run_parse_widths("auto", 32, widths, NULL, &e);
     T_REQUIRE(nw > 0);
-    nn_model *m = nn_build_small_widths(32, 32, 4, 0.2f, widths, nw, NN_SMALL_CONVS_PER_BLOCK, &e);
+    nn_model *m = nn_build_small_widths(32, 32, 4, 0.2f, widths, NULL, nw, NN_SMALL_CONVS_PER_BLOCK, &e);
     T_REQUIRE(m != NULL);
     size_t np = nn_param_count(m), nb = nn_buffer_count(m);
     float *opt_m = malloc(np * sizeof(float)), *opt_v = malloc(np * sizeof(float));
@@ -296,6 +296,39 @@ TEST(engine_ema_validates_the_average_and_checkpoints_it)
     free(opt_m);
     free(opt_v);
     nn_model_free(m);
+}
+
+/* --tta flip changes what validation sees (the mean of each image's and its mirror's
+ * softmax), never what training does. */
+TEST(engine_tta_flip_validates_images_and_their_mirrors)
+{
+    if (t_slow_mode()) {
+        t_skip("two trainings: too slow under valgrind (ASan runs them in full)");
+        return;
+    }
+    const char *dir = t_tmpdir();
+    char on[4200], off[4200];
+    util_path(on, sizeof on, "%s/on", dir);
+    util_path(off, sizeof off, "%s/off", dir);
+    run_config c;
+    run_epoch h_on[2], h_off[2];
+    small_config(&c, off);
+    T_CHECK(c.tta == RUN_TTA_NONE); /* the default */
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
+    T_REQUIRE(snap.history_n == 2);
+    memcpy(h_off, snap.history, sizeof h_off);
+    small_config(&c, on);
+    c.tta = RUN_TTA_FLIP;
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
+    T_REQUIRE(snap.history_n == 2);
+    memcpy(h_on, snap.history, sizeof h_on);
+    for (int k = 0; k < 2; k++) {
+        T_CHECKF(h_on[k].train_loss == h_off[k].train_loss, "epoch %d: %.9g vs %.9g", k + 1,
+                 h_on[k].train_loss, h_off[k].train_loss);
+        T_CHECKF(h_on[k].val_loss != h_off[k].val_loss, "epoch %d: %.9g both", k + 1,
+                 h_on[k].val_loss);
+        T_CHECK(isfinite(h_on[k].val_f1) && h_on[k].val_f1 >= 0 && h_on[k].val_f1 <= 1);
+    }
 }
 
 /* --widths, --convs, --init and --bn-momentum reach the net: the parameter count is the one

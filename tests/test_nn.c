@@ -485,7 +485,7 @@ TEST(nn_small_widths_builds_the_net_it_names)
 {
     const int five[] = { 32, 64, 128, 256, 256 };
     pt_err e;
-    nn_model *m = nn_build_small_widths(64, 64, 5, 0.2f, five, 5, 1, &e);
+    nn_model *m = nn_build_small_widths(64, 64, 5, 0.2f, five, NULL, 5, 1, &e);
     T_REQUIRE(m);
     size_t want = 0;
     int cin = 3;
@@ -510,18 +510,77 @@ TEST(nn_small_widths_builds_the_net_it_names)
     nn_model_free(m);
     /* The four default widths are nn_build_small's net. */
     const int four[] = { 32, 64, 128, 256 };
-    nn_model *a = nn_build_small_widths(32, 32, 5, 0.2f, four, 4, 1, NULL), *b = nn_build_small(32, 32, 5, 0.2f, NULL);
+    nn_model *a = nn_build_small_widths(32, 32, 5, 0.2f, four, NULL, 4, 1, NULL), *b = nn_build_small(32, 32, 5, 0.2f, NULL);
     T_REQUIRE(a && b);
     T_EQ_INT((long long)nn_param_count(a), (long long)nn_param_count(b));
     T_CHECK(memcmp(nn_params(a), nn_params(b), nn_param_count(a) * sizeof(float)) == 0);
     nn_model_free(a);
     nn_model_free(b);
     /* Five halvings need 32x32; the error says how much. */
-    T_CHECK(nn_build_small_widths(16, 16, 5, 0.2f, five, 5, 1, &e) == NULL);
+    T_CHECK(nn_build_small_widths(16, 16, 5, 0.2f, five, NULL, 5, 1, &e) == NULL);
     T_CHECK(e.code == PT_EUSAGE && strstr(e.msg, "at least 32x32"));
     const int zero[] = { 32, 0 };
-    T_CHECK(nn_build_small_widths(64, 64, 5, 0.2f, zero, 2, 1, &e) == NULL && e.code == PT_EUSAGE);
-    T_CHECK(nn_build_small_widths(64, 64, 5, 0.2f, five, 0, 1, &e) == NULL && e.code == PT_EUSAGE);
+    T_CHECK(nn_build_small_widths(64, 64, 5, 0.2f, zero, NULL, 2, 1, &e) == NULL && e.code == PT_EUSAGE);
+    T_CHECK(nn_build_small_widths(64, 64, 5, 0.2f, five, NULL, 0, 1, &e) == NULL && e.code == PT_EUSAGE);
+}
+
+/* A strided block (--widths 16s,...): a stride-2 convolution in place of its max-pool,
+ * with Keras's "same" padding (the extra row and column at the bottom and right). */
+TEST(nn_small_strided_block_halves_with_its_convolution)
+{
+    const int widths[] = { 16, 32, 64 };
+    const int strided[] = { 1, 0, 0 };
+    pt_err e;
+    nn_model *m = nn_build_small_widths(32, 32, 5, 0.0f, widths, strided, 3, 1, &e);
+    T_REQUIRE(m);
+    int convs = 0, pools = 0;
+    for (int i = 0; i < nn_node_count(m); i++) {
+        nn_node_info ni;
+        nn_node_get(m, i, &ni);
+        if (ni.op == NN_OP_CONV && convs++ == 0)
+            T_CHECK(ni.h == 16 && ni.w == 16 && ni.c == 16);
+        pools += ni.op == NN_OP_MAXPOOL;
+    }
+    T_EQ_INT(convs, 3);
+    T_EQ_INT(pools, 2);
+    T_EQ_INT((long long)nn_param_count(m),
+             (long long)(9 * 3 * 16 + 32 + 9 * 16 * 32 + 64 + 9 * 32 * 64 + 128 + 64 * 5 + 5));
+    /* The first output pixel is the 3x3 window at rows and columns 0..2 of the input
+     * (no padding at the top and left): an input that is 1 there and 0 elsewhere, and
+     * one that is 0 there, give different first pixels; one that differs only in the
+     * last row and column (the padding's side) does not change it. */
+    nn_ctx *c = nn_ctx_new(m, 1, &e);
+    T_REQUIRE(c);
+    float *x = calloc(32 * 32 * 3, sizeof *x);
+    T_REQUIRE(x);
+    int first = -1;
+    for (int i = 0; i < nn_node_count(m) && first < 0; i++) {
+        nn_node_info ni;
+        nn_node_get(m, i, &ni);
+        if (ni.op == NN_OP_CONV)
+            first = i;
+    }
+    T_REQUIRE(first >= 0);
+    float base[16], other[16];
+    T_REQUIRE(nn_forward(c, x, 1, 0, 0, 0) != NULL);
+    memcpy(base, nn_ctx_output(c, first), sizeof base);
+    for (int k = 0; k < 32; k++) {
+        for (int ch = 0; ch < 3; ch++) {
+            x[((size_t)31 * 32 + k) * 3 + ch] = 1.0f;
+            x[((size_t)k * 32 + 31) * 3 + ch] = 1.0f;
+        }
+    }
+    T_REQUIRE(nn_forward(c, x, 1, 0, 0, 0) != NULL);
+    memcpy(other, nn_ctx_output(c, first), sizeof other);
+    T_CHECK(memcmp(base, other, sizeof base) == 0);
+    memset(x, 0, 32 * 32 * 3 * sizeof *x);
+    x[(2 * 32 + 2) * 3] = 1.0f;
+    T_REQUIRE(nn_forward(c, x, 1, 0, 0, 0) != NULL);
+    memcpy(other, nn_ctx_output(c, first), sizeof other);
+    T_CHECK(memcmp(base, other, sizeof base) != 0);
+    free(x);
+    nn_ctx_free(c);
+    nn_model_free(m);
 }
 
 /* ---- training smoke test ---- */

@@ -2,6 +2,7 @@
  * samples builder, the run's progress and the checkpoint file. */
 #include "tests/t.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,33 @@ TEST(optim_sgd_momentum_mask_and_weight_decay)
 }
 
 /* ---- metrics ------------------------------------------------------------------ */
+
+/* met_mean_softmax: the log of the mean of two softmaxes, row by row, safe for large
+ * logits. */
+TEST(metrics_mean_softmax_averages_probabilities)
+{
+    /* Row 0: softmax (0.5, 0.5) and (0.75, 0.25): mean (0.625, 0.375). Row 1: equal
+     * rows keep their softmax. Row 2: logits far beyond exp's range. */
+    float a[6] = { 0.0f, 0.0f, 2.0f, -1.0f, 1000.0f, -1000.0f };
+    float b[6] = { logf(3.0f), 0.0f, 2.0f, -1.0f, -1000.0f, 1000.0f };
+    met_mean_softmax(a, b, 3, 2);
+    T_NEAR(exp(a[0]), 0.625, 1e-6);
+    T_NEAR(exp(a[1]), 0.375, 1e-6);
+    double s1 = 1.0 / (1.0 + exp(-3.0));
+    T_NEAR(exp(a[2]), s1, 1e-6);
+    T_NEAR(exp(a[3]), 1.0 - s1, 1e-6);
+    T_NEAR(exp(a[4]), 0.5, 1e-6);
+    T_NEAR(exp(a[5]), 0.5, 1e-6);
+    /* Symmetric: swapping the views gives the same logits to the last bit. */
+    float x[3] = { 0.3f, -2.0f, 4.0f }, y[3] = { 1.5f, 0.25f, -0.5f };
+    float x2[3], y2[3];
+    memcpy(x2, y, sizeof x2);
+    memcpy(y2, x, sizeof y2);
+    met_mean_softmax(x, y, 1, 3);
+    met_mean_softmax(x2, y2, 1, 3);
+    for (int c = 0; c < 3; c++)
+        T_CHECK(x[c] == x2[c]);
+}
 
 TEST(metrics_macro_scores_follow_scikit_learn)
 {

@@ -1469,7 +1469,7 @@ TEST(ui_config_dialog_order_values_and_edits)
         "lr-end", "warmup", "schedule", "oversample", "augment", "data", "out", "resume",
         "width", "widths", "convs", "init", "bn-momentum", "image-size", "optimizer", "lr-scaling",
         "momentum", "weight-decay", "dropout",
-        "ema", "label-smoothing", "freeze-epochs", "backbone-lr-scale", "freeze-backbone", "reinit",
+        "ema", "tta", "label-smoothing", "freeze-epochs", "backbone-lr-scale", "freeze-backbone", "reinit",
         "seed", "deterministic",
         "shuffle-buffer", "workers", "prefetch",
         "stop-on-data-error", "checkpoint-every",

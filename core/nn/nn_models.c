@@ -51,7 +51,8 @@ static nn_model *start(int h, int w, int n_classes, int min_hw, int *x, pt_err *
 }
 
 nn_model *nn_build_small_widths(int h, int w, int n_classes, float dropout, const int *widths,
-                                int n_blocks, int convs_per_block, pt_err *e)
+                                const int *strided, int n_blocks, int convs_per_block,
+                                pt_err *e)
 {
     if (convs_per_block < 1 || convs_per_block > 2) {
         err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
@@ -76,11 +77,13 @@ nn_model *nn_build_small_widths(int h, int w, int n_classes, float dropout, cons
         return NULL;
     for (int b = 0; b < n_blocks; b++) {
         for (int k = 0; k < convs_per_block; k++) {
-            x = nn_conv2d(m, x, widths[b], 3, 3, 1, NN_PAD_SAME, 1, 0);
+            int stride = strided && strided[b] && k == 0 ? 2 : 1;
+            x = nn_conv2d(m, x, widths[b], 3, 3, stride, NN_PAD_SAME, 1, 0);
             x = nn_batchnorm(m, x);
             x = nn_relu(m, x);
         }
-        x = nn_maxpool(m, x, 2, 2, 0);
+        if (!(strided && strided[b]))
+            x = nn_maxpool(m, x, 2, 2, 0);
     }
     return finish(m, nn_add_head(m, x, n_classes, dropout), e);
 }
@@ -89,7 +92,7 @@ nn_model *nn_build_small_ex(int h, int w, int n_classes, float dropout, int conv
                             pt_err *e)
 {
     static const int widths[4] = {32, 64, 128, 256};
-    return nn_build_small_widths(h, w, n_classes, dropout, widths, 4, convs_per_block, e);
+    return nn_build_small_widths(h, w, n_classes, dropout, widths, NULL, 4, convs_per_block, e);
 }
 
 nn_model *nn_build_small(int h, int w, int n_classes, float dropout, pt_err *e)

@@ -30,11 +30,15 @@ nn_model *nn_build_small_ex(int h, int w, int n_classes, float dropout, int conv
                             pt_err *e);
 /* The same family with n_blocks blocks of widths[b] channels each (the inputs then need
  * h, w >= 2^n_blocks): --widths on the command line, so that nets people try from
- * scratch (PyTorch's five-block 32-64-128-256-256, say) can be written down. */
+ * scratch (PyTorch's five-block 32-64-128-256-256, say) can be written down. A block
+ * with strided[b] set (strided may be NULL: none) halves the map with a stride-2 first
+ * convolution ("same" padding: the extra row and column at the bottom and right) and
+ * has no max-pool. */
 #define NN_SMALL_MAX_BLOCKS 8
 #define NN_SMALL_MAX_WIDTH 4096
 nn_model *nn_build_small_widths(int h, int w, int n_classes, float dropout, const int *widths,
-                                int n_blocks, int convs_per_block, pt_err *e);
+                                const int *strided, int n_blocks, int convs_per_block,
+                                pt_err *e);
 
 /* MobileNetV2 (Sandler et al. 2018, as in keras.applications) with width multiplier
  * alpha (e.g. 0.35, 0.5, 0.75, 1.0, 1.3, 1.4): channel counts rounded to multiples of

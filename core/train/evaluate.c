@@ -10,6 +10,7 @@
 
 #include "base/json.h"
 #include "base/util.h"
+#include "data/augment.h"
 #include "train/metrics.h"
 #include "train/trainer_impl.h"
 
@@ -24,6 +25,23 @@ static void softmax_top(const float *logits, int k, int *arg, float *p)
         sum += exp((double)logits[c] - logits[best]);
     *arg = best;
     *p = (float)(1.0 / sum);
+}
+
+/* logits[b->n][classes] of the batch. With --tta flip they are the log of the mean
+ * of the softmax of each image and of its mirror image (met_mean_softmax), so the loss
+ * and the argmax downstream need nothing else; the batch's pixels are mirrored on the
+ * way. spare has room for one batch's logits. */
+static int predict_batch(trn *r, batch *b, float *logits, float *spare, pt_err *e)
+{
+    int rc = strat_predict(r->st, b, logits, e);
+    if (rc != PT_OK || r->cfg->tta != RUN_TTA_FLIP)
+        return rc;
+    for (int i = 0; i < b->n; i++)
+        aug_flip(batch_image(b, i), b->h, b->w, 1, 0);
+    if ((rc = strat_predict(r->st, b, spare, e)) != PT_OK)
+        return rc;
+    met_mean_softmax(logits, spare, b->n, r->n_classes);
+    return PT_OK;
 }
 
 static int open_eval_pipe(trn *r, const ds_split *split, int labeled, pipeline **p, pt_err *e)
@@ -53,7 +71,7 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
     int32_t *labels = malloc((size_t)cap * sizeof *labels), *preds = malloc((size_t)cap * sizeof *preds);
     float *conf = malloc((size_t)cap * sizeof *conf);
     batch_src *src = malloc((size_t)cap * sizeof *src);
-    float *logits = malloc((size_t)r->R * r->P * r->n_classes * sizeof *logits);
+    float *logits = malloc((size_t)2 * r->R * r->P * r->n_classes * sizeof *logits);
     long long *cm = calloc((size_t)r->n_classes * r->n_classes, sizeof *cm);
     if (!labels || !preds || !conf || !src || !logits || !cm) {
         rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory (validation)");
@@ -62,7 +80,7 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
     double loss = 0;
     batch *b;
     while ((rc = pipe_next(p, &b, e)) == 1) {
-        if ((rc = strat_predict(r->st, b, logits, e)) != PT_OK) {
+        if ((rc = predict_batch(r, b, logits, logits + (size_t)r->R * r->P * r->n_classes, e)) != PT_OK) {
             pipe_release(p, b);
             break;
         }
@@ -143,14 +161,14 @@ static int predict_test(trn *r, pt_err *e)
     long long cap = ts->count, n = 0;
     int32_t *preds = malloc((size_t)cap * sizeof *preds);
     char (*ids)[BATCH_ID_MAX] = malloc((size_t)cap * sizeof *ids);
-    float *logits = malloc((size_t)r->R * r->P * r->n_classes * sizeof *logits);
+    float *logits = malloc((size_t)2 * r->R * r->P * r->n_classes * sizeof *logits);
     if (!preds || !ids || !logits) {
         rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory (test)");
         goto out;
     }
     batch *b;
     while ((rc = pipe_next(p, &b, e)) == 1) {
-        if ((rc = strat_predict(r->st, b, logits, e)) != PT_OK) {
+        if ((rc = predict_batch(r, b, logits, logits + (size_t)r->R * r->P * r->n_classes, e)) != PT_OK) {
             pipe_release(p, b);
             break;
         }

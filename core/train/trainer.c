@@ -116,12 +116,12 @@ static int build_model(trn *r, pt_err *e)
     if (onnx)
         r->model = import_onnx(r, e);
     else if (!strcmp(r->cfg->model, "small")) {
-        int widths[RUN_MAX_BLOCKS];
-        int n = run_parse_widths(r->cfg->widths, r->img, widths, e);
+        int widths[RUN_MAX_BLOCKS], strided[RUN_MAX_BLOCKS];
+        int n = run_parse_widths(r->cfg->widths, r->img, widths, strided, e);
         if (n < 0)
             return PT_EUSAGE;
         r->model = nn_build_small_widths(r->img, r->img, r->n_classes, (float)r->cfg->dropout,
-                                         widths, n, r->cfg->convs, e);
+                                         widths, strided, n, r->cfg->convs, e);
     }
     else if (!strcmp(r->cfg->model, "mobilenetv2"))
         r->model = nn_build_mobilenetv2(r->img, r->img, r->n_classes, (float)r->cfg->width,
