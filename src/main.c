@@ -152,8 +152,14 @@ int main(int argc, char **argv)
     args a;
     if (args_parse(argc, argv, &a) != 0)
         return 1;
+    if (a.headless && (a.n_compare || a.open)) {
+        fprintf(stderr, "petal-tui: --%s is for the workbench, not --headless\n",
+                a.open ? "open" : "compare");
+        return 1;
+    }
     if (a.headless)
         return headless_run(&a.cfg);
-    ui_options uo = { .no_sixel = a.no_sixel, .no_color = a.no_color };
+    ui_options uo = { .no_sixel = a.no_sixel, .no_color = a.no_color,
+                      .compare = a.compare, .n_compare = a.n_compare, .open = a.open };
     return ui_run(&a.cfg, &uo);
 }

@@ -281,6 +281,23 @@ static void draw_preview(app *a, const ui_frame *f)
     ui_preview_draw(&a->pview, stdscr);
 }
 
+/* The colour role of a run in the comparison, or -1 when it is not compared (the
+ * same folder, whatever the path's spelling). */
+static int compared_role(void *ctx, const rlog_run *r)
+{
+    const app *a = ctx;
+    char *rp = realpath(r->path, NULL);
+    int role = -1;
+    for (int i = 0; i < a->n_cmp && role < 0; i++) {
+        char *cp = realpath(a->cmp[i]->path, NULL);
+        if (rp && cp && !strcmp(rp, cp))
+            role = (int)ui_panel_compare_role(i);
+        free(cp);
+    }
+    free(rp);
+    return role;
+}
+
 static void frame(app *a)
 {
     werase(stdscr);
@@ -300,6 +317,8 @@ static void frame(app *a)
     f.pix = a->pix_label;
     f.run_dir = a->run_dir;
     f.sys = &a->sys;
+    f.compare = (const rlog_run *const *)a->cmp;
+    f.n_compare = a->n_cmp;
     if (a->note[0] && app_now(a) < a->note_until) {
         f.note = a->note;
         f.note_role = a->note_role;
@@ -362,6 +381,8 @@ static void frame(app *a)
         }
     } else if (a->modal == MODAL_CONFIG) {
         cover = ui_config_draw(&a->cfgd, stdscr, rows, cols);
+    } else if (a->modal == MODAL_RUNS) {
+        cover = ui_runs_draw(&a->runs, stdscr, rows, cols, compared_role, a);
     }
 
     /* What is on screen, as far as pictures care: any change in it and curses
@@ -428,8 +449,30 @@ static void pick_pictures(app *a)
     ui_log_add(a->log, app_now(a), UI_R_DIM, m);
 }
 
+void app_runs_dir(const app *a, char *buf, size_t n)
+{
+    const char *run = a->opt.open ? a->opt.open : a->cfg.resume[0] ? a->cfg.resume : a->cfg.out;
+    if (!run[0]) {
+        util_copy(buf, n, "runs");
+        return;
+    }
+    size_t len = strlen(run);
+    while (len > 1 && run[len - 1] == '/')
+        len--;
+    size_t at = len;
+    while (at > 0 && run[at - 1] != '/')
+        at--;
+    if (at == 0)
+        util_copy(buf, n, ".");
+    else
+        util_fmt(buf, n, "%.*s", (int)(at > 1 ? at - 1 : 1), run);
+}
+
 static void free_app(app *a)
 {
+    for (int i = 0; i < a->n_cmp; i++)
+        rlog_free(a->cmp[i]);
+    ui_runs_free(&a->runs);
     ui_preview_free(&a->pview);
     ui_preview_free(&a->iview);
     ui_inspect_free(&a->insp);
@@ -492,6 +535,7 @@ int ui_run(const run_config *cfg, const ui_options *opt)
     }
     ui_log_init(a->log);
     ui_sysmon_init(&a->sys);
+    ui_runs_init(&a->runs);
     ui_panel_view_defaults(&a->view);
     ui_inspect_init(&a->insp);
     /* What the engine can check (options, the dataset, the run folder) is refused
@@ -502,6 +546,15 @@ int ui_run(const run_config *cfg, const ui_options *opt)
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         free_app(a);
         return rc == PT_EUSAGE ? 1 : 2;
+    }
+    /* --compare's runs, read once now: one that cannot be read is refused here. */
+    for (int i = 0; i < opt->n_compare && a->n_cmp < UI_MAX_COMPARE; i++) {
+        if (rlog_load(opt->compare[i], &a->cmp[a->n_cmp], &e) != PT_OK) {
+            fprintf(stderr, "petal-tui: %s\n", e.msg);
+            free_app(a);
+            return 2;
+        }
+        a->n_cmp++;
     }
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "petal-tui: the workbench needs a terminal; --headless trains without one\n");
