@@ -72,6 +72,9 @@ typedef struct app {
     rlog_run *cmp[UI_MAX_COMPARE];
     int n_cmp;
     ui_runs runs;
+    /* --open: the finished run shown (its snapshot made once from it); NULL when
+     * this workbench trains */
+    rlog_run *opened;
     /* dialogs */
     int modal;
     int int_paused;         /* Ctrl-C paused the run */

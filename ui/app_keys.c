@@ -53,6 +53,11 @@ static int first_visible(const ui_layout *L, int from, int step)
 
 static void start(app *a)
 {
+    if (a->opened) {
+        note(a, UI_R_WARN, "an opened run is not trained here: petal-tui --resume %s continues it",
+             a->opened->path);
+        return;
+    }
     run_state st = a->snap->state;
     if (app_active(st)) {
         note(a, UI_R_DIM, "the run is already %s", run_state_name(st));
@@ -235,7 +240,10 @@ static void key_main(app *a, int ch)
         app_ask_preview(a, a->pv_asked > a->pv.n ? a->pv_asked : a->pv.n);
         break;
     case UI_ACT_CONFIG:
-        if (app_active(a->snap->state)) {
+        if (a->opened) {
+            note(a, UI_R_WARN, "an opened run's settings are its own: --resume %s continues it",
+                 a->opened->path);
+        } else if (app_active(a->snap->state)) {
             note(a, UI_R_WARN, "configure is for before a run: q stops this one");
         } else {
             ui_config_open(&a->cfgd, &a->cfg);
