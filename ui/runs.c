@@ -58,6 +58,7 @@ void ui_runs_scan(ui_runs *l, const char *dir)
         l->order[i] = i;
     l->sel = l->top = 0;
     ui_runs_sort(l);
+    l->sel = 0; /* the first row of the new order */
 }
 
 /* qsort has no context: the list being sorted. */
