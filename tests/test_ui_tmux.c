@@ -299,7 +299,7 @@ TEST(ui_tmux_workbench_panels_start_pause_help_quit)
 
     tmx_keys(&t, "?");
     WAIT(&t, "start training", 30);
-    tmx_keys(&t, "NPage"); /* 24 rows do not hold it all: it scrolls */
+    tmx_keys(&t, "NPage NPage"); /* 24 rows do not hold it all: it scrolls */
     WAIT(&t, "quit (asks when a run is active", 30);
     tmx_keys(&t, "Escape");
     T_CHECK(tmx_wait_gone(&t, "start training", 30));
