@@ -6,6 +6,9 @@
  *                  3.3a has no sixel) training on the demo data; the main thread,
  *                  which is the UI thread, is read from /proc/PID/task/PID/stat
  *                  over a window while the run goes on (goal: under 3% of a core)
+ *   ... with three runs overlaid   the same with --compare over three earlier
+ *                  runs (short headless demo runs made first), their curves drawn
+ *                  in every frame beside this run's (goal: under 3% of a core)
  *
  * Benchmarks link the core library only, so the encoder's one source file is
  * compiled in here. The binary is $BUILD/petal-tui (or $PT_BIN). */
@@ -107,7 +110,8 @@ static int screen_has(const char *tmux, const char *text)
     return sh(cmd) == 0;
 }
 
-static void bench_ui_cpu(void)
+/* extra: more options for the workbench ("" none); what: how the result is named. */
+static void bench_ui_cpu(const char *extra, const char *what)
 {
     const char *bin = getenv("PT_BIN");
     char binbuf[1024];
@@ -133,7 +137,7 @@ static void bench_ui_cpu(void)
     f = fopen(path, "w");
     if (!f)
         return;
-    fprintf(f, "echo $$ > %s/pid\nexec %s --no-sixel --out %s/run\n", dir, bin, dir);
+    fprintf(f, "echo $$ > %s/pid\nexec %s --no-sixel --out %s/run %s\n", dir, bin, dir, extra);
     fclose(f);
     snprintf(cmd, sizeof cmd, "%s new-session -d -x 120 -y 36 'sh %s/run.sh'", tmux, dir);
     if (sh(cmd) != 0) {
@@ -170,9 +174,10 @@ static void bench_ui_cpu(void)
         double t0 = util_now(), c0 = thread_cpu(pid, pid), p0 = all_cpu(pid);
         sleep((unsigned)window);
         double t1 = util_now(), c1 = thread_cpu(pid, pid), p1 = all_cpu(pid);
-        printf("UI thread CPU while training (demo data, 120x36, text preview, %.0f s): "
+        printf("UI thread CPU while training%s (demo data, 120x36, text preview, %.0f s): "
                "%.2f%% of one core (idle workbench: %.2f%%); whole process %.0f%%\n",
-               t1 - t0, (c1 - c0) / (t1 - t0) * 100, idle_pct, (p1 - p0) / (t1 - t0) * 100);
+               what, t1 - t0, (c1 - c0) / (t1 - t0) * 100, idle_pct,
+               (p1 - p0) / (t1 - t0) * 100);
     }
     snprintf(cmd, sizeof cmd, "%s send-keys -t 0 q; sleep 0.5; %s send-keys -t 0 y", tmux, tmux);
     sh(cmd);
@@ -182,10 +187,46 @@ static void bench_ui_cpu(void)
     sh(cmd);
 }
 
+/* Three short headless demo runs in a scratch folder, for --compare; the options
+ * naming them ("--compare A B C"), or "" when one failed. */
+static void three_runs(char *dir, char *opts, size_t n)
+{
+    const char *bin = getenv("PT_BIN");
+    char binbuf[1024], cmd[4096];
+    if (!bin || !*bin) {
+        const char *b = getenv("BUILD");
+        snprintf(binbuf, sizeof binbuf, "%s/petal-tui", b && *b ? b : "build");
+        bin = binbuf;
+    }
+    opts[0] = 0;
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return;
+    }
+    static const char *const lr[3] = { "0.001", "0.002", "0.004" };
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "%s --headless --out %s/r%d --image-size 32 --epochs 3 --replicas 1 --workers 1 "
+                 "--lr-max %s >/dev/null 2>&1",
+                 bin, dir, i, lr[i]);
+        if (sh(cmd) != 0) {
+            printf("UI CPU with three runs overlaid: the run %s/r%d failed\n", dir, i);
+            return;
+        }
+    }
+    snprintf(opts, n, "--compare %s/r0 %s/r1 %s/r2", dir, dir, dir);
+}
+
 int main(void)
 {
     bench_header("bench_ui");
     bench_sixel();
-    bench_ui_cpu();
+    bench_ui_cpu("", "");
+    char dir[] = "/tmp/pt-bench-cmp-XXXXXX", opts[256], cmd[300];
+    three_runs(dir, opts, sizeof opts);
+    if (opts[0])
+        bench_ui_cpu(opts, " with three runs overlaid");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    sh(cmd);
     return 0;
 }

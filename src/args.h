@@ -6,12 +6,18 @@
 
 #include "engine.h"
 
+#define ARGS_MAX_COMPARE 6
+
 typedef struct args {
     run_config cfg;
     int headless;
     int no_sixel;
     int no_color;
     char config_file[4096];     /* the config file that was read, "" if none */
+    /* --compare RUN_DIR...: runs whose curves the workbench overlays (argv's strings) */
+    const char *compare[ARGS_MAX_COMPARE];
+    int n_compare;
+    const char *open;           /* --open RUN_DIR: a finished run, shown without training */
 } args;
 
 /* 0, or 1 on a usage error (already printed). */

@@ -84,6 +84,7 @@ static void help(void)
            "usage:\n"
            "  petal-tui [OPTIONS]                open the workbench (demo data unless --data)\n"
            "  petal-tui --headless [OPTIONS]     train without the workbench\n"
+           "  petal-tui --open RUN_DIR           a finished run in the workbench, no training\n"
            "  petal-tui inspect PATH             what is in a shard, folder or dataset\n"
            "  petal-tui shards SRC_DIR OUT_DIR   class folders of JPEGs -> TFRecord shards\n"
            "  petal-tui demo [--cache DIR]       generate the demo dataset, print its folder\n"
@@ -100,12 +101,17 @@ static void help(void)
     printf("workbench options:\n");
     help_row("--no-sixel", "text (half-block) previews even on sixel terminals", NULL);
     help_row("--no-color", "no colours (also when NO_COLOR is set)", NULL);
+    help_row("--compare RUN_DIR...", "overlay earlier runs' curves (petal-tui run folders or "
+             "Keras TensorBoard event files), a colour each", NULL);
+    help_row("--open RUN_DIR", "show a finished run (curves, inspect, confusion, log) without "
+             "training", NULL);
     printf("\n"
            "workbench keys: ? lists them all. s start, p pause/resume, i inspect (there Tab\n"
            "focuses the images, the per-class table or the confusion matrix, the arrows\n"
            "scroll it, %% shows counts or percentages of each row), a/n augmentation\n"
-           "preview, c configure, q quit. --headless draws a Keras-like progress bar on a\n"
-           "terminal.\n");
+           "preview, c configure, r runs list (compare earlier runs, o sorts), x curves by\n"
+           "update/epoch/time, l log scale, Left/Right the zoomed curves' value cursor,\n"
+           "q quit. --headless draws a Keras-like progress bar on a terminal.\n");
     printf("\n"
            "exit status (the workbench's too): 0 done, 1 usage, 2 data error or failed run,\n"
            "3 non-finite loss, 130 interrupted or hung up. Errors go to stderr, once, as\n"
@@ -152,8 +158,14 @@ int main(int argc, char **argv)
     args a;
     if (args_parse(argc, argv, &a) != 0)
         return 1;
+    if (a.headless && (a.n_compare || a.open)) {
+        fprintf(stderr, "petal-tui: --%s is for the workbench, not --headless\n",
+                a.open ? "open" : "compare");
+        return 1;
+    }
     if (a.headless)
         return headless_run(&a.cfg);
-    ui_options uo = { .no_sixel = a.no_sixel, .no_color = a.no_color };
+    ui_options uo = { .no_sixel = a.no_sixel, .no_color = a.no_color,
+                      .compare = a.compare, .n_compare = a.n_compare, .open = a.open };
     return ui_run(&a.cfg, &uo);
 }

@@ -10,6 +10,7 @@
 #include "data/shards.h"
 #include "engine.h"
 #include "io/tbevent.h"
+#include "tests/t.h"
 
 static int draw_label(void *ctx, const shd_item *it, jpg_codec *codec, uint8_t *rgb, int size,
                       pt_err *e)
@@ -261,4 +262,33 @@ char *fx_history_without_timing(const char *dir)
     *o = '\0';
     free(data);
     return out;
+}
+
+const char *fx_demo_runs(void)
+{
+    static char parent[4200];
+    static int made; /* 1 made, -1 failed */
+    if (made)
+        return made > 0 ? parent : NULL;
+    made = -1;
+    util_copy(parent, sizeof parent, t_tmpdir());
+    /* Two short runs of the demo data that differ in one option. */
+    static const char *const extra[2] = { "", "--lr-max 0.004" };
+    static const char *const name[2] = { "a", "b" };
+    for (int i = 0; i < 2; i++) {
+        char cmd[8192], *out;
+        util_path(cmd, sizeof cmd,
+                  "%s --headless --out '%s/%s' --image-size 32 --epochs 2 --replicas 1 "
+                  "--workers 1 %s",
+                  t_bin(), parent, name[i], extra[i]);
+        int rc = t_run(cmd, &out);
+        if (rc != 0) {
+            printf("  demo run %s: exit %d:\n%s\n", name[i], rc, out);
+            free(out);
+            return NULL;
+        }
+        free(out);
+    }
+    made = 1;
+    return parent;
 }

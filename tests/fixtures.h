@@ -48,4 +48,9 @@ char *fx_history_without_timing(const char *dir);
  * "YYYY-MM-DD HH:MM:SS ". */
 char *fx_log_last_line(const char *run_dir, int *all_stamped);
 
+/* A folder (made once per test process) holding two short demo runs made by the
+ * headless runner, "a" (2 epochs at 32 px, default options) and "b" (the same
+ * with --lr-max 0.004); NULL (the reason printed) when a run failed. */
+const char *fx_demo_runs(void);
+
 #endif

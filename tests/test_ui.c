@@ -927,7 +927,7 @@ TEST(ui_panels_draw_from_a_snapshot_in_colour_and_without)
     ui_log *log = calloc(1, sizeof *log);
     ui_log_add(log, 50, -1, "data error: shard 03 record 17: payload crc mismatch");
     const char *names[12] = { "pink primrose", "hard-leaved pocket orchid" };
-    ui_frame f = { s, names, 2, log, "flip", NULL, 0, "text", 0, NULL, NULL };
+    ui_frame f = { s, names, 2, log, "flip", NULL, 0, "text", 0, NULL, NULL, NULL, 0, NULL };
     ui_view v;
     ui_panel_view_defaults(&v);
     for (int mode = 0; mode < 2; mode++) {
@@ -1035,7 +1035,7 @@ TEST(ui_header_shows_memory_and_load_next_to_the_throughput)
     m.cpu_pct = 190;
     m.load1 = 3.1;
     m.cores = 2;
-    ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, &m };
+    ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, &m, NULL, 0, NULL };
     ui_panel_header(stdscr, (ui_rect){ 0, 0, 2, 200 }, &f);
     char line[2048];
     row_text(1, line, sizeof line);
@@ -1155,7 +1155,7 @@ TEST(ui_inspect_confusion_matrix_counts_percent_and_104_classes_by_scrolling)
     r->confusion[(size_t)2 * K + 101] = 9;   /* class 2 for class 101 */
     v->n = v->scanned = r->n;
     v->seen_history = 1;
-    ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, NULL };
+    ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, NULL, NULL, 0, NULL };
     ui_rect body = { 2, 0, 37, 160 };
     werase(stdscr);
     ui_inspect_draw(v, stdscr, body, &f, pv);
@@ -1222,7 +1222,7 @@ TEST(ui_footer_offers_pause_only_while_a_run_is_under_way)
                   { RUN_DONE, 0 },   { RUN_FAILED, 0 },    { RUN_STOPPED, 0 } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         s->state = cases[i].st;
-        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, NULL };
+        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, NULL, NULL, 0, NULL };
         werase(stdscr);
         ui_rect r = { 0, 0, 1, COLS };
         ui_panel_footer(stdscr, r, &f, UI_CTX_MAIN);
@@ -1310,7 +1310,7 @@ TEST(ui_inspect_offers_s_only_when_it_starts_a_run)
     } cases[] = { { RUN_IDLE, 1 }, { RUN_PREPARING, 0 }, { RUN_RUNNING, 0 }, { RUN_PAUSED, 0 } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         s->state = cases[i].st;
-        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, NULL };
+        ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, NULL, NULL, 0, NULL };
         werase(stdscr);
         ui_inspect_draw(v, stdscr, (ui_rect){ 2, 0, 27, 100 }, &f, pv);
         T_CHECKF(screen_has("validation results come after the first epoch"), "%s: no note",
@@ -1424,7 +1424,7 @@ TEST(ui_log_panel_wraps_lines_and_shows_the_run_folder_in_full)
                "epoch 1/10 - 61 updates - 12.3s - 201ms/update - loss 1.2345 - acc 0.5678 - "
                "val_loss 1.1111 - val_acc 0.6000 - val_f1 0.5500 END-OF-LINE");
     ui_log_add(log, 3, -1, "short line");
-    ui_frame f = { s, NULL, 0, log, "flip", NULL, 0, "text", 0, dir, NULL };
+    ui_frame f = { s, NULL, 0, log, "flip", NULL, 0, "text", 0, dir, NULL, NULL, 0, NULL };
     ui_view v;
     ui_panel_view_defaults(&v);
     werase(stdscr);

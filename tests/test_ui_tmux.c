@@ -4,12 +4,14 @@
  * so these are the text-preview screens (--no-sixel says so explicitly). */
 #include "tests/t.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "base/util.h"
 #include "tests/fixtures.h"
+#include "train/runlog.h"
 
 typedef struct tmux_srv {
     char sock[1024];
@@ -297,7 +299,7 @@ TEST(ui_tmux_workbench_panels_start_pause_help_quit)
 
     tmx_keys(&t, "?");
     WAIT(&t, "start training", 30);
-    tmx_keys(&t, "NPage"); /* 24 rows do not hold it all: it scrolls */
+    tmx_keys(&t, "NPage NPage"); /* 24 rows do not hold it all: it scrolls */
     WAIT(&t, "quit (asks when a run is active", 30);
     tmx_keys(&t, "Escape");
     T_CHECK(tmx_wait_gone(&t, "start training", 30));
@@ -890,4 +892,229 @@ TEST(ui_tmux_220x60_zoomed_preview_centred_names_whole_no_s_while_running)
     }
     T_CHECK(tmx_exit_status(&t, 60) == 0);
     tmx_stop(&t);
+}
+
+/* ---- comparing runs, the runs list, --open (issue 14) ------------------------------ */
+
+#define KERAS_RUN_DIR "tf-written-tfrecords/tfevents-petals/20250321-152714"
+
+/* The number after "after" on the screen's first line holding it; NAN when none. */
+static double number_after(const char *s, const char *after)
+{
+    const char *p = strstr(s, after);
+    return p ? strtod(p + strlen(after), NULL) : NAN;
+}
+
+TEST(ui_tmux_compare_overlays_runs_by_update_epoch_time_with_value_cursor_and_log_y)
+{
+    T_NEED_TOOL("tmux");
+    const char *parent = fx_demo_runs();
+    T_REQUIRE(parent);
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --image-size 32 --out '%s/cur' --compare '%s/a' '%s/b'",
+             t_bin(), t_tmpdir(), parent, parent);
+    tmux_srv t;
+    T_REQUIRE(tmx_open(&t, 120, 40, NULL, cmd));
+    tmx_keys(&t, "Enter"); /* the curves (focused first) zoomed: the whole legend */
+    WAIT(&t, "compared (val line, train dots): \xe2\x94\x81 a  \xe2\x94\x81 b", 30);
+    char *s = tmx_screen(&t, 0);
+    T_CHECK(strstr(s, "Curves: loss by update"));
+    free(s);
+    /* Each run in a colour of its own: the legend's names in different SGRs. */
+    s = tmx_screen(&t, 1);
+    const char *la = strstr(s, "\xe2\x94\x81 a"), *lb = strstr(s, "\xe2\x94\x81 b");
+    T_REQUIRE(la && lb);
+    char sa[32] = "", sb[32] = "";
+    for (const char *p = la; p > s && p > la - 30; p--)
+        if (*p == '\033') {
+            util_fmt(sa, sizeof sa, "%.*s", (int)strcspn(p, "m") + 1, p);
+            break;
+        }
+    for (const char *p = lb; p > s && p > lb - 30; p--)
+        if (*p == '\033') {
+            util_fmt(sb, sizeof sb, "%.*s", (int)strcspn(p, "m") + 1, p);
+            break;
+        }
+    T_CHECKF(sa[0] && sb[0] && strcmp(sa, sb) != 0, "legend SGRs '%s' and '%s'", sa + 1, sb + 1);
+    free(s);
+
+    /* Zoomed: x cycles the axis (its end label follows), l puts the loss on a log scale. */
+    tmx_keys(&t, "x");
+    WAIT(&t, "Curves: loss by epoch", 30);
+    WAIT(&t, "epoch 2\xe2\x94\x82", 30); /* the axis's end, at the frame */
+    tmx_keys(&t, "x");
+    WAIT(&t, "Curves: loss by time", 30);
+    tmx_keys(&t, "x");
+    WAIT(&t, "Curves: loss by update", 30);
+    tmx_keys(&t, "x l");
+    WAIT(&t, "Curves: loss (log) by epoch", 30);
+
+    /* The value cursor: at the right end, then a column left; every run's values. */
+    tmx_keys(&t, "Left");
+    WAIT(&t, "this run: per update --", 30);
+    s = tmx_screen(&t, 0);
+    double x1 = number_after(s, "at epoch ");
+    double va = number_after(s, "a: train "), vb = number_after(s, "b: train ");
+    const char *vat = strstr(s, "a: train ");
+    double val_a = vat ? number_after(vat, "val ") : NAN;
+    T_CHECKF(isfinite(x1) && isfinite(va) && isfinite(vb) && isfinite(val_a), "%s", s);
+    free(s);
+    /* a's validation loss at that x lies between its epochs' figures around it. */
+    rlog_run *r;
+    pt_err e;
+    char dir[4300];
+    util_path(dir, sizeof dir, "%s/a", parent);
+    T_REQUIRE(rlog_load(dir, &r, &e) == PT_OK);
+    const rlog_series *vl = &r->s[RLOG_VAL_LOSS];
+    int k = 0;
+    while (k + 1 < vl->n && vl->x[RLOG_X_EPOCH][k + 1] < x1)
+        k++;
+    /* The x range is the demo runs' two epochs: the cursor is inside it. */
+    T_CHECKF(x1 > 1 && x1 <= 2, "at epoch %g", x1);
+    if (k + 1 < vl->n && x1 >= vl->x[RLOG_X_EPOCH][k]) {
+        double lo = fmin(vl->y[k], vl->y[k + 1]), hi = fmax(vl->y[k], vl->y[k + 1]);
+        T_CHECKF(val_a >= lo * 0.99 && val_a <= hi * 1.01, "a's val %g at epoch %g, not in [%g, %g]",
+                 val_a, x1, lo, hi);
+    }
+    rlog_free(r);
+    tmx_keys(&t, "Left Left Left Left");
+    double x2 = x1;
+    double end = util_now() + 30;
+    while (x2 >= x1 && util_now() < end) {
+        usleep(100000);
+        s = tmx_screen(&t, 0);
+        x2 = number_after(s, "at epoch ");
+        free(s);
+    }
+    T_CHECKF(x2 < x1, "the cursor stayed at epoch %g", x2);
+    tmx_keys(&t, "Escape");
+    T_CHECK(tmx_wait_gone(&t, "at epoch ", 30));
+    tmx_quit(&t, 0);
+}
+
+TEST(ui_tmux_runs_list_sorts_and_adds_a_run_to_the_comparison)
+{
+    T_NEED_TOOL("tmux");
+    const char *parent = fx_demo_runs();
+    T_REQUIRE(parent);
+    char cmd[8192];
+    /* The new run's folder lies beside a and b: the list shows that folder. */
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --image-size 32 --out '%s/cur'", t_bin(), parent);
+    tmux_srv t;
+    T_REQUIRE(tmx_open(&t, 140, 36, NULL, cmd));
+    tmx_keys(&t, "r");
+    WAIT(&t, ", by date", 30);
+    char *s = tmx_screen(&t, 0);
+    static const char *const heads[] = { "name", "date*", "model", "dataset", "epochs", "val F1",
+                                         "options that differ" };
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++)
+        T_CHECKF(strstr(s, heads[i]) != NULL, "no column \"%s\":\n%s", heads[i], s);
+    const char *ra = strstr(s, "[ ] a "), *rb = strstr(s, "[ ] b ");
+    T_CHECKF(ra && rb && rb < ra, "b (the newer) above a:\n%s", s);
+    /* Only the learning rate differs; a row's model, data and epochs. */
+    T_CHECKF(rb && strstr(rb, "lr-max=0.004") && strstr(rb, "small") && strstr(rb, "demo"),
+             "%s", s);
+    T_CHECKF(ra && strstr(ra, "lr-max=") && !strstr(s, "seed="), "%s", s);
+    free(s);
+    /* o: the next column; five times from date comes back to name (a above b). */
+    tmx_keys(&t, "o");
+    WAIT(&t, ", by model", 30);
+    tmx_keys(&t, "o o o o");
+    WAIT(&t, ", by name", 30);
+    s = tmx_screen(&t, 0);
+    ra = strstr(s, "[ ] a ");
+    rb = strstr(s, "[ ] b ");
+    T_CHECKF(ra && rb && ra < rb, "%s", s);
+    free(s);
+    /* The selection stayed on b: Space compares it. */
+    tmx_keys(&t, "Space");
+    WAIT(&t, "[x] b ", 30);
+    tmx_keys(&t, "Escape");
+    WAIT(&t, "\xe2\x94\x81 b  ", 30);
+    /* Off again. */
+    tmx_keys(&t, "r");
+    WAIT(&t, ", by name", 30);
+    WAIT(&t, "[x] b ", 30);
+    tmx_keys(&t, "Down Space"); /* the list opens on its first row, a */
+    WAIT(&t, "[ ] b ", 30);
+    T_CHECK(tmx_wait(&t, "[ ] a ", 30));
+    tmx_keys(&t, "Escape");
+    T_CHECK(tmx_wait_gone(&t, "compared (val line", 30));
+    tmx_quit(&t, 0);
+}
+
+TEST(ui_tmux_open_shows_a_finished_run_without_training)
+{
+    T_NEED_TOOL("tmux");
+    const char *parent = fx_demo_runs();
+    T_REQUIRE(parent);
+    char cmd[8192], log[4300];
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s/a'", t_bin(), parent);
+    util_path(log, sizeof log, "%s/a/log.txt", parent);
+    uint8_t *log0;
+    size_t n0;
+    T_REQUIRE(util_read_file(log, &log0, &n0, NULL) == PT_OK);
+    tmux_srv t;
+    T_REQUIRE(tmx_start(&t, 120, 40, NULL, cmd) == 0);
+    WAIT(&t, "DONE", 30);
+    WAIT(&t, "-- train/epoch", 30);
+    char *s = tmx_screen(&t, 0);
+    T_CHECKF(strstr(s, "epoch 2/2") && strstr(s, "small 32px") && strstr(s, "done: 2 epochs"),
+             "%s", s);
+    T_CHECK(!strstr(s, "s start"));
+    free(s);
+    /* s does nothing and says why; the run stays as it was. */
+    tmx_keys(&t, "s");
+    WAIT(&t, "not trained here", 30);
+    s = tmx_screen(&t, 0);
+    T_CHECKF(strstr(s, "DONE") && !strstr(s, "RUNNING") && !strstr(s, "PREPARING"), "%s", s);
+    free(s);
+    uint8_t *log1;
+    size_t n1;
+    T_REQUIRE(util_read_file(log, &log1, &n1, NULL) == PT_OK);
+    T_CHECK(n1 == n0 && !memcmp(log0, log1, n0)); /* nothing more logged: no run */
+    free(log0);
+    free(log1);
+    /* Inspect: the last epoch's table and matrix; the images are not in the folder. */
+    tmx_keys(&t, "i");
+    WAIT(&t, "keeps no images", 30);
+    WAIT(&t, "Confusion: true by row", 30);
+    WAIT(&t, "Validation after epoch 2", 30);
+    tmx_keys(&t, "i");
+    T_CHECK(tmx_wait_gone(&t, "Confusion: true by row", 30));
+    tmx_quit(&t, 0);
+}
+
+TEST(ui_tmux_compare_and_open_the_keras_event_files)
+{
+    T_NEED_DATA();
+    T_NEED_TOOL("tmux");
+    char cmd[8192];
+    tmux_srv t;
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --image-size 32 --out '%s/cur' --compare '%s'",
+             t_bin(), t_tmpdir(), t_data(KERAS_RUN_DIR));
+    T_REQUIRE(tmx_open(&t, 120, 40, NULL, cmd));
+    tmx_keys(&t, "Enter");
+    WAIT(&t, "\xe2\x94\x81 20250321-152714", 30);
+    /* 30 epochs of 800 updates: the axis ends there by epoch and by update. */
+    WAIT(&t, "upd 24000", 30);
+    tmx_keys(&t, "x");
+    WAIT(&t, "epoch 30", 30);
+    tmx_keys(&t, "Left");
+    WAIT(&t, "20250321-152714: train ", 30);
+    char *s = tmx_screen(&t, 0);
+    const char *row = strstr(s, "20250321-152714: train ");
+    T_CHECKF(row && isfinite(number_after(row, "train ")) && isfinite(number_after(row, "val ")),
+             "%s", s);
+    free(s);
+    tmx_quit(&t, 0);
+
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s'", t_bin(), t_data(KERAS_RUN_DIR));
+    T_REQUIRE(tmx_start(&t, 120, 40, NULL, cmd) == 0);
+    WAIT(&t, "DONE", 30);
+    WAIT(&t, "epoch 30/30", 30);
+    tmx_keys(&t, "i");
+    WAIT(&t, "no validation results in this run's folder", 30);
+    tmx_keys(&t, "Escape");
+    tmx_quit(&t, 0);
 }

@@ -5,6 +5,7 @@
 
 #include <curses.h>
 #include <langinfo.h>
+#include <math.h>
 #include <locale.h>
 #include <signal.h>
 #include <stdio.h>
@@ -135,7 +136,9 @@ static void run_folder(app *a)
 
 static void collect(app *a)
 {
-    eng_snapshot_get(a->g, a->snap);
+    /* An opened run's snapshot was made once from its folder (open_run()). */
+    if (!a->opened)
+        eng_snapshot_get(a->g, a->snap);
     char line[1200];
     while (eng_log_pop(a->g, line, sizeof line))
         ui_log_add(a->log, app_now(a), -1, line);
@@ -179,8 +182,160 @@ static void collect(app *a)
         util_copy(a->pv_err, sizeof a->pv_err, pe.msg);
     else
         a->pv_err[0] = '\0';
-    if (a->insp.open && a->modal == MODAL_NONE)
+    if (a->insp.open && a->modal == MODAL_NONE && !a->opened)
         ui_inspect_work(&a->insp, a->g, a->snap->history_n);
+}
+
+/* ---- --open ----------------------------------------------------------------------- */
+
+/* The snapshot of a finished run, from what runlog read of its folder: the epochs'
+ * figures, the per-update curves (averaged down to the snapshot's points), the
+ * totals. */
+static void open_fill(app *a)
+{
+    run_snapshot *s = a->snap;
+    const rlog_run *r = a->opened;
+    s->state = RUN_DONE;
+    static const int row_of[6] = { RLOG_TRAIN_LOSS, RLOG_VAL_LOSS, RLOG_TRAIN_ACC,
+                                   RLOG_VAL_ACC,    RLOG_TRAIN_F1, RLOG_VAL_F1 };
+    static double cum_u[RUN_MAX_EPOCHS], cum_t[RUN_MAX_EPOCHS];
+    int ne = 0;
+    for (int i = 0; i < RUN_MAX_EPOCHS; i++) {
+        run_epoch *h = &s->history[i];
+        memset(h, 0, sizeof *h);
+        h->epoch = i + 1;
+        h->train_loss = h->train_acc = h->train_f1 = h->val_loss = h->val_acc = h->val_f1 = NAN;
+        h->train_precision = h->train_recall = h->val_precision = h->val_recall = NAN;
+        cum_u[i] = cum_t[i] = NAN;
+    }
+    for (int k = 0; k < 6; k++) {
+        const rlog_series *se = &r->s[row_of[k]];
+        for (int i = 0; i < se->n; i++) {
+            double ex = se->x[RLOG_X_EPOCH][i];
+            if (!isfinite(ex) || ex < 1 || ex > RUN_MAX_EPOCHS)
+                continue;
+            int e = (int)lround(ex) - 1;
+            run_epoch *h = &s->history[e];
+            double v = se->y[i];
+            switch (row_of[k]) {
+            case RLOG_TRAIN_LOSS: h->train_loss = v; break;
+            case RLOG_VAL_LOSS: h->val_loss = v; break;
+            case RLOG_TRAIN_ACC: h->train_acc = v; break;
+            case RLOG_VAL_ACC: h->val_acc = v; break;
+            case RLOG_TRAIN_F1: h->train_f1 = v; break;
+            default: h->val_f1 = v; break;
+            }
+            if (isfinite(se->x[RLOG_X_UPDATE][i]))
+                cum_u[e] = se->x[RLOG_X_UPDATE][i];
+            if (isfinite(se->x[RLOG_X_TIME][i]))
+                cum_t[e] = se->x[RLOG_X_TIME][i];
+            ne = e + 1 > ne ? e + 1 : ne;
+        }
+    }
+    double pu = 0, pt = 0;
+    for (int i = 0; i < ne; i++) {
+        run_epoch *h = &s->history[i];
+        h->updates = isfinite(cum_u[i]) ? (int)lround(cum_u[i] - pu) : 0;
+        h->seconds = isfinite(cum_t[i]) ? cum_t[i] - pt : 0;
+        pu = isfinite(cum_u[i]) ? cum_u[i] : pu;
+        pt = isfinite(cum_t[i]) ? cum_t[i] : pt;
+    }
+    s->history_n = ne;
+    s->epoch = s->epochs = ne;
+    s->update = s->total_steps = (long long)pu;
+    s->steps_per_epoch = ne > 0 ? s->history[ne - 1].updates : 0;
+    s->step = s->steps_per_epoch;
+    s->elapsed = pt;
+    s->eta = -1;
+    if (ne > 0) {
+        s->running_loss = s->last_loss = s->history[ne - 1].train_loss;
+        s->running_acc = s->last_acc = s->history[ne - 1].train_acc;
+    }
+    /* The per-update curves, averaged in groups of stride when there are more than
+     * the snapshot holds (a point stands at update (i + 1) * stride). */
+    const rlog_series *bl = &r->s[RLOG_BATCH_LOSS], *ba = &r->s[RLOG_BATCH_ACC],
+                      *br = &r->s[RLOG_BATCH_LR];
+    int n = bl->n;
+    int stride = n > RUN_CURVE_POINTS ? (n + RUN_CURVE_POINTS - 1) / RUN_CURVE_POINTS : 1;
+    s->curve_stride = stride;
+    s->curve_n = n / stride;
+    for (int i = 0; i < s->curve_n; i++) {
+        double l = 0, c = 0, q = 0;
+        for (int j = i * stride; j < (i + 1) * stride; j++) {
+            l += bl->y[j];
+            c += j < ba->n ? ba->y[j] : NAN;
+            q += j < br->n ? br->y[j] : NAN;
+        }
+        s->curve_loss[i] = (float)(l / stride);
+        s->curve_acc[i] = (float)(c / stride);
+        s->curve_lr[i] = (float)(q / stride);
+    }
+    s->lr = br->n > 0 ? br->y[br->n - 1] : 0;
+    if (s->curve_n > 0 && s->update < (long long)s->curve_n * stride)
+        s->update = s->total_steps = (long long)s->curve_n * stride;
+    util_copy(s->model, sizeof s->model, r->model[0] ? r->model : r->writer);
+    util_copy(s->dataset, sizeof s->dataset, r->dataset[0] ? r->dataset : "?");
+    util_copy(s->run_dir, sizeof s->run_dir, r->path);
+    util_fmt(s->message, sizeof s->message,
+             "opened %s: a finished run, shown without training (petal-tui --resume %s "
+             "continues it)",
+             r->name, r->path);
+}
+
+static void open_log_line(void *ctx, const char *line)
+{
+    app *a = ctx;
+    ui_log_add(a->log, app_now(a), -1, line);
+}
+
+/* --open RUN_DIR: read the run; an engine for its configuration (class names and
+ * the augmentation preview of its data), never started; the snapshot, the log and
+ * the inspect view's results from the folder. */
+static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
+{
+    int rc = rlog_load(dir, &a->opened, e);
+    if (rc != PT_OK)
+        return rc;
+    run_config c = *cfg;
+    char path[4200];
+    util_path(path, sizeof path, "%s/config", dir);
+    char why[1200] = "";
+    pt_err ce;
+    if (util_is_file(path) && cfg_read_file(&c, path, &ce) != PT_OK) {
+        util_fmt(why, sizeof why, "its configuration cannot be read (%s)", ce.msg);
+        c = *cfg;
+    }
+    c.out[0] = c.resume[0] = '\0';
+    if (app_make_engine(a, &c, &ce) != PT_OK) {
+        util_fmt(why, sizeof why, "its data cannot be opened (%s)", ce.msg);
+        c = *cfg;
+        c.out[0] = c.resume[0] = '\0';
+        if ((rc = app_make_engine(a, &c, e)) != PT_OK)
+            return rc;
+    }
+    open_fill(a);
+    if (rlog_log_lines(dir, open_log_line, a, &ce) < 0)
+        ui_log_add(a->log, app_now(a), UI_R_DIM, "no log.txt in the run's folder");
+    if (why[0]) {
+        char m[1400];
+        util_fmt(m, sizeof m, "%s: the previews show the default data", why);
+        ui_log_add(a->log, app_now(a), UI_R_WARN, m);
+    }
+    run_val_report rep;
+    int *lab, *pred;
+    long long n;
+    if (rlog_val_load(dir, 0, &rep, &lab, &pred, &n, &ce) == PT_OK) {
+        a->snap->n_classes = rep.n_classes;
+        ui_inspect_set_results(&a->insp, &rep, lab, pred, n,
+                               "The run's folder keeps no images: inspect shows the last "
+                               "epoch's per-class scores and confusion matrix, from "
+                               "valid_labels.json and valid_preds.jsonl.");
+        free(lab);
+        free(pred);
+    } else if (ce.code != PT_ENODATA) {
+        ui_log_add(a->log, app_now(a), UI_R_WARN, ce.msg);
+    }
+    return PT_OK;
 }
 
 void app_ask_preview(app *a, int n)
@@ -281,6 +436,23 @@ static void draw_preview(app *a, const ui_frame *f)
     ui_preview_draw(&a->pview, stdscr);
 }
 
+/* The colour role of a run in the comparison, or -1 when it is not compared (the
+ * same folder, whatever the path's spelling). */
+static int compared_role(void *ctx, const rlog_run *r)
+{
+    const app *a = ctx;
+    char *rp = realpath(r->path, NULL);
+    int role = -1;
+    for (int i = 0; i < a->n_cmp && role < 0; i++) {
+        char *cp = realpath(a->cmp[i]->path, NULL);
+        if (rp && cp && !strcmp(rp, cp))
+            role = (int)ui_panel_compare_role(i);
+        free(cp);
+    }
+    free(rp);
+    return role;
+}
+
 static void frame(app *a)
 {
     werase(stdscr);
@@ -300,6 +472,9 @@ static void frame(app *a)
     f.pix = a->pix_label;
     f.run_dir = a->run_dir;
     f.sys = &a->sys;
+    f.compare = (const rlog_run *const *)a->cmp;
+    f.n_compare = a->n_cmp;
+    f.opened = a->opened ? a->opened->path : NULL;
     if (a->note[0] && app_now(a) < a->note_until) {
         f.note = a->note;
         f.note_role = a->note_role;
@@ -362,6 +537,8 @@ static void frame(app *a)
         }
     } else if (a->modal == MODAL_CONFIG) {
         cover = ui_config_draw(&a->cfgd, stdscr, rows, cols);
+    } else if (a->modal == MODAL_RUNS) {
+        cover = ui_runs_draw(&a->runs, stdscr, rows, cols, compared_role, a);
     }
 
     /* What is on screen, as far as pictures care: any change in it and curses
@@ -428,8 +605,31 @@ static void pick_pictures(app *a)
     ui_log_add(a->log, app_now(a), UI_R_DIM, m);
 }
 
+void app_runs_dir(const app *a, char *buf, size_t n)
+{
+    const char *run = a->opt.open ? a->opt.open : a->cfg.resume[0] ? a->cfg.resume : a->cfg.out;
+    if (!run[0]) {
+        util_copy(buf, n, "runs");
+        return;
+    }
+    size_t len = strlen(run);
+    while (len > 1 && run[len - 1] == '/')
+        len--;
+    size_t at = len;
+    while (at > 0 && run[at - 1] != '/')
+        at--;
+    if (at == 0)
+        util_copy(buf, n, ".");
+    else
+        util_fmt(buf, n, "%.*s", (int)(at > 1 ? at - 1 : 1), run);
+}
+
 static void free_app(app *a)
 {
+    for (int i = 0; i < a->n_cmp; i++)
+        rlog_free(a->cmp[i]);
+    rlog_free(a->opened);
+    ui_runs_free(&a->runs);
     ui_preview_free(&a->pview);
     ui_preview_free(&a->iview);
     ui_inspect_free(&a->insp);
@@ -492,16 +692,26 @@ int ui_run(const run_config *cfg, const ui_options *opt)
     }
     ui_log_init(a->log);
     ui_sysmon_init(&a->sys);
+    ui_runs_init(&a->runs);
     ui_panel_view_defaults(&a->view);
     ui_inspect_init(&a->insp);
     /* What the engine can check (options, the dataset, the run folder) is refused
      * here, before the screen opens, with the exit status --headless gives. */
     pt_err e;
-    int rc = app_make_engine(a, cfg, &e);
+    int rc = opt->open ? open_run(a, cfg, opt->open, &e) : app_make_engine(a, cfg, &e);
     if (rc != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         free_app(a);
         return rc == PT_EUSAGE ? 1 : 2;
+    }
+    /* --compare's runs, read once now: one that cannot be read is refused here. */
+    for (int i = 0; i < opt->n_compare && a->n_cmp < UI_MAX_COMPARE; i++) {
+        if (rlog_load(opt->compare[i], &a->cmp[a->n_cmp], &e) != PT_OK) {
+            fprintf(stderr, "petal-tui: %s\n", e.msg);
+            free_app(a);
+            return 2;
+        }
+        a->n_cmp++;
     }
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "petal-tui: the workbench needs a terminal; --headless trains without one\n");

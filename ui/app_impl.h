@@ -23,11 +23,12 @@
 #include "ui/log.h"
 #include "ui/panels.h"
 #include "ui/preview.h"
+#include "ui/runs.h"
 #include "ui/sysmon.h"
 #include "ui/term.h"
 #include "ui/ui.h"
 
-enum { MODAL_NONE = 0, MODAL_HELP, MODAL_QUIT, MODAL_INT, MODAL_CONFIG };
+enum { MODAL_NONE = 0, MODAL_HELP, MODAL_QUIT, MODAL_INT, MODAL_CONFIG, MODAL_RUNS };
 
 /* Who writes what: app.c makes it (ui_run()), replaces the engine and what came
  * from it (app_make_engine(), also called by the keys for s after a run and for
@@ -67,6 +68,13 @@ typedef struct app {
     /* inspect */
     ui_inspect insp;
     ui_preview iview;
+    /* compared runs (read once each, owned here) and the runs list */
+    rlog_run *cmp[UI_MAX_COMPARE];
+    int n_cmp;
+    ui_runs runs;
+    /* --open: the finished run shown (its snapshot made once from it); NULL when
+     * this workbench trains */
+    rlog_run *opened;
     /* dialogs */
     int modal;
     int int_paused;         /* Ctrl-C paused the run */
@@ -97,6 +105,9 @@ int app_make_engine(app *a, const run_config *cfg, pt_err *e);
 
 /* Asks the engine for a preview batch of n images (clamped to 1..64). */
 void app_ask_preview(app *a, int n);
+
+/* Where the runs list looks: the folder of --open's or --out's run, else runs/. */
+void app_runs_dir(const app *a, char *buf, size_t n);
 
 /* app_keys.c */
 

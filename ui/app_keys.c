@@ -7,6 +7,8 @@
 #include <curses.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "ui/config.h"
@@ -51,6 +53,11 @@ static int first_visible(const ui_layout *L, int from, int step)
 
 static void start(app *a)
 {
+    if (a->opened) {
+        note(a, UI_R_WARN, "an opened run is not trained here: petal-tui --resume %s continues it",
+             a->opened->path);
+        return;
+    }
     run_state st = a->snap->state;
     if (app_active(st)) {
         note(a, UI_R_DIM, "the run is already %s", run_state_name(st));
@@ -139,6 +146,59 @@ static void quit(app *a, int status)
     }
 }
 
+/* Space/Enter in the runs list: the selected run into the comparison, or out. */
+static void toggle_compared(app *a)
+{
+    const rlog_run *r = ui_runs_selected(&a->runs);
+    if (!r)
+        return;
+    char *rp = realpath(r->path, NULL);
+    for (int i = 0; i < a->n_cmp; i++) {
+        char *cp = realpath(a->cmp[i]->path, NULL);
+        int same = rp && cp && !strcmp(rp, cp);
+        free(cp);
+        if (!same)
+            continue;
+        note(a, UI_R_DIM, "%s is no longer compared", a->cmp[i]->name);
+        rlog_free(a->cmp[i]);
+        for (int k = i + 1; k < a->n_cmp; k++)
+            a->cmp[k - 1] = a->cmp[k];
+        a->n_cmp--;
+        free(rp);
+        return;
+    }
+    free(rp);
+    if (a->n_cmp >= UI_MAX_COMPARE) {
+        note(a, UI_R_WARN, "at most %d runs are compared: take one off first", UI_MAX_COMPARE);
+        return;
+    }
+    pt_err e;
+    if (rlog_load(r->path, &a->cmp[a->n_cmp], &e) != PT_OK) {
+        note(a, UI_R_BAD, "%s", e.msg);
+        return;
+    }
+    note(a, UI_R_OK, "comparing %s", a->cmp[a->n_cmp]->name);
+    a->n_cmp++;
+}
+
+/* Left/Right on the zoomed curves: the value cursor, one column at a time; it
+ * starts at the right end (the latest figures). */
+static void move_cursor(app *a, int step)
+{
+    int pw = a->layout.panel[UI_P_CURVES].w - 2 - 7;
+    if (pw < 1)
+        return;
+    ui_view *v = &a->view;
+    if (v->cursor < 0 || v->cursor >= pw)
+        v->cursor = pw - 1;
+    else
+        v->cursor += step;
+    if (v->cursor < 0)
+        v->cursor = 0;
+    if (v->cursor >= pw)
+        v->cursor = pw - 1;
+}
+
 static void key_main(app *a, int ch)
 {
     ui_view *v = &a->view;
@@ -180,7 +240,10 @@ static void key_main(app *a, int ch)
         app_ask_preview(a, a->pv_asked > a->pv.n ? a->pv_asked : a->pv.n);
         break;
     case UI_ACT_CONFIG:
-        if (app_active(a->snap->state)) {
+        if (a->opened) {
+            note(a, UI_R_WARN, "an opened run's settings are its own: --resume %s continues it",
+                 a->opened->path);
+        } else if (app_active(a->snap->state)) {
             note(a, UI_R_WARN, "configure is for before a run: q stops this one");
         } else {
             ui_config_open(&a->cfgd, &a->cfg);
@@ -200,17 +263,40 @@ static void key_main(app *a, int ch)
         v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_DOWN);
         break;
     case UI_ACT_LEFT:
-        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_LEFT);
+        if (v->zoom == UI_P_CURVES)
+            move_cursor(a, -1);
+        else
+            v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_LEFT);
         break;
     case UI_ACT_RIGHT:
-        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_RIGHT);
+        if (v->zoom == UI_P_CURVES)
+            move_cursor(a, 1);
+        else
+            v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_RIGHT);
         break;
     case UI_ACT_ZOOM:
         v->zoom = v->zoom == v->focus ? -1 : v->focus;
+        v->cursor = -1;
         break;
     case UI_ACT_BACK:
         v->zoom = -1;
+        v->cursor = -1;
         break;
+    case UI_ACT_XAXIS: {
+        static const char *const names[UI_X_COUNT] = { "updates", "epochs",
+                                                       "wall-clock time since each run began" };
+        v->xaxis = (v->xaxis + 1) % UI_X_COUNT;
+        note(a, UI_R_DIM, "curves by %s", names[v->xaxis]);
+        break;
+    }
+    case UI_ACT_RUNS: {
+        char dir[4096];
+        app_runs_dir(a, dir, sizeof dir);
+        ui_runs_scan(&a->runs, dir);
+        a->runs.open = 1;
+        a->modal = MODAL_RUNS;
+        break;
+    }
     case UI_ACT_METRIC:
         v->metric = (v->metric + 1) % UI_METRIC_COUNT;
         break;
@@ -293,6 +379,20 @@ void app_key(app *a, int ch)
             if (a->int_paused || a->snap->state == RUN_PAUSED)
                 eng_resume(a->g);
             a->int_paused = 0;
+        }
+        return;
+    }
+    case MODAL_RUNS: {
+        ui_act act = ui_keys_action(UI_CTX_RUNS, ch);
+        if (act == UI_ACT_BACK) {
+            a->modal = MODAL_NONE;
+            a->runs.open = 0;
+        } else if (act == UI_ACT_TOGGLE) {
+            toggle_compared(a);
+        } else if (act == UI_ACT_NEXT) {
+            ui_runs_scan(&a->runs, a->runs.dir);
+        } else {
+            ui_runs_key(&a->runs, act);
         }
         return;
     }

@@ -26,7 +26,7 @@ int ui_chart_yrange(const ui_chart_series *s, int ns, int logy, ui_chart_axis *o
     for (int k = 0; k < ns; k++)
         for (int i = 0; i < s[k].n; i++) {
             double v = s[k].y[i];
-            if (!usable(v, logy))
+            if (!usable(v, logy) || (s[k].x && !isfinite(s[k].x[i])))
                 continue;
             v = fwd(v, logy);
             lo = v < lo ? v : lo;
@@ -112,11 +112,11 @@ void ui_chart_plot(ui_cells *g, ui_chart_axis xa, ui_chart_axis ya, const ui_cha
         int have = 0, lx = 0, ly = 0;
         for (int i = 0; i < s[k].n; i++) {
             double v = s[k].y[i];
-            if (!usable(v, ya.log)) {
+            double x = s[k].x ? s[k].x[i] : s[k].x0 + i * s[k].dx;
+            if (!usable(v, ya.log) || !isfinite(x)) {
                 have = 0;
                 continue;
             }
-            double x = s[k].x ? s[k].x[i] : s[k].x0 + i * s[k].dx;
             double tx = xspan > 0 ? (x - xa.lo) / xspan : 0;
             double ty = yspan > 0 ? (fwd(v, ya.log) - ylo) / yspan : 0.5;
             int px = (int)lround(tx * (W - 1));
@@ -135,9 +135,9 @@ void ui_chart_plot(ui_cells *g, ui_chart_axis xa, ui_chart_axis ya, const ui_cha
             continue;
         for (int i = 0; i < s[k].n; i++) {
             double v = s[k].y[i];
-            if (!usable(v, ya.log))
-                continue;
             double x = s[k].x ? s[k].x[i] : s[k].x0 + i * s[k].dx;
+            if (!usable(v, ya.log) || !isfinite(x))
+                continue;
             double tx = xspan > 0 ? (x - xa.lo) / xspan : 0;
             double ty = yspan > 0 ? (fwd(v, ya.log) - ylo) / yspan : 0.5;
             int cx = (int)lround(tx * (W - 1)) / 2;
@@ -332,4 +332,24 @@ void ui_chart_fmt_dur(double s, char *buf, size_t n)
         snprintf(buf, n, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
     else
         snprintf(buf, n, "%lldd%02lldh", t / 86400, t / 3600 % 24);
+}
+
+double ui_chart_value_at(const ui_chart_series *s, double x)
+{
+    int have = 0;
+    double px = 0, py = 0;
+    for (int i = 0; i < s->n; i++) {
+        double v = s->y[i];
+        double xi = s->x ? s->x[i] : s->x0 + i * s->dx;
+        if (!isfinite(v) || !isfinite(xi))
+            continue;
+        if (xi == x)
+            return v;
+        if (have && px < x && x < xi)
+            return py + (v - py) * (x - px) / (xi - px);
+        have = 1;
+        px = xi;
+        py = v;
+    }
+    return NAN;
 }

@@ -42,6 +42,12 @@ int ui_chart_yrange(const ui_chart_series *s, int ns, int logy, ui_chart_axis *o
 void ui_chart_plot(ui_cells *g, ui_chart_axis xa, ui_chart_axis ya, const ui_chart_series *s,
                    int ns);
 
+/* The series' value at x: a point's own where one sits at x, else on the line
+ * between the points on either side of it (points without a finite x or y are
+ * passed over, as a validation every other epoch leaves them); NaN outside the
+ * points' range. The points are taken in order, their x increasing. */
+double ui_chart_value_at(const ui_chart_series *s, double x);
+
 /* The value at the vertical middle of row `row` of an h-row chart. */
 double ui_chart_row_value(ui_chart_axis ya, int h, int row);
 

@@ -32,6 +32,12 @@ static const struct {
     [UI_R_BAR_B] = { COLOR_MAGENTA, 175, A_NORMAL, A_NORMAL },
     [UI_R_BAR_C] = { COLOR_BLUE, 61, A_NORMAL, A_DIM },
     [UI_R_SEL] = { -1, -1, A_REVERSE, A_REVERSE },
+    [UI_R_C1] = { COLOR_MAGENTA, 170, A_BOLD, A_NORMAL },
+    [UI_R_C2] = { COLOR_GREEN, 114, A_BOLD, A_NORMAL },
+    [UI_R_C3] = { COLOR_RED, 203, A_BOLD, A_NORMAL },
+    [UI_R_C4] = { COLOR_WHITE, 252, A_BOLD, A_NORMAL },
+    [UI_R_C5] = { COLOR_BLUE, 69, A_BOLD, A_NORMAL },
+    [UI_R_C6] = { COLOR_YELLOW, 186, A_NORMAL, A_NORMAL },
 };
 
 /* Heat levels 1..5 off the diagonal (reds) and on it (greens): background and

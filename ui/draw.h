@@ -36,6 +36,12 @@ typedef enum ui_role {
     UI_R_BAR_B,      /* bars: validation counts */
     UI_R_BAR_C,      /* bars: oversampled extra */
     UI_R_SEL,        /* a selected row in a list */
+    UI_R_C1,         /* compared runs' curves, one colour each (C1 .. C6) */
+    UI_R_C2,
+    UI_R_C3,
+    UI_R_C4,
+    UI_R_C5,
+    UI_R_C6,
     UI_R_COUNT
 } ui_role;
 

@@ -127,6 +127,22 @@ static long long index_at(const ui_inspect *v, long long pos)
     return pos >= 0 && pos < v->n_wrong ? v->wrong[pos] : -1;
 }
 
+void ui_inspect_set_results(ui_inspect *v, run_val_report *rep, const int *labels,
+                            const int *preds, long long n, const char *no_images)
+{
+    ui_inspect_free(v);
+    v->rep = *rep;
+    memset(rep, 0, sizeof *rep);
+    snprintf(v->no_images, sizeof v->no_images, "%s", no_images);
+    v->wrong = n > 0 ? malloc(sizeof(int) * (size_t)n) : NULL;
+    if (n > 0 && !v->wrong)
+        return;
+    v->n = v->scanned = n;
+    for (long long i = 0; i < n; i++)
+        if (labels[i] != preds[i])
+            v->wrong[v->n_wrong++] = (int)i;
+}
+
 void ui_inspect_work(ui_inspect *v, eng *g, int history_n)
 {
     if (history_n != v->seen_history) {
@@ -414,7 +430,10 @@ void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, 
         ui_rect in = ui_draw_box(w, body, "Inspect validation", 1);
         /* s is offered only where it starts a run. */
         run_state st = f->s ? f->s->state : RUN_IDLE;
-        const char *m = st == RUN_IDLE ? "validation results come after the first epoch "
+        const char *m = f->opened ? "no validation results in this run's folder (petal-tui "
+                                    "writes valid_labels.json and valid_preds.jsonl; a Keras "
+                                    "run's event files hold none)"
+                        : st == RUN_IDLE ? "validation results come after the first epoch "
                                          "(s starts the run)"
                         : st == RUN_PREPARING || st == RUN_RUNNING || st == RUN_PAUSED
                             ? "validation results come after the first epoch"
@@ -454,6 +473,13 @@ void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, 
     ui_rect in = ui_draw_box(w, left, title, v->focus == UI_INSPECT_IMAGES);
     if (in.h < 4 || in.w < 10) {
         ui_preview_hide(pv);
+        return;
+    }
+    if (v->no_images[0]) {
+        ui_preview_hide(pv);
+        v->per_page = 1;
+        ui_draw_wrapped(w, (ui_rect){ in.y + 1, in.x + 1, in.h - 1, in.w - 2 }, UI_R_DIM,
+                        v->no_images);
         return;
     }
     ui_preview_geom g;

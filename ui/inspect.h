@@ -78,6 +78,7 @@ typedef struct ui_inspect {
     int page_key;               /* what the page was fetched for */
     uint64_t page_id;           /* changes whenever the page's images change */
     char err[1024];
+    char no_images[512];        /* why there are no images to show (an opened run), or "" */
 } ui_inspect;
 
 void ui_inspect_init(ui_inspect *v);
@@ -86,6 +87,12 @@ void ui_inspect_free(ui_inspect *v);
 /* Collect from the engine. history_n: the snapshot's count of finished epochs
  * (a change means new results). */
 void ui_inspect_work(ui_inspect *v, eng *g, int history_n);
+
+/* Results read from a finished run's folder (--open) instead of the engine: the
+ * report (taken over: freed here) and every label and prediction (copied). The
+ * folder keeps no images: the images part shows no_images instead. */
+void ui_inspect_set_results(ui_inspect *v, run_val_report *rep, const int *labels,
+                            const int *preds, long long n, const char *no_images);
 
 /* Number of entries in the list shown (all, or the mistakes found so far). */
 long long ui_inspect_count(const ui_inspect *v);

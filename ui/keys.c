@@ -18,14 +18,16 @@ static const ui_key g_keys[] = {
     { UI_CTX_MAIN, KEY_BTAB, "S-Tab", UI_ACT_FOCUS_PREV, NULL, "focus the previous panel" },
     { UI_CTX_MAIN, KEY_UP, "Up", UI_ACT_UP, NULL, "focus the panel above" },
     { UI_CTX_MAIN, KEY_DOWN, "Down", UI_ACT_DOWN, NULL, "focus the panel below" },
-    { UI_CTX_MAIN, KEY_LEFT, "Left", UI_ACT_LEFT, NULL, "focus the panel to the left" },
-    { UI_CTX_MAIN, KEY_RIGHT, "Right", UI_ACT_RIGHT, NULL, "focus the panel to the right" },
+    { UI_CTX_MAIN, KEY_LEFT, "Left", UI_ACT_LEFT, NULL, "focus left (zoomed curves: the value cursor left)" },
+    { UI_CTX_MAIN, KEY_RIGHT, "Right", UI_ACT_RIGHT, NULL, "focus right (zoomed curves: the value cursor right)" },
     { UI_CTX_MAIN, '\n', "Enter", UI_ACT_ZOOM, "zoom", "zoom the focused panel to the whole screen, or back" },
     { UI_CTX_MAIN, '\r', "Enter", UI_ACT_ZOOM, NULL, NULL },
     { UI_CTX_MAIN, KEY_ENTER, "Enter", UI_ACT_ZOOM, NULL, NULL },
     { UI_CTX_MAIN, 27, "Esc", UI_ACT_BACK, NULL, "leave the zoomed panel" },
     { UI_CTX_MAIN, 'v', "v", UI_ACT_METRIC, NULL, "curves: cycle loss / accuracy / macro F1 / learning rate" },
     { UI_CTX_MAIN, 'l', "l", UI_ACT_LOGSCALE, NULL, "curves: log scale for loss and learning rate on / off" },
+    { UI_CTX_MAIN, 'x', "x", UI_ACT_XAXIS, NULL, "curves: x axis by update / epoch / wall-clock time" },
+    { UI_CTX_MAIN, 'r', "r", UI_ACT_RUNS, "runs", "runs list: earlier runs to compare with this one" },
     { UI_CTX_MAIN, '+', "+", UI_ACT_SMOOTH_MORE, NULL, "curves: smooth the per-update curve more" },
     { UI_CTX_MAIN, '=', "+", UI_ACT_SMOOTH_MORE, NULL, NULL },
     { UI_CTX_MAIN, '-', "-", UI_ACT_SMOOTH_LESS, NULL, "curves: smooth less" },
@@ -68,6 +70,20 @@ static const ui_key g_keys[] = {
     { UI_CTX_CONFIG, 'a', "a", UI_ACT_APPLY, "apply", "apply: rebuild the engine with these settings" },
     { UI_CTX_CONFIG, 27, "Esc", UI_ACT_BACK, "cancel", "close without applying" },
     { UI_CTX_CONFIG, 'c', "c", UI_ACT_BACK, NULL, NULL },
+
+    /* runs list */
+    { UI_CTX_RUNS, KEY_UP, "Up", UI_ACT_UP, NULL, "previous run" },
+    { UI_CTX_RUNS, KEY_DOWN, "Down", UI_ACT_DOWN, NULL, "next run" },
+    { UI_CTX_RUNS, KEY_PPAGE, "PgUp", UI_ACT_PGUP, NULL, "a page up" },
+    { UI_CTX_RUNS, KEY_NPAGE, "PgDn", UI_ACT_PGDN, NULL, "a page down" },
+    { UI_CTX_RUNS, ' ', "Space", UI_ACT_TOGGLE, "compare", "add the run to the curves' comparison / take it off" },
+    { UI_CTX_RUNS, '\n', "Enter", UI_ACT_TOGGLE, NULL, NULL },
+    { UI_CTX_RUNS, '\r', "Enter", UI_ACT_TOGGLE, NULL, NULL },
+    { UI_CTX_RUNS, KEY_ENTER, "Enter", UI_ACT_TOGGLE, NULL, NULL },
+    { UI_CTX_RUNS, 'o', "o", UI_ACT_SORT, "sort", "sort by the next column (name, date, model, dataset, epochs, best val F1)" },
+    { UI_CTX_RUNS, 'n', "n", UI_ACT_NEXT, NULL, "read the folder again" },
+    { UI_CTX_RUNS, 27, "Esc", UI_ACT_BACK, "close", "back to the panels" },
+    { UI_CTX_RUNS, 'r', "r", UI_ACT_BACK, NULL, NULL },
 
     /* questions */
     { UI_CTX_ASK, 'y', "y", UI_ACT_YES, "yes", "yes: stop the run (a checkpoint is written) and quit" },
@@ -112,6 +128,7 @@ const char *ui_keys_ctx_name(ui_ctx ctx)
     case UI_CTX_INSPECT: return "Inspect (i)";
     case UI_CTX_CONFIG: return "Configure (c)";
     case UI_CTX_ASK: return "Questions";
+    case UI_CTX_RUNS: return "Runs list (r)";
     default: return "?";
     }
 }

@@ -18,6 +18,7 @@ typedef enum ui_ctx {
     UI_CTX_INSPECT,
     UI_CTX_CONFIG,
     UI_CTX_ASK,         /* the quit / interrupted questions */
+    UI_CTX_RUNS,        /* the runs list (r) */
     UI_CTX_COUNT
 } ui_ctx;
 
@@ -57,6 +58,9 @@ typedef enum ui_act {
     UI_ACT_NO,
     UI_ACT_RESUME,
     UI_ACT_PERCENT,
+    UI_ACT_XAXIS,
+    UI_ACT_RUNS,
+    UI_ACT_TOGGLE,
     UI_ACT_COUNT
 } ui_act;
 

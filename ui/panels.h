@@ -14,6 +14,7 @@
 #define PT_UI_PANELS_H
 
 #include "engine.h"
+#include "train/runlog.h"
 #include "ui/draw.h"
 #include "ui/keys.h"
 #include "ui/layout.h"
@@ -21,6 +22,13 @@
 #include "ui/sysmon.h"
 
 enum { UI_METRIC_LOSS = 0, UI_METRIC_ACC, UI_METRIC_F1, UI_METRIC_LR, UI_METRIC_COUNT };
+
+/* The curves' x axis: updates, epochs or wall-clock seconds (RLOG_X_*'s order). */
+enum { UI_X_UPDATE = RLOG_X_UPDATE, UI_X_EPOCH = RLOG_X_EPOCH, UI_X_TIME = RLOG_X_TIME,
+       UI_X_COUNT = RLOG_X_COUNT };
+
+/* Runs compared at once (each has a colour, UI_R_C1 ...). */
+#define UI_MAX_COMPARE 6
 
 #define UI_SMOOTH_STEPS 7
 extern const double ui_panel_smooth[UI_SMOOTH_STEPS];
@@ -35,6 +43,9 @@ typedef struct ui_view {
     int label_top;          /* first class shown in per-class rows */
     int log_back;           /* log lines scrolled back from the end (0 = follow) */
     int help_top;           /* first line of the help overlay */
+    int xaxis;              /* UI_X_* of the curves */
+    int cursor;             /* the zoomed curves' value cursor: a column of the plot
+                               from its left, or -1 (none); clamped when drawn */
 } ui_view;
 
 void ui_panel_view_defaults(ui_view *v);
@@ -51,7 +62,14 @@ typedef struct ui_frame {
     int ask_resume;             /* the question offers r (resume) */
     const char *run_dir;        /* the run folder's full path, or where it will be; NULL */
     const ui_sysmon *sys;       /* memory, CPU and load for the header; NULL: none */
+    /* runs whose curves go over this one's, read once when they were added */
+    const rlog_run *const *compare;
+    int n_compare;
+    const char *opened;         /* --open: the finished run shown; NULL while training */
 } ui_frame;
+
+/* Role of the k-th compared run's curves and legend. */
+ui_role ui_panel_compare_role(int k);
 
 ui_role ui_panel_state_role(run_state st);
 const char *ui_panel_metric_name(int metric);
@@ -62,6 +80,11 @@ const char *ui_panel_class_name(const ui_frame *f, int k, char *buf, size_t n);
 void ui_panel_header(WINDOW *w, ui_rect r, const ui_frame *f);
 void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx);
 void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
+/* The curves: this run's per-update curve (smoothed, the raw one dotted under it)
+ * and per-epoch train and validation figures, the compared runs' per-epoch ones
+ * (validation as lines, train as dots, one colour per run) with a legend, on the
+ * x axis v->xaxis. Zoomed, v->cursor draws a column and the values of every run
+ * there under the plot. */
 void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
 void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
 void ui_panel_log(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);

@@ -16,6 +16,10 @@
  * refuses (options, an empty dataset folder, a run folder that cannot be made)
  * before the screen opens; why a run failed after the screen is restored.
  *
+ * --compare's runs are read (core/train/runlog.h) before the screen opens; one
+ * that cannot be read is refused there ("petal-tui: PATH: WHY", status 2). The
+ * runs list (r) adds and removes compared runs while the workbench runs.
+ *
  * Ownership: the engine, the snapshot copies and every picture belong to
  * ui_run() and are freed before it returns; cfg and opt are only read.
  */
@@ -27,6 +31,9 @@
 typedef struct ui_options {
     int no_sixel;       /* --no-sixel: force the text (half-block) preview */
     int no_color;       /* --no-color or NO_COLOR set */
+    const char *const *compare;  /* --compare RUN_DIR...: runs overlaid on the curves */
+    int n_compare;
+    const char *open;   /* --open RUN_DIR: show that finished run; no training */
 } ui_options;
 
 /* Runs the workbench until the user quits; returns the process exit status, as

@@ -200,6 +200,7 @@ struct tbe_reader {
     long long rec, off;         /* where ev came from */
     long long records, skipped;
     char version[64], writer[128];
+    double file_time;           /* the first record's wall_time */
 };
 
 static const char *plugin_of(const Tensorboard__Summary__Value *v)
@@ -320,6 +321,7 @@ int tbe_open(tbe_reader **out, const char *path, pt_err *e)
         return rc;
     }
     util_copy(r->version, sizeof r->version, r->ev->file_version);
+    r->file_time = r->ev->wall_time;
     if (r->ev->source_metadata && r->ev->source_metadata->writer)
         util_copy(r->writer, sizeof r->writer, r->ev->source_metadata->writer);
     tensorboard__event__free_unpacked(r->ev, NULL);
@@ -340,6 +342,7 @@ void tbe_close(tbe_reader *r)
 
 const char *tbe_file_version(const tbe_reader *r) { return r->version; }
 const char *tbe_source_writer(const tbe_reader *r) { return r->writer; }
+double tbe_file_time(const tbe_reader *r) { return r->file_time; }
 long long tbe_records(const tbe_reader *r) { return r->records; }
 long long tbe_skipped(const tbe_reader *r) { return r->skipped; }
 

@@ -96,6 +96,9 @@ int tbe_next(tbe_reader *r, tbe_item *it, pt_err *e);
 /* The first record's file_version and writer ("" when it named none). */
 const char *tbe_file_version(const tbe_reader *r);
 const char *tbe_source_writer(const tbe_reader *r);
+/* The first record's wall_time: when the writer opened the file (seconds since
+ * the epoch). */
+double tbe_file_time(const tbe_reader *r);
 /* Records read, and summary values / events skipped as neither scalar nor image. */
 long long tbe_records(const tbe_reader *r);
 long long tbe_skipped(const tbe_reader *r);
