@@ -235,6 +235,40 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
         }
 }
 
+/* Two 2-epoch trainings of small_config with the same seed: one changed by change()
+ * in dir/changed, one with the defaults in dir/default (their paths into changed and
+ * plain, n bytes each). The training losses must be equal to the last digit (the
+ * option changes what validation sees, never what trains) and the validation losses
+ * must differ. */
+static void train_with_and_without(const char *dir, void (*change)(run_config *),
+                                   char *changed, char *plain, size_t n)
+{
+    run_config c;
+    run_epoch h[2][2];
+    util_path(changed, n, "%s/changed", dir);
+    util_path(plain, n, "%s/default", dir);
+    for (int k = 0; k < 2; k++) {
+        small_config(&c, k ? plain : changed);
+        if (!k)
+            change(&c);
+        T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
+        T_REQUIRE(snap.history_n == 2);
+        memcpy(h[k], snap.history, sizeof h[k]);
+    }
+    for (int k = 0; k < 2; k++) {
+        T_CHECKF(h[0][k].train_loss == h[1][k].train_loss, "epoch %d: %.9g vs %.9g", k + 1,
+                 h[0][k].train_loss, h[1][k].train_loss);
+        T_CHECKF(h[0][k].val_loss != h[1][k].val_loss, "epoch %d: %.9g both", k + 1,
+                 h[0][k].val_loss);
+        T_CHECK(isfinite(h[0][k].val_f1) && h[0][k].val_f1 >= 0 && h[0][k].val_f1 <= 1);
+    }
+}
+
+static void ema_off(run_config *c)
+{
+    c->ema = 0;
+}
+
 /* --ema changes what validation sees, never what trains: the same seed with and
  * without the average gives the same training losses and different validation ones,
  * and the checkpoint holds the average beside the live weights. */
@@ -244,28 +278,11 @@ TEST(engine_ema_validates_the_average_and_checkpoints_it)
         t_skip("several trainings: too slow under valgrind (ASan runs them in full)");
         return;
     }
-    const char *dir = t_tmpdir();
-    char on[4200], off[4200];
-    util_path(on, sizeof on, "%s/on", dir);
-    util_path(off, sizeof off, "%s/off", dir);
     run_config c;
-    run_epoch h_on[2], h_off[2];
-    small_config(&c, on);
+    small_config(&c, t_tmpdir());
     T_CHECK(c.ema == 0.99); /* the default */
-    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
-    T_REQUIRE(snap.history_n == 2);
-    memcpy(h_on, snap.history, sizeof h_on);
-    small_config(&c, off);
-    c.ema = 0;
-    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
-    T_REQUIRE(snap.history_n == 2);
-    memcpy(h_off, snap.history, sizeof h_off);
-    for (int k = 0; k < 2; k++) {
-        T_CHECKF(h_on[k].train_loss == h_off[k].train_loss, "epoch %d: %.9g vs %.9g", k + 1,
-                 h_on[k].train_loss, h_off[k].train_loss);
-        T_CHECKF(h_on[k].val_loss != h_off[k].val_loss, "epoch %d: %.9g both", k + 1,
-                 h_on[k].val_loss);
-    }
+    char on[4200], off[4200]; /* the default is on */
+    train_with_and_without(t_tmpdir(), ema_off, off, on, sizeof on);
     /* The checkpoint: live weights for training on, the average for what validates. */
     int widths[RUN_MAX_BLOCKS];
     pt_err e;
@@ -298,6 +315,11 @@ TEST(engine_ema_validates_the_average_and_checkpoints_it)
     nn_model_free(m);
 }
 
+static void tta_flip(run_config *c)
+{
+    c->tta = RUN_TTA_FLIP;
+}
+
 /* --tta flip changes what validation sees (the mean of each image's and its mirror's
  * softmax), never what training does. */
 TEST(engine_tta_flip_validates_images_and_their_mirrors)
@@ -306,29 +328,11 @@ TEST(engine_tta_flip_validates_images_and_their_mirrors)
         t_skip("two trainings: too slow under valgrind (ASan runs them in full)");
         return;
     }
-    const char *dir = t_tmpdir();
-    char on[4200], off[4200];
-    util_path(on, sizeof on, "%s/on", dir);
-    util_path(off, sizeof off, "%s/off", dir);
     run_config c;
-    run_epoch h_on[2], h_off[2];
-    small_config(&c, off);
+    small_config(&c, t_tmpdir());
     T_CHECK(c.tta == RUN_TTA_NONE); /* the default */
-    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
-    T_REQUIRE(snap.history_n == 2);
-    memcpy(h_off, snap.history, sizeof h_off);
-    small_config(&c, on);
-    c.tta = RUN_TTA_FLIP;
-    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
-    T_REQUIRE(snap.history_n == 2);
-    memcpy(h_on, snap.history, sizeof h_on);
-    for (int k = 0; k < 2; k++) {
-        T_CHECKF(h_on[k].train_loss == h_off[k].train_loss, "epoch %d: %.9g vs %.9g", k + 1,
-                 h_on[k].train_loss, h_off[k].train_loss);
-        T_CHECKF(h_on[k].val_loss != h_off[k].val_loss, "epoch %d: %.9g both", k + 1,
-                 h_on[k].val_loss);
-        T_CHECK(isfinite(h_on[k].val_f1) && h_on[k].val_f1 >= 0 && h_on[k].val_f1 <= 1);
-    }
+    char flip[4200], none[4200];
+    train_with_and_without(t_tmpdir(), tta_flip, flip, none, sizeof flip);
 }
 
 /* --widths, --convs, --init and --bn-momentum reach the net: the parameter count is the one
