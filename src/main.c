@@ -3,10 +3,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "src/args.h"
 #include "src/cli.h"
 #include "src/headless.h"
+#include "train/dist.h"
 #include "ui/ui.h"
 
 /* --help's option rows: "--name ARG" from column 2, the help line and the default
@@ -112,6 +114,31 @@ static void help(void)
            "\"petal-tui: WHAT: WHY\". Each subcommand takes --help. See petal-tui(1).\n");
 }
 
+/* Started by mpirun: one rank of a data-parallel run (train/dist.h). Rank 0 reports
+ * as a plain run does (the workbench only where its output is a terminal, which
+ * mpirun's forwarding is not); the other ranks are headless and silent but for
+ * errors. A rank whose run failed ends the whole job, so no other waits for it. */
+static int run_in_job(const args *a)
+{
+    pt_err e;
+    if (dist_init(&e) != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return 2;
+    }
+    int status;
+    if (!a->headless && dist_rank() == 0 && isatty(0) && isatty(1)) {
+        ui_options uo = { .no_sixel = a->no_sixel, .no_color = a->no_color };
+        status = ui_run(&a->cfg, &uo);
+    } else {
+        status = headless_run(&a->cfg);
+    }
+    if (status == 0 || status == 3 || status == 130)
+        dist_finalize();
+    else
+        dist_abort(status);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     /* A file-size limit (ulimit -f) reached makes a write fail with EFBIG, which is
@@ -152,6 +179,8 @@ int main(int argc, char **argv)
     args a;
     if (args_parse(argc, argv, &a) != 0)
         return 1;
+    if (dist_launched())
+        return run_in_job(&a);
     if (a.headless)
         return headless_run(&a.cfg);
     ui_options uo = { .no_sixel = a.no_sixel, .no_color = a.no_color };
