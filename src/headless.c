@@ -169,7 +169,8 @@ int headless_run(const run_config *cfg)
         snprintf(who, sizeof who, "petal-tui: %s: ", dist_who());
     eng *g;
     pt_err e;
-    int rc = eng_check_run_folder(cfg, &e);
+    /* Rank 0 alone writes the run folder. */
+    int rc = quiet ? PT_OK : eng_check_run_folder(cfg, &e);
     if (rc == PT_OK)
         rc = eng_create(cfg, &g, &e);
     if (rc != PT_OK) {

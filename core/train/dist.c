@@ -293,15 +293,19 @@ int dist_max_int(int *v, pt_err *e)
     return finish(&rq, t0, "allreduce", e);
 }
 
-int dist_gatherv(const void *mine, size_t bytes, void *all, size_t all_cap, int root,
-                 pt_err *e)
+int dist_gatherv(const void *mine, size_t bytes, void *all, size_t all_cap, size_t *total,
+                 int root, pt_err *e)
 {
+    if (total)
+        *total = 0;
     if (!D.on || D.size == 1) {
         if (bytes > all_cap)
             return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                            "gather: %zu bytes into room for %zu", bytes, all_cap);
         if (all != mine && bytes)
             memmove(all, mine, bytes);
+        if (total)
+            *total = bytes;
         return PT_OK;
     }
     if (too_big(bytes, e) != PT_OK)
@@ -326,14 +330,16 @@ int dist_gatherv(const void *mine, size_t bytes, void *all, size_t all_cap, int 
     else
         rc = mpi_fail(e, "gather", rc);
     if (rc == PT_OK && D.rank == root) {
-        size_t total = 0;
+        size_t sum = 0;
         for (int k = 0; k < D.size; k++) {
-            displs[k] = (int)total;
-            total += (size_t)counts[k];
+            displs[k] = (int)sum;
+            sum += (size_t)counts[k];
         }
-        if (total > all_cap || total > (size_t)INT_MAX)
+        if (sum > all_cap || sum > (size_t)INT_MAX)
             rc = err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                         "gather: %zu bytes into room for %zu", total, all_cap);
+                         "gather: %zu bytes into room for %zu", sum, all_cap);
+        else if (total)
+            *total = sum;
     }
     if (rc == PT_OK) {
         t0 = util_now();

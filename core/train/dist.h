@@ -69,10 +69,11 @@ int dist_sum_doubles(double *v, size_t n, pt_err *e);
 int dist_sum_ll(long long *v, size_t n, pt_err *e);
 /* The largest of every rank's *v. */
 int dist_max_int(int *v, pt_err *e);
-/* Variable-size gather to root: rank k's bytes[k] bytes land in all at the sum of
- * the earlier ranks' (root receives size counts first). all may be NULL off root. */
-int dist_gatherv(const void *mine, size_t bytes, void *all, size_t all_cap, int root,
-                 pt_err *e);
+/* Variable-size gather to root: every rank's bytes land in all one after the other
+ * in rank order, *total bytes in all (root only; all and total may be NULL
+ * elsewhere). */
+int dist_gatherv(const void *mine, size_t bytes, void *all, size_t all_cap, size_t *total,
+                 int root, pt_err *e);
 
 /* Seconds this process has spent inside collectives (waiting included). */
 double dist_comm_seconds(void);
