@@ -11,7 +11,8 @@
  * checkpoint. Exit status: 0 done, 1 usage, 2 data error (or any failure of the
  * run), 3 a non-finite loss, 130 interrupted.
  *
- * One rank of a job started by mpirun (train/dist.h): rank 0 reports as above;
+ * One rank of a job started by mpirun (train/dist.h): SIGUSR1 (which mpirun
+ * forwards to every rank) stops it too; rank 0 reports as above;
  * the others print nothing but a failure, and every failure line names the rank
  * and its host ("petal-tui: rank 1 of 2 on HOST: WHY"). */
 #include "src/headless.h"
@@ -49,6 +50,10 @@ static void install(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    /* In a job, mpirun passes SIGUSR1 on to every rank and nothing else: the way to
+     * stop them all with no deadline (its SIGTERM kills them a moment later). */
+    if (dist_on())
+        sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
 
