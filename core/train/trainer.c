@@ -419,6 +419,7 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
         }
     }
     double idle = util_now() - t0;
+    double comm0 = dist_comm_seconds();
     double lr = sched_lr(&r->sch, r->update);
     strat_result res;
     int rc = strat_update(r->st, batches, lr, r->update + 1,
@@ -454,6 +455,10 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
     double acc = res.examples ? (double)res.correct / (double)res.examples : 0;
     trn_curve_push(r, loss, acc, lr);
     trn_telemetry(r, idle);
+    if ((rc = trn_dist_telemetry(r, e)) != PT_OK)
+        return rc;
+    double comm = dist_comm_seconds() - comm0;
+    r->comm_per_update = r->update > 1 ? 0.9 * r->comm_per_update + 0.1 * comm : comm;
     trn_publish_progress(r, lr, loss, acc);
     trn_tb_update(r, loss, acc, lr);
     return PT_OK;
@@ -530,13 +535,20 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
             row.epoch, cfg->epochs, row.updates, row.seconds, here,
             1000.0 * row.seconds / (row.updates ? row.updates : 1), row.train_loss, row.train_acc,
             row.val_loss, row.val_acc, row.val_f1);
-    char line[512];
+    char line[1100];
     int k = snprintf(line, sizeof line, "  throughput:");
-    for (int q = 0; q < r->R && k < 480; q++)
+    for (int q = 0; q < r->shown && k < 1000; q++) {
+        char where[64] = "";
+        if (r->ranks > 1)
+            snprintf(where, sizeof where, " (rank %d on %.32s)", r->tel_rank[q], r->tel_host[q]);
         k += snprintf(line + k, sizeof line - (size_t)k,
-                      " replica %d %.0f img/s (busy %.0f%%, idle %.0f%%, MXU %.0f%%);", q,
+                      " replica %d%s %.0f img/s (busy %.0f%%, idle %.0f%%, MXU %.0f%%);", q, where,
                       r->tel[q].ips, 100 * r->tel[q].busy_pct, 100 * r->tel[q].idle_pct,
                       100 * r->tel[q].mxu_pct);
+    }
+    if (r->ranks > 1 && k < 1060)
+        snprintf(line + k, sizeof line - (size_t)k, " collectives %.1f ms/update",
+                 1000 * r->comm_per_update);
     trn_log(r, "%s", line);
     /* A checkpoint that cannot be written (a full disk) ends the run: the previous
      * one is intact, and training on without one would risk more than it saves. */

@@ -77,7 +77,14 @@ typedef struct trn {
     int curve_n, curve_stride, curve_pending;
     double curve_acc_loss, curve_acc_acc, curve_acc_lr;
 
-    trn_tel tel[RUN_MAX_REPLICAS];
+    trn_tel tel[RUN_MAX_REPLICAS];  /* the job's replicas: this rank's, and on rank 0 the
+                                       others' as last gathered */
+    int shown;                  /* replicas with figures: R, or on rank 0 of a job G (at
+                                   most RUN_MAX_REPLICAS) */
+    int tel_rank[RUN_MAX_REPLICAS];
+    char tel_host[RUN_MAX_REPLICAS][32];
+    long long tel_next;         /* a job: the update of the next telemetry gather */
+    double comm_per_update;     /* seconds in collectives per update, smoothed */
     double tel_t, spark_t, sec_per_update, val_seconds;
     float spark[RUN_MAX_REPLICAS][RUN_SPARK_POINTS];
     int spark_n;
@@ -112,6 +119,9 @@ int trn_dist_control(trn *r, int c, pt_err *e);
 int trn_dist_decision(trn *r, int c, pt_err *e);
 /* This update's (label, prediction) pairs of every rank into train_cm. */
 int trn_dist_train_cm(trn *r, batch *const *batches, pt_err *e);
+/* Every few updates (about twice a second, as rank 0 paces it): every rank's
+ * replica figures and host to rank 0, for its monitor. */
+int trn_dist_telemetry(trn *r, pt_err *e);
 /* The weights (and BN statistics) checked identical on every rank: a checksum each,
  * compared; a mismatch is an error naming the ranks. */
 int trn_dist_check_weights(trn *r, pt_err *e);
