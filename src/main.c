@@ -86,6 +86,8 @@ static void help(void)
            "usage:\n"
            "  petal-tui [OPTIONS]                open the workbench (demo data unless --data)\n"
            "  petal-tui --headless [OPTIONS]     train without the workbench\n"
+           "  mpirun -np N petal-tui --headless [OPTIONS]   one model on N processes or\n"
+           "                                     hosts (Open MPI; see petal-tui(1), DATA PARALLEL)\n"
            "  petal-tui inspect PATH             what is in a shard, folder or dataset\n"
            "  petal-tui shards SRC_DIR OUT_DIR   class folders of JPEGs -> TFRecord shards\n"
            "  petal-tui demo [--cache DIR]       generate the demo dataset, print its folder\n"

@@ -12,6 +12,12 @@
 
 int trn_dist_join(trn *r, pt_err *e)
 {
+    /* The other ranks of a job train one run and end: a second run of the
+     * workbench on rank 0 would wait for them forever. */
+    static int runs;
+    if (dist_on() && runs++ > 0)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "a job started by mpirun trains one run: start the job again for another");
     r->rank = dist_rank();
     r->ranks = dist_size();
     r->G = r->Rmax = r->R;
