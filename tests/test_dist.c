@@ -504,3 +504,32 @@ TEST(dist_sigterm_sigint_or_sigusr1_to_mpirun_stops_every_rank_with_a_checkpoint
         free(err);
     }
 }
+
+TEST(dist_ranks_given_other_options_are_refused_naming_the_rank)
+{
+    T_NEED_TOOL("mpirun");
+    T_REQUIRE(dataset()[0]);
+    /* One job, two programs (mpirun's MPMD form): rank 1 with another seed. */
+    char out[4200], cmd[16384];
+    util_path(out, sizeof out, "%s/mismatch", t_tmpdir());
+    int n = 0;
+    for (int i = 0; i < N_MPIRUN; i++)
+        n += snprintf(cmd + n, sizeof cmd - (size_t)n, "%s ", MPIRUN[i]);
+    for (int k = 0; k < 2; k++) {
+        n += snprintf(cmd + n, sizeof cmd - (size_t)n,
+                      "%s-np 1 '%s' --headless --data '%s' --out '%s' --replicas 1 --epochs 1",
+                      k ? " : " : "", t_bin(), dataset(), out);
+        for (int i = 0; i < N_RUN_ARGS; i++)
+            n += snprintf(cmd + n, sizeof cmd - (size_t)n, " %s",
+                          k && !strcmp(RUN_ARGS[i], "7") ? "8" : RUN_ARGS[i]);
+    }
+    snprintf(cmd + n, sizeof cmd - (size_t)n, " 2>&1");
+    lsan_suppressions();
+    char *text = NULL;
+    int st = t_run(cmd, &text);
+    T_CHECKF(st != 0, "the job ended with %d", st);
+    T_CHECKF(text && strstr(text, "rank 1 of 2 on ") &&
+                 strstr(text, "has other options than rank 0"),
+             "output: %s", text ? text : "(none)");
+    free(text);
+}
