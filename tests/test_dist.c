@@ -65,23 +65,17 @@ typedef struct job {
     char out_file[4200], err_file[4200];
 } job;
 
-/* Leaks inside Open MPI's own libraries are not this program's (make SAN=1): the
- * sanitizer is told to leave them. */
-static void lsan_suppressions(void)
+/* Under make SAN=1: LeakSanitizer fails a rank of a job at its exit for what Open
+ * MPI's plugins leave (they are unloaded by then: no stack to suppress by), and it
+ * cannot work under strace's ptrace at all. There leaks are not looked for (the
+ * sanitizers' other checks stay on); how the job path was checked
+ * for leaks with valgrind (bench/RESULTS.md, issue 15). */
+static void no_leak_check(void)
 {
-    static char path[4200];
-    if (!path[0]) {
-        util_path(path, sizeof path, "%s/lsan-mpi.supp", t_tmpdir());
-        const char *s = "leak:libmpi.so\nleak:libopen-pal.so\nleak:libopen-rte.so\n"
-                        "leak:libpmix.so\nleak:libhwloc.so\nleak:libevent\nleak:mca_\n";
-        if (util_write_file_atomic(path, s, strlen(s), NULL) != PT_OK)
-            path[0] = '\0';
-    }
-    if (path[0]) {
-        char opts[4300];
-        util_fmt(opts, sizeof opts, "suppressions=%s", path);
-        setenv("LSAN_OPTIONS", opts, 1);
-    }
+    const char *asan = getenv("ASAN_OPTIONS");
+    char opts[1024];
+    util_fmt(opts, sizeof opts, "%s%sdetect_leaks=0", asan ? asan : "", asan && *asan ? ":" : "");
+    setenv("ASAN_OPTIONS", opts, 1);
 }
 
 static pid_t start(job *j, const char *tag)
@@ -135,7 +129,8 @@ static pid_t start(job *j, const char *tag)
         _exit(126);
     dup2(o, 1);
     dup2(e, 2);
-    lsan_suppressions();
+    if (j->ranks > 0 || j->pre)
+        no_leak_check();
     execvp(argv[0], (char *const *)argv);
     _exit(127);
 }
@@ -512,7 +507,9 @@ TEST(dist_ranks_given_other_options_are_refused_naming_the_rank)
     /* One job, two programs (mpirun's MPMD form): rank 1 with another seed. */
     char out[4200], cmd[16384];
     util_path(out, sizeof out, "%s/mismatch", t_tmpdir());
-    int n = 0;
+    const char *asan = getenv("ASAN_OPTIONS");
+    int n = snprintf(cmd, sizeof cmd, "ASAN_OPTIONS='%s%sdetect_leaks=0' ", asan ? asan : "",
+                     asan && *asan ? ":" : "");
     for (int i = 0; i < N_MPIRUN; i++)
         n += snprintf(cmd + n, sizeof cmd - (size_t)n, "%s ", MPIRUN[i]);
     for (int k = 0; k < 2; k++) {
@@ -524,7 +521,6 @@ TEST(dist_ranks_given_other_options_are_refused_naming_the_rank)
                           k && !strcmp(RUN_ARGS[i], "7") ? "8" : RUN_ARGS[i]);
     }
     snprintf(cmd + n, sizeof cmd - (size_t)n, " 2>&1");
-    lsan_suppressions();
     char *text = NULL;
     int st = t_run(cmd, &text);
     T_CHECKF(st != 0, "the job ended with %d", st);
