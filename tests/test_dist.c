@@ -340,6 +340,9 @@ TEST(dist_two_ranks_train_the_model_of_one_process_with_two_replicas)
     /* Rank 0 reports; rank 1 says nothing at all. */
     T_EQ_INT(count_lines_with(j.out_file, "done: 2 epochs"), 1);
     T_EQ_INT(count_lines_with(j.out_file, "data parallel: 2 ranks"), 1);
+    /* Its monitor has every rank's replica, and the time in collectives. */
+    T_EQ_INT(count_lines_with(j.out_file, " replica 1 (rank 1 on "), 2);
+    T_EQ_INT(count_lines_with(j.out_file, "); collectives "), 2);
     char *err = slurp(j.err_file);
     T_CHECKF(err && !err[0], "stderr: %s", err ? err : "(none)");
     free(err);
