@@ -26,13 +26,13 @@ PKG_CONFIG ?= pkg-config
 PROTOC_C  ?= protoc-c
 
 # The libraries and the Debian package that provides each (pc-name:package).
-LIBS      := ncursesw libturbojpeg libsixel openblas libprotobuf-c libpng zlib
+LIBS      := ncursesw libturbojpeg libsixel openblas libprotobuf-c libpng zlib ompi-c
 DEB_LIBS  := ncursesw:libncurses-dev libturbojpeg:libturbojpeg0-dev libsixel:libsixel-dev \
              openblas:libopenblas-dev libprotobuf-c:libprotobuf-c-dev libpng:libpng-dev \
-             zlib:zlib1g-dev
+             zlib:zlib1g-dev ompi-c:libopenmpi-dev
 # Programs the build or the tests run (program:package).
 DEB_TOOLS := pkg-config:pkg-config protoc-c:protobuf-c-compiler protoc:protobuf-compiler tmux:tmux \
-             strace:strace clang:clang
+             strace:strace clang:clang mpirun:openmpi-bin
 # Packages with no program or pkg-config file to look for (checked with dpkg-query):
 # libFuzzer's runtime, which clang does not pull in on Debian 12.
 DEB_PKGS  := libclang-rt-14-dev

@@ -115,6 +115,8 @@ typedef struct run_epoch {
 } run_epoch;
 
 typedef struct run_replica {
+    int rank;                   /* a job's rank running it (0 alone) */
+    char host[32];              /* that rank's host, "" alone */
     double images_per_sec;      /* over the last few seconds */
     double busy_pct;            /* computing */
     double idle_pct;            /* waiting for input batches */
@@ -153,6 +155,9 @@ typedef struct run_snapshot {
     int history_n;
     run_epoch history[RUN_MAX_EPOCHS];
     /* hardware monitor */
+    int ranks;                  /* processes of an mpirun job (1 alone) */
+    double comm_ms;             /* a job's time in collectives per update (waits for the
+                                   other ranks included), rank 0's, smoothed */
     int n_replicas;
     run_replica replica[RUN_MAX_REPLICAS];
     double total_images_per_sec;

@@ -9,7 +9,12 @@
  * configuration go to stderr in the same form before the run. SIGINT, SIGTERM
  * and SIGHUP stop the run at the next update boundary, which writes a
  * checkpoint. Exit status: 0 done, 1 usage, 2 data error (or any failure of the
- * run), 3 a non-finite loss, 130 interrupted. */
+ * run), 3 a non-finite loss, 130 interrupted.
+ *
+ * One rank of a job started by mpirun (train/dist.h): SIGUSR1 (which mpirun
+ * forwards to every rank) stops it too; rank 0 reports as above;
+ * the others print nothing but a failure, and every failure line names the rank
+ * and its host ("petal-tui: rank 1 of 2 on HOST: WHY"). */
 #include "src/headless.h"
 
 #include <signal.h>
@@ -19,12 +24,17 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "train/dist.h"
 
 /* Seconds between redraws of the progress line: a few a second at most. */
 #define PROGRESS_PERIOD 0.3
 #define BAR_WIDTH 30
 
 static volatile sig_atomic_t got_signal;
+/* A rank other than 0 of a job: nothing on stdout, only failures on stderr. */
+static int quiet;
+/* "petal-tui: ", or in a job "petal-tui: rank K of N on HOST: ". */
+static char who[320] = "petal-tui: ";
 
 static void on_signal(int sig)
 {
@@ -40,6 +50,10 @@ static void install(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    /* In a job, mpirun passes SIGUSR1 on to every rank and nothing else: the way to
+     * stop them all with no deadline (its SIGTERM kills them a moment later). */
+    if (dist_on())
+        sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
 
@@ -56,12 +70,12 @@ static void drain_log(eng *g, int tty, int *progress_shown, char *held, size_t h
             fprintf(stderr, "\r\033[K");
             *progress_shown = 0;
         }
-        if (held[0])
+        if (held[0] && !quiet)
             printf("%s\n", held);
         held[0] = '\0';
         if (!strncmp(line, "failed: ", 8))
             util_copy(held, held_n, line);
-        else
+        else if (!quiet)
             printf("%s\n", line);
     }
     fflush(stdout);
@@ -155,19 +169,24 @@ static void print_warnings(const char *w)
 int headless_run(const run_config *cfg)
 {
     install();
+    quiet = dist_rank() != 0;
+    if (dist_on())
+        snprintf(who, sizeof who, "petal-tui: %s: ", dist_who());
     eng *g;
     pt_err e;
-    int rc = eng_check_run_folder(cfg, &e);
+    /* Rank 0 alone writes the run folder. */
+    int rc = quiet ? PT_OK : eng_check_run_folder(cfg, &e);
     if (rc == PT_OK)
         rc = eng_create(cfg, &g, &e);
     if (rc != PT_OK) {
-        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        fprintf(stderr, "%s%s\n", who, e.msg);
         return rc == PT_EUSAGE ? 1 : 2;
     }
-    print_warnings(eng_warnings(g));
+    if (!quiet)
+        print_warnings(eng_warnings(g));
     eng_start(g);
     char held[1200] = "";
-    int tty = isatty(2), shown = 0, stopping = 0, status = -1;
+    int tty = !quiet && isatty(2), shown = 0, stopping = 0, status = -1;
     static run_snapshot s;
     double last_progress = 0;
     epoch_clock clock = { -1, 0, 0 };
@@ -178,7 +197,8 @@ int headless_run(const run_config *cfg)
         eng_snapshot_get(g, &s);
         if (got_signal && !stopping) {
             stopping = 1;
-            fprintf(stderr, "%spetal-tui: %s: stopping at the next update and writing a "
+            if (!quiet)
+                fprintf(stderr, "%spetal-tui: %s: stopping at the next update and writing a "
                             "checkpoint\n",
                     tty && shown ? "\r\033[K" : "", strsignal(got_signal));
             shown = 0;
@@ -214,14 +234,14 @@ int headless_run(const run_config *cfg)
     int failed = eng_failure(g, &e) != PT_OK;
     char said[1100];
     util_fmt(said, sizeof said, "failed: %s", failed ? e.msg : "");
-    if (held[0] && strcmp(held, said) != 0)
+    if (held[0] && strcmp(held, said) != 0 && !quiet)
         printf("%s\n", held);
     fflush(stdout);
     if (failed)
-        fprintf(stderr, "petal-tui: %s\n", e.msg);
-    else if (s.state == RUN_DONE)
+        fprintf(stderr, "%s%s\n", who, e.msg);
+    else if (!quiet && s.state == RUN_DONE)
         printf("%s\n", s.message);
-    else if (s.message[0])
+    else if (!quiet && s.message[0])
         fprintf(stderr, "petal-tui: %s\n", s.message);
     if (status < 0) {
         switch (s.state) {

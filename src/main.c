@@ -3,10 +3,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "src/args.h"
 #include "src/cli.h"
 #include "src/headless.h"
+#include "train/dist.h"
 #include "ui/ui.h"
 
 /* --help's option rows: "--name ARG" from column 2, the help line and the default
@@ -85,6 +87,8 @@ static void help(void)
            "  petal-tui [OPTIONS]                open the workbench (demo data unless --data)\n"
            "  petal-tui --headless [OPTIONS]     train without the workbench\n"
            "  petal-tui --open RUN_DIR           a finished run in the workbench, no training\n"
+           "  mpirun -np N petal-tui --headless [OPTIONS]   one model on N processes or\n"
+           "                                     hosts (Open MPI; see petal-tui(1), DATA PARALLEL)\n"
            "  petal-tui inspect PATH             what is in a shard, folder or dataset\n"
            "  petal-tui shards SRC_DIR OUT_DIR   class folders of JPEGs -> TFRecord shards\n"
            "  petal-tui demo [--cache DIR]       generate the demo dataset, print its folder\n"
@@ -116,6 +120,32 @@ static void help(void)
            "exit status (the workbench's too): 0 done, 1 usage, 2 data error or failed run,\n"
            "3 non-finite loss, 130 interrupted or hung up. Errors go to stderr, once, as\n"
            "\"petal-tui: WHAT: WHY\". Each subcommand takes --help. See petal-tui(1).\n");
+}
+
+/* Started by mpirun: one rank of a data-parallel run (train/dist.h). Rank 0 reports
+ * as a plain run does (the workbench only where its output is a terminal, which
+ * mpirun's forwarding is not); the other ranks are headless and silent but for
+ * errors. A rank whose run failed ends the whole job, so no other waits for it. */
+static int run_in_job(const args *a)
+{
+    pt_err e;
+    if (dist_init(&e) != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return 2;
+    }
+    int status;
+    if (!a->headless && dist_rank() == 0 && isatty(0) && isatty(1)) {
+        ui_options uo = { .no_sixel = a->no_sixel, .no_color = a->no_color,
+                          .compare = a->compare, .n_compare = a->n_compare };
+        status = ui_run(&a->cfg, &uo);
+    } else {
+        status = headless_run(&a->cfg);
+    }
+    if (status == 0 || status == 3 || status == 130)
+        dist_finalize();
+    else
+        dist_abort(status);
+    return status;
 }
 
 int main(int argc, char **argv)
@@ -162,6 +192,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "petal-tui: --%s is for the workbench, not --headless\n",
                 a.open ? "open" : "compare");
         return 1;
+    }
+    if (dist_launched()) {
+        if (a.open) {
+            fprintf(stderr, "petal-tui: --open shows a finished run: start it without mpirun\n");
+            return 1;
+        }
+        return run_in_job(&a);
     }
     if (a.headless)
         return headless_run(&a.cfg);

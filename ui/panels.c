@@ -322,7 +322,12 @@ void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v
     (void)v;
     const run_snapshot *s = f->s;
     char title[96], buf[128];
-    snprintf(title, sizeof title, "Replicas %d", s->n_replicas > 0 ? s->n_replicas : s->replicas);
+    int n_rep = s->n_replicas > 0 ? s->n_replicas : s->replicas;
+    if (s->ranks > 1) /* an mpirun job: its ranks, and their time in collectives */
+        snprintf(title, sizeof title, "Replicas %d on %d ranks, comm %.1f ms/update", n_rep,
+                 s->ranks, s->comm_ms);
+    else
+        snprintf(title, sizeof title, "Replicas %d", n_rep);
     ui_rect in = ui_draw_box(w, r, title, focused);
     if (in.h <= 0 || in.w <= 10)
         return;
@@ -359,6 +364,8 @@ void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v
             break;
         }
         snprintf(buf, sizeof buf, "%-2d", i);
+        if (s->ranks > 1) /* in a job: the rank it runs on (r0, r1, ...) */
+            snprintf(buf, sizeof buf, "r%-1d", rp->rank);
         ui_draw_text(w, y, x, 3, UI_R_DIM, buf);
         char num[16];
         ui_chart_fmt(rp->images_per_sec, 6, num, sizeof num);

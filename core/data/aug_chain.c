@@ -244,7 +244,7 @@ static void apply_segment(const aug_chain *c, int k0, int k1, batch *b, int i, u
     for (int k = k0; k < k1; k++) {
         const aug_op *op = &c->op[k];
         rng r;
-        rng_derive(&r, seed, b->seq, stream_id(k, i));
+        rng_derive(&r, seed, b->seq, stream_id(k, b->first + i));
         if (!(rng_double(&r) < op->prob))
             continue;
         switch (aug_ops[op->id].kind) {
@@ -350,6 +350,14 @@ static int apply_mix(const aug_chain *c, int k, batch *b, uint64_t seed, aug_wor
         }
     }
     return PT_OK;
+}
+
+int aug_mixes(const aug_chain *c)
+{
+    for (int k = 0; c && k < c->n; k++)
+        if (aug_ops[c->op[k].id].kind == AUG_K_MIX)
+            return 1;
+    return 0;
 }
 
 int aug_apply(const aug_chain *c, batch *b, uint64_t seed, aug_workspace *ws)

@@ -120,6 +120,9 @@ const char *aug_default_spec(void);
 int aug_format(const aug_chain *c, char *buf, size_t n);
 /* Number of ops in the chain (0 for none / NULL). */
 int aug_count(const aug_chain *c);
+/* 1 when the chain mixes examples of a batch (MixUp, CutMix): it needs the whole
+ * batch, not a slice of it. */
+int aug_mixes(const aug_chain *c);
 /* Known op names (fills up to max, returns how many there are). */
 size_t aug_names(const char **names, size_t max);
 /* One line for --help: "key=default [lo,hi] ..." for the op, or NULL if unknown. */
@@ -134,7 +137,9 @@ aug_workspace *aug_workspace_new(int max_n, int h, int w);
 void aug_workspace_free(aug_workspace *ws);
 
 /* Augment the first b->n images of b in place, and b->label/label2/mix for MixUp and
- * CutMix. PT_OK; PT_EUSAGE when b does not fit ws; PT_ENOMEM when the MixUp/CutMix
+ * CutMix. Example i draws from its own streams of (seed, b->seq, b->first + i), so a
+ * slice of a batch (b->first > 0) is augmented as in the whole one; MixUp and CutMix
+ * pair examples within b alone. PT_OK; PT_EUSAGE when b does not fit ws; PT_ENOMEM when the MixUp/CutMix
  * buffer cannot be allocated (the batch is then partly augmented). A NULL or empty
  * chain leaves b untouched. */
 int aug_apply(const aug_chain *c, batch *b, uint64_t seed, aug_workspace *ws);

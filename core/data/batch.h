@@ -31,6 +31,11 @@ typedef struct batch {
     int cap;
     int h, w;           /* every image is h x w x 3 */
     uint64_t seq;       /* position of this batch in its stream (0, 1, 2...) */
+    int first;          /* index of example 0 in the batch as planned: a rank's slice of
+                           a global batch starts past the others' (0 otherwise); the
+                           augmentation's per-example draws use first + i */
+    int planned;        /* examples the pipeline planned into this batch (or slice),
+                           before any failed to decode */
     uint8_t *images;    /* cap * h * w * 3 */
     int32_t *label;
     int32_t *label2;

@@ -364,6 +364,27 @@ static void publish(pipeline *p, batch *b)
     pthread_mutex_unlock(&p->lock);
 }
 
+/* Cut a whole batch down to examples [first, first + count). */
+static void keep_slice(batch *b, int first, int count)
+{
+    int lo = first < b->n ? first : b->n;
+    int hi = lo + count < b->n ? lo + count : b->n;
+    size_t isz = (size_t)b->h * b->w * 3;
+    if (lo > 0 && hi > lo) {
+        memmove(b->images, batch_image(b, lo), (size_t)(hi - lo) * isz);
+        memmove(b->label, b->label + lo, (size_t)(hi - lo) * sizeof *b->label);
+        memmove(b->label2, b->label2 + lo, (size_t)(hi - lo) * sizeof *b->label2);
+        memmove(b->mix, b->mix + lo, (size_t)(hi - lo) * sizeof *b->mix);
+        memmove(b->id, b->id + lo, (size_t)(hi - lo) * sizeof *b->id);
+        memmove(b->src, b->src + lo, (size_t)(hi - lo) * sizeof *b->src);
+    }
+    int planned_lo = first < b->planned ? first : b->planned;
+    int planned_hi = first + count < b->planned ? first + count : b->planned;
+    b->n = hi - lo;
+    b->first = first;
+    b->planned = planned_hi - planned_lo;
+}
+
 static void *worker_main(void *arg)
 {
     pipeline *p = arg;
@@ -403,10 +424,20 @@ static void *worker_main(void *arg)
         }
 
         double t0 = util_now();
+        /* A slice: the items to decode, unless the augmentation needs them all. */
+        int lo = 0, hi = n, sliced = p->cfg.slice_count > 0;
+        if (sliced && !p->cfg.augment_whole) {
+            lo = p->cfg.slice_first < n ? p->cfg.slice_first : n;
+            hi = lo + p->cfg.slice_count < n ? lo + p->cfg.slice_count : n;
+        }
         int m = 0;
         for (int i = 0; i < n; i++) {
             rec *r = items[i];
             pt_err je;
+            if (i < lo || i >= hi) {
+                rec_unref(r);
+                continue;
+            }
             if (jpg_decode_sized(codec, r->jpeg, r->len, r->w, r->h, batch_image(b, m), b->w,
                                  b->h, p->cfg.crop, p->cfg.fast_decode, &je) == PT_OK) {
                 b->label[m] = r->label;
@@ -423,9 +454,13 @@ static void *worker_main(void *arg)
         }
         b->n = m;
         b->seq = seq;
+        b->first = lo;
+        b->planned = hi - lo;
         batch_clear_mix(b);
         if (p->cfg.augment && m > 0)
             p->cfg.augment(p->cfg.augment_ctx, b, p->cfg.seed, &aug_ws);
+        if (sliced && p->cfg.augment_whole)
+            keep_slice(b, p->cfg.slice_first, p->cfg.slice_count);
         atomic_fetch_add(&p->decode_ns, (uint64_t)((util_now() - t0) * 1e9));
         publish(p, b);
     }
@@ -478,14 +513,14 @@ int pipe_next(pipeline *p, batch **out, pt_err *e)
             p->n_ready--;
             p->next_out++;
             p->delivered++;
-            if (b->n == 0) {
+            if (b->n == 0 && !(p->cfg.slice_count > 0 && b->planned == 0)) {
                 /* Every image of this batch failed to decode: skip it, but not
                  * forever: an endless stream of undecodable records must end in
-                 * an error, not a hang. */
-                p->pool_free[p->n_free++] = b;
-                pthread_cond_broadcast(&p->free_cv);
+                 * an error, not a hang. A slice is handed out all the same (the
+                 * other ranks have theirs). */
                 uint64_t limit = 16 + 2 * (uint64_t)(p->cfg.split->count / p->cfg.batch_size);
-                if (++p->empty_run > limit) {
+                int over = ++p->empty_run > limit;
+                if (over) {
                     p->failed = 1;
                     err_set(&p->fail_err, PT_EJPEG, p->cfg.split->dir, PT_NO_RECORD,
                             PT_NO_OFFSET,
@@ -494,9 +529,14 @@ int pipe_next(pipeline *p, batch **out, pt_err *e)
                             (unsigned long long)p->empty_run);
                     pthread_cond_broadcast(&p->ready_cv);
                 }
-                continue;
+                if (over || p->cfg.slice_count <= 0) {
+                    p->pool_free[p->n_free++] = b;
+                    pthread_cond_broadcast(&p->free_cv);
+                    continue;
+                }
+            } else if (b->n > 0) {
+                p->empty_run = 0;
             }
-            p->empty_run = 0;
             *out = b;
             rc = 1;
             break;
@@ -566,6 +606,11 @@ int pipe_create(const pipe_config *cfg, pipeline **out, pt_err *e)
         (cfg->labeled && cfg->n_classes <= 0))
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                        "pipeline: split, image size, batch size and classes are required");
+    if (cfg->slice_count < 0 || cfg->slice_first < 0 ||
+        (cfg->slice_count > 0 && cfg->slice_first >= cfg->batch_size))
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "pipeline: slice %d + %d outside batches of %d", cfg->slice_first,
+                       cfg->slice_count, cfg->batch_size);
     pipeline *p = calloc(1, sizeof *p);
     if (!p)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
@@ -593,10 +638,14 @@ int pipe_create(const pipe_config *cfg, pipeline **out, pt_err *e)
     p->ready = calloc((size_t)p->pool_size, sizeof *p->ready);
     p->threads = calloc((size_t)p->cfg.workers, sizeof *p->threads);
     p->plan_codec = jpg_codec_new();
+    /* A slice needs room for itself alone, unless it is cut from a whole batch. */
+    int cap = cfg->slice_count > 0 && !cfg->augment_whole && cfg->slice_count < cfg->batch_size
+                  ? cfg->slice_count
+                  : cfg->batch_size;
     int ok = p->order && p->slots && p->shuf && p->pool_all && p->pool_free && p->ready && p->threads &&
              p->plan_codec;
     for (int i = 0; ok && i < p->pool_size; i++) {
-        batch *b = batch_new(cfg->batch_size, cfg->image_h, cfg->image_w);
+        batch *b = batch_new(cap, cfg->image_h, cfg->image_w);
         if (!b)
             ok = 0;
         else

@@ -14,6 +14,14 @@
  * both modes; deterministic mode also hands them out in order (fast mode hands out
  * whichever is ready first).
  *
+ * A rank of a data-parallel job (train/dist.h) plans the same global batches as
+ * every other rank and decodes only its slice of each (slice_first, slice_count):
+ * every rank reads every record, but each decodes and augments a disjoint part,
+ * with the draws the whole batch would give those examples. A chain that mixes
+ * examples (augment_whole) needs the whole batch: it is decoded and augmented
+ * whole, then cut to the slice. A sliced pipeline hands out every planned batch,
+ * even one whose slice is empty, so that the ranks stay in step.
+ *
  * Memory is set by the configuration, not the dataset: (prefetch + workers + 1)
  * batch buffers, the shuffle buffer's compressed records, and one record buffer per
  * open shard.
@@ -73,6 +81,9 @@ typedef struct pipe_config {
     pipe_error_fn on_error;      /* NULL: errors are only counted */
     void *error_ctx;
     uint64_t start_batch;   /* skip this many batches first (resuming a run) */
+    int slice_first;        /* slice_count > 0: hand out only examples [slice_first, */
+    int slice_count;        /*   slice_first + slice_count) of each planned batch */
+    int augment_whole;      /* the augmentation mixes examples: slice after it */
 } pipe_config;
 
 /* Defaults for everything but split, sizes, batch size and classes. */

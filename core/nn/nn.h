@@ -285,6 +285,14 @@ const float *nn_ctx_input_grad(const nn_ctx *c);
  * as one class for its first epoch). Depends only on update, so a resumed run does
  * the same. */
 void nn_model_update_bn(nn_model *m, nn_ctx *const *ctxs, int count, long long update);
+/* The same in two halves, for records summed across processes (train/dist.h):
+ * nn_bn_records_take() sums the records of count contexts (in context order) into
+ * out, nn_bn_record_count(m) doubles, and clears them; nn_model_update_bn_records()
+ * applies such a sum (of any number of processes' records) as nn_model_update_bn
+ * would. */
+size_t nn_bn_record_count(const nn_model *m);
+void nn_bn_records_take(nn_ctx *const *ctxs, int count, double *out);
+void nn_model_update_bn_records(nn_model *m, const double *rec, long long update);
 /* Whether the running statistics are placeholders (on after nn_model_init_params; the
  * importer turns it off when it loads trained ones). */
 void nn_model_set_bn_warm_start(nn_model *m, int on);

@@ -449,30 +449,69 @@ size_t nn_model_summary(const nn_model *m, char *buf, size_t size)
 
 /* ---- BN running statistics ---- */
 
-void nn_model_update_bn(nn_model *m, nn_ctx *const *ctxs, int count, long long update)
+/* One momentum update of the running statistics from summed records: per BN layer
+ * its examples w[slot], and per channel the example-weighted sums of the batch
+ * means and unbiased variances. */
+static void bn_apply(nn_model *m, const double *w, const double *mean, const double *var,
+                     long long update)
 {
     double warm = m->bn_warm_start && update > 0 ? (double)(update - 1) / (double)update : 1.0;
     for (int i = 0; i < m->n_nodes; i++) {
         const nn_node *nd = &m->nodes[i];
-        if (!nd->live || nd->op != NN_OP_BN)
-            continue;
-        double w = 0.0;
-        for (int k = 0; k < count; k++)
-            w += ctxs[k]->rec_w[nd->bn_slot];
-        if (w <= 0.0)
+        if (!nd->live || nd->op != NN_OP_BN || w[nd->bn_slot] <= 0.0)
             continue;
         float *rm = m->bufs + nd->buf_off, *rv = rm + nd->c;
+        const double *sm = mean + nd->bn_coff, *sv = var + nd->bn_coff, n = w[nd->bn_slot];
+        const double mom = fmin((double)nd->bn_momentum, warm);
         for (int j = 0; j < nd->c; j++) {
-            double sm = 0.0, sv = 0.0;
-            for (int k = 0; k < count; k++) {
-                sm += ctxs[k]->rec_mean[nd->bn_coff + (size_t)j];
-                sv += ctxs[k]->rec_var[nd->bn_coff + (size_t)j];
-            }
-            const double mom = fmin((double)nd->bn_momentum, warm);
-            rm[j] = (float)(mom * rm[j] + (1.0 - mom) * sm / w);
-            rv[j] = (float)(mom * rv[j] + (1.0 - mom) * sv / w);
+            rm[j] = (float)(mom * rm[j] + (1.0 - mom) * sm[j] / n);
+            rv[j] = (float)(mom * rv[j] + (1.0 - mom) * sv[j] / n);
         }
     }
-    for (int k = 0; k < count; k++)
+}
+
+/* ctxs[0]'s records += the others', in context order (the sums a sum from zero
+ * would give); the others cleared. */
+static void bn_fold(nn_ctx *const *ctxs, int count)
+{
+    const nn_model *m = ctxs[0]->m;
+    nn_ctx *c0 = ctxs[0];
+    for (int k = 1; k < count; k++) {
+        for (size_t j = 0; j < m->bn_channels; j++) {
+            c0->rec_mean[j] += ctxs[k]->rec_mean[j];
+            c0->rec_var[j] += ctxs[k]->rec_var[j];
+        }
+        for (int j = 0; j < m->n_bn; j++)
+            c0->rec_w[j] += ctxs[k]->rec_w[j];
         nn_ctx_clear_bn_records(ctxs[k]);
+    }
+}
+
+void nn_model_update_bn(nn_model *m, nn_ctx *const *ctxs, int count, long long update)
+{
+    if (count < 1)
+        return;
+    bn_fold(ctxs, count);
+    bn_apply(m, ctxs[0]->rec_w, ctxs[0]->rec_mean, ctxs[0]->rec_var, update);
+    nn_ctx_clear_bn_records(ctxs[0]);
+}
+
+size_t nn_bn_record_count(const nn_model *m)
+{
+    return (size_t)m->n_bn + 2 * m->bn_channels;
+}
+
+void nn_bn_records_take(nn_ctx *const *ctxs, int count, double *out)
+{
+    const nn_model *m = ctxs[0]->m;
+    bn_fold(ctxs, count);
+    memcpy(out, ctxs[0]->rec_w, (size_t)m->n_bn * sizeof *out);
+    memcpy(out + m->n_bn, ctxs[0]->rec_mean, m->bn_channels * sizeof *out);
+    memcpy(out + m->n_bn + m->bn_channels, ctxs[0]->rec_var, m->bn_channels * sizeof *out);
+    nn_ctx_clear_bn_records(ctxs[0]);
+}
+
+void nn_model_update_bn_records(nn_model *m, const double *rec, long long update)
+{
+    bn_apply(m, rec, rec + m->n_bn, rec + m->n_bn + m->bn_channels, update);
 }

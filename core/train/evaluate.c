@@ -2,7 +2,11 @@
  * accuracy, macro precision/recall/F1, the confusion matrix, per-example
  * predictions for inspect) and the test split's predictions for submission.csv. Both
  * run on the moving average of the weights when --ema is on: swapped into the model
- * for the pass, then swapped back before training goes on. */
+ * for the pass, then swapped back before training goes on.
+ *
+ * In a job of several ranks each rank predicts its slice of every batch and rank 0
+ * gathers the slices into the batch one process would have predicted, so its
+ * figures and files are a single process's; the other ranks keep nothing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,8 +51,12 @@ static int predict_batch(trn *r, batch *b, float *logits, float *spare, pt_err *
 static int open_eval_pipe(trn *r, const ds_split *split, int labeled, pipeline **p, pt_err *e)
 {
     pipe_config c;
-    sam_pipe_config(r->env->samples, SAM_EVAL, split, labeled, r->n_classes, r->img, r->R * r->P,
+    sam_pipe_config(r->env->samples, SAM_EVAL, split, labeled, r->n_classes, r->img, r->G * r->P,
                     &c);
+    if (r->ranks > 1) {
+        c.slice_first = r->g0 * r->P;
+        c.slice_count = r->R * r->P;
+    }
     c.on_error = trn_data_error;
     c.error_ctx = r;
     return pipe_create(&c, p, e);
@@ -79,30 +87,41 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
     }
     double loss = 0;
     batch *b;
+    trn_gathered g = { 0 };
     while ((rc = pipe_next(p, &b, e)) == 1) {
-        if ((rc = predict_batch(r, b, logits, logits + (size_t)r->R * r->P * r->n_classes, e)) != PT_OK) {
+        if ((rc = predict_batch(r, b, logits, logits + (size_t)r->R * r->P * r->n_classes, e)) != PT_OK ||
+            (r->ranks > 1 && (rc = trn_dist_gather(r, b, logits, &g, e)) != PT_OK)) {
             pipe_release(p, b);
             break;
         }
+        /* The batch as one process predicts it: a job's gathered on rank 0. */
+        int bn = r->ranks > 1 ? g.n : b->n;
+        const int32_t *blabel = r->ranks > 1 ? g.label : b->label;
+        const batch_src *bsrc = r->ranks > 1 ? g.src : b->src;
+        const float *blogits = r->ranks > 1 ? g.logits : logits;
         double l = 0;
-        nn_softmax_ce(logits, b->n, r->n_classes, b->label, NULL, NULL, 0.0f, &l, NULL, NULL, NULL);
+        if (bn > 0)
+            nn_softmax_ce(blogits, bn, r->n_classes, blabel, NULL, NULL, 0.0f, &l, NULL, NULL,
+                          NULL);
         loss += l;
-        for (int i = 0; i < b->n && n < cap; i++, n++) {
+        for (int i = 0; i < bn && n < cap; i++, n++) {
             int arg;
             float pr;
-            softmax_top(logits + (size_t)i * r->n_classes, r->n_classes, &arg, &pr);
-            labels[n] = b->label[i];
+            softmax_top(blogits + (size_t)i * r->n_classes, r->n_classes, &arg, &pr);
+            labels[n] = blabel[i];
             preds[n] = arg;
             conf[n] = pr;
-            src[n] = b->src[i];
+            src[n] = bsrc[i];
         }
         pipe_release(p, b);
-        if (r->env->control(r->env->ctx) == TRN_STOP) {
-            rc = PT_ESTOPPED;
+        int c = trn_dist_control(r, r->env->control(r->env->ctx), e);
+        if (c < 0 || c == TRN_STOP) {
+            rc = c < 0 ? c : PT_ESTOPPED;
             break;
         }
     }
-    if (rc < 0)
+    trn_gathered_free(&g);
+    if (rc < 0 || r->rank != 0)
         goto out;
     rc = PT_OK;
     met_confusion(labels, preds, (size_t)n, r->n_classes, cm);
@@ -167,21 +186,26 @@ static int predict_test(trn *r, pt_err *e)
         goto out;
     }
     batch *b;
+    trn_gathered g = { 0 };
     while ((rc = pipe_next(p, &b, e)) == 1) {
-        if ((rc = predict_batch(r, b, logits, logits + (size_t)r->R * r->P * r->n_classes, e)) != PT_OK) {
+        if ((rc = predict_batch(r, b, logits, logits + (size_t)r->R * r->P * r->n_classes, e)) != PT_OK ||
+            (r->ranks > 1 && (rc = trn_dist_gather(r, b, logits, &g, e)) != PT_OK)) {
             pipe_release(p, b);
             break;
         }
-        for (int i = 0; i < b->n && n < cap; i++, n++) {
+        int bn = r->ranks > 1 ? g.n : b->n;
+        const float *blogits = r->ranks > 1 ? g.logits : logits;
+        for (int i = 0; i < bn && n < cap; i++, n++) {
             int arg;
             float pr;
-            softmax_top(logits + (size_t)i * r->n_classes, r->n_classes, &arg, &pr);
+            softmax_top(blogits + (size_t)i * r->n_classes, r->n_classes, &arg, &pr);
             preds[n] = arg;
-            memcpy(ids[n], b->id[i], BATCH_ID_MAX);
+            memcpy(ids[n], r->ranks > 1 ? g.id[i] : b->id[i], BATCH_ID_MAX);
         }
         pipe_release(p, b);
     }
-    if (rc < 0)
+    trn_gathered_free(&g);
+    if (rc < 0 || r->rank != 0)
         goto out;
     rc = PT_OK;
     {

@@ -1,6 +1,8 @@
 /* rundir — the run folder: its creation, log.txt, history.json, the validation
  * predictions, and the checkpoint (with the history and curves it carries so that
- * a resumed run shows its whole past). Every file is written atomically. */
+ * a resumed run shows its whole past). Every file is written atomically. In a job
+ * of several ranks, rank 0 alone has a run folder: on the others run_dir stays
+ * empty and nothing here writes. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +50,8 @@ void trn_log_end(trn *r, const char *line)
 
 int trn_make_run_dir(trn *r, pt_err *e)
 {
+    if (r->rank != 0)
+        return PT_OK;
     if (r->cfg->resume[0]) {
         util_copy(r->run_dir, sizeof r->run_dir, r->cfg->resume);
         if (!util_is_dir(r->run_dir))
@@ -87,6 +91,8 @@ int trn_make_run_dir(trn *r, pt_err *e)
 
 int trn_write_text(trn *r, const char *name, const char *text, size_t len, pt_err *e)
 {
+    if (r->rank != 0)
+        return PT_OK;
     char path[4200];
     if (util_path(path, sizeof path, "%s/%s", r->run_dir, name) != 0)
         return err_set(e, PT_EUSAGE, r->run_dir, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
@@ -154,6 +160,8 @@ char *trn_int_list(const int32_t *v, long long n, size_t *len)
  * after `keep` (left by a run that stopped before its checkpoint) are dropped. */
 int trn_append_valid_preds(trn *r, int epoch, const int32_t *preds, long long n, pt_err *e)
 {
+    if (r->rank != 0)
+        return PT_OK;
     char path[4200];
     util_path(path, sizeof path, "%s/valid_preds.jsonl", r->run_dir);
     uint8_t *old = NULL;
@@ -251,6 +259,8 @@ static int unpack_history(trn *r, const uint8_t *b, size_t n)
 
 int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
 {
+    if (r->rank != 0)
+        return PT_OK;
     char path[4200];
     util_path(path, sizeof path, "%s/checkpoint.ckpt", r->run_dir);
     uint8_t *hist = NULL;

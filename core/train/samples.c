@@ -68,6 +68,7 @@ void sam_pipe_config(const sam *s, sam_use use, const ds_split *split, int label
             c->augment = aug_pipe_hook;
             c->augment_ctx = s->aug;
             c->augment_ws_free = aug_pipe_ws_free;
+            c->augment_whole = aug_mixes(s->aug);
         }
         break;
     case SAM_EVAL:

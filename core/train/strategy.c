@@ -6,6 +6,19 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "train/dist.h"
+
+/* The most replicas one rank of a job may have (its figures travel in a fixed-size
+ * record). */
+#define STRAT_RANK_REPLICAS 64
+
+/* One rank's figures of an update, gathered by every rank. */
+typedef struct rank_figures {
+    int n;                  /* replicas */
+    int finite[STRAT_RANK_REPLICAS];
+    double loss_sum[STRAT_RANK_REPLICAS];
+    long long correct[STRAT_RANK_REPLICAS], examples[STRAT_RANK_REPLICAS];
+} rank_figures;
 
 enum job { JOB_NONE = 0, JOB_TRAIN, JOB_REDUCE, JOB_STEP, JOB_PREDICT, JOB_EXIT };
 
@@ -33,6 +46,9 @@ typedef struct replica {
 struct strat {
     strat_config cfg;
     int R, B, A, P, U;
+    int G, g0;              /* replicas of the job, and this process's first's index */
+    int dist;               /* a rank of a job of several */
+    double *bn_rec;         /* dist: BN records summed across ranks */
     int h, w, k;
     size_t n_params;
     replica *rep;
@@ -79,7 +95,7 @@ static void run_train(replica *p)
         to_float(b->images + (size_t)lo * img, p->input, (size_t)n * img);
         /* The global index of an example within the update does not depend on how
          * the update is split, so dropout masks don't either. */
-        int64_t first = (int64_t)a * s->R * s->B + lo;
+        int64_t first = (int64_t)a * s->G * s->B + (int64_t)s->g0 * s->B + lo;
         const float *logits = nn_forward(p->ctx, p->input, n, 1, s->seed, first);
         if (!logits) {
             p->rc = err_set(&p->err, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
@@ -255,7 +271,17 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
     s->B = cfg->batch_per_replica;
     s->A = cfg->grad_acc;
     s->P = cfg->predict_batch > 0 ? cfg->predict_batch : cfg->batch_per_replica;
-    s->U = s->R * s->B * s->A;
+    s->G = cfg->all_replicas > 0 ? cfg->all_replicas : s->R;
+    s->g0 = cfg->all_replicas > 0 ? cfg->first_replica : 0;
+    s->dist = cfg->all_replicas > 0 && dist_size() > 1;
+    if (s->g0 < 0 || s->g0 + s->R > s->G || (s->dist && s->R > STRAT_RANK_REPLICAS)) {
+        int g0 = s->g0, R = s->R, G = s->G;
+        free(s);
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "strategy: replicas %d..%d of %d (at most %d per rank)", g0, g0 + R - 1,
+                       G, STRAT_RANK_REPLICAS);
+    }
+    s->U = s->G * s->B * s->A;
     int c;
     nn_model_input_shape(cfg->model, &s->h, &s->w, &c);
     s->k = nn_model_classes(cfg->model);
@@ -270,7 +296,10 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
     s->hi = calloc((size_t)s->R, sizeof *s->hi);
     s->sum = util_aligned_alloc(s->n_params * sizeof(float));
     s->batch_offset = calloc((size_t)s->A, sizeof *s->batch_offset);
-    if (!s->rep || !s->ctxs || !s->lo || !s->hi || !s->sum || !s->batch_offset) {
+    if (s->dist)
+        s->bn_rec = calloc(nn_bn_record_count(cfg->model) + 1, sizeof *s->bn_rec);
+    if (!s->rep || !s->ctxs || !s->lo || !s->hi || !s->sum || !s->batch_offset ||
+        (s->dist && !s->bn_rec)) {
         strat_free(s);
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }
@@ -341,10 +370,89 @@ void strat_free(strat *s)
     free(s->hi);
     util_aligned_free(s->sum);
     free(s->batch_offset);
+    free(s->bn_rec);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->go_cv);
     pthread_cond_destroy(&s->done_cv);
     free(s);
+}
+
+/* The job's figures of this update in res (replica after replica across the ranks,
+ * as one process with all the replicas would add them): 1 when every replica's
+ * loss was finite. */
+static int gather_figures(strat *s, strat_result *res, pt_err *e)
+{
+    rank_figures mine;
+    memset(&mine, 0, sizeof mine);
+    mine.n = s->R;
+    for (int r = 0; r < s->R; r++) {
+        mine.finite[r] = s->rep[r].finite;
+        mine.loss_sum[r] = s->rep[r].loss_sum;
+        mine.correct[r] = s->rep[r].correct;
+        mine.examples[r] = s->rep[r].examples;
+    }
+    int N = dist_size();
+    rank_figures *all = malloc((size_t)N * sizeof *all);
+    if (!all)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    int rc = dist_allgather(&mine, all, sizeof mine, e);
+    int finite = 1;
+    for (int k = 0; rc == PT_OK && k < N; k++)
+        for (int r = 0; r < all[k].n && r < STRAT_RANK_REPLICAS; r++) {
+            res->loss_sum += all[k].loss_sum[r];
+            res->correct += all[k].correct[r];
+            res->examples += all[k].examples[r];
+            finite &= all[k].finite[r];
+        }
+    free(all);
+    return rc == PT_OK ? finite : rc;
+}
+
+/* After the rank's reduce: the gradient summed across ranks; 1 when it is finite. */
+static int sum_across_ranks(strat *s, pt_err *e)
+{
+    int rc = dist_sum_floats(s->sum, s->n_params, e);
+    if (rc != PT_OK)
+        return rc;
+    for (size_t i = 0; i < s->n_params; i++)
+        if (!isfinite(s->sum[i]))
+            return 0;
+    return 1;
+}
+
+/* An update of a rank of a job: as strat_update's below, with the figures, the
+ * gradient and the BN records summed across the ranks, so that every rank takes
+ * the same step. */
+static int update_dist(strat *s, strat_result *res, pt_err *e)
+{
+    int rc = dispatch(s, JOB_TRAIN, e);
+    if (rc != PT_OK)
+        return rc;
+    int finite = gather_figures(s, res, e);
+    if (finite < 0)
+        return finite;
+    if (finite) {
+        if ((rc = dispatch(s, JOB_REDUCE, e)) != PT_OK)
+            return rc;
+        if ((finite = sum_across_ranks(s, e)) < 0)
+            return finite;
+    } else {
+        for (int r = 0; r < s->R; r++)
+            nn_zero_grads(s->rep[r].ctx);
+    }
+    if (finite) {
+        if ((rc = dispatch(s, JOB_STEP, e)) != PT_OK)
+            return rc;
+        nn_bn_records_take(s->ctxs, s->R, s->bn_rec);
+        if ((rc = dist_sum_doubles(s->bn_rec, nn_bn_record_count(s->cfg.model), e)) != PT_OK)
+            return rc;
+        nn_model_update_bn_records(s->cfg.model, s->bn_rec, s->t);
+    } else {
+        for (int r = 0; r < s->R; r++)
+            nn_ctx_clear_bn_records(s->rep[r].ctx);
+    }
+    res->finite = finite;
+    return PT_OK;
 }
 
 int strat_update(strat *s, batch *const *batches, double lr, long long t, uint64_t seed,
@@ -365,6 +473,8 @@ int strat_update(strat *s, batch *const *batches, double lr, long long t, uint64
     s->lr = lr;
     s->t = t;
     s->seed = seed;
+    if (s->dist)
+        return update_dist(s, res, e);
     int rc = dispatch(s, JOB_TRAIN, e);
     if (rc != PT_OK)
         return rc;

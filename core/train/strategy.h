@@ -12,6 +12,17 @@
  * results do not depend on thread timing. OpenBLAS is single-threaded inside each
  * replica: the replicas are the parallelism.
  *
+ * Across processes (train/dist.h, a job of ranks started by mpirun), this process's
+ * replicas are replicas [first_replica, first_replica + R) of all_replicas: each
+ * rank is given its slice of every global batch, U counts every replica of the job,
+ * and an update adds two steps before the optimizer: the per-replica figures
+ * (loss, counts, finiteness) are gathered so every rank takes the same decision,
+ * and the rank's summed gradient is summed across ranks (in rank order, the same
+ * bits everywhere); the BN records too. Every rank then steps the whole optimizer
+ * on identical gradients, so weights and moments stay identical without being
+ * sent. With 1 replica per rank the sums are bit for bit those of one process with
+ * as many replicas.
+ *
  * Ownership: strat_new() borrows the model and optimizer (they must outlive it) and
  * owns its threads, contexts and buffers; strat_free() joins and frees them.
  * Callers run one strat_* call at a time (the trainer thread).
@@ -37,6 +48,10 @@ typedef struct strat_config {
     int grad_acc;               /* A */
     int predict_batch;          /* per replica, for strat_predict */
     float label_smoothing;      /* 0: the dataset's targets as they are */
+    /* A rank of a job (dist_size() > 1): its replicas' place among all of the job's.
+     * all_replicas 0: this process alone. */
+    int first_replica;
+    int all_replicas;
 } strat_config;
 
 int strat_new(const strat_config *cfg, strat **out, pt_err *e);
@@ -70,7 +85,7 @@ typedef struct strat_counters {
 void strat_get_counters(strat *s, int r, strat_counters *c);
 int strat_replicas(const strat *s);
 
-/* The update size U = R x B x A. */
+/* The update size U = all replicas x B x A. */
 int strat_update_size(const strat *s);
 
 #endif

@@ -33,7 +33,13 @@ void trn_publish_static(trn *r)
         snprintf(s->model, sizeof s->model, "mobilenetv2 x%.2g", r->cfg->width);
     else
         run_model_name(r->cfg, s->model, sizeof s->model);
-    s->replicas = s->n_replicas = r->R;
+    s->replicas = r->G;
+    s->n_replicas = r->shown;
+    s->ranks = r->ranks;
+    for (int q = 0; q < r->shown; q++) {
+        s->replica[q].rank = r->tel_rank[q];
+        util_copy(s->replica[q].host, sizeof s->replica[q].host, r->tel_host[q]);
+    }
     s->batch_per_replica = r->B;
     s->grad_acc = r->A;
     s->update_size = r->U;
@@ -145,11 +151,11 @@ void trn_telemetry(trn *r, double idle_this_update)
     if (now - r->spark_t >= SPARK_PERIOD) {
         r->spark_t = now;
         if (r->spark_n == RUN_SPARK_POINTS) {
-            for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++)
+            for (int q = 0; q < r->shown; q++)
                 memmove(r->spark[q], r->spark[q] + 1, (RUN_SPARK_POINTS - 1) * sizeof(float));
             r->spark_n--;
         }
-        for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++)
+        for (int q = 0; q < r->shown; q++)
             r->spark[q][r->spark_n] = (float)r->tel[q].ips;
         r->spark_n++;
     }
@@ -157,20 +163,20 @@ void trn_telemetry(trn *r, double idle_this_update)
 
 void trn_telemetry_idle(trn *r)
 {
-    for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++) {
+    for (int q = 0; q < r->shown; q++) {
         trn_tel *t = &r->tel[q];
         t->ips = t->busy_pct = t->idle_pct = t->mxu_pct = 0;
     }
     if (r->spark_n == RUN_SPARK_POINTS) {
-        for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++)
+        for (int q = 0; q < r->shown; q++)
             memmove(r->spark[q], r->spark[q] + 1, (RUN_SPARK_POINTS - 1) * sizeof(float));
         r->spark_n--;
     }
-    for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++)
+    for (int q = 0; q < r->shown; q++)
         r->spark[q][r->spark_n] = 0;
     r->spark_n++;
     run_snapshot *s = prg_lock(r->env->progress);
-    for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++) {
+    for (int q = 0; q < r->shown; q++) {
         run_replica *e = &s->replica[q];
         e->images_per_sec = e->busy_pct = e->idle_pct = e->mxu_pct = 0;
         memcpy(e->spark, r->spark[q], (size_t)r->spark_n * sizeof(float));
@@ -204,7 +210,7 @@ void trn_publish_progress(trn *r, double lr, double loss, double acc)
     memcpy(s->curve_acc, r->curve_acc, (size_t)r->curve_n * sizeof(float));
     memcpy(s->curve_lr, r->curve_lr, (size_t)r->curve_n * sizeof(float));
     double total = 0;
-    for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++) {
+    for (int q = 0; q < r->shown; q++) {
         run_replica *e = &s->replica[q];
         e->images_per_sec = r->tel[q].ips;
         e->busy_pct = 100 * r->tel[q].busy_pct;
@@ -215,6 +221,7 @@ void trn_publish_progress(trn *r, double lr, double loss, double acc)
         total += r->tel[q].ips;
     }
     s->total_images_per_sec = total;
+    s->comm_ms = 1000 * r->comm_per_update;
     s->queue_depth = ps.ready;
     s->queue_capacity = ps.capacity;
     s->data_errors = r->data_errors;

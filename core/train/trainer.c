@@ -11,6 +11,7 @@
 #include "base/util.h"
 #include "nn/nn_import.h"
 #include "nn/nn_models.h"
+#include "train/dist.h"
 #include "train/metrics.h"
 #include "train/trainer_impl.h"
 
@@ -241,7 +242,9 @@ static int prepare(trn *r, pt_err *e)
     r->B = cfg->batch_per_replica;
     r->A = cfg->grad_acc;
     r->P = r->B; /* prediction reuses the training contexts: no extra memory */
-    r->U = r->R * r->B * r->A;
+    if ((rc = trn_dist_join(r, e)) != PT_OK)
+        return rc;
+    r->U = r->G * r->B * r->A;
     r->updates_per_epoch = examples / r->U;
     if (r->updates_per_epoch < 1)
         return err_set(e, PT_EUSAGE, r->ds->root, PT_NO_RECORD, PT_NO_OFFSET,
@@ -265,7 +268,8 @@ static int prepare(trn *r, pt_err *e)
         return rc;
     strat_config sc = { .model = r->model, .optimizer = &r->optim, .decay_mask = r->decay,
                         .replicas = r->R, .batch_per_replica = r->B, .grad_acc = r->A,
-                        .predict_batch = r->P, .label_smoothing = (float)cfg->label_smoothing };
+                        .predict_batch = r->P, .label_smoothing = (float)cfg->label_smoothing,
+                        .first_replica = r->g0, .all_replicas = r->ranks > 1 ? r->G : 0 };
     if ((rc = strat_new(&sc, &r->st, e)) != PT_OK)
         return rc;
     trn_set_state(r, RUN_PREPARING, "measuring the single-core sgemm peak");
@@ -289,21 +293,31 @@ static int prepare(trn *r, pt_err *e)
         return rc;
     /* A resumed run's history.json is made again from the checkpoint: one killed
      * between the two left it an epoch ahead, which this run does again. */
-    if (cfg->resume[0] && ((rc = trn_restore_checkpoint(r, e)) != PT_OK ||
-                           (rc = write_config(r, e)) != PT_OK ||
-                           (rc = trn_write_history(r, e)) != PT_OK))
+    if (cfg->resume[0] && r->rank == 0 &&
+        ((rc = trn_restore_checkpoint(r, e)) != PT_OK || (rc = write_config(r, e)) != PT_OK ||
+         (rc = trn_write_history(r, e)) != PT_OK))
+        return rc;
+    /* A job's ranks start from rank 0's weights and state (a resumed run's: the
+     * others never read the checkpoint). */
+    if ((rc = trn_dist_share_state(r, e)) != PT_OK)
         return rc;
     set_phase(r);
 
+    /* Global batches of every replica of the job; a rank decodes its slice. */
     pipe_config pc;
     sam_pipe_config(r->env->samples, SAM_TRAIN, &r->ds->split[DS_TRAIN], 1, r->n_classes, r->img,
-                    r->R * r->B, &pc);
+                    r->G * r->B, &pc);
+    if (r->ranks > 1) {
+        pc.slice_first = r->g0 * r->B;
+        pc.slice_count = r->R * r->B;
+    }
     pc.oversample = r->oversampling ? &r->smp : NULL;
     pc.on_error = trn_data_error;
     pc.error_ctx = r;
     pc.start_batch = (uint64_t)(r->update * r->A);
     if ((rc = pipe_create(&pc, &r->train, e)) != PT_OK)
         return rc;
+    r->tb_off = r->rank != 0; /* rank 0 writes the event files */
     trn_tb_open(r);
     trn_publish_static(r);
     trn_publish_history(r);
@@ -312,9 +326,13 @@ static int prepare(trn *r, pt_err *e)
              "%s: %lld train / %lld val / %lld test records, %d classes, %dx%d; %d replicas x %d "
              "x %d accumulation = %d per update, %lld updates per epoch%s",
              r->ds->root, r->ds->split[DS_TRAIN].count, r->ds->split[DS_VAL].count,
-             r->ds->split[DS_TEST].count, r->n_classes, r->img, r->img, r->R, r->B, r->A, r->U,
+             r->ds->split[DS_TEST].count, r->n_classes, r->img, r->img, r->G, r->B, r->A, r->U,
              r->updates_per_epoch, r->oversampling ? " (oversampled)" : "");
     trn_log(r, "%s", summary);
+    if (r->ranks > 1)
+        trn_log(r, "data parallel: %d ranks (rank 0 on %s) with %d replicas in all, %d per update; "
+                   "each rank decodes its slice of every batch of %d",
+                r->ranks, dist_host(), r->G, r->U, r->G * r->B);
     trn_log(r, "model %s: %zu parameters (%zu trainable), %.1f MFLOP per image forward; sgemm "
                "peak %.1f GFLOP/s (%s)",
             cfg->model, nn_param_count(r->model), nn_trainable_count(r->model),
@@ -342,10 +360,12 @@ static void end_of_epoch_row(trn *r, run_epoch *row)
 
 /* Wait for the user (pause = 1: pause first, the trainer's own decision). Paused
  * time is not training time. */
-static int wait_user(trn *r, int pause)
+static int wait_user(trn *r, int pause, pt_err *e)
 {
     double t_pause = util_now();
-    int c = r->env->wait(r->env->ctx, pause);
+    /* In a job, rank 0 (the terminal, the workbench) decides for every rank. */
+    int c = r->rank == 0 ? r->env->wait(r->env->ctx, pause) : TRN_STOP;
+    c = trn_dist_decision(r, c, e);
     double away = util_now() - t_pause;
     r->t_epoch += away;
     r->t_run += away;
@@ -356,7 +376,9 @@ static int wait_user(trn *r, int pause)
 /* At an update boundary: obey a pause or a stop; each writes a checkpoint. */
 static int pause_point(trn *r, pt_err *e, int *stopped)
 {
-    int c = r->env->control(r->env->ctx);
+    int c = trn_dist_control(r, r->env->control(r->env->ctx), e);
+    if (c < 0)
+        return c;
     if (c == TRN_GO)
         return PT_OK;
     if (c == TRN_PAUSE) {
@@ -368,7 +390,9 @@ static int pause_point(trn *r, pt_err *e, int *stopped)
             return rc;
         trn_set_state(r, RUN_PAUSED, "paused at update %lld (epoch %d, step %lld)", r->update,
                       r->epoch + 1, r->in_epoch);
-        if (wait_user(r, 0) == TRN_GO) {
+        if ((c = wait_user(r, 0, e)) < 0)
+            return c;
+        if (c == TRN_GO) {
             trn_set_state(r, RUN_RUNNING, "running");
             return PT_OK;
         }
@@ -395,11 +419,14 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
         }
     }
     double idle = util_now() - t0;
+    double comm0 = dist_comm_seconds();
     double lr = sched_lr(&r->sch, r->update);
     strat_result res;
     int rc = strat_update(r->st, batches, lr, r->update + 1,
                           cfg->seed ^ (uint64_t)r->update * 0x9e3779b97f4a7c15ULL, &res, r->preds, e);
-    if (rc == PT_OK && res.finite) {
+    if (rc == PT_OK && res.finite && r->ranks > 1) {
+        rc = trn_dist_train_cm(r, batches, e);
+    } else if (rc == PT_OK && res.finite) {
         long long off = 0;
         for (int a = 0; a < r->A; a++) {
             const batch *b = batches[a];
@@ -428,6 +455,10 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
     double acc = res.examples ? (double)res.correct / (double)res.examples : 0;
     trn_curve_push(r, loss, acc, lr);
     trn_telemetry(r, idle);
+    if ((rc = trn_dist_telemetry(r, e)) != PT_OK)
+        return rc;
+    double comm = dist_comm_seconds() - comm0;
+    r->comm_per_update = r->update > 1 ? 0.9 * r->comm_per_update + 0.1 * comm : comm;
     trn_publish_progress(r, lr, loss, acc);
     trn_tb_update(r, loss, acc, lr);
     return PT_OK;
@@ -436,7 +467,7 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
 /* A non-finite loss: the update was skipped and the weights are unchanged. Say
  * so, pause, and let the user decide (lower the learning rate and resume, or
  * stop). No checkpoint is written: the last good one is kept. TRN_GO or TRN_STOP. */
-static int on_nonfinite(trn *r)
+static int on_nonfinite(trn *r, pt_err *e)
 {
     run_snapshot *s = prg_lock(r->env->progress);
     s->nonfinite_at = r->update + 1;
@@ -450,7 +481,9 @@ static int on_nonfinite(trn *r)
                   "non-finite loss at update %lld (epoch %d, step %lld); paused, weights "
                   "unchanged (lower the learning rate?)",
                   r->update + 1, r->epoch + 1, r->in_epoch + 1);
-    int c = wait_user(r, 1);
+    int c = wait_user(r, 1, e);
+    if (c < 0)
+        return c;
     if (c != TRN_GO)
         return TRN_STOP; /* nonfinite_at stays: the headless runner's exit status says it */
     s = prg_lock(r->env->progress);
@@ -465,10 +498,13 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
 {
     const run_config *cfg = r->cfg;
     run_epoch row;
+    int rc = trn_dist_check_weights(r, e);
+    if (rc != PT_OK)
+        return rc;
     end_of_epoch_row(r, &row);
     double images_per_sec = row.seconds > 0 ? (double)r->examples / row.seconds : 0;
     trn_set_state(r, RUN_RUNNING, "validating after epoch %d", r->epoch + 1);
-    int rc = trn_validate(r, &row, e);
+    rc = trn_validate(r, &row, e);
     if (rc == PT_ESTOPPED) {
         *stopped = 1;
         return trn_save_checkpoint(r, "stop", e);
@@ -499,13 +535,20 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
             row.epoch, cfg->epochs, row.updates, row.seconds, here,
             1000.0 * row.seconds / (row.updates ? row.updates : 1), row.train_loss, row.train_acc,
             row.val_loss, row.val_acc, row.val_f1);
-    char line[512];
+    char line[1100];
     int k = snprintf(line, sizeof line, "  throughput:");
-    for (int q = 0; q < r->R && k < 480; q++)
+    for (int q = 0; q < r->shown && k < 1000; q++) {
+        char where[64] = "";
+        if (r->ranks > 1)
+            snprintf(where, sizeof where, " (rank %d on %.32s)", r->tel_rank[q], r->tel_host[q]);
         k += snprintf(line + k, sizeof line - (size_t)k,
-                      " replica %d %.0f img/s (busy %.0f%%, idle %.0f%%, MXU %.0f%%);", q,
+                      " replica %d%s %.0f img/s (busy %.0f%%, idle %.0f%%, MXU %.0f%%);", q, where,
                       r->tel[q].ips, 100 * r->tel[q].busy_pct, 100 * r->tel[q].idle_pct,
                       100 * r->tel[q].mxu_pct);
+    }
+    if (r->ranks > 1 && k < 1060)
+        snprintf(line + k, sizeof line - (size_t)k, " collectives %.1f ms/update",
+                 1000 * r->comm_per_update);
     trn_log(r, "%s", line);
     /* A checkpoint that cannot be written (a full disk) ends the run: the previous
      * one is intact, and training on without one would risk more than it saves. */
@@ -571,8 +614,11 @@ run_state trn_run(const trn_env *env, pt_err *e)
             int finite;
             if ((rc = step(r, batches, &finite, e)) != PT_OK)
                 break;
-            if (!finite && on_nonfinite(r) != TRN_GO) {
-                stopped = 2;
+            if (!finite && (rc = on_nonfinite(r, e)) != TRN_GO) {
+                if (rc >= 0) {
+                    rc = PT_OK;
+                    stopped = 2;
+                }
                 break;
             }
         }

@@ -1,6 +1,11 @@
 /* trainer_impl — internals shared by the trainer's files (trainer.c, evaluate.c,
  * rundir.c, telemetry.c); not for other modules.
  *
+ * A rank of a job (train/dist.h, trainer_dist.c): every rank runs the whole loop
+ * in step with the others and holds the same weights, optimizer, progress and
+ * training figures; rank 0 alone writes the run folder (every file-writing
+ * function below does nothing on another rank) and decides pauses and stops.
+ *
  * Ownership: one trn per trn_run(), which allocates every array below and frees
  * them all at its end. The environment (env, cfg, ds) is borrowed.
  */
@@ -33,6 +38,9 @@ typedef struct trn {
     const ds_dataset *ds;
     int n_classes, img;
     int R, B, A, P, U;
+    int rank, ranks;            /* this process in its job (train/dist.h): 0 and 1 alone */
+    int G, g0;                  /* the job's replicas, and this rank's first one's index */
+    int Rmax;                   /* the most replicas of any rank */
     long long updates_per_epoch, total_updates;
     smp_table smp;
     int oversampling;
@@ -69,7 +77,14 @@ typedef struct trn {
     int curve_n, curve_stride, curve_pending;
     double curve_acc_loss, curve_acc_acc, curve_acc_lr;
 
-    trn_tel tel[RUN_MAX_REPLICAS];
+    trn_tel tel[RUN_MAX_REPLICAS];  /* the job's replicas: this rank's, and on rank 0 the
+                                       others' as last gathered */
+    int shown;                  /* replicas with figures: R, or on rank 0 of a job G (at
+                                   most RUN_MAX_REPLICAS) */
+    int tel_rank[RUN_MAX_REPLICAS];
+    char tel_host[RUN_MAX_REPLICAS][32];
+    long long tel_next;         /* a job: the update of the next telemetry gather */
+    double comm_per_update;     /* seconds in collectives per update, smoothed */
     double tel_t, spark_t, sec_per_update, val_seconds;
     float spark[RUN_MAX_REPLICAS][RUN_SPARK_POINTS];
     int spark_n;
@@ -88,6 +103,40 @@ typedef struct trn {
 
 /* The pipelines' on_error: count the bad record and log it (any thread). */
 void trn_data_error(void *ctx, const pt_err *err);
+
+/* ---- trainer_dist.c: a run as one rank of a job (each call a no-op alone) ---- */
+
+/* Every rank's configuration checked against rank 0's, and the replicas counted:
+ * G, g0. */
+int trn_dist_join(trn *r, pt_err *e);
+/* Rank 0's weights, optimizer, moving average, progress and training figures to
+ * every rank (after a resume: the others never read the checkpoint). */
+int trn_dist_share_state(trn *r, pt_err *e);
+/* The command every rank obeys: the strongest of every rank's (stop over pause over
+ * go), so a signal to any rank stops them all. */
+int trn_dist_control(trn *r, int c, pt_err *e);
+/* After a pause's wait on rank 0: its decision to every rank. */
+int trn_dist_decision(trn *r, int c, pt_err *e);
+/* This update's (label, prediction) pairs of every rank into train_cm. */
+int trn_dist_train_cm(trn *r, batch *const *batches, pt_err *e);
+/* Every few updates (about twice a second, as rank 0 paces it): every rank's
+ * replica figures and host to rank 0, for its monitor. */
+int trn_dist_telemetry(trn *r, pt_err *e);
+/* The weights (and BN statistics) checked identical on every rank: a checksum each,
+ * compared; a mismatch is an error naming the ranks. */
+int trn_dist_check_weights(trn *r, pt_err *e);
+/* A prediction batch as rank 0 sees it: every rank's slice, in rank order (n is 0
+ * on the other ranks). Buffers made on first use, kept for the pass. */
+typedef struct trn_gathered {
+    int n;
+    int32_t *label;
+    batch_src *src;
+    char (*id)[BATCH_ID_MAX];
+    float *logits;
+    uint8_t *pack, *all;        /* the examples as sent, and as received on rank 0 */
+} trn_gathered;
+int trn_dist_gather(trn *r, const batch *b, const float *logits, trn_gathered *g, pt_err *e);
+void trn_gathered_free(trn_gathered *g);
 
 /* ---- telemetry.c: what the run shows while it trains ---- */
 

@@ -1,0 +1,353 @@
+/* dist — MPI for data-parallel training (see dist.h). */
+#include "train/dist.h"
+
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/util.h"
+
+#define HOST_MAX 256
+
+static struct {
+    int on;
+    int rank, size;
+    MPI_Comm comm;
+    char (*hosts)[HOST_MAX];
+    char who[HOST_MAX + 64];
+    double comm_s;
+    void *scratch;          /* dist_sum_floats / dist_sum_doubles */
+    size_t scratch_bytes;
+} D = { .size = 1 };
+
+int dist_launched(void)
+{
+    static const char *const vars[] = { "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+                                        "PMIX_RANK", "PMI_RANK", "PMI_SIZE" };
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && v[0])
+            return 1;
+    }
+    return 0;
+}
+
+static int mpi_fail(pt_err *e, const char *what, int code)
+{
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
+        len = 0;
+    text[len < MPI_MAX_ERROR_STRING ? len : MPI_MAX_ERROR_STRING - 1] = '\0';
+    return err_set(e, PT_EIO, NULL, PT_NO_RECORD, PT_NO_OFFSET, "MPI %s failed on %s: %s", what,
+                   D.who[0] ? D.who : "this rank", len ? text : "unknown error");
+}
+
+int dist_init(pt_err *e)
+{
+    if (D.on || !dist_launched())
+        return PT_OK;
+    int provided = 0;
+    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(e, "initialisation", rc);
+    if (provided < MPI_THREAD_SERIALIZED) {
+        MPI_Finalize();
+        return err_set(e, PT_EIO, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "this MPI gives thread level %d; petal-tui needs MPI_THREAD_SERIALIZED",
+                       provided);
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &D.comm);
+    MPI_Comm_set_errhandler(D.comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(D.comm, &D.rank);
+    MPI_Comm_size(D.comm, &D.size);
+    D.hosts = calloc((size_t)D.size, sizeof *D.hosts);
+    char me[HOST_MAX] = "";
+    int len = 0;
+    char name[MPI_MAX_PROCESSOR_NAME];
+    if (MPI_Get_processor_name(name, &len) == MPI_SUCCESS && len > 0)
+        snprintf(me, sizeof me, "%.*s", len, name);
+    else
+        util_copy(me, sizeof me, "?");
+    snprintf(D.who, sizeof D.who, "rank %d of %d on %s", D.rank, D.size, me);
+    D.on = 1;
+    if (!D.hosts) {
+        dist_finalize();
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    }
+    if ((rc = dist_allgather(me, D.hosts, HOST_MAX, e)) != PT_OK) {
+        dist_finalize();
+        return rc;
+    }
+    return PT_OK;
+}
+
+void dist_finalize(void)
+{
+    if (!D.on)
+        return;
+    MPI_Comm_free(&D.comm);
+    MPI_Finalize();
+    free(D.hosts);
+    free(D.scratch);
+    D.hosts = NULL;
+    D.scratch = NULL;
+    D.scratch_bytes = 0;
+    D.on = 0;
+    D.rank = 0;
+    D.size = 1;
+    D.who[0] = '\0';
+}
+
+void dist_abort(int status)
+{
+    if (!D.on)
+        return;
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, status ? status : 1);
+}
+
+int dist_on(void) { return D.on; }
+int dist_rank(void) { return D.rank; }
+int dist_size(void) { return D.size; }
+const char *dist_who(void) { return D.who; }
+
+const char *dist_host(void)
+{
+    return dist_host_of(D.rank);
+}
+
+const char *dist_host_of(int rank)
+{
+    if (!D.on || !D.hosts || rank < 0 || rank >= D.size)
+        return "";
+    return D.hosts[rank];
+}
+
+double dist_comm_seconds(void)
+{
+    return D.comm_s;
+}
+
+/* Poll a started collective to its end: spinning for its first 0.2 ms, then
+ * sleeping a tenth of the time waited so far (10 us to 1 ms) between tests, so a
+ * long wait costs no core and a short one little latency. */
+static int finish(MPI_Request *rq, double t0, const char *what, pt_err *e)
+{
+    for (;;) {
+        int done = 0;
+        int rc = MPI_Test(rq, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            D.comm_s += util_now() - t0;
+            return mpi_fail(e, what, rc);
+        }
+        if (done)
+            break;
+        double waited = util_now() - t0;
+        if (waited < 2e-4)
+            continue;
+        double s = waited / 10;
+        s = s < 1e-5 ? 1e-5 : s > 1e-3 ? 1e-3 : s;
+        struct timespec ts = { 0, (long)(s * 1e9) };
+        nanosleep(&ts, NULL);
+    }
+    D.comm_s += util_now() - t0;
+    return PT_OK;
+}
+
+static int too_big(size_t count, pt_err *e)
+{
+    if (count <= (size_t)INT_MAX)
+        return PT_OK;
+    return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                   "MPI: %zu elements in one message; at most %d", count, INT_MAX);
+}
+
+static void *scratch(size_t bytes)
+{
+    if (bytes > D.scratch_bytes) {
+        void *p = realloc(D.scratch, bytes);
+        if (!p)
+            return NULL;
+        D.scratch = p;
+        D.scratch_bytes = bytes;
+    }
+    return D.scratch;
+}
+
+int dist_bcast(void *buf, size_t bytes, int root, pt_err *e)
+{
+    if (!D.on || D.size == 1 || bytes == 0)
+        return PT_OK;
+    if (too_big(bytes, e) != PT_OK)
+        return PT_EUSAGE;
+    double t0 = util_now();
+    MPI_Request rq;
+    int rc = MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, D.comm, &rq);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(e, "broadcast", rc);
+    return finish(&rq, t0, "broadcast", e);
+}
+
+int dist_allgather(const void *mine, void *all, size_t bytes, pt_err *e)
+{
+    if (!D.on || D.size == 1) {
+        if (all != mine && bytes)
+            memmove(all, mine, bytes);
+        return PT_OK;
+    }
+    if (too_big(bytes, e) != PT_OK)
+        return PT_EUSAGE;
+    double t0 = util_now();
+    MPI_Request rq;
+    int rc = MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, D.comm, &rq);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(e, "allgather", rc);
+    return finish(&rq, t0, "allgather", e);
+}
+
+int dist_sum_floats(float *v, size_t n, pt_err *e)
+{
+    if (!D.on || D.size == 1 || n == 0)
+        return PT_OK;
+    size_t N = (size_t)D.size, per = (n + N - 1) / N;
+    if (too_big(per, e) != PT_OK)
+        return PT_EUSAGE;
+    /* send: v padded to N slices; recv: every rank's copy of my slice; out: the sums,
+     * then everybody's sums (the allgather). */
+    float *buf = scratch(3 * N * per * sizeof(float));
+    if (!buf)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    float *send = buf, *recv = buf + N * per, *all = buf + 2 * N * per;
+    memcpy(send, v, n * sizeof(float));
+    memset(send + n, 0, (N * per - n) * sizeof(float));
+    double t0 = util_now();
+    MPI_Request rq;
+    int rc = MPI_Ialltoall(send, (int)per, MPI_FLOAT, recv, (int)per, MPI_FLOAT, D.comm, &rq);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(e, "reduce-scatter (alltoall)", rc);
+    if ((rc = finish(&rq, t0, "reduce-scatter (alltoall)", e)) != PT_OK)
+        return rc;
+    float *mine = send; /* free now: reused for this rank's sums */
+    memcpy(mine, recv, per * sizeof(float));
+    for (size_t k = 1; k < N; k++) {
+        const float *q = recv + k * per;
+        for (size_t i = 0; i < per; i++)
+            mine[i] += q[i];
+    }
+    t0 = util_now();
+    rc = MPI_Iallgather(mine, (int)per, MPI_FLOAT, all, (int)per, MPI_FLOAT, D.comm, &rq);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(e, "allgather", rc);
+    if ((rc = finish(&rq, t0, "allgather", e)) != PT_OK)
+        return rc;
+    memcpy(v, all, n * sizeof(float));
+    return PT_OK;
+}
+
+int dist_sum_doubles(double *v, size_t n, pt_err *e)
+{
+    if (!D.on || D.size == 1 || n == 0)
+        return PT_OK;
+    size_t N = (size_t)D.size;
+    double *all = scratch(N * n * sizeof(double));
+    if (!all)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    int rc = dist_allgather(v, all, n * sizeof(double), e);
+    if (rc != PT_OK)
+        return rc;
+    memcpy(v, all, n * sizeof(double));
+    for (size_t k = 1; k < N; k++)
+        for (size_t i = 0; i < n; i++)
+            v[i] += all[k * n + i];
+    return PT_OK;
+}
+
+int dist_sum_ll(long long *v, size_t n, pt_err *e)
+{
+    if (!D.on || D.size == 1 || n == 0)
+        return PT_OK;
+    if (too_big(n, e) != PT_OK)
+        return PT_EUSAGE;
+    double t0 = util_now();
+    MPI_Request rq;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, v, (int)n, MPI_LONG_LONG, MPI_SUM, D.comm, &rq);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(e, "allreduce", rc);
+    return finish(&rq, t0, "allreduce", e);
+}
+
+int dist_max_int(int *v, pt_err *e)
+{
+    if (!D.on || D.size == 1)
+        return PT_OK;
+    double t0 = util_now();
+    MPI_Request rq;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_MAX, D.comm, &rq);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(e, "allreduce", rc);
+    return finish(&rq, t0, "allreduce", e);
+}
+
+int dist_gatherv(const void *mine, size_t bytes, void *all, size_t all_cap, size_t *total,
+                 int root, pt_err *e)
+{
+    if (total)
+        *total = 0;
+    if (!D.on || D.size == 1) {
+        if (bytes > all_cap)
+            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                           "gather: %zu bytes into room for %zu", bytes, all_cap);
+        if (all != mine && bytes)
+            memmove(all, mine, bytes);
+        if (total)
+            *total = bytes;
+        return PT_OK;
+    }
+    if (too_big(bytes, e) != PT_OK)
+        return PT_EUSAGE;
+    int n = (int)bytes;
+    int *counts = NULL, *displs = NULL;
+    if (D.rank == root) {
+        counts = calloc((size_t)D.size, sizeof *counts);
+        displs = calloc((size_t)D.size, sizeof *displs);
+        if (!counts || !displs) {
+            free(counts);
+            free(displs);
+            /* The others wait in the gather: this rank's failure ends the job. */
+            return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+        }
+    }
+    double t0 = util_now();
+    MPI_Request rq;
+    int rc = MPI_Igather(&n, 1, MPI_INT, counts, 1, MPI_INT, root, D.comm, &rq);
+    if (rc == MPI_SUCCESS)
+        rc = finish(&rq, t0, "gather", e);
+    else
+        rc = mpi_fail(e, "gather", rc);
+    if (rc == PT_OK && D.rank == root) {
+        size_t sum = 0;
+        for (int k = 0; k < D.size; k++) {
+            displs[k] = (int)sum;
+            sum += (size_t)counts[k];
+        }
+        if (sum > all_cap || sum > (size_t)INT_MAX)
+            rc = err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                         "gather: %zu bytes into room for %zu", sum, all_cap);
+        else if (total)
+            *total = sum;
+    }
+    if (rc == PT_OK) {
+        t0 = util_now();
+        int r2 = MPI_Igatherv(mine, n, MPI_BYTE, all, counts, displs, MPI_BYTE, root, D.comm,
+                              &rq);
+        rc = r2 == MPI_SUCCESS ? finish(&rq, t0, "gather", e) : mpi_fail(e, "gather", r2);
+    }
+    free(counts);
+    free(displs);
+    return rc;
+}

@@ -1,0 +1,81 @@
+/* dist — data-parallel training across processes (and hosts) with MPI: the one
+ * module that includes mpi.h (Open MPI from Debian, found with pkg-config ompi-c).
+ *
+ * A process started by mpirun (its environment says so: OMPI_COMM_WORLD_SIZE,
+ * PMIX_RANK, PMI_RANK) joins the job in dist_init(); any other process never calls
+ * MPI at all (Open MPI's singleton start would spawn a daemon), and every function
+ * here then acts as for a job of one rank: copies, sums of one term, no waiting.
+ *
+ * Collectives run on a private communicator with errors returned, never on the
+ * trainer's locks, and only from one thread at a time (MPI_THREAD_SERIALIZED: the
+ * run thread trains, main initialises and finalises). They are started
+ * non-blocking and polled with growing sleeps, so a rank waiting for the others (a
+ * paused workbench on rank 0, a slower host) leaves its cores to the decode
+ * threads instead of spinning. Sums of floating-point values run in rank order
+ * (0, 1, 2, ...) whatever the transport does, so every rank gets the same bits and
+ * a job of N ranks x 1 replica the same bits as one process of N replicas.
+ *
+ * Faults: a rank that dies makes mpirun end the others (it names the rank and its
+ * node); a rank whose run fails calls dist_abort(), which ends the job with its
+ * status instead of leaving the others waiting in a collective.
+ *
+ * Ownership: process-wide state (the communicator, the host names, scratch
+ * buffers) from dist_init() to dist_finalize()/dist_abort().
+ */
+#ifndef PT_DIST_H
+#define PT_DIST_H
+
+#include <stddef.h>
+
+#include "base/err.h"
+
+/* 1 when this process was started by mpirun (or another MPI launcher), judged from
+ * the environment alone; no MPI call. */
+int dist_launched(void);
+
+/* Joins the job when dist_launched(); a no-op otherwise. PT_EIO when MPI cannot
+ * start or gives less than MPI_THREAD_SERIALIZED. */
+int dist_init(pt_err *e);
+/* Leaves the job normally (every rank must call it). */
+void dist_finalize(void);
+/* Ends the whole job now with this exit status (MPI_Abort); returns only when this
+ * process is not in a job. */
+void dist_abort(int status);
+
+/* In a job (dist_init() joined one). */
+int dist_on(void);
+int dist_rank(void);
+int dist_size(void);
+/* This host's name, and rank k's (gathered when joining; "" out of range). */
+const char *dist_host(void);
+const char *dist_host_of(int rank);
+/* "rank 1 of 2 on HOST" (empty when not in a job), for messages. */
+const char *dist_who(void);
+
+/* Collectives: every rank calls the same ones in the same order. Each returns PT_OK
+ * or PT_EIO with e saying which collective failed. */
+
+/* bytes of buf from root to every rank. */
+int dist_bcast(void *buf, size_t bytes, int root, pt_err *e);
+/* Every rank's `bytes` of mine into all (size x bytes), in rank order. */
+int dist_allgather(const void *mine, void *all, size_t bytes, pt_err *e);
+/* v[i] = sum over ranks of v[i], summed in rank order, the same bits on every rank.
+ * The floats travel as a reduce-scatter (each rank sums its slice) and an
+ * allgather: 2 (N-1)/N x n floats sent per rank, as a ring allreduce. */
+int dist_sum_floats(float *v, size_t n, pt_err *e);
+/* The same for doubles (small arrays: an allgather, then rank-order sums). */
+int dist_sum_doubles(double *v, size_t n, pt_err *e);
+/* Integer sums (exact in any order). */
+int dist_sum_ll(long long *v, size_t n, pt_err *e);
+/* The largest of every rank's *v. */
+int dist_max_int(int *v, pt_err *e);
+/* Variable-size gather to root: every rank's bytes land in all one after the other
+ * in rank order, *total bytes in all (root only; all and total may be NULL
+ * elsewhere). */
+int dist_gatherv(const void *mine, size_t bytes, void *all, size_t all_cap, size_t *total,
+                 int root, pt_err *e);
+
+/* Seconds this process has spent inside collectives (waiting included). */
+double dist_comm_seconds(void);
+
+#endif
