@@ -19,7 +19,8 @@
 
 /* getopt_long's codes for the options outside the table; table row i is ROW + i,
  * and the "no-" form of a yes/no row ROW + n + i. */
-enum { OPT_CONFIG = 256, OPT_HEADLESS, OPT_NO_SIXEL, OPT_NO_COLOR, OPT_COMPARE, OPT_OPEN, ROW };
+enum { OPT_CONFIG = 256, OPT_HEADLESS, OPT_NO_SIXEL, OPT_NO_COLOR, OPT_COMPARE, OPT_OPEN,
+       OPT_TTY, ROW };
 
 /* getopt_long's table: every CFG_CLI row (a yes/no row takes an optional "=value";
  * a following yes or no is read by hand), "no-NAME" for every yes/no row, and the
@@ -33,6 +34,7 @@ static struct option *long_options(const cfg_option *t, size_t n)
         { "no-color", no_argument, NULL, OPT_NO_COLOR },
         { "compare", required_argument, NULL, OPT_COMPARE },
         { "open", required_argument, NULL, OPT_OPEN },
+        { "tty", required_argument, NULL, OPT_TTY },
     };
     const size_t n_extra = sizeof extra / sizeof extra[0];
     size_t count = n_extra + 1, bytes = 0;
@@ -134,6 +136,8 @@ static int read_command_line(int argc, char **argv, const struct option *lo, arg
             a->no_color = 1;
         } else if (c == OPT_OPEN) {
             a->open = optarg;
+        } else if (c == OPT_TTY) {
+            a->tty = optarg;
         } else if (c == OPT_COMPARE) {
             /* --compare A B C: the folders up to the next option. */
             const char *p = optarg;

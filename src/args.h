@@ -18,6 +18,7 @@ typedef struct args {
     const char *compare[ARGS_MAX_COMPARE];
     int n_compare;
     const char *open;           /* --open RUN_DIR: a finished run, shown without training */
+    const char *tty;            /* --tty PATH: the terminal the workbench uses, or NULL */
 } args;
 
 /* 0, or 1 on a usage error (already printed). */

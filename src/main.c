@@ -89,6 +89,8 @@ static void help(void)
            "  petal-tui --open RUN_DIR           a finished run in the workbench, no training\n"
            "  mpirun -np N petal-tui --headless [OPTIONS]   one model on N processes or\n"
            "                                     hosts (Open MPI; see petal-tui(1), DATA PARALLEL)\n"
+           "  mpirun -np N petal-tui --tty /dev/pts/M [OPTIONS]   the same, with rank 0's\n"
+           "                                     workbench on that terminal (see --tty)\n"
            "  petal-tui inspect PATH             what is in a shard, folder or dataset\n"
            "  petal-tui shards SRC_DIR OUT_DIR   class folders of JPEGs -> TFRecord shards\n"
            "  petal-tui demo [--cache DIR]       generate the demo dataset, print its folder\n"
@@ -109,6 +111,9 @@ static void help(void)
              "Keras TensorBoard event files), a colour each", NULL);
     help_row("--open RUN_DIR", "show a finished run (curves, inspect, confusion, log) without "
              "training", NULL);
+    help_row("--tty PATH", "draw on and read keys from that terminal (what `tty` prints in "
+             "another terminal or tmux pane, left running `sleep infinity`) instead of "
+             "stdin/stdout; under mpirun, rank 0's workbench", NULL);
     printf("\n"
            "workbench keys: ? lists them all. s start, p pause/resume, i inspect (there Tab\n"
            "focuses the images, the per-class table or the confusion matrix, the arrows\n"
@@ -123,9 +128,11 @@ static void help(void)
 }
 
 /* Started by mpirun: one rank of a data-parallel run (train/dist.h). Rank 0 reports
- * as a plain run does (the workbench only where its output is a terminal, which
- * mpirun's forwarding is not); the other ranks are headless and silent but for
- * errors. A rank whose run failed ends the whole job, so no other waits for it. */
+ * as a plain run does: the workbench on --tty's terminal, or where its input and
+ * output are a terminal (which mpirun's forwarding never gives it), else headless
+ * with a line saying how to get the workbench. The other ranks are headless and
+ * silent but for errors, whatever --tty says (its PATH is rank 0's host's). A rank
+ * whose run failed ends the whole job, so no other waits for it. */
 static int run_in_job(const args *a)
 {
     pt_err e;
@@ -134,11 +141,16 @@ static int run_in_job(const args *a)
         return 2;
     }
     int status;
-    if (!a->headless && dist_rank() == 0 && isatty(0) && isatty(1)) {
+    if (!a->headless && dist_rank() == 0 && (a->tty || (isatty(0) && isatty(1)))) {
         ui_options uo = { .no_sixel = a->no_sixel, .no_color = a->no_color,
-                          .compare = a->compare, .n_compare = a->n_compare };
+                          .compare = a->compare, .n_compare = a->n_compare, .tty = a->tty };
         status = ui_run(&a->cfg, &uo);
     } else {
+        if (!a->headless && dist_rank() == 0)
+            fprintf(stderr, "petal-tui: rank 0 has no terminal (mpirun forwards its input and "
+                            "output): training without the workbench; --tty /dev/pts/N shows it "
+                            "on another terminal (N as `tty` prints there), --headless says "
+                            "this is meant\n");
         status = headless_run(&a->cfg);
     }
     if (status == 0 || status == 3 || status == 130)
@@ -188,9 +200,9 @@ int main(int argc, char **argv)
     args a;
     if (args_parse(argc, argv, &a) != 0)
         return 1;
-    if (a.headless && (a.n_compare || a.open)) {
+    if (a.headless && (a.n_compare || a.open || a.tty)) {
         fprintf(stderr, "petal-tui: --%s is for the workbench, not --headless\n",
-                a.open ? "open" : "compare");
+                a.open ? "open" : a.tty ? "tty" : "compare");
         return 1;
     }
     if (dist_launched()) {
@@ -203,6 +215,7 @@ int main(int argc, char **argv)
     if (a.headless)
         return headless_run(&a.cfg);
     ui_options uo = { .no_sixel = a.no_sixel, .no_color = a.no_color,
-                      .compare = a.compare, .n_compare = a.n_compare, .open = a.open };
+                      .compare = a.compare, .n_compare = a.n_compare, .open = a.open,
+                      .tty = a.tty };
     return ui_run(&a.cfg, &uo);
 }

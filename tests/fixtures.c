@@ -1,8 +1,13 @@
 #include "tests/fixtures.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/util.h"
 #include "data/flowers.h"
@@ -291,4 +296,72 @@ const char *fx_demo_runs(void)
     }
     made = 1;
     return parent;
+}
+
+/* ---- processes ------------------------------------------------------------------ */
+
+const char *const fx_mpirun[] = { "mpirun", "--allow-run-as-root", "--oversubscribe",
+                                  "--mca", "btl", "self,vader", "--mca",
+                                  "btl_vader_single_copy_mechanism", "none", NULL };
+
+const char *fx_asan_no_leaks(void)
+{
+    static char env[1200];
+    const char *asan = getenv("ASAN_OPTIONS");
+    util_fmt(env, sizeof env, "ASAN_OPTIONS=%s%sdetect_leaks=0", asan ? asan : "",
+             asan && *asan ? ":" : "");
+    return env;
+}
+
+/* The child's side of fx_spawn(): never returns. */
+static void spawned(const char *const *argv, const char *const *env, const char *out,
+                    const char *err)
+{
+    setpgid(0, 0);
+    int i = open("/dev/null", O_RDONLY);
+    int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (i < 0 || o < 0 || e < 0 || dup2(i, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+        _exit(126);
+    for (int k = 0; env && env[k]; k++) {
+        const char *eq = strchr(env[k], '=');
+        char name[256];
+        util_fmt(name, sizeof name, "%.*s", eq ? (int)(eq - env[k]) : (int)strlen(env[k]),
+                 env[k]);
+        if (eq ? setenv(name, eq + 1, 1) : unsetenv(name))
+            _exit(126);
+    }
+    execvp(argv[0], (char *const *)argv);
+    _exit(127);
+}
+
+pid_t fx_spawn(const char *const *argv, const char *const *env, const char *out,
+               const char *err)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0)
+        spawned(argv, env, out, err);
+    if (pid > 0)
+        setpgid(pid, pid); /* the child does too: whichever runs first */
+    return pid;
+}
+
+int fx_wait_exit(pid_t pid, double limit)
+{
+    double t0 = util_now();
+    for (;;) {
+        int st = 0;
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+        if (w < 0 && errno != EINTR)
+            return -1;
+        if (util_now() - t0 > limit) {
+            kill(-pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        usleep(50000);
+    }
 }

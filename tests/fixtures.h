@@ -5,6 +5,7 @@
 #define PT_FIXTURES_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "run.h"
 
@@ -52,5 +53,30 @@ char *fx_log_last_line(const char *run_dir, int *all_stamped);
  * headless runner, "a" (2 epochs at 32 px, default options) and "b" (the same
  * with --lr-max 0.004); NULL (the reason printed) when a run failed. */
 const char *fx_demo_runs(void);
+
+/* mpirun as a test may run it (NULL-terminated): as root in a container too, on
+ * one core too, shared memory between the ranks without the kernel's cross-memory
+ * attach (which containers often forbid). */
+extern const char *const fx_mpirun[];
+
+/* "ASAN_OPTIONS=...:detect_leaks=0" (the runner's ASAN_OPTIONS kept), for the
+ * environment of an mpirun job's ranks: under make SAN=1 LeakSanitizer fails a rank
+ * at its exit for what Open MPI's plugins leave (unloaded by then: no stack to
+ * suppress by), and it cannot work under strace's ptrace at all. The sanitizers'
+ * other checks stay on; how the job path was checked for leaks with valgrind:
+ * bench/RESULTS.md, issue 15. Static buffer. */
+const char *fx_asan_no_leaks(void);
+
+/* Starts argv (argv[0] searched on PATH) in a process group of its own, so that
+ * fx_wait_exit() can end it and all it started: stdin from /dev/null, stdout and
+ * stderr into the files named (NULL: /dev/null), and env's entries (NULL-terminated,
+ * or NULL) applied first: "NAME=VALUE" sets, "NAME" removes. The pid, or -1. */
+pid_t fx_spawn(const char *const *argv, const char *const *env, const char *out,
+               const char *err);
+
+/* pid's exit status as a shell shows it (128 + the signal that killed it), waiting
+ * at most limit seconds; after that its whole group is killed and -1 returned: a
+ * hang is a failure, not a wait forever. */
+int fx_wait_exit(pid_t pid, double limit);
 
 #endif

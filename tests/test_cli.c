@@ -203,9 +203,10 @@ TEST(cli_help_and_man_page_document_every_option)
         T_CHECKF(strstr(help, opt) != NULL, "--help lacks %s", opt);
         T_CHECKF(strstr((char *)man, roff) != NULL, "the man page lacks %s", opt);
     }
-    const char *more[] = { "--headless", "--no-sixel", "--no-color", "--config" };
+    const char *more[] = { "--headless", "--no-sixel", "--no-color", "--config", "--tty" };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
         T_CHECKF(strstr(help, more[i]) != NULL, "--help lacks %s", more[i]);
+    T_CHECKF(strstr((char *)man, "\\-\\-tty") != NULL, "the man page lacks --tty");
     /* The option rows, generated from the table, fit 80 columns and say the defaults. */
     for (const char *line = strstr(help, "\n  --"); line; line = strstr(line + 1, "\n  ")) {
         size_t cols = strcspn(line + 1, "\n");
@@ -463,6 +464,12 @@ TEST(cli_errors_are_said_once_on_stderr_as_petal_tui_what_why)
           "petal-tui: @/file: no run folder with a config file to resume\n" },
         { "inspect @/nothing", 1, "petal-tui: @/nothing: no such file or folder\n" },
         { "demo --bogus", 1, "petal-tui: demo: unexpected argument '--bogus'\n" },
+        /* --tty's PATH is checked before the dataset is read. */
+        { "--tty @/nothing --data @/empty", 1, "petal-tui: @/nothing: not a terminal\n" },
+        { "--tty @/file --data @/empty", 1, "petal-tui: @/file: not a terminal\n" },
+        { "--tty /dev/null", 1, "petal-tui: /dev/null: not a terminal\n" },
+        { "--headless --tty /dev/null", 1,
+          "petal-tui: --tty is for the workbench, not --headless\n" },
         { "--headless --data % --out @/up --image-size 48 --epochs 1 --replicas 1 --workers 1 "
           "--batch-per-replica 8",
           0,

@@ -10,8 +10,6 @@
  * it (openmpi-bin). Every wait has a generous limit and nothing is timed. */
 #include "tests/t.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -46,14 +44,6 @@ static const char *const RUN_ARGS[] = { "--image-size", "32", "--batch-per-repli
                                         "--warmup", "0" };
 enum { N_RUN_ARGS = sizeof RUN_ARGS / sizeof RUN_ARGS[0] };
 
-/* mpirun as a test may run it: as root in a container too, on one core too,
- * shared memory between the ranks without the kernel's cross-memory attach
- * (which containers often forbid). */
-static const char *const MPIRUN[] = { "mpirun", "--allow-run-as-root", "--oversubscribe",
-                                      "--mca", "btl", "self,vader", "--mca",
-                                      "btl_vader_single_copy_mechanism", "none" };
-enum { N_MPIRUN = sizeof MPIRUN / sizeof MPIRUN[0] };
-
 typedef struct job {
     int ranks;              /* 0: the program alone, else mpirun -np ranks */
     int replicas;
@@ -65,19 +55,6 @@ typedef struct job {
     char out_file[4200], err_file[4200];
 } job;
 
-/* Under make SAN=1: LeakSanitizer fails a rank of a job at its exit for what Open
- * MPI's plugins leave (they are unloaded by then: no stack to suppress by), and it
- * cannot work under strace's ptrace at all. There leaks are not looked for (the
- * sanitizers' other checks stay on); how the job path was checked
- * for leaks with valgrind (bench/RESULTS.md, issue 15). */
-static void no_leak_check(void)
-{
-    const char *asan = getenv("ASAN_OPTIONS");
-    char opts[1024];
-    util_fmt(opts, sizeof opts, "%s%sdetect_leaks=0", asan ? asan : "", asan && *asan ? ":" : "");
-    setenv("ASAN_OPTIONS", opts, 1);
-}
-
 static pid_t start(job *j, const char *tag)
 {
     const char *argv[96];
@@ -86,8 +63,8 @@ static pid_t start(job *j, const char *tag)
     for (int i = 0; j->pre && j->pre[i]; i++)
         argv[n++] = j->pre[i];
     if (j->ranks > 0) {
-        for (int i = 0; i < N_MPIRUN; i++)
-            argv[n++] = MPIRUN[i];
+        for (int i = 0; fx_mpirun[i]; i++)
+            argv[n++] = fx_mpirun[i];
         for (int i = 0; j->extra_mpi && j->extra_mpi[i]; i++)
             argv[n++] = j->extra_mpi[i];
         snprintf(np, sizeof np, "%d", j->ranks);
@@ -117,49 +94,15 @@ static pid_t start(job *j, const char *tag)
     const char *dir = t_tmpdir();
     util_path(j->out_file, sizeof j->out_file, "%s/%s.out", dir, tag);
     util_path(j->err_file, sizeof j->err_file, "%s/%s.err", dir, tag);
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    /* Its own process group: a test that gives up ends mpirun and its ranks. */
-    setpgid(0, 0);
-    int o = open(j->out_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = open(j->err_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (o < 0 || e < 0)
-        _exit(126);
-    dup2(o, 1);
-    dup2(e, 2);
-    if (j->ranks > 0 || j->pre)
-        no_leak_check();
-    execvp(argv[0], (char *const *)argv);
-    _exit(127);
-}
-
-/* The exit status as a shell shows it, waiting at most limit seconds (then the
- * whole group is killed and -1 returned: a hang is a failure, not a wait forever). */
-static int wait_for(pid_t pid, double limit)
-{
-    double t0 = util_now();
-    for (;;) {
-        int st = 0;
-        pid_t w = waitpid(pid, &st, WNOHANG);
-        if (w == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
-        if (w < 0 && errno != EINTR)
-            return -1;
-        if (util_now() - t0 > limit) {
-            kill(-pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            return -1;
-        }
-        usleep(50000);
-    }
+    /* Under make SAN=1, no leak checks in a job's ranks (fx_asan_no_leaks()). */
+    const char *env[2] = { j->ranks > 0 || j->pre ? fx_asan_no_leaks() : NULL, NULL };
+    return fx_spawn(argv, env, j->out_file, j->err_file);
 }
 
 static int run(job *j, const char *tag)
 {
     pid_t pid = start(j, tag);
-    return pid > 0 ? wait_for(pid, 240) : -1;
+    return pid > 0 ? fx_wait_exit(pid, 240) : -1;
 }
 
 static char *slurp(const char *path)
@@ -448,7 +391,7 @@ TEST(dist_a_killed_rank_ends_the_job_with_an_error_naming_it)
         kill(-pid, SIGKILL);
     T_REQUIRE(victim > 0);
     kill(victim, SIGKILL);
-    int st = wait_for(pid, 120);
+    int st = fx_wait_exit(pid, 120);
     T_CHECKF(st > 0, "mpirun ended with %d", st);
     char *err = slurp(j.err_file);
     T_CHECKF(err && strstr(err, "rank 1"), "stderr does not name rank 1: %s", err ? err : "");
@@ -478,7 +421,7 @@ TEST(dist_sigterm_sigint_or_sigusr1_to_mpirun_stops_every_rank_with_a_checkpoint
             show(&j);
         T_REQUIRE(pid > 0);
         kill(pid, sigs[k]);
-        int st = wait_for(pid, 120);
+        int st = fx_wait_exit(pid, 120);
         T_CHECKF(st >= 0, "mpirun did not end: %d", st);
         int stamped;
         char *log = fx_log_last_line(out, &stamped);
@@ -510,11 +453,9 @@ TEST(dist_ranks_given_other_options_are_refused_naming_the_rank)
     /* One job, two programs (mpirun's MPMD form): rank 1 with another seed. */
     char out[4200], cmd[16384];
     util_path(out, sizeof out, "%s/mismatch", t_tmpdir());
-    const char *asan = getenv("ASAN_OPTIONS");
-    int n = snprintf(cmd, sizeof cmd, "ASAN_OPTIONS='%s%sdetect_leaks=0' ", asan ? asan : "",
-                     asan && *asan ? ":" : "");
-    for (int i = 0; i < N_MPIRUN; i++)
-        n += snprintf(cmd + n, sizeof cmd - (size_t)n, "%s ", MPIRUN[i]);
+    int n = snprintf(cmd, sizeof cmd, "ASAN_OPTIONS='%s' ", strchr(fx_asan_no_leaks(), '=') + 1);
+    for (int i = 0; fx_mpirun[i]; i++)
+        n += snprintf(cmd + n, sizeof cmd - (size_t)n, "%s ", fx_mpirun[i]);
     for (int k = 0; k < 2; k++) {
         n += snprintf(cmd + n, sizeof cmd - (size_t)n,
                       "%s-np 1 '%s' --headless --data '%s' --out '%s' --replicas 1 --epochs 1",

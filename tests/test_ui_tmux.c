@@ -5,6 +5,7 @@
 #include "tests/t.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -1117,4 +1118,118 @@ TEST(ui_tmux_compare_and_open_the_keras_event_files)
     WAIT(&t, "no validation results in this run's folder", 30);
     tmx_keys(&t, "Escape");
     tmx_quit(&t, 0);
+}
+
+/* ---- --tty: the workbench on another terminal ------------------------------------ */
+
+/* A pane that runs `sleep`, so that nothing there reads its keys, as a person's
+ * second terminal running `sleep infinity`; its terminal device into tty. 0, or -1
+ * with the reason printed. */
+static int tmx_tty_pane(tmux_srv *t, int cols, int rows, char *tty, size_t n)
+{
+    if (tmx_start(t, cols, rows, NULL, "sleep 100000") != 0)
+        return -1;
+    char *out = NULL;
+    int rc = tmx_cmd(t, &out, "display -p -t 0 '#{pane_tty}'");
+    util_fmt(tty, n, "%.*s", out ? (int)strcspn(out, "\r\n") : 0, out ? out : "");
+    if (rc != 0 || strncmp(tty, "/dev/", 5) != 0) {
+        printf("  tmux display #{pane_tty}: %s\n", out ? out : "(nothing)");
+        rc = -1;
+    }
+    free(out);
+    return rc;
+}
+
+/* The environment of a workbench started away from its terminal: tmux's terminal
+ * type; no TMUX (the test itself may run inside tmux, which would keep the
+ * workbench from asking the pane what it can show); and a starting terminal's
+ * size that must not count (the pane's does). Room for one more entry. */
+static const char *tty_env[] = { "TERM=tmux-256color", "TMUX", "LINES=10", "COLUMNS=40", NULL,
+                                 NULL };
+
+/* 1 when word stands alone (between blanks) in s, as stty -a lists the modes. */
+static int has_word(const char *s, const char *word)
+{
+    size_t k = strlen(word);
+    for (const char *p = s; (p = strstr(p, word)) != NULL; p += k)
+        if ((p == s || p[-1] == ' ' || p[-1] == '\n') && (p[k] == ' ' || p[k] == '\n' || !p[k]))
+            return 1;
+    return 0;
+}
+
+/* stty -a of the pane's terminal (caller frees). */
+static char *tty_modes(const char *tty)
+{
+    char cmd[600], *out = NULL;
+    snprintf(cmd, sizeof cmd, "stty -F '%s' -a", tty);
+    t_run(cmd, &out);
+    return out ? out : strdup("");
+}
+
+static void tty_plain(tmux_srv *t, pid_t *pid)
+{
+    char tty[256];
+    T_REQUIRE(tmx_tty_pane(t, 100, 30, tty, sizeof tty) == 0);
+    const char *dir = t_tmpdir();
+    char run[4200], out[4200], err[4200];
+    util_path(run, sizeof run, "%s/run", dir);
+    util_path(out, sizeof out, "%s/tty.out", dir);
+    util_path(err, sizeof err, "%s/tty.err", dir);
+    /* The demo data; no --no-sixel: the terminal is asked what it can show, on
+     * the pane (tmux answers DA1 without sixel). */
+    const char *argv[] = { t_bin(), "--tty", tty, "--image-size", "32", "--epochs", "1",
+                           "--checkpoint-every", "1000", "--out", run, NULL };
+    *pid = fx_spawn(argv, tty_env, out, err);
+    T_REQUIRE(*pid > 0);
+    WAIT(t, "IDLE", 60);
+    WAIT(t, "DA1 lists no sixel", 30);
+    char *s = tmx_screen(t, 0);
+    T_CHECKF(strstr(s, "Replicas") && strstr(s, "q quit") && max_line_width(s) == 100,
+             "the pane's 100x30, not LINES and COLUMNS:\n%s", s);
+    free(s);
+    /* Keys raw while it runs: Ctrl-C there reaches the workbench as a key. */
+    s = tty_modes(tty);
+    T_CHECKF(has_word(s, "-isig") && has_word(s, "-icanon") && has_word(s, "-echo"), "%s", s);
+    free(s);
+    /* A resize of that terminal sends this process no SIGWINCH; it follows anyway. */
+    tmx_cmd(t, NULL, "resize-window -t 0 -x 160 -y 48");
+    s = tmx_poll(t, 0, three_columns, NULL, 30);
+    T_CHECKF(three_columns(s, NULL) && max_line_width(s) == 160, "at 160x48:\n%s", s);
+    free(s);
+    tmx_keys(t, "s");
+    WAIT(t, "DONE", 180);
+    WAIT(t, "done: 1 epochs", 30);
+    tmx_keys(t, "C-c");
+    WAIT(t, "Interrupted. Quit the workbench?", 30);
+    T_CHECKF(tmx_pid(t) > 0 && kill(tmx_pid(t), 0) == 0, "Ctrl-C ended the pane's sleep");
+    tmx_keys(t, "n");
+    T_CHECK(tmx_wait_gone(t, "Interrupted. Quit the workbench?", 30));
+    tmx_keys(t, "q");
+    int st = fx_wait_exit(*pid, 60);
+    T_EQ_INT(st, 0);
+    /* The terminal's modes as they were. */
+    s = tty_modes(tty);
+    T_CHECKF(has_word(s, "isig") && has_word(s, "icanon") && has_word(s, "echo"), "%s", s);
+    free(s);
+    /* Nothing on stdout or stderr: it all went to the terminal. */
+    uint8_t *o = NULL, *e = NULL;
+    size_t no = 0, ne = 0;
+    T_REQUIRE(util_read_file(out, &o, &no, NULL) == PT_OK);
+    T_REQUIRE(util_read_file(err, &e, &ne, NULL) == PT_OK);
+    T_CHECKF(no == 0 && ne == 0, "stdout:\n%.*s\nstderr:\n%.*s", (int)no, (char *)o, (int)ne,
+             (char *)e);
+    free(o);
+    free(e);
+}
+
+TEST(ui_tmux_tty_draws_on_and_reads_keys_from_another_terminal)
+{
+    T_NEED_TOOL("tmux");
+    tmux_srv t = { 0 };
+    pid_t pid = -1;
+    tty_plain(&t, &pid);
+    if (pid > 0)
+        fx_wait_exit(pid, 0); /* ended already, or ended now */
+    if (t.sock[0])
+        tmx_stop(&t);
 }

@@ -4,6 +4,8 @@
 #include "ui/ui.h"
 
 #include <curses.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <langinfo.h>
 #include <math.h>
 #include <locale.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "base/util.h"
@@ -557,11 +560,80 @@ static void frame(app *a)
      * along (ui/rowmove.h): then the pictures go again right after it. */
     int moved = a->pix == UI_PIX_SIXEL && !force && ui_rows_may_move();
     doupdate();
-    ui_preview_flush(&a->pview, STDOUT_FILENO, force || moved, cover);
-    ui_preview_flush(&a->iview, STDOUT_FILENO, force || moved, cover);
+    ui_preview_flush(&a->pview, a->out, force || moved, cover);
+    ui_preview_flush(&a->iview, a->out, force || moved, cover);
 }
 
 /* ---- set-up --------------------------------------------------------------------- */
+
+/* The terminal: stdin and stdout, or --tty's device, opened once for keys and the
+ * screen. O_NOCTTY: it must not become this process's controlling terminal (whose
+ * hang-up and job-control signals would then come here); O_NONBLOCK only while
+ * opening (a serial line would wait for its carrier). 0, or 1 with the message
+ * printed: a usage error. */
+static int open_terminal(app *a)
+{
+    a->in = STDIN_FILENO;
+    a->out = STDOUT_FILENO;
+    a->in_f = stdin;
+    a->out_f = stdout;
+    const char *path = a->opt.tty;
+    if (!path)
+        return 0;
+    int fd = open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR) /* what was meant is still a terminal */
+            fprintf(stderr, "petal-tui: %s: not a terminal\n", path);
+        else
+            fprintf(stderr, "petal-tui: %s: cannot open it: %s\n", path, strerror(errno));
+        return 1;
+    }
+    if (!isatty(fd)) {
+        fprintf(stderr, "petal-tui: %s: not a terminal\n", path);
+        close(fd);
+        return 1;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    int out = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    FILE *fin = NULL, *fout = NULL;
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 || out < 0 ||
+        !(fin = fdopen(fd, "r")) || !(fout = fdopen(out, "w"))) {
+        fprintf(stderr, "petal-tui: %s: cannot use it: %s\n", path, strerror(errno));
+        if (fin)
+            fclose(fin);
+        else
+            close(fd);
+        if (out >= 0)
+            close(out);
+        return 1;
+    }
+    a->in = fd;
+    a->out = out;
+    a->in_f = fin;
+    a->out_f = fout;
+    a->own_tty = 1;
+    return 0;
+}
+
+static void close_terminal(app *a)
+{
+    if (!a->own_tty)
+        return;
+    fclose(a->in_f);
+    fclose(a->out_f);
+    a->own_tty = 0;
+}
+
+/* A resize of a terminal that is not this process's controlling one sends no
+ * SIGWINCH here: its size is read each turn, and a change resizes curses, which
+ * queues KEY_RESIZE as the signal would. */
+static void follow_size(const app *a)
+{
+    struct winsize ws;
+    if (ioctl(a->out, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0 &&
+        (ws.ws_row != LINES || ws.ws_col != COLS))
+        resizeterm(ws.ws_row, ws.ws_col);
+}
 
 static ui_color_mode color_mode(const ui_options *opt)
 {
@@ -626,6 +698,7 @@ void app_runs_dir(const app *a, char *buf, size_t n)
 
 static void free_app(app *a)
 {
+    close_terminal(a);
     for (int i = 0; i < a->n_cmp; i++)
         rlog_free(a->cmp[i]);
     rlog_free(a->opened);
@@ -695,6 +768,12 @@ int ui_run(const run_config *cfg, const ui_options *opt)
     ui_runs_init(&a->runs);
     ui_panel_view_defaults(&a->view);
     ui_inspect_init(&a->insp);
+    /* --tty's terminal first: a wrong PATH is a usage error, said before the
+     * dataset is read. */
+    if (open_terminal(a) != 0) {
+        free_app(a);
+        return 1;
+    }
     /* What the engine can check (options, the dataset, the run folder) is refused
      * here, before the screen opens, with the exit status --headless gives. */
     pt_err e;
@@ -713,7 +792,7 @@ int ui_run(const run_config *cfg, const ui_options *opt)
         }
         a->n_cmp++;
     }
-    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+    if (!isatty(a->in) || !isatty(a->out)) {
         fprintf(stderr, "petal-tui: the workbench needs a terminal; --headless trains without one\n");
         free_app(a);
         return 1;
@@ -721,10 +800,14 @@ int ui_run(const run_config *cfg, const ui_options *opt)
     print_warnings(eng_warnings(a->g));
 
     /* The terminal is asked before curses reads the keyboard. */
-    ui_term_probe(STDIN_FILENO, STDOUT_FILENO, !opt->no_sixel, 0.5, &a->caps);
+    ui_term_probe(a->in, a->out, !opt->no_sixel, 0.5, &a->caps);
 
     setlocale(LC_ALL, "");
-    SCREEN *scr = newterm(NULL, stdout, stdin);
+    /* LINES and COLUMNS in the environment are the size of the terminal that
+     * started this one, not of --tty's. */
+    if (a->own_tty)
+        use_env(FALSE);
+    SCREEN *scr = newterm(NULL, a->out_f, a->in_f);
     if (!scr) {
         fprintf(stderr, "petal-tui: cannot use terminal type '%s'\n",
                 getenv("TERM") ? getenv("TERM") : "(unset)");
@@ -732,7 +815,12 @@ int ui_run(const run_config *cfg, const ui_options *opt)
         return 1;
     }
     set_term(scr);
-    cbreak();
+    /* On --tty's terminal every key is the workbench's: Ctrl-C, Ctrl-Z and Ctrl-\ come
+     * as keys rather than as signals to whatever holds that terminal. */
+    if (a->own_tty)
+        raw();
+    else
+        cbreak();
     noecho();
     nonl();
     keypad(stdscr, TRUE);
@@ -759,6 +847,7 @@ int ui_run(const run_config *cfg, const ui_options *opt)
     int hung_up = 0;
     collect(a);
     while (!a->done) {
+        follow_size(a);
         double t = util_now();
         int wait_ms = next > t ? (int)((next - t) * 1000) + 1 : 0;
         wtimeout(stdscr, wait_ms > 100 ? 100 : wait_ms);
@@ -777,7 +866,7 @@ int ui_run(const run_config *cfg, const ui_options *opt)
         /* A terminal lost without a SIGHUP (ignored, or caught by a parent; the
          * pty closed) reads EOF or EIO at once, which curses reports as no key:
          * the loop would spin and the run train on unseen. It is a hang-up. */
-        if (g_sig_hup || (ch == ERR && ui_term_gone(STDIN_FILENO))) {
+        if (g_sig_hup || (ch == ERR && ui_term_gone(a->in))) {
             hung_up = 1;
             break;
         }

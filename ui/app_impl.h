@@ -7,13 +7,14 @@
  *
  * Ownership: one app per ui_run(), calloc'd and freed there (free_app() in
  * app.c). It owns the engine, the snapshot copy, the class names, the log, the
- * preview copy and both picture views; the key handling only changes fields in
+ * preview copy, both picture views and --tty's terminal (its fds and FILEs); the key handling only changes fields in
  * place and replaces the engine through app_make_engine().
  */
 #ifndef PT_UI_APP_IMPL_H
 #define PT_UI_APP_IMPL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "engine.h"
 #include "ui/config.h"
@@ -53,6 +54,11 @@ typedef struct app {
     run_state seen_state;   /* the state of the last snapshot (its end goes to the log) */
     char run_dir_src[4096]; /* what run_dir was made from */
     char run_dir[4600];     /* the run folder's full path, or where it will be */
+    /* the terminal: keys from in, the screen and pictures to out; stdin and stdout,
+     * or --tty's device (ui_run() opens it once and closes it at the end) */
+    int in, out;
+    FILE *in_f, *out_f;     /* for newterm() */
+    int own_tty;            /* in/out and their FILEs are --tty's, to close */
     ui_view view;           /* the keys; frame() moves the focus off a hidden panel */
     ui_layout layout;       /* frame(); the keys read it to move the focus and scroll */
     ui_term_caps caps;

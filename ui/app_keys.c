@@ -339,7 +339,7 @@ void app_key(app *a, int ch)
 {
     if (ch == KEY_RESIZE) {
         int cw, chh;
-        if (a->pix == UI_PIX_SIXEL && ui_term_cell_px(STDOUT_FILENO, &cw, &chh)) {
+        if (a->pix == UI_PIX_SIXEL && ui_term_cell_px(a->out, &cw, &chh)) {
             a->pview.cell_w = a->iview.cell_w = cw;
             a->pview.cell_h = a->iview.cell_h = chh;
         }

@@ -1,6 +1,9 @@
 /* ui — the workbench: an ncurses front end that drives one engine.
  *
- * ui_run() owns the terminal from start to end. It asks the terminal what it can
+ * ui_run() owns the terminal from start to end: stdin and stdout, or with --tty
+ * the terminal device named (another terminal's /dev/pts/N, what `tty` prints
+ * there), opened once for both keys and drawing and closed at the end; nothing
+ * of the workbench then reads stdin or writes stdout. It asks the terminal what it can
  * show (sixel, colours, cell size) before curses starts, then loops about ten
  * times a second: copy the engine's snapshot, draw the panels from that copy,
  * write any changed picture after curses has flushed, and turn keys into engine
@@ -8,7 +11,11 @@
  * terminal is live. Signals only set flags that the loop reads: SIGINT pauses
  * the run and asks; SIGHUP and SIGTERM stop the run (the engine writes a
  * checkpoint), wait for it, and leave with status 130; SIGWINCH arrives as
- * KEY_RESIZE; SIGCONT (back from Ctrl-Z) repaints. A terminal lost without a
+ * KEY_RESIZE; SIGCONT (back from Ctrl-Z) repaints. A --tty terminal is not this
+ * process's controlling terminal, so its SIGWINCH goes to whatever runs there: the
+ * loop reads the terminal's size each turn and resizes on a change. Its keys come
+ * raw: Ctrl-C there is a key that does what the signal does here, and never
+ * reaches the program that owns that terminal. A terminal lost without a
  * SIGHUP (an ignored one, or the pty closed under a parent that caught it) is
  * seen by its reads and taken as a hang-up.
  *
@@ -34,10 +41,12 @@ typedef struct ui_options {
     const char *const *compare;  /* --compare RUN_DIR...: runs overlaid on the curves */
     int n_compare;
     const char *open;   /* --open RUN_DIR: show that finished run; no training */
+    const char *tty;    /* --tty PATH: the terminal to use instead of stdin/stdout, or NULL */
 } ui_options;
 
 /* Runs the workbench until the user quits; returns the process exit status, as
- * --headless's: 0 a normal quit; 1 a usage error or no terminal; 2 the data or
+ * --headless's: 0 a normal quit; 1 a usage error or no terminal (--tty's PATH
+ * missing or not a terminal: "petal-tui: PATH: not a terminal"); 2 the data or
  * the run folder refused, or the last run failed; 3 the last run stopped after a
  * non-finite loss; 130 interrupted or hung up, after writing a checkpoint. */
 int ui_run(const run_config *cfg, const ui_options *opt);
