@@ -148,9 +148,9 @@ static int run_in_job(const args *a)
     } else {
         if (!a->headless && dist_rank() == 0)
             fprintf(stderr, "petal-tui: rank 0 has no terminal (mpirun forwards its input and "
-                            "output): training without the workbench; --tty /dev/pts/N shows it "
-                            "on another terminal (N as `tty` prints there), --headless says "
-                            "this is meant\n");
+                            "output): training headless; for the workbench run `tty` in another "
+                            "terminal and pass --tty /dev/pts/N as it prints, or --headless to "
+                            "say this is meant\n");
         status = headless_run(&a->cfg);
     }
     if (status == 0 || status == 3 || status == 130)

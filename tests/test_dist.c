@@ -52,6 +52,7 @@ typedef struct job {
     int epochs;
     const char *const *extra_mpi;   /* more mpirun options (NULL-terminated), or NULL */
     const char *const *pre;         /* a program to run it under, or NULL */
+    int workbench;                  /* no --headless */
     char out_file[4200], err_file[4200];
 } job;
 
@@ -72,7 +73,8 @@ static pid_t start(job *j, const char *tag)
         argv[n++] = np;
     }
     argv[n++] = t_bin();
-    argv[n++] = "--headless";
+    if (!j->workbench)
+        argv[n++] = "--headless";
     snprintf(rep, sizeof rep, "%d", j->replicas);
     snprintf(ep, sizeof ep, "%d", j->epochs);
     if (j->resume) {
@@ -472,4 +474,21 @@ TEST(dist_ranks_given_other_options_are_refused_naming_the_rank)
                  strstr(text, "has other options than rank 0"),
              "output: %s", text ? text : "(none)");
     free(text);
+}
+
+TEST(dist_rank_0_without_a_terminal_trains_headless_and_says_how_to_see_the_workbench)
+{
+    T_NEED_TOOL("mpirun");
+    T_REQUIRE(dataset()[0]);
+    char out[4200];
+    util_path(out, sizeof out, "%s/noterm", t_tmpdir());
+    job j = { .ranks = 2, .replicas = 1, .out = out, .epochs = 1, .workbench = 1 };
+    int st = run(&j, "noterm");
+    if (st != 0)
+        show(&j);
+    T_EQ_INT(st, 0);
+    /* Once, from rank 0 alone; then the run as --headless makes it. */
+    T_EQ_INT(count_lines_with(j.err_file, "petal-tui: rank 0 has no terminal"), 1);
+    T_EQ_INT(count_lines_with(j.err_file, "--tty /dev/pts/N"), 1);
+    T_EQ_INT(count_lines_with(j.out_file, "done: 1 epochs"), 1);
 }

@@ -1233,3 +1233,84 @@ TEST(ui_tmux_tty_draws_on_and_reads_keys_from_another_terminal)
     if (t.sock[0])
         tmx_stop(&t);
 }
+
+/* The replicas panel's rows of rank k ("│r0 ", "│r1 ", ...). */
+static int rank_rows(const char *s, int k)
+{
+    char row[16];
+    snprintf(row, sizeof row, "\xe2\x94\x82r%d ", k);
+    return count_of(s, row);
+}
+
+static void tty_job(tmux_srv *t, pid_t *pid)
+{
+    char tty[256];
+    T_REQUIRE(tmx_tty_pane(t, 120, 36, tty, sizeof tty) == 0);
+    const char *data = fx_dataset(t_tmpdir(), 3, TRAIN, VAL, 0, 32, 20);
+    T_REQUIRE(data != NULL);
+    const char *dir = t_tmpdir();
+    char run[4200], out[4200], err[4200];
+    util_path(run, sizeof run, "%s/job", dir);
+    util_path(out, sizeof out, "%s/job.out", dir);
+    util_path(err, sizeof err, "%s/job.err", dir);
+    const char *argv[64];
+    int n = 0;
+    for (int i = 0; fx_mpirun[i]; i++)
+        argv[n++] = fx_mpirun[i];
+    const char *const rest[] = { "-np", "2", t_bin(), "--no-sixel", "--tty", tty, "--data", data,
+                                 "--out", run, "--replicas", "1", "--batch-per-replica", "4",
+                                 "--workers", "1", "--epochs", "2", "--checkpoint-every", "1000",
+                                 NULL };
+    for (int i = 0; rest[i]; i++)
+        argv[n++] = rest[i];
+    argv[n] = NULL;
+    const char *env[8];
+    int m = 0;
+    for (; tty_env[m]; m++)
+        env[m] = tty_env[m];
+    env[m++] = fx_asan_no_leaks(); /* under make SAN=1: see fixtures.h */
+    env[m] = NULL;
+    *pid = fx_spawn(argv, env, out, err);
+    T_REQUIRE(*pid > 0);
+    WAIT(t, "IDLE", 120);
+    tmx_keys(t, "s");
+    WAIT(t, "DONE", 240);
+    WAIT(t, "done: 2 epochs", 30);
+    /* Every rank's replica, and the time in collectives per update. */
+    char *s = tmx_screen(t, 0);
+    T_CHECKF(strstr(s, "Replicas 2 on 2 ranks") && rank_rows(s, 0) == 1 && rank_rows(s, 1) == 1,
+             "%s", s);
+    const char *comm = strstr(s, "  comm ");
+    T_CHECKF(comm && isfinite(number_after(comm, "comm ")) && number_after(comm, "comm ") >= 0 &&
+                 strstr(comm, " ms/"),
+             "no time in collectives:\n%s", s);
+    free(s);
+    tmx_keys(t, "q");
+    T_EQ_INT(fx_wait_exit(*pid, 120), 0);
+    /* Rank 0 wrote the run; nothing reached mpirun's output: rank 0's workbench
+     * was on the pane, and rank 1 is silent. */
+    char hist[4300];
+    util_path(hist, sizeof hist, "%s/history.json", run);
+    T_CHECK(util_is_file(hist));
+    uint8_t *o = NULL, *e = NULL;
+    size_t no = 0, ne = 0;
+    T_REQUIRE(util_read_file(out, &o, &no, NULL) == PT_OK);
+    T_REQUIRE(util_read_file(err, &e, &ne, NULL) == PT_OK);
+    T_CHECKF(no == 0 && ne == 0, "stdout:\n%.*s\nstderr:\n%.*s", (int)no, (char *)o, (int)ne,
+             (char *)e);
+    free(o);
+    free(e);
+}
+
+TEST(ui_tmux_tty_is_rank_0s_workbench_in_an_mpirun_job)
+{
+    T_NEED_TOOL("tmux");
+    T_NEED_TOOL("mpirun");
+    tmux_srv t = { 0 };
+    pid_t pid = -1;
+    tty_job(&t, &pid);
+    if (pid > 0)
+        fx_wait_exit(pid, 0); /* mpirun and its ranks: ended already, or now */
+    if (t.sock[0])
+        tmx_stop(&t);
+}

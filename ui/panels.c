@@ -418,6 +418,10 @@ void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v
         x += ui_draw_text(w, yq + 1, x, W, UI_R_DIM, "total ");
         snprintf(buf, sizeof buf, "%s img/s", a);
         x += ui_draw_text(w, yq + 1, x, in.x + W - x, UI_R_TITLE, buf);
+        if (s->ranks > 1) { /* a job's time in collectives again: a narrow box cuts the title */
+            snprintf(buf, sizeof buf, "  comm %.1f ms/update", s->comm_ms);
+            x += ui_draw_text(w, yq + 1, x, in.x + W - x, UI_R_NORMAL, buf);
+        }
         snprintf(buf, sizeof buf, "  peak %s GF/s/core%s%s", b, s->blas_core[0] ? " " : "",
                  s->blas_core);
         ui_draw_text_cut(w, yq + 1, x, in.x + W - x, UI_R_DIM, buf);
