@@ -323,6 +323,8 @@ static void spawned(const char *const *argv, const char *const *env, const char 
     int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (i < 0 || o < 0 || e < 0 || dup2(i, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
         _exit(126);
+    for (int k = 3; k <= e; k++) /* i, o and e, now copied: not for the program */
+        close(k);
     for (int k = 0; env && env[k]; k++) {
         const char *eq = strchr(env[k], '=');
         char name[256];

@@ -1314,3 +1314,28 @@ TEST(ui_tmux_tty_is_rank_0s_workbench_in_an_mpirun_job)
     if (t.sock[0])
         tmx_stop(&t);
 }
+
+TEST(ui_tmux_tty_refuses_its_own_terminal_from_the_background)
+{
+    T_NEED_TOOL("tmux");
+    /* `petal-tui --tty $(tty) &` with job control (as mpirun's ranks are, each in a
+     * process group of its own): the shell keeps the keys; refused, not a hang. */
+    char script[4200];
+    util_path(script, sizeof script, "%s/bg.sh", t_tmpdir());
+    FILE *f = fopen(script, "w");
+    T_REQUIRE(f != NULL);
+    fprintf(f, "set -m\n'%s' --no-sixel --tty \"$(tty)\" --data /nonexistent &\nwait $!\n",
+            t_bin());
+    fclose(f);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "sh '%s'", script);
+    tmux_srv t;
+    T_REQUIRE(tmx_start(&t, 100, 30, NULL, cmd) == 0);
+    T_EQ_INT(tmx_exit_status(&t, 60), 1);
+    char *s = tmx_text(&t);
+    T_CHECKF(strstr(s, ": this process runs in the background there, which cannot read its "
+                       "keys: name another terminal"),
+             "%s", s);
+    free(s);
+    tmx_stop(&t);
+}

@@ -593,6 +593,17 @@ static int open_terminal(app *a)
         close(fd);
         return 1;
     }
+    /* This process's own terminal, with another job in its foreground (`petal-tui
+     * --tty $(tty) &`, or mpirun's ranks, each in a process group of its own): its
+     * reads would stop the process or fail, and its keys belong to that job. */
+    pid_t fg = tcgetpgrp(fd);
+    if (fg > 0 && fg != getpgrp()) {
+        fprintf(stderr, "petal-tui: %s: this process runs in the background there, which "
+                        "cannot read its keys: name another terminal, one running `sleep "
+                        "infinity`\n", path);
+        close(fd);
+        return 1;
+    }
     int flags = fcntl(fd, F_GETFL);
     int out = fcntl(fd, F_DUPFD_CLOEXEC, 3);
     FILE *fin = NULL, *fout = NULL;
