@@ -405,6 +405,39 @@ TEST(dist_a_killed_rank_ends_the_job_with_an_error_naming_it)
     T_EQ_INT(ckpt_peek(ck, &p, NULL), PT_OK);
 }
 
+/* mpirun's exit status after a signal, or -1 when it did not end within limit
+ * seconds (then its group is killed). Open MPI 4.1's mpirun itself sometimes
+ * crashes (SIGSEGV, status 139; about 1 in 10 here) in its handling of a forwarded
+ * SIGTERM or SIGINT, after its ranks have ended, and rarely hangs there instead:
+ * when no rank of the job is left (all of them ended, cleanly or not: the caller
+ * checks what they wrote), mpirun is given 30 s more and then, still there, killed
+ * and reported as 137 with *mpirun_hung set. A rank that is still running after
+ * limit is this program's hang: -1. */
+static int wait_signalled(pid_t pid, double limit, int *mpirun_hung)
+{
+    *mpirun_hung = 0;
+    double t0 = util_now(), gone = 0;
+    for (;;) {
+        int st = 0;
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+        double now = util_now();
+        int ranks_left = rank_pid(pid, 0) > 0 || rank_pid(pid, 1) > 0;
+        if (ranks_left)
+            gone = 0;
+        else if (gone == 0)
+            gone = now;
+        if ((gone > 0 && now - gone > 30) || now - t0 > limit) {
+            *mpirun_hung = !ranks_left;
+            kill(-pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return ranks_left ? -1 : 137;
+        }
+        usleep(50000);
+    }
+}
+
 TEST(dist_sigterm_sigint_or_sigusr1_to_mpirun_stops_every_rank_with_a_checkpoint)
 {
     T_NEED_TOOL("mpirun");
@@ -423,11 +456,15 @@ TEST(dist_sigterm_sigint_or_sigusr1_to_mpirun_stops_every_rank_with_a_checkpoint
             show(&j);
         T_REQUIRE(pid > 0);
         kill(pid, sigs[k]);
-        int st = fx_wait_exit(pid, 120);
-        T_CHECKF(st >= 0, "mpirun did not end: %d", st);
+        int hung;
+        int st = wait_signalled(pid, 120, &hung);
+        T_CHECKF(st >= 0, "%s: a rank did not end within 120 s", tags[k]);
+        if (hung)
+            printf("  note: %s: every rank ended, mpirun did not within 30 s more (Open "
+                   "MPI's own signal handling): killed it\n", tags[k]);
         int stamped;
         char *log = fx_log_last_line(out, &stamped);
-        T_CHECKF(log && strstr(log, "stopped at update "), "log.txt ends: %s",
+        T_CHECKF(log && strstr(log, "stopped at update "), "%s: log.txt ends: %s", tags[k],
                  log ? log : "(none)");
         long long at = log && strstr(log, "stopped at update ")
                            ? atoll(strstr(log, "stopped at update ") + 18)
