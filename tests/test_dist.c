@@ -407,7 +407,7 @@ TEST(dist_a_killed_rank_ends_the_job_with_an_error_naming_it)
 
 /* mpirun's exit status after a signal, or -1 when it did not end within limit
  * seconds (then its group is killed). Open MPI 4.1's mpirun itself sometimes
- * crashes (SIGSEGV, status 139; about 1 in 10 here) in its handling of a forwarded
+ * crashes (SIGSEGV, status 139: 10 of 60 tries here) in its handling of a forwarded
  * SIGTERM or SIGINT, after its ranks have ended, and rarely hangs there instead:
  * when no rank of the job is left (all of them ended, cleanly or not: the caller
  * checks what they wrote), mpirun is given 30 s more and then, still there, killed
