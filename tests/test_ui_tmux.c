@@ -1166,6 +1166,19 @@ static char *tty_modes(const char *tty)
     return out ? out : strdup("");
 }
 
+/* A --tty run's stdout and stderr (files) are empty: all of it went to its terminal. */
+static void check_nothing_written(const char *out, const char *err)
+{
+    uint8_t *o = NULL, *e = NULL;
+    size_t no = 0, ne = 0;
+    T_REQUIRE(util_read_file(out, &o, &no, NULL) == PT_OK);
+    T_REQUIRE(util_read_file(err, &e, &ne, NULL) == PT_OK);
+    T_CHECKF(no == 0 && ne == 0, "stdout:\n%.*s\nstderr:\n%.*s", (int)no, (char *)o, (int)ne,
+             (char *)e);
+    free(o);
+    free(e);
+}
+
 static void tty_plain(tmux_srv *t, pid_t *pid)
 {
     char tty[256];
@@ -1212,14 +1225,7 @@ static void tty_plain(tmux_srv *t, pid_t *pid)
     T_CHECKF(has_word(s, "isig") && has_word(s, "icanon") && has_word(s, "echo"), "%s", s);
     free(s);
     /* Nothing on stdout or stderr: it all went to the terminal. */
-    uint8_t *o = NULL, *e = NULL;
-    size_t no = 0, ne = 0;
-    T_REQUIRE(util_read_file(out, &o, &no, NULL) == PT_OK);
-    T_REQUIRE(util_read_file(err, &e, &ne, NULL) == PT_OK);
-    T_CHECKF(no == 0 && ne == 0, "stdout:\n%.*s\nstderr:\n%.*s", (int)no, (char *)o, (int)ne,
-             (char *)e);
-    free(o);
-    free(e);
+    check_nothing_written(out, err);
 }
 
 TEST(ui_tmux_tty_draws_on_and_reads_keys_from_another_terminal)
@@ -1292,14 +1298,7 @@ static void tty_job(tmux_srv *t, pid_t *pid)
     char hist[4300];
     util_path(hist, sizeof hist, "%s/history.json", run);
     T_CHECK(util_is_file(hist));
-    uint8_t *o = NULL, *e = NULL;
-    size_t no = 0, ne = 0;
-    T_REQUIRE(util_read_file(out, &o, &no, NULL) == PT_OK);
-    T_REQUIRE(util_read_file(err, &e, &ne, NULL) == PT_OK);
-    T_CHECKF(no == 0 && ne == 0, "stdout:\n%.*s\nstderr:\n%.*s", (int)no, (char *)o, (int)ne,
-             (char *)e);
-    free(o);
-    free(e);
+    check_nothing_written(out, err);
 }
 
 TEST(ui_tmux_tty_is_rank_0s_workbench_in_an_mpirun_job)
