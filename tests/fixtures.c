@@ -313,6 +313,25 @@ const char *fx_asan_no_leaks(void)
     return env;
 }
 
+char *fx_slurp(const char *path)
+{
+    uint8_t *d;
+    size_t n;
+    if (util_read_file(path, &d, &n, NULL) != PT_OK)
+        return NULL;
+    return (char *)d;
+}
+
+int fx_exit_status(int st)
+{
+    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+}
+
+const char *fx_asan_no_leaks_value(void)
+{
+    return strchr(fx_asan_no_leaks(), '=') + 1;
+}
+
 /* The child's side of fx_spawn(): never returns. */
 static void spawned(const char *const *argv, const char *const *env, const char *out,
                     const char *err)
@@ -356,7 +375,7 @@ int fx_wait_exit(pid_t pid, double limit)
         int st = 0;
         pid_t w = waitpid(pid, &st, WNOHANG);
         if (w == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+            return fx_exit_status(st);
         if (w < 0 && errno != EINTR)
             return -1;
         if (util_now() - t0 > limit) {

@@ -67,6 +67,16 @@ extern const char *const fx_mpirun[];
  * bench/RESULTS.md, issue 15. Static buffer. */
 const char *fx_asan_no_leaks(void);
 
+/* The value of fx_asan_no_leaks(), without "ASAN_OPTIONS=" (the same static buffer). */
+const char *fx_asan_no_leaks_value(void);
+
+/* A file's whole text, NUL-terminated (caller frees), or NULL. */
+char *fx_slurp(const char *path);
+
+/* A wait status as a shell shows it: the exit code, or 128 + the signal that killed
+ * the process; -1 for neither. */
+int fx_exit_status(int st);
+
 /* Starts argv (argv[0] searched on PATH) in a process group of its own, so that
  * fx_wait_exit() can end it and all it started: stdin from /dev/null, stdout and
  * stderr into the files named (NULL: /dev/null), and env's entries (NULL-terminated,

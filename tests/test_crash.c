@@ -116,13 +116,8 @@ static pid_t start(const child *c)
     }
     /* LeakSanitizer (make SAN=1) cannot work under strace's ptrace and fails the
      * program at its exit: leaks are looked for in the runs without strace. */
-    if (c->pre[0]) {
-        const char *asan = getenv("ASAN_OPTIONS");
-        char opts[1024];
-        util_fmt(opts, sizeof opts, "%s%sdetect_leaks=0", asan ? asan : "",
-                 asan && *asan ? ":" : "");
-        setenv("ASAN_OPTIONS", opts, 1);
-    }
+    if (c->pre[0])
+        setenv("ASAN_OPTIONS", fx_asan_no_leaks_value(), 1);
     /* SIGXFSZ as a shell leaves it: petal-tui itself must turn the limit into an
      * error it reports, not die of the signal half-way through a file. */
     signal(SIGXFSZ, SIG_DFL);
@@ -136,21 +131,6 @@ static int finish(pid_t pid)
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
     return st;
-}
-
-/* Exit status as a shell shows it (128 + signal for a killed one). */
-static int status_of(int st)
-{
-    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
-}
-
-static char *slurp(const char *path)
-{
-    uint8_t *d;
-    size_t n;
-    if (util_read_file(path, &d, &n, NULL) != PT_OK)
-        return NULL;
-    return (char *)d;
 }
 
 static long long file_size(const char *path)
@@ -318,7 +298,7 @@ static void check_folder(const char *what, const char *dir, const char *straight
             T_CHECKF(rc == PT_OK, "%s: the checkpoint does not load: %s", what, e.msg);
             continue;
         }
-        char *text = slurp(path);
+        char *text = fx_slurp(path);
         T_CHECKF(text != NULL, "%s: cannot read %s", what, FILES[k]);
         if (!text)
             continue;
@@ -352,11 +332,11 @@ static const char *straight_dir(void)
         util_path(out, sizeof out, "%s.out", dir);
         util_path(err, sizeof err, "%s.err", dir);
         child c = { .pre = { NULL }, .mode = "new", .dir = dir, .out_file = out, .err_file = err };
-        if (status_of(finish(start(&c))) != 0)
+        if (fx_exit_status(finish(start(&c))) != 0)
             dir[0] = '\0';
         char path[4300];
         util_path(path, sizeof path, "%s/config", dir);
-        g_config = dir[0] ? slurp(path) : NULL; /* both kept to the end of the tests */
+        g_config = dir[0] ? fx_slurp(path) : NULL; /* both kept to the end of the tests */
         g_history = dir[0] ? fx_history_without_timing(dir) : NULL;
     }
     return dir;
@@ -372,17 +352,17 @@ static void resume_and_compare(const char *what, const char *dir, const char *st
     util_path(out, sizeof out, "%s.resume.out", dir);
     util_path(err, sizeof err, "%s.resume.err", dir);
     child r = { .pre = { NULL }, .mode = "resume", .dir = dir, .out_file = out, .err_file = err };
-    int st = status_of(finish(start(&r)));
+    int st = fx_exit_status(finish(start(&r)));
     if (!have_config) {
-        char *msg = slurp(err);
+        char *msg = fx_slurp(err);
         T_CHECKF(st == 1 && msg && strstr(msg, ": no config file to resume from (a run that ended "
                                                 "before writing one is started again with --out "),
                  "%s: --resume without a config: status %d, %s", what, st, msg ? msg : "");
         free(msg);
         r.mode = "new";
-        st = status_of(finish(start(&r)));
+        st = fx_exit_status(finish(start(&r)));
     }
-    char *msg = slurp(err);
+    char *msg = fx_slurp(err);
     T_CHECKF(st == 0, "%s: the %s run ended with status %d: %s", what,
              have_config ? "resumed" : "new", st, msg ? msg : "");
     free(msg);
@@ -402,7 +382,7 @@ static void resume_and_compare(const char *what, const char *dir, const char *st
         char a[4300], b[4300];
         util_path(a, sizeof a, "%s/%s", straight_dir(), same[i]);
         util_path(b, sizeof b, "%s/%s", dir, same[i]);
-        char *ta = slurp(a), *tb = slurp(b);
+        char *ta = fx_slurp(a), *tb = fx_slurp(b);
         T_CHECKF(ta && tb && !strcmp(ta, tb), "%s: %s differs from the straight run's:\n%s\n---\n%s",
                  what, same[i], tb ? tb : "(none)", ta ? ta : "(none)");
         free(ta);
@@ -436,7 +416,7 @@ static void free_events(event *ev, int n)
 static event *trainer_events(const char *trace_path, const char *dir, int *n_out)
 {
     *n_out = 0;
-    char *text = slurp(trace_path);
+    char *text = fx_slurp(trace_path);
     if (!text)
         return NULL;
     char marker[4300];
@@ -556,7 +536,7 @@ static double wait_training(const char *dir)
     char log[4300];
     util_path(log, sizeof log, "%s/log.txt", dir);
     for (double w0 = util_now(); util_now() - w0 < 60;) {
-        char *text = slurp(log);
+        char *text = fx_slurp(log);
         /* "DATE TIME model small: ..." once the net is built */
         int running = text && strstr(text, " model small: ") != NULL;
         free(text);
@@ -605,7 +585,7 @@ TEST(crash_sigkill_at_20_moments_leaves_whole_files_and_resume_ends_with_the_str
     const char *trace_set = "trace=write,fsync,rename,renameat,renameat2";
     child c = { .pre = { "strace", "-f", "-y", "-o", trace, "-e", trace_set, NULL },
                 .mode = "new", .dir = ref, .out_file = out, .err_file = err };
-    T_REQUIRE(status_of(finish(start(&c))) == 0);
+    T_REQUIRE(fx_exit_status(finish(start(&c))) == 0);
     char *h = fx_history_without_timing(ref);
     T_CHECKF(h && !strcmp(h, straight), "the traced run's history differs");
     free(h);
@@ -638,8 +618,8 @@ TEST(crash_sigkill_at_20_moments_leaves_whole_files_and_resume_ends_with_the_str
                              NULL },
                     .mode = "new", .dir = dir, .out_file = out, .err_file = err };
         int st = finish(start(&k));
-        T_CHECKF(status_of(st) == 128 + SIGKILL, "%s: the run ended with status %d, not killed",
-                 what, status_of(st));
+        T_CHECKF(fx_exit_status(st) == 128 + SIGKILL, "%s: the run ended with status %d, not killed",
+                 what, fx_exit_status(st));
 
         /* The kill came where it was meant to: the trainer's last call. */
         int kn;
@@ -713,7 +693,7 @@ TEST(crash_sigkill_at_20_moments_leaves_whole_files_and_resume_ends_with_the_str
                  .err_file = "/dev/null" };
     pid_t timed = start(&tc);
     double t0 = wait_training(out);
-    T_REQUIRE(status_of(finish(timed)) == 0);
+    T_REQUIRE(fx_exit_status(finish(timed)) == 0);
     double span = util_now() - t0;
     for (int r = 0; r < 4; r++) {
         char dir[4200];
@@ -729,7 +709,7 @@ TEST(crash_sigkill_at_20_moments_leaves_whole_files_and_resume_ends_with_the_str
         int st = finish(pid);
         char what[200];
         util_fmt(what, sizeof what, "random kill %d (%.3f s into training, status %d)", r + 1,
-                 delay, status_of(st));
+                 delay, fx_exit_status(st));
         int have[N_FILES], temps;
         ckpt_progress p = { 0 };
         check_folder(what, dir, straight, have, &p, &temps);
@@ -751,11 +731,11 @@ TEST(crash_sigkill_at_20_moments_leaves_whole_files_and_resume_ends_with_the_str
 static void check_write_error(const char *what, const char *out_file, const char *err_file,
                               const char *dir, const char *name, int errnum)
 {
-    char *log = out_file ? slurp(out_file) : NULL;
+    char *log = out_file ? fx_slurp(out_file) : NULL;
     T_CHECKF(!log || !strstr(log, "cannot write"), "%s: the error is on stdout too:\n%s", what,
              log);
     free(log);
-    char *msg = slurp(err_file);
+    char *msg = fx_slurp(err_file);
     char want[4400];
     util_path(want, sizeof want, "petal-tui: %s/%s: cannot write: %s", dir, name, strerror(errnum));
     T_CHECKF(msg && !strncmp(msg, want, strlen(want)) && strchr(msg, '\n') &&
@@ -794,7 +774,7 @@ TEST(crash_file_size_limit_in_a_checkpoint_or_history_write_is_an_error_keeping_
                 .fsize = ckpt_size - 1 };
     int st = finish(start(&c));
     T_CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 2, "the limited run: status %d (want 2)",
-             status_of(st));
+             fx_exit_status(st));
     check_write_error("the last checkpoint", out, err, dir, "checkpoint.ckpt", EFBIG);
     int have[N_FILES], temps;
     ckpt_progress p = { 0 };
@@ -811,7 +791,7 @@ TEST(crash_file_size_limit_in_a_checkpoint_or_history_write_is_an_error_keeping_
     c.fsize = hist_limit;
     st = finish(start(&c));
     T_CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 2, "the limited resume: status %d (want 2)",
-             status_of(st));
+             fx_exit_status(st));
     check_write_error("the last history", out, err, dir, "history.json", EFBIG);
     check_folder("after the failed history", dir, straight, have, &p, &temps);
     T_CHECKF(have[4] && p.epoch == EPOCHS - 1, "the previous checkpoint is not there whole");

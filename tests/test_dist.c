@@ -107,25 +107,16 @@ static int run(job *j, const char *tag)
     return pid > 0 ? fx_wait_exit(pid, 240) : -1;
 }
 
-static char *slurp(const char *path)
-{
-    uint8_t *d;
-    size_t n;
-    if (util_read_file(path, &d, &n, NULL) != PT_OK)
-        return NULL;
-    return (char *)d;
-}
-
 static char *slurp_in(const char *dir, const char *name)
 {
     char path[4200];
     util_path(path, sizeof path, "%s/%s", dir, name);
-    return slurp(path);
+    return fx_slurp(path);
 }
 
 static void show(const job *j)
 {
-    char *o = slurp(j->out_file), *e = slurp(j->err_file);
+    char *o = fx_slurp(j->out_file), *e = fx_slurp(j->err_file);
     printf("  stdout:\n%s  stderr:\n%s", o ? o : "", e ? e : "");
     free(o);
     free(e);
@@ -198,7 +189,7 @@ static int same_history(const char *a, const char *b)
 
 static int count_lines_with(const char *path, const char *what)
 {
-    char *s = slurp(path);
+    char *s = fx_slurp(path);
     int n = 0;
     for (const char *p = s; p && (p = strstr(p, what)); p += strlen(what))
         n++;
@@ -251,7 +242,7 @@ TEST(dist_plain_run_starts_no_mpi)
     job j = { .ranks = 0, .replicas = 2, .out = out, .epochs = 1, .pre = pre };
     int st = run(&j, "plain");
     T_EQ_INT(st, 0);
-    char *t = slurp(trace);
+    char *t = fx_slurp(trace);
     T_REQUIRE(t);
     T_EQ_INT(count_lines_with(trace, "execve("), 1);
     T_CHECKF(!strstr(t, "orted") && !strstr(t, "prted"), "an MPI daemon was started:\n%s", t);
@@ -288,7 +279,7 @@ TEST(dist_two_ranks_train_the_model_of_one_process_with_two_replicas)
     /* Its monitor has every rank's replica, and the time in collectives. */
     T_EQ_INT(count_lines_with(j.out_file, " replica 1 (rank 1 on "), 2);
     T_EQ_INT(count_lines_with(j.out_file, "); collectives "), 2);
-    char *err = slurp(j.err_file);
+    char *err = fx_slurp(j.err_file);
     T_CHECKF(err && !err[0], "stderr: %s", err ? err : "(none)");
     free(err);
 }
@@ -330,7 +321,7 @@ static pid_t rank_pid(pid_t mpirun, int rank)
     snprintf(want, sizeof want, "OMPI_COMM_WORLD_RANK=%d", rank);
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)mpirun, (int)mpirun);
-    char *kids = slurp(path);
+    char *kids = fx_slurp(path);
     pid_t found = 0;
     for (char *p = kids; p && *p && !found;) {
         long c = strtol(p, &p, 10);
@@ -395,7 +386,7 @@ TEST(dist_a_killed_rank_ends_the_job_with_an_error_naming_it)
     kill(victim, SIGKILL);
     int st = fx_wait_exit(pid, 120);
     T_CHECKF(st > 0, "mpirun ended with %d", st);
-    char *err = slurp(j.err_file);
+    char *err = fx_slurp(j.err_file);
     T_CHECKF(err && strstr(err, "rank 1"), "stderr does not name rank 1: %s", err ? err : "");
     free(err);
     /* The last checkpoint is whole. */
@@ -421,7 +412,7 @@ static int wait_signalled(pid_t pid, double limit, int *mpirun_hung)
         int st = 0;
         pid_t w = waitpid(pid, &st, WNOHANG);
         if (w == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+            return fx_exit_status(st);
         double now = util_now();
         int ranks_left = rank_pid(pid, 0) > 0 || rank_pid(pid, 1) > 0;
         if (ranks_left)
@@ -479,7 +470,7 @@ TEST(dist_sigterm_sigint_or_sigusr1_to_mpirun_stops_every_rank_with_a_checkpoint
         util_path(path, sizeof path, "%s/log.txt", out);
         T_CHECK(count_lines_with(path, "(stop)") == 1);
         /* Rank 1 stopped too, cleanly: it said nothing. */
-        char *err = slurp(j.err_file);
+        char *err = fx_slurp(j.err_file);
         T_CHECKF(err && !strstr(err, "rank 1"), "stderr: %s", err ? err : "");
         free(err);
     }
@@ -492,7 +483,7 @@ TEST(dist_ranks_given_other_options_are_refused_naming_the_rank)
     /* One job, two programs (mpirun's MPMD form): rank 1 with another seed. */
     char out[4200], cmd[16384];
     util_path(out, sizeof out, "%s/mismatch", t_tmpdir());
-    int n = snprintf(cmd, sizeof cmd, "ASAN_OPTIONS='%s' ", strchr(fx_asan_no_leaks(), '=') + 1);
+    int n = snprintf(cmd, sizeof cmd, "ASAN_OPTIONS='%s' ", fx_asan_no_leaks_value());
     for (int i = 0; fx_mpirun[i]; i++)
         n += snprintf(cmd + n, sizeof cmd - (size_t)n, "%s ", fx_mpirun[i]);
     for (int k = 0; k < 2; k++) {
