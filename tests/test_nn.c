@@ -962,3 +962,77 @@ TEST(nn_summary_and_builder_errors)
     T_CHECK(nn_conv2d(m, x, 4, 5, 5, 1, NN_PAD_VALID, 1, 0) < 0); /* window too big */
     nn_model_free(m);
 }
+
+/* ---- backward progress: what is reported final is final ---- */
+
+typedef struct progress_log {
+    const nn_ctx *ctx;
+    size_t n_params;
+    int reports;
+    size_t from[64];
+    float *seen[64];        /* the gradients [from, n_params) when reported */
+} progress_log;
+
+static void log_progress(void *arg, size_t final_from)
+{
+    progress_log *l = arg;
+    if (l->reports >= 64)
+        return;
+    size_t k = l->n_params - final_from;
+    l->from[l->reports] = final_from;
+    l->seen[l->reports] = malloc((k ? k : 1) * sizeof(float));
+    memcpy(l->seen[l->reports], nn_grads((nn_ctx *)l->ctx) + final_from, k * sizeof(float));
+    l->reports++;
+}
+
+TEST(nn_backward_progress_reports_only_final_gradients)
+{
+    /* Convs with biases whose ReLU is fused (the next conv's backward writes the
+     * producer's bias gradient: through_producer), a residual add (a node with two
+     * readers), BN, dense: every gradient reported final must equal what the whole
+     * backward leaves, bit for bit, and the reports must fall to 0. */
+    nn_model *m = nn_model_new(8, 8, 3);
+    int x = nn_input(m);
+    int a = nn_relu(m, nn_conv2d(m, x, 8, 3, 3, 1, NN_PAD_SAME, 1, 1));
+    int b = nn_relu(m, nn_conv2d(m, a, 8, 3, 3, 1, NN_PAD_SAME, 1, 1));
+    int c = nn_conv2d(m, b, 8, 3, 3, 1, NN_PAD_SAME, 1, 1);
+    int s = nn_relu(m, nn_batchnorm(m, nn_add(m, c, a)));
+    int d = nn_relu(m, nn_conv2d(m, s, 16, 3, 3, 2, NN_PAD_SAME, 1, 1));
+    int out = nn_dense(m, nn_gap(m, d), 5);
+    T_REQUIRE(nn_model_finalize(m, out, NULL) == PT_OK);
+    nn_model_init_params(m, 3);
+    enum { N = 3 };
+    float *in = alloc_uniform((size_t)N * 8 * 8 * 3, 4, -1.0f, 1.0f);
+    float *dl = alloc_uniform((size_t)N * 5, 5, -1.0f, 1.0f);
+    nn_ctx *ctx = nn_ctx_new(m, N, NULL);
+    T_REQUIRE(ctx);
+    progress_log l = { .ctx = ctx, .n_params = nn_param_count(m) };
+    nn_zero_grads(ctx);
+    T_REQUIRE(nn_forward(ctx, in, N, 1, 9, 0));
+    nn_ctx_on_backward_progress(ctx, log_progress, &l);
+    T_EQ_INT(nn_backward(ctx, dl), PT_OK);
+    nn_ctx_on_backward_progress(ctx, NULL, NULL);
+    T_CHECKF(l.reports >= 5, "%d reports", l.reports);
+    T_CHECK(l.reports > 0 && l.from[l.reports - 1] == 0);
+    const float *g = nn_grads(ctx);
+    size_t nonzero = 0;
+    for (int k = 0; k < l.reports; k++) {
+        T_CHECKF(k == 0 || l.from[k] < l.from[k - 1], "report %d: %zu after %zu", k, l.from[k],
+                 k ? l.from[k - 1] : 0);
+        size_t bad = 0;
+        for (size_t i = l.from[k]; i < l.n_params; i++) {
+            float v = l.seen[k][i - l.from[k]];
+            bad += memcmp(&v, &g[i], sizeof v) != 0;
+            nonzero += k == l.reports - 1 && v != 0.0f;
+        }
+        T_CHECKF(bad == 0, "report %d (from %zu): %zu gradients changed after it", k, l.from[k],
+                 bad);
+        free(l.seen[k]);
+    }
+    /* Not a vacuous comparison: the gradients are mostly nonzero. */
+    T_CHECKF(nonzero > l.n_params / 2, "%zu of %zu gradients nonzero", nonzero, l.n_params);
+    nn_ctx_free(ctx);
+    nn_model_free(m);
+    free(in);
+    free(dl);
+}

@@ -260,6 +260,14 @@ const float *nn_forward(nn_ctx *c, const float *input, int n, int training, uint
 /* Backward of the last (training) forward, from dlogits [n][classes]. ACCUMULATES
  * (+=) into the gradient array. PT_EUSAGE when the last forward was not training. */
 int nn_backward(nn_ctx *c, const float *dlogits);
+/* Told during a backward, after each node, that the gradients of parameters
+ * [final_from, nn_param_count()) are final for this backward: nothing after it writes
+ * them (nodes run from the output back, and each node's parameters lie after those
+ * of the nodes before it). final_from only falls. Lets a caller send the last
+ * layers' gradients while the first layers' are still being computed. */
+typedef void (*nn_backward_progress)(void *arg, size_t final_from);
+/* Called on the context's own thread, inside nn_backward(); NULL turns it off. */
+void nn_ctx_on_backward_progress(nn_ctx *c, nn_backward_progress fn, void *arg);
 /* The context's gradient array (nn_param_count() floats, layout of nn_params()). */
 float *nn_grads(nn_ctx *c);
 void nn_zero_grads(nn_ctx *c);

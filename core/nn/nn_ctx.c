@@ -265,6 +265,12 @@ void nn_ctx_clear_bn_records(nn_ctx *c)
     memset(c->rec_w, 0, (size_t)m->n_bn * sizeof *c->rec_w);
 }
 
+void nn_ctx_on_backward_progress(nn_ctx *c, nn_backward_progress fn, void *arg)
+{
+    c->on_progress = fn;
+    c->progress_arg = arg;
+}
+
 void nn_ctx_set_profile(nn_ctx *c, int on)
 {
     c->profile = on != 0;
@@ -560,15 +566,26 @@ int nn_backward(nn_ctx *c, const float *dlogits)
     const int o = owner(m, out);
     memcpy(c->dy[o], dlogits, (size_t)n * m->nodes[out].len * sizeof *dlogits);
     c->fresh[o] = 1;
+    size_t told = m->n_params;
     for (int i = out; i >= 0; i--) {
         const nn_node *nd = &m->nodes[i];
         /* A fused activation's gradient already sits in its BN's storage. */
-        if (!nd->live || !nd->grad || nd->alias >= 0 || !c->fresh[i])
-            continue;
-        double t0 = c->profile ? util_thread_cpu() : 0.0;
-        backward_node(c, i, n);
-        if (c->profile)
-            c->t_bwd[i] += util_thread_cpu() - t0;
+        if (nd->live && nd->grad && nd->alias < 0 && c->fresh[i]) {
+            double t0 = c->profile ? util_thread_cpu() : 0.0;
+            backward_node(c, i, n);
+            if (c->profile)
+                c->t_bwd[i] += util_thread_cpu() - t0;
+        }
+        /* Node i wrote its own parameters' gradients and perhaps its producer's bias
+         * (a fused activation, through_producer): both lie at or before its p_off,
+         * and the live nodes still to come lie before it (a dead node has no
+         * parameters and no p_off). */
+        if (c->on_progress && nd->live && nd->p_off < told) {
+            told = nd->p_off;
+            c->on_progress(c->progress_arg, told);
+        }
     }
+    if (c->on_progress && told > 0)
+        c->on_progress(c->progress_arg, 0);
     return PT_OK;
 }

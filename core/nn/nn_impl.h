@@ -86,6 +86,8 @@ struct nn_ctx {
     double *dscratch;                 /* 4 * max_c doubles */
     int profile;
     double *t_fwd, *t_bwd;
+    nn_backward_progress on_progress; /* NULL: none */
+    void *progress_arg;
     size_t bytes;
     /* The storage blocks behind the pointers above. */
     float *act_arena, *dy_arena, *mask_arena;
