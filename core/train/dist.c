@@ -19,8 +19,11 @@ static struct {
     char (*hosts)[HOST_MAX];
     char who[HOST_MAX + 64];
     double comm_s;
-    void *scratch;          /* dist_sum_floats / dist_sum_doubles */
+    void *scratch;          /* dist_sum_doubles */
     size_t scratch_bytes;
+    struct dist_sum *sum;   /* dist_sum_floats */
+    MPI_Comm comm_gather;   /* the sums' allgathers (see sum_advance) */
+    unsigned long long sums_started, sums_gathering;
 } D = { .size = 1 };
 
 int dist_launched(void)
@@ -62,6 +65,9 @@ int dist_init(pt_err *e)
     }
     MPI_Comm_dup(MPI_COMM_WORLD, &D.comm);
     MPI_Comm_set_errhandler(D.comm, MPI_ERRORS_RETURN);
+    MPI_Comm_dup(MPI_COMM_WORLD, &D.comm_gather);
+    MPI_Comm_set_errhandler(D.comm_gather, MPI_ERRORS_RETURN);
+    D.sums_started = D.sums_gathering = 0;
     MPI_Comm_rank(D.comm, &D.rank);
     MPI_Comm_size(D.comm, &D.size);
     D.hosts = calloc((size_t)D.size, sizeof *D.hosts);
@@ -90,9 +96,12 @@ void dist_finalize(void)
     if (!D.on)
         return;
     MPI_Comm_free(&D.comm);
+    MPI_Comm_free(&D.comm_gather);
     MPI_Finalize();
     free(D.hosts);
     free(D.scratch);
+    dist_sum_free(D.sum);
+    D.sum = NULL;
     D.hosts = NULL;
     D.scratch = NULL;
     D.scratch_bytes = 0;
@@ -133,9 +142,20 @@ double dist_comm_seconds(void)
     return D.comm_s;
 }
 
-/* Poll a started collective to its end: spinning for its first 0.2 ms, then
- * sleeping a tenth of the time waited so far (10 us to 1 ms) between tests, so a
- * long wait costs no core and a short one little latency. */
+/* Between two tests of a collective that has run `waited` seconds: nothing for its
+ * first 0.2 ms, then a sleep of a tenth of the time waited so far (10 us to 1 ms),
+ * so a long wait costs no core and a short one little latency. */
+static void back_off(double waited)
+{
+    if (waited < 2e-4)
+        return;
+    double s = waited / 10;
+    s = s < 1e-5 ? 1e-5 : s > 1e-3 ? 1e-3 : s;
+    struct timespec ts = { 0, (long)(s * 1e9) };
+    nanosleep(&ts, NULL);
+}
+
+/* Poll a started collective to its end (back_off between tests). */
 static int finish(MPI_Request *rq, double t0, const char *what, pt_err *e)
 {
     for (;;) {
@@ -147,13 +167,7 @@ static int finish(MPI_Request *rq, double t0, const char *what, pt_err *e)
         }
         if (done)
             break;
-        double waited = util_now() - t0;
-        if (waited < 2e-4)
-            continue;
-        double s = waited / 10;
-        s = s < 1e-5 ? 1e-5 : s > 1e-3 ? 1e-3 : s;
-        struct timespec ts = { 0, (long)(s * 1e9) };
-        nanosleep(&ts, NULL);
+        back_off(util_now() - t0);
     }
     D.comm_s += util_now() - t0;
     return PT_OK;
@@ -210,43 +224,158 @@ int dist_allgather(const void *mine, void *all, size_t bytes, pt_err *e)
     return finish(&rq, t0, "allgather", e);
 }
 
+/* A sum in flight: the vector padded to N slices (send), every rank's copy of this
+ * rank's slice (recv), then everybody's sums (all). send is reused for this rank's
+ * sums once the alltoall has ended. */
+struct dist_sum {
+    size_t cap;             /* floats in each buffer */
+    float *send, *recv, *all;
+    float *v;
+    size_t n, per;
+    int stage;              /* 0 idle (or done), 1 the alltoall runs, 2 the allgather */
+    int a2a_done;           /* stage 1: the alltoall has ended */
+    unsigned long long seq; /* its place among the sums started */
+    MPI_Request rq;
+};
+
+dist_sum *dist_sum_new(size_t n)
+{
+    dist_sum *q = calloc(1, sizeof *q);
+    if (!q)
+        return NULL;
+    size_t N = (size_t)(D.size > 0 ? D.size : 1), per = (n + N - 1) / N;
+    q->cap = N * per > 0 ? N * per : 1;
+    q->send = malloc(q->cap * sizeof(float));
+    q->recv = malloc(q->cap * sizeof(float));
+    q->all = malloc(q->cap * sizeof(float));
+    if (!q->send || !q->recv || !q->all) {
+        dist_sum_free(q);
+        return NULL;
+    }
+    return q;
+}
+
+void dist_sum_free(dist_sum *q)
+{
+    if (!q)
+        return;
+    free(q->send);
+    free(q->recv);
+    free(q->all);
+    free(q);
+}
+
+int dist_sum_start(dist_sum *q, float *v, size_t n, pt_err *e)
+{
+    q->stage = 0;
+    if (!D.on || D.size == 1 || n == 0)
+        return PT_OK;
+    size_t N = (size_t)D.size, per = (n + N - 1) / N;
+    if (N * per > q->cap)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "MPI: a sum of %zu floats in buffers for %zu", n, q->cap);
+    if (too_big(per, e) != PT_OK)
+        return PT_EUSAGE;
+    double t0 = util_now();
+    memcpy(q->send, v, n * sizeof(float));
+    memset(q->send + n, 0, (N * per - n) * sizeof(float));
+    int rc = MPI_Ialltoall(q->send, (int)per, MPI_FLOAT, q->recv, (int)per, MPI_FLOAT, D.comm,
+                           &q->rq);
+    D.comm_s += util_now() - t0;
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(e, "reduce-scatter (alltoall)", rc);
+    q->v = v;
+    q->n = n;
+    q->per = per;
+    q->stage = 1;
+    q->a2a_done = 0;
+    q->seq = D.sums_started++;
+    return PT_OK;
+}
+
+/* One test of the running step; the alltoall's end sums this rank's slice (in rank
+ * order) and starts the allgather, the allgather's end copies the sums out.
+ *
+ * Every rank must start collectives on a communicator in the same order, and when
+ * an alltoall ends differs between ranks: so the allgathers run on a communicator
+ * of their own and start strictly in the order the sums were started (a sum whose
+ * alltoall ended before an older one's waits its turn). */
+static int sum_advance(dist_sum *q, int *done, pt_err *e)
+{
+    *done = q->stage == 0;
+    if (*done)
+        return PT_OK;
+    int flag = q->stage == 1 && q->a2a_done;
+    int rc = flag ? MPI_SUCCESS : MPI_Test(&q->rq, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+        const char *what = q->stage == 1 ? "reduce-scatter (alltoall)" : "allgather";
+        q->stage = 0;
+        return mpi_fail(e, what, rc);
+    }
+    if (!flag)
+        return PT_OK;
+    if (q->stage == 1) {
+        q->a2a_done = 1;
+        if (q->seq != D.sums_gathering)
+            return PT_OK;
+        size_t N = (size_t)D.size, per = q->per;
+        float *mine = q->send;
+        memcpy(mine, q->recv, per * sizeof(float));
+        for (size_t k = 1; k < N; k++) {
+            const float *r = q->recv + k * per;
+            for (size_t i = 0; i < per; i++)
+                mine[i] += r[i];
+        }
+        rc = MPI_Iallgather(mine, (int)per, MPI_FLOAT, q->all, (int)per, MPI_FLOAT,
+                            D.comm_gather, &q->rq);
+        D.sums_gathering++;
+        if (rc != MPI_SUCCESS) {
+            q->stage = 0;
+            return mpi_fail(e, "allgather", rc);
+        }
+        q->stage = 2;
+        return PT_OK;
+    }
+    memcpy(q->v, q->all, q->n * sizeof(float));
+    q->stage = 0;
+    *done = 1;
+    return PT_OK;
+}
+
+int dist_sum_test(dist_sum *q, int *done, pt_err *e)
+{
+    double t0 = util_now();
+    int rc = sum_advance(q, done, e);
+    D.comm_s += util_now() - t0;
+    return rc;
+}
+
+int dist_sum_wait(dist_sum *q, pt_err *e)
+{
+    double t0 = util_now();
+    for (;;) {
+        int done = 0;
+        int rc = sum_advance(q, &done, e);
+        if (rc != PT_OK || done) {
+            D.comm_s += util_now() - t0;
+            return rc;
+        }
+        back_off(util_now() - t0);
+    }
+}
+
 int dist_sum_floats(float *v, size_t n, pt_err *e)
 {
     if (!D.on || D.size == 1 || n == 0)
         return PT_OK;
     size_t N = (size_t)D.size, per = (n + N - 1) / N;
-    if (too_big(per, e) != PT_OK)
-        return PT_EUSAGE;
-    /* send: v padded to N slices; recv: every rank's copy of my slice; out: the sums,
-     * then everybody's sums (the allgather). */
-    float *buf = scratch(3 * N * per * sizeof(float));
-    if (!buf)
-        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    float *send = buf, *recv = buf + N * per, *all = buf + 2 * N * per;
-    memcpy(send, v, n * sizeof(float));
-    memset(send + n, 0, (N * per - n) * sizeof(float));
-    double t0 = util_now();
-    MPI_Request rq;
-    int rc = MPI_Ialltoall(send, (int)per, MPI_FLOAT, recv, (int)per, MPI_FLOAT, D.comm, &rq);
-    if (rc != MPI_SUCCESS)
-        return mpi_fail(e, "reduce-scatter (alltoall)", rc);
-    if ((rc = finish(&rq, t0, "reduce-scatter (alltoall)", e)) != PT_OK)
-        return rc;
-    float *mine = send; /* free now: reused for this rank's sums */
-    memcpy(mine, recv, per * sizeof(float));
-    for (size_t k = 1; k < N; k++) {
-        const float *q = recv + k * per;
-        for (size_t i = 0; i < per; i++)
-            mine[i] += q[i];
+    if (!D.sum || D.sum->cap < N * per) {
+        dist_sum_free(D.sum);
+        if (!(D.sum = dist_sum_new(n)))
+            return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }
-    t0 = util_now();
-    rc = MPI_Iallgather(mine, (int)per, MPI_FLOAT, all, (int)per, MPI_FLOAT, D.comm, &rq);
-    if (rc != MPI_SUCCESS)
-        return mpi_fail(e, "allgather", rc);
-    if ((rc = finish(&rq, t0, "allgather", e)) != PT_OK)
-        return rc;
-    memcpy(v, all, n * sizeof(float));
-    return PT_OK;
+    int rc = dist_sum_start(D.sum, v, n, e);
+    return rc == PT_OK ? dist_sum_wait(D.sum, e) : rc;
 }
 
 int dist_sum_doubles(double *v, size_t n, pt_err *e)

@@ -63,6 +63,22 @@ int dist_allgather(const void *mine, void *all, size_t bytes, pt_err *e);
  * The floats travel as a reduce-scatter (each rank sums its slice) and an
  * allgather: 2 (N-1)/N x n floats sent per rank, as a ring allreduce. */
 int dist_sum_floats(float *v, size_t n, pt_err *e);
+/* The same sum in steps, so that several run while the caller computes (the
+ * gradient of the last layers travels while the first layers' is computed). A
+ * dist_sum holds the buffers of one sum of up to n floats in flight; start it on a
+ * vector, then test it (each test moves it on: the alltoall's end starts the
+ * allgather) until done, or wait. The vector must stay untouched until then; it
+ * holds the sum, with the same bits as dist_sum_floats() gives. Every rank starts
+ * the same sums in the same order, and waits for them in that order (a sum moves
+ * to its second step only after every older one has: test them all, oldest
+ * first). Outside a job start finishes at once. Time inside start, test and wait
+ * counts as time in collectives. */
+typedef struct dist_sum dist_sum;
+dist_sum *dist_sum_new(size_t n);   /* NULL when out of memory */
+void dist_sum_free(dist_sum *q);    /* not while a sum is in flight */
+int dist_sum_start(dist_sum *q, float *v, size_t n, pt_err *e);
+int dist_sum_test(dist_sum *q, int *done, pt_err *e);
+int dist_sum_wait(dist_sum *q, pt_err *e);
 /* The same for doubles (small arrays: an allgather, then rank-order sums). */
 int dist_sum_doubles(double *v, size_t n, pt_err *e);
 /* Integer sums (exact in any order). */
