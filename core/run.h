@@ -68,6 +68,7 @@ typedef struct run_config {
     int deterministic;
     int shuffle_buffer;
     int workers;                /* pipeline decode threads; 0 = automatic */
+    int overlap;                /* mpirun jobs: gradients sent during the backward */
     int prefetch;
     int stop_on_data_error;
     int checkpoint_every;       /* epochs between checkpoints (>= 1) */

@@ -44,6 +44,7 @@ static const char DEFAULT_TEXT[] =
     "workers = 0\n"
     "prefetch = 4\n"
     "stop-on-data-error = no\n"
+    "overlap = yes\n"
     "checkpoint-every = 1\n";
 
 static const char OTHER_TEXT[] =
@@ -85,6 +86,7 @@ static const char OTHER_TEXT[] =
     "workers = 3\n"
     "prefetch = 8\n"
     "stop-on-data-error = yes\n"
+    "overlap = no\n"
     "checkpoint-every = 5\n";
 
 /* Every field of OTHER_TEXT set directly, so the text is checked against the struct
@@ -131,6 +133,7 @@ static void other_config(run_config *c)
     c->workers = 3;
     c->prefetch = 8;
     c->stop_on_data_error = 1;
+    c->overlap = 0;
     c->checkpoint_every = 5;
 }
 
@@ -202,6 +205,7 @@ static void same_config(const run_config *a, const run_config *b)
     T_EQ_INT(a->workers, b->workers);
     T_EQ_INT(a->prefetch, b->prefetch);
     T_EQ_INT(a->stop_on_data_error, b->stop_on_data_error);
+    T_EQ_INT(a->overlap, b->overlap);
     T_EQ_INT(a->checkpoint_every, b->checkpoint_every);
 }
 

@@ -52,6 +52,7 @@ typedef struct job {
     int epochs;
     const char *const *extra_mpi;   /* more mpirun options (NULL-terminated), or NULL */
     const char *const *pre;         /* a program to run it under, or NULL */
+    const char *const *extra;       /* more program options, after RUN_ARGS, or NULL */
     int workbench;                  /* no --headless */
     char out_file[4200], err_file[4200];
 } job;
@@ -88,6 +89,8 @@ static pid_t start(job *j, const char *tag)
         for (int i = 0; i < N_RUN_ARGS; i++)
             argv[n++] = RUN_ARGS[i];
     }
+    for (int i = 0; j->extra && j->extra[i]; i++)
+        argv[n++] = j->extra[i];
     argv[n++] = "--replicas";
     argv[n++] = rep;
     argv[n++] = "--epochs";
@@ -227,6 +230,15 @@ TEST(dist_plain_run_starts_no_mpi)
     float v[3] = { 1, 2, 3 };
     T_EQ_INT(dist_sum_floats(v, 3, NULL), PT_OK);
     T_CHECK(v[0] == 1 && v[1] == 2 && v[2] == 3);
+    dist_sum *q = dist_sum_new(3);
+    T_REQUIRE(q);
+    int done = 0;
+    T_EQ_INT(dist_sum_start(q, v, 3, NULL), PT_OK);
+    T_EQ_INT(dist_sum_test(q, &done, NULL), PT_OK);
+    T_EQ_INT(done, 1);
+    T_EQ_INT(dist_sum_wait(q, NULL), PT_OK);
+    T_CHECK(v[0] == 1 && v[1] == 2 && v[2] == 3);
+    dist_sum_free(q);
     int x = 5, y = 0;
     T_EQ_INT(dist_allgather(&x, &y, sizeof x, NULL), PT_OK);
     T_EQ_INT(y, 5);
@@ -282,6 +294,59 @@ TEST(dist_two_ranks_train_the_model_of_one_process_with_two_replicas)
     char *err = fx_slurp(j.err_file);
     T_CHECKF(err && !err[0], "stderr: %s", err ? err : "(none)");
     free(err);
+}
+
+/* The number after `what` on the first line of the file that has it, or -1. */
+static double number_after(const char *path, const char *what)
+{
+    char *s = fx_slurp(path);
+    const char *p = s ? strstr(s, what) : NULL;
+    double v = p ? atof(p + strlen(what)) : -1;
+    free(s);
+    return v;
+}
+
+TEST(dist_gradient_sent_during_the_backward_in_buckets_keeps_the_bits_on_three_ranks)
+{
+    T_NEED_TOOL("mpirun");
+    T_REQUIRE(dataset()[0]);
+    /* Wide enough for several buckets of the gradient (740,000 parameters: 6 of
+     * about 123,000 floats), on 3 ranks: the bucket sums cross 3 ranks as training
+     * starts them, in a different order of ends on every rank, and must still give
+     * the bits of 1 process x 3 replicas, and of the same job without overlap. */
+    static const char *const wide[] = { "--widths", "64,256,256", NULL };
+    static const char *const wide_off[] = { "--widths", "64,256,256", "--no-overlap", NULL };
+    char ref[4200], on[4200], off[4200];
+    util_path(ref, sizeof ref, "%s/wide-ref", t_tmpdir());
+    util_path(on, sizeof on, "%s/wide-on", t_tmpdir());
+    util_path(off, sizeof off, "%s/wide-off", t_tmpdir());
+    job a = { .ranks = 0, .replicas = 3, .out = ref, .epochs = 1, .extra = wide };
+    job b = { .ranks = 3, .replicas = 1, .out = on, .epochs = 1, .extra = wide };
+    job c = { .ranks = 3, .replicas = 1, .out = off, .epochs = 1, .extra = wide_off };
+    int sa = run(&a, "wide-ref"), sb = run(&b, "wide-on"), sc = run(&c, "wide-off");
+    if (sa || sb || sc) {
+        show(&a);
+        show(&b);
+        show(&c);
+    }
+    T_REQUIRE(sa == 0 && sb == 0 && sc == 0);
+    for (uint32_t tag = 1; tag <= 4; tag++) {
+        double d1 = max_diff(ref, on, tag), d2 = max_diff(ref, off, tag);
+        T_CHECKF(d1 == 0 && d2 == 0, "checkpoint section %u differs by %g (overlap) and %g "
+                 "(after the backward)", tag, d1, d2);
+    }
+    T_CHECK(same_history(ref, on));
+    T_CHECK(same_history(ref, off));
+    T_CHECK(same_file(ref, on, "valid_preds.jsonl"));
+    /* The job says how its gradient travelled, and the monitor how much of it went
+     * during the backward. */
+    double nb = number_after(b.out_file, "gradients cross the ranks in ");
+    T_CHECKF(nb >= 4, "%g buckets", nb);
+    T_EQ_INT(count_lines_with(b.out_file, "% of gradient buckets sent during the backward"),
+             1);
+    T_EQ_INT(count_lines_with(c.out_file, "after the backward pass (--no-overlap)"), 1);
+    T_EQ_INT(count_lines_with(c.out_file, "% of gradient buckets"), 0);
+    T_EQ_INT(count_lines_with(b.out_file, " replica 2 (rank 2 on "), 1);
 }
 
 TEST(dist_checkpoint_of_n_ranks_resumes_on_m)

@@ -1472,7 +1472,7 @@ TEST(ui_config_dialog_order_values_and_edits)
         "ema", "tta", "label-smoothing", "freeze-epochs", "backbone-lr-scale", "freeze-backbone", "reinit",
         "seed", "deterministic",
         "shuffle-buffer", "workers", "prefetch",
-        "stop-on-data-error", "checkpoint-every",
+        "stop-on-data-error", "overlap", "checkpoint-every",
     };
     const size_t n_order = sizeof order / sizeof order[0];
     run_config cfg;

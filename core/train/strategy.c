@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/util.h"
 #include "train/dist.h"
@@ -11,6 +12,14 @@
 /* The most replicas one rank of a job may have (its figures travel in a fixed-size
  * record). */
 #define STRAT_RANK_REPLICAS 64
+
+/* A rank's gradient crosses to the other ranks in buckets of about this many floats
+ * (512 KB), at most STRAT_BUCKETS of them: each a sum started as soon as every
+ * replica's backward has passed its first parameter. Small enough that the last
+ * layers' gradients travel while the first layers' are computed, large enough that
+ * a collective's fixed cost (tens of microseconds on one host) stays small. */
+#define STRAT_BUCKET_FLOATS 131072
+#define STRAT_BUCKETS 16
 
 /* One rank's figures of an update, gathered by every rank. */
 typedef struct rank_figures {
@@ -38,6 +47,10 @@ typedef struct replica {
     int rc;
     pt_err err;
     double finished_at;
+    /* overlap: gradients [final_from, n_params) are final in this update (under the
+     * strategy's lock); the first bucket this replica has not announced yet */
+    size_t final_from;
+    int next_bucket;
     /* counters (written by the replica between jobs, read by the trainer after) */
     double busy, wait, flops;
     long long trained;
@@ -48,7 +61,14 @@ struct strat {
     int R, B, A, P, U;
     int G, g0;              /* replicas of the job, and this process's first's index */
     int dist;               /* a rank of a job of several */
+    int overlap;            /* dist: buckets of the gradient sent during the backward */
     double *bn_rec;         /* dist: BN records summed across ranks */
+    /* overlap: bucket b is parameters [bk_lo[b], bk_hi[b]); bucket 0 holds the last
+     * parameters, the first whose gradients are final */
+    int n_buckets;
+    size_t bk_lo[STRAT_BUCKETS], bk_hi[STRAT_BUCKETS];
+    dist_sum *bk_sum[STRAT_BUCKETS];
+    long long bk_sent, bk_early;    /* buckets sent; those while a backward ran */
     int h, w, k;
     size_t n_params;
     replica *rep;
@@ -77,6 +97,22 @@ static void to_float(const uint8_t *src, float *dst, size_t n)
     const float s = 1.0f / 255.0f;
     for (size_t i = 0; i < n; i++)
         dst[i] = (float)src[i] * s;
+}
+
+/* nn's backward progress, on the replica's thread: only a bucket whose first
+ * parameter is now final is news to the trainer thread. */
+static void on_backward_progress(void *arg, size_t final_from)
+{
+    replica *p = arg;
+    strat *s = p->s;
+    if (p->next_bucket >= s->n_buckets || final_from > s->bk_lo[p->next_bucket])
+        return;
+    while (p->next_bucket < s->n_buckets && final_from <= s->bk_lo[p->next_bucket])
+        p->next_bucket++;
+    pthread_mutex_lock(&s->lock);
+    p->final_from = final_from;
+    pthread_cond_signal(&s->done_cv);
+    pthread_mutex_unlock(&s->lock);
 }
 
 static void run_train(replica *p)
@@ -121,7 +157,11 @@ static void run_train(replica *p)
         }
         p->examples += n;
         if (p->finite) {
+            /* Only the update's last micro-batch finishes gradients. */
+            nn_ctx_on_backward_progress(p->ctx, s->overlap && a == s->A - 1 ?
+                                        on_backward_progress : NULL, p);
             rc = nn_backward(p->ctx, p->dlogits);
+            nn_ctx_on_backward_progress(p->ctx, NULL, NULL);
             if (rc != PT_OK) {
                 p->rc = err_set(&p->err, rc, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                                 "replica %d: backward failed", p->r);
@@ -221,25 +261,31 @@ static void *replica_main(void *arg)
         p->finished_at = t1;
 
         pthread_mutex_lock(&s->lock);
-        if (++s->done == s->R)
+        p->final_from = 0;
+        if (++s->done == s->R || s->overlap)
             pthread_cond_signal(&s->done_cv);
         pthread_mutex_unlock(&s->lock);
     }
     return NULL;
 }
 
-/* Run one job on every replica and wait for all; charge the waiting for the
- * slowest replica as "wait" (synchronisation), not busy time. */
-static int dispatch(strat *s, int job, pt_err *e)
+/* Start one job on every replica (called with the lock held). */
+static void start_job(strat *s, int job)
 {
-    pthread_mutex_lock(&s->lock);
     s->job = job;
     s->done = 0;
+    for (int r = 0; r < s->R; r++) {
+        s->rep[r].final_from = s->n_params;
+        s->rep[r].next_bucket = 0;
+    }
     s->gen++;
     pthread_cond_broadcast(&s->go_cv);
-    while (s->done < s->R)
-        pthread_cond_wait(&s->done_cv, &s->lock);
-    pthread_mutex_unlock(&s->lock);
+}
+
+/* After every replica has ended a job: charge the waiting for the slowest replica
+ * as "wait" (synchronisation), not busy time, and return the first error. */
+static int end_job(strat *s, pt_err *e)
+{
     double last = 0;
     for (int r = 0; r < s->R; r++)
         if (s->rep[r].finished_at > last)
@@ -253,6 +299,17 @@ static int dispatch(strat *s, int job, pt_err *e)
             return s->rep[r].rc;
         }
     return PT_OK;
+}
+
+/* Run one job on every replica and wait for all. */
+static int dispatch(strat *s, int job, pt_err *e)
+{
+    pthread_mutex_lock(&s->lock);
+    start_job(s, job);
+    while (s->done < s->R)
+        pthread_cond_wait(&s->done_cv, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    return end_job(s, e);
 }
 
 int strat_new(const strat_config *cfg, strat **out, pt_err *e)
@@ -274,6 +331,7 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
     s->G = cfg->all_replicas > 0 ? cfg->all_replicas : s->R;
     s->g0 = cfg->all_replicas > 0 ? cfg->first_replica : 0;
     s->dist = cfg->all_replicas > 0 && dist_size() > 1;
+    s->overlap = s->dist && cfg->overlap;
     if (s->g0 < 0 || s->g0 + s->R > s->G || (s->dist && s->R > STRAT_RANK_REPLICAS)) {
         int g0 = s->g0, R = s->R, G = s->G;
         free(s);
@@ -302,6 +360,23 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
         (s->dist && !s->bn_rec)) {
         strat_free(s);
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    }
+    if (s->overlap) {
+        /* Equal buckets from the end, aligned like the slices below. */
+        size_t nb = (s->n_params + STRAT_BUCKET_FLOATS - 1) / STRAT_BUCKET_FLOATS;
+        nb = nb < 1 ? 1 : nb > STRAT_BUCKETS ? STRAT_BUCKETS : nb;
+        size_t each = ((s->n_params + nb - 1) / nb + 15) & ~(size_t)15;
+        s->n_buckets = 0;
+        for (size_t hi = s->n_params; hi > 0 && s->n_buckets < STRAT_BUCKETS;) {
+            size_t lo = hi > each ? hi - each : 0;
+            s->bk_lo[s->n_buckets] = lo;
+            s->bk_hi[s->n_buckets] = hi;
+            if (!(s->bk_sum[s->n_buckets++] = dist_sum_new(hi - lo))) {
+                strat_free(s);
+                return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+            }
+            hi = lo;
+        }
     }
     /* Slices aligned to 16 floats (64 bytes): no two replicas share a cache line. */
     size_t per = (s->n_params + (size_t)s->R - 1) / (size_t)s->R;
@@ -371,6 +446,8 @@ void strat_free(strat *s)
     util_aligned_free(s->sum);
     free(s->batch_offset);
     free(s->bn_rec);
+    for (int b = 0; b < s->n_buckets; b++)
+        dist_sum_free(s->bk_sum[b]);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->go_cv);
     pthread_cond_destroy(&s->done_cv);
@@ -420,18 +497,120 @@ static int sum_across_ranks(strat *s, pt_err *e)
     return 1;
 }
 
+/* Bucket b of every replica's gradient summed (in replica order) into s->sum, and
+ * cleared: run_reduce's work for one bucket, on the trainer thread. */
+static void reduce_bucket(strat *s, int b)
+{
+    size_t lo = s->bk_lo[b], n = s->bk_hi[b] - lo;
+    memcpy(s->sum + lo, nn_grads(s->rep[0].ctx) + lo, n * sizeof(float));
+    for (int q = 1; q < s->R; q++) {
+        const float *gq = nn_grads(s->rep[q].ctx) + lo;
+        float *d = s->sum + lo;
+        for (size_t i = 0; i < n; i++)
+            d[i] += gq[i];
+    }
+    for (int q = 0; q < s->R; q++)
+        memset(nn_grads(s->rep[q].ctx) + lo, 0, n * sizeof(float));
+}
+
+/* The training job with its gradient sent during the backward: as the replicas'
+ * backward passes finish the last layers, each finished bucket is summed over the
+ * replicas and its sum across the ranks started, while the first layers' gradients
+ * are still being computed; between news from the replicas the sums in flight are
+ * tested (MPI moves them on only inside its calls). Returns with every bucket
+ * summed across the ranks into s->sum. Only this thread calls MPI. */
+static int train_overlapped(strat *s, pt_err *e)
+{
+    int started = 0, ended = 0, rc = PT_OK;
+    int done[STRAT_BUCKETS] = { 0 };
+    pthread_mutex_lock(&s->lock);
+    start_job(s, JOB_TRAIN);
+    for (;;) {
+        size_t ready = 0;
+        for (int r = 0; r < s->R; r++)
+            if (s->rep[r].final_from > ready)
+                ready = s->rep[r].final_from;
+        int upto = started;
+        while (upto < s->n_buckets && s->bk_lo[upto] >= ready)
+            upto++;
+        int all_done = s->done == s->R;
+        if (all_done)
+            break;
+        if (upto == started) {
+            if (ended < started) {
+                /* Sums in flight: come back to test them within half a
+                 * millisecond. */
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 500000;
+                if (ts.tv_nsec >= 1000000000) {
+                    ts.tv_sec++;
+                    ts.tv_nsec -= 1000000000;
+                }
+                pthread_cond_timedwait(&s->done_cv, &s->lock, &ts);
+            } else {
+                pthread_cond_wait(&s->done_cv, &s->lock);
+            }
+        }
+        pthread_mutex_unlock(&s->lock);
+        for (; rc == PT_OK && started < upto; started++) {
+            s->bk_early++;
+            reduce_bucket(s, started);
+            rc = dist_sum_start(s->bk_sum[started], s->sum + s->bk_lo[started],
+                                s->bk_hi[started] - s->bk_lo[started], e);
+        }
+        for (int b = ended; rc == PT_OK && b < started; b++)
+            if (!done[b])
+                rc = dist_sum_test(s->bk_sum[b], &done[b], e);
+        while (ended < started && done[ended])
+            ended++;
+        pthread_mutex_lock(&s->lock);
+        if (rc != PT_OK) {
+            /* This rank's run ends (and with it the job: dist_abort); let the
+             * replicas finish first. */
+            while (s->done < s->R)
+                pthread_cond_wait(&s->done_cv, &s->lock);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    int jr = end_job(s, rc == PT_OK ? e : NULL);
+    if (rc != PT_OK)
+        return rc;
+    if (jr != PT_OK)
+        return jr;
+    for (; started < s->n_buckets; started++) {
+        reduce_bucket(s, started);
+        if ((rc = dist_sum_start(s->bk_sum[started], s->sum + s->bk_lo[started],
+                                 s->bk_hi[started] - s->bk_lo[started], e)) != PT_OK)
+            return rc;
+    }
+    for (int b = ended; b < s->n_buckets; b++)
+        if (!done[b] && (rc = dist_sum_wait(s->bk_sum[b], e)) != PT_OK)
+            return rc;
+    s->bk_sent += s->n_buckets;
+    return PT_OK;
+}
+
 /* An update of a rank of a job: as strat_update's below, with the figures, the
  * gradient and the BN records summed across the ranks, so that every rank takes
- * the same step. */
+ * the same step. With overlap the gradient is summed across the ranks before the
+ * figures are known: a step is taken when both the figures and the sum are
+ * finite, the same decision as without (a non-finite sum is a skipped step
+ * either way). */
 static int update_dist(strat *s, strat_result *res, pt_err *e)
 {
-    int rc = dispatch(s, JOB_TRAIN, e);
+    int rc = s->overlap ? train_overlapped(s, e) : dispatch(s, JOB_TRAIN, e);
     if (rc != PT_OK)
         return rc;
     int finite = gather_figures(s, res, e);
     if (finite < 0)
         return finite;
-    if (finite) {
+    if (s->overlap) {
+        for (size_t i = 0; finite && i < s->n_params; i++)
+            if (!isfinite(s->sum[i]))
+                finite = 0;
+    } else if (finite) {
         if ((rc = dispatch(s, JOB_REDUCE, e)) != PT_OK)
             return rc;
         if ((finite = sum_across_ranks(s, e)) < 0)
@@ -530,6 +709,13 @@ void strat_get_counters(strat *s, int r, strat_counters *c)
     c->wait = p->wait;
     c->flops = p->flops;
     c->examples = p->trained;
+}
+
+void strat_get_overlap(const strat *s, int *buckets, long long *sent, long long *early)
+{
+    *buckets = s->n_buckets;
+    *sent = s->bk_sent;
+    *early = s->bk_early;
 }
 
 int strat_replicas(const strat *s) { return s->R; }

@@ -18,7 +18,10 @@
  * and an update adds two steps before the optimizer: the per-replica figures
  * (loss, counts, finiteness) are gathered so every rank takes the same decision,
  * and the rank's summed gradient is summed across ranks (in rank order, the same
- * bits everywhere); the BN records too. Every rank then steps the whole optimizer
+ * bits everywhere); the BN records too. With overlap, the gradient goes in buckets
+ * as the backward finishes them (the last layers' first, as nn reports its
+ * progress), each summed over the rank's replicas and started across the ranks by
+ * the calling thread while the replicas compute the first layers' gradients. Every rank then steps the whole optimizer
  * on identical gradients, so weights and moments stay identical without being
  * sent. With 1 replica per rank the sums are bit for bit those of one process with
  * as many replicas.
@@ -52,6 +55,9 @@ typedef struct strat_config {
      * all_replicas 0: this process alone. */
     int first_replica;
     int all_replicas;
+    /* A rank of a job: send the gradient in buckets as the backward finishes them
+     * (the last layers' first), instead of after it. Same bits either way. */
+    int overlap;
 } strat_config;
 
 int strat_new(const strat_config *cfg, strat **out, pt_err *e);
@@ -83,6 +89,11 @@ typedef struct strat_counters {
 } strat_counters;
 
 void strat_get_counters(strat *s, int r, strat_counters *c);
+/* Overlap (a rank of a job): buckets per update (0 without overlap), buckets sent
+ * since creation, and how many of those were started while a replica's backward
+ * pass still ran (the rest waited for its end). */
+void strat_get_overlap(const strat *s, int *buckets, long long *sent, long long *early);
+
 int strat_replicas(const strat *s);
 
 /* The update size U = all replicas x B x A. */

@@ -269,7 +269,8 @@ static int prepare(trn *r, pt_err *e)
     strat_config sc = { .model = r->model, .optimizer = &r->optim, .decay_mask = r->decay,
                         .replicas = r->R, .batch_per_replica = r->B, .grad_acc = r->A,
                         .predict_batch = r->P, .label_smoothing = (float)cfg->label_smoothing,
-                        .first_replica = r->g0, .all_replicas = r->ranks > 1 ? r->G : 0 };
+                        .first_replica = r->g0, .all_replicas = r->ranks > 1 ? r->G : 0,
+                        .overlap = cfg->overlap };
     if ((rc = strat_new(&sc, &r->st, e)) != PT_OK)
         return rc;
     trn_set_state(r, RUN_PREPARING, "measuring the single-core sgemm peak");
@@ -333,6 +334,17 @@ static int prepare(trn *r, pt_err *e)
         trn_log(r, "data parallel: %d ranks (rank 0 on %s) with %d replicas in all, %d per update; "
                    "each rank decodes its slice of every batch of %d",
                 r->ranks, dist_host(), r->G, r->U, r->G * r->B);
+    if (r->ranks > 1) {
+        int nb;
+        long long sent, early;
+        strat_get_overlap(r->st, &nb, &sent, &early);
+        if (nb > 0)
+            trn_log(r, "gradients cross the ranks in %d bucket%s of about %zu floats, each sent "
+                       "as soon as the backward pass has finished it",
+                    nb, nb == 1 ? "" : "s", (nn_param_count(r->model) + (size_t)nb - 1) / (size_t)nb);
+        else
+            trn_log(r, "gradients cross the ranks after the backward pass (--no-overlap)");
+    }
     trn_log(r, "model %s: %zu parameters (%zu trainable), %.1f MFLOP per image forward; sgemm "
                "peak %.1f GFLOP/s (%s)",
             cfg->model, nn_param_count(r->model), nn_trainable_count(r->model),
@@ -546,9 +558,17 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
                       r->tel[q].ips, 100 * r->tel[q].busy_pct, 100 * r->tel[q].idle_pct,
                       100 * r->tel[q].mxu_pct);
     }
-    if (r->ranks > 1 && k < 1060)
-        snprintf(line + k, sizeof line - (size_t)k, " collectives %.1f ms/update",
-                 1000 * r->comm_per_update);
+    if (r->ranks > 1 && k < 1000) {
+        int nb;
+        long long sent, early;
+        strat_get_overlap(r->st, &nb, &sent, &early);
+        k += snprintf(line + k, sizeof line - (size_t)k, " collectives %.1f ms/update",
+                      1000 * r->comm_per_update);
+        if (nb > 0 && sent > 0)
+            snprintf(line + k, sizeof line - (size_t)k,
+                     " (%.0f%% of gradient buckets sent during the backward pass)",
+                     100.0 * (double)early / (double)sent);
+    }
     trn_log(r, "%s", line);
     /* A checkpoint that cannot be written (a full disk) ends the run: the previous
      * one is intact, and training on without one would risk more than it saves. */
