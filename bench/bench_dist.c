@@ -3,9 +3,9 @@
  * the gradient exchange on 8, 32 and 128 hosts.
  *
  *   1. training: for `small` and MobileNetV2 x1.0 at 128 px (the demo data, 16 per
- *      replica, two epochs), `petal-tui --headless --replicas 2 --workers 2` and
- *      `mpirun -np 2 petal-tui --headless --replicas 1 --workers 1` in turn, five
- *      rounds; ms per update is the second epoch's own line (the first one's holds
+ *      replica, two epochs), `petal-tui --headless --replicas 2 --workers 2`,
+ *      `mpirun -np 2 petal-tui --headless --replicas 1 --workers 1` and the same with
+ *      --no-overlap in turn, five rounds; ms per update is the second epoch's own line (the first one's holds
  *      the start: threads, caches, the first batches), without validation, and the
  *      time in collectives its throughput line's (waits for the other rank
  *      included). A round's overhead is (2 ranks - 1 process) / 1 process; the
@@ -18,7 +18,8 @@
  *      same volume as dist's reduce-scatter + allgather) takes 2 (N-1)/N x bytes /
  *      bandwidth + 2 (N-1) x latency; against the compute time per update of one host
  *      like this one (2 cores, 2 replicas x 16, the 1-process figure of part 1), with
- *      no overlap (petal-tui exchanges after the backward pass).
+ *      the exchange after the backward pass (--no-overlap) and during it, in the
+ *      strategy's buckets (the default).
  *
  * Run it as `build/bench/bench_dist` (it starts mpirun itself; as root with
  * --allow-run-as-root). PT_BIN names the program (default build/petal-tui). */
@@ -92,16 +93,16 @@ typedef struct figures {
 } figures;
 
 /* Runs one training and reads its figures from its output. */
-static int train(const char *model, int ranks, const char *dir, figures *f)
+static int train(const char *model, int ranks, int overlap, const char *dir, figures *f)
 {
     char cmd[8192], out[4200];
     util_path(out, sizeof out, "%s/run-%s-%d", dir, model, ranks);
     util_remove_tree(out);
     snprintf(cmd, sizeof cmd,
              "%s%s '%s' --headless --model %s --image-size 128 --batch-per-replica 16 "
-             "--epochs 2 --replicas %d --workers %d --out '%s' 2>&1",
+             "--epochs 2 --replicas %d --workers %d%s --out '%s' 2>&1",
              ranks > 1 ? "mpirun -np 2 " : "", ranks > 1 ? root_flag() : "", bin(), model,
-             ranks > 1 ? 1 : 2, ranks > 1 ? 1 : 2, out);
+             ranks > 1 ? 1 : 2, ranks > 1 ? 1 : 2, overlap ? "" : " --no-overlap", out);
     FILE *p = popen(cmd, "r");
     if (!p)
         return -1;
@@ -152,24 +153,31 @@ int main(int argc, char **argv)
     static const char *const models[2] = { "small", "mobilenetv2" };
     double one[2] = { 0 }, two[2] = { 0 }, comm[2] = { 0 };
     long long params[3] = { 0 };
-    printf("\n1. training, 128 px, 16 per replica, the demo data's 2nd epoch (61 updates)\n");
-    printf("%-12s %5s %18s %18s %10s %16s\n", "model", "round", "1 x 2 ms/update",
-           "2 x 1 ms/update", "overhead", "2 x 1 comm ms");
+    printf("\n1. training, 128 px, 16 per replica, the demo data's 2nd epoch (61 updates);\n"
+           "   2 x 1 with the gradient sent during the backward (the default), and after it\n"
+           "   (--no-overlap); overhead against 1 x 2, comm = time in collectives\n");
+    printf("%-12s %5s %10s %10s %10s %9s %9s %8s %8s\n", "model", "round", "1x2 ms", "2x1 ms",
+           "no-ovl ms", "overhead", "no-ovl", "comm", "no-ovl");
     for (int m = 0; m < 2; m++) {
         double a[ROUNDS], b[ROUNDS], c[ROUNDS], over[ROUNDS];
+        double bn[ROUNDS], cn[ROUNDS], overn[ROUNDS];
         int ok = 1;
         for (int k = 0; k < ROUNDS && ok; k++) {
-            figures fa, fb;
-            ok = train(models[m], 1, dir, &fa) == 0 && train(models[m], 2, dir, &fb) == 0;
+            figures fa, fb, fn;
+            ok = train(models[m], 1, 1, dir, &fa) == 0 && train(models[m], 2, 1, dir, &fb) == 0 &&
+                 train(models[m], 2, 0, dir, &fn) == 0;
             if (!ok)
                 break;
             a[k] = fa.ms_update;
             b[k] = fb.ms_update;
             c[k] = fb.comm_ms;
+            bn[k] = fn.ms_update;
+            cn[k] = fn.comm_ms;
             over[k] = 100 * (b[k] - a[k]) / a[k];
+            overn[k] = 100 * (bn[k] - a[k]) / a[k];
             params[m] = fa.params;
-            printf("%-12s %5d %18.1f %18.1f %9.1f%% %16.1f\n", models[m], k + 1, a[k], b[k],
-                   over[k], c[k]);
+            printf("%-12s %5d %10.1f %10.1f %10.1f %8.1f%% %8.1f%% %8.1f %8.1f\n", models[m],
+                   k + 1, a[k], b[k], bn[k], over[k], overn[k], c[k], cn[k]);
         }
         if (!ok) {
             printf("%s: a run failed (is mpirun installed?)\n", models[m]);
@@ -178,8 +186,9 @@ int main(int argc, char **argv)
         one[m] = median(a, ROUNDS);
         two[m] = median(b, ROUNDS);
         comm[m] = median(c, ROUNDS);
-        printf("%-12s %5s %18.1f %18.1f %9.1f%% %16.1f\n", models[m], "med", one[m], two[m],
-               median(over, ROUNDS), comm[m]);
+        double twon = median(bn, ROUNDS), commn = median(cn, ROUNDS);
+        printf("%-12s %5s %10.1f %10.1f %10.1f %8.1f%% %8.1f%% %8.1f %8.1f\n", models[m], "med",
+               one[m], two[m], twon, median(over, ROUNDS), median(overn, ROUNDS), comm[m], commn);
     }
 
     /* The largest imported backbone: the shared data's MobileNetV2 (int8, dequantized)
@@ -228,11 +237,16 @@ int main(int argc, char **argv)
                1e3 * ex[m], ex[m] > 0 ? bytes / ex[m] / 1e9 : 0);
     }
 
-    printf("\n3. model: ring allreduce 2(N-1)/N x bytes / bandwidth + 2(N-1) x 50 us, no overlap,\n"
-           "   against one host like this one computing an update of 2 x 16 (part 1's\n"
-           "   1-process ms/update; the ONNX backbone taken as mobilenetv2's x 224/128 squared)\n");
-    printf("%-16s %6s %8s %12s %12s %12s\n", "model", "hosts", "Gbit/s", "comm ms", "compute ms",
-           "efficiency");
+    printf("\n3. model: ring allreduce 2(N-1)/N x bytes / bandwidth + 2(N-1) x 50 us, against\n"
+           "   one host like this one computing an update of 2 x 16 (part 1's 1-process\n"
+           "   ms/update; the ONNX backbone taken as mobilenetv2's x 224/128 squared).\n"
+           "   After the backward: all of it is exposed. During it (the default): the\n"
+           "   gradient in B buckets of up to 131,072 floats (at most 16), each its own\n"
+           "   allreduce, one after another on the link, hidden behind the backward pass\n"
+           "   (2/3 of the compute) except the last bucket's: exposed = max(one bucket,\n"
+           "   all buckets - 2/3 compute)\n");
+    printf("%-16s %6s %6s %3s %10s %10s %10s %10s %10s\n", "model", "hosts", "Gbit/s", "B",
+           "comm ms", "compute", "eff after", "exposed", "eff during");
     static const int hosts[3] = { 8, 32, 128 };
     static const double gbit[2] = { 10, 25 };
     for (int m = 0; m < 3; m++) {
@@ -240,12 +254,18 @@ int main(int argc, char **argv)
             continue;
         double tc = m < 2 ? one[m] : one[1] * (224.0 * 224.0) / (128.0 * 128.0);
         double bytes = 4.0 * (double)params[m];
+        int nb = (int)((params[m] + 131071) / 131072);
+        nb = nb < 1 ? 1 : nb > 16 ? 16 : nb;
         for (int h = 0; h < 3; h++)
             for (int g = 0; g < 2; g++) {
-                double N = hosts[h];
-                double t = 2 * (N - 1) / N * bytes / (gbit[g] * 1e9 / 8) + 2 * (N - 1) * 50e-6;
-                printf("%-16s %6d %8.0f %12.2f %12.1f %11.1f%%\n", names[m], hosts[h], gbit[g],
-                       1e3 * t, tc, 100 * tc / (tc + 1e3 * t));
+                double N = hosts[h], bw = gbit[g] * 1e9 / 8;
+                double t = 2 * (N - 1) / N * bytes / bw + 2 * (N - 1) * 50e-6;
+                double tb = 2 * (N - 1) / N * bytes / nb / bw + 2 * (N - 1) * 50e-6;
+                double all = 1e3 * nb * tb, hidden = 2.0 / 3.0 * tc;
+                double exposed = all - hidden > 1e3 * tb ? all - hidden : 1e3 * tb;
+                printf("%-16s %6d %6.0f %3d %10.2f %10.1f %9.1f%% %10.2f %9.1f%%\n", names[m],
+                       hosts[h], gbit[g], nb, 1e3 * t, tc, 100 * tc / (tc + 1e3 * t), exposed,
+                       100 * tc / (tc + exposed));
             }
     }
     if (getloadavg(load, 3) > 0)
