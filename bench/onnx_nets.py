@@ -18,6 +18,8 @@ Nets:
            bench/torch_scratch.py's Small: the check that the ONNX route reproduces it
   avg64    a 2x2 average-pool stem (128 -> 64), then the 64-px default
            32,64,128,256,256
+  avg32    a 4x4 average-pool stem (128 -> 32), then the 32-px default 32,64,128,256:
+           do these files hold no more than 32 px of what the classes need?
   res9h    a ResNet-9 in David Page's layout (prep conv; conv-pool + residual of two
            convs; conv-pool; conv-pool + residual) at half of his widths (32, 64,
            128, 256), after a 2x2 average-pool stem and a pool after the prep conv:
@@ -95,9 +97,9 @@ def default_net():
     return Head(nn.Sequential(*layers), 256)
 
 
-def avg64():
-    layers, cin = [nn.AvgPool2d(2)], 3
-    for c in (32, 64, 128, 256, 256):
+def avg_stem(k, widths):
+    layers, cin = [nn.AvgPool2d(k)], 3
+    for c in widths:
         layers.append(cbr(cin, c, pool=True))
         cin = c
     return Head(nn.Sequential(*layers), cin)
@@ -117,7 +119,8 @@ def res9(w):
 
 NETS = {
     "default": default_net,
-    "avg64": avg64,
+    "avg64": lambda: avg_stem(2, (32, 64, 128, 256, 256)),
+    "avg32": lambda: avg_stem(4, (32, 64, 128, 256)),
     "res9h": lambda: res9((32, 64, 128, 256)),
     "res9w": lambda: res9((48, 96, 192, 384)),
 }
