@@ -5,7 +5,8 @@ learning side-by-side of bench/RESULTS.md ("Learning from scratch beside PyTorch
 The same net as `petal-tui --model small --widths W`: the input's x * 2 - 1, then per
 width a 3x3 conv without bias, batch-norm (epsilon 1e-3, Keras momentum 0.99 =
 PyTorch's 0.01), ReLU and a 2x2 max-pool (a width written Cs: a stride-2 conv with
-Keras's "same" padding and no pool); global average pooling, dropout, dense.
+Keras's "same" padding and no pool; a: a 2x2 average pool alone); global average
+pooling, dropout, dense.
 The same initialisation (--init he: petal-tui's, truncated He-normal convs and
 Glorot-uniform dense; --init torch: PyTorch's defaults, which petal-tui's
 `--init torch` reproduces). The same batch-norm statistics: petal-tui normalises each
@@ -72,6 +73,9 @@ class Small(nn.Module):
         super().__init__()
         layers, cin = [], 3
         for width in widths:
+            if width == "a":  # an average-pool block: no conv, the channels pass through
+                layers.append(nn.AvgPool2d(2))
+                continue
             strided = width.endswith("s")
             cout = int(width.rstrip("s"))
             for k in range(convs):
@@ -110,7 +114,8 @@ def main():
     p.add_argument("--data", required=True, help="a `petal-tui shards` folder")
     p.add_argument("--size", type=int, default=128)
     p.add_argument("--widths", default="32,64,128,256",
-                   help="channels per block, as petal-tui's --widths (16s: a strided block)")
+                   help="channels per block, as petal-tui's --widths (16s: a strided block, "
+                        "a: an average pool)")
     p.add_argument("--convs", type=int, default=1, choices=(1, 2),
                    help="3x3 convs per block, as petal-tui's --convs")
     p.add_argument("--init", default="he", choices=("he", "torch"))

@@ -92,13 +92,15 @@ const char *run_state_name(run_state s);
  * built-in net. */
 int run_model_is_onnx(const char *model);
 
-/* Parse a --widths list ("16s,32,64,128": 1 to RUN_MAX_BLOCKS whole numbers from 1 to
- * 4096, comma-separated, each with an optional s) into out, and into strided (may be
- * NULL) 1 for the blocks written with s: their first convolution has stride 2 in
- * place of the block's max-pool. "auto" is 32, 64, 128, 256, then more 256 blocks
- * while the map they leave on an input of side pixels is at least 2 a side (so the
- * last block sees the whole image): 4 blocks at 32 px, 5 at 64; from 128 px a strided
- * 16 first, then what auto is at half the side (6 blocks at 128 to 255).
+/* Parse a --widths list ("a,32,64s,128": 1 to RUN_MAX_BLOCKS comma-separated blocks,
+ * each a whole number from 1 to 4096 with an optional s, or the letter a) into out,
+ * and into strided (may be NULL) each block's kind (nn_models.h): NN_BLOCK_STRIDED for
+ * a count written with s (its first convolution has stride 2 in place of the block's
+ * max-pool), NN_BLOCK_AVGPOOL for a (a 2x2 average pool and no convolution; out 0),
+ * NN_BLOCK_POOL otherwise. "auto" is 32, 64, 128, 256, then more 256 blocks while the
+ * map they leave on an input of side pixels is at least 2 a side (so the last block
+ * sees the whole image): 4 blocks at 32 px, 5 at 64; from 128 px an average pool
+ * first, then what auto is at half the side (a,32,64,128,256,256 at 128 to 255).
  * The count, or -1 with e filled. */
 int run_parse_widths(const char *s, int side, int out[RUN_MAX_BLOCKS],
                      int strided[RUN_MAX_BLOCKS], pt_err *e);

@@ -3,6 +3,7 @@
 #include "tests/t.h"
 
 #include "engine.h"
+#include "nn/nn_models.h"
 #include "train/schedule.h"
 
 static const char DEFAULT_TEXT[] =
@@ -238,6 +239,10 @@ TEST(config_format_writes_the_same_text_and_reads_back)
     T_EQ_INT(cfg_format(&c, text, len + 1), 0);
 }
 
+#define WIDTHS_WANTS "widths wants auto or 1 to 8 blocks, comma-separated: channel counts " \
+                     "from 1 to 4096, Cs for a strided block, a for an average pool " \
+                     "(a,32,64s,128), not '"
+
 TEST(config_set_checks_values_with_the_messages_users_see)
 {
     static const struct {
@@ -254,16 +259,11 @@ TEST(config_set_checks_values_with_the_messages_users_see)
         { "oversample", "lots",
           "oversample wants a target count, max (the largest class) or off, not 'lots'" },
         { "bogus", "1", "unknown option 'bogus'" },
-        { "widths", "32,,64", "widths wants auto or 1 to 8 channel counts from 1 to 4096, "
-                              "comma-separated, Cs for a strided block (16s,32,64,128), not '32,,64'" },
-        { "widths", "", "widths wants auto or 1 to 8 channel counts from 1 to 4096, "
-                        "comma-separated, Cs for a strided block (16s,32,64,128), not ''" },
-        { "widths", "1,2,3,4,5,6,7,8,9", "widths wants auto or 1 to 8 channel counts from 1 to 4096, "
-                                         "comma-separated, Cs for a strided block (16s,32,64,128), not '1,2,3,4,5,6,7,8,9'" },
-        { "widths", "64,5000", "widths wants auto or 1 to 8 channel counts from 1 to 4096, "
-                               "comma-separated, Cs for a strided block (16s,32,64,128), not '64,5000'" },
-        { "widths", "64,", "widths wants auto or 1 to 8 channel counts from 1 to 4096, "
-                           "comma-separated, Cs for a strided block (16s,32,64,128), not '64,'" },
+        { "widths", "32,,64", WIDTHS_WANTS "32,,64'" },
+        { "widths", "", WIDTHS_WANTS "'" },
+        { "widths", "1,2,3,4,5,6,7,8,9", WIDTHS_WANTS "1,2,3,4,5,6,7,8,9'" },
+        { "widths", "64,5000", WIDTHS_WANTS "64,5000'" },
+        { "widths", "64,", WIDTHS_WANTS "64,'" },
         { "init", "glorot", "init wants he or torch, not 'glorot'" },
     };
     run_config c;
@@ -385,7 +385,7 @@ TEST(config_every_option_round_trips_through_its_text)
 
 /* --widths auto: blocks until the map is 2 pixels a side (the input's side halves per
  * block), at least the four of 32-64-128-256, then 256 channels each; from 128 px a
- * strided block of 16 first. */
+ * 2x2 average pool first. */
 TEST(config_widths_auto_adds_blocks_until_the_map_is_two_pixels)
 {
     static const struct {
@@ -400,9 +400,10 @@ TEST(config_widths_auto_adds_blocks_until_the_map_is_two_pixels)
                  cases[i].blocks);
         int stem = side >= 128;
         for (int b = 0; b < n; b++) {
-            int want = stem && b == 0 ? 16 : b - stem < 4 ? 32 << (b - stem) : 256;
-            T_CHECKF(w[b] == want && st[b] == (stem && b == 0), "side %d block %d: %d%s", side,
-                     b, w[b], st[b] ? "s" : "");
+            int want = stem && b == 0 ? 0 : b - stem < 4 ? 32 << (b - stem) : 256;
+            int kind = stem && b == 0 ? NN_BLOCK_AVGPOOL : NN_BLOCK_POOL;
+            T_CHECKF(w[b] == want && st[b] == kind, "side %d block %d: %d kind %d", side, b,
+                     w[b], st[b]);
         }
         /* Each block halves the map: past the first four the last one leaves at least 2
          * pixels a side, and one more would not. */
@@ -413,11 +414,19 @@ TEST(config_widths_auto_adds_blocks_until_the_map_is_two_pixels)
     T_EQ_INT(run_parse_widths("16, 32", 128, w, st, NULL), 2);
     T_CHECK(w[0] == 16 && w[1] == 32 && !st[0] && !st[1]);
     T_EQ_INT(run_parse_widths("16s,32,64s", 128, w, st, NULL), 3);
-    T_CHECK(w[0] == 16 && st[0] && w[1] == 32 && !st[1] && w[2] == 64 && st[2]);
+    T_CHECK(w[0] == 16 && st[0] == NN_BLOCK_STRIDED && w[1] == 32 && st[1] == NN_BLOCK_POOL &&
+            w[2] == 64 && st[2] == NN_BLOCK_STRIDED);
+    T_EQ_INT(run_parse_widths("a,32,a,64s", 128, w, st, NULL), 4);
+    T_CHECK(w[0] == 0 && st[0] == NN_BLOCK_AVGPOOL && w[1] == 32 && st[1] == NN_BLOCK_POOL &&
+            w[2] == 0 && st[2] == NN_BLOCK_AVGPOOL && w[3] == 64 && st[3] == NN_BLOCK_STRIDED);
     pt_err e;
     T_EQ_INT(run_parse_widths("16ss", 128, w, st, &e), -1);
     T_EQ_INT(run_parse_widths("s,32", 128, w, st, &e), -1);
     T_EQ_INT(run_parse_widths("16x", 128, w, NULL, &e), -1);
+    static const char *const bad_a[] = { "aa,32", "a32", "as,32", "32a", "a,", "A,32", ",a" };
+    for (size_t i = 0; i < sizeof bad_a / sizeof bad_a[0]; i++)
+        T_CHECKF(run_parse_widths(bad_a[i], 128, w, st, &e) == -1 && e.code == PT_EUSAGE,
+                 "'%s' accepted", bad_a[i]);
 }
 
 /* ---- config files (cfg_read_text, cfg_read_file) ----------------------------------- */

@@ -583,6 +583,94 @@ TEST(nn_small_strided_block_halves_with_its_convolution)
     nn_model_free(m);
 }
 
+/* An average-pool block (--widths a,..., what auto starts with from 128 px): a 2x2
+ * average pool and nothing else, so a,32,64,128,256,256 at 128 px is the five-block
+ * net at 64 px on the 2x2-averaged image: the same parameters (980,517, the count
+ * PyTorch's copy has in bench/torch_scratch.py), the same logits, in inference and in
+ * training (batch statistics), and the same gradients. */
+TEST(nn_small_avgpool_block_is_the_half_side_net_on_the_averaged_image)
+{
+    const int widths[] = { 0, 32, 64, 128, 256, 256 };
+    const int kinds[] = { NN_BLOCK_AVGPOOL, 0, 0, 0, 0, 0 };
+    pt_err e;
+    nn_model *a = nn_build_small_widths(128, 128, 5, 0.0f, widths, kinds, 6, 1, &e);
+    nn_model *b = nn_build_small_widths(64, 64, 5, 0.0f, widths + 1, NULL, 5, 1, &e);
+    T_REQUIRE(a && b);
+    T_EQ_INT((long long)nn_param_count(a), 980517);
+    T_EQ_INT((long long)nn_param_count(b), 980517);
+    T_EQ_INT((long long)nn_buffer_count(a), (long long)nn_buffer_count(b));
+    int convs = 0, avg = -1;
+    for (int i = 0; i < nn_node_count(a); i++) {
+        nn_node_info ni;
+        nn_node_get(a, i, &ni);
+        if (ni.op == NN_OP_AVGPOOL) {
+            T_CHECK(avg < 0 && convs == 0 && ni.h == 64 && ni.w == 64 && ni.c == 3);
+            avg = i;
+        }
+        if (ni.op == NN_OP_CONV && convs++ == 0)
+            T_CHECK(ni.h == 64 && ni.w == 64 && ni.c == 32);
+    }
+    T_CHECK(avg >= 0);
+    T_EQ_INT(convs, 5);
+    /* b takes a's weights (a fresh net's differ: the seeds draw in node order). */
+    memcpy(nn_params(b), nn_params(a), nn_param_count(a) * sizeof(float));
+    memcpy(nn_buffers(b), nn_buffers(a), nn_buffer_count(a) * sizeof(float));
+    enum { N = 2 };
+    float *x = malloc(sizeof(float) * N * 128 * 128 * 3), *half = malloc(sizeof(float) * N * 64 * 64 * 3);
+    T_REQUIRE(x && half);
+    rng r;
+    rng_seed(&r, 7);
+    for (size_t i = 0; i < (size_t)N * 128 * 128 * 3; i++)
+        x[i] = rng_uniform(&r, 0.0f, 1.0f);
+    for (int n = 0; n < N; n++)
+        for (int y = 0; y < 64; y++)
+            for (int xx = 0; xx < 64; xx++)
+                for (int ch = 0; ch < 3; ch++) {
+                    const float *p = x + (((size_t)n * 128 + 2 * y) * 128 + 2 * xx) * 3 + ch;
+                    half[(((size_t)n * 64 + y) * 64 + xx) * 3 + ch] =
+                        (p[0] + p[3] + p[128 * 3] + p[128 * 3 + 3]) * 0.25f;
+                }
+    nn_ctx *ca = nn_ctx_new(a, N, &e), *cb = nn_ctx_new(b, N, &e);
+    T_REQUIRE(ca && cb);
+    for (int training = 0; training <= 1; training++) {
+        const float *la = nn_forward(ca, x, N, training, 1, 0);
+        const float *lb = nn_forward(cb, half, N, training, 1, 0);
+        T_REQUIRE(la && lb);
+        float worst = 0.0f, mag = 0.0f;
+        for (int k = 0; k < N * 5; k++) {
+            worst = fmaxf(worst, fabsf(la[k] - lb[k]));
+            mag = fmaxf(mag, fabsf(lb[k]));
+        }
+        T_CHECKF(mag > 1e-3f && worst <= 1e-4f * (1.0f + mag), "training %d: logits differ by %g (of %g)",
+                 training, (double)worst, (double)mag);
+    }
+    /* The last forward trained: the same loss gradient gives the same weight gradients. */
+    float dl[N * 5];
+    for (int k = 0; k < N * 5; k++)
+        dl[k] = (float)(k % 5) * 0.1f - 0.2f;
+    nn_zero_grads(ca);
+    nn_zero_grads(cb);
+    T_EQ_INT(nn_backward(ca, dl), PT_OK);
+    T_EQ_INT(nn_backward(cb, dl), PT_OK);
+    const float *ga = nn_grads(ca), *gb = nn_grads(cb);
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < nn_param_count(a); i++) {
+        num += ((double)ga[i] - gb[i]) * ((double)ga[i] - gb[i]);
+        den += (double)gb[i] * gb[i];
+    }
+    T_CHECKF(den > 0.0 && num <= 1e-8 * den, "gradients differ: relative %g", sqrt(num / den));
+    free(x);
+    free(half);
+    nn_ctx_free(ca);
+    nn_ctx_free(cb);
+    nn_model_free(a);
+    nn_model_free(b);
+    /* Its width is not read; a kind past the three is refused. */
+    const int bad[] = { 3, 0 };
+    const int two[] = { 0, 32 };
+    T_CHECK(nn_build_small_widths(64, 64, 5, 0.2f, two, bad, 2, 1, &e) == NULL && e.code == PT_EUSAGE);
+}
+
 /* ---- training smoke test ---- */
 
 /* 3 classes of 12x12 images: a bright 4x4 square in a class-specific place and

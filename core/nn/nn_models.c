@@ -64,25 +64,37 @@ nn_model *nn_build_small_widths(int h, int w, int n_classes, float dropout, cons
                 "nn: small takes 1 to %d blocks, not %d", NN_SMALL_MAX_BLOCKS, n_blocks);
         return NULL;
     }
-    for (int b = 0; b < n_blocks; b++)
-        if (widths[b] < 1 || widths[b] > NN_SMALL_MAX_WIDTH) {
+    for (int b = 0; b < n_blocks; b++) {
+        int kind = strided ? strided[b] : NN_BLOCK_POOL;
+        if (kind < NN_BLOCK_POOL || kind > NN_BLOCK_AVGPOOL) {
+            err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                    "nn: small's block %d is of kind %d", b + 1, kind);
+            return NULL;
+        }
+        if (kind != NN_BLOCK_AVGPOOL && (widths[b] < 1 || widths[b] > NN_SMALL_MAX_WIDTH)) {
             err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                     "nn: small's block %d has %d channels (1 to %d)", b + 1, widths[b],
                     NN_SMALL_MAX_WIDTH);
             return NULL;
         }
+    }
     int x;
     nn_model *m = start(h, w, n_classes, 1 << n_blocks, &x, e);
     if (!m)
         return NULL;
     for (int b = 0; b < n_blocks; b++) {
+        int kind = strided ? strided[b] : NN_BLOCK_POOL;
+        if (kind == NN_BLOCK_AVGPOOL) {
+            x = nn_avgpool(m, x, 2, 2, 0);
+            continue;
+        }
         for (int k = 0; k < convs_per_block; k++) {
-            int stride = strided && strided[b] && k == 0 ? 2 : 1;
+            int stride = kind == NN_BLOCK_STRIDED && k == 0 ? 2 : 1;
             x = nn_conv2d(m, x, widths[b], 3, 3, stride, NN_PAD_SAME, 1, 0);
             x = nn_batchnorm(m, x);
             x = nn_relu(m, x);
         }
-        if (!(strided && strided[b]))
+        if (kind == NN_BLOCK_POOL)
             x = nn_maxpool(m, x, 2, 2, 0);
     }
     return finish(m, nn_add_head(m, x, n_classes, dropout), e);

@@ -30,10 +30,13 @@ nn_model *nn_build_small_ex(int h, int w, int n_classes, float dropout, int conv
                             pt_err *e);
 /* The same family with n_blocks blocks of widths[b] channels each (the inputs then need
  * h, w >= 2^n_blocks): --widths on the command line, so that nets people try from
- * scratch (PyTorch's five-block 32-64-128-256-256, say) can be written down. A block
- * with strided[b] set (strided may be NULL: none) halves the map with a stride-2 first
- * convolution ("same" padding: the extra row and column at the bottom and right) and
- * has no max-pool. */
+ * scratch (PyTorch's five-block 32-64-128-256-256, say) can be written down.
+ * strided[b] (strided may be NULL: every block NN_BLOCK_POOL) says how block b halves
+ * the map: NN_BLOCK_POOL, its convolutions then a 2x2 max-pool; NN_BLOCK_STRIDED, a
+ * stride-2 first convolution ("same" padding: the extra row and column at the bottom
+ * and right) and no max-pool; NN_BLOCK_AVGPOOL, no convolution at all, only a 2x2
+ * average pool (its widths[b] is not read; the channels pass through). */
+enum { NN_BLOCK_POOL = 0, NN_BLOCK_STRIDED = 1, NN_BLOCK_AVGPOOL = 2 };
 #define NN_SMALL_MAX_BLOCKS 8
 #define NN_SMALL_MAX_WIDTH 4096
 nn_model *nn_build_small_widths(int h, int w, int n_classes, float dropout, const int *widths,
