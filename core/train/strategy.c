@@ -172,13 +172,11 @@ static void run_train(replica *p)
     }
 }
 
-/* Sum slice r of every replica's gradients (in replica order), then clear them. */
-static void run_reduce(replica *p)
+/* Parameters [lo, hi) of every replica's gradient summed in replica order into
+ * s->sum, and cleared in the replicas. */
+static void sum_replicas(strat *s, size_t lo, size_t hi)
 {
-    strat *s = p->s;
-    size_t lo = s->lo[p->r], hi = s->hi[p->r];
-    float *g0 = nn_grads(s->rep[0].ctx);
-    memcpy(s->sum + lo, g0 + lo, (hi - lo) * sizeof(float));
+    memcpy(s->sum + lo, nn_grads(s->rep[0].ctx) + lo, (hi - lo) * sizeof(float));
     for (int q = 1; q < s->R; q++) {
         const float *gq = nn_grads(s->rep[q].ctx);
         for (size_t i = lo; i < hi; i++)
@@ -186,6 +184,14 @@ static void run_reduce(replica *p)
     }
     for (int q = 0; q < s->R; q++)
         memset(nn_grads(s->rep[q].ctx) + lo, 0, (hi - lo) * sizeof(float));
+}
+
+/* Sum slice r of every replica's gradients, then clear them. */
+static void run_reduce(replica *p)
+{
+    strat *s = p->s;
+    size_t lo = s->lo[p->r], hi = s->hi[p->r];
+    sum_replicas(s, lo, hi);
     for (size_t i = lo; i < hi; i++)
         if (!isfinite(s->sum[i])) {
             p->finite = 0;
@@ -497,22 +503,6 @@ static int sum_across_ranks(strat *s, pt_err *e)
     return 1;
 }
 
-/* Bucket b of every replica's gradient summed (in replica order) into s->sum, and
- * cleared: run_reduce's work for one bucket, on the trainer thread. */
-static void reduce_bucket(strat *s, int b)
-{
-    size_t lo = s->bk_lo[b], n = s->bk_hi[b] - lo;
-    memcpy(s->sum + lo, nn_grads(s->rep[0].ctx) + lo, n * sizeof(float));
-    for (int q = 1; q < s->R; q++) {
-        const float *gq = nn_grads(s->rep[q].ctx) + lo;
-        float *d = s->sum + lo;
-        for (size_t i = 0; i < n; i++)
-            d[i] += gq[i];
-    }
-    for (int q = 0; q < s->R; q++)
-        memset(nn_grads(s->rep[q].ctx) + lo, 0, n * sizeof(float));
-}
-
 /* The training job with its gradient sent during the backward: as the replicas'
  * backward passes finish the last layers, each finished bucket is summed over the
  * replicas and its sum across the ranks started, while the first layers' gradients
@@ -555,7 +545,7 @@ static int train_overlapped(strat *s, pt_err *e)
         pthread_mutex_unlock(&s->lock);
         for (; rc == PT_OK && started < upto; started++) {
             s->bk_early++;
-            reduce_bucket(s, started);
+            sum_replicas(s, s->bk_lo[started], s->bk_hi[started]);
             rc = dist_sum_start(s->bk_sum[started], s->sum + s->bk_lo[started],
                                 s->bk_hi[started] - s->bk_lo[started], e);
         }
@@ -580,7 +570,7 @@ static int train_overlapped(strat *s, pt_err *e)
     if (jr != PT_OK)
         return jr;
     for (; started < s->n_buckets; started++) {
-        reduce_bucket(s, started);
+        sum_replicas(s, s->bk_lo[started], s->bk_hi[started]);
         if ((rc = dist_sum_start(s->bk_sum[started], s->sum + s->bk_lo[started],
                                  s->bk_hi[started] - s->bk_lo[started], e)) != PT_OK)
             return rc;
