@@ -503,6 +503,13 @@ static int sum_across_ranks(strat *s, pt_err *e)
     return 1;
 }
 
+/* Bucket b summed over the rank's replicas, and its sum across the ranks started. */
+static int start_bucket(strat *s, int b, pt_err *e)
+{
+    sum_replicas(s, s->bk_lo[b], s->bk_hi[b]);
+    return dist_sum_start(s->bk_sum[b], s->sum + s->bk_lo[b], s->bk_hi[b] - s->bk_lo[b], e);
+}
+
 /* The training job with its gradient sent during the backward: as the replicas'
  * backward passes finish the last layers, each finished bucket is summed over the
  * replicas and its sum across the ranks started, while the first layers' gradients
@@ -545,9 +552,7 @@ static int train_overlapped(strat *s, pt_err *e)
         pthread_mutex_unlock(&s->lock);
         for (; rc == PT_OK && started < upto; started++) {
             s->bk_early++;
-            sum_replicas(s, s->bk_lo[started], s->bk_hi[started]);
-            rc = dist_sum_start(s->bk_sum[started], s->sum + s->bk_lo[started],
-                                s->bk_hi[started] - s->bk_lo[started], e);
+            rc = start_bucket(s, started, e);
         }
         for (int b = ended; rc == PT_OK && b < started; b++)
             if (!done[b])
@@ -569,12 +574,9 @@ static int train_overlapped(strat *s, pt_err *e)
         return rc;
     if (jr != PT_OK)
         return jr;
-    for (; started < s->n_buckets; started++) {
-        sum_replicas(s, s->bk_lo[started], s->bk_hi[started]);
-        if ((rc = dist_sum_start(s->bk_sum[started], s->sum + s->bk_lo[started],
-                                 s->bk_hi[started] - s->bk_lo[started], e)) != PT_OK)
+    for (; started < s->n_buckets; started++)
+        if ((rc = start_bucket(s, started, e)) != PT_OK)
             return rc;
-    }
     for (int b = ended; b < s->n_buckets; b++)
         if (!done[b] && (rc = dist_sum_wait(s->bk_sum[b], e)) != PT_OK)
             return rc;
