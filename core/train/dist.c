@@ -22,6 +22,9 @@ static struct {
     void *scratch;          /* dist_sum_doubles */
     size_t scratch_bytes;
     struct dist_sum *sum;   /* dist_sum_floats */
+    float *rs;              /* dist_reduce_scatter_floats: every rank's copy of mine */
+    size_t rs_floats;
+    int *counts, *displs;   /* size entries: the slices of the last vector */
     MPI_Comm comm_gather;   /* the sums' allgathers (see sum_advance) */
     unsigned long long sums_started, sums_gathering;
 } D = { .size = 1 };
@@ -71,6 +74,8 @@ int dist_init(pt_err *e)
     MPI_Comm_rank(D.comm, &D.rank);
     MPI_Comm_size(D.comm, &D.size);
     D.hosts = calloc((size_t)D.size, sizeof *D.hosts);
+    D.counts = calloc((size_t)D.size, sizeof *D.counts);
+    D.displs = calloc((size_t)D.size, sizeof *D.displs);
     char me[HOST_MAX] = "";
     int len = 0;
     char name[MPI_MAX_PROCESSOR_NAME];
@@ -80,7 +85,7 @@ int dist_init(pt_err *e)
         util_copy(me, sizeof me, "?");
     snprintf(D.who, sizeof D.who, "rank %d of %d on %s", D.rank, D.size, me);
     D.on = 1;
-    if (!D.hosts) {
+    if (!D.hosts || !D.counts || !D.displs) {
         dist_finalize();
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }
@@ -102,6 +107,12 @@ void dist_finalize(void)
     free(D.scratch);
     dist_sum_free(D.sum);
     D.sum = NULL;
+    free(D.rs);
+    free(D.counts);
+    free(D.displs);
+    D.rs = NULL;
+    D.rs_floats = 0;
+    D.counts = D.displs = NULL;
     D.hosts = NULL;
     D.scratch = NULL;
     D.scratch_bytes = 0;
@@ -376,6 +387,88 @@ int dist_sum_floats(float *v, size_t n, pt_err *e)
     }
     int rc = dist_sum_start(D.sum, v, n, e);
     return rc == PT_OK ? dist_sum_wait(D.sum, e) : rc;
+}
+
+void dist_slice(size_t n, int rank, size_t *lo, size_t *hi)
+{
+    size_t N = (size_t)D.size, per = (n + N - 1) / N;
+    per = (per + 15) & ~(size_t)15;
+    size_t a = (size_t)rank * per, b = a + per;
+    *lo = a < n ? a : n;
+    *hi = b < n ? b : n;
+}
+
+/* The slices of a vector of n in D.counts / D.displs; 0 when a slice is too long
+ * for MPI's int counts. */
+static int set_slices(size_t n, pt_err *e)
+{
+    for (int k = 0; k < D.size; k++) {
+        size_t lo, hi;
+        dist_slice(n, k, &lo, &hi);
+        if (too_big(hi, e) != PT_OK)
+            return 0;
+        D.counts[k] = (int)(hi - lo);
+        D.displs[k] = (int)lo;
+    }
+    return 1;
+}
+
+int dist_reduce_scatter_floats(float *v, size_t n, pt_err *e)
+{
+    if (!D.on || D.size == 1 || n == 0)
+        return PT_OK;
+    if (!set_slices(n, e))
+        return PT_EUSAGE;
+    size_t N = (size_t)D.size, mine = (size_t)D.counts[D.rank];
+    if (N * mine > D.rs_floats) {
+        float *p = realloc(D.rs, N * mine * sizeof(float));
+        if (!p)
+            return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+        D.rs = p;
+        D.rs_floats = N * mine;
+    }
+    /* Rank k sends its slice j of v to rank j, and receives every rank's copy of
+     * its own slice, rank after rank. */
+    int *rcounts = malloc(2 * N * sizeof *rcounts);
+    if (!rcounts)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    int *rdispls = rcounts + N;
+    for (size_t k = 0; k < N; k++) {
+        rcounts[k] = (int)mine;
+        rdispls[k] = (int)(k * mine);
+    }
+    double t0 = util_now();
+    MPI_Request rq;
+    int rc = MPI_Ialltoallv(v, D.counts, D.displs, MPI_FLOAT, D.rs, rcounts, rdispls, MPI_FLOAT,
+                            D.comm, &rq);
+    rc = rc == MPI_SUCCESS ? finish(&rq, t0, "reduce-scatter (alltoall)", e)
+                           : mpi_fail(e, "reduce-scatter (alltoall)", rc);
+    free(rcounts);
+    if (rc != PT_OK)
+        return rc;
+    float *out = v + D.displs[D.rank];
+    memcpy(out, D.rs, mine * sizeof(float));
+    for (size_t k = 1; k < N; k++) {
+        const float *r = D.rs + k * mine;
+        for (size_t i = 0; i < mine; i++)
+            out[i] += r[i];
+    }
+    return PT_OK;
+}
+
+int dist_allgather_floats(float *v, size_t n, pt_err *e)
+{
+    if (!D.on || D.size == 1 || n == 0)
+        return PT_OK;
+    if (!set_slices(n, e))
+        return PT_EUSAGE;
+    double t0 = util_now();
+    MPI_Request rq;
+    int rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, v, D.counts, D.displs, MPI_FLOAT,
+                             D.comm, &rq);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(e, "allgather", rc);
+    return finish(&rq, t0, "allgather", e);
 }
 
 int dist_sum_doubles(double *v, size_t n, pt_err *e)

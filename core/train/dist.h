@@ -63,6 +63,16 @@ int dist_allgather(const void *mine, void *all, size_t bytes, pt_err *e);
  * The floats travel as a reduce-scatter (each rank sums its slice) and an
  * allgather: 2 (N-1)/N x n floats sent per rank, as a ring allreduce. */
 int dist_sum_floats(float *v, size_t n, pt_err *e);
+/* The same sum split in its two halves, for an optimizer sliced across the ranks:
+ * rank k owns slice [lo, hi) of a vector of n (dist_slice; 64-byte aligned, the
+ * last ones shorter or empty). dist_reduce_scatter_floats() leaves in v[lo, hi) of
+ * each rank the sum over ranks of that slice, in rank order (the bits of
+ * dist_sum_floats()); the rest of v is left as it was. dist_allgather_floats()
+ * copies every rank's slice of v to every rank, so that v is the same everywhere.
+ * Each sends (N-1)/N x n floats per rank. Alone: [0, n), nothing to do. */
+void dist_slice(size_t n, int rank, size_t *lo, size_t *hi);
+int dist_reduce_scatter_floats(float *v, size_t n, pt_err *e);
+int dist_allgather_floats(float *v, size_t n, pt_err *e);
 /* The same sum in steps, so that several run while the caller computes (the
  * gradient of the last layers travels while the first layers' is computed). A
  * dist_sum holds the buffers of one sum of up to n floats in flight; start it on a

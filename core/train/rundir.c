@@ -259,8 +259,11 @@ static int unpack_history(trn *r, const uint8_t *b, size_t n)
 
 int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
 {
-    if (r->rank != 0)
-        return PT_OK;
+    /* Every rank gets here at the same update; the moments of an optimizer sliced
+     * across the ranks come together first. */
+    int rc = r->st ? strat_share_optimizer(r->st, e) : PT_OK;
+    if (rc != PT_OK || r->rank != 0)
+        return rc;
     char path[4200];
     util_path(path, sizeof path, "%s/checkpoint.ckpt", r->run_dir);
     uint8_t *hist = NULL;
@@ -283,7 +286,7 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
     d.progress.loss_sum = r->loss_sum;
     d.progress.examples = r->examples;
     d.progress.correct = r->correct;
-    int rc = ckpt_save(path, &d, e);
+    rc = ckpt_save(path, &d, e);
     free(hist);
     /* A failure ends the run, which says why (once). */
     if (rc == PT_OK) {

@@ -62,6 +62,10 @@ struct strat {
     int G, g0;              /* replicas of the job, and this process's first's index */
     int dist;               /* a rank of a job of several */
     int overlap;            /* dist: buckets of the gradient sent during the backward */
+    /* dist without overlap: the optimizer is sliced across the ranks; this rank
+     * steps parameters [rank_lo, rank_hi) and the weights are gathered after */
+    int sliced;
+    size_t rank_lo, rank_hi;
     double *bn_rec;         /* dist: BN records summed across ranks */
     /* overlap: bucket b is parameters [bk_lo[b], bk_hi[b]); bucket 0 holds the last
      * parameters, the first whose gradients are final */
@@ -73,7 +77,8 @@ struct strat {
     size_t n_params;
     replica *rep;
     nn_ctx **ctxs;          /* every replica's context, for the BN update */
-    size_t *lo, *hi;        /* parameter slice of each replica */
+    size_t *lo, *hi;        /* parameter slice of each replica: its share of the reduce */
+    size_t *step_lo, *step_hi;  /* its share of the optimizer step (of the rank's slice) */
     float *sum;             /* reduced gradients */
 
     pthread_mutex_t lock;
@@ -203,7 +208,7 @@ static void run_step(replica *p)
 {
     strat *s = p->s;
     opt_step(s->cfg.optimizer, nn_params(s->cfg.model), s->sum, nn_param_mask(s->cfg.model),
-             s->cfg.decay_mask, s->lo[p->r], s->hi[p->r], s->lr, s->t);
+             s->cfg.decay_mask, s->step_lo[p->r], s->step_hi[p->r], s->lr, s->t);
 }
 
 static void run_predict(replica *p)
@@ -318,6 +323,19 @@ static int dispatch(strat *s, int job, pt_err *e)
     return end_job(s, e);
 }
 
+/* [from, to) in R slices of whole multiples of 16 floats from `from` (the last
+ * ones shorter or empty). */
+static void split(size_t from, size_t to, int R, size_t *lo, size_t *hi)
+{
+    size_t per = (to - from + (size_t)R - 1) / (size_t)R;
+    per = (per + 15) & ~(size_t)15;
+    for (int r = 0; r < R; r++) {
+        size_t a = from + (size_t)r * per, b = a + per;
+        lo[r] = a < to ? a : to;
+        hi[r] = b < to ? b : to;
+    }
+}
+
 int strat_new(const strat_config *cfg, strat **out, pt_err *e)
 {
     *out = NULL;
@@ -338,6 +356,7 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
     s->g0 = cfg->all_replicas > 0 ? cfg->first_replica : 0;
     s->dist = cfg->all_replicas > 0 && dist_size() > 1;
     s->overlap = s->dist && cfg->overlap;
+    s->sliced = s->dist && !s->overlap;
     if (s->g0 < 0 || s->g0 + s->R > s->G || (s->dist && s->R > STRAT_RANK_REPLICAS)) {
         int g0 = s->g0, R = s->R, G = s->G;
         free(s);
@@ -358,11 +377,14 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
     s->ctxs = calloc((size_t)s->R, sizeof *s->ctxs);
     s->lo = calloc((size_t)s->R, sizeof *s->lo);
     s->hi = calloc((size_t)s->R, sizeof *s->hi);
+    s->step_lo = calloc((size_t)s->R, sizeof *s->step_lo);
+    s->step_hi = calloc((size_t)s->R, sizeof *s->step_hi);
     s->sum = util_aligned_alloc(s->n_params * sizeof(float));
     s->batch_offset = calloc((size_t)s->A, sizeof *s->batch_offset);
     if (s->dist)
         s->bn_rec = calloc(nn_bn_record_count(cfg->model) + 1, sizeof *s->bn_rec);
-    if (!s->rep || !s->ctxs || !s->lo || !s->hi || !s->sum || !s->batch_offset ||
+    if (!s->rep || !s->ctxs || !s->lo || !s->hi || !s->step_lo || !s->step_hi || !s->sum ||
+        !s->batch_offset ||
         (s->dist && !s->bn_rec)) {
         strat_free(s);
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
@@ -385,12 +407,12 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
         }
     }
     /* Slices aligned to 16 floats (64 bytes): no two replicas share a cache line. */
-    size_t per = (s->n_params + (size_t)s->R - 1) / (size_t)s->R;
-    per = (per + 15) & ~(size_t)15;
-    for (int r = 0; r < s->R; r++) {
-        s->lo[r] = (size_t)r * per < s->n_params ? (size_t)r * per : s->n_params;
-        s->hi[r] = s->lo[r] + per < s->n_params ? s->lo[r] + per : s->n_params;
-    }
+    split(0, s->n_params, s->R, s->lo, s->hi);
+    s->rank_lo = 0;
+    s->rank_hi = s->n_params;
+    if (s->sliced)
+        dist_slice(s->n_params, dist_rank(), &s->rank_lo, &s->rank_hi);
+    split(s->rank_lo, s->rank_hi, s->R, s->step_lo, s->step_hi);
     int max_batch = s->B > s->P ? s->B : s->P;
     size_t img = (size_t)s->h * s->w * 3;
     for (int r = 0; r < s->R; r++) {
@@ -449,6 +471,8 @@ void strat_free(strat *s)
     free(s->ctxs);
     free(s->lo);
     free(s->hi);
+    free(s->step_lo);
+    free(s->step_hi);
     util_aligned_free(s->sum);
     free(s->batch_offset);
     free(s->bn_rec);
@@ -491,16 +515,22 @@ static int gather_figures(strat *s, strat_result *res, pt_err *e)
     return rc == PT_OK ? finite : rc;
 }
 
-/* After the rank's reduce: the gradient summed across ranks; 1 when it is finite. */
+/* After the rank's reduce: this rank's slice of the gradient summed across the
+ * ranks; 1 when the whole sum is finite (the ranks agree). */
 static int sum_across_ranks(strat *s, pt_err *e)
 {
-    int rc = dist_sum_floats(s->sum, s->n_params, e);
+    int rc = dist_reduce_scatter_floats(s->sum, s->n_params, e);
     if (rc != PT_OK)
         return rc;
-    for (size_t i = 0; i < s->n_params; i++)
-        if (!isfinite(s->sum[i]))
-            return 0;
-    return 1;
+    int bad = 0;
+    for (size_t i = s->rank_lo; i < s->rank_hi; i++)
+        if (!isfinite(s->sum[i])) {
+            bad = 1;
+            break;
+        }
+    if ((rc = dist_max_int(&bad, e)) != PT_OK)
+        return rc;
+    return !bad;
 }
 
 /* Bucket b summed over the rank's replicas, and its sum across the ranks started. */
@@ -614,6 +644,9 @@ static int update_dist(strat *s, strat_result *res, pt_err *e)
     if (finite) {
         if ((rc = dispatch(s, JOB_STEP, e)) != PT_OK)
             return rc;
+        if (s->sliced &&
+            (rc = dist_allgather_floats(nn_params(s->cfg.model), s->n_params, e)) != PT_OK)
+            return rc;
         nn_bn_records_take(s->ctxs, s->R, s->bn_rec);
         if ((rc = dist_sum_doubles(s->bn_rec, nn_bn_record_count(s->cfg.model), e)) != PT_OK)
             return rc;
@@ -708,6 +741,17 @@ void strat_get_overlap(const strat *s, int *buckets, long long *sent, long long 
     *buckets = s->n_buckets;
     *sent = s->bk_sent;
     *early = s->bk_early;
+}
+
+int strat_share_optimizer(strat *s, pt_err *e)
+{
+    if (!s->sliced)
+        return PT_OK;
+    opt *o = s->cfg.optimizer;
+    int rc = dist_allgather_floats(o->m, o->n, e);
+    if (rc == PT_OK && o->v)
+        rc = dist_allgather_floats(o->v, o->n, e);
+    return rc;
 }
 
 int strat_replicas(const strat *s) { return s->R; }

@@ -21,10 +21,13 @@
  * bits everywhere); the BN records too. With overlap, the gradient goes in buckets
  * as the backward finishes them (the last layers' first, as nn reports its
  * progress), each summed over the rank's replicas and started across the ranks by
- * the calling thread while the replicas compute the first layers' gradients. Every rank then steps the whole optimizer
- * on identical gradients, so weights and moments stay identical without being
- * sent. With 1 replica per rank the sums are bit for bit those of one process with
- * as many replicas.
+ * the calling thread while the replicas compute the first layers' gradients, and
+ * every rank then steps the whole optimizer on the identical sum. Without overlap
+ * (the default) the optimizer is sliced across the ranks as across the replicas:
+ * the rank's summed gradient is reduce-scattered, each rank steps its slice (split
+ * among its replicas) and the weights are gathered; the moments stay each in its
+ * rank until strat_share_optimizer(). With 1 replica per rank the sums are bit for
+ * bit those of one process with as many replicas.
  *
  * Ownership: strat_new() borrows the model and optimizer (they must outlive it) and
  * owns its threads, contexts and buffers; strat_free() joins and frees them.
@@ -93,6 +96,12 @@ void strat_get_counters(strat *s, int r, strat_counters *c);
  * since creation, and how many of those were started while a replica's backward
  * pass still ran (the rest waited for its end). */
 void strat_get_overlap(const strat *s, int *buckets, long long *sent, long long *early);
+
+/* A rank of a job without overlap steps only its slice of the optimizer, so each
+ * rank's moments are current in its slice alone: this gathers them, so that every
+ * rank holds all of them (before a checkpoint). Every rank calls it at the same
+ * point; elsewhere it does nothing. */
+int strat_share_optimizer(strat *s, pt_err *e);
 
 int strat_replicas(const strat *s);
 
