@@ -4,22 +4,23 @@
  *
  *   1. training: for `small` and MobileNetV2 x1.0 at 128 px (the demo data, 16 per
  *      replica, two epochs), `petal-tui --headless --replicas 2 --workers 2`,
- *      `mpirun -np 2 petal-tui --headless --replicas 1 --workers 1` and the same with
- *      --no-overlap in turn, five rounds; ms per update is the second epoch's own line (the first one's holds
+ *      `mpirun -np 2 petal-tui --headless --replicas 1 --workers 1` (the optimizer
+ *      sliced across the ranks) and the same with --overlap in turn, five rounds; ms per update is the second epoch's own line (the first one's holds
  *      the start: threads, caches, the first batches), without validation, and the
  *      time in collectives its throughput line's (waits for the other rank
  *      included). A round's overhead is (2 ranks - 1 process) / 1 process; the
  *      figure to read is the median of the rounds' overheads, as two runs in turn on
  *      2 cores wander by 10-20% each.
- *   2. the exchange alone: mpirun -np 2 of this program, timing dist_sum_floats()
- *      (the gradient sum across ranks, as training does it) for each model's
- *      parameter count: the best of 30.
+ *   2. the exchange alone: mpirun -np 2 of this program, timing for each model's
+ *      parameter count dist_sum_floats() (the sum --overlap's buckets make) and
+ *      dist_reduce_scatter_floats() + dist_allgather_floats() (the default's sum of
+ *      the slices, then the gather of the weights): the best of 30.
  *   3. the model: gradient bytes per update 4 x parameters; a ring allreduce (the
  *      same volume as dist's reduce-scatter + allgather) takes 2 (N-1)/N x bytes /
  *      bandwidth + 2 (N-1) x latency; against the compute time per update of one host
  *      like this one (2 cores, 2 replicas x 16, the 1-process figure of part 1), with
- *      the exchange after the backward pass (--no-overlap) and during it, in the
- *      strategy's buckets (the default).
+ *      the exchange after the backward pass (the default) and during it, in the
+ *      strategy's buckets (--overlap).
  *
  * Run it as `build/bench/bench_dist` (it starts mpirun itself; as root with
  * --allow-run-as-root). PT_BIN names the program (default build/petal-tui). */
@@ -63,7 +64,10 @@ static int child(int argc, char **argv)
         float *v = malloc(n * sizeof *v);
         if (!v)
             break;
-        double best = 1e9;
+        /* The sum as --overlap's buckets do it (dist_sum_floats), and as the sliced
+         * optimizer does: the reduce-scatter, then (after the step) the gather of
+         * the weights. */
+        double best = 1e9, best_rs = 1e9, best_ag = 1e9;
         for (int k = 0; k < 33; k++) {
             for (size_t j = 0; j < n; j++)
                 v[j] = (float)(j % 97) * 1e-3f;
@@ -72,12 +76,25 @@ static int child(int argc, char **argv)
                 fprintf(stderr, "%s\n", e.msg);
                 dist_abort(1);
             }
-            double dt = util_now() - t0;
-            if (k >= 3 && dt < best)
-                best = dt;
+            double t1 = util_now();
+            if (dist_reduce_scatter_floats(v, n, &e) != PT_OK) {
+                fprintf(stderr, "%s\n", e.msg);
+                dist_abort(1);
+            }
+            double t2 = util_now();
+            if (dist_allgather_floats(v, n, &e) != PT_OK) {
+                fprintf(stderr, "%s\n", e.msg);
+                dist_abort(1);
+            }
+            double t3 = util_now();
+            if (k >= 3) {
+                best = t1 - t0 < best ? t1 - t0 : best;
+                best_rs = t2 - t1 < best_rs ? t2 - t1 : best_rs;
+                best_ag = t3 - t2 < best_ag ? t3 - t2 : best_ag;
+            }
         }
         if (dist_rank() == 0)
-            printf("exchange %zu %.6f\n", n, best);
+            printf("exchange %zu %.6f %.6f %.6f\n", n, best, best_rs, best_ag);
         free(v);
     }
     fflush(stdout);
@@ -102,7 +119,7 @@ static int train(const char *model, int ranks, int overlap, const char *dir, fig
              "%s%s '%s' --headless --model %s --image-size 128 --batch-per-replica 16 "
              "--epochs 2 --replicas %d --workers %d%s --out '%s' 2>&1",
              ranks > 1 ? "mpirun -np 2 " : "", ranks > 1 ? root_flag() : "", bin(), model,
-             ranks > 1 ? 1 : 2, ranks > 1 ? 1 : 2, overlap ? "" : " --no-overlap", out);
+             ranks > 1 ? 1 : 2, ranks > 1 ? 1 : 2, overlap ? " --overlap" : "", out);
     FILE *p = popen(cmd, "r");
     if (!p)
         return -1;
@@ -154,18 +171,19 @@ int main(int argc, char **argv)
     double one[2] = { 0 }, two[2] = { 0 }, comm[2] = { 0 };
     long long params[3] = { 0 };
     printf("\n1. training, 128 px, 16 per replica, the demo data's 2nd epoch (61 updates);\n"
-           "   2 x 1 with the gradient sent during the backward (the default), and after it\n"
-           "   (--no-overlap); overhead against 1 x 2, comm = time in collectives\n");
+           "   2 x 1 with the gradient sent after the backward and the optimizer sliced\n"
+           "   (the default), and during it (--overlap); overhead against 1 x 2, comm =\n"
+           "   time in collectives\n");
     printf("%-12s %5s %10s %10s %10s %9s %9s %8s %8s\n", "model", "round", "1x2 ms", "2x1 ms",
-           "no-ovl ms", "overhead", "no-ovl", "comm", "no-ovl");
+           "overlap ms", "overhead", "overlap", "comm", "overlap");
     for (int m = 0; m < 2; m++) {
         double a[ROUNDS], b[ROUNDS], c[ROUNDS], over[ROUNDS];
         double bn[ROUNDS], cn[ROUNDS], overn[ROUNDS];
         int ok = 1;
         for (int k = 0; k < ROUNDS && ok; k++) {
             figures fa, fb, fn;
-            ok = train(models[m], 1, 1, dir, &fa) == 0 && train(models[m], 2, 1, dir, &fb) == 0 &&
-                 train(models[m], 2, 0, dir, &fn) == 0;
+            ok = train(models[m], 1, 0, dir, &fa) == 0 && train(models[m], 2, 0, dir, &fb) == 0 &&
+                 train(models[m], 2, 1, dir, &fn) == 0;
             if (!ok)
                 break;
             a[k] = fa.ms_update;
@@ -208,39 +226,46 @@ int main(int argc, char **argv)
         }
     }
 
-    printf("\n2. the gradient exchange alone (dist_sum_floats, 2 ranks, best of 30)\n");
+    printf("\n2. the gradient exchange alone, 2 ranks, best of 30: dist_sum_floats (what\n"
+           "   --overlap's buckets do), and the default's reduce-scatter of the gradient\n"
+           "   then gather of the weights\n");
     char cmd[1024];
     int n = snprintf(cmd, sizeof cmd, "mpirun -np 2 %s'%s'", root_flag(), argv[0]);
     for (int m = 0; m < 3; m++)
         if (params[m] > 0)
             n += snprintf(cmd + n, sizeof cmd - (size_t)n, " %lld", params[m]);
-    double ex[3] = { 0 };
+    double ex[3] = { 0 }, rs[3] = { 0 }, ag[3] = { 0 };
     FILE *p = popen(cmd, "r");
     char line[512];
     while (p && fgets(line, sizeof line, p)) {
         long long cnt;
-        double s;
-        if (sscanf(line, "exchange %lld %lf", &cnt, &s) == 2)
+        double s, s_rs, s_ag;
+        if (sscanf(line, "exchange %lld %lf %lf %lf", &cnt, &s, &s_rs, &s_ag) == 4)
             for (int m = 0; m < 3; m++)
-                if (params[m] == cnt)
+                if (params[m] == cnt) {
                     ex[m] = s;
+                    rs[m] = s_rs;
+                    ag[m] = s_ag;
+                }
     }
     if (p)
         pclose(p);
     static const char *const names[3] = { "small", "mobilenetv2", "onnx mnv2 int8" };
-    printf("%-16s %12s %12s %12s %16s\n", "model", "parameters", "MB/update", "ms", "algbw GB/s");
+    printf("%-16s %12s %12s %10s %12s %10s %10s\n", "model", "parameters", "MB/update",
+           "sum ms", "algbw GB/s", "r-s ms", "gather ms");
     for (int m = 0; m < 3; m++) {
         if (params[m] <= 0)
             continue;
         double bytes = 4.0 * (double)params[m];
-        printf("%-16s %12lld %12.2f %12.3f %16.2f\n", names[m], params[m], bytes / 1e6,
-               1e3 * ex[m], ex[m] > 0 ? bytes / ex[m] / 1e9 : 0);
+        printf("%-16s %12lld %12.2f %10.3f %12.2f %10.3f %10.3f\n", names[m], params[m],
+               bytes / 1e6, 1e3 * ex[m], ex[m] > 0 ? bytes / ex[m] / 1e9 : 0, 1e3 * rs[m],
+               1e3 * ag[m]);
     }
 
     printf("\n3. model: ring allreduce 2(N-1)/N x bytes / bandwidth + 2(N-1) x 50 us, against\n"
            "   one host like this one computing an update of 2 x 16 (part 1's 1-process\n"
            "   ms/update; the ONNX backbone taken as mobilenetv2's x 224/128 squared).\n"
-           "   After the backward: all of it is exposed. During it (the default): the\n"
+           "   After the backward (the default): all of it is exposed. During it (--overlap): the\n"
            "   gradient in B buckets of up to 131,072 floats (at most 16), each its own\n"
            "   allreduce, one after another on the link, hidden behind the backward pass\n"
            "   (2/3 of the compute) except the last bucket's: exposed = max(one bucket,\n"

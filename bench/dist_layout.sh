@@ -6,10 +6,13 @@
 #   B  two plain processes at once, 1 replica and 1 worker each, each bound to one
 #      core as mpirun binds its ranks, no MPI at all: the 2-process layout without
 #      any communication or waiting for each other
-#   C  mpirun -np 2, 1 replica and 1 worker per rank (2 x 1), overlap on
-#   D  C with --bind-to none: the kernel places every rank's threads on either core
+#   C  mpirun -np 2, 1 replica and 1 worker per rank (2 x 1), as by default: the
+#      gradient summed after the backward pass, the optimizer sliced across the ranks
+#   D  C with --overlap: the gradient sent in buckets during the backward pass,
+#      every rank stepping the whole optimizer
 # (B - A) / A is what two processes cost against one, (C - B) / A what the
-# communication and the ranks' waiting for each other add.
+# communication and the ranks' waiting for each other add. (Until 2026-11-25 D was
+# C with --bind-to none, which cost 18% against A: bench/RESULTS.md.)
 #
 #   bench/dist_layout.sh [ROUNDS] [MODEL]      (defaults 5, small; about 2 minutes a round)
 set -eu
@@ -35,7 +38,7 @@ for k in $(seq "$rounds"); do
     p1=$!
     wait $p0 $p1
     mpirun $root -np 2 $bin $common --replicas 1 --workers 1 --out "$tmp/c" > "$tmp/c.log" 2>&1
-    mpirun $root --bind-to none -np 2 $bin $common --replicas 1 --workers 1 --out "$tmp/d" > "$tmp/d.log" 2>&1
+    mpirun $root -np 2 $bin $common --replicas 1 --workers 1 --overlap --out "$tmp/d" > "$tmp/d.log" 2>&1
     a=$(ms "$tmp/a.log") b0=$(ms "$tmp/b0.log") b1=$(ms "$tmp/b1.log") c=$(ms "$tmp/c.log") d=$(ms "$tmp/d.log")
     echo "$k $a $b0 $b1 $c $d" >> "$tmp/rows"
     awk -v k="$k" -v a="$a" -v b0="$b0" -v b1="$b1" -v c="$c" -v d="$d" 'BEGIN {

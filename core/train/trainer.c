@@ -343,7 +343,9 @@ static int prepare(trn *r, pt_err *e)
                        "as soon as the backward pass has finished it",
                     nb, nb == 1 ? "" : "s", (nn_param_count(r->model) + (size_t)nb - 1) / (size_t)nb);
         else
-            trn_log(r, "gradients cross the ranks after the backward pass (--no-overlap)");
+            trn_log(r, "gradients cross the ranks after the backward pass, each rank stepping "
+                       "its 1/%d of the optimizer (--overlap: during the backward pass)",
+                    r->ranks);
     }
     trn_log(r, "model %s: %zu parameters (%zu trainable), %.1f MFLOP per image forward; sgemm "
                "peak %.1f GFLOP/s (%s)",
