@@ -6,10 +6,11 @@
 #   B  two plain processes at once, 1 replica and 1 worker each, each bound to one
 #      core as mpirun binds its ranks, no MPI at all: the 2-process layout without
 #      any communication or waiting for each other
-#   C  mpirun -np 2, 1 replica and 1 worker per rank (2 x 1), as by default: the
-#      gradient summed after the backward pass, the optimizer sliced across the ranks
-#   D  C with --overlap: the gradient sent in buckets during the backward pass,
-#      every rank stepping the whole optimizer
+#   C  mpirun -np 2, 1 replica and 1 worker per rank (2 x 1), --overlap (the
+#      default): the gradient sent in buckets during the backward pass, every rank
+#      stepping the whole optimizer
+#   D  C with --no-overlap: the gradient summed after the backward pass, the
+#      optimizer sliced across the ranks
 # (B - A) / A is what two processes cost against one, (C - B) / A what the
 # communication and the ranks' waiting for each other add. (Until 2026-11-25 D was
 # C with --bind-to none, which cost 18% against A: bench/RESULTS.md.)
@@ -37,8 +38,8 @@ for k in $(seq "$rounds"); do
     taskset -c 1 $bin $common --replicas 1 --workers 1 --out "$tmp/b1" > "$tmp/b1.log" 2>&1 &
     p1=$!
     wait $p0 $p1
-    mpirun $root -np 2 $bin $common --replicas 1 --workers 1 --out "$tmp/c" > "$tmp/c.log" 2>&1
-    mpirun $root -np 2 $bin $common --replicas 1 --workers 1 --overlap --out "$tmp/d" > "$tmp/d.log" 2>&1
+    mpirun $root -np 2 $bin $common --replicas 1 --workers 1 --overlap --out "$tmp/c" > "$tmp/c.log" 2>&1
+    mpirun $root -np 2 $bin $common --replicas 1 --workers 1 --no-overlap --out "$tmp/d" > "$tmp/d.log" 2>&1
     a=$(ms "$tmp/a.log") b0=$(ms "$tmp/b0.log") b1=$(ms "$tmp/b1.log") c=$(ms "$tmp/c.log") d=$(ms "$tmp/d.log")
     echo "$k $a $b0 $b1 $c $d" >> "$tmp/rows"
     awk -v k="$k" -v a="$a" -v b0="$b0" -v b1="$b1" -v c="$c" -v d="$d" 'BEGIN {
@@ -48,8 +49,9 @@ done
 # Medians of the rounds' figures (B: the slower of the two processes, as a job
 # waits for its slower rank).
 sort -n -k1 "$tmp/rows" | awk '{
-    a[NR] = $2; b = $3 > $4 ? $3 : $4; bb[NR] = b; c[NR] = $5
-    d[NR] = $6; w[NR] = 100 * ($6 - $2) / $2
+    # + 0: numbers, not strings, for the sort below ("101" < "95" as strings)
+    a[NR] = $2 + 0; b = $3 + 0 > $4 + 0 ? $3 + 0 : $4 + 0; bb[NR] = b; c[NR] = $5 + 0
+    d[NR] = $6 + 0; w[NR] = 100 * ($6 - $2) / $2
     x[NR] = 100 * (b - $2) / $2; y[NR] = 100 * ($5 - b) / $2; z[NR] = 100 * ($5 - $2) / $2 }
     function med(v, n,   i, j, t) {
         for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }

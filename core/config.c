@@ -85,7 +85,7 @@ static const cfg_option OPTIONS[] = {
     { "workers", CFG_INT, F(workers), "0", 0, 64, NULL, "N", "decode threads; 0 = automatic", NULL, ALL, 0, NULL },
     { "prefetch", CFG_INT, F(prefetch), "4", 1, 256, NULL, "N", "ready batches kept ahead", NULL, ALL, 0, NULL },
     { "stop-on-data-error", CFG_BOOL, F(stop_on_data_error), "no", 0, 0, NULL, NULL, "stop at a bad record, not skip it", NULL, ALL, 0, NULL },
-    { "overlap", CFG_BOOL, F(overlap), "no", 0, 0, NULL, NULL, "mpirun jobs: send gradients during the backward pass, not after it (each process then steps the whole optimizer)", NULL, ALL, 0, NULL },
+    { "overlap", CFG_BOOL, F(overlap), "yes", 0, 0, NULL, NULL, "mpirun jobs: send gradients during the backward pass (--no-overlap: after it, each process stepping its slice of the optimizer)", NULL, ALL, 0, NULL },
     { "checkpoint-every", CFG_INT, F(checkpoint_every), "1", 1, RUN_MAX_EPOCHS, NULL, "N", "epochs between checkpoints", NULL, ALL, 0, NULL },
 };
 

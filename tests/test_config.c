@@ -45,7 +45,7 @@ static const char DEFAULT_TEXT[] =
     "workers = 0\n"
     "prefetch = 4\n"
     "stop-on-data-error = no\n"
-    "overlap = no\n"
+    "overlap = yes\n"
     "checkpoint-every = 1\n";
 
 static const char OTHER_TEXT[] =
@@ -87,7 +87,7 @@ static const char OTHER_TEXT[] =
     "workers = 3\n"
     "prefetch = 8\n"
     "stop-on-data-error = yes\n"
-    "overlap = yes\n"
+    "overlap = no\n"
     "checkpoint-every = 5\n";
 
 /* Every field of OTHER_TEXT set directly, so the text is checked against the struct
@@ -134,7 +134,7 @@ static void other_config(run_config *c)
     c->workers = 3;
     c->prefetch = 8;
     c->stop_on_data_error = 1;
-    c->overlap = 1;
+    c->overlap = 0;
     c->checkpoint_every = 5;
 }
 

@@ -344,7 +344,7 @@ static int prepare(trn *r, pt_err *e)
                     nb, nb == 1 ? "" : "s", (nn_param_count(r->model) + (size_t)nb - 1) / (size_t)nb);
         else
             trn_log(r, "gradients cross the ranks after the backward pass, each rank stepping "
-                       "its 1/%d of the optimizer (--overlap: during the backward pass)",
+                       "its 1/%d of the optimizer (--no-overlap)",
                     r->ranks);
     }
     trn_log(r, "model %s: %zu parameters (%zu trainable), %.1f MFLOP per image forward; sgemm "
