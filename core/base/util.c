@@ -29,6 +29,15 @@ double util_thread_cpu(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+void util_slice(size_t from, size_t to, int parts, int k, size_t *lo, size_t *hi)
+{
+    size_t per = (to - from + (size_t)parts - 1) / (size_t)parts;
+    per = (per + 15) & ~(size_t)15;
+    size_t a = from + (size_t)k * per, b = a + per;
+    *lo = a < to ? a : to;
+    *hi = b < to ? b : to;
+}
+
 void *util_aligned_alloc(size_t n)
 {
     if (n == 0)

@@ -23,6 +23,11 @@ double util_thread_cpu(void);
 void *util_aligned_alloc(size_t n);
 void util_aligned_free(void *p);
 
+/* Part k of [from, to) cut in `parts` parts of the same whole multiple of 16 elements
+ * (64 bytes of floats: no two parts share a cache line), the last ones shorter or
+ * empty: [*lo, *hi). */
+void util_slice(size_t from, size_t to, int parts, int k, size_t *lo, size_t *hi);
+
 /* Whole file into memory (NUL-terminated for convenience; *len excludes the NUL). */
 int util_read_file(const char *path, uint8_t **data, size_t *len, pt_err *e);
 

@@ -25,6 +25,7 @@ static struct {
     float *rs;              /* dist_reduce_scatter_floats: every rank's copy of mine */
     size_t rs_floats;
     int *counts, *displs;   /* size entries: the slices of the last vector */
+    int *rcounts, *rdispls; /* size entries: every rank's copy of this rank's slice */
     MPI_Comm comm_gather;   /* the sums' allgathers (see sum_advance) */
     unsigned long long sums_started, sums_gathering;
 } D = { .size = 1 };
@@ -76,6 +77,8 @@ int dist_init(pt_err *e)
     D.hosts = calloc((size_t)D.size, sizeof *D.hosts);
     D.counts = calloc((size_t)D.size, sizeof *D.counts);
     D.displs = calloc((size_t)D.size, sizeof *D.displs);
+    D.rcounts = calloc((size_t)D.size, sizeof *D.rcounts);
+    D.rdispls = calloc((size_t)D.size, sizeof *D.rdispls);
     char me[HOST_MAX] = "";
     int len = 0;
     char name[MPI_MAX_PROCESSOR_NAME];
@@ -85,7 +88,7 @@ int dist_init(pt_err *e)
         util_copy(me, sizeof me, "?");
     snprintf(D.who, sizeof D.who, "rank %d of %d on %s", D.rank, D.size, me);
     D.on = 1;
-    if (!D.hosts || !D.counts || !D.displs) {
+    if (!D.hosts || !D.counts || !D.displs || !D.rcounts || !D.rdispls) {
         dist_finalize();
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }
@@ -110,9 +113,11 @@ void dist_finalize(void)
     free(D.rs);
     free(D.counts);
     free(D.displs);
+    free(D.rcounts);
+    free(D.rdispls);
     D.rs = NULL;
     D.rs_floats = 0;
-    D.counts = D.displs = NULL;
+    D.counts = D.displs = D.rcounts = D.rdispls = NULL;
     D.hosts = NULL;
     D.scratch = NULL;
     D.scratch_bytes = 0;
@@ -235,6 +240,19 @@ int dist_allgather(const void *mine, void *all, size_t bytes, pt_err *e)
     return finish(&rq, t0, "allgather", e);
 }
 
+/* out[0, n) = copies[0][i] + copies[1][i] + ... + copies[N-1][i], added in rank
+ * order whatever order the copies arrived in: the same bits on every rank. copies
+ * holds N runs of n floats, one after the other. */
+static void sum_in_rank_order(float *out, const float *copies, size_t n, size_t N)
+{
+    memcpy(out, copies, n * sizeof(float));
+    for (size_t k = 1; k < N; k++) {
+        const float *c = copies + k * n;
+        for (size_t i = 0; i < n; i++)
+            out[i] += c[i];
+    }
+}
+
 /* A sum in flight: the vector padded to N slices (send), every rank's copy of this
  * rank's slice (recv), then everybody's sums (all). send is reused for this rank's
  * sums once the alltoall has ended. */
@@ -329,14 +347,9 @@ static int sum_advance(dist_sum *q, int *done, pt_err *e)
         q->a2a_done = 1;
         if (q->seq != D.sums_gathering)
             return PT_OK;
-        size_t N = (size_t)D.size, per = q->per;
+        size_t per = q->per;
         float *mine = q->send;
-        memcpy(mine, q->recv, per * sizeof(float));
-        for (size_t k = 1; k < N; k++) {
-            const float *r = q->recv + k * per;
-            for (size_t i = 0; i < per; i++)
-                mine[i] += r[i];
-        }
+        sum_in_rank_order(mine, q->recv, per, (size_t)D.size);
         rc = MPI_Iallgather(mine, (int)per, MPI_FLOAT, q->all, (int)per, MPI_FLOAT,
                             D.comm_gather, &q->rq);
         D.sums_gathering++;
@@ -391,11 +404,7 @@ int dist_sum_floats(float *v, size_t n, pt_err *e)
 
 void dist_slice(size_t n, int rank, size_t *lo, size_t *hi)
 {
-    size_t N = (size_t)D.size, per = (n + N - 1) / N;
-    per = (per + 15) & ~(size_t)15;
-    size_t a = (size_t)rank * per, b = a + per;
-    *lo = a < n ? a : n;
-    *hi = b < n ? b : n;
+    util_slice(0, n, D.size, rank, lo, hi);
 }
 
 /* The slices of a vector of n in D.counts / D.displs; 0 when a slice is too long
@@ -429,30 +438,19 @@ int dist_reduce_scatter_floats(float *v, size_t n, pt_err *e)
     }
     /* Rank k sends its slice j of v to rank j, and receives every rank's copy of
      * its own slice, rank after rank. */
-    int *rcounts = malloc(2 * N * sizeof *rcounts);
-    if (!rcounts)
-        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    int *rdispls = rcounts + N;
     for (size_t k = 0; k < N; k++) {
-        rcounts[k] = (int)mine;
-        rdispls[k] = (int)(k * mine);
+        D.rcounts[k] = (int)mine;
+        D.rdispls[k] = (int)(k * mine);
     }
     double t0 = util_now();
     MPI_Request rq;
-    int rc = MPI_Ialltoallv(v, D.counts, D.displs, MPI_FLOAT, D.rs, rcounts, rdispls, MPI_FLOAT,
-                            D.comm, &rq);
-    rc = rc == MPI_SUCCESS ? finish(&rq, t0, "reduce-scatter (alltoall)", e)
-                           : mpi_fail(e, "reduce-scatter (alltoall)", rc);
-    free(rcounts);
-    if (rc != PT_OK)
+    int rc = MPI_Ialltoallv(v, D.counts, D.displs, MPI_FLOAT, D.rs, D.rcounts, D.rdispls,
+                            MPI_FLOAT, D.comm, &rq);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(e, "reduce-scatter (alltoall)", rc);
+    if ((rc = finish(&rq, t0, "reduce-scatter (alltoall)", e)) != PT_OK)
         return rc;
-    float *out = v + D.displs[D.rank];
-    memcpy(out, D.rs, mine * sizeof(float));
-    for (size_t k = 1; k < N; k++) {
-        const float *r = D.rs + k * mine;
-        for (size_t i = 0; i < mine; i++)
-            out[i] += r[i];
-    }
+    sum_in_rank_order(v + D.displs[D.rank], D.rs, mine, N);
     return PT_OK;
 }
 

@@ -323,17 +323,11 @@ static int dispatch(strat *s, int job, pt_err *e)
     return end_job(s, e);
 }
 
-/* [from, to) in R slices of whole multiples of 16 floats from `from` (the last
- * ones shorter or empty). */
+/* [from, to) in R slices, one a replica (util_slice). */
 static void split(size_t from, size_t to, int R, size_t *lo, size_t *hi)
 {
-    size_t per = (to - from + (size_t)R - 1) / (size_t)R;
-    per = (per + 15) & ~(size_t)15;
-    for (int r = 0; r < R; r++) {
-        size_t a = from + (size_t)r * per, b = a + per;
-        lo[r] = a < to ? a : to;
-        hi[r] = b < to ? b : to;
-    }
+    for (int r = 0; r < R; r++)
+        util_slice(from, to, R, r, &lo[r], &hi[r]);
 }
 
 int strat_new(const strat_config *cfg, strat **out, pt_err *e)
@@ -406,7 +400,6 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
             hi = lo;
         }
     }
-    /* Slices aligned to 16 floats (64 bytes): no two replicas share a cache line. */
     split(0, s->n_params, s->R, s->lo, s->hi);
     s->rank_lo = 0;
     s->rank_hi = s->n_params;
