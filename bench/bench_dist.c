@@ -5,8 +5,8 @@
  *   1. training: for `small` and MobileNetV2 x1.0 at 128 px (the demo data, 16 per
  *      replica, two epochs), `petal-tui --headless --replicas 2 --workers 2`,
  *      `mpirun -np 2 petal-tui --headless --replicas 1 --workers 1 --no-overlap` (the
- *      optimizer sliced across the ranks) and the same with --overlap (the default)
- *      in turn, five rounds; ms per update is the second epoch's own line (the first one's holds
+ *      optimizer sliced across the ranks: what --overlap auto, the default, takes on
+ *      one host) and the same with --overlap (auto's choice across hosts) in turn, five rounds; ms per update is the second epoch's own line (the first one's holds
  *      the start: threads, caches, the first batches), without validation, and the
  *      time in collectives its throughput line's (waits for the other rank
  *      included). A round's overhead is (2 ranks - 1 process) / 1 process; the
@@ -14,14 +14,14 @@
  *      2 cores wander by 10-20% each.
  *   2. the exchange alone: mpirun -np 2 of this program, timing for each model's
  *      parameter count dist_sum_floats() (the sum --overlap's buckets make) and
- *      dist_reduce_scatter_floats() + dist_allgather_floats() (the default's sum of
- *      the slices, then the gather of the weights): the best of 30.
+ *      dist_reduce_scatter_floats() + dist_allgather_floats() (--no-overlap's sum
+ *      of the slices, then the gather of the weights): the best of 30.
  *   3. the model: gradient bytes per update 4 x parameters; a ring allreduce (the
  *      same volume as dist's reduce-scatter + allgather) takes 2 (N-1)/N x bytes /
  *      bandwidth + 2 (N-1) x latency; against the compute time per update of one host
  *      like this one (2 cores, 2 replicas x 16, the 1-process figure of part 1), with
  *      the exchange after the backward pass (--no-overlap) and during it, in the
- *      strategy's buckets (the default).
+ *      strategy's buckets (--overlap, auto's choice across hosts).
  *
  * Run it as `build/bench/bench_dist` (it starts mpirun itself; as root with
  * --allow-run-as-root). PT_BIN names the program (default build/petal-tui). */
@@ -173,7 +173,7 @@ int main(int argc, char **argv)
     long long params[3] = { 0 };
     printf("\n1. training, 128 px, 16 per replica, the demo data's 2nd epoch (61 updates);\n"
            "   2 x 1 with the gradient sent after the backward and the optimizer sliced\n"
-           "   (--no-overlap), and during it (the default); overhead against 1 x 2, comm =\n"
+           "   (--no-overlap), and during it (--overlap); overhead against 1 x 2, comm =\n"
            "   time in collectives\n");
     printf("%-12s %5s %10s %10s %10s %9s %9s %8s %8s\n", "model", "round", "1x2 ms",
            "no-ovl ms", "overlap ms", "no-ovl", "overlap", "no-ovl", "overlap");
@@ -228,7 +228,7 @@ int main(int argc, char **argv)
     }
 
     printf("\n2. the gradient exchange alone, 2 ranks, best of 30: dist_sum_floats (what\n"
-           "   the default's buckets do), and --no-overlap's reduce-scatter of the gradient\n"
+           "   --overlap's buckets do), and --no-overlap's reduce-scatter of the gradient\n"
            "   then gather of the weights\n");
     char cmd[1024];
     int n = snprintf(cmd, sizeof cmd, "mpirun -np 2 %s'%s'", root_flag(), argv[0]);
@@ -266,7 +266,7 @@ int main(int argc, char **argv)
     printf("\n3. model: ring allreduce 2(N-1)/N x bytes / bandwidth + 2(N-1) x 50 us, against\n"
            "   one host like this one computing an update of 2 x 16 (part 1's 1-process\n"
            "   ms/update; the ONNX backbone taken as mobilenetv2's x 224/128 squared).\n"
-           "   After the backward (--no-overlap): all of it is exposed. During it (the default): the\n"
+           "   After the backward (--no-overlap): all of it is exposed. During it (--overlap): the\n"
            "   gradient in B buckets of up to 131,072 floats (at most 16), each its own\n"
            "   allreduce, one after another on the link, hidden behind the backward pass\n"
            "   (2/3 of the compute) except the last bucket's: exposed = max(one bucket,\n"

@@ -6,11 +6,11 @@
 #   B  two plain processes at once, 1 replica and 1 worker each, each bound to one
 #      core as mpirun binds its ranks, no MPI at all: the 2-process layout without
 #      any communication or waiting for each other
-#   C  mpirun -np 2, 1 replica and 1 worker per rank (2 x 1), --overlap (the
-#      default): the gradient sent in buckets during the backward pass, every rank
-#      stepping the whole optimizer
-#   D  C with --no-overlap: the gradient summed after the backward pass, the
-#      optimizer sliced across the ranks
+#   C  mpirun -np 2, 1 replica and 1 worker per rank (2 x 1), --overlap (what
+#      --overlap auto takes across hosts): the gradient sent in buckets during the
+#      backward pass, every rank stepping the whole optimizer
+#   D  C with --no-overlap (what auto takes on one host, as here): the gradient
+#      summed after the backward pass, the optimizer sliced across the ranks
 # (B - A) / A is what two processes cost against one, (C - B) / A what the
 # communication and the ranks' waiting for each other add. (Until 2026-11-25 D was
 # C with --bind-to none, which cost 18% against A: bench/RESULTS.md.)

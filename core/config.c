@@ -85,7 +85,7 @@ static const cfg_option OPTIONS[] = {
     { "workers", CFG_INT, F(workers), "0", 0, 64, NULL, "N", "decode threads; 0 = automatic", NULL, ALL, 0, NULL },
     { "prefetch", CFG_INT, F(prefetch), "4", 1, 256, NULL, "N", "ready batches kept ahead", NULL, ALL, 0, NULL },
     { "stop-on-data-error", CFG_BOOL, F(stop_on_data_error), "no", 0, 0, NULL, NULL, "stop at a bad record, not skip it", NULL, ALL, 0, NULL },
-    { "overlap", CFG_BOOL, F(overlap), "yes", 0, 0, NULL, NULL, "mpirun jobs: send gradients during the backward pass (--no-overlap: after it, each process stepping its slice of the optimizer)", NULL, ALL, 0, NULL },
+    { "overlap", CFG_BOOL_AUTO, F(overlap), "auto", 0, 0, NULL, NULL, "mpirun jobs: send gradients during the backward pass (--no-overlap: after it, each process stepping its slice of the optimizer; auto: overlap when the ranks span hosts)", NULL, ALL, 0, NULL },
     { "checkpoint-every", CFG_INT, F(checkpoint_every), "1", 1, RUN_MAX_EPOCHS, NULL, "N", "epochs between checkpoints", NULL, ALL, 0, NULL },
 };
 
@@ -153,9 +153,9 @@ static int bad_choice(const cfg_option *o, const char *v, pt_err *e)
 
 /* ---- reading values ------------------------------------------------------------- */
 
-/* A number kind's field, in the member its kind names (CFG_INT, CFG_BOOL and
- * CFG_CHOICE: b; CFG_OVERSAMPLE: i; CFG_U64: u; CFG_NUM: d). Copied with memcpy, as
- * many bytes as the row's field has. */
+/* A number kind's field, in the member its kind names (CFG_INT, CFG_BOOL,
+ * CFG_BOOL_AUTO and CFG_CHOICE: b; CFG_OVERSAMPLE: i; CFG_U64: u; CFG_NUM: d).
+ * Copied with memcpy, as many bytes as the row's field has. */
 typedef union field {
     int b;
     long long i;
@@ -285,6 +285,13 @@ static int set_option(run_config *c, const cfg_option *o, const char *v, pt_err 
         break;
     case CFG_BOOL:
         rc = parse_bool(o, v, &f.b, e);
+        break;
+    case CFG_BOOL_AUTO:
+        if (!strcmp(v, "auto"))
+            f.b = -1;
+        else if (parse_bool(o, v, &f.b, NULL) != PT_OK)
+            rc = err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                         "%s wants yes, no or auto, not '%s'", o->name, v);
         break;
     }
     if (rc == PT_OK && o->size <= sizeof f)
@@ -421,6 +428,9 @@ int cfg_value(const run_config *c, const cfg_option *o, char *buf, size_t n)
     }
     case CFG_BOOL:
         k = snprintf(buf, n, "%s", v.b ? "yes" : "no");
+        break;
+    case CFG_BOOL_AUTO:
+        k = snprintf(buf, n, "%s", v.b < 0 ? "auto" : v.b ? "yes" : "no");
         break;
     }
     return k < 0 || (size_t)k >= n ? -1 : 0;

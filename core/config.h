@@ -23,6 +23,8 @@ typedef enum cfg_kind {
     CFG_U64,            /* uint64_t from lo to hi */
     CFG_NUM,            /* double from lo to hi, written with %g (more digits when needed) */
     CFG_BOOL,           /* int 0 or 1: yes/no, also 1/0, true/false, on/off */
+    CFG_BOOL_AUTO,      /* int 1, 0 or -1: what CFG_BOOL takes, or auto (the program
+                           decides when it knows more) */
     CFG_OVERSAMPLE,     /* long long: a count from lo to hi, max (-1) or off (0) */
     CFG_AUGMENT,        /* char[]: a chain spec that aug_parse() accepts */
     CFG_WIDTHS,         /* char[]: a channel list that run_parse_widths() accepts */

@@ -68,7 +68,9 @@ typedef struct run_config {
     int deterministic;
     int shuffle_buffer;
     int workers;                /* pipeline decode threads; 0 = automatic */
-    int overlap;                /* mpirun jobs: gradients sent during the backward */
+    int overlap;                /* mpirun jobs: gradients sent during the backward (1),
+                                   after it with the optimizer sliced (0), or -1: the
+                                   first when the ranks span hosts, else the second */
     int prefetch;
     int stop_on_data_error;
     int checkpoint_every;       /* epochs between checkpoints (>= 1) */

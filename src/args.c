@@ -41,7 +41,7 @@ static struct option *long_options(const cfg_option *t, size_t n)
     for (size_t i = 0; i < n; i++)
         if (t[i].where & CFG_CLI) {
             count++;
-            if (t[i].kind == CFG_BOOL) {
+            if (t[i].kind == CFG_BOOL || t[i].kind == CFG_BOOL_AUTO) {
                 count++;
                 bytes += strlen(t[i].name) + 4;
             }
@@ -54,7 +54,7 @@ static struct option *long_options(const cfg_option *t, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (!(t[i].where & CFG_CLI))
             continue;
-        int flag = t[i].kind == CFG_BOOL;
+        int flag = t[i].kind == CFG_BOOL || t[i].kind == CFG_BOOL_AUTO;
         lo[k++] = (struct option){ t[i].name, flag ? optional_argument : required_argument, NULL,
                                    ROW + (int)i };
         if (flag) {
@@ -157,7 +157,7 @@ static int read_command_line(int argc, char **argv, const struct option *lo, arg
             const cfg_option *o = &t[c - ROW];
             const char *v = optarg;
             /* A bare yes/no option means yes, unless a yes or no follows. */
-            if (!v && o->kind == CFG_BOOL)
+            if (!v && (o->kind == CFG_BOOL || o->kind == CFG_BOOL_AUTO))
                 v = optind < argc && is_yes_no(o, argv[optind]) ? argv[optind++] : "yes";
             if (!strcmp(o->name, "resume"))
                 *resume = v;

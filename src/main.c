@@ -67,7 +67,8 @@ static void help_options(void)
         if (!(o->where & CFG_CLI))
             continue;
         char lhs[256], dflt[600];
-        int k = snprintf(lhs, sizeof lhs, "--%s%s%s", o->name, o->kind == CFG_BOOL ? "" : " ",
+        int k = snprintf(lhs, sizeof lhs, "--%s%s%s", o->name,
+                         o->kind == CFG_BOOL ? "" : o->kind == CFG_BOOL_AUTO ? "[=yes|no|auto]" : " ",
                          o->arg ? o->arg : "");
         for (int c = 0; !o->arg && o->choices && o->choices[c] && k < (int)sizeof lhs; c++)
             k += snprintf(lhs + k, sizeof lhs - (size_t)k, "%s%.*s", c ? "|" : "",

@@ -45,7 +45,7 @@ static const char DEFAULT_TEXT[] =
     "workers = 0\n"
     "prefetch = 4\n"
     "stop-on-data-error = no\n"
-    "overlap = yes\n"
+    "overlap = auto\n"
     "checkpoint-every = 1\n";
 
 static const char OTHER_TEXT[] =
@@ -256,6 +256,8 @@ TEST(config_set_checks_values_with_the_messages_users_see)
         { "schedule", "step", "schedule wants exp, linear or cosine, not 'step'" },
         { "warmup", "1.5", "warmup wants a number from 0 to 1, not '1.5'" },
         { "deterministic", "maybe", "deterministic wants yes or no, not 'maybe'" },
+        { "deterministic", "auto", "deterministic wants yes or no, not 'auto'" },
+        { "overlap", "maybe", "overlap wants yes, no or auto, not 'maybe'" },
         { "oversample", "lots",
           "oversample wants a target count, max (the largest class) or off, not 'lots'" },
         { "bogus", "1", "unknown option 'bogus'" },
@@ -280,7 +282,7 @@ TEST(config_set_checks_values_with_the_messages_users_see)
         { "schedule", "exponential" }, { "oversample", "largest" }, { "oversample", "no" },
         { "deterministic", "off" },    { "freeze-backbone", "1" },  { "augment", "none" },
         { "image-size", "32" },        { "seed", "0" },             { "init", "he" },
-        { "widths", "8" },
+        { "widths", "8" },             { "overlap", "on" },
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         T_CHECKF(cfg_set(&c, good[i].key, good[i].value, NULL) == PT_OK, "%s = %s", good[i].key,
@@ -293,6 +295,9 @@ TEST(config_set_checks_values_with_the_messages_users_see)
     T_EQ_INT(c.image_size, 32);
     T_EQ_INT(c.init, RUN_INIT_HE);
     T_EQ_STR(c.widths, "8");
+    T_EQ_INT(c.overlap, 1);
+    T_REQUIRE(cfg_set(&c, "overlap", "auto", NULL) == PT_OK);
+    T_EQ_INT(c.overlap, -1);
     T_REQUIRE(cfg_set(&c, "init", "pytorch", NULL) == PT_OK);
     T_EQ_INT(c.init, RUN_INIT_TORCH);
 }
@@ -310,7 +315,7 @@ TEST(config_table_rows_are_consistent)
         const cfg_option *o = &t[i];
         size_t want = 0;
         switch (o->kind) {
-        case CFG_INT: case CFG_BOOL: case CFG_CHOICE: want = sizeof(int); break;
+        case CFG_INT: case CFG_BOOL: case CFG_BOOL_AUTO: case CFG_CHOICE: want = sizeof(int); break;
         case CFG_U64: want = sizeof(uint64_t); break;
         case CFG_OVERSAMPLE: want = sizeof(long long); break;
         case CFG_NUM: want = sizeof(double); break;

@@ -52,6 +52,7 @@ typedef struct job {
     int epochs;
     const char *const *extra_mpi;   /* more mpirun options (NULL-terminated), or NULL */
     const char *const *pre;         /* a program to run it under, or NULL */
+    const char *const *wrap;        /* a program each rank runs under, or NULL */
     const char *const *extra;       /* more program options, after RUN_ARGS, or NULL */
     int workbench;                  /* no --headless */
     char out_file[4200], err_file[4200];
@@ -73,6 +74,8 @@ static pid_t start(job *j, const char *tag)
         argv[n++] = "-np";
         argv[n++] = np;
     }
+    for (int i = 0; j->wrap && j->wrap[i]; i++)
+        argv[n++] = j->wrap[i];
     argv[n++] = t_bin();
     if (!j->workbench)
         argv[n++] = "--headless";
@@ -288,6 +291,9 @@ TEST(dist_two_ranks_train_the_model_of_one_process_with_two_replicas)
     /* Rank 0 reports; rank 1 says nothing at all. */
     T_EQ_INT(count_lines_with(j.out_file, "done: 2 epochs"), 1);
     T_EQ_INT(count_lines_with(j.out_file, "data parallel: 2 ranks"), 1);
+    /* Both ranks on this host: --overlap auto slices the optimizer, and says why. */
+    T_EQ_INT(count_lines_with(j.out_file, "each rank stepping its 1/2 of the optimizer"), 1);
+    T_EQ_INT(count_lines_with(j.out_file, "(--overlap auto: the ranks share one host"), 1);
     /* Its monitor has every rank's replica, and the time in collectives. */
     T_EQ_INT(count_lines_with(j.out_file, " replica 1 (rank 1 on "), 2);
     T_EQ_INT(count_lines_with(j.out_file, "); collectives "), 2);
@@ -318,13 +324,14 @@ TEST(dist_gradient_sent_during_the_backward_in_buckets_keeps_the_bits_on_three_r
      * each rank's moments current in its own slice only until the checkpoint
      * gathers them). */
     static const char *const wide[] = { "--widths", "64,256,256", NULL };
+    static const char *const wide_on[] = { "--widths", "64,256,256", "--overlap", NULL };
     static const char *const wide_off[] = { "--widths", "64,256,256", "--no-overlap", NULL };
     char ref[4200], on[4200], off[4200];
     util_path(ref, sizeof ref, "%s/wide-ref", t_tmpdir());
     util_path(on, sizeof on, "%s/wide-on", t_tmpdir());
     util_path(off, sizeof off, "%s/wide-off", t_tmpdir());
     job a = { .ranks = 0, .replicas = 3, .out = ref, .epochs = 1, .extra = wide };
-    job b = { .ranks = 3, .replicas = 1, .out = on, .epochs = 1, .extra = wide };
+    job b = { .ranks = 3, .replicas = 1, .out = on, .epochs = 1, .extra = wide_on };
     job c = { .ranks = 3, .replicas = 1, .out = off, .epochs = 1, .extra = wide_off };
     int sa = run(&a, "wide-ref"), sb = run(&b, "wide-on"), sc = run(&c, "wide-off");
     if (sa || sb || sc) {
@@ -351,6 +358,50 @@ TEST(dist_gradient_sent_during_the_backward_in_buckets_keeps_the_bits_on_three_r
                                           "of the optimizer (--no-overlap)"), 1);
     T_EQ_INT(count_lines_with(c.out_file, "% of gradient buckets"), 0);
     T_EQ_INT(count_lines_with(b.out_file, " replica 2 (rank 2 on "), 1);
+}
+
+/* Each rank in a UTS namespace of its own, named host-RANK: to the job, two hosts
+ * (what it knows of hosts is their names), while MPI still goes through shared
+ * memory. */
+static const char *const ON_TWO_HOSTS[] = {
+    "unshare", "-u", "sh", "-c", "hostname \"host-$OMPI_COMM_WORLD_RANK\" && exec \"$@\"", "sh",
+    NULL
+};
+
+TEST(dist_ranks_on_two_hosts_send_the_gradient_during_the_backward_by_default)
+{
+    T_NEED_TOOL("mpirun");
+    T_NEED_TOOL("unshare");
+    char *out_text = NULL;
+    if (t_run("unshare -u true", &out_text) != 0) {
+        free(out_text);
+        t_skip("unshare -u (a host name of each rank's own) needs root here");
+        return;
+    }
+    free(out_text);
+    T_REQUIRE(dataset()[0]);
+    const char *ref = reference();
+    T_REQUIRE(ref);
+    char out[4200];
+    util_path(out, sizeof out, "%s/hosts", t_tmpdir());
+    job j = { .ranks = 2, .replicas = 1, .out = out, .epochs = 2, .wrap = ON_TWO_HOSTS };
+    int st = run(&j, "hosts");
+    if (st != 0)
+        show(&j);
+    T_REQUIRE(st == 0);
+    /* --overlap auto: across hosts the gradient goes in buckets during the backward
+     * pass, and the bits stay those of one process. */
+    T_EQ_INT(count_lines_with(j.out_file, "(--overlap auto: the ranks span more than one "
+                                          "host"), 1);
+    T_EQ_INT(count_lines_with(j.out_file, "gradients cross the ranks in "), 1);
+    for (uint32_t tag = 1; tag <= 4; tag++) {
+        double d = max_diff(ref, out, tag);
+        T_CHECKF(d >= 0 && d <= 1e-5, "checkpoint section %u differs by %g", tag, d);
+    }
+    T_CHECK(same_history(ref, out));
+    /* The monitor names each replica's host. */
+    T_EQ_INT(count_lines_with(j.out_file, "data parallel: 2 ranks (rank 0 on host-0)"), 1);
+    T_EQ_INT(count_lines_with(j.out_file, " replica 1 (rank 1 on host-1)"), 2);
 }
 
 TEST(dist_checkpoint_of_n_ranks_resumes_on_m)

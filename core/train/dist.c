@@ -153,6 +153,20 @@ const char *dist_host_of(int rank)
     return D.hosts[rank];
 }
 
+int dist_host_count(void)
+{
+    if (!D.on || !D.hosts)
+        return 1;
+    int n = 0;
+    for (int k = 0; k < D.size; k++) {
+        int seen = 0;
+        for (int j = 0; j < k && !seen; j++)
+            seen = !strcmp(D.hosts[j], D.hosts[k]);
+        n += !seen;
+    }
+    return n;
+}
+
 double dist_comm_seconds(void)
 {
     return D.comm_s;

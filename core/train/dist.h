@@ -49,6 +49,8 @@ int dist_size(void);
 /* This host's name, and rank k's (gathered when joining; "" out of range). */
 const char *dist_host(void);
 const char *dist_host_of(int rank);
+/* How many different hosts the job's ranks run on (1 outside a job). */
+int dist_host_count(void);
 /* "rank 1 of 2 on HOST" (empty when not in a job), for messages. */
 const char *dist_who(void);
 

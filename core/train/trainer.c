@@ -270,7 +270,7 @@ static int prepare(trn *r, pt_err *e)
                         .replicas = r->R, .batch_per_replica = r->B, .grad_acc = r->A,
                         .predict_batch = r->P, .label_smoothing = (float)cfg->label_smoothing,
                         .first_replica = r->g0, .all_replicas = r->ranks > 1 ? r->G : 0,
-                        .overlap = cfg->overlap };
+                        .overlap = trn_dist_overlap(r) };
     if ((rc = strat_new(&sc, &r->st, e)) != PT_OK)
         return rc;
     trn_set_state(r, RUN_PREPARING, "measuring the single-core sgemm peak");
@@ -346,6 +346,12 @@ static int prepare(trn *r, pt_err *e)
             trn_log(r, "gradients cross the ranks after the backward pass, each rank stepping "
                        "its 1/%d of the optimizer (--no-overlap)",
                     r->ranks);
+        if (cfg->overlap < 0)
+            trn_log(r, "(--overlap auto: %s)",
+                    nb > 0 ? "the ranks span more than one host; during the backward pass the "
+                             "network's time is hidden"
+                           : "the ranks share one host, where the exchange is quick and stepping "
+                             "a slice of the optimizer saves more than overlap hides");
     }
     trn_log(r, "model %s: %zu parameters (%zu trainable), %.1f MFLOP per image forward; sgemm "
                "peak %.1f GFLOP/s (%s)",

@@ -100,6 +100,13 @@ int trn_dist_share_state(trn *r, pt_err *e)
     return PT_OK;
 }
 
+int trn_dist_overlap(const trn *r)
+{
+    if (r->cfg->overlap >= 0)
+        return r->cfg->overlap;
+    return dist_host_count() > 1;
+}
+
 int trn_dist_control(trn *r, int c, pt_err *e)
 {
     if (r->ranks == 1)

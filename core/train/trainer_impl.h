@@ -112,6 +112,13 @@ int trn_dist_join(trn *r, pt_err *e);
 /* Rank 0's weights, optimizer, moving average, progress and training figures to
  * every rank (after a resume: the others never read the checkpoint). */
 int trn_dist_share_state(trn *r, pt_err *e);
+/* Whether the gradient travels during the backward pass (--overlap): as set, or for
+ * auto, when the ranks span more than one host. Across hosts the overlap hides the
+ * network's time; on one host the exchange is quick and the sliced optimizer of
+ * --no-overlap costs less than the overlap's copies and polling (bench/RESULTS.md,
+ * "Data parallel"). The same answer on every rank: the config and the host list are
+ * the job's. */
+int trn_dist_overlap(const trn *r);
 /* The command every rank obeys: the strongest of every rank's (stop over pause over
  * go), so a signal to any rank stops them all. */
 int trn_dist_control(trn *r, int c, pt_err *e);
