@@ -31,7 +31,10 @@ echo "bench/dist_layout.sh  $(date +%F)  cpu \"$(sed -n 's/^model name[^:]*: //p
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%5s %8s %8s %8s %8s %8s %10s %10s %10s\n' round A B0 B1 C D "(B-A)/A" "(C-B)/A" "(D-B)/A"
 for k in $(seq "$rounds"); do
-    rm -rf "$tmp"/*
+    # The runs' folders and logs only: the rows of the rounds stay for the medians.
+    # (Until 2026-11-25 this removed the rows too, so the medians printed were the
+    # last round's figures.)
+    rm -rf "$tmp"/a* "$tmp"/b* "$tmp"/c* "$tmp"/d*
     $bin $common --replicas 2 --workers 2 --out "$tmp/a" > "$tmp/a.log" 2>&1
     taskset -c 0 $bin $common --replicas 1 --workers 1 --out "$tmp/b0" > "$tmp/b0.log" 2>&1 &
     p0=$!
