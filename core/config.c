@@ -57,7 +57,7 @@ static const cfg_option OPTIONS[] = {
     { "bn-momentum", CFG_NUM, F(bn_momentum), "0.99", 0, 0.9999, NULL, "M", "batch-norm running statistics: M x old + (1 - M) x batch", NULL, ALL, 0, NULL },
     { "image-size", CFG_INT, F(image_size), "0", 0, 1024, NULL, "S", "model input side; 0 = the dataset's", NULL, ALL, 0, image_size_check },
     { "epochs", CFG_INT, F(epochs), "10", 1, RUN_MAX_EPOCHS, NULL, "N", "epochs to train", NULL, ALL, 5, NULL },
-    { "replicas", CFG_INT, F(replicas), "0", 0, RUN_MAX_REPLICAS, NULL, "R", "replica threads; 0 = one per core", NULL, ALL, 2, NULL },
+    { "replicas", CFG_INT, F(replicas), "0", 0, RUN_MAX_REPLICAS, NULL, "R", "replica threads; 0 = one per core the process may run on", NULL, ALL, 2, NULL },
     { "batch-per-replica", CFG_INT, F(batch_per_replica), "16", 1, 4096, NULL, "B", "examples per replica per step", NULL, ALL, 3, NULL },
     { "grad-acc", CFG_INT, F(grad_acc), "1", 1, 1024, NULL, "A", "gradient accumulation steps per update", NULL, ALL, 4, NULL },
     { "oversample", CFG_OVERSAMPLE, F(oversample), "off", 0, 1LL << 40, NULL, "N|max|off", "oversample small classes to N", NULL, ALL, 11, NULL },

@@ -35,7 +35,7 @@ int cmd_shards(int argc, char **argv)
 {
     shd_folder_config c = {
         .size = 192, .val_frac = 0.2, .test_frac = 0.0, .per_shard = 256, .quality = 95,
-        .workers = (int)sysconf(_SC_NPROCESSORS_ONLN), .seed = 42,
+        .workers = util_cores(), .seed = 42,
         .progress = progress, .on_skip = skipped,
     };
     const char *pos[2] = { NULL, NULL };

@@ -404,6 +404,38 @@ TEST(dist_ranks_on_two_hosts_send_the_gradient_during_the_backward_by_default)
     T_EQ_INT(count_lines_with(j.out_file, " replica 1 (rank 1 on host-1)"), 2);
 }
 
+TEST(dist_replicas_0_means_one_per_core_the_rank_may_run_on)
+{
+    T_NEED_TOOL("mpirun");
+    T_NEED_TOOL("taskset");
+    T_REQUIRE(dataset()[0]);
+    /* mpirun binds each of 2 ranks to a core of its own (with too few cores, to
+     * none, on the one core there is): one replica each, not one per core of the
+     * host each, which would put them all on one core. */
+    char out[4200];
+    util_path(out, sizeof out, "%s/bound", t_tmpdir());
+    job j = { .ranks = 2, .replicas = 0, .out = out, .epochs = 1 };
+    int st = run(&j, "bound");
+    if (st != 0)
+        show(&j);
+    T_REQUIRE(st == 0);
+    T_EQ_INT(count_lines_with(j.out_file, "data parallel: 2 ranks (rank 0 on "), 1);
+    T_EQ_INT(count_lines_with(j.out_file, " with 2 replicas in all"), 1);
+    /* A plain run under taskset: the same rule, and it says so where the host has
+     * more cores than the process may use. */
+    static const char *const one_core[] = { "taskset", "-c", "0", NULL };
+    util_path(out, sizeof out, "%s/taskset", t_tmpdir());
+    job k = { .ranks = 0, .replicas = 0, .out = out, .epochs = 1, .pre = one_core };
+    st = run(&k, "taskset");
+    if (st != 0)
+        show(&k);
+    T_REQUIRE(st == 0);
+    T_EQ_INT(count_lines_with(k.out_file, "; 1 replicas x 2 x 1 accumulation"), 1);
+    if (util_cores_online() > 1)
+        T_EQ_INT(count_lines_with(k.out_file, "--replicas 0: one replica per core this "
+                                              "process may run on, 1 of the host's "), 1);
+}
+
 TEST(dist_checkpoint_of_n_ranks_resumes_on_m)
 {
     T_NEED_TOOL("mpirun");

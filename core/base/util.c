@@ -1,3 +1,5 @@
+/* sched_getaffinity() and CPU_COUNT() are GNU's. */
+#define _GNU_SOURCE
 #include "base/util.h"
 
 #include <dirent.h>
@@ -6,6 +8,7 @@
 #include <ftw.h>
 #include <libgen.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +17,20 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+int util_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    return util_cores_online();
+}
+
+int util_cores_online(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
 
 double util_now(void)
 {

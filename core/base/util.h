@@ -14,6 +14,12 @@
 
 #include "base/err.h"
 
+/* The cores this process may run on: its CPU affinity (taskset, mpirun's binding of
+ * its ranks, a cpuset), or the online ones where that cannot be read; at least 1. */
+int util_cores(void);
+/* The host's online cores, at least 1. */
+int util_cores_online(void);
+
 /* Seconds on the monotonic clock. */
 double util_now(void);
 /* CPU seconds used by the calling thread. */

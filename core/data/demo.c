@@ -166,10 +166,10 @@ int demo_ensure(const char *cache_root, char *path, size_t n, demo_progress_fn p
     const char *names[64];
     for (int k = 0; k < p.n_classes; k++)
         names[k] = flw_class_name(k);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int cores = util_cores();
     shd_writer_config w = {
         .out_dir = tmp, .size = p.image_size, .per_shard = p.per_shard, .quality = p.quality,
-        .workers = cores > 0 ? (int)cores : 1, .class_names = names, .n_classes = p.n_classes,
+        .workers = cores, .class_names = names, .n_classes = p.n_classes,
         .draw = draw_flower, .progress = progress, .cb_ctx = ctx,
     };
     shd_result res;

@@ -17,7 +17,7 @@
 
 int trn_replicas(const run_config *cfg)
 {
-    int R = cfg->replicas > 0 ? cfg->replicas : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int R = cfg->replicas > 0 ? cfg->replicas : util_cores();
     if (R < 1)
         R = 1;
     return R < RUN_MAX_REPLICAS ? R : RUN_MAX_REPLICAS;
@@ -330,6 +330,13 @@ static int prepare(trn *r, pt_err *e)
              r->ds->split[DS_TEST].count, r->n_classes, r->img, r->img, r->G, r->B, r->A, r->U,
              r->updates_per_epoch, r->oversampling ? " (oversampled)" : "");
     trn_log(r, "%s", summary);
+    if (cfg->replicas == 0 && util_cores() < util_cores_online())
+        trn_log(r, "--replicas 0: one replica per core this process may run on, %d of the "
+                   "host's %d%s",
+                util_cores(), util_cores_online(),
+                r->ranks > 1 ? " (mpirun binds each rank to one core unless told otherwise; "
+                               "with --bind-to none a rank may use them all)"
+                             : "");
     if (r->ranks > 1)
         trn_log(r, "data parallel: %d ranks (rank 0 on %s) with %d replicas in all, %d per update; "
                    "each rank decodes its slice of every batch of %d",
