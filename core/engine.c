@@ -392,10 +392,7 @@ int eng_wait(eng *g, double timeout)
         if (left <= 0)
             break;
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        double s = (double)ts.tv_sec + ts.tv_nsec * 1e-9 + (left < 0.2 ? left : 0.2);
-        ts.tv_sec = (time_t)s;
-        ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+        util_realtime_after(left < 0.2 ? left : 0.2, &ts);
         pthread_cond_timedwait(&g->end_cv, &g->lock, &ts);
     }
     int ended = !g->started || g->ended;

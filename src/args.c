@@ -22,6 +22,12 @@
 enum { OPT_CONFIG = 256, OPT_HEADLESS, OPT_NO_SIXEL, OPT_NO_COLOR, OPT_COMPARE, OPT_OPEN,
        OPT_TTY, ROW };
 
+/* A yes/no row (auto too): a flag with an optional "=value", and a "no-" form. */
+static int is_flag(cfg_kind k)
+{
+    return k == CFG_BOOL || k == CFG_BOOL_AUTO;
+}
+
 /* getopt_long's table: every CFG_CLI row (a yes/no row takes an optional "=value";
  * a following yes or no is read by hand), "no-NAME" for every yes/no row, and the
  * options outside the table. One allocation: the "no-" names follow the array. */
@@ -41,7 +47,7 @@ static struct option *long_options(const cfg_option *t, size_t n)
     for (size_t i = 0; i < n; i++)
         if (t[i].where & CFG_CLI) {
             count++;
-            if (t[i].kind == CFG_BOOL || t[i].kind == CFG_BOOL_AUTO) {
+            if (is_flag(t[i].kind)) {
                 count++;
                 bytes += strlen(t[i].name) + 4;
             }
@@ -54,7 +60,7 @@ static struct option *long_options(const cfg_option *t, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (!(t[i].where & CFG_CLI))
             continue;
-        int flag = t[i].kind == CFG_BOOL || t[i].kind == CFG_BOOL_AUTO;
+        int flag = is_flag(t[i].kind);
         lo[k++] = (struct option){ t[i].name, flag ? optional_argument : required_argument, NULL,
                                    ROW + (int)i };
         if (flag) {
@@ -157,7 +163,7 @@ static int read_command_line(int argc, char **argv, const struct option *lo, arg
             const cfg_option *o = &t[c - ROW];
             const char *v = optarg;
             /* A bare yes/no option means yes, unless a yes or no follows. */
-            if (!v && (o->kind == CFG_BOOL || o->kind == CFG_BOOL_AUTO))
+            if (!v && is_flag(o->kind))
                 v = optind < argc && is_yes_no(o, argv[optind]) ? argv[optind++] : "yes";
             if (!strcmp(o->name, "resume"))
                 *resume = v;

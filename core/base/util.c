@@ -39,6 +39,14 @@ double util_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+void util_realtime_after(double seconds, struct timespec *ts)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    long long ns = (long long)ts->tv_nsec + (long long)(seconds * 1e9);
+    ts->tv_sec += (time_t)(ns / 1000000000);
+    ts->tv_nsec = (long)(ns % 1000000000);
+}
+
 double util_thread_cpu(void)
 {
     struct timespec ts;

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "base/err.h"
 
@@ -22,6 +23,8 @@ int util_cores_online(void);
 
 /* Seconds on the monotonic clock. */
 double util_now(void);
+/* *ts = the realtime clock's now + seconds (>= 0): pthread_cond_timedwait's deadline. */
+void util_realtime_after(double seconds, struct timespec *ts);
 /* CPU seconds used by the calling thread. */
 double util_thread_cpu(void);
 

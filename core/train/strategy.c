@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/util.h"
 #include "train/dist.h"
@@ -384,20 +383,17 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }
     if (s->overlap) {
-        /* Equal buckets from the end, aligned like the slices below. */
+        /* The parameters cut like the slices below, numbered from the end: bucket
+         * 0 is the last slice. */
         size_t nb = (s->n_params + STRAT_BUCKET_FLOATS - 1) / STRAT_BUCKET_FLOATS;
-        nb = nb < 1 ? 1 : nb > STRAT_BUCKETS ? STRAT_BUCKETS : nb;
-        size_t each = ((s->n_params + nb - 1) / nb + 15) & ~(size_t)15;
-        s->n_buckets = 0;
-        for (size_t hi = s->n_params; hi > 0 && s->n_buckets < STRAT_BUCKETS;) {
-            size_t lo = hi > each ? hi - each : 0;
-            s->bk_lo[s->n_buckets] = lo;
-            s->bk_hi[s->n_buckets] = hi;
-            if (!(s->bk_sum[s->n_buckets++] = dist_sum_new(hi - lo))) {
+        s->n_buckets = nb < 1 ? 1 : nb > STRAT_BUCKETS ? STRAT_BUCKETS : (int)nb;
+        for (int b = 0; b < s->n_buckets; b++) {
+            util_slice(0, s->n_params, s->n_buckets, s->n_buckets - 1 - b, &s->bk_lo[b],
+                       &s->bk_hi[b]);
+            if (!(s->bk_sum[b] = dist_sum_new(s->bk_hi[b] - s->bk_lo[b]))) {
                 strat_free(s);
                 return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
             }
-            hi = lo;
         }
     }
     split(0, s->n_params, s->R, s->lo, s->hi);
@@ -561,12 +557,7 @@ static int train_overlapped(strat *s, pt_err *e)
                 /* Sums in flight: come back to test them within half a
                  * millisecond. */
                 struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_nsec += 500000;
-                if (ts.tv_nsec >= 1000000000) {
-                    ts.tv_sec++;
-                    ts.tv_nsec -= 1000000000;
-                }
+                util_realtime_after(5e-4, &ts);
                 pthread_cond_timedwait(&s->done_cv, &s->lock, &ts);
             } else {
                 pthread_cond_wait(&s->done_cv, &s->lock);

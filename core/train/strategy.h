@@ -23,7 +23,7 @@
  * progress), each summed over the rank's replicas and started across the ranks by
  * the calling thread while the replicas compute the first layers' gradients, and
  * every rank then steps the whole optimizer on the identical sum. Without overlap
- * (the default) the optimizer is sliced across the ranks as across the replicas:
+ * the optimizer is sliced across the ranks as across the replicas:
  * the rank's summed gradient is reduce-scattered, each rank steps its slice (split
  * among its replicas) and the weights are gathered; the moments stay each in its
  * rank until strat_share_optimizer(). With 1 replica per rank the sums are bit for

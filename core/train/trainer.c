@@ -337,11 +337,10 @@ static int prepare(trn *r, pt_err *e)
                 r->ranks > 1 ? " (mpirun binds each rank to one core unless told otherwise; "
                                "with --bind-to none a rank may use them all)"
                              : "");
-    if (r->ranks > 1)
+    if (r->ranks > 1) {
         trn_log(r, "data parallel: %d ranks (rank 0 on %s) with %d replicas in all, %d per update; "
                    "each rank decodes its slice of every batch of %d",
                 r->ranks, dist_host(), r->G, r->U, r->G * r->B);
-    if (r->ranks > 1) {
         int nb;
         long long sent, early;
         strat_get_overlap(r->st, &nb, &sent, &early);
