@@ -97,4 +97,31 @@ long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, f
  * be read. */
 int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e);
 
+/* ---- runs on disk: the run folder read back ---------------------------------------
+ * For --open, --compare and the runs list; no engine is needed. What is read, and its
+ * errors, are the run folder module's (core/train/runlog.h). */
+
+/* Read the run at path (a run folder, a folder of event files, or one event file);
+ * free it with eng_run_close(). */
+int eng_run_open(const char *path, run_figures **out, pt_err *e);
+void eng_run_close(run_figures *r);
+/* The value of option key of the run's config, or NULL when it does not name it. */
+const char *eng_run_opt(const run_figures *r, const char *key);
+/* The options whose values differ between the n runs, for run i as "key=value ..."
+ * (at most len bytes); how many keys differ. */
+int eng_run_diff_text(run_figures *const *runs, int n, int i, char *buf, size_t len);
+/* Every run folder in parent, sorted by name; those refused are counted in *skipped
+ * (may be NULL). Free the list with eng_runs_free(). */
+int eng_runs_scan(const char *parent, run_figures ***runs, int *n, int *skipped, pt_err *e);
+void eng_runs_free(run_figures **runs, int n);
+/* The last epoch's validation results of a petal-tui run folder (PT_ENODATA when it
+ * has none): the report (free with run_val_report_free) and n labels and predictions
+ * (free with free()). */
+int eng_run_val_load(const char *run_dir, int n_classes, run_val_report *rep, int **labels,
+                     int **preds, long long *n, pt_err *e);
+/* The run's log.txt lines without their date and time, oldest first, through fn; how
+ * many, or < 0 with e filled when there is no log. */
+int eng_run_log_lines(const char *run_dir, void (*fn)(void *ctx, const char *line), void *ctx,
+                      pt_err *e);
+
 #endif

@@ -182,6 +182,58 @@ typedef struct run_snapshot {
     char last_checkpoint[512];
 } run_snapshot;
 
+/* ---- a run read back from its folder ----------------------------------------
+ * What the run folder module gives the comparison overlay, the runs list and --open
+ * (engine.h: eng_run_open and the others): the curves, each point at three x
+ * positions, and what the runs list shows. Freed with eng_run_close(). */
+
+enum {
+    RUN_S_TRAIN_LOSS = 0,
+    RUN_S_VAL_LOSS,
+    RUN_S_TRAIN_ACC,
+    RUN_S_VAL_ACC,
+    RUN_S_TRAIN_F1,
+    RUN_S_VAL_F1,
+    RUN_S_BATCH_LOSS,   /* per update */
+    RUN_S_BATCH_ACC,
+    RUN_S_BATCH_LR,
+    RUN_SERIES_COUNT
+};
+
+enum { RUN_X_UPDATE = 0, RUN_X_EPOCH, RUN_X_TIME, RUN_X_COUNT };
+
+#define RUN_MAX_OPTS 96
+
+typedef struct run_series {
+    int n;
+    float *y;                   /* n values */
+    float *x[RUN_X_COUNT];      /* n positions on each axis; NaN where unknown */
+} run_series;
+
+typedef struct run_opt {
+    char key[40];
+    char value[256];
+} run_opt;
+
+typedef struct run_figures {
+    char path[4096];            /* as given */
+    char name[256];             /* the folder's name (a file: its run folder's) */
+    char writer[64];            /* "petal-tui", or the event files' writer */
+    char model[128];            /* from config; "" unknown */
+    char dataset[512];          /* from config ("demo" for the built-in data); "" unknown */
+    char date[32];              /* "YYYY-MM-DD HH:MM" the run began (local time); "" */
+    double started;             /* seconds since the epoch it began; 0 unknown */
+    int epochs;                 /* epochs with figures */
+    int epochs_planned;         /* from config; 0 unknown */
+    double best_val_f1;         /* NaN when there is none */
+    double best_val_acc;        /* NaN when there is none */
+    int from_history;           /* the epoch curves came from history.json */
+    long long event_files;      /* event files read */
+    run_series s[RUN_SERIES_COUNT];
+    int n_opts;
+    run_opt opt[RUN_MAX_OPTS];    /* RUN/config's "key = value" lines, in order */
+} run_figures;
+
 /* ---- previews and validation results ----------------------------------------- */
 
 typedef struct run_preview {

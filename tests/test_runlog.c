@@ -34,7 +34,7 @@ TEST(runlog_reads_a_demo_run_folder_from_history_and_event_files)
     T_REQUIRE(parent);
     char dir[4300];
     util_path(dir, sizeof dir, "%s/a", parent);
-    rlog_run *r;
+    run_figures *r;
     pt_err e;
     T_REQUIRE(rlog_load(dir, &r, &e) == PT_OK);
     T_EQ_STR(r->name, "a");
@@ -57,37 +57,37 @@ TEST(runlog_reads_a_demo_run_folder_from_history_and_event_files)
     util_path(sub, sizeof sub, "%s/validation", dir);
     T_REQUIRE(scalars(sub, "epoch_f1_score", steps, v, 8) == 2);
     T_REQUIRE(scalars(sub, "evaluation_loss_vs_iterations", it, iv, 8) == 2);
-    const rlog_series *f1 = &r->s[RLOG_VAL_F1];
+    const run_series *f1 = &r->s[RUN_S_VAL_F1];
     T_REQUIRE(f1->n == 2);
     double best = -1;
     for (int i = 0; i < 2; i++) {
         T_NEAR(f1->y[i], v[i], 1e-6);
-        T_EQ_INT(f1->x[RLOG_X_EPOCH][i], i + 1);
-        T_EQ_INT(f1->x[RLOG_X_UPDATE][i], it[i]);
-        T_CHECK(f1->x[RLOG_X_TIME][i] > 0);
+        T_EQ_INT(f1->x[RUN_X_EPOCH][i], i + 1);
+        T_EQ_INT(f1->x[RUN_X_UPDATE][i], it[i]);
+        T_CHECK(f1->x[RUN_X_TIME][i] > 0);
         best = v[i] > best ? v[i] : best;
     }
-    T_CHECK(f1->x[RLOG_X_TIME][1] > f1->x[RLOG_X_TIME][0]);
+    T_CHECK(f1->x[RUN_X_TIME][1] > f1->x[RUN_X_TIME][0]);
     T_NEAR(r->best_val_f1, best, 1e-6);
-    for (int k = 0; k < RLOG_BATCH_LOSS; k++)
+    for (int k = 0; k < RUN_S_BATCH_LOSS; k++)
         T_EQ_INT(r->s[k].n, 2);
 
     /* Every update's loss, at its update; epochs and seconds placed by the
      * epochs' ends. */
-    const rlog_series *bl = &r->s[RLOG_BATCH_LOSS];
+    const run_series *bl = &r->s[RUN_S_BATCH_LOSS];
     T_EQ_INT(bl->n, it[1]);
-    T_EQ_INT(r->s[RLOG_BATCH_LR].n, it[1]);
-    T_EQ_INT(bl->x[RLOG_X_UPDATE][bl->n - 1], it[1]);
-    T_NEAR(bl->x[RLOG_X_EPOCH][bl->n - 1], 2, 1e-6);
-    T_NEAR(bl->x[RLOG_X_EPOCH][it[0] - 1], 1, 1e-6);
-    T_NEAR(bl->x[RLOG_X_TIME][bl->n - 1], f1->x[RLOG_X_TIME][1], 1e-3);
+    T_EQ_INT(r->s[RUN_S_BATCH_LR].n, it[1]);
+    T_EQ_INT(bl->x[RUN_X_UPDATE][bl->n - 1], it[1]);
+    T_NEAR(bl->x[RUN_X_EPOCH][bl->n - 1], 2, 1e-6);
+    T_NEAR(bl->x[RUN_X_EPOCH][it[0] - 1], 1, 1e-6);
+    T_NEAR(bl->x[RUN_X_TIME][bl->n - 1], f1->x[RUN_X_TIME][1], 1e-3);
     rlog_free(r);
 }
 
 TEST(runlog_reads_the_keras_event_files_and_refuses_a_folder_of_runs)
 {
     T_NEED_DATA();
-    rlog_run *r;
+    run_figures *r;
     pt_err e;
     T_REQUIRE(rlog_load(t_data(KERAS_RUN), &r, &e) == PT_OK);
     T_EQ_STR(r->name, "20250321-152714");
@@ -97,23 +97,23 @@ TEST(runlog_reads_the_keras_event_files_and_refuses_a_folder_of_runs)
     /* 30 epochs trained, validated every other one, 800 updates each (what the
      * validation's evaluation_loss_vs_iterations says: 800 after the first). */
     T_EQ_INT(r->epochs, 30);
-    T_EQ_INT(r->s[RLOG_TRAIN_LOSS].n, 30);
-    T_EQ_INT(r->s[RLOG_TRAIN_ACC].n, 30);
-    T_EQ_INT(r->s[RLOG_VAL_LOSS].n, 15);
-    T_EQ_INT(r->s[RLOG_VAL_F1].n, 0);
+    T_EQ_INT(r->s[RUN_S_TRAIN_LOSS].n, 30);
+    T_EQ_INT(r->s[RUN_S_TRAIN_ACC].n, 30);
+    T_EQ_INT(r->s[RUN_S_VAL_LOSS].n, 15);
+    T_EQ_INT(r->s[RUN_S_VAL_F1].n, 0);
     T_CHECK(isnan(r->best_val_f1));
     T_CHECK(r->best_val_acc > 0.1 && r->best_val_acc < 1);
     T_EQ_INT(r->date[0] != 0, 1);
-    const rlog_series *tl = &r->s[RLOG_TRAIN_LOSS], *vl = &r->s[RLOG_VAL_LOSS];
+    const run_series *tl = &r->s[RUN_S_TRAIN_LOSS], *vl = &r->s[RUN_S_VAL_LOSS];
     T_EQ_INT(tl->y[0] == (float)3.56821465, 1);
     for (int i = 0; i < 30; i++) {
-        T_EQ_INT(tl->x[RLOG_X_EPOCH][i], i + 1);
-        T_NEAR(tl->x[RLOG_X_UPDATE][i], 800.0 * (i + 1), 1e-3);
-        T_CHECK(tl->x[RLOG_X_TIME][i] > 0 && (i == 0 || tl->x[RLOG_X_TIME][i] >
-                                                             tl->x[RLOG_X_TIME][i - 1]));
+        T_EQ_INT(tl->x[RUN_X_EPOCH][i], i + 1);
+        T_NEAR(tl->x[RUN_X_UPDATE][i], 800.0 * (i + 1), 1e-3);
+        T_CHECK(tl->x[RUN_X_TIME][i] > 0 && (i == 0 || tl->x[RUN_X_TIME][i] >
+                                                             tl->x[RUN_X_TIME][i - 1]));
     }
-    T_EQ_INT(vl->x[RLOG_X_EPOCH][1], 3);
-    T_NEAR(vl->x[RLOG_X_UPDATE][1], 2400, 1e-3);
+    T_EQ_INT(vl->x[RUN_X_EPOCH][1], 3);
+    T_NEAR(vl->x[RUN_X_UPDATE][1], 2400, 1e-3);
     rlog_free(r);
 
     /* One of its files: the same run's train curve. */
@@ -122,9 +122,9 @@ TEST(runlog_reads_the_keras_event_files_and_refuses_a_folder_of_runs)
               t_data(KERAS_RUN));
     T_REQUIRE(rlog_load(path, &r, &e) == PT_OK);
     T_EQ_STR(r->name, "20250321-152714");
-    T_EQ_INT(r->s[RLOG_TRAIN_LOSS].n, 30);
-    T_EQ_INT(r->s[RLOG_VAL_LOSS].n, 0);
-    T_CHECK(isnan(r->s[RLOG_TRAIN_LOSS].x[RLOG_X_UPDATE][0])); /* no validation said */
+    T_EQ_INT(r->s[RUN_S_TRAIN_LOSS].n, 30);
+    T_EQ_INT(r->s[RUN_S_VAL_LOSS].n, 0);
+    T_CHECK(isnan(r->s[RUN_S_TRAIN_LOSS].x[RUN_X_UPDATE][0])); /* no validation said */
     rlog_free(r);
 
     /* The folder of the four runs is not one run; a run with no curve is refused. */
@@ -235,19 +235,19 @@ TEST(runlog_reads_scalars_as_simple_value_float_val_double_val_and_tensor_conten
     }
     T_EQ_INT(tfr_writer_close(w, NULL), PT_OK);
 
-    rlog_run *r;
+    run_figures *r;
     pt_err e;
     T_REQUIRE(rlog_load(dir, &r, &e) == PT_OK);
     T_EQ_INT(r->epochs, 5);
-    const rlog_series *tl = &r->s[RLOG_TRAIN_LOSS], *vl = &r->s[RLOG_VAL_LOSS];
+    const run_series *tl = &r->s[RUN_S_TRAIN_LOSS], *vl = &r->s[RUN_S_VAL_LOSS];
     T_REQUIRE(tl->n == 5 && vl->n == 2);
     for (int i = 0; i < 5; i++) {
         T_CHECKF(tl->y[i] == (float)loss[i], "form %d: %.9g != %.9g", i, tl->y[i], loss[i]);
-        T_NEAR(tl->x[RLOG_X_UPDATE][i], 50.0 * (i + 1), 1e-9);
-        T_NEAR(tl->x[RLOG_X_TIME][i], 10.0 * (i + 1), 1e-3);
+        T_NEAR(tl->x[RUN_X_UPDATE][i], 50.0 * (i + 1), 1e-9);
+        T_NEAR(tl->x[RUN_X_TIME][i], 10.0 * (i + 1), 1e-3);
     }
     T_CHECK(vl->y[0] == (float)vloss[0] && vl->y[1] == (float)vloss[1]);
-    T_EQ_INT(vl->x[RLOG_X_EPOCH][1], 4);
+    T_EQ_INT(vl->x[RUN_X_EPOCH][1], 4);
     T_NEAR(r->started, t0, 1e-9);
     rlog_free(r);
 }
@@ -255,7 +255,7 @@ TEST(runlog_reads_scalars_as_simple_value_float_val_double_val_and_tensor_conten
 TEST(runlog_bad_input_is_named_by_file_record_and_offset)
 {
     const char *dir = t_tmpdir();
-    rlog_run *r = NULL;
+    run_figures *r = NULL;
     pt_err e;
     char path[4400], sub[4300];
     util_path(path, sizeof path, "%s/none", dir);
@@ -369,7 +369,7 @@ TEST(runlog_scan_lists_the_runs_and_the_options_that_differ)
     char junk[4300];
     util_path(junk, sizeof junk, "%s/not-a-run", dir);
     T_REQUIRE(util_mkdirs(junk, NULL) == PT_OK);
-    rlog_run **runs;
+    run_figures **runs;
     int n, skipped;
     pt_err e;
     T_REQUIRE(rlog_scan(dir, &runs, &n, &skipped, &e) == PT_OK);
@@ -380,8 +380,8 @@ TEST(runlog_scan_lists_the_runs_and_the_options_that_differ)
     T_EQ_STR(runs[1]->name, "two");
     T_EQ_INT(runs[1]->epochs, 3);
     T_NEAR(runs[1]->best_val_f1, 0.8, 1e-6);
-    T_NEAR(runs[1]->s[RLOG_VAL_F1].x[RLOG_X_UPDATE][2], 30, 1e-9);
-    T_NEAR(runs[1]->s[RLOG_VAL_F1].x[RLOG_X_TIME][2], 7.5, 1e-6);
+    T_NEAR(runs[1]->s[RUN_S_VAL_F1].x[RUN_X_UPDATE][2], 30, 1e-9);
+    T_NEAR(runs[1]->s[RUN_S_VAL_F1].x[RUN_X_TIME][2], 7.5, 1e-6);
     T_EQ_STR(runs[0]->dataset, "");
     char diff[512];
     T_EQ_INT(rlog_diff_text(runs, n, 0, diff, sizeof diff), 3);
@@ -418,9 +418,9 @@ TEST(runlog_validation_results_of_a_demo_run)
         right2 += lab[i] == pred[i];
     T_EQ_INT(total, n);
     T_EQ_INT(right, right2);
-    rlog_run *r;
+    run_figures *r;
     T_REQUIRE(rlog_load(dir, &r, &e) == PT_OK);
-    T_NEAR((double)right / (double)n, r->s[RLOG_VAL_ACC].y[1], 1e-6);
+    T_NEAR((double)right / (double)n, r->s[RUN_S_VAL_ACC].y[1], 1e-6);
     rlog_free(r);
     run_val_report_free(&rep);
     free(lab);

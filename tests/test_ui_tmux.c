@@ -961,18 +961,18 @@ TEST(ui_tmux_compare_overlays_runs_by_update_epoch_time_with_value_cursor_and_lo
     T_CHECKF(isfinite(x1) && isfinite(va) && isfinite(vb) && isfinite(val_a), "%s", s);
     free(s);
     /* a's validation loss at that x lies between its epochs' figures around it. */
-    rlog_run *r;
+    run_figures *r;
     pt_err e;
     char dir[4300];
     util_path(dir, sizeof dir, "%s/a", parent);
     T_REQUIRE(rlog_load(dir, &r, &e) == PT_OK);
-    const rlog_series *vl = &r->s[RLOG_VAL_LOSS];
+    const run_series *vl = &r->s[RUN_S_VAL_LOSS];
     int k = 0;
-    while (k + 1 < vl->n && vl->x[RLOG_X_EPOCH][k + 1] < x1)
+    while (k + 1 < vl->n && vl->x[RUN_X_EPOCH][k + 1] < x1)
         k++;
     /* The x range is the demo runs' two epochs: the cursor is inside it. */
     T_CHECKF(x1 > 1 && x1 <= 2, "at epoch %g", x1);
-    if (k + 1 < vl->n && x1 >= vl->x[RLOG_X_EPOCH][k]) {
+    if (k + 1 < vl->n && x1 >= vl->x[RUN_X_EPOCH][k]) {
         double lo = fmin(vl->y[k], vl->y[k + 1]), hi = fmax(vl->y[k], vl->y[k + 1]);
         T_CHECKF(val_a >= lo * 0.99 && val_a <= hi * 1.01, "a's val %g at epoch %g, not in [%g, %g]",
                  val_a, x1, lo, hi);

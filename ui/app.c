@@ -197,10 +197,10 @@ static void collect(app *a)
 static void open_fill(app *a)
 {
     run_snapshot *s = a->snap;
-    const rlog_run *r = a->opened;
+    const run_figures *r = a->opened;
     s->state = RUN_DONE;
-    static const int row_of[6] = { RLOG_TRAIN_LOSS, RLOG_VAL_LOSS, RLOG_TRAIN_ACC,
-                                   RLOG_VAL_ACC,    RLOG_TRAIN_F1, RLOG_VAL_F1 };
+    static const int row_of[6] = { RUN_S_TRAIN_LOSS, RUN_S_VAL_LOSS, RUN_S_TRAIN_ACC,
+                                   RUN_S_VAL_ACC,    RUN_S_TRAIN_F1, RUN_S_VAL_F1 };
     static double cum_u[RUN_MAX_EPOCHS], cum_t[RUN_MAX_EPOCHS];
     int ne = 0;
     for (int i = 0; i < RUN_MAX_EPOCHS; i++) {
@@ -212,26 +212,26 @@ static void open_fill(app *a)
         cum_u[i] = cum_t[i] = NAN;
     }
     for (int k = 0; k < 6; k++) {
-        const rlog_series *se = &r->s[row_of[k]];
+        const run_series *se = &r->s[row_of[k]];
         for (int i = 0; i < se->n; i++) {
-            double ex = se->x[RLOG_X_EPOCH][i];
+            double ex = se->x[RUN_X_EPOCH][i];
             if (!isfinite(ex) || ex < 1 || ex > RUN_MAX_EPOCHS)
                 continue;
             int e = (int)lround(ex) - 1;
             run_epoch *h = &s->history[e];
             double v = se->y[i];
             switch (row_of[k]) {
-            case RLOG_TRAIN_LOSS: h->train_loss = v; break;
-            case RLOG_VAL_LOSS: h->val_loss = v; break;
-            case RLOG_TRAIN_ACC: h->train_acc = v; break;
-            case RLOG_VAL_ACC: h->val_acc = v; break;
-            case RLOG_TRAIN_F1: h->train_f1 = v; break;
+            case RUN_S_TRAIN_LOSS: h->train_loss = v; break;
+            case RUN_S_VAL_LOSS: h->val_loss = v; break;
+            case RUN_S_TRAIN_ACC: h->train_acc = v; break;
+            case RUN_S_VAL_ACC: h->val_acc = v; break;
+            case RUN_S_TRAIN_F1: h->train_f1 = v; break;
             default: h->val_f1 = v; break;
             }
-            if (isfinite(se->x[RLOG_X_UPDATE][i]))
-                cum_u[e] = se->x[RLOG_X_UPDATE][i];
-            if (isfinite(se->x[RLOG_X_TIME][i]))
-                cum_t[e] = se->x[RLOG_X_TIME][i];
+            if (isfinite(se->x[RUN_X_UPDATE][i]))
+                cum_u[e] = se->x[RUN_X_UPDATE][i];
+            if (isfinite(se->x[RUN_X_TIME][i]))
+                cum_t[e] = se->x[RUN_X_TIME][i];
             ne = e + 1 > ne ? e + 1 : ne;
         }
     }
@@ -256,8 +256,8 @@ static void open_fill(app *a)
     }
     /* The per-update curves, averaged in groups of stride when there are more than
      * the snapshot holds (a point stands at update (i + 1) * stride). */
-    const rlog_series *bl = &r->s[RLOG_BATCH_LOSS], *ba = &r->s[RLOG_BATCH_ACC],
-                      *br = &r->s[RLOG_BATCH_LR];
+    const run_series *bl = &r->s[RUN_S_BATCH_LOSS], *ba = &r->s[RUN_S_BATCH_ACC],
+                      *br = &r->s[RUN_S_BATCH_LR];
     int n = bl->n;
     int stride = n > RUN_CURVE_POINTS ? (n + RUN_CURVE_POINTS - 1) / RUN_CURVE_POINTS : 1;
     s->curve_stride = stride;
@@ -296,7 +296,7 @@ static void open_log_line(void *ctx, const char *line)
  * the inspect view's results from the folder. */
 static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
 {
-    int rc = rlog_load(dir, &a->opened, e);
+    int rc = eng_run_open(dir, &a->opened, e);
     if (rc != PT_OK)
         return rc;
     run_config c = *cfg;
@@ -317,7 +317,7 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
             return rc;
     }
     open_fill(a);
-    if (rlog_log_lines(dir, open_log_line, a, &ce) < 0)
+    if (eng_run_log_lines(dir, open_log_line, a, &ce) < 0)
         ui_log_add(a->log, app_now(a), UI_R_DIM, "no log.txt in the run's folder");
     if (why[0]) {
         char m[1400];
@@ -327,7 +327,7 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
     run_val_report rep;
     int *lab, *pred;
     long long n;
-    if (rlog_val_load(dir, 0, &rep, &lab, &pred, &n, &ce) == PT_OK) {
+    if (eng_run_val_load(dir, 0, &rep, &lab, &pred, &n, &ce) == PT_OK) {
         a->snap->n_classes = rep.n_classes;
         ui_inspect_set_results(&a->insp, &rep, lab, pred, n,
                                "The run's folder keeps no images: inspect shows the last "
@@ -441,7 +441,7 @@ static void draw_preview(app *a, const ui_frame *f)
 
 /* The colour role of a run in the comparison, or -1 when it is not compared (the
  * same folder, whatever the path's spelling). */
-static int compared_role(void *ctx, const rlog_run *r)
+static int compared_role(void *ctx, const run_figures *r)
 {
     const app *a = ctx;
     char *rp = realpath(r->path, NULL);
@@ -475,7 +475,7 @@ static void frame(app *a)
     f.pix = a->pix_label;
     f.run_dir = a->run_dir;
     f.sys = &a->sys;
-    f.compare = (const rlog_run *const *)a->cmp;
+    f.compare = (const run_figures *const *)a->cmp;
     f.n_compare = a->n_cmp;
     f.opened = a->opened ? a->opened->path : NULL;
     if (a->note[0] && app_now(a) < a->note_until) {
@@ -711,8 +711,8 @@ static void free_app(app *a)
 {
     close_terminal(a);
     for (int i = 0; i < a->n_cmp; i++)
-        rlog_free(a->cmp[i]);
-    rlog_free(a->opened);
+        eng_run_close(a->cmp[i]);
+    eng_run_close(a->opened);
     ui_runs_free(&a->runs);
     ui_preview_free(&a->pview);
     ui_preview_free(&a->iview);
@@ -796,7 +796,7 @@ int ui_run(const run_config *cfg, const ui_options *opt)
     }
     /* --compare's runs, read once now: one that cannot be read is refused here. */
     for (int i = 0; i < opt->n_compare && a->n_cmp < UI_MAX_COMPARE; i++) {
-        if (rlog_load(opt->compare[i], &a->cmp[a->n_cmp], &e) != PT_OK) {
+        if (eng_run_open(opt->compare[i], &a->cmp[a->n_cmp], &e) != PT_OK) {
             fprintf(stderr, "petal-tui: %s\n", e.msg);
             free_app(a);
             return 2;

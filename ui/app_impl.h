@@ -75,12 +75,12 @@ typedef struct app {
     ui_inspect insp;
     ui_preview iview;
     /* compared runs (read once each, owned here) and the runs list */
-    rlog_run *cmp[UI_MAX_COMPARE];
+    run_figures *cmp[UI_MAX_COMPARE];
     int n_cmp;
     ui_runs runs;
     /* --open: the finished run shown (its snapshot made once from it); NULL when
      * this workbench trains */
-    rlog_run *opened;
+    run_figures *opened;
     /* dialogs */
     int modal;
     int int_paused;         /* Ctrl-C paused the run */

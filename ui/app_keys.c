@@ -149,7 +149,7 @@ static void quit(app *a, int status)
 /* Space/Enter in the runs list: the selected run into the comparison, or out. */
 static void toggle_compared(app *a)
 {
-    const rlog_run *r = ui_runs_selected(&a->runs);
+    const run_figures *r = ui_runs_selected(&a->runs);
     if (!r)
         return;
     char *rp = realpath(r->path, NULL);
@@ -160,7 +160,7 @@ static void toggle_compared(app *a)
         if (!same)
             continue;
         note(a, UI_R_DIM, "%s is no longer compared", a->cmp[i]->name);
-        rlog_free(a->cmp[i]);
+        eng_run_close(a->cmp[i]);
         for (int k = i + 1; k < a->n_cmp; k++)
             a->cmp[k - 1] = a->cmp[k];
         a->n_cmp--;
@@ -173,7 +173,7 @@ static void toggle_compared(app *a)
         return;
     }
     pt_err e;
-    if (rlog_load(r->path, &a->cmp[a->n_cmp], &e) != PT_OK) {
+    if (eng_run_open(r->path, &a->cmp[a->n_cmp], &e) != PT_OK) {
         note(a, UI_R_BAD, "%s", e.msg);
         return;
     }

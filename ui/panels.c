@@ -447,21 +447,21 @@ ui_role ui_panel_compare_role(int k)
     return r[(k % UI_MAX_COMPARE + UI_MAX_COMPARE) % UI_MAX_COMPARE];
 }
 
-/* The compared runs' series of a metric: train, validation (RLOG_*). */
+/* The compared runs' series of a metric: train, validation (RUN_S_*). */
 static void compare_series(int metric, int *train, int *val)
 {
     *train = *val = -1;
     if (metric == UI_METRIC_LOSS) {
-        *train = RLOG_TRAIN_LOSS;
-        *val = RLOG_VAL_LOSS;
+        *train = RUN_S_TRAIN_LOSS;
+        *val = RUN_S_VAL_LOSS;
     } else if (metric == UI_METRIC_ACC) {
-        *train = RLOG_TRAIN_ACC;
-        *val = RLOG_VAL_ACC;
+        *train = RUN_S_TRAIN_ACC;
+        *val = RUN_S_VAL_ACC;
     } else if (metric == UI_METRIC_F1) {
-        *train = RLOG_TRAIN_F1;
-        *val = RLOG_VAL_F1;
+        *train = RUN_S_TRAIN_F1;
+        *val = RUN_S_VAL_F1;
     } else {
-        *val = RLOG_BATCH_LR;
+        *val = RUN_S_BATCH_LR;
     }
 }
 
@@ -583,7 +583,7 @@ void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
     int ctr, cvl;
     compare_series(metric, &ctr, &cvl);
     for (int k = 0; k < nc; k++) {
-        const rlog_run *c = f->compare[k];
+        const run_figures *c = f->compare[k];
         ui_role role = ui_panel_compare_role(k);
         cmp_k[k][0] = cmp_k[k][1] = -1;
         if (ctr >= 0 && c->s[ctr].n > 0) {
@@ -728,7 +728,7 @@ void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
                            metric == UI_METRIC_LR ? "compared: " : "compared (val line, train dots): ");
         for (int k = 0; k < nc && lx < in.x + in.w; k++) {
             char item[300];
-            const rlog_run *c = f->compare[k];
+            const run_figures *c = f->compare[k];
             int drawn = (cmp_k[k][0] >= 0 || cmp_k[k][1] >= 0);
             int on_axis = 0;
             for (int j = 0; j < 2; j++)

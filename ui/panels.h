@@ -14,7 +14,6 @@
 #define PT_UI_PANELS_H
 
 #include "engine.h"
-#include "train/runlog.h"
 #include "ui/draw.h"
 #include "ui/keys.h"
 #include "ui/layout.h"
@@ -23,9 +22,9 @@
 
 enum { UI_METRIC_LOSS = 0, UI_METRIC_ACC, UI_METRIC_F1, UI_METRIC_LR, UI_METRIC_COUNT };
 
-/* The curves' x axis: updates, epochs or wall-clock seconds (RLOG_X_*'s order). */
-enum { UI_X_UPDATE = RLOG_X_UPDATE, UI_X_EPOCH = RLOG_X_EPOCH, UI_X_TIME = RLOG_X_TIME,
-       UI_X_COUNT = RLOG_X_COUNT };
+/* The curves' x axis: updates, epochs or wall-clock seconds (RUN_X_*'s order). */
+enum { UI_X_UPDATE = RUN_X_UPDATE, UI_X_EPOCH = RUN_X_EPOCH, UI_X_TIME = RUN_X_TIME,
+       UI_X_COUNT = RUN_X_COUNT };
 
 /* Runs compared at once (each has a colour, UI_R_C1 ...). */
 #define UI_MAX_COMPARE 6
@@ -63,7 +62,7 @@ typedef struct ui_frame {
     const char *run_dir;        /* the run folder's full path, or where it will be; NULL */
     const ui_sysmon *sys;       /* memory, CPU and load for the header; NULL: none */
     /* runs whose curves go over this one's, read once when they were added */
-    const rlog_run *const *compare;
+    const run_figures *const *compare;
     int n_compare;
     const char *opened;         /* --open: the finished run shown; NULL while training */
 } ui_frame;

@@ -19,7 +19,7 @@ void ui_runs_init(ui_runs *l)
 
 static void drop(ui_runs *l)
 {
-    rlog_free_list(l->run, l->n);
+    eng_runs_free(l->run, l->n);
     free(l->order);
     l->run = NULL;
     l->order = NULL;
@@ -44,7 +44,7 @@ void ui_runs_scan(ui_runs *l, const char *dir)
     util_copy(l->dir, sizeof l->dir, dir);
     l->err[0] = '\0';
     pt_err e;
-    if (rlog_scan(dir, &l->run, &l->n, &l->skipped, &e) != PT_OK) {
+    if (eng_runs_scan(dir, &l->run, &l->n, &l->skipped, &e) != PT_OK) {
         util_copy(l->err, sizeof l->err, e.msg);
         l->run = NULL;
         l->n = 0;
@@ -74,7 +74,7 @@ static int cmp_num(double a, double b)
 
 static int cmp_runs(const void *pa, const void *pb)
 {
-    const rlog_run *a = g_sorting->run[*(const int *)pa], *b = g_sorting->run[*(const int *)pb];
+    const run_figures *a = g_sorting->run[*(const int *)pa], *b = g_sorting->run[*(const int *)pb];
     int c = 0;
     switch (g_sorting->sort) {
     case UI_RUNS_BY_DATE: c = cmp_num(a->started > 0 ? a->started : NAN,
@@ -103,7 +103,7 @@ void ui_runs_sort(ui_runs *l)
             l->sel = i;
 }
 
-const rlog_run *ui_runs_selected(const ui_runs *l)
+const run_figures *ui_runs_selected(const ui_runs *l)
 {
     return l->n > 0 && l->sel >= 0 && l->sel < l->n ? l->run[l->order[l->sel]] : NULL;
 }
@@ -130,7 +130,7 @@ int ui_runs_key(ui_runs *l, ui_act a)
 }
 
 ui_rect ui_runs_draw(ui_runs *l, WINDOW *w, int rows, int cols,
-                     int (*in_cmp)(void *ctx, const rlog_run *r), void *ctx)
+                     int (*in_cmp)(void *ctx, const run_figures *r), void *ctx)
 {
     int bh = rows - 4 > 8 ? rows - 4 : rows, bw = cols - 4 > 40 ? cols - 4 : cols;
     ui_rect b = { (rows - bh) / 2, (cols - bw) / 2, bh, bw };
@@ -200,7 +200,7 @@ ui_rect ui_runs_draw(ui_runs *l, WINDOW *w, int rows, int cols,
         l->top = 0;
     char diff[2048], num[16];
     for (int row = l->top; row < l->n && y < in.y + in.h - 1; row++, y++) {
-        const rlog_run *r = l->run[l->order[row]];
+        const run_figures *r = l->run[l->order[row]];
         int role = in_cmp ? in_cmp(ctx, r) : -1;
         int sel = row == l->sel;
         if (sel)
@@ -221,7 +221,7 @@ ui_rect ui_runs_draw(ui_runs *l, WINDOW *w, int rows, int cols,
         if (cx[6] < x0 + W)
             ui_draw_textf(w, y, cx[6], x0 + W - cx[6], tr, "%6s", num);
         if (cx[7] < x0 + W) {
-            rlog_diff_text(l->run, l->n, l->order[row], diff, sizeof diff);
+            eng_run_diff_text(l->run, l->n, l->order[row], diff, sizeof diff);
             ui_draw_text_cut(w, y, cx[7], x0 + W - cx[7], sel ? UI_R_SEL : UI_R_DIM, diff);
         }
     }

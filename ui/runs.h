@@ -4,18 +4,18 @@
  * user picks; the selected run goes into the curves' comparison or out of it.
  *
  * The folder is read when the list opens (and on n), never per frame: the rows
- * are the runlog summaries made then (core/train/runlog.h). Drawing only reads
+ * are the summaries eng_runs_scan made then. Drawing only reads
  * them.
  *
  * Ownership: ui_runs_init() / ui_runs_free(); the runs read belong to the list.
- * The app's compared runs are separate copies (rlog_load()) it owns.
+ * The app's compared runs are separate copies (eng_run_open()) it owns.
  */
 #ifndef PT_UI_RUNS_H
 #define PT_UI_RUNS_H
 
 #include <curses.h>
 
-#include "train/runlog.h"
+#include "engine.h"
 #include "ui/keys.h"
 #include "ui/layout.h"
 
@@ -25,7 +25,7 @@ enum { UI_RUNS_BY_NAME = 0, UI_RUNS_BY_DATE, UI_RUNS_BY_MODEL, UI_RUNS_BY_DATASE
 typedef struct ui_runs {
     int open;
     char dir[4096];         /* the folder listed */
-    rlog_run **run;
+    run_figures **run;
     int n, skipped;         /* runs read; folders that are not runs */
     int *order;             /* n indices into run, in the sort's order */
     int sort;               /* UI_RUNS_BY_* */
@@ -44,7 +44,7 @@ void ui_runs_scan(ui_runs *l, const char *dir);
 void ui_runs_sort(ui_runs *l);
 
 /* The selected run, or NULL when there is none. */
-const rlog_run *ui_runs_selected(const ui_runs *l);
+const run_figures *ui_runs_selected(const ui_runs *l);
 
 /* Up, Down, PgUp, PgDn and the sort key; 1 when handled. */
 int ui_runs_key(ui_runs *l, ui_act a);
@@ -52,7 +52,7 @@ int ui_runs_key(ui_runs *l, ui_act a);
 /* The list as a box over most of the screen; in_cmp(ctx, run) says whether a run
  * is compared now (its colour role then, else -1). Returns the box. */
 ui_rect ui_runs_draw(ui_runs *l, WINDOW *w, int rows, int cols,
-                     int (*in_cmp)(void *ctx, const rlog_run *r), void *ctx);
+                     int (*in_cmp)(void *ctx, const run_figures *r), void *ctx);
 
 /* The column name of a sort ("name", "date", ...). */
 const char *ui_runs_sort_name(int sort);

@@ -16,19 +16,19 @@
 /* ---- growing series ------------------------------------------------------------ */
 
 typedef struct builder {
-    int cap[RLOG_SERIES];
+    int cap[RUN_SERIES_COUNT];
 } builder;
 
-static int push(rlog_run *r, builder *b, int k, double y, double xu, double xe, double xt)
+static int push(run_figures *r, builder *b, int k, double y, double xu, double xe, double xt)
 {
-    rlog_series *s = &r->s[k];
+    run_series *s = &r->s[k];
     if (s->n == b->cap[k]) {
         int cap = b->cap[k] ? 2 * b->cap[k] : 64;
         float *ny = realloc(s->y, (size_t)cap * sizeof *ny);
         if (!ny)
             return PT_ENOMEM;
         s->y = ny;
-        for (int a = 0; a < RLOG_X_COUNT; a++) {
+        for (int a = 0; a < RUN_X_COUNT; a++) {
             float *nx = realloc(s->x[a], (size_t)cap * sizeof *nx);
             if (!nx)
                 return PT_ENOMEM;
@@ -37,20 +37,20 @@ static int push(rlog_run *r, builder *b, int k, double y, double xu, double xe, 
         b->cap[k] = cap;
     }
     s->y[s->n] = (float)y;
-    s->x[RLOG_X_UPDATE][s->n] = (float)xu;
-    s->x[RLOG_X_EPOCH][s->n] = (float)xe;
-    s->x[RLOG_X_TIME][s->n] = (float)xt;
+    s->x[RUN_X_UPDATE][s->n] = (float)xu;
+    s->x[RUN_X_EPOCH][s->n] = (float)xe;
+    s->x[RUN_X_TIME][s->n] = (float)xt;
     s->n++;
     return PT_OK;
 }
 
-void rlog_free(rlog_run *r)
+void rlog_free(run_figures *r)
 {
     if (!r)
         return;
-    for (int k = 0; k < RLOG_SERIES; k++) {
+    for (int k = 0; k < RUN_SERIES_COUNT; k++) {
         free(r->s[k].y);
-        for (int a = 0; a < RLOG_X_COUNT; a++)
+        for (int a = 0; a < RUN_X_COUNT; a++)
             free(r->s[k].x[a]);
     }
     free(r);
@@ -111,7 +111,7 @@ static void base_name(const char *path, char *out, size_t n)
 
 /* ---- config -------------------------------------------------------------------- */
 
-static void read_config(rlog_run *r, const char *dir)
+static void read_config(run_figures *r, const char *dir)
 {
     char path[4200];
     if (util_path(path, sizeof path, "%s/config", dir) != 0)
@@ -119,7 +119,7 @@ static void read_config(rlog_run *r, const char *dir)
     char *t = read_text(path, NULL, NULL);
     if (!t)
         return;
-    for (char *line = t; *line && r->n_opts < RLOG_MAX_OPTS;) {
+    for (char *line = t; *line && r->n_opts < RUN_MAX_OPTS;) {
         size_t ll = strcspn(line, "\n");
         char save = line[ll];
         line[ll] = '\0';
@@ -136,7 +136,7 @@ static void read_config(rlog_run *r, const char *dir)
             while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r'))
                 vl--;
             if (ke > k) {
-                rlog_opt *o = &r->opt[r->n_opts++];
+                run_opt *o = &r->opt[r->n_opts++];
                 util_fmt(o->key, sizeof o->key, "%.*s", (int)(ke - k), k);
                 util_fmt(o->value, sizeof o->value, "%.*s", (int)vl, v);
             }
@@ -161,7 +161,7 @@ static void read_config(rlog_run *r, const char *dir)
         r->started = (double)st.st_mtime;
 }
 
-const char *rlog_opt_get(const rlog_run *r, const char *key)
+const char *rlog_opt_get(const run_figures *r, const char *key)
 {
     for (int i = 0; i < r->n_opts; i++)
         if (!strcmp(r->opt[i].key, key))
@@ -175,7 +175,7 @@ const char *rlog_opt_get(const rlog_run *r, const char *key)
 
 typedef struct hist_row {
     double epoch, updates, timing;
-    double v[6]; /* RLOG_TRAIN_LOSS .. RLOG_VAL_F1 */
+    double v[6]; /* RUN_S_TRAIN_LOSS .. RUN_S_VAL_F1 */
 } hist_row;
 
 static const char *const hist_keys[6] = { "train_loss", "val_loss", "train_acc",
@@ -386,7 +386,7 @@ static int in_validation(const char *file)
     return (size_t)(slash - p) == 10 && !strncmp(p, "validation", 10);
 }
 
-static int read_events(rlog_run *r, char **files, int nf, ev_list *ev, double *started,
+static int read_events(run_figures *r, char **files, int nf, ev_list *ev, double *started,
                        pt_err *e)
 {
     *started = 0;
@@ -459,7 +459,7 @@ static int run_event_files(const char *dir, char ***files, int *n, pt_err *e)
 
 /* ---- loading ------------------------------------------------------------------- */
 
-static int from_history(rlog_run *r, builder *b, const hist_row *h, int nh, double *cum_u,
+static int from_history(run_figures *r, builder *b, const hist_row *h, int nh, double *cum_u,
                         double *cum_t)
 {
     double u = 0, t = 0;
@@ -493,13 +493,13 @@ static double updates_at(const ev_list *it, const ev_list *vl, double epoch)
     return best;
 }
 
-static int from_events(rlog_run *r, builder *b, ev_list *ev, int with_epochs,
+static int from_events(run_figures *r, builder *b, ev_list *ev, int with_epochs,
                        const double *cum_u, const double *cum_t, const double *ep_no, int nh,
                        double started)
 {
-    static const int map[6][2] = { { EV_T_LOSS, RLOG_TRAIN_LOSS }, { EV_V_LOSS, RLOG_VAL_LOSS },
-                                   { EV_T_ACC, RLOG_TRAIN_ACC },   { EV_V_ACC, RLOG_VAL_ACC },
-                                   { EV_T_F1, RLOG_TRAIN_F1 },     { EV_V_F1, RLOG_VAL_F1 } };
+    static const int map[6][2] = { { EV_T_LOSS, RUN_S_TRAIN_LOSS }, { EV_V_LOSS, RUN_S_VAL_LOSS },
+                                   { EV_T_ACC, RUN_S_TRAIN_ACC },   { EV_V_ACC, RUN_S_VAL_ACC },
+                                   { EV_T_F1, RUN_S_TRAIN_F1 },     { EV_V_F1, RUN_S_VAL_F1 } };
     /* Updates per epoch, where a validation said (for the per-update points' epochs). */
     double upe = NAN;
     {
@@ -517,8 +517,8 @@ static int from_events(rlog_run *r, builder *b, ev_list *ev, int with_epochs,
                 return PT_ENOMEM;
         }
     }
-    static const int bmap[3][2] = { { EV_B_LOSS, RLOG_BATCH_LOSS }, { EV_B_ACC, RLOG_BATCH_ACC },
-                                    { EV_B_LR, RLOG_BATCH_LR } };
+    static const int bmap[3][2] = { { EV_B_LOSS, RUN_S_BATCH_LOSS }, { EV_B_ACC, RUN_S_BATCH_ACC },
+                                    { EV_B_LR, RUN_S_BATCH_LR } };
     for (int m = 0; m < 3; m++) {
         const ev_list *l = &ev[bmap[m][0]];
         for (int i = 0; i < l->n; i++) {
@@ -539,24 +539,24 @@ static int from_events(rlog_run *r, builder *b, ev_list *ev, int with_epochs,
     return PT_OK;
 }
 
-static void summarise(rlog_run *r)
+static void summarise(run_figures *r)
 {
     r->best_val_f1 = r->best_val_acc = NAN;
     int ep = 0;
     for (int k = 0; k < 6; k++)
         for (int i = 0; i < r->s[k].n; i++) {
-            double e = r->s[k].x[RLOG_X_EPOCH][i];
+            double e = r->s[k].x[RUN_X_EPOCH][i];
             if (isfinite(e) && e > ep)
                 ep = (int)e;
         }
     r->epochs = ep;
-    for (int i = 0; i < r->s[RLOG_VAL_F1].n; i++) {
-        double v = r->s[RLOG_VAL_F1].y[i];
+    for (int i = 0; i < r->s[RUN_S_VAL_F1].n; i++) {
+        double v = r->s[RUN_S_VAL_F1].y[i];
         if (isfinite(v) && !(v <= r->best_val_f1))
             r->best_val_f1 = v;
     }
-    for (int i = 0; i < r->s[RLOG_VAL_ACC].n; i++) {
-        double v = r->s[RLOG_VAL_ACC].y[i];
+    for (int i = 0; i < r->s[RUN_S_VAL_ACC].n; i++) {
+        double v = r->s[RUN_S_VAL_ACC].y[i];
         if (isfinite(v) && !(v <= r->best_val_acc))
             r->best_val_acc = v;
     }
@@ -601,13 +601,13 @@ static int runs_inside(const char *dir, char *buf, size_t n)
     return found;
 }
 
-int rlog_load(const char *path, rlog_run **out, pt_err *e)
+int rlog_load(const char *path, run_figures **out, pt_err *e)
 {
     *out = NULL;
     int is_file = util_is_file(path);
     if (!is_file && !util_is_dir(path))
         return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "no such file or folder");
-    rlog_run *r = calloc(1, sizeof *r);
+    run_figures *r = calloc(1, sizeof *r);
     if (!r)
         return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     util_copy(r->path, sizeof r->path, path);
@@ -696,7 +696,7 @@ int rlog_load(const char *path, rlog_run **out, pt_err *e)
         util_copy(r->writer, sizeof r->writer, "petal-tui");
     if (rc == PT_OK) {
         int any = 0;
-        for (int k = 0; k < RLOG_SERIES; k++)
+        for (int k = 0; k < RUN_SERIES_COUNT; k++)
             any += r->s[k].n;
         if (!any)
             rc = err_set(e, PT_ENODATA, path, PT_NO_RECORD, PT_NO_OFFSET,
@@ -728,7 +728,7 @@ static int always_differs(const char *key)
     return !strcmp(key, "out") || !strcmp(key, "resume") || !strcmp(key, "data");
 }
 
-static int key_differs(rlog_run *const *runs, int n, const char *key)
+static int key_differs(run_figures *const *runs, int n, const char *key)
 {
     const char *first = rlog_opt_get(runs[0], key);
     for (int i = 1; i < n; i++) {
@@ -739,7 +739,7 @@ static int key_differs(rlog_run *const *runs, int n, const char *key)
     return 0;
 }
 
-int rlog_diff_text(rlog_run *const *runs, int n, int i, char *buf, size_t len)
+int rlog_diff_text(run_figures *const *runs, int n, int i, char *buf, size_t len)
 {
     if (len)
         buf[0] = '\0';
@@ -747,9 +747,9 @@ int rlog_diff_text(rlog_run *const *runs, int n, int i, char *buf, size_t len)
         return 0;
     int count = 0;
     size_t used = 0;
-    const rlog_run *r = runs[i];
+    const run_figures *r = runs[i];
     for (int k = 0; k < r->n_opts; k++) {
-        const rlog_opt *o = &r->opt[k];
+        const run_opt *o = &r->opt[k];
         if (always_differs(o->key) || !key_differs(runs, n, o->key))
             continue;
         count++;
@@ -782,7 +782,7 @@ int rlog_diff_text(rlog_run *const *runs, int n, int i, char *buf, size_t len)
     return count;
 }
 
-int rlog_scan(const char *parent, rlog_run ***runs, int *n, int *skipped, pt_err *e)
+int rlog_scan(const char *parent, run_figures ***runs, int *n, int *skipped, pt_err *e)
 {
     *runs = NULL;
     *n = 0;
@@ -793,7 +793,7 @@ int rlog_scan(const char *parent, rlog_run ***runs, int *n, int *skipped, pt_err
     int rc = util_list_dir(parent, UTIL_LIST_DIRS, &names, &nn, e);
     if (rc != PT_OK)
         return rc;
-    rlog_run **v = nn ? calloc((size_t)nn, sizeof *v) : NULL;
+    run_figures **v = nn ? calloc((size_t)nn, sizeof *v) : NULL;
     if (nn && !v) {
         util_free_list(names, nn);
         return err_set(e, PT_ENOMEM, parent, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
@@ -815,7 +815,7 @@ int rlog_scan(const char *parent, rlog_run ***runs, int *n, int *skipped, pt_err
     return PT_OK;
 }
 
-void rlog_free_list(rlog_run **runs, int n)
+void rlog_free_list(run_figures **runs, int n)
 {
     for (int i = 0; i < n; i++)
         rlog_free(runs[i]);

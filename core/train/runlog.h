@@ -37,71 +37,26 @@
 #include "base/err.h"
 #include "run.h"
 
-enum {
-    RLOG_TRAIN_LOSS = 0,
-    RLOG_VAL_LOSS,
-    RLOG_TRAIN_ACC,
-    RLOG_VAL_ACC,
-    RLOG_TRAIN_F1,
-    RLOG_VAL_F1,
-    RLOG_BATCH_LOSS,    /* per update */
-    RLOG_BATCH_ACC,
-    RLOG_BATCH_LR,
-    RLOG_SERIES
-};
-
-enum { RLOG_X_UPDATE = 0, RLOG_X_EPOCH, RLOG_X_TIME, RLOG_X_COUNT };
-
-#define RLOG_MAX_OPTS 96
-
-typedef struct rlog_series {
-    int n;
-    float *y;                   /* n values */
-    float *x[RLOG_X_COUNT];     /* n positions on each axis; NaN where unknown */
-} rlog_series;
-
-typedef struct rlog_opt {
-    char key[40];
-    char value[256];
-} rlog_opt;
-
-typedef struct rlog_run {
-    char path[4096];            /* as given */
-    char name[256];             /* the folder's name (a file: its run folder's) */
-    char writer[64];            /* "petal-tui", or the event files' writer */
-    char model[128];            /* from config; "" unknown */
-    char dataset[512];          /* from config ("demo" for the built-in data); "" unknown */
-    char date[32];              /* "YYYY-MM-DD HH:MM" the run began (local time); "" */
-    double started;             /* seconds since the epoch it began; 0 unknown */
-    int epochs;                 /* epochs with figures */
-    int epochs_planned;         /* from config; 0 unknown */
-    double best_val_f1;         /* NaN when there is none */
-    double best_val_acc;        /* NaN when there is none */
-    int from_history;           /* the epoch curves came from history.json */
-    long long event_files;      /* event files read */
-    rlog_series s[RLOG_SERIES];
-    int n_opts;
-    rlog_opt opt[RLOG_MAX_OPTS];   /* RUN/config's "key = value" lines, in order */
-} rlog_run;
+/* The run's figures (run_figures, run_series, run_opt) are plain types of run.h. */
 
 /* Read the run at path (a run folder, a folder of event files, or one event file). */
-int rlog_load(const char *path, rlog_run **out, pt_err *e);
-void rlog_free(rlog_run *r);
+int rlog_load(const char *path, run_figures **out, pt_err *e);
+void rlog_free(run_figures *r);
 
 /* The value of option key, or NULL when the run's config does not name it. */
-const char *rlog_opt_get(const rlog_run *r, const char *key);
+const char *rlog_opt_get(const run_figures *r, const char *key);
 
 /* The options whose values differ between the n runs (a key one run lacks counts
  * as differing), for run i as "key=value key=value ..." in its config's order,
  * leaving out the ones that always differ (out, resume) and data (a column of
  * its own). Writes at most len bytes; returns how many keys differ. */
-int rlog_diff_text(rlog_run *const *runs, int n, int i, char *buf, size_t len);
+int rlog_diff_text(run_figures *const *runs, int n, int i, char *buf, size_t len);
 
 /* Every folder in parent that rlog_load() reads, sorted by name; the folders it
  * refuses are counted in *skipped (NULL: not counted) and left out. PT_OK with
  * *n == 0 when there is none; an error only when parent cannot be listed. */
-int rlog_scan(const char *parent, rlog_run ***runs, int *n, int *skipped, pt_err *e);
-void rlog_free_list(rlog_run **runs, int n);
+int rlog_scan(const char *parent, run_figures ***runs, int *n, int *skipped, pt_err *e);
+void rlog_free_list(run_figures **runs, int n);
 
 /* The validation results of a petal-tui run folder's last epoch, from its
  * valid_labels.json and the last line of valid_preds.jsonl: the report (per-class
