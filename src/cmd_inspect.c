@@ -355,34 +355,127 @@ static void print_labels(const ds_dataset *d, group *groups, int n_groups)
     }
 }
 
-int cmd_inspect(int argc, char **argv)
+#define INSPECT_USAGE "usage: petal-tui inspect [--records N] PATH\n"
+
+/* The command line into *path and *show (-1: the default for the kind of PATH); -1 to
+ * go on, else the exit status (0 after --help). */
+static int parse_args(int argc, char **argv, const char **path, int *show)
 {
-    const char *path = NULL;
-    int show = -1;
+    *path = NULL;
+    *show = -1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--records") == 0 && i + 1 < argc) {
             long long v;
             if (cli_int(argv[i], argv[i + 1], 0, 1000000, &v))
                 return 1;
-            show = (int)v;
+            *show = (int)v;
             i++;
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("usage: petal-tui inspect [--records N] PATH\n"
+            printf(INSPECT_USAGE
                    "PATH: a TFRecord file, a folder of them, or a dataset folder.\n"
                    "--records N  show the features of the first N records of each file\n"
                    "             (default 3 for a single file, 0 otherwise)\n");
             return 0;
-        } else if (!path && argv[i][0] != '-')
-            path = argv[i];
+        } else if (!*path && argv[i][0] != '-')
+            *path = argv[i];
         else {
             fprintf(stderr, "petal-tui: inspect: unexpected argument '%s'\n", argv[i]);
             return 1;
         }
     }
-    if (!path) {
-        fprintf(stderr, "usage: petal-tui inspect [--records N] PATH\n");
+    if (!*path) {
+        fprintf(stderr, INSPECT_USAGE);
         return 1;
     }
+    return -1;
+}
+
+/* Every split of dataset d, a group each; the classes grow to the largest label seen. */
+static void inspect_dataset(inspect_ctx *ic, ds_dataset *d, group *groups, int *n_groups)
+{
+    printf("dataset: %s\n", d->root);
+    if (d->image_w)
+        printf("image size (folder name): %dx%d\n", d->image_w, d->image_h);
+    for (int s = 0; s < DS_NSPLITS; s++) {
+        const ds_split *sp = &d->split[s];
+        if (!sp->dir)
+            continue;
+        group *g = &groups[(*n_groups)++];
+        g->name = sp->name;
+        printf("\nsplit %s: %d shards in %s\n", sp->name, sp->n_shards, sp->dir);
+        for (int i = 0; i < sp->n_shards; i++)
+            inspect_file(ic, g, sp->shards[i].path,
+                         sp->shards[i].count_from_name ? sp->shards[i].count : -1);
+        print_group(g);
+        printf("  %s: %lld records%s\n", sp->name, g->records, g->errors ? ", with errors" : "");
+    }
+    long long max = groups_label_max(groups, *n_groups);
+    if (max >= 0 && d->n_classes <= max)
+        ds_set_classes(d, (int)max + 1, NULL);
+}
+
+/* A plain folder of shard files, as one group; 0, or 2 when it holds none (or cannot
+ * be listed for want of memory). */
+static int inspect_folder(inspect_ctx *ic, const char *path, group *g)
+{
+    char **names;
+    int n;
+    pt_err e;
+    /* Entries of any type, dot names too, whose names look like TFRecord files;
+     * a folder that cannot be opened holds none. */
+    if (util_list_dir(path, UTIL_LIST_ALL, &names, &n, &e) == PT_ENOMEM) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return 2;
+    }
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        if (ds_is_shard_name(names[i]) || strstr(names[i], "tfevents"))
+            names[kept++] = names[i];
+        else
+            free(names[i]);
+    }
+    n = kept;
+    if (n == 0) {
+        fprintf(stderr, "petal-tui: %s: no dataset and no TFRecord files here\n", path);
+        util_free_list(names, n);
+        return 2;
+    }
+    g->name = "records";
+    printf("folder: %s (%d TFRecord files)\n", path, n);
+    for (int i = 0; i < n; i++) {
+        char full[4096];
+        util_path(full, sizeof full, "%s/%s", path, names[i]);
+        inspect_file(ic, g, full, ds_count_from_name(names[i]));
+    }
+    util_free_list(names, n);
+    print_group(g);
+    return 0;
+}
+
+/* The class table and the totals; frees the groups' label counts. The exit status:
+ * 2 when damage was found, else 0. */
+static int print_totals(const ds_dataset *d, group *groups, int n_groups)
+{
+    print_labels(d, groups, n_groups);
+    long long total = 0, errors = 0;
+    for (int i = 0; i < n_groups; i++) {
+        total += groups[i].records;
+        errors += groups[i].errors;
+        free(groups[i].labels);
+    }
+    printf("\ntotal: %lld records\n", total);
+    if (errors)
+        printf("damage: %lld errors (CRC, truncation or parse), listed above\n", errors);
+    return errors ? 2 : 0;
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    const char *path;
+    int show;
+    int rc = parse_args(argc, argv, &path, &show);
+    if (rc >= 0)
+        return rc;
     char clean[4096];
     snprintf(clean, sizeof clean, "%s", path);
     for (size_t k = strlen(clean); k > 1 && clean[k - 1] == '/'; k--)
@@ -407,61 +500,14 @@ int cmd_inspect(int argc, char **argv)
         n_groups = 1;
     } else if (util_is_dir(path) && ds_open(path, 0, &d, &e) == PT_OK) {
         ic.show_records = show >= 0 ? show : 0;
-        printf("dataset: %s\n", d->root);
-        if (d->image_w)
-            printf("image size (folder name): %dx%d\n", d->image_w, d->image_h);
-        for (int s = 0; s < DS_NSPLITS; s++) {
-            const ds_split *sp = &d->split[s];
-            if (!sp->dir)
-                continue;
-            group *g = &groups[n_groups++];
-            g->name = sp->name;
-            printf("\nsplit %s: %d shards in %s\n", sp->name, sp->n_shards, sp->dir);
-            for (int i = 0; i < sp->n_shards; i++)
-                inspect_file(&ic, g, sp->shards[i].path,
-                             sp->shards[i].count_from_name ? sp->shards[i].count : -1);
-            print_group(g);
-            printf("  %s: %lld records%s\n", sp->name, g->records,
-                   g->errors ? ", with errors" : "");
-        }
-        long long max = groups_label_max(groups, n_groups);
-        if (max >= 0 && d->n_classes <= max)
-            ds_set_classes(d, (int)max + 1, NULL);
+        inspect_dataset(&ic, d, groups, &n_groups);
     } else if (util_is_dir(path)) {
-        /* A plain folder of shard files. */
         ic.show_records = show >= 0 ? show : 0;
-        char **names;
-        int n;
-        /* Entries of any type, dot names too, whose names look like TFRecord files;
-         * a folder that cannot be opened holds none. */
-        if (util_list_dir(path, UTIL_LIST_ALL, &names, &n, &e) == PT_ENOMEM) {
-            fprintf(stderr, "petal-tui: %s\n", e.msg);
+        rc = inspect_folder(&ic, path, &groups[0]);
+        if (rc != 0) {
             jpg_codec_free(ic.codec);
-            return 2;
+            return rc;
         }
-        int kept = 0;
-        for (int i = 0; i < n; i++) {
-            if (ds_is_shard_name(names[i]) || strstr(names[i], "tfevents"))
-                names[kept++] = names[i];
-            else
-                free(names[i]);
-        }
-        n = kept;
-        if (n == 0) {
-            fprintf(stderr, "petal-tui: %s: no dataset and no TFRecord files here\n", path);
-            util_free_list(names, n);
-            jpg_codec_free(ic.codec);
-            return 2;
-        }
-        groups[0].name = "records";
-        printf("folder: %s (%d TFRecord files)\n", path, n);
-        for (int i = 0; i < n; i++) {
-            char full[4096];
-            util_path(full, sizeof full, "%s/%s", path, names[i]);
-            inspect_file(&ic, &groups[0], full, ds_count_from_name(names[i]));
-        }
-        util_free_list(names, n);
-        print_group(&groups[0]);
         n_groups = 1;
     } else {
         fprintf(stderr, "petal-tui: %s: no such file or folder\n", path);
@@ -469,17 +515,8 @@ int cmd_inspect(int argc, char **argv)
         return 1;
     }
 
-    print_labels(d, groups, n_groups);
-    long long total = 0, errors = 0;
-    for (int i = 0; i < n_groups; i++) {
-        total += groups[i].records;
-        errors += groups[i].errors;
-        free(groups[i].labels);
-    }
-    printf("\ntotal: %lld records\n", total);
-    if (errors)
-        printf("damage: %lld errors (CRC, truncation or parse), listed above\n", errors);
+    rc = print_totals(d, groups, n_groups);
     ds_free(d);
     jpg_codec_free(ic.codec);
-    return errors ? 2 : 0;
+    return rc;
 }

@@ -206,6 +206,160 @@ static void pick_palette(rng *r, float *g0, float *g1, float *leaf_lo, float *le
     }
 }
 
+/* Light from a random side, then the camera's look: vignette, contrast, white balance,
+ * sensor noise. The light's direction comes back in double for the flowers' shading. */
+static void setup_light(scene *sc, rng *r, double *ldx, double *ldy)
+{
+    double la = rng_double(r) * 2.0 * PI_D;
+    *ldx = dcos(la);
+    *ldy = dsin(la);
+    sc->lx = (float)*ldx;
+    sc->ly = (float)*ldy;
+    sc->lk = rng_uniform(r, 0.0f, 0.45f);
+    sc->vignette = rng_uniform(r, 0.0f, 0.35f);
+    sc->contrast = rng_uniform(r, 0.8f, 1.2f);
+    sc->bright = rng_uniform(r, -0.08f, 0.08f);
+    for (int i = 0; i < 3; i++)
+        sc->wb[i] = rng_uniform(r, 0.93f, 1.07f);
+    sc->noise = rng_uniform(r, 1.0f, 7.0f);
+}
+
+/* Background palette, its gradient and mottling grid; the palette's leaf colours come
+ * back for the blurred leaves and stems. */
+static void setup_background(scene *sc, rng *r, float S, float *leaf_lo, float *leaf_hi)
+{
+    pick_palette(r, sc->g0, sc->g1, leaf_lo, leaf_hi);
+    double ga = rng_double(r) * 2.0 * PI_D;
+    sc->gx = (float)dcos(ga) / S;
+    sc->gy = (float)dsin(ga) / S;
+    sc->goff = 0.5f - 0.5f * (sc->gx + sc->gy) * S;
+    sc->mottle = rng_uniform(r, 0.05f, 0.3f);
+    for (int i = 0; i < NGRID + 2; i++)
+        for (int j = 0; j < NGRID + 2; j++)
+            sc->grid[i][j] = rng_uniform(r, -1.0f, 1.0f);
+}
+
+/* Out-of-focus leaves: soft ellipses. */
+static void setup_blobs(scene *sc, rng *r, float S, const float *leaf_lo, const float *leaf_hi)
+{
+    sc->nblob = rng_int(r, 2, MAXBLOB + 1);
+    for (int i = 0; i < sc->nblob; i++) {
+        blob *b = &sc->b[i];
+        b->cx = rng_uniform(r, -0.1f, 1.1f) * S;
+        b->cy = rng_uniform(r, -0.1f, 1.1f) * S;
+        float ra = rng_uniform(r, 0.08f, 0.35f) * S, rb = ra * rng_uniform(r, 0.3f, 0.8f);
+        double ang = rng_double(r) * PI_D;
+        double cs = dcos(ang), sn = dsin(ang);
+        b->m00 = (float)(cs / ra);
+        b->m01 = (float)(sn / ra);
+        b->m10 = (float)(-sn / rb);
+        b->m11 = (float)(cs / rb);
+        b->soft = rng_uniform(r, 0.3f, 0.9f);
+        b->op = rng_uniform(r, 0.3f, 0.85f);
+        float t = rng_float(r);
+        for (int j = 0; j < 3; j++)
+            b->col[j] = leaf_lo[j] + (leaf_hi[j] - leaf_lo[j]) * t;
+        b->x0 = b->cx - ra;
+        b->x1 = b->cx + ra;
+        b->y0 = b->cy - ra;
+        b->y1 = b->cy + ra;
+    }
+}
+
+/* Blurred stems behind everything. */
+static void setup_back_stems(scene *sc, rng *r, float S, const float *leaf_lo,
+                             const float *leaf_hi)
+{
+    sc->nstem = rng_int(r, 0, MAXSTEM + 1);
+    for (int i = 0; i < sc->nstem; i++) {
+        float col[3], t = rng_float(r);
+        for (int j = 0; j < 3; j++)
+            col[j] = (leaf_lo[j] + (leaf_hi[j] - leaf_lo[j]) * t) * 0.9f;
+        /* One draw per statement: the order in which function arguments (or
+         * initialisers) are evaluated is unspecified and differs between compilers. */
+        float x0 = rng_uniform(r, 0.0f, 1.0f) * S;
+        float y0 = rng_uniform(r, -0.1f, 0.6f) * S;
+        double ang = PI_D / 2.0 + rng_uniform(r, -0.6f, 0.6f);
+        float len = rng_uniform(r, 0.4f, 1.2f) * S;
+        float hw = rng_uniform(r, 0.006f, 0.02f) * S;
+        float blur = rng_uniform(r, 0.01f, 0.03f) * S + 1.0f;
+        stem_setup(&sc->s[i], x0, y0, ang, len, hw, blur, col);
+    }
+}
+
+/* Sometimes a second, smaller flower of the same class, out of focus behind the main
+ * one at (cx, cy) of radius R. */
+static void setup_back_flower(scene *sc, const cls *c, rng *r, float S, float cx, float cy,
+                              float R, double ldx, double ldy)
+{
+    sc->has_back = rng_float(r) < 0.35f;
+    if (!sc->has_back)
+        return;
+    double ba = rng_double(r) * 2.0 * PI_D;
+    float dist = R * rng_uniform(r, 1.0f, 1.6f);
+    float bx = cx + (float)dcos(ba) * dist, by = cy + (float)dsin(ba) * dist;
+    float br = R * rng_uniform(r, 0.4f, 0.65f);
+    float blur = rng_uniform(r, 0.015f, 0.035f) * S;
+    float dim = rng_uniform(r, 0.7f, 0.9f);
+    flower_setup(&sc->back, c, r, bx, by, br, blur, dim, ldx, ldy);
+}
+
+/* The main flower's stem, from its centre down and out of the frame. */
+static void setup_main_stem(scene *sc, rng *r, float S, float cx, float cy)
+{
+    float stem_col[3];
+    stem_col[0] = rng_uniform(r, 0.2f, 0.35f);
+    stem_col[1] = rng_uniform(r, 0.4f, 0.55f);
+    stem_col[2] = rng_uniform(r, 0.12f, 0.22f);
+    double stem_ang = PI_D / 2.0 + rng_uniform(r, -0.5f, 0.5f);
+    float stem_hw = rng_uniform(r, 0.012f, 0.025f) * S;
+    stem_setup(&sc->main_stem, cx, cy, stem_ang, 1.2f * S, stem_hw, 1.0f, stem_col);
+}
+
+/* Sometimes a leaf in focus near the flower at (cx, cy), now and then hiding part of
+ * it (has_leaf 2): drawn as one wide petal with its own style. */
+static void setup_leaf(scene *sc, rng *r, float S, float cx, float cy)
+{
+    sc->has_leaf = rng_float(r) < 0.35f;
+    if (!sc->has_leaf)
+        return;
+    if (rng_float(r) < 0.3f)
+        sc->has_leaf = 2;
+    petal *lf = &sc->leaf;
+    sc->leaf_cx = cx + rng_uniform(r, -0.3f, 0.3f) * S;
+    sc->leaf_cy = cy + rng_uniform(r, 0.05f, 0.35f) * S;
+    float L = rng_uniform(r, 0.2f, 0.4f) * S;
+    double A[4] = { 1.0 / L, 0.0, 0.0, 1.0 / L };
+    petal_frame(lf, rng_double(r) * 2.0 * PI_D, A);
+    lf->a = 0.5f;
+    lf->uc = 0.5f;
+    lf->b0 = rng_uniform(r, 0.15f, 0.25f);
+    lf->s = 0.4f;
+    lf->nr = 0.0f;
+    lf->nu = 0.0f;
+    lf->ia = 2.0f;
+    lf->ks = lf->b0 * lf->s * lf->ia;
+    lf->xlim = 1.0f + 4.0f / (0.5f * L);
+    lf->vlim = lf->b0 * (1.0f + lf->s) + 4.0f / L;
+    lf->nlim2 = 0.0f;
+    lf->shade = rng_uniform(r, 0.8f, 1.0f);
+    lf->depth = 0.0f;
+    lf->veins = 0.15f * sstep(2.5f, 5.0f, 0.4f * lf->b0 * L);
+    float t = rng_float(r);
+    for (int j = 0; j < 3; j++) {
+        sc->leaf_st.tip[j] = 0.12f + 0.25f * t * (j == 1 ? 1.6f : 0.7f);
+        sc->leaf_st.base[j] = sc->leaf_st.tip[j] * 0.8f;
+    }
+    sc->leaf_st.tip[1] += 0.15f;
+    sc->leaf_st.base_len = 0.3f;
+    sc->leaf_st.rim = 0.1f;
+    sc->leaf_st.spots = 0.0f;
+    sc->leaf_st.gloss = 0.0f;
+    sc->leaf_st.salt = 0;
+}
+
+/* The steps run in the order the file's top comment gives; each draws from r in turn,
+ * so moving a step (or a draw inside one) changes every image. */
 void flw_scene_setup(scene *sc, const cls *c, uint64_t seed, int k, int size)
 {
     rng r;
@@ -214,132 +368,20 @@ void flw_scene_setup(scene *sc, const cls *c, uint64_t seed, int k, int size)
     sc->size = size;
     sc->salt = (uint32_t)rng_u64(&r);
 
-    /* Light from a random side. */
-    double la = rng_double(&r) * 2.0 * PI_D;
-    double ldx = dcos(la), ldy = dsin(la);
-    sc->lx = (float)ldx;
-    sc->ly = (float)ldy;
-    sc->lk = rng_uniform(&r, 0.0f, 0.45f);
-    sc->vignette = rng_uniform(&r, 0.0f, 0.35f);
-    sc->contrast = rng_uniform(&r, 0.8f, 1.2f);
-    sc->bright = rng_uniform(&r, -0.08f, 0.08f);
-    for (int i = 0; i < 3; i++)
-        sc->wb[i] = rng_uniform(&r, 0.93f, 1.07f);
-    sc->noise = rng_uniform(&r, 1.0f, 7.0f);
-
+    double ldx, ldy;
+    setup_light(sc, &r, &ldx, &ldy);
     float leaf_lo[3], leaf_hi[3];
-    pick_palette(&r, sc->g0, sc->g1, leaf_lo, leaf_hi);
-    double ga = rng_double(&r) * 2.0 * PI_D;
-    sc->gx = (float)dcos(ga) / S;
-    sc->gy = (float)dsin(ga) / S;
-    sc->goff = 0.5f - 0.5f * (sc->gx + sc->gy) * S;
-    sc->mottle = rng_uniform(&r, 0.05f, 0.3f);
-    for (int i = 0; i < NGRID + 2; i++)
-        for (int j = 0; j < NGRID + 2; j++)
-            sc->grid[i][j] = rng_uniform(&r, -1.0f, 1.0f);
-
-    /* Out-of-focus leaves: soft ellipses. */
-    sc->nblob = rng_int(&r, 2, MAXBLOB + 1);
-    for (int i = 0; i < sc->nblob; i++) {
-        blob *b = &sc->b[i];
-        b->cx = rng_uniform(&r, -0.1f, 1.1f) * S;
-        b->cy = rng_uniform(&r, -0.1f, 1.1f) * S;
-        float ra = rng_uniform(&r, 0.08f, 0.35f) * S, rb = ra * rng_uniform(&r, 0.3f, 0.8f);
-        double ang = rng_double(&r) * PI_D;
-        double cs = dcos(ang), sn = dsin(ang);
-        b->m00 = (float)(cs / ra);
-        b->m01 = (float)(sn / ra);
-        b->m10 = (float)(-sn / rb);
-        b->m11 = (float)(cs / rb);
-        b->soft = rng_uniform(&r, 0.3f, 0.9f);
-        b->op = rng_uniform(&r, 0.3f, 0.85f);
-        float t = rng_float(&r);
-        for (int j = 0; j < 3; j++)
-            b->col[j] = leaf_lo[j] + (leaf_hi[j] - leaf_lo[j]) * t;
-        b->x0 = b->cx - ra;
-        b->x1 = b->cx + ra;
-        b->y0 = b->cy - ra;
-        b->y1 = b->cy + ra;
-    }
-    /* Blurred stems behind everything. */
-    sc->nstem = rng_int(&r, 0, MAXSTEM + 1);
-    for (int i = 0; i < sc->nstem; i++) {
-        float col[3], t = rng_float(&r);
-        for (int j = 0; j < 3; j++)
-            col[j] = (leaf_lo[j] + (leaf_hi[j] - leaf_lo[j]) * t) * 0.9f;
-        /* One draw per statement: the order in which function arguments (or
-         * initialisers) are evaluated is unspecified and differs between compilers. */
-        float x0 = rng_uniform(&r, 0.0f, 1.0f) * S;
-        float y0 = rng_uniform(&r, -0.1f, 0.6f) * S;
-        double ang = PI_D / 2.0 + rng_uniform(&r, -0.6f, 0.6f);
-        float len = rng_uniform(&r, 0.4f, 1.2f) * S;
-        float hw = rng_uniform(&r, 0.006f, 0.02f) * S;
-        float blur = rng_uniform(&r, 0.01f, 0.03f) * S + 1.0f;
-        stem_setup(&sc->s[i], x0, y0, ang, len, hw, blur, col);
-    }
+    setup_background(sc, &r, S, leaf_lo, leaf_hi);
+    setup_blobs(sc, &r, S, leaf_lo, leaf_hi);
+    setup_back_stems(sc, &r, S, leaf_lo, leaf_hi);
 
     /* The flower: size, place (may be cropped by the frame), blur 1 px. */
     float R = rng_uniform(&r, 0.22f, 0.5f) * S;
     float cx = (0.5f + rng_uniform(&r, -0.2f, 0.2f)) * S;
     float cy = (0.5f + rng_uniform(&r, -0.2f, 0.2f)) * S;
 
-    /* Sometimes a second, smaller flower of the same class, out of focus behind. */
-    sc->has_back = rng_float(&r) < 0.35f;
-    if (sc->has_back) {
-        double ba = rng_double(&r) * 2.0 * PI_D;
-        float dist = R * rng_uniform(&r, 1.0f, 1.6f);
-        float bx = cx + (float)dcos(ba) * dist, by = cy + (float)dsin(ba) * dist;
-        float br = R * rng_uniform(&r, 0.4f, 0.65f);
-        float blur = rng_uniform(&r, 0.015f, 0.035f) * S;
-        float dim = rng_uniform(&r, 0.7f, 0.9f);
-        flower_setup(&sc->back, c, &r, bx, by, br, blur, dim, ldx, ldy);
-    }
-
-    float stem_col[3];
-    stem_col[0] = rng_uniform(&r, 0.2f, 0.35f);
-    stem_col[1] = rng_uniform(&r, 0.4f, 0.55f);
-    stem_col[2] = rng_uniform(&r, 0.12f, 0.22f);
-    double stem_ang = PI_D / 2.0 + rng_uniform(&r, -0.5f, 0.5f);
-    float stem_hw = rng_uniform(&r, 0.012f, 0.025f) * S;
-    stem_setup(&sc->main_stem, cx, cy, stem_ang, 1.2f * S, stem_hw, 1.0f, stem_col);
-
-    /* Sometimes a leaf in focus near the flower, now and then hiding part of it. */
-    sc->has_leaf = rng_float(&r) < 0.35f;
-    if (sc->has_leaf) {
-        if (rng_float(&r) < 0.3f)
-            sc->has_leaf = 2;
-        petal *lf = &sc->leaf;
-        sc->leaf_cx = cx + rng_uniform(&r, -0.3f, 0.3f) * S;
-        sc->leaf_cy = cy + rng_uniform(&r, 0.05f, 0.35f) * S;
-        float L = rng_uniform(&r, 0.2f, 0.4f) * S;
-        double A[4] = { 1.0 / L, 0.0, 0.0, 1.0 / L };
-        petal_frame(lf, rng_double(&r) * 2.0 * PI_D, A);
-        lf->a = 0.5f;
-        lf->uc = 0.5f;
-        lf->b0 = rng_uniform(&r, 0.15f, 0.25f);
-        lf->s = 0.4f;
-        lf->nr = 0.0f;
-        lf->nu = 0.0f;
-        lf->ia = 2.0f;
-        lf->ks = lf->b0 * lf->s * lf->ia;
-        lf->xlim = 1.0f + 4.0f / (0.5f * L);
-        lf->vlim = lf->b0 * (1.0f + lf->s) + 4.0f / L;
-        lf->nlim2 = 0.0f;
-        lf->shade = rng_uniform(&r, 0.8f, 1.0f);
-        lf->depth = 0.0f;
-        lf->veins = 0.15f * sstep(2.5f, 5.0f, 0.4f * lf->b0 * L);
-        float t = rng_float(&r);
-        for (int j = 0; j < 3; j++) {
-            sc->leaf_st.tip[j] = 0.12f + 0.25f * t * (j == 1 ? 1.6f : 0.7f);
-            sc->leaf_st.base[j] = sc->leaf_st.tip[j] * 0.8f;
-        }
-        sc->leaf_st.tip[1] += 0.15f;
-        sc->leaf_st.base_len = 0.3f;
-        sc->leaf_st.rim = 0.1f;
-        sc->leaf_st.spots = 0.0f;
-        sc->leaf_st.gloss = 0.0f;
-        sc->leaf_st.salt = 0;
-    }
-
+    setup_back_flower(sc, c, &r, S, cx, cy, R, ldx, ldy);
+    setup_main_stem(sc, &r, S, cx, cy);
+    setup_leaf(sc, &r, S, cx, cy);
     flower_setup(&sc->main, c, &r, cx, cy, R, 1.0f, 1.0f, ldx, ldy);
 }

@@ -182,6 +182,122 @@ static int write_shard(const char *dir, int index, int size, const shd_item *ite
     return tfr_writer_close(w, e);
 }
 
+/* Draws and encodes job's items on up to `workers` threads, this one included. */
+static void encode_on_threads(shard_job *job, int workers)
+{
+    pthread_t th[64];
+    int nth = workers > 64 ? 64 : workers, started = 0;
+    for (int t = 1; t < nth; t++)
+        if (pthread_create(&th[t], NULL, encode_worker, job) == 0)
+            started = t;
+        else
+            break;
+    encode_worker(job); /* this thread works too */
+    for (int t = 1; t <= started; t++)
+        pthread_join(th[t], NULL);
+}
+
+/* Writes one split's items (cnt of them, in order) as balanced shards into dir, sizes
+ * differing by at most one. *done counts items over all n of the dataset, for the
+ * progress callback, which may stop the writer. */
+static int write_split_shards(const shd_writer_config *cfg, int s, const char *dir,
+                              shd_item *mine, long long cnt, long long n, long long *done,
+                              shd_result *res, pt_err *e)
+{
+    int rc = PT_OK;
+    int workers = cfg->workers > 0 ? cfg->workers : 1;
+    long long n_sh = (cnt + cfg->per_shard - 1) / cfg->per_shard;
+    long long base = cnt / n_sh, extra = cnt % n_sh, at = 0;
+    for (long long sh = 0; sh < n_sh && rc == PT_OK; sh++) {
+        long long m = base + (sh < extra ? 1 : 0);
+        shard_job job;
+        memset(&job, 0, sizeof job);
+        job.cfg = cfg;
+        job.items = mine + at;
+        job.n = m;
+        job.out = calloc((size_t)m, sizeof *job.out);
+        atomic_init(&job.next, 0);
+        pthread_mutex_init(&job.skip_lock, NULL);
+        if (!job.out) {
+            rc = err_set(e, PT_ENOMEM, dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+            pthread_mutex_destroy(&job.skip_lock);
+            break;
+        }
+        encode_on_threads(&job, workers);
+        pthread_mutex_destroy(&job.skip_lock);
+        long long wrote = 0;
+        if (job.oom)
+            rc = err_set(e, PT_ENOMEM, dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+        else
+            rc = write_shard(dir, res->shards[s], cfg->size, job.items, job.out, m,
+                             s != DS_TEST, &wrote, e);
+        for (long long i = 0; i < m; i++)
+            free(job.out[i].jpeg);
+        free(job.out);
+        if (wrote > 0)
+            res->shards[s]++;
+        res->written[s] += wrote;
+        res->skipped += m - wrote;
+        at += m;
+        *done += m;
+        if (cfg->progress && cfg->progress(cfg->cb_ctx, *done, n) && rc == PT_OK)
+            rc = err_set(e, PT_ESTOPPED, cfg->out_dir, PT_NO_RECORD, PT_NO_OFFSET,
+                         "stopped on request");
+    }
+    return rc;
+}
+
+/* Split s's items, in order, into tmp/<split>/; a split with no items writes nothing. */
+static int write_split(const shd_writer_config *cfg, const shd_item *items, long long n, int s,
+                       const char *tmp, long long *done, shd_result *res, pt_err *e)
+{
+    long long cnt = 0;
+    for (long long i = 0; i < n; i++)
+        if (items[i].split == s)
+            cnt++;
+    if (cnt == 0)
+        return PT_OK;
+    shd_item *mine = malloc((size_t)cnt * sizeof *mine);
+    if (!mine)
+        return err_set(e, PT_ENOMEM, tmp, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    long long k = 0;
+    for (long long i = 0; i < n; i++)
+        if (items[i].split == s)
+            mine[k++] = items[i];
+    char dir[4096];
+    int rc = PT_OK;
+    if (util_path(dir, sizeof dir, "%s/%s", tmp, split_dirs[s]) != 0 ||
+        (rc = util_mkdirs(dir, e)) != PT_OK) {
+        free(mine);
+        if (rc == PT_OK)
+            rc = err_set(e, PT_EUSAGE, tmp, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
+        return rc;
+    }
+    rc = write_split_shards(cfg, s, dir, mine, cnt, n, done, res, e);
+    free(mine);
+    return rc;
+}
+
+/* classes.txt in the output folder: one class name a line, in label order. */
+static int write_class_names(const shd_writer_config *cfg, pt_err *e)
+{
+    size_t total = 0;
+    for (int c = 0; c < cfg->n_classes; c++)
+        total += strlen(cfg->class_names[c]) + 1;
+    char *txt = malloc(total + 1), *p = txt;
+    if (!txt)
+        return err_set(e, PT_ENOMEM, cfg->out_dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    for (int c = 0; c < cfg->n_classes; c++)
+        p += sprintf(p, "%s\n", cfg->class_names[c]);
+    char path[4096];
+    util_path(path, sizeof path, "%s/classes.txt", cfg->out_dir);
+    int rc = util_write_file_atomic(path, txt, (size_t)(p - txt), e);
+    free(txt);
+    return rc;
+}
+
+/* Everything is written under a hidden temporary folder that is renamed into place at
+ * the end, so a stopped or failed run leaves no half dataset behind. */
 int shd_write_dataset(const shd_writer_config *cfg, const shd_item *items, long long n,
                       shd_result *res, pt_err *e)
 {
@@ -204,99 +320,10 @@ int shd_write_dataset(const shd_writer_config *cfg, const shd_item *items, long 
         return rc;
 
     long long done = 0;
-    int workers = cfg->workers > 0 ? cfg->workers : 1;
-    for (int s = 0; s < DS_NSPLITS && rc == PT_OK; s++) {
-        /* This split's items, in order. */
-        long long cnt = 0;
-        for (long long i = 0; i < n; i++)
-            if (items[i].split == s)
-                cnt++;
-        if (cnt == 0)
-            continue;
-        shd_item *mine = malloc((size_t)cnt * sizeof *mine);
-        if (!mine) {
-            rc = err_set(e, PT_ENOMEM, tmp, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-            break;
-        }
-        long long k = 0;
-        for (long long i = 0; i < n; i++)
-            if (items[i].split == s)
-                mine[k++] = items[i];
-        char dir[4096];
-        if (util_path(dir, sizeof dir, "%s/%s", tmp, split_dirs[s]) != 0 ||
-            (rc = util_mkdirs(dir, e)) != PT_OK) {
-            free(mine);
-            if (rc == PT_OK)
-                rc = err_set(e, PT_EUSAGE, tmp, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
-            break;
-        }
-        /* Balanced shards: sizes differ by at most one. */
-        long long n_sh = (cnt + cfg->per_shard - 1) / cfg->per_shard;
-        long long base = cnt / n_sh, extra = cnt % n_sh, at = 0;
-        for (long long sh = 0; sh < n_sh && rc == PT_OK; sh++) {
-            long long m = base + (sh < extra ? 1 : 0);
-            shard_job job;
-            memset(&job, 0, sizeof job);
-            job.cfg = cfg;
-            job.items = mine + at;
-            job.n = m;
-            job.out = calloc((size_t)m, sizeof *job.out);
-            atomic_init(&job.next, 0);
-            pthread_mutex_init(&job.skip_lock, NULL);
-            if (!job.out) {
-                rc = err_set(e, PT_ENOMEM, dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-                pthread_mutex_destroy(&job.skip_lock);
-                break;
-            }
-            pthread_t th[64];
-            int nth = workers > 64 ? 64 : workers, started = 0;
-            for (int t = 1; t < nth; t++)
-                if (pthread_create(&th[t], NULL, encode_worker, &job) == 0)
-                    started = t;
-                else
-                    break;
-            encode_worker(&job); /* this thread works too */
-            for (int t = 1; t <= started; t++)
-                pthread_join(th[t], NULL);
-            pthread_mutex_destroy(&job.skip_lock);
-            long long wrote = 0;
-            if (job.oom)
-                rc = err_set(e, PT_ENOMEM, dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-            else
-                rc = write_shard(dir, res->shards[s], cfg->size, job.items, job.out, m,
-                                 s != DS_TEST, &wrote, e);
-            for (long long i = 0; i < m; i++)
-                free(job.out[i].jpeg);
-            free(job.out);
-            if (wrote > 0)
-                res->shards[s]++;
-            res->written[s] += wrote;
-            res->skipped += m - wrote;
-            at += m;
-            done += m;
-            if (cfg->progress && cfg->progress(cfg->cb_ctx, done, n) && rc == PT_OK)
-                rc = err_set(e, PT_ESTOPPED, cfg->out_dir, PT_NO_RECORD, PT_NO_OFFSET,
-                             "stopped on request");
-        }
-        free(mine);
-    }
-
-    if (rc == PT_OK && cfg->class_names && cfg->n_classes > 0) {
-        size_t total = 0;
-        for (int c = 0; c < cfg->n_classes; c++)
-            total += strlen(cfg->class_names[c]) + 1;
-        char *txt = malloc(total + 1), *p = txt;
-        if (!txt) {
-            rc = err_set(e, PT_ENOMEM, cfg->out_dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-        } else {
-            for (int c = 0; c < cfg->n_classes; c++)
-                p += sprintf(p, "%s\n", cfg->class_names[c]);
-            char path[4096];
-            util_path(path, sizeof path, "%s/classes.txt", cfg->out_dir);
-            rc = util_write_file_atomic(path, txt, (size_t)(p - txt), e);
-            free(txt);
-        }
-    }
+    for (int s = 0; s < DS_NSPLITS && rc == PT_OK; s++)
+        rc = write_split(cfg, items, n, s, tmp, &done, res, e);
+    if (rc == PT_OK && cfg->class_names && cfg->n_classes > 0)
+        rc = write_class_names(cfg, e);
     if (rc == PT_OK && rename(tmp, final) != 0)
         rc = err_set(e, PT_EIO, final, PT_NO_RECORD, PT_NO_OFFSET, "cannot rename %s into place",
                      tmp);
@@ -350,6 +377,138 @@ void shd_shuffle(shd_item *v, long long n, rng *r)
     }
 }
 
+/* The items found so far, the path strings they point into, and the names of the
+ * classes that had JPEGs (pointing into the listing of class folders). */
+typedef struct gathered {
+    shd_item *items;
+    long long n, cap;
+    char **paths;
+    long long npaths, capp;
+    const char **names;
+    int k_used;
+} gathered;
+
+static void gathered_free(gathered *g)
+{
+    for (long long i = 0; i < g->npaths; i++)
+        free(g->paths[i]);
+    free(g->paths);
+    free(g->items);
+    free(g->names);
+}
+
+/* Stratified split of the class just gathered, items [first, n): seeded by its label. */
+static void split_class(gathered *g, const shd_folder_config *cfg, long long first)
+{
+    rng r;
+    rng_derive(&r, cfg->seed, 1, (uint64_t)g->k_used);
+    shd_shuffle(g->items + first, g->n - first, &r);
+    long long nv, nt;
+    shd_split_counts(g->n - first, cfg->val_frac, cfg->test_frac, &nv, &nt);
+    for (long long i = first; i < g->n; i++) {
+        long long j = i - first;
+        g->items[i].split = j < nv ? DS_VAL : j < nv + nt ? DS_TEST : DS_TRAIN;
+    }
+}
+
+/* Adds class folder `name`'s JPEGs as items labelled with the next class number and
+ * splits them; other files count as skipped, and a folder without JPEGs (or one that
+ * cannot be listed) is not a class. PT_ENOMEM is the only failure. */
+static int gather_class(gathered *g, const shd_folder_config *cfg, const char *name,
+                        shd_result *res)
+{
+    char dir[4096];
+    if (util_path(dir, sizeof dir, "%s/%s", cfg->src_dir, name) != 0)
+        return PT_OK;
+    int nf;
+    char **files;
+    int frc = util_list_dir(dir, UTIL_LIST_FILES, &files, &nf, NULL);
+    if (frc == PT_ENOMEM)
+        return PT_ENOMEM;
+    if (frc != PT_OK)
+        return PT_OK;
+    int rc = PT_OK;
+    long long first = g->n;
+    for (int f = 0; f < nf && rc == PT_OK; f++) {
+        if (!is_jpeg_name(files[f])) {
+            res->skipped++;
+            continue;
+        }
+        if (g->n == g->cap || g->npaths == g->capp) {
+            g->cap *= 2;
+            g->capp *= 2;
+            shd_item *ni = realloc(g->items, (size_t)g->cap * sizeof *ni);
+            char **np = realloc(g->paths, (size_t)g->capp * sizeof *np);
+            if (ni)
+                g->items = ni;
+            if (np)
+                g->paths = np;
+            if (!ni || !np) {
+                rc = PT_ENOMEM;
+                break;
+            }
+        }
+        char full[4096];
+        util_path(full, sizeof full, "%s/%s", dir, files[f]);
+        g->paths[g->npaths] = strdup(full);
+        memset(&g->items[g->n], 0, sizeof g->items[g->n]);
+        g->items[g->n].path = g->paths[g->npaths++];
+        g->items[g->n].label = g->k_used;
+        g->n++;
+    }
+    util_free_list(files, nf);
+    if (g->n > first) {
+        split_class(g, cfg, first);
+        g->names[g->k_used++] = name;
+    }
+    return rc;
+}
+
+/* Groups the items by split (stable) and shuffles within each, so every shard mixes
+ * classes; then gives each its id. The caller frees the returned array. */
+static shd_item *order_for_shards(const gathered *g, uint64_t seed)
+{
+    shd_item *sorted = malloc((size_t)g->n * sizeof *sorted);
+    if (!sorted)
+        return NULL;
+    long long at = 0;
+    for (int s = 0; s < DS_NSPLITS; s++) {
+        long long from = at;
+        for (long long i = 0; i < g->n; i++)
+            if (g->items[i].split == s)
+                sorted[at++] = g->items[i];
+        rng r;
+        rng_derive(&r, seed, 2, (uint64_t)s);
+        shd_shuffle(sorted + from, at - from, &r);
+    }
+    shd_make_ids(sorted, g->n, seed);
+    return sorted;
+}
+
+/* Writes the ordered items with the general writer, drawing each from its file. */
+static int write_gathered(const shd_folder_config *cfg, const gathered *g, shd_item *sorted,
+                          shd_result *res, pt_err *e)
+{
+    shd_writer_config w = {
+        .out_dir = cfg->out_dir,
+        .size = cfg->size,
+        .per_shard = cfg->per_shard,
+        .quality = cfg->quality,
+        .workers = cfg->workers,
+        .class_names = g->names,
+        .n_classes = g->k_used,
+        .draw = draw_from_file,
+        .progress = cfg->progress,
+        .on_skip = cfg->on_skip,
+        .cb_ctx = cfg->cb_ctx,
+    };
+    /* The writer resets res; the files skipped for their names still count. */
+    long long skipped_names = res->skipped;
+    int rc = shd_write_dataset(&w, sorted, g->n, res, e);
+    res->skipped += skipped_names;
+    return rc;
+}
+
 int shd_from_folders(const shd_folder_config *cfg, shd_result *res, pt_err *e)
 {
     memset(res, 0, sizeof *res);
@@ -363,117 +522,29 @@ int shd_from_folders(const shd_folder_config *cfg, shd_result *res, pt_err *e)
         return lrc;
 
     /* Gather items class by class; folders without JPEGs are not classes. */
-    long long cap = 1024, n = 0;
-    shd_item *items = malloc((size_t)cap * sizeof *items);
-    char **paths = NULL;
-    long long npaths = 0, capp = 1024;
-    paths = malloc((size_t)capp * sizeof *paths);
-    const char **names = calloc((size_t)(nc ? nc : 1), sizeof *names);
-    int k_used = 0;
-    int rc = (items && paths && names) ? PT_OK : PT_ENOMEM;
-    for (int c = 0; c < nc && rc == PT_OK; c++) {
-        char dir[4096];
-        if (util_path(dir, sizeof dir, "%s/%s", cfg->src_dir, classes[c]) != 0)
-            continue;
-        int nf;
-        char **files;
-        int frc = util_list_dir(dir, UTIL_LIST_FILES, &files, &nf, NULL);
-        if (frc == PT_ENOMEM) {
-            rc = PT_ENOMEM;
-            break;
-        }
-        if (frc != PT_OK)
-            continue;
-        long long first = n;
-        for (int f = 0; f < nf && rc == PT_OK; f++) {
-            if (!is_jpeg_name(files[f])) {
-                res->skipped++;
-                continue;
-            }
-            if (n == cap || npaths == capp) {
-                cap *= 2;
-                capp *= 2;
-                shd_item *ni = realloc(items, (size_t)cap * sizeof *ni);
-                char **np = realloc(paths, (size_t)capp * sizeof *np);
-                if (ni)
-                    items = ni;
-                if (np)
-                    paths = np;
-                if (!ni || !np) {
-                    rc = PT_ENOMEM;
-                    break;
-                }
-            }
-            char full[4096];
-            util_path(full, sizeof full, "%s/%s", dir, files[f]);
-            paths[npaths] = strdup(full);
-            memset(&items[n], 0, sizeof items[n]);
-            items[n].path = paths[npaths++];
-            items[n].label = k_used;
-            n++;
-        }
-        util_free_list(files, nf);
-        if (n > first) {
-            /* Stratified split of this class. */
-            rng r;
-            rng_derive(&r, cfg->seed, 1, (uint64_t)k_used);
-            shd_shuffle(items + first, n - first, &r);
-            long long nv, nt;
-            shd_split_counts(n - first, cfg->val_frac, cfg->test_frac, &nv, &nt);
-            for (long long i = first; i < n; i++) {
-                long long j = i - first;
-                items[i].split = j < nv ? DS_VAL : j < nv + nt ? DS_TEST : DS_TRAIN;
-            }
-            names[k_used++] = classes[c];
-        }
-    }
-    if (rc == PT_OK && n == 0)
+    gathered g = { .cap = 1024, .capp = 1024 };
+    g.items = malloc((size_t)g.cap * sizeof *g.items);
+    g.paths = malloc((size_t)g.capp * sizeof *g.paths);
+    g.names = calloc((size_t)(nc ? nc : 1), sizeof *g.names);
+    int rc = (g.items && g.paths && g.names) ? PT_OK : PT_ENOMEM;
+    for (int c = 0; c < nc && rc == PT_OK; c++)
+        rc = gather_class(&g, cfg, classes[c], res);
+    if (rc == PT_OK && g.n == 0)
         rc = err_set(e, PT_ENODATA, cfg->src_dir, PT_NO_RECORD, PT_NO_OFFSET,
                      "no class folders with .jpg/.jpeg files found");
     else if (rc == PT_ENOMEM)
         rc = err_set(e, PT_ENOMEM, cfg->src_dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
 
     if (rc == PT_OK) {
-        /* Group by split (stable) and shuffle within each, so every shard mixes classes. */
-        shd_item *sorted = malloc((size_t)n * sizeof *sorted);
+        shd_item *sorted = order_for_shards(&g, cfg->seed);
         if (!sorted) {
             rc = err_set(e, PT_ENOMEM, cfg->src_dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
         } else {
-            long long at = 0;
-            for (int s = 0; s < DS_NSPLITS; s++) {
-                long long from = at;
-                for (long long i = 0; i < n; i++)
-                    if (items[i].split == s)
-                        sorted[at++] = items[i];
-                rng r;
-                rng_derive(&r, cfg->seed, 2, (uint64_t)s);
-                shd_shuffle(sorted + from, at - from, &r);
-            }
-            shd_make_ids(sorted, n, cfg->seed);
-            shd_writer_config w = {
-                .out_dir = cfg->out_dir,
-                .size = cfg->size,
-                .per_shard = cfg->per_shard,
-                .quality = cfg->quality,
-                .workers = cfg->workers,
-                .class_names = names,
-                .n_classes = k_used,
-                .draw = draw_from_file,
-                .progress = cfg->progress,
-                .on_skip = cfg->on_skip,
-                .cb_ctx = cfg->cb_ctx,
-            };
-            long long skipped_names = res->skipped;
-            rc = shd_write_dataset(&w, sorted, n, res, e);
-            res->skipped += skipped_names;
+            rc = write_gathered(cfg, &g, sorted, res, e);
             free(sorted);
         }
     }
-    for (long long i = 0; i < npaths; i++)
-        free(paths[i]);
-    free(paths);
-    free(items);
-    free(names);
+    gathered_free(&g);
     util_free_list(classes, nc);
     return rc;
 }

@@ -307,12 +307,13 @@ slot *onnx_ix_find(const onnx_index *ix, const char *name)
     return bsearch(name, ix->slots, ix->n, sizeof *ix->slots, cmp_slot_name);
 }
 
-int onnx_build_index(ld *L)
+/* Every name the graph mentions, sorted and made unique, as the index's slots (with
+ * no producer yet). Each is a separate string in the file, so the count of names,
+ * repeats included, is bounded by the file's size. */
+static int index_names(ld *L)
 {
     onnx_model *m = L->m;
     onnx_index *ix = m->index;
-    /* Every name the graph mentions, repeats included, then sorted and made unique.
-     * Each is a separate string in the file, so the count is bounded by its size. */
     size_t total = m->n_initializers + m->n_inputs + m->n_outputs + m->n_value_info;
     for (size_t i = 0; i < m->n_nodes; i++)
         total += m->nodes[i].n_inputs + m->nodes[i].n_outputs;
@@ -350,7 +351,14 @@ int onnx_build_index(ld *L)
         ix->n++;
     }
     free(all);
+    return PT_OK;
+}
 
+/* Initializers and graph inputs: defined before any node runs, each once. */
+static int index_graph_inputs(ld *L)
+{
+    onnx_model *m = L->m;
+    onnx_index *ix = m->index;
     for (size_t i = 0; i < m->n_initializers; i++) {
         const onnx_tensor *t = &m->initializers[i];
         if (!*t->name)
@@ -371,55 +379,77 @@ int onnx_build_index(ld *L)
         s->info = v;
         s->defined = 1;
     }
-    for (size_t i = 0; i < m->n_nodes; i++) {
-        const onnx_node *n = &m->nodes[i];
-        char where[600];
-        onnx_node_where(where, sizeof where, n->index, n->name, n->op_type);
-        for (size_t k = 0; k < n->n_inputs; k++) {
-            if (!*n->inputs[k])
-                continue;
-            slot *s = onnx_ix_find(ix, n->inputs[k]);
-            if (!s->defined)
-                return onnx_fail(L, PT_EFORMAT, PT_NO_OFFSET, "%s: input '%s' is not a graph "
-                                 "input, an initializer or the output of an earlier node",
-                                 where, n->inputs[k]);
-            s->consumers++;
-        }
-        for (size_t k = 0; k < n->n_outputs; k++) {
-            if (!*n->outputs[k])
-                continue;
-            slot *s = onnx_ix_find(ix, n->outputs[k]);
-            if (s->producer >= 0) {
-                const onnx_node *p = &m->nodes[s->producer];
-                return onnx_fail(L, PT_EFORMAT, PT_NO_OFFSET, "%s: output '%s' is already the "
-                                 "output of node %d '%s' (%s)", where, n->outputs[k], p->index,
-                                 p->name, p->op_type);
-            }
-            if (s->defined)
-                return onnx_fail(L, PT_EFORMAT, PT_NO_OFFSET, "%s: output '%s' is already a graph "
-                                 "input or an initializer", where, n->outputs[k]);
-            s->producer = (int)i;
-            s->defined = 1;
-        }
-        if (strcmp(n->op_type, "Constant") == 0 && !*n->domain) {
-            const onnx_tensor *t;
-            int rc = constant_tensor(L, n, &t);
-            if (rc)
-                return rc;
-            if (t)
-                onnx_ix_find(ix, t->name)->tensor = t;
-        }
-        /* PyTorch's exporter writes one initializer for equal constants (say the
-         * zero biases of several layers) and an Identity per other user: the
-         * Identity's output is that same tensor, under the initializer's name. Nodes
-         * come in topological order, so a chain of them resolves here too. */
-        if (strcmp(n->op_type, "Identity") == 0 && !*n->domain && n->n_inputs >= 1 &&
-            n->n_outputs >= 1 && *n->outputs[0]) {
-            const slot *src = onnx_ix_find(ix, n->inputs[0]);
-            if (src && src->tensor)
-                onnx_ix_find(ix, n->outputs[0])->tensor = src->tensor;
-        }
+    return PT_OK;
+}
+
+/* Node i reads only names already defined and defines its outputs, each once. */
+static int index_node_values(ld *L, size_t i)
+{
+    onnx_model *m = L->m;
+    onnx_index *ix = m->index;
+    const onnx_node *n = &m->nodes[i];
+    char where[600];
+    onnx_node_where(where, sizeof where, n->index, n->name, n->op_type);
+    for (size_t k = 0; k < n->n_inputs; k++) {
+        if (!*n->inputs[k])
+            continue;
+        slot *s = onnx_ix_find(ix, n->inputs[k]);
+        if (!s->defined)
+            return onnx_fail(L, PT_EFORMAT, PT_NO_OFFSET, "%s: input '%s' is not a graph "
+                             "input, an initializer or the output of an earlier node",
+                             where, n->inputs[k]);
+        s->consumers++;
     }
+    for (size_t k = 0; k < n->n_outputs; k++) {
+        if (!*n->outputs[k])
+            continue;
+        slot *s = onnx_ix_find(ix, n->outputs[k]);
+        if (s->producer >= 0) {
+            const onnx_node *p = &m->nodes[s->producer];
+            return onnx_fail(L, PT_EFORMAT, PT_NO_OFFSET, "%s: output '%s' is already the "
+                             "output of node %d '%s' (%s)", where, n->outputs[k], p->index,
+                             p->name, p->op_type);
+        }
+        if (s->defined)
+            return onnx_fail(L, PT_EFORMAT, PT_NO_OFFSET, "%s: output '%s' is already a graph "
+                             "input or an initializer", where, n->outputs[k]);
+        s->producer = (int)i;
+        s->defined = 1;
+    }
+    return PT_OK;
+}
+
+/* The tensor node n's output stands for, where it is a constant: a Constant's value,
+ * or an Identity of a tensor. */
+static int index_node_tensor(ld *L, const onnx_node *n)
+{
+    onnx_index *ix = L->m->index;
+    if (strcmp(n->op_type, "Constant") == 0 && !*n->domain) {
+        const onnx_tensor *t;
+        int rc = constant_tensor(L, n, &t);
+        if (rc)
+            return rc;
+        if (t)
+            onnx_ix_find(ix, t->name)->tensor = t;
+    }
+    /* PyTorch's exporter writes one initializer for equal constants (say the
+     * zero biases of several layers) and an Identity per other user: the
+     * Identity's output is that same tensor, under the initializer's name. Nodes
+     * come in topological order, so a chain of them resolves here too. */
+    if (strcmp(n->op_type, "Identity") == 0 && !*n->domain && n->n_inputs >= 1 &&
+        n->n_outputs >= 1 && *n->outputs[0]) {
+        const slot *src = onnx_ix_find(ix, n->inputs[0]);
+        if (src && src->tensor)
+            onnx_ix_find(ix, n->outputs[0])->tensor = src->tensor;
+    }
+    return PT_OK;
+}
+
+/* Graph outputs must be defined by now; value infos annotate what they name. */
+static int index_graph_outputs(ld *L)
+{
+    onnx_model *m = L->m;
+    onnx_index *ix = m->index;
     for (size_t i = 0; i < m->n_outputs; i++) {
         const onnx_value_info *v = &m->outputs[i];
         slot *s = onnx_ix_find(ix, v->name);
@@ -437,4 +467,19 @@ int onnx_build_index(ld *L)
             s->info = &m->value_info[i];
     }
     return PT_OK;
+}
+
+int onnx_build_index(ld *L)
+{
+    int rc = index_names(L);
+    if (rc == PT_OK)
+        rc = index_graph_inputs(L);
+    for (size_t i = 0; i < L->m->n_nodes && rc == PT_OK; i++) {
+        rc = index_node_values(L, i);
+        if (rc == PT_OK)
+            rc = index_node_tensor(L, &L->m->nodes[i]);
+    }
+    if (rc == PT_OK)
+        rc = index_graph_outputs(L);
+    return rc;
 }

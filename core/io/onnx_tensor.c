@@ -74,14 +74,10 @@ static int64_t per_elem(int dtype)
     return dtype == ONNX_COMPLEX64 || dtype == ONNX_COMPLEX128 ? 2 : 1;
 }
 
-/* Check tp and fill t. ctx prefixes messages ("" or "node ...: attribute 'x': "). */
-int onnx_read_tensor(ld *L, const Pt__Onnx__TensorProto *tp, onnx_tensor *t, const char *ctx)
+/* Storage forms petal-tui does not read (external files, segments), and a data type. */
+static int check_storage(ld *L, const Pt__Onnx__TensorProto *tp, const char *ctx,
+                         const char *name)
 {
-    const char *name = tp->name ? tp->name : "";
-    t->name = onnx_str_copy(L, name);
-    if (!t->name)
-        return onnx_oom(L);
-
     if ((tp->has_data_location && tp->data_location == 1) || tp->n_external_data > 0)
         return onnx_fail(L, PT_EFORMAT, PT_NO_OFFSET,
                          "%stensor '%s' keeps its data in an external file (data_location "
@@ -94,9 +90,14 @@ int onnx_read_tensor(ld *L, const Pt__Onnx__TensorProto *tp, onnx_tensor *t, con
                          "(TensorProto.segment), which petal-tui does not read", ctx, name);
     if (!tp->has_data_type || tp->data_type == ONNX_UNDEFINED)
         return onnx_fail(L, PT_EFORMAT, PT_NO_OFFSET, "%stensor '%s' has no data type", ctx, name);
-    t->dtype = tp->data_type;
-    const char *tname = onnx_dtype_name(t->dtype);
+    return PT_OK;
+}
 
+/* t's rank, dims and element count, each within the limits and the file's size; dstr
+ * gets the dims as text for later messages. */
+static int read_dims(ld *L, const Pt__Onnx__TensorProto *tp, onnx_tensor *t, const char *ctx,
+                     const char *name, char *dstr, size_t dstr_size)
+{
     if (tp->n_dims > ONNX_MAX_RANK)
         return onnx_fail(L, PT_ETOOBIG, PT_NO_OFFSET, "%stensor '%s' has %zu dims; petal-tui "
                          "reads at most %d", ctx, name, tp->n_dims, ONNX_MAX_RANK);
@@ -118,8 +119,7 @@ int onnx_read_tensor(ld *L, const Pt__Onnx__TensorProto *tp, onnx_tensor *t, con
         zero |= d == 0;
     }
     t->dims = dims;
-    char dstr[160];
-    fmt_dims(dstr, sizeof dstr, dims, tp->n_dims);
+    fmt_dims(dstr, dstr_size, dims, tp->n_dims);
 
     /* The product of dims, never past the limit: each factor is at most the
      * limit, so one step cannot overflow before the check. */
@@ -140,10 +140,16 @@ int onnx_read_tensor(ld *L, const Pt__Onnx__TensorProto *tp, onnx_tensor *t, con
                          "elements, more than a file of %zu bytes can hold", ctx, name, dstr,
                          (long long)count, L->file_len);
     t->count = count;
+    return PT_OK;
+}
 
-    /* Which field holds the data: exactly one of them, or none for no elements. */
+/* Which field holds the data: exactly one of them (*src, with *n_vals values unless
+ * raw), or none (SRC_NONE). */
+static int find_source(ld *L, const Pt__Onnx__TensorProto *tp, const char *ctx,
+                       const char *name, int *src_out, size_t *n_vals)
+{
     int src = SRC_NONE, nsrc = 0;
-    size_t n_vals = 0;
+    *n_vals = 0;
     struct { int src; size_t n; } have[] = {
         { SRC_FLOAT, tp->n_float_data }, { SRC_INT32, tp->n_int32_data },
         { SRC_STRING, tp->n_string_data }, { SRC_INT64, tp->n_int64_data },
@@ -160,10 +166,19 @@ int onnx_read_tensor(ld *L, const Pt__Onnx__TensorProto *tp, onnx_tensor *t, con
                 return onnx_fail(L, PT_EFORMAT, PT_NO_OFFSET, "%stensor '%s' holds data in both "
                                  "%s and %s", ctx, name, src_name(src), src_name(have[i].src));
             src = have[i].src;
-            n_vals = have[i].n;
+            *n_vals = have[i].n;
             nsrc++;
         }
+    *src_out = src;
+    return PT_OK;
+}
 
+/* The source fits t's dtype and holds as many elements as its dims say. */
+static int check_source(ld *L, const Pt__Onnx__TensorProto *tp, const onnx_tensor *t, int src,
+                        size_t n_vals, const char *ctx, const char *name, const char *dstr)
+{
+    const char *tname = onnx_dtype_name(t->dtype);
+    int64_t count = t->count;
     size_t width = raw_width(t->dtype);
     if (src == SRC_RAW) {
         if (t->dtype == ONNX_STRING)
@@ -188,40 +203,36 @@ int onnx_read_tensor(ld *L, const Pt__Onnx__TensorProto *tp, onnx_tensor *t, con
         return onnx_fail(L, PT_EFORMAT, PT_NO_OFFSET, "%stensor '%s' has dims %s but no data",
                          ctx, name, dstr);
     }
+    return PT_OK;
+}
 
-    size_t es = onnx_dtype_size(t->dtype);
-    if (!es)
-        return PT_OK; /* kept, sizes checked; onnx_tensor_data() refuses it */
-    /* count <= ONNX_MAX_ELEMS and es <= 8: no overflow. */
-    void *data = onnx_arena_alloc(L->ar, (size_t)count * es);
-    if (!data)
-        return onnx_oom(L);
-    t->data = data;
-    size_t n = (size_t)count;
-    if (n == 0)
-        return PT_OK;
-    if (src == SRC_RAW) {
-        /* ONNX's raw_data is little-endian whatever wrote it. */
-        const uint8_t *r = tp->raw_data.data;
-        switch (es) {
-        case 1:
-            memcpy(data, r, n);
-            break;
-        case 4:
-            for (size_t i = 0; i < n; i++) {
-                uint32_t u = le_get_u32(r + 4 * i);
-                memcpy((uint8_t *)data + 4 * i, &u, 4);
-            }
-            break;
-        default:
-            for (size_t i = 0; i < n; i++) {
-                uint64_t u = le_get_u64(r + 8 * i);
-                memcpy((uint8_t *)data + 8 * i, &u, 8);
-            }
-            break;
+/* n elements of es bytes from raw_data, which is little-endian whatever wrote it. */
+static void copy_raw(void *data, const Pt__Onnx__TensorProto *tp, size_t es, size_t n)
+{
+    const uint8_t *r = tp->raw_data.data;
+    switch (es) {
+    case 1:
+        memcpy(data, r, n);
+        break;
+    case 4:
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u = le_get_u32(r + 4 * i);
+            memcpy((uint8_t *)data + 4 * i, &u, 4);
         }
-        return PT_OK;
+        break;
+    default:
+        for (size_t i = 0; i < n; i++) {
+            uint64_t u = le_get_u64(r + 8 * i);
+            memcpy((uint8_t *)data + 8 * i, &u, 8);
+        }
+        break;
     }
+}
+
+/* n elements from the typed field of t's dtype. */
+static int copy_typed(ld *L, const Pt__Onnx__TensorProto *tp, const onnx_tensor *t, void *data,
+                      size_t n, const char *ctx, const char *name)
+{
     switch (t->dtype) {
     case ONNX_FLOAT:
         memcpy(data, tp->float_data, n * sizeof(float));
@@ -241,7 +252,8 @@ int onnx_read_tensor(ld *L, const Pt__Onnx__TensorProto *tp, onnx_tensor *t, con
             int32_t v = tp->int32_data[i];
             if (v < lo || v > hi)
                 return onnx_fail(L, PT_EFORMAT, PT_NO_OFFSET, "%stensor '%s': int32_data[%zu] "
-                                 "is %d, outside the range of %s", ctx, name, i, (int)v, tname);
+                                 "is %d, outside the range of %s", ctx, name, i, (int)v,
+                                 onnx_dtype_name(t->dtype));
             if (t->dtype == ONNX_INT8)
                 ((int8_t *)data)[i] = (int8_t)v;
             else
@@ -253,4 +265,45 @@ int onnx_read_tensor(ld *L, const Pt__Onnx__TensorProto *tp, onnx_tensor *t, con
         break;
     }
     return PT_OK;
+}
+
+/* Check tp and fill t. ctx prefixes messages ("" or "node ...: attribute 'x': "). */
+int onnx_read_tensor(ld *L, const Pt__Onnx__TensorProto *tp, onnx_tensor *t, const char *ctx)
+{
+    const char *name = tp->name ? tp->name : "";
+    t->name = onnx_str_copy(L, name);
+    if (!t->name)
+        return onnx_oom(L);
+    int rc = check_storage(L, tp, ctx, name);
+    if (rc != PT_OK)
+        return rc;
+    t->dtype = tp->data_type;
+    char dstr[160];
+    rc = read_dims(L, tp, t, ctx, name, dstr, sizeof dstr);
+    if (rc != PT_OK)
+        return rc;
+    int src = SRC_NONE;
+    size_t n_vals;
+    rc = find_source(L, tp, ctx, name, &src, &n_vals);
+    if (rc == PT_OK)
+        rc = check_source(L, tp, t, src, n_vals, ctx, name, dstr);
+    if (rc != PT_OK)
+        return rc;
+
+    size_t es = onnx_dtype_size(t->dtype);
+    if (!es)
+        return PT_OK; /* kept, sizes checked; onnx_tensor_data() refuses it */
+    /* count <= ONNX_MAX_ELEMS and es <= 8: no overflow. */
+    void *data = onnx_arena_alloc(L->ar, (size_t)t->count * es);
+    if (!data)
+        return onnx_oom(L);
+    t->data = data;
+    size_t n = (size_t)t->count;
+    if (n == 0)
+        return PT_OK;
+    if (src == SRC_RAW) {
+        copy_raw(data, tp, es, n);
+        return PT_OK;
+    }
+    return copy_typed(L, tp, t, data, n, ctx, name);
 }

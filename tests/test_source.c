@@ -1,0 +1,339 @@
+/* Checks on the source tree itself, the bounds issue 27 set:
+ * - the UI reaches the engine only through core/engine.h (and what it includes) and
+ *   core/base/: a ui/ file that includes anything else from core/ fails, named with
+ *   its line and header;
+ * - no .c or .h file in core/ or ui/ is over 900 lines, and no function in core/, ui/
+ *   or src/ is over 120 (a body: a line starting with '{' to the next line starting
+ *   with '}', both counted; the code's style puts them there). Every offender is
+ *   named, not just the first.
+ * The tree is the working folder under `make test`; elsewhere it is found from the
+ * test binary's path (build/tests/run-tests). */
+#include "tests/t.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/util.h"
+
+#define MAX_FILE_LINES 900
+#define MAX_FUNC_LINES 120
+
+/* The repository root: "." when it holds the sources, else the first folder above
+ * the test binary that does; NULL when neither does. */
+static const char *source_root(void)
+{
+    static char root[4096];
+    if (util_is_file("core/engine.h") && util_is_dir("ui"))
+        return ".";
+    ssize_t n = readlink("/proc/self/exe", root, sizeof root - 1);
+    if (n <= 0)
+        return NULL;
+    root[n] = '\0';
+    for (char *slash = strrchr(root, '/'); slash && slash != root; slash = strrchr(root, '/')) {
+        *slash = '\0';
+        char probe[4200];
+        snprintf(probe, sizeof probe, "%s/core/engine.h", root);
+        if (util_is_file(probe))
+            return root;
+    }
+    return NULL;
+}
+
+/* ---- a list of repository-relative paths ------------------------------------------ */
+
+typedef struct paths {
+    char **v;
+    int n, cap;
+} paths;
+
+static int paths_add(paths *p, const char *s)
+{
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 64;
+        char **v = realloc(p->v, (size_t)cap * sizeof *v);
+        if (!v)
+            return -1;
+        p->v = v;
+        p->cap = cap;
+    }
+    p->v[p->n] = strdup(s);
+    if (!p->v[p->n])
+        return -1;
+    p->n++;
+    return 0;
+}
+
+static int paths_has(const paths *p, const char *s)
+{
+    for (int i = 0; i < p->n; i++)
+        if (strcmp(p->v[i], s) == 0)
+            return 1;
+    return 0;
+}
+
+static void paths_free(paths *p)
+{
+    util_free_list(p->v, p->n);
+    memset(p, 0, sizeof *p);
+}
+
+static int is_source_name(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 2 && name[n - 2] == '.' && (name[n - 1] == 'c' || name[n - 1] == 'h');
+}
+
+/* Adds the .c and .h files under root/rel (into sub-folders too when deep), sorted. */
+static void list_sources(const char *root, const char *rel, int deep, paths *out)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/%s", root, rel);
+    char **names;
+    int n;
+    if (util_list_dir(dir, UTIL_LIST_FILES, &names, &n, NULL) == PT_OK) {
+        for (int i = 0; i < n; i++) {
+            char p[4200];
+            snprintf(p, sizeof p, "%s/%s", rel, names[i]);
+            if (is_source_name(names[i]))
+                paths_add(out, p);
+        }
+        util_free_list(names, n);
+    }
+    if (deep && util_list_dir(dir, UTIL_LIST_DIRS, &names, &n, NULL) == PT_OK) {
+        for (int i = 0; i < n; i++) {
+            char p[4200];
+            snprintf(p, sizeof p, "%s/%s", rel, names[i]);
+            list_sources(root, p, deep, out);
+        }
+        util_free_list(names, n);
+    }
+}
+
+/* ---- a file as lines ---------------------------------------------------------------- */
+
+typedef struct lines {
+    char *buf;
+    char **at;
+    int n;
+} lines;
+
+/* root/rel split at its newlines (a last line without one counts too); 0 or -1. */
+static int read_lines(const char *root, const char *rel, lines *L)
+{
+    memset(L, 0, sizeof *L);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    uint8_t *data;
+    size_t len;
+    if (util_read_file(path, &data, &len, NULL) != PT_OK)
+        return -1;
+    L->buf = (char *)data;
+    size_t cap = 1;
+    for (size_t i = 0; i < len; i++)
+        cap += L->buf[i] == '\n';
+    L->at = malloc(cap * sizeof *L->at);
+    if (!L->at) {
+        free(L->buf);
+        return -1;
+    }
+    char *p = L->buf, *end = L->buf + len;
+    while (p < end) {
+        L->at[L->n++] = p;
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            break;
+        *nl = '\0';
+        p = nl + 1;
+    }
+    return 0;
+}
+
+static void lines_free(lines *L)
+{
+    free(L->at);
+    free(L->buf);
+}
+
+/* ---- includes ---------------------------------------------------------------------- */
+
+/* The header a line includes with quotes into name, or 0 for any other line. */
+static int quoted_include(const char *line, char *name, size_t size)
+{
+    const char *p = line;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p++ != '#')
+        return 0;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (strncmp(p, "include", 7) != 0)
+        return 0;
+    p += 7;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p++ != '"')
+        return 0;
+    const char *q = strchr(p, '"');
+    if (!q || (size_t)(q - p) >= size)
+        return 0;
+    memcpy(name, p, (size_t)(q - p));
+    name[q - p] = '\0';
+    return 1;
+}
+
+/* Where `#include "inc"` in file `from` lands, as the compiler looks: beside `from`,
+ * then in core/ (-Icore), then at the root (-I.). 0, or -1 when nowhere. */
+static int resolve_include(const char *root, const char *from, const char *inc, char *out,
+                           size_t size)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", from);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        dir[0] = '\0';
+    const char *prefixes[] = { dir, "core", "" };
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        char rel[4200], full[8500];
+        snprintf(rel, sizeof rel, "%s%s%s", prefixes[i], *prefixes[i] ? "/" : "", inc);
+        snprintf(full, sizeof full, "%s/%s", root, rel);
+        if (util_is_file(full) && strlen(rel) < size) {
+            snprintf(out, size, "%s", rel);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* core/engine.h and every header it includes, on down, as repository paths. */
+static void engine_headers(const char *root, paths *out)
+{
+    paths_add(out, "core/engine.h");
+    for (int i = 0; i < out->n; i++) {
+        lines L;
+        if (read_lines(root, out->v[i], &L) != 0)
+            continue;
+        for (int k = 0; k < L.n; k++) {
+            char inc[512], rel[4200];
+            if (quoted_include(L.at[k], inc, sizeof inc) &&
+                resolve_include(root, out->v[i], inc, rel, sizeof rel) == 0 &&
+                !paths_has(out, rel))
+                paths_add(out, rel);
+        }
+        lines_free(&L);
+    }
+}
+
+TEST(source_ui_includes_only_engine_h_from_core)
+{
+    const char *root = source_root();
+    T_REQUIRE(root != NULL); /* the sources, beside or above the test binary */
+    paths allowed = { 0 }, ui = { 0 };
+    engine_headers(root, &allowed);
+    T_CHECKF(paths_has(&allowed, "core/config.h") && paths_has(&allowed, "core/run.h"),
+             "core/engine.h's includes were not found (%d headers)", allowed.n);
+    list_sources(root, "ui", 1, &ui);
+    T_CHECKF(ui.n > 10, "only %d source files in ui/", ui.n);
+    for (int i = 0; i < ui.n; i++) {
+        lines L;
+        int ok = read_lines(root, ui.v[i], &L) == 0;
+        T_CHECKF(ok, "%s: cannot be read", ui.v[i]);
+        if (!ok)
+            continue;
+        for (int k = 0; k < L.n; k++) {
+            char inc[512], rel[4200];
+            if (!quoted_include(L.at[k], inc, sizeof inc))
+                continue;
+            int found = resolve_include(root, ui.v[i], inc, rel, sizeof rel) == 0;
+            T_CHECKF(found, "%s:%d: #include \"%s\" names no file in the tree", ui.v[i], k + 1,
+                     inc);
+            if (!found)
+                continue;
+            T_CHECKF(strncmp(rel, "ui/", 3) == 0 || strncmp(rel, "core/base/", 10) == 0 ||
+                         paths_has(&allowed, rel),
+                     "%s:%d: #include \"%s\" (%s): the UI may include from core/ only "
+                     "engine.h, what engine.h includes, and base/",
+                     ui.v[i], k + 1, inc, rel);
+        }
+        lines_free(&L);
+    }
+    paths_free(&allowed);
+    paths_free(&ui);
+}
+
+/* ---- sizes ------------------------------------------------------------------------- */
+
+/* The name of the function whose signature ends above line `open` (its '{'): the word
+ * before the first '(' on the nearest line above that has one. Returns that line. */
+static int function_name(const lines *L, int open, char *name, size_t size)
+{
+    snprintf(name, size, "?");
+    int k = open - 1;
+    while (k > 0 && !strchr(L->at[k], '('))
+        k--;
+    const char *paren = strchr(L->at[k], '(');
+    if (!paren)
+        return k;
+    const char *e = paren;
+    while (e > L->at[k] && e[-1] == ' ')
+        e--;
+    const char *b = e;
+    while (b > L->at[k] && (isalnum((unsigned char)b[-1]) || b[-1] == '_'))
+        b--;
+    if (e > b && (size_t)(e - b) < size)
+        snprintf(name, size, "%.*s", (int)(e - b), b);
+    return k;
+}
+
+/* Fails once per function of file rel longer than MAX_FUNC_LINES; *n_funcs counts them
+ * all. */
+static void check_functions(const char *rel, const lines *L, int *n_funcs)
+{
+    for (int i = 1; i < L->n; i++) {
+        if (L->at[i][0] != '{')
+            continue;
+        int j = i + 1;
+        while (j < L->n && L->at[j][0] != '}')
+            j++;
+        int len = j - i + 1;
+        char name[128];
+        int sig = function_name(L, i, name, sizeof name);
+        T_CHECKF(len <= MAX_FUNC_LINES, "%s:%d: function %s is %d lines, over %d", rel, sig + 1,
+                 name, len, MAX_FUNC_LINES);
+        (*n_funcs)++;
+        i = j;
+    }
+}
+
+TEST(source_sizes_within_bounds)
+{
+    const char *root = source_root();
+    T_REQUIRE(root != NULL); /* the sources, beside or above the test binary */
+    paths bounded = { 0 }, all = { 0 };
+    list_sources(root, "core", 1, &bounded);
+    list_sources(root, "ui", 1, &bounded);
+    for (int i = 0; i < bounded.n; i++)
+        paths_add(&all, bounded.v[i]);
+    list_sources(root, "src", 1, &all);
+    T_CHECKF(bounded.n > 50 && all.n > bounded.n, "too few sources found: %d in core/ and "
+             "ui/, %d with src/", bounded.n, all.n);
+
+    int n_funcs = 0;
+    for (int i = 0; i < all.n; i++) {
+        lines L;
+        int ok = read_lines(root, all.v[i], &L) == 0;
+        T_CHECKF(ok, "%s: cannot be read", all.v[i]);
+        if (!ok)
+            continue;
+        if (i < bounded.n)
+            T_CHECKF(L.n <= MAX_FILE_LINES, "%s: %d lines, over %d", all.v[i], L.n,
+                     MAX_FILE_LINES);
+        check_functions(all.v[i], &L, &n_funcs);
+        lines_free(&L);
+    }
+    T_CHECKF(n_funcs > 500, "only %d functions found", n_funcs);
+    paths_free(&bounded);
+    paths_free(&all);
+}
