@@ -22,7 +22,7 @@
 #include "base/util.h"
 #include "data/demo.h"
 #include "train/progress.h"
-#include "train/runlog.h"
+#include "train/runfolder.h"
 #include "train/samples.h"
 #include "train/trainer.h"
 
@@ -673,42 +673,42 @@ int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e)
 
 int eng_run_open(const char *path, run_figures **out, pt_err *e)
 {
-    return rlog_load(path, out, e);
+    return rf_load(path, out, e);
 }
 
 void eng_run_close(run_figures *r)
 {
-    rlog_free(r);
+    rf_free(r);
 }
 
 const char *eng_run_opt(const run_figures *r, const char *key)
 {
-    return rlog_opt_get(r, key);
+    return rf_opt_get(r, key);
 }
 
 int eng_run_diff_text(run_figures *const *runs, int n, int i, char *buf, size_t len)
 {
-    return rlog_diff_text(runs, n, i, buf, len);
+    return rf_diff_text(runs, n, i, buf, len);
 }
 
 int eng_runs_scan(const char *parent, run_figures ***runs, int *n, int *skipped, pt_err *e)
 {
-    return rlog_scan(parent, runs, n, skipped, e);
+    return rf_scan(parent, runs, n, skipped, e);
 }
 
 void eng_runs_free(run_figures **runs, int n)
 {
-    rlog_free_list(runs, n);
+    rf_free_list(runs, n);
 }
 
 int eng_run_val_load(const char *run_dir, int n_classes, run_val_report *rep, int **labels,
                      int **preds, long long *n, pt_err *e)
 {
-    return rlog_val_load(run_dir, n_classes, rep, labels, preds, n, e);
+    return rf_val_load(run_dir, n_classes, rep, labels, preds, n, e);
 }
 
 int eng_run_log_lines(const char *run_dir, void (*fn)(void *ctx, const char *line), void *ctx,
                       pt_err *e)
 {
-    return rlog_log_lines(run_dir, fn, ctx, e);
+    return rf_log_lines(run_dir, fn, ctx, e);
 }

@@ -31,8 +31,8 @@ static tbe_writer *writer(trn *r, int val)
         return *w;
     char dir[4200];
     pt_err e;
-    if (util_path(dir, sizeof dir, "%s/%s", r->run_dir, val ? "validation" : "train") != 0) {
-        err_set(&e, PT_EUSAGE, r->run_dir, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
+    if (util_path(dir, sizeof dir, "%s/%s", r->folder.dir, val ? RF_VAL_DIR : RF_TRAIN_DIR) != 0) {
+        err_set(&e, PT_EUSAGE, r->folder.dir, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
         give_up(r, &e);
         return NULL;
     }

@@ -28,7 +28,7 @@ void trn_publish_static(trn *r)
 {
     run_snapshot *s = prg_lock(r->env->progress);
     util_copy(s->dataset, sizeof s->dataset, r->ds->root);
-    util_copy(s->run_dir, sizeof s->run_dir, r->run_dir);
+    util_copy(s->run_dir, sizeof s->run_dir, r->folder.dir);
     if (!strcmp(r->cfg->model, "mobilenetv2"))
         snprintf(s->model, sizeof s->model, "mobilenetv2 x%.2g", r->cfg->width);
     else

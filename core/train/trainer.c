@@ -178,7 +178,7 @@ static int build_model(trn *r, pt_err *e)
 
 static int write_config(trn *r, pt_err *e)
 {
-    return trn_write_text(r, "config", r->env->cfg_text, strlen(r->env->cfg_text), e);
+    return rf_write_text(&r->folder, RF_CONFIG, r->env->cfg_text, strlen(r->env->cfg_text), e);
 }
 
 static int prepare(trn *r, pt_err *e)
@@ -296,7 +296,7 @@ static int prepare(trn *r, pt_err *e)
      * between the two left it an epoch ahead, which this run does again. */
     if (cfg->resume[0] && r->rank == 0 &&
         ((rc = trn_restore_checkpoint(r, e)) != PT_OK || (rc = write_config(r, e)) != PT_OK ||
-         (rc = trn_write_history(r, e)) != PT_OK))
+         (rc = rf_write_history(&r->folder, r->hist, r->hist_n, e)) != PT_OK))
         return rc;
     /* A job's ranks start from rank 0's weights and state (a resumed run's: the
      * others never read the checkpoint). */
@@ -552,7 +552,7 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
                  row.seconds - r->epoch_time_before);
     r->epoch_time_before = 0;
     r->t_epoch = util_now();
-    if ((rc = trn_write_history(r, e)) != PT_OK)
+    if ((rc = rf_write_history(&r->folder, r->hist, r->hist_n, e)) != PT_OK)
         return rc;
     trn_tb_epoch(r, &row, images_per_sec);
     trn_log(r,
@@ -673,7 +673,7 @@ run_state trn_run(const trn_env *env, pt_err *e)
                           r->update + 1, r->last_ckpt);
         else
             trn_set_state(r, RUN_STOPPED, "stopped at update %lld; continue with --resume %s",
-                          r->update, r->run_dir);
+                          r->update, r->folder.dir);
     } else if (rc == PT_OK) {
         trn_set_state(r, RUN_RUNNING, "predicting the test split");
         if ((rc = trn_predict_test(r, e)) == PT_OK) {
@@ -687,7 +687,7 @@ run_state trn_run(const trn_env *env, pt_err *e)
             trn_set_state(r, RUN_DONE,
                           "done: %d epochs in %.0fs%s; val_acc %.4f, val_f1 %.4f; outputs in %s",
                           r->epoch, trn_elapsed(r), here, last ? last->val_acc : 0,
-                          last ? last->val_f1 : 0, r->run_dir);
+                          last ? last->val_f1 : 0, r->folder.dir);
         }
     }
     /* Closed before the end is logged, so that the run's last log line is its end
@@ -699,7 +699,7 @@ run_state trn_run(const trn_env *env, pt_err *e)
         trn_set_state(r, RUN_STOPPED, "stopped before training began");
     } else if (rc != PT_OK) {
         final = RUN_FAILED;
-        if (r->run_dir[0])
+        if (r->folder.dir[0])
             trn_log(r, "failed: %s", e ? e->msg : "error");
         trn_set_state(r, RUN_FAILED, "failed: %s", e ? e->msg : "error");
     }

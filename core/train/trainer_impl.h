@@ -21,6 +21,7 @@
 #include "nn/nn.h"
 #include "train/ema.h"
 #include "train/optim.h"
+#include "train/runfolder.h"
 #include "train/schedule.h"
 #include "train/strategy.h"
 #include "train/trainer.h"
@@ -55,7 +56,7 @@ typedef struct trn {
     pipeline *train;
     sched sch;
     double peak;
-    char run_dir[4096];
+    rf_writer folder;           /* the run folder (rank 0's; empty on the others) */
 
     /* progress */
     long long update;           /* updates done */
@@ -171,7 +172,7 @@ void trn_telemetry_idle(trn *r);
 double trn_elapsed(const trn *r);
 double trn_epoch_elapsed(const trn *r);
 
-/* ---- rundir.c: the run folder ---- */
+/* ---- trainer_folder.c: the trainer's side of the run folder (train/runfolder.h) ---- */
 
 /* A line for the log panel and the run folder's log.txt (there after the local
  * date and time). */
@@ -183,13 +184,8 @@ void trn_log(trn *r, const char *fmt, ...)
 /* How the run ended, as the last line of log.txt alone (the snapshot's message
  * says it on screen and on the headless runner's output). */
 void trn_log_end(trn *r, const char *line);
+/* The run folder made (rank 0), the temporary files a killed run left logged. */
 int trn_make_run_dir(trn *r, pt_err *e);
-int trn_write_text(trn *r, const char *name, const char *text, size_t len, pt_err *e);
-int trn_write_history(trn *r, pt_err *e);
-/* JSON list of n ints (malloc'd, *len bytes), NULL when out of memory. */
-char *trn_int_list(const int32_t *v, long long n, size_t *len);
-/* valid_preds.jsonl: this epoch's line, after the lines of earlier epochs. */
-int trn_append_valid_preds(trn *r, int epoch, const int32_t *preds, long long n, pt_err *e);
 int trn_save_checkpoint(trn *r, const char *why, pt_err *e);
 /* Resuming: weights, optimizer, progress and history from the run's checkpoint. */
 int trn_restore_checkpoint(trn *r, pt_err *e);
