@@ -125,8 +125,7 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
         goto out;
     rc = PT_OK;
     met_confusion(labels, preds, (size_t)n, r->n_classes, cm);
-    memcpy(r->val_cm, cm, (size_t)r->n_classes * r->n_classes * sizeof *cm);
-    r->val_cm_epoch = row->epoch;
+    tb_set_confusion(&r->tb, cm, row->epoch);
     met_summary ms;
     met_from_confusion(cm, r->n_classes, &ms, NULL, NULL, NULL, NULL);
     row->val_loss = n ? loss / (double)n : NAN;

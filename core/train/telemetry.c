@@ -78,32 +78,6 @@ void trn_class_name(const trn *r, int c, char *buf, size_t n)
         util_fmt(buf, n, "class %d", c);
 }
 
-void trn_curve_push(trn *r, double loss, double acc, double lr)
-{
-    /* Average `stride` updates into one point; halve the curve when it fills. */
-    r->curve_acc_loss += loss;
-    r->curve_acc_acc += acc;
-    r->curve_acc_lr += lr;
-    if (++r->curve_pending < r->curve_stride)
-        return;
-    double k = r->curve_pending;
-    if (r->curve_n == RUN_CURVE_POINTS) {
-        for (int i = 0; i < RUN_CURVE_POINTS / 2; i++) {
-            r->curve_loss[i] = 0.5f * (r->curve_loss[2 * i] + r->curve_loss[2 * i + 1]);
-            r->curve_acc[i] = 0.5f * (r->curve_acc[2 * i] + r->curve_acc[2 * i + 1]);
-            r->curve_lr[i] = 0.5f * (r->curve_lr[2 * i] + r->curve_lr[2 * i + 1]);
-        }
-        r->curve_n = RUN_CURVE_POINTS / 2;
-        r->curve_stride *= 2;
-    }
-    r->curve_loss[r->curve_n] = (float)(r->curve_acc_loss / k);
-    r->curve_acc[r->curve_n] = (float)(r->curve_acc_acc / k);
-    r->curve_lr[r->curve_n] = (float)(r->curve_acc_lr / k);
-    r->curve_n++;
-    r->curve_pending = 0;
-    r->curve_acc_loss = r->curve_acc_acc = r->curve_acc_lr = 0;
-}
-
 double trn_elapsed(const trn *r)
 {
     return r->elapsed_before + (util_now() - r->t_run);
@@ -204,11 +178,12 @@ void trn_publish_progress(trn *r, double lr, double loss, double acc)
     s->last_acc = acc;
     s->running_loss = r->examples ? r->loss_sum / (double)r->examples : 0;
     s->running_acc = r->examples ? (double)r->correct / (double)r->examples : 0;
-    s->curve_n = r->curve_n;
-    s->curve_stride = r->curve_stride;
-    memcpy(s->curve_loss, r->curve_loss, (size_t)r->curve_n * sizeof(float));
-    memcpy(s->curve_acc, r->curve_acc, (size_t)r->curve_n * sizeof(float));
-    memcpy(s->curve_lr, r->curve_lr, (size_t)r->curve_n * sizeof(float));
+    const crv *c = &r->curves;
+    s->curve_n = c->n;
+    s->curve_stride = c->stride;
+    memcpy(s->curve_loss, c->loss, (size_t)c->n * sizeof(float));
+    memcpy(s->curve_acc, c->acc, (size_t)c->n * sizeof(float));
+    memcpy(s->curve_lr, c->lr, (size_t)c->n * sizeof(float));
     double total = 0;
     for (int q = 0; q < r->shown; q++) {
         run_replica *e = &s->replica[q];
@@ -231,9 +206,9 @@ void trn_publish_progress(trn *r, double lr, double loss, double acc)
 void trn_publish_history(trn *r)
 {
     run_snapshot *s = prg_lock(r->env->progress);
-    int n = r->hist_n < RUN_MAX_EPOCHS ? r->hist_n : RUN_MAX_EPOCHS;
+    int n = r->curves.hist_n < RUN_MAX_EPOCHS ? r->curves.hist_n : RUN_MAX_EPOCHS;
     if (n > 0) /* a run that failed while preparing has no history array */
-        memcpy(s->history, r->hist, (size_t)n * sizeof(run_epoch));
+        memcpy(s->history, r->curves.hist, (size_t)n * sizeof(run_epoch));
     s->history_n = n;
     s->checkpoints = r->checkpoints;
     util_copy(s->last_checkpoint, sizeof s->last_checkpoint, r->last_ckpt);

@@ -181,6 +181,23 @@ static int write_config(trn *r, pt_err *e)
     return rf_write_text(&r->folder, RF_CONFIG, r->env->cfg_text, strlen(r->env->cfg_text), e);
 }
 
+/* The event files' hooks into the run. */
+static void tb_log(void *ctx, const char *line)
+{
+    trn_log(ctx, "%s", line);
+}
+
+static void tb_class_name(void *ctx, int c, char *buf, size_t n)
+{
+    trn_class_name(ctx, c, buf, n);
+}
+
+static int tb_preview(void *ctx, int n, uint64_t count, run_preview *p, pt_err *e)
+{
+    const trn *r = ctx;
+    return sam_preview(r->env->samples, r->ds, r->img, n, count, p, e);
+}
+
 static int prepare(trn *r, pt_err *e)
 {
     const run_config *cfg = r->cfg;
@@ -278,15 +295,9 @@ static int prepare(trn *r, pt_err *e)
 
     r->train_cm = calloc((size_t)r->n_classes * r->n_classes, sizeof *r->train_cm);
     r->preds = calloc((size_t)r->U, sizeof *r->preds);
-    r->hist = calloc(RUN_MAX_EPOCHS, sizeof *r->hist);
-    r->curve_loss = calloc(RUN_CURVE_POINTS, sizeof(float));
-    r->curve_acc = calloc(RUN_CURVE_POINTS, sizeof(float));
-    r->curve_lr = calloc(RUN_CURVE_POINTS, sizeof(float));
-    r->val_cm = calloc((size_t)r->n_classes * r->n_classes, sizeof *r->val_cm);
-    if (!r->train_cm || !r->preds || !r->hist || !r->curve_loss || !r->curve_acc || !r->curve_lr ||
-        !r->val_cm)
+    if (!r->train_cm || !r->preds || crv_init(&r->curves) != PT_OK ||
+        tb_init(&r->tb, r->n_classes) != PT_OK)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    r->curve_stride = 1;
 
     /* Starts at the weights as built; a resumed run's checkpoint then restores it. */
     if ((rc = ema_init(&r->avg, cfg->ema, nn_params(r->model), nn_param_count(r->model),
@@ -296,7 +307,7 @@ static int prepare(trn *r, pt_err *e)
      * between the two left it an epoch ahead, which this run does again. */
     if (cfg->resume[0] && r->rank == 0 &&
         ((rc = trn_restore_checkpoint(r, e)) != PT_OK || (rc = write_config(r, e)) != PT_OK ||
-         (rc = rf_write_history(&r->folder, r->hist, r->hist_n, e)) != PT_OK))
+         (rc = rf_write_history(&r->folder, r->curves.hist, r->curves.hist_n, e)) != PT_OK))
         return rc;
     /* A job's ranks start from rank 0's weights and state (a resumed run's: the
      * others never read the checkpoint). */
@@ -318,8 +329,9 @@ static int prepare(trn *r, pt_err *e)
     pc.start_batch = (uint64_t)(r->update * r->A);
     if ((rc = pipe_create(&pc, &r->train, e)) != PT_OK)
         return rc;
-    r->tb_off = r->rank != 0; /* rank 0 writes the event files */
-    trn_tb_open(r);
+    /* rank 0 writes the event files */
+    tb_hooks th = { r, tb_log, tb_class_name, tb_preview };
+    tb_open(&r->tb, r->rank == 0, r->folder.dir, &th);
     trn_publish_static(r);
     trn_publish_history(r);
     char summary[512];
@@ -479,14 +491,14 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
     r->sec_per_update = r->sec_per_update > 0 ? 0.9 * r->sec_per_update + 0.1 * dt : dt;
     double loss = res.examples ? res.loss_sum / (double)res.examples : 0;
     double acc = res.examples ? (double)res.correct / (double)res.examples : 0;
-    trn_curve_push(r, loss, acc, lr);
+    crv_push(&r->curves, loss, acc, lr);
     trn_telemetry(r, idle);
     if ((rc = trn_dist_telemetry(r, e)) != PT_OK)
         return rc;
     double comm = dist_comm_seconds() - comm0;
     r->comm_per_update = r->update > 1 ? 0.9 * r->comm_per_update + 0.1 * comm : comm;
     trn_publish_progress(r, lr, loss, acc);
-    trn_tb_update(r, loss, acc, lr);
+    tb_update(&r->tb, r->update, loss, acc, lr);
     return PT_OK;
 }
 
@@ -537,8 +549,7 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
     }
     if (rc != PT_OK)
         return rc;
-    if (r->hist_n < RUN_MAX_EPOCHS)
-        r->hist[r->hist_n++] = row;
+    crv_add_epoch(&r->curves, &row);
     r->epoch++;
     r->in_epoch = 0;
     r->loss_sum = 0;
@@ -552,9 +563,10 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
                  row.seconds - r->epoch_time_before);
     r->epoch_time_before = 0;
     r->t_epoch = util_now();
-    if ((rc = rf_write_history(&r->folder, r->hist, r->hist_n, e)) != PT_OK)
+    if ((rc = rf_write_history(&r->folder, r->curves.hist, r->curves.hist_n, e)) != PT_OK)
         return rc;
-    trn_tb_epoch(r, &row, images_per_sec);
+    tb_epoch(&r->tb, &row, r->update, sched_lr(&r->sch, r->update > 0 ? r->update - 1 : 0),
+             images_per_sec);
     trn_log(r,
             "epoch %d/%d - %d updates - %.1fs%s - %.0fms/update - loss %.4f - acc %.4f - val_loss "
             "%.4f - val_acc %.4f - val_f1 %.4f",
@@ -610,11 +622,7 @@ static void free_run(trn *r)
     free(r->slow);
     free(r->train_cm);
     free(r->preds);
-    free(r->hist);
-    free(r->curve_loss);
-    free(r->curve_acc);
-    free(r->curve_lr);
-    free(r->val_cm);
+    crv_free(&r->curves);
     free(r);
 }
 
@@ -678,7 +686,7 @@ run_state trn_run(const trn_env *env, pt_err *e)
         trn_set_state(r, RUN_RUNNING, "predicting the test split");
         if ((rc = trn_predict_test(r, e)) == PT_OK) {
             final = RUN_DONE;
-            const run_epoch *last = r->hist_n ? &r->hist[r->hist_n - 1] : NULL;
+            const run_epoch *last = r->curves.hist_n ? &r->curves.hist[r->curves.hist_n - 1] : NULL;
             /* A resumed run: the whole run's training time, and this process's. */
             char here[64] = "";
             if (r->elapsed_before > 0)
@@ -692,7 +700,7 @@ run_state trn_run(const trn_env *env, pt_err *e)
     }
     /* Closed before the end is logged, so that the run's last log line is its end
      * (a failure to flush the events is said before it). */
-    trn_tb_close(r);
+    tb_close(&r->tb);
     if (rc == PT_ESTOPPED) {
         /* Stopped while preparing (e.g. during the demo data's generation). */
         final = RUN_STOPPED;

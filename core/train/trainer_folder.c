@@ -38,56 +38,6 @@ int trn_make_run_dir(trn *r, pt_err *e)
     return rc;
 }
 
-static size_t history_blob(trn *r, uint8_t **out)
-{
-    size_t n = 4 + (size_t)r->hist_n * sizeof(run_epoch) + 12 + (size_t)r->curve_n * 3 * sizeof(float);
-    uint8_t *b = malloc(n), *p = b;
-    if (!b)
-        return 0;
-    int32_t v = r->hist_n;
-    memcpy(p, &v, 4);
-    p += 4;
-    memcpy(p, r->hist, (size_t)r->hist_n * sizeof(run_epoch));
-    p += (size_t)r->hist_n * sizeof(run_epoch);
-    int32_t c[3] = { r->curve_n, r->curve_stride, 0 };
-    memcpy(p, c, 12);
-    p += 12;
-    memcpy(p, r->curve_loss, (size_t)r->curve_n * sizeof(float));
-    p += (size_t)r->curve_n * sizeof(float);
-    memcpy(p, r->curve_acc, (size_t)r->curve_n * sizeof(float));
-    p += (size_t)r->curve_n * sizeof(float);
-    memcpy(p, r->curve_lr, (size_t)r->curve_n * sizeof(float));
-    *out = b;
-    return n;
-}
-
-static int unpack_history(trn *r, const uint8_t *b, size_t n)
-{
-    if (n < 16)
-        return -1;
-    int32_t hn;
-    memcpy(&hn, b, 4);
-    if (hn < 0 || hn > RUN_MAX_EPOCHS || 4 + (size_t)hn * sizeof(run_epoch) + 12 > n)
-        return -1;
-    memcpy(r->hist, b + 4, (size_t)hn * sizeof(run_epoch));
-    r->hist_n = hn;
-    const uint8_t *p = b + 4 + (size_t)hn * sizeof(run_epoch);
-    int32_t c[3];
-    memcpy(c, p, 12);
-    p += 12;
-    if (c[0] < 0 || c[0] > RUN_CURVE_POINTS || c[1] < 1 ||
-        (size_t)(p - b) + (size_t)c[0] * 3 * sizeof(float) > n)
-        return -1;
-    r->curve_n = c[0];
-    r->curve_stride = c[1];
-    memcpy(r->curve_loss, p, (size_t)c[0] * sizeof(float));
-    p += (size_t)c[0] * sizeof(float);
-    memcpy(r->curve_acc, p, (size_t)c[0] * sizeof(float));
-    p += (size_t)c[0] * sizeof(float);
-    memcpy(r->curve_lr, p, (size_t)c[0] * sizeof(float));
-    return 0;
-}
-
 int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
 {
     /* Every rank gets here at the same update; the moments of an optimizer sliced
@@ -98,7 +48,7 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
     char path[4200];
     rf_path(&r->folder, RF_CHECKPOINT, path, sizeof path);
     uint8_t *hist = NULL;
-    size_t hist_bytes = history_blob(r, &hist);
+    size_t hist_bytes = crv_pack(&r->curves, &hist);
     ckpt_data d = {
         .params = nn_params(r->model), .n_params = nn_param_count(r->model),
         .buffers = nn_buffers(r->model), .n_buffers = nn_buffer_count(r->model),
@@ -124,7 +74,7 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
         r->checkpoints++;
         util_fmt(r->last_ckpt, sizeof r->last_ckpt, "%s (update %lld, %s)", path, r->update, why);
         trn_log(r, "checkpoint written: %s after update %lld (%s)", path, r->update, why);
-        trn_tb_flush(r); /* the event files as far as the checkpoint */
+        tb_flush(&r->tb); /* the event files as far as the checkpoint */
         trn_publish_history(r);
     }
     return rc;
@@ -172,7 +122,7 @@ int trn_restore_checkpoint(trn *r, pt_err *e)
     }
     if (l.confusion && l.n_classes == r->n_classes)
         memcpy(r->train_cm, l.confusion, (size_t)r->n_classes * r->n_classes * sizeof(long long));
-    if (l.history && unpack_history(r, l.history, l.history_bytes) != 0) {
+    if (l.history && crv_unpack(&r->curves, l.history, l.history_bytes) != 0) {
         ckpt_free_loaded(&l);
         return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, PT_NO_OFFSET,
                        "the checkpoint's history is damaged");

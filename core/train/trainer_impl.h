@@ -16,14 +16,15 @@
 #include <stdint.h>
 
 #include "data/pipeline.h"
-#include "io/tbevent.h"
 #include "data/sampler.h"
 #include "nn/nn.h"
+#include "train/curves.h"
 #include "train/ema.h"
 #include "train/optim.h"
 #include "train/runfolder.h"
 #include "train/schedule.h"
 #include "train/strategy.h"
+#include "train/tboard.h"
 #include "train/trainer.h"
 
 /* One replica's telemetry: counters at the last sample and smoothed figures. */
@@ -72,11 +73,7 @@ typedef struct trn {
     /* bad records: counted by the pipelines' worker threads as they meet them */
     atomic_llong data_errors;
 
-    run_epoch *hist;
-    int hist_n;
-    float *curve_loss, *curve_acc, *curve_lr;
-    int curve_n, curve_stride, curve_pending;
-    double curve_acc_loss, curve_acc_acc, curve_acc_lr;
+    crv curves;                 /* the history and the per-update curves (curves.h) */
 
     trn_tel tel[RUN_MAX_REPLICAS];  /* the job's replicas: this rank's, and on rank 0 the
                                        others' as last gathered */
@@ -92,12 +89,7 @@ typedef struct trn {
     char last_ckpt[512];
     long long checkpoints;
 
-    /* TensorBoard (tboard.c): the event files of the run folder's train/ and
-     * validation/, and the latest validation's confusion matrix for its picture */
-    tbe_writer *tb_train, *tb_val;
-    int tb_off;                 /* writing failed: said once in the log, not tried again */
-    long long *val_cm;          /* n_classes x n_classes */
-    int val_cm_epoch;           /* the epoch it is of (1-based); 0 none */
+    tb_run tb;                  /* the TensorBoard event files (tboard.h) */
 } trn;
 
 /* ---- trainer.c ---- */
@@ -159,8 +151,6 @@ void trn_publish_static(trn *r);
 void trn_publish_progress(trn *r, double lr, double loss, double acc);
 /* After an epoch or a checkpoint. */
 void trn_publish_history(trn *r);
-/* Average stride updates into one curve point; the curve halves when full. */
-void trn_curve_push(trn *r, double loss, double acc, double lr);
 /* The name of class c (the dataset's, the competition's, or "class N"). */
 void trn_class_name(const trn *r, int c, char *buf, size_t n);
 /* Per-update telemetry: smoothed images/s, busy/idle/MXU per replica. */
@@ -189,29 +179,6 @@ int trn_make_run_dir(trn *r, pt_err *e);
 int trn_save_checkpoint(trn *r, const char *why, pt_err *e);
 /* Resuming: weights, optimizer, progress and history from the run's checkpoint. */
 int trn_restore_checkpoint(trn *r, pt_err *e);
-
-/* ---- tboard.c: TensorBoard event files (io/tbevent.h) in the run folder ----
- * train/: per update batch_loss, batch_sparse_categorical_accuracy and
- * batch_learning_rate at step = updates done; per epoch epoch_loss,
- * epoch_sparse_categorical_accuracy, epoch_precision, epoch_recall, epoch_f1_score
- * (macro), epoch_learning_rate (of the epoch's last update),
- * epoch_images_per_second and the image augmentation_preview, at step = the
- * 0-based epoch, as Keras's TensorBoard callback numbers epochs. validation/: the
- * same epoch_ figures of the validation pass, the image confusion_matrix, and
- * evaluation_loss_vs_iterations / evaluation_sparse_categorical_accuracy_vs_iterations
- * at step = updates done. A failure to write is logged once and ends the event
- * files, never the run. */
-
-/* Open train/'s file (a resumed run adds one beside the old). */
-void trn_tb_open(trn *r);
-/* After every update. */
-void trn_tb_update(trn *r, double loss, double acc, double lr);
-/* After an epoch's history is written: its figures, the pictures; then both files
- * flushed to disk. */
-void trn_tb_epoch(trn *r, const run_epoch *row, double images_per_sec);
-/* Everything so far onto the disk (with a checkpoint). */
-void trn_tb_flush(trn *r);
-void trn_tb_close(trn *r);
 
 /* ---- evaluate.c ---- */
 
