@@ -13,15 +13,8 @@
 #include "nn/nn_models.h"
 #include "train/dist.h"
 #include "train/metrics.h"
+#include "train/replicas.h"
 #include "train/trainer_impl.h"
-
-int trn_replicas(const run_config *cfg)
-{
-    int R = cfg->replicas > 0 ? cfg->replicas : util_cores();
-    if (R < 1)
-        R = 1;
-    return R < RUN_MAX_REPLICAS ? R : RUN_MAX_REPLICAS;
-}
 
 int trn_image_size(const run_config *cfg, const ds_dataset *ds, int *img, pt_err *e)
 {
@@ -255,7 +248,7 @@ static int prepare(trn *r, pt_err *e)
 
     if ((rc = trn_image_size(cfg, r->ds, &r->img, e)) != PT_OK)
         return rc;
-    r->R = trn_replicas(cfg);
+    r->R = rpl_count(cfg);
     r->B = cfg->batch_per_replica;
     r->A = cfg->grad_acc;
     r->P = r->B; /* prediction reuses the training contexts: no extra memory */

@@ -61,10 +61,6 @@ typedef struct trn_env {
  * RUN_STOPPED or RUN_FAILED (e says why). */
 run_state trn_run(const trn_env *env, pt_err *e);
 
-/* The replicas a run with cfg uses: cfg->replicas, or one per online core when it
- * is 0; 1 .. RUN_MAX_REPLICAS. */
-int trn_replicas(const run_config *cfg);
-
 /* The model's input side: cfg->image_size, or the dataset's image size (from its
  * folder name, else from the first training record). */
 int trn_image_size(const run_config *cfg, const ds_dataset *ds, int *img, pt_err *e);
