@@ -400,7 +400,7 @@ static int wait_user(trn *r, int pause, pt_err *e)
     double away = util_now() - t_pause;
     r->t_epoch += away;
     r->t_run += away;
-    r->tel_t = util_now();
+    tlm_resume(&r->tel, util_now());
     return c;
 }
 
@@ -481,15 +481,15 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
     r->examples += res.examples;
     r->correct += res.correct;
     double dt = util_now() - t0;
-    r->sec_per_update = r->sec_per_update > 0 ? 0.9 * r->sec_per_update + 0.1 * dt : dt;
+    tlm_note_update(&r->tel, dt);
     double loss = res.examples ? res.loss_sum / (double)res.examples : 0;
     double acc = res.examples ? (double)res.correct / (double)res.examples : 0;
     crv_push(&r->curves, loss, acc, lr);
-    trn_telemetry(r, idle);
+    tlm_sample(&r->tel, r->st, r->R, r->peak, idle);
     if ((rc = trn_dist_telemetry(r, e)) != PT_OK)
         return rc;
     double comm = dist_comm_seconds() - comm0;
-    r->comm_per_update = r->update > 1 ? 0.9 * r->comm_per_update + 0.1 * comm : comm;
+    tlm_note_comm(&r->tel, r->update, comm);
     trn_publish_progress(r, lr, loss, acc);
     tb_update(&r->tb, r->update, loss, acc, lr);
     return PT_OK;
@@ -568,21 +568,21 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
             row.val_loss, row.val_acc, row.val_f1);
     char line[1100];
     int k = snprintf(line, sizeof line, "  throughput:");
-    for (int q = 0; q < r->shown && k < 1000; q++) {
+    for (int q = 0; q < r->tel.shown && k < 1000; q++) {
         char where[64] = "";
         if (r->ranks > 1)
-            snprintf(where, sizeof where, " (rank %d on %.32s)", r->tel_rank[q], r->tel_host[q]);
+            snprintf(where, sizeof where, " (rank %d on %.32s)", r->tel.rank[q], r->tel.host[q]);
         k += snprintf(line + k, sizeof line - (size_t)k,
                       " replica %d%s %.0f img/s (busy %.0f%%, idle %.0f%%, MXU %.0f%%);", q, where,
-                      r->tel[q].ips, 100 * r->tel[q].busy_pct, 100 * r->tel[q].idle_pct,
-                      100 * r->tel[q].mxu_pct);
+                      r->tel.rep[q].ips, 100 * r->tel.rep[q].busy_pct, 100 * r->tel.rep[q].idle_pct,
+                      100 * r->tel.rep[q].mxu_pct);
     }
     if (r->ranks > 1 && k < 1000) {
         int nb;
         long long sent, early;
         strat_get_overlap(r->st, &nb, &sent, &early);
         k += snprintf(line + k, sizeof line - (size_t)k, " collectives %.1f ms/update",
-                      1000 * r->comm_per_update);
+                      1000 * r->tel.comm_per_update);
         if (nb > 0 && sent > 0)
             snprintf(line + k, sizeof line - (size_t)k,
                      " (%.0f%% of gradient buckets sent during the backward pass)",
@@ -630,7 +630,8 @@ run_state trn_run(const trn_env *env, pt_err *e)
     const run_config *cfg = env->cfg;
     r->cfg = cfg;
     r->env = env;
-    r->t_run = r->t_epoch = r->tel_t = r->spark_t = util_now();
+    r->t_run = r->t_epoch = util_now();
+    tlm_start(&r->tel, r->t_run);
     run_state final = RUN_FAILED;
     /* 0 running, 1 stopped on request, 2 stopped after a non-finite loss */
     int stopped = 0;
@@ -640,7 +641,8 @@ run_state trn_run(const trn_env *env, pt_err *e)
         rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     if (rc == PT_OK) {
         trn_set_state(r, RUN_RUNNING, "running");
-        r->t_run = r->t_epoch = r->tel_t = util_now();
+        r->t_run = r->t_epoch = util_now();
+        tlm_resume(&r->tel, r->t_run);
     }
     while (rc == PT_OK && !stopped && r->epoch < cfg->epochs) {
         while (r->in_epoch < r->updates_per_epoch) {

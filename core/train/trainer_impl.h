@@ -25,14 +25,8 @@
 #include "train/schedule.h"
 #include "train/strategy.h"
 #include "train/tboard.h"
+#include "train/telemetry.h"
 #include "train/trainer.h"
-
-/* One replica's telemetry: counters at the last sample and smoothed figures. */
-typedef struct trn_tel {
-    double busy, wait, idle, flops;
-    long long ex;
-    double ips, busy_pct, idle_pct, mxu_pct;   /* smoothed */
-} trn_tel;
 
 typedef struct trn {
     const run_config *cfg;
@@ -75,17 +69,8 @@ typedef struct trn {
 
     crv curves;                 /* the history and the per-update curves (curves.h) */
 
-    trn_tel tel[RUN_MAX_REPLICAS];  /* the job's replicas: this rank's, and on rank 0 the
-                                       others' as last gathered */
-    int shown;                  /* replicas with figures: R, or on rank 0 of a job G (at
-                                   most RUN_MAX_REPLICAS) */
-    int tel_rank[RUN_MAX_REPLICAS];
-    char tel_host[RUN_MAX_REPLICAS][32];
-    long long tel_next;         /* a job: the update of the next telemetry gather */
-    double comm_per_update;     /* seconds in collectives per update, smoothed */
-    double tel_t, spark_t, sec_per_update, val_seconds;
-    float spark[RUN_MAX_REPLICAS][RUN_SPARK_POINTS];
-    int spark_n;
+    tlm tel;                    /* the replicas' hardware figures (telemetry.h) */
+    double val_seconds;         /* the last validation's, for the ETA */
     char last_ckpt[512];
     long long checkpoints;
 
@@ -138,7 +123,7 @@ typedef struct trn_gathered {
 int trn_dist_gather(trn *r, const batch *b, const float *logits, trn_gathered *g, pt_err *e);
 void trn_gathered_free(trn_gathered *g);
 
-/* ---- telemetry.c: what the run shows while it trains ---- */
+/* ---- trainer_publish.c: what the run shows while it trains (train/progress.h) ---- */
 
 void trn_set_state(trn *r, run_state s, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -153,8 +138,6 @@ void trn_publish_progress(trn *r, double lr, double loss, double acc);
 void trn_publish_history(trn *r);
 /* The name of class c (the dataset's, the competition's, or "class N"). */
 void trn_class_name(const trn *r, int c, char *buf, size_t n);
-/* Per-update telemetry: smoothed images/s, busy/idle/MXU per replica. */
-void trn_telemetry(trn *r, double idle_this_update);
 /* The run pauses: the replicas' figures go to zero (published at once), and
  * their smoothing starts afresh when it goes on. */
 void trn_telemetry_idle(trn *r);
