@@ -51,8 +51,8 @@ static int predict_batch(trn *r, batch *b, float *logits, float *spare, pt_err *
 static int open_eval_pipe(trn *r, const ds_split *split, int labeled, pipeline **p, pt_err *e)
 {
     pipe_config c;
-    sam_pipe_config(r->env->samples, SAM_EVAL, split, labeled, r->n_classes, r->img, r->G * r->P,
-                    &c);
+    feed_pipe_config(r->env->feed, FEED_EVAL, split, labeled, r->n_classes, r->img, r->G * r->P,
+                     &c);
     if (r->ranks > 1) {
         c.slice_first = r->g0 * r->P;
         c.slice_count = r->R * r->P;

@@ -111,7 +111,7 @@ static int build_model(trn *r, pt_err *e)
         r->model = import_onnx(r, e);
     else if (!strcmp(r->cfg->model, "small")) {
         int widths[RUN_MAX_BLOCKS], strided[RUN_MAX_BLOCKS];
-        int n = run_parse_widths(r->cfg->widths, r->img, widths, strided, e);
+        int n = nn_parse_widths(r->cfg->widths, r->img, widths, strided, e);
         if (n < 0)
             return PT_EUSAGE;
         r->model = nn_build_small_widths(r->img, r->img, r->n_classes, (float)r->cfg->dropout,
@@ -188,24 +188,32 @@ static void tb_class_name(void *ctx, int c, char *buf, size_t n)
 static int tb_preview(void *ctx, int n, uint64_t count, run_preview *p, pt_err *e)
 {
     const trn *r = ctx;
-    return sam_preview(r->env->samples, r->ds, r->img, n, count, p, e);
+    return feed_preview(r->env->feed, r->ds, r->img, n, count, p, e);
 }
 
-static int prepare(trn *r, pt_err *e)
+/* ---- prepare: the steps before the first update, in the order of steps[] ---- */
+
+static int step_open_data(trn *r, pt_err *e)
 {
-    const run_config *cfg = r->cfg;
     int rc = r->env->data(r->env->ctx, &r->ds, e);
     if (rc != PT_OK)
         return rc;
     if (r->ds->split[DS_TRAIN].count == 0)
         return err_set(e, PT_ENODATA, r->ds->root, PT_NO_RECORD, PT_NO_OFFSET,
                        "no training records (train/ is missing or empty)");
+    return PT_OK;
+}
 
+/* The classes, the label counts of both splits, and the oversampling table (the
+ * examples of an epoch: as many as the table draws). */
+static int step_scan_labels(trn *r, pt_err *e)
+{
+    const run_config *cfg = r->cfg;
     trn_set_state(r, RUN_PREPARING, "scanning labels of %lld training and %lld validation records",
                   r->ds->split[DS_TRAIN].count, r->ds->split[DS_VAL].count);
     int32_t *tl = NULL, *vl = NULL;
     long long tn = 0, vn = 0, bad = 0;
-    rc = ds_scan_labels(&r->ds->split[DS_TRAIN], &tl, &tn, &bad, scan_error, r, e);
+    int rc = ds_scan_labels(&r->ds->split[DS_TRAIN], &tl, &tn, &bad, scan_error, r, e);
     if (rc == PT_OK && r->ds->split[DS_VAL].count > 0)
         rc = ds_scan_labels(&r->ds->split[DS_VAL], &vl, &vn, &bad, scan_error, r, e);
     if (rc != PT_OK) {
@@ -231,21 +239,30 @@ static int prepare(trn *r, pt_err *e)
     smp_count_labels(tl, (size_t)tn, r->n_classes, r->train_counts);
     smp_count_labels(vl, (size_t)vn, r->n_classes, r->val_counts);
 
-    long long examples = tn;
+    r->epoch_examples = tn;
     memcpy(r->train_os, r->train_counts, (size_t)r->n_classes * sizeof(long long));
     if (cfg->oversample != 0) {
-        if (smp_build(&r->smp, r->train_counts, r->n_classes, cfg->oversample > 0 ? cfg->oversample : 0) != 0) {
+        if (smp_build(&r->smp, r->train_counts, r->n_classes,
+                      cfg->oversample > 0 ? cfg->oversample : 0) != 0) {
             free(tl);
             free(vl);
             return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
         }
         r->oversampling = 1;
-        examples = smp_expected_total(&r->smp, r->train_counts);
+        r->epoch_examples = smp_expected_total(&r->smp, r->train_counts);
         smp_count_pass(&r->smp, tl, (size_t)tn, cfg->seed, r->train_os);
     }
     free(tl);
     free(vl);
+    return PT_OK;
+}
 
+/* Image size, replicas (the job's too), the update's size, updates per epoch and
+ * the learning-rate schedule. */
+static int step_plan_updates(trn *r, pt_err *e)
+{
+    const run_config *cfg = r->cfg;
+    int rc;
     if ((rc = trn_image_size(cfg, r->ds, &r->img, e)) != PT_OK)
         return rc;
     r->R = rpl_count(cfg);
@@ -255,63 +272,104 @@ static int prepare(trn *r, pt_err *e)
     if ((rc = trn_dist_join(r, e)) != PT_OK)
         return rc;
     r->U = r->G * r->B * r->A;
-    r->updates_per_epoch = examples / r->U;
+    r->updates_per_epoch = r->epoch_examples / r->U;
     if (r->updates_per_epoch < 1)
         return err_set(e, PT_EUSAGE, r->ds->root, PT_NO_RECORD, PT_NO_OFFSET,
                        "%lld training examples cannot fill one update of %d (replicas x batch "
                        "x accumulation)",
-                       examples, r->U);
+                       r->epoch_examples, r->U);
     r->total_updates = r->updates_per_epoch * cfg->epochs;
     sched_init(&r->sch, (sched_kind)cfg->schedule, cfg->lr_start, cfg->lr_max, cfg->lr_end,
                cfg->warmup, cfg->lr_scaling, r->total_updates);
+    return PT_OK;
+}
 
-    if ((rc = trn_make_run_dir(r, e)) != PT_OK)
+static int step_run_folder(trn *r, pt_err *e)
+{
+    int rc = trn_make_run_dir(r, e);
+    if (rc != PT_OK)
         return rc;
     /* A new run's configuration first, so that a run folder holds it (and can be
      * resumed) from its first moments on; a resumed run's after its checkpoint has
      * loaded, so that options that do not fit the checkpoint do not replace it. */
-    if (!cfg->resume[0] && (rc = write_config(r, e)) != PT_OK)
-        return rc;
-    trn_set_state(r, RUN_PREPARING, "building %s for %dx%d input, %d classes", cfg->model, r->img,
-                  r->img, r->n_classes);
-    if ((rc = build_model(r, e)) != PT_OK)
-        return rc;
+    if (!r->cfg->resume[0])
+        return write_config(r, e);
+    return PT_OK;
+}
+
+static int step_build_model(trn *r, pt_err *e)
+{
+    trn_set_state(r, RUN_PREPARING, "building %s for %dx%d input, %d classes", r->cfg->model,
+                  r->img, r->img, r->n_classes);
+    return build_model(r, e);
+}
+
+static int step_start_replicas(trn *r, pt_err *e)
+{
     strat_config sc = { .model = r->model, .optimizer = &r->optim, .decay_mask = r->decay,
                         .replicas = r->R, .batch_per_replica = r->B, .grad_acc = r->A,
-                        .predict_batch = r->P, .label_smoothing = (float)cfg->label_smoothing,
+                        .predict_batch = r->P,
+                        .label_smoothing = (float)r->cfg->label_smoothing,
                         .first_replica = r->g0, .all_replicas = r->ranks > 1 ? r->G : 0,
                         .overlap = trn_dist_overlap(r) };
-    if ((rc = strat_new(&sc, &r->st, e)) != PT_OK)
-        return rc;
+    return strat_new(&sc, &r->st, e);
+}
+
+static int step_measure_peak(trn *r, pt_err *e)
+{
+    (void)e;
     trn_set_state(r, RUN_PREPARING, "measuring the single-core sgemm peak");
     r->peak = trn_sgemm_peak(0.3);
+    return PT_OK;
+}
 
+/* The training figures, the curves, the event files' confusion matrix. */
+static int step_figures(trn *r, pt_err *e)
+{
     r->train_cm = calloc((size_t)r->n_classes * r->n_classes, sizeof *r->train_cm);
     r->preds = calloc((size_t)r->U, sizeof *r->preds);
     if (!r->train_cm || !r->preds || crv_init(&r->curves) != PT_OK ||
         tb_init(&r->tb, r->n_classes) != PT_OK)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    return PT_OK;
+}
 
+static int step_moving_average(trn *r, pt_err *e)
+{
     /* Starts at the weights as built; a resumed run's checkpoint then restores it. */
-    if ((rc = ema_init(&r->avg, cfg->ema, nn_params(r->model), nn_param_count(r->model),
-                       nn_buffers(r->model), nn_buffer_count(r->model), e)) != PT_OK)
-        return rc;
+    return ema_init(&r->avg, r->cfg->ema, nn_params(r->model), nn_param_count(r->model),
+                    nn_buffers(r->model), nn_buffer_count(r->model), e);
+}
+
+static int step_resume(trn *r, pt_err *e)
+{
     /* A resumed run's history.json is made again from the checkpoint: one killed
      * between the two left it an epoch ahead, which this run does again. */
-    if (cfg->resume[0] && r->rank == 0 &&
+    int rc = PT_OK;
+    if (r->cfg->resume[0] && r->rank == 0 &&
         ((rc = trn_restore_checkpoint(r, e)) != PT_OK || (rc = write_config(r, e)) != PT_OK ||
          (rc = rf_write_history(&r->folder, r->curves.hist, r->curves.hist_n, e)) != PT_OK))
         return rc;
+    return PT_OK;
+}
+
+static int step_share_state(trn *r, pt_err *e)
+{
     /* A job's ranks start from rank 0's weights and state (a resumed run's: the
      * others never read the checkpoint). */
-    if ((rc = trn_dist_share_state(r, e)) != PT_OK)
+    int rc = trn_dist_share_state(r, e);
+    if (rc != PT_OK)
         return rc;
     set_phase(r);
+    return PT_OK;
+}
 
+static int step_training_pipeline(trn *r, pt_err *e)
+{
     /* Global batches of every replica of the job; a rank decodes its slice. */
     pipe_config pc;
-    sam_pipe_config(r->env->samples, SAM_TRAIN, &r->ds->split[DS_TRAIN], 1, r->n_classes, r->img,
-                    r->G * r->B, &pc);
+    feed_pipe_config(r->env->feed, FEED_TRAIN, &r->ds->split[DS_TRAIN], 1, r->n_classes, r->img,
+                     r->G * r->B, &pc);
     if (r->ranks > 1) {
         pc.slice_first = r->g0 * r->B;
         pc.slice_count = r->R * r->B;
@@ -320,13 +378,49 @@ static int prepare(trn *r, pt_err *e)
     pc.on_error = trn_data_error;
     pc.error_ctx = r;
     pc.start_batch = (uint64_t)(r->update * r->A);
-    if ((rc = pipe_create(&pc, &r->train, e)) != PT_OK)
-        return rc;
+    return pipe_create(&pc, &r->train, e);
+}
+
+static int step_publish(trn *r, pt_err *e)
+{
+    (void)e;
     /* rank 0 writes the event files */
     tb_hooks th = { r, tb_log, tb_class_name, tb_preview };
     tb_open(&r->tb, r->rank == 0, r->folder.dir, &th);
     trn_publish_static(r);
     trn_publish_history(r);
+    return PT_OK;
+}
+
+/* A job's ranks, and how its gradients travel. */
+static void log_job(trn *r)
+{
+    trn_log(r, "data parallel: %d ranks (rank 0 on %s) with %d replicas in all, %d per update; "
+               "each rank decodes its slice of every batch of %d",
+            r->ranks, dist_host(), r->G, r->U, r->G * r->B);
+    int nb;
+    long long sent, early;
+    strat_get_overlap(r->st, &nb, &sent, &early);
+    if (nb > 0)
+        trn_log(r, "gradients cross the ranks in %d bucket%s of about %zu floats, each sent "
+                   "as soon as the backward pass has finished it",
+                nb, nb == 1 ? "" : "s", (nn_param_count(r->model) + (size_t)nb - 1) / (size_t)nb);
+    else
+        trn_log(r, "gradients cross the ranks after the backward pass, each rank stepping "
+                   "its 1/%d of the optimizer (--no-overlap)",
+                r->ranks);
+    if (r->cfg->overlap < 0)
+        trn_log(r, "(--overlap auto: %s)",
+                nb > 0 ? "the ranks span more than one host; during the backward pass the "
+                         "network's time is hidden"
+                       : "the ranks share one host, where the exchange is quick and stepping "
+                         "a slice of the optimizer saves more than overlap hides");
+}
+
+static int step_log_plan(trn *r, pt_err *e)
+{
+    (void)e;
+    const run_config *cfg = r->cfg;
     char summary[512];
     snprintf(summary, sizeof summary,
              "%s: %lld train / %lld val / %lld test records, %d classes, %dx%d; %d replicas x %d "
@@ -342,28 +436,8 @@ static int prepare(trn *r, pt_err *e)
                 r->ranks > 1 ? " (mpirun binds each rank to one core unless told otherwise; "
                                "with --bind-to none a rank may use them all)"
                              : "");
-    if (r->ranks > 1) {
-        trn_log(r, "data parallel: %d ranks (rank 0 on %s) with %d replicas in all, %d per update; "
-                   "each rank decodes its slice of every batch of %d",
-                r->ranks, dist_host(), r->G, r->U, r->G * r->B);
-        int nb;
-        long long sent, early;
-        strat_get_overlap(r->st, &nb, &sent, &early);
-        if (nb > 0)
-            trn_log(r, "gradients cross the ranks in %d bucket%s of about %zu floats, each sent "
-                       "as soon as the backward pass has finished it",
-                    nb, nb == 1 ? "" : "s", (nn_param_count(r->model) + (size_t)nb - 1) / (size_t)nb);
-        else
-            trn_log(r, "gradients cross the ranks after the backward pass, each rank stepping "
-                       "its 1/%d of the optimizer (--no-overlap)",
-                    r->ranks);
-        if (cfg->overlap < 0)
-            trn_log(r, "(--overlap auto: %s)",
-                    nb > 0 ? "the ranks span more than one host; during the backward pass the "
-                             "network's time is hidden"
-                           : "the ranks share one host, where the exchange is quick and stepping "
-                             "a slice of the optimizer saves more than overlap hides");
-    }
+    if (r->ranks > 1)
+        log_job(r);
     trn_log(r, "model %s: %zu parameters (%zu trainable), %.1f MFLOP per image forward; sgemm "
                "peak %.1f GFLOP/s (%s)",
             cfg->model, nn_param_count(r->model), nn_trainable_count(r->model),
@@ -371,6 +445,37 @@ static int prepare(trn *r, pt_err *e)
     if (ema_on(&r->avg))
         trn_log(r, "validation and predictions use a moving average of the weights (--ema %g)",
                 cfg->ema);
+    return PT_OK;
+}
+
+/* Preparing a run: each step in order, the first error ends it. */
+static const struct {
+    const char *name;
+    int (*run)(trn *r, pt_err *e);
+} steps[] = {
+    { "open the data", step_open_data },
+    { "scan labels", step_scan_labels },
+    { "plan the updates", step_plan_updates },
+    { "make the run folder", step_run_folder },
+    { "build the model", step_build_model },
+    { "start the replicas", step_start_replicas },
+    { "measure the sgemm peak", step_measure_peak },
+    { "allocate the figures", step_figures },
+    { "start the moving average", step_moving_average },
+    { "resume from the checkpoint", step_resume },
+    { "share rank 0's state", step_share_state },
+    { "start the training pipeline", step_training_pipeline },
+    { "open the event files and publish", step_publish },
+    { "log the plan", step_log_plan },
+};
+
+static int prepare(trn *r, pt_err *e)
+{
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        int rc = steps[i].run(r, e);
+        if (rc != PT_OK)
+            return rc;
+    }
     return PT_OK;
 }
 

@@ -1,5 +1,9 @@
 /* trainer_impl — internals shared by the trainer's files (trainer.c, evaluate.c,
- * rundir.c, telemetry.c); not for other modules.
+ * trainer_folder.c, trainer_publish.c, trainer_dist.c); not for other modules.
+ * The parts with owners of their own (the run folder's writer, curves, telemetry,
+ * TensorBoard) are held here as values: the trainer's files read them and change
+ * them through their functions, but for trainer_dist.c, which fills in a job's
+ * replica map and the other ranks' replica figures in the telemetry.
  *
  * A rank of a job (train/dist.h, trainer_dist.c): every rank runs the whole loop
  * in step with the others and holds the same weights, optimizer, progress and
@@ -38,6 +42,7 @@ typedef struct trn {
     int G, g0;                  /* the job's replicas, and this rank's first one's index */
     int Rmax;                   /* the most replicas of any rank */
     long long updates_per_epoch, total_updates;
+    long long epoch_examples;   /* training examples of an epoch (oversampled) */
     smp_table smp;
     int oversampling;
     long long train_counts[RUN_MAX_CLASSES], train_os[RUN_MAX_CLASSES], val_counts[RUN_MAX_CLASSES];
