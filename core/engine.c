@@ -21,9 +21,9 @@
 
 #include "base/util.h"
 #include "data/demo.h"
+#include "train/feed.h"
 #include "train/progress.h"
 #include "train/runfolder.h"
-#include "train/feed.h"
 #include "train/trainer.h"
 
 #define LOG_LINES 512
