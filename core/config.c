@@ -8,7 +8,11 @@
 
 #include "base/util.h"
 #include "data/augment.h"
+#include "nn/nn_models.h"
 #include "train/schedule.h"
+
+/* --widths: the config's limit is the small net's (nn_parse_widths). */
+_Static_assert(RUN_MAX_BLOCKS == NN_SMALL_MAX_BLOCKS, "RUN_MAX_BLOCKS and NN_SMALL_MAX_BLOCKS");
 
 /* The config's schedule names are the trainer's: the values are passed across. */
 _Static_assert(RUN_SCHED_EXP == (int)SCHED_EXP && RUN_SCHED_LINEAR == (int)SCHED_LINEAR &&
@@ -256,7 +260,7 @@ static int set_option(run_config *c, const cfg_option *o, const char *v, pt_err 
         return rc;
     case CFG_WIDTHS: {
         int widths[RUN_MAX_BLOCKS];
-        if (run_parse_widths(v, 128, widths, NULL, e) < 0)
+        if (nn_parse_widths(v, 128, widths, NULL, e) < 0)
             return PT_EUSAGE;
         if (strlen(v) >= o->size)
             return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s: too long",

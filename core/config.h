@@ -27,7 +27,7 @@ typedef enum cfg_kind {
                            decides when it knows more) */
     CFG_OVERSAMPLE,     /* long long: a count from lo to hi, max (-1) or off (0) */
     CFG_AUGMENT,        /* char[]: a chain spec that aug_parse() accepts */
-    CFG_WIDTHS,         /* char[]: a channel list that run_parse_widths() accepts */
+    CFG_WIDTHS,         /* char[]: a channel list that nn_parse_widths() accepts */
 } cfg_kind;
 
 /* Where an option shows (cfg_option.where). */

@@ -21,9 +21,9 @@
 
 #include "base/util.h"
 #include "data/demo.h"
+#include "train/feed.h"
 #include "train/progress.h"
-#include "train/runlog.h"
-#include "train/samples.h"
+#include "train/runfolder.h"
 #include "train/trainer.h"
 
 #define LOG_LINES 512
@@ -45,7 +45,7 @@ struct eng {
     char cfg_text[16384];           /* cfg as the run folder's config file */
     char warnings[1024];            /* eng_warnings(); written before any thread */
     prg *progress;
-    sam *samples;
+    feed *samples;
 
     pthread_mutex_t lock;           /* everything below but the dataset */
     pthread_cond_t cmd_cv;          /* command changes */
@@ -168,7 +168,7 @@ static void *run_main(void *arg)
 {
     eng *g = arg;
     trn_env env = { .cfg = &g->cfg, .cfg_text = g->cfg_text, .progress = g->progress,
-                    .samples = g->samples, .ctx = g, .log = hook_log, .control = hook_control,
+                    .feed = g->samples, .ctx = g, .log = hook_log, .control = hook_control,
                     .wait = hook_wait, .data = hook_data };
     pt_err e;
     err_clear(&e);
@@ -284,7 +284,7 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
     if (!g)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     g->cfg = *cfg;
-    int rc = sam_new(cfg, &g->samples, e); /* checks the augmentation spec */
+    int rc = feed_new(cfg, &g->samples, e); /* checks the augmentation spec */
     if (rc != PT_OK) {
         free(g);
         return rc;
@@ -295,7 +295,7 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
     g->log = calloc(LOG_LINES, sizeof *g->log);
     if (!g->progress || !g->log) {
         prg_free(g->progress);
-        sam_free(g->samples);
+        feed_free(g->samples);
         free(g->log);
         free(g);
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
@@ -418,7 +418,7 @@ void eng_destroy(eng *g)
     for (int i = 0; i < ITEM_CACHE; i++)
         run_val_item_free(&g->items[i].item);
     prg_free(g->progress);
-    sam_free(g->samples);
+    feed_free(g->samples);
     ds_free(g->ds);
     free(g->log);
     pthread_mutex_destroy(&g->lock);
@@ -477,7 +477,7 @@ static void make_preview(eng *g, int n, uint64_t count)
     if (rc == PT_OK)
         rc = trn_image_size(&g->cfg, d, &img, &e);
     if (rc == PT_OK)
-        rc = sam_preview(g->samples, d, img, n, count, &p, &e);
+        rc = feed_preview(g->samples, d, img, n, count, &p, &e);
     if (rc != PT_OK) {
         char line[1100];
         snprintf(line, sizeof line, "preview failed: %s", e.msg);
@@ -507,7 +507,7 @@ static void load_item(eng *g, long long index)
     if (s.rc == PT_OK)
         s.rc = open_data(g, &d, &s.err);
     if (s.rc == PT_OK)
-        s.rc = sam_val_image(d, src, &s.item, &s.err);
+        s.rc = feed_val_image(d, src, &s.item, &s.err);
     pthread_mutex_lock(&g->lock);
     item_slot *old = &g->items[g->item_next];
     run_val_item_free(&old->item);
@@ -673,42 +673,42 @@ int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e)
 
 int eng_run_open(const char *path, run_figures **out, pt_err *e)
 {
-    return rlog_load(path, out, e);
+    return rf_load(path, out, e);
 }
 
 void eng_run_close(run_figures *r)
 {
-    rlog_free(r);
+    rf_free(r);
 }
 
 const char *eng_run_opt(const run_figures *r, const char *key)
 {
-    return rlog_opt_get(r, key);
+    return rf_opt_get(r, key);
 }
 
 int eng_run_diff_text(run_figures *const *runs, int n, int i, char *buf, size_t len)
 {
-    return rlog_diff_text(runs, n, i, buf, len);
+    return rf_diff_text(runs, n, i, buf, len);
 }
 
 int eng_runs_scan(const char *parent, run_figures ***runs, int *n, int *skipped, pt_err *e)
 {
-    return rlog_scan(parent, runs, n, skipped, e);
+    return rf_scan(parent, runs, n, skipped, e);
 }
 
 void eng_runs_free(run_figures **runs, int n)
 {
-    rlog_free_list(runs, n);
+    rf_free_list(runs, n);
 }
 
 int eng_run_val_load(const char *run_dir, int n_classes, run_val_report *rep, int **labels,
                      int **preds, long long *n, pt_err *e)
 {
-    return rlog_val_load(run_dir, n_classes, rep, labels, preds, n, e);
+    return rf_val_load(run_dir, n_classes, rep, labels, preds, n, e);
 }
 
 int eng_run_log_lines(const char *run_dir, void (*fn)(void *ctx, const char *line), void *ctx,
                       pt_err *e)
 {
-    return rlog_log_lines(run_dir, fn, ctx, e);
+    return rf_log_lines(run_dir, fn, ctx, e);
 }

@@ -1,7 +1,5 @@
-/* run — names of the run states, the frees of run.h's heap-holding copies, and the
- * reading of a --widths list. */
+/* run — names of the run states and the frees of run.h's heap-holding copies. */
 #include "run.h"
-#include "nn/nn_models.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -66,63 +64,4 @@ int run_model_is_onnx(const char *model)
 {
     size_t n = strlen(model);
     return n > 5 && strcasecmp(model + n - 5, ".onnx") == 0;
-}
-
-int run_parse_widths(const char *s, int side, int out[RUN_MAX_BLOCKS],
-                     int strided[RUN_MAX_BLOCKS], pt_err *e)
-{
-    int n = 0, stride[RUN_MAX_BLOCKS] = { 0 };
-    if (!strcmp(s, "auto")) {
-        /* From 128 px a 2x2 average pool first: these photos hold about 32 px of
-         * detail, and the net after it then sees what it sees at half the side. It
-         * learns more than a strided 16-channel block there (bench/RESULTS.md, "Other
-         * nets at 128 px"). */
-        if (side >= 128) {
-            out[n] = 0;
-            stride[n++] = NN_BLOCK_AVGPOOL;
-            side /= 2;
-        }
-        static const int first[4] = { 32, 64, 128, 256 };
-        for (int k = 0; k < 4; k++)
-            out[n++] = first[k];
-        while (n < RUN_MAX_BLOCKS && side >> (n - (stride[0] != 0) + 1) >= 2)
-            out[n++] = 256;
-    }
-    else {
-        const char *p = s;
-        for (;;) {
-            char *end;
-            long v;
-            int kind;
-            if (*p == 'a') { /* an average pool: no number, no s */
-                end = (char *)p + 1;
-                v = 0;
-                kind = NN_BLOCK_AVGPOOL;
-            }
-            else {
-                errno = 0;
-                v = strtol(p, &end, 10);
-                kind = *end == 's' ? NN_BLOCK_STRIDED : NN_BLOCK_POOL;
-                end += kind == NN_BLOCK_STRIDED;
-                if (end == p || errno || v < 1 || v > 4096)
-                    end = NULL;
-            }
-            if (!end || n == RUN_MAX_BLOCKS || (*end != ',' && *end != '\0')) {
-                err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                        "widths wants auto or 1 to %d blocks, comma-separated: channel "
-                        "counts from 1 to 4096, Cs for a strided block, a for an average "
-                        "pool (a,32,64s,128), not '%s'",
-                        RUN_MAX_BLOCKS, s);
-                return -1;
-            }
-            stride[n] = kind;
-            out[n++] = (int)v;
-            if (*end == '\0')
-                break;
-            p = end + 1;
-        }
-    }
-    if (strided)
-        memcpy(strided, stride, sizeof stride);
-    return n;
 }

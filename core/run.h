@@ -32,7 +32,8 @@ typedef enum run_optimizer { RUN_OPT_ADAM = 0, RUN_OPT_SGD } run_optimizer;
 typedef enum run_init { RUN_INIT_HE = 0, RUN_INIT_TORCH } run_init;
 typedef enum run_tta { RUN_TTA_NONE = 0, RUN_TTA_FLIP } run_tta;
 
-#define RUN_MAX_BLOCKS 8        /* --widths: at most this many blocks */
+#define RUN_MAX_BLOCKS 8        /* --widths: at most this many blocks (NN_SMALL_MAX_BLOCKS,
+                                   nn_parse_widths() in nn/nn_models.h) */
 
 typedef struct run_config {
     char data[4096];            /* dataset folder; "" = the built-in demo data */
@@ -93,19 +94,6 @@ const char *run_state_name(run_state s);
 /* 1 when the model option names an ONNX file (it ends in .onnx) rather than a
  * built-in net. */
 int run_model_is_onnx(const char *model);
-
-/* Parse a --widths list ("a,32,64s,128": 1 to RUN_MAX_BLOCKS comma-separated blocks,
- * each a whole number from 1 to 4096 with an optional s, or the letter a) into out,
- * and into strided (may be NULL) each block's kind (nn_models.h): NN_BLOCK_STRIDED for
- * a count written with s (its first convolution has stride 2 in place of the block's
- * max-pool), NN_BLOCK_AVGPOOL for a (a 2x2 average pool and no convolution; out 0),
- * NN_BLOCK_POOL otherwise. "auto" is 32, 64, 128, 256, then more 256 blocks while the
- * map they leave on an input of side pixels is at least 2 a side (so the last block
- * sees the whole image): 4 blocks at 32 px, 5 at 64; from 128 px an average pool
- * first, then what auto is at half the side (a,32,64,128,256,256 at 128 to 255).
- * The count, or -1 with e filled. */
-int run_parse_widths(const char *s, int side, int out[RUN_MAX_BLOCKS],
-                     int strided[RUN_MAX_BLOCKS], pt_err *e);
 
 /* A short name for the model: "small", "mobilenetv2", or an ONNX file's name
  * without its folder and extension (for run folders and the header). Returns buf. */

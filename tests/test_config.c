@@ -400,7 +400,7 @@ TEST(config_widths_auto_adds_blocks_until_the_map_is_two_pixels)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int w[RUN_MAX_BLOCKS], st[RUN_MAX_BLOCKS];
         int side = cases[i].side;
-        int n = run_parse_widths("auto", side, w, st, NULL);
+        int n = nn_parse_widths("auto", side, w, st, NULL);
         T_CHECKF(n == cases[i].blocks, "side %d: %d blocks, want %d", side, n,
                  cases[i].blocks);
         int stem = side >= 128;
@@ -416,21 +416,21 @@ TEST(config_widths_auto_adds_blocks_until_the_map_is_two_pixels)
             T_CHECKF(side >> n >= 2 && side >> (n + 1) < 2, "side %d, %d blocks", side, n);
     }
     int w[RUN_MAX_BLOCKS], st[RUN_MAX_BLOCKS];
-    T_EQ_INT(run_parse_widths("16, 32", 128, w, st, NULL), 2);
+    T_EQ_INT(nn_parse_widths("16, 32", 128, w, st, NULL), 2);
     T_CHECK(w[0] == 16 && w[1] == 32 && !st[0] && !st[1]);
-    T_EQ_INT(run_parse_widths("16s,32,64s", 128, w, st, NULL), 3);
+    T_EQ_INT(nn_parse_widths("16s,32,64s", 128, w, st, NULL), 3);
     T_CHECK(w[0] == 16 && st[0] == NN_BLOCK_STRIDED && w[1] == 32 && st[1] == NN_BLOCK_POOL &&
             w[2] == 64 && st[2] == NN_BLOCK_STRIDED);
-    T_EQ_INT(run_parse_widths("a,32,a,64s", 128, w, st, NULL), 4);
+    T_EQ_INT(nn_parse_widths("a,32,a,64s", 128, w, st, NULL), 4);
     T_CHECK(w[0] == 0 && st[0] == NN_BLOCK_AVGPOOL && w[1] == 32 && st[1] == NN_BLOCK_POOL &&
             w[2] == 0 && st[2] == NN_BLOCK_AVGPOOL && w[3] == 64 && st[3] == NN_BLOCK_STRIDED);
     pt_err e;
-    T_EQ_INT(run_parse_widths("16ss", 128, w, st, &e), -1);
-    T_EQ_INT(run_parse_widths("s,32", 128, w, st, &e), -1);
-    T_EQ_INT(run_parse_widths("16x", 128, w, NULL, &e), -1);
+    T_EQ_INT(nn_parse_widths("16ss", 128, w, st, &e), -1);
+    T_EQ_INT(nn_parse_widths("s,32", 128, w, st, &e), -1);
+    T_EQ_INT(nn_parse_widths("16x", 128, w, NULL, &e), -1);
     static const char *const bad_a[] = { "aa,32", "a32", "as,32", "32a", "a,", "A,32", ",a" };
     for (size_t i = 0; i < sizeof bad_a / sizeof bad_a[0]; i++)
-        T_CHECKF(run_parse_widths(bad_a[i], 128, w, st, &e) == -1 && e.code == PT_EUSAGE,
+        T_CHECKF(nn_parse_widths(bad_a[i], 128, w, st, &e) == -1 && e.code == PT_EUSAGE,
                  "'%s' accepted", bad_a[i]);
 }
 

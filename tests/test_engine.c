@@ -286,7 +286,7 @@ TEST(engine_ema_validates_the_average_and_checkpoints_it)
     /* The checkpoint: live weights for training on, the average for what validates. */
     int widths[RUN_MAX_BLOCKS];
     pt_err e;
-    int nw = run_parse_widths("auto", 32, widths, NULL, &e);
+    int nw = nn_parse_widths("auto", 32, widths, NULL, &e);
     T_REQUIRE(nw > 0);
     nn_model *m = nn_build_small_widths(32, 32, 4, 0.2f, widths, NULL, nw, NN_SMALL_CONVS_PER_BLOCK, &e);
     T_REQUIRE(m != NULL);

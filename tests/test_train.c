@@ -19,7 +19,7 @@
 #include "train/metrics.h"
 #include "train/optim.h"
 #include "train/progress.h"
-#include "train/samples.h"
+#include "train/feed.h"
 #include "train/schedule.h"
 #include "train/strategy.h"
 
@@ -397,13 +397,13 @@ TEST(samples_one_builder_for_train_eval_and_preview_pipelines)
     cfg.deterministic = 0;
     cfg.stop_on_data_error = 1;
     cfg.seed = 7;
-    sam *s;
+    feed *s;
     pt_err e;
-    T_REQUIRE(sam_new(&cfg, &s, &e) == PT_OK);
+    T_REQUIRE(feed_new(&cfg, &s, &e) == PT_OK);
     ds_split split;
     memset(&split, 0, sizeof split);
     pipe_config c;
-    sam_pipe_config(s, SAM_TRAIN, &split, 1, 10, 64, 32, &c);
+    feed_pipe_config(s, FEED_TRAIN, &split, 1, 10, 64, 32, &c);
     T_CHECK(c.split == &split && c.labeled == 1 && c.n_classes == 10);
     T_EQ_INT(c.image_w, 64);
     T_EQ_INT(c.batch_size, 32);
@@ -416,28 +416,28 @@ TEST(samples_one_builder_for_train_eval_and_preview_pipelines)
     T_CHECK(c.seed == 7);
     T_CHECK(c.augment != NULL && c.augment_ctx != NULL); /* the default chain */
     /* Evaluation reads the split once, in file order, whatever the training says. */
-    sam_pipe_config(s, SAM_EVAL, &split, 0, 10, 64, 16, &c);
+    feed_pipe_config(s, FEED_EVAL, &split, 0, 10, 64, 16, &c);
     T_CHECK(!c.repeat && !c.drop_remainder && c.interleave == 1 && c.deterministic == 1);
     T_CHECK(c.labeled == 0 && c.augment == NULL && c.shuffle_buffer <= 1);
     T_EQ_INT(c.workers, 3);
     T_EQ_INT(c.prefetch, 2);
-    /* Previews: small and quick, augmented by sam_preview itself. */
-    sam_pipe_config(s, SAM_PREVIEW, &split, 1, 10, 64, 8, &c);
+    /* Previews: small and quick, augmented by feed_preview itself. */
+    feed_pipe_config(s, FEED_PREVIEW, &split, 1, 10, 64, 8, &c);
     T_EQ_INT(c.workers, 1);
     T_EQ_INT(c.prefetch, 1);
     T_EQ_INT(c.shuffle_buffer, 256);
     T_CHECK(c.augment == NULL && !c.repeat);
-    sam_free(s);
+    feed_free(s);
 
     /* "none" is an empty chain: no hook at all. */
     snprintf(cfg.augment, sizeof cfg.augment, "none");
-    T_REQUIRE(sam_new(&cfg, &s, &e) == PT_OK);
-    sam_pipe_config(s, SAM_TRAIN, &split, 1, 10, 64, 32, &c);
+    T_REQUIRE(feed_new(&cfg, &s, &e) == PT_OK);
+    feed_pipe_config(s, FEED_TRAIN, &split, 1, 10, 64, 32, &c);
     T_CHECK(c.augment == NULL);
-    sam_free(s);
+    feed_free(s);
     /* A bad spec is refused with the token named. */
     snprintf(cfg.augment, sizeof cfg.augment, "flip:0.5,wobble:1");
-    T_EQ_INT(sam_new(&cfg, &s, &e), PT_EUSAGE);
+    T_EQ_INT(feed_new(&cfg, &s, &e), PT_EUSAGE);
     T_CHECKF(strstr(e.msg, "wobble") != NULL, "%s", e.msg);
 }
 

@@ -42,6 +42,17 @@ enum { NN_BLOCK_POOL = 0, NN_BLOCK_STRIDED = 1, NN_BLOCK_AVGPOOL = 2 };
 nn_model *nn_build_small_widths(int h, int w, int n_classes, float dropout, const int *widths,
                                 const int *strided, int n_blocks, int convs_per_block,
                                 pt_err *e);
+/* nn_widths.c: parse a --widths list ("a,32,64s,128": 1 to NN_SMALL_MAX_BLOCKS
+ * comma-separated blocks, each a whole number from 1 to NN_SMALL_MAX_WIDTH with an
+ * optional s, or the letter a) into out, and into strided (may be NULL) each block's
+ * kind: NN_BLOCK_STRIDED for a count written with s, NN_BLOCK_AVGPOOL for a (out 0),
+ * NN_BLOCK_POOL otherwise. "auto" is 32, 64, 128, 256, then more 256 blocks while the
+ * map they leave on an input of side pixels is at least 2 a side (so the last block
+ * sees the whole image): 4 blocks at 32 px, 5 at 64; from 128 px an average pool
+ * first, then what auto is at half the side (a,32,64,128,256,256 at 128 to 255).
+ * The count, or -1 with e filled. */
+int nn_parse_widths(const char *s, int side, int out[NN_SMALL_MAX_BLOCKS],
+                    int strided[NN_SMALL_MAX_BLOCKS], pt_err *e);
 
 /* MobileNetV2 (Sandler et al. 2018, as in keras.applications) with width multiplier
  * alpha (e.g. 0.35, 0.5, 0.75, 1.0, 1.3, 1.4): channel counts rounded to multiples of

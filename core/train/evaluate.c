@@ -51,8 +51,8 @@ static int predict_batch(trn *r, batch *b, float *logits, float *spare, pt_err *
 static int open_eval_pipe(trn *r, const ds_split *split, int labeled, pipeline **p, pt_err *e)
 {
     pipe_config c;
-    sam_pipe_config(r->env->samples, SAM_EVAL, split, labeled, r->n_classes, r->img, r->G * r->P,
-                    &c);
+    feed_pipe_config(r->env->feed, FEED_EVAL, split, labeled, r->n_classes, r->img, r->G * r->P,
+                     &c);
     if (r->ranks > 1) {
         c.slice_first = r->g0 * r->P;
         c.slice_count = r->R * r->P;
@@ -125,8 +125,7 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
         goto out;
     rc = PT_OK;
     met_confusion(labels, preds, (size_t)n, r->n_classes, cm);
-    memcpy(r->val_cm, cm, (size_t)r->n_classes * r->n_classes * sizeof *cm);
-    r->val_cm_epoch = row->epoch;
+    tb_set_confusion(&r->tb, cm, row->epoch);
     met_summary ms;
     met_from_confusion(cm, r->n_classes, &ms, NULL, NULL, NULL, NULL);
     row->val_loss = n ? loss / (double)n : NAN;
@@ -137,13 +136,13 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
     {
         /* valid_labels.json: the labels, in the split's order (rewritten each epoch: cheap). */
         size_t len;
-        char *text = trn_int_list(labels, n, &len);
+        char *text = rf_int_list(labels, n, &len);
         if (text) {
-            trn_write_text(r, "valid_labels.json", text, len, NULL);
+            rf_write_text(&r->folder, RF_VALID_LABELS, text, len, NULL);
             free(text);
         }
     }
-    trn_append_valid_preds(r, row->epoch, preds, n, NULL);
+    rf_append_valid_preds(&r->folder, row->epoch, preds, n, NULL);
     /* Hand the arrays to the run's progress (for inspect and the report). */
     {
         prg_val v = { .epoch = row->epoch, .n = n, .n_classes = r->n_classes, .labels = labels,
@@ -219,7 +218,7 @@ static int predict_test(trn *r, pt_err *e)
         q += sprintf(q, "id,label\n");
         for (long long i = 0; i < n; i++)
             q += sprintf(q, "%s,%d\n", ids[i], preds[i]);
-        rc = trn_write_text(r, "submission.csv", csv, (size_t)(q - csv), e);
+        rc = rf_write_text(&r->folder, RF_SUBMISSION, csv, (size_t)(q - csv), e);
         free(csv);
         json_w j;
         json_init(&j, 0);
@@ -236,10 +235,10 @@ static int predict_test(trn *r, pt_err *e)
         size_t len;
         char *text = json_take(&j, &len);
         if (text && rc == PT_OK)
-            rc = trn_write_text(r, "test_preds.json", text, len, e);
+            rc = rf_write_text(&r->folder, RF_TEST_PREDS, text, len, e);
         free(text);
         if (rc == PT_OK)
-            trn_log(r, "test predictions: %lld images -> %s/submission.csv", n, r->run_dir);
+            trn_log(r, "test predictions: %lld images -> %s/" RF_SUBMISSION, n, r->folder.dir);
     }
 out:
     free(preds);

@@ -9,7 +9,7 @@
 
 #include "base/util.h"
 #include "train/metrics.h"
-#include "train/trainer.h"
+#include "train/replicas.h"
 
 struct prg {
     pthread_mutex_t lock;
@@ -34,7 +34,7 @@ prg *prg_new(const run_config *cfg)
     s->batch_per_replica = cfg->batch_per_replica;
     s->grad_acc = cfg->grad_acc;
     /* What the run will use, so the UI can show it before start. */
-    s->replicas = trn_replicas(cfg);
+    s->replicas = rpl_count(cfg);
     s->update_size = s->replicas * cfg->batch_per_replica * cfg->grad_acc;
     s->image_size = cfg->image_size;
     return p;

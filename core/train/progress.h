@@ -1,6 +1,9 @@
-/* progress — what a run shows while it trains: the snapshot (state, message,
- * figures, curves, history, telemetry, label counts), the latest validation
- * results and the class names, behind one lock of their own.
+/* progress — the one copy of a run's state that crosses threads: the snapshot
+ * (state, message, figures, curves, history, telemetry, label counts), the latest
+ * validation results and the class names, behind one lock of their own. It only
+ * holds and copies; what goes in is computed elsewhere (the replicas' figures by
+ * train/telemetry.h, the curves by train/curves.h) and published by the trainer
+ * (trainer_publish.c).
  *
  * One writer of run progress: the trainer (core/train/), through prg_lock() /
  * prg_unlock() and prg_set_val(). The engine only sets the life-cycle state

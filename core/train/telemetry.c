@@ -1,275 +1,93 @@
-/* telemetry — what a run shows while it trains: state, sizes, per-update figures,
- * smoothed per-replica throughput and MXU, curves, history (see trainer.h). */
-#include <cblas.h>
+/* telemetry — the replicas' smoothed hardware figures and sparklines (see
+ * telemetry.h). */
+#include "train/telemetry.h"
+
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
-#include "train/trainer_impl.h"
 
 /* Smoothing time constant of the live throughput figures, in seconds. */
 #define TELEMETRY_TAU 2.0
 #define SPARK_PERIOD 0.5
 
-void trn_set_state(trn *r, run_state s, const char *fmt, ...)
+void tlm_start(tlm *t, double now)
 {
-    char msg[sizeof(((run_snapshot *)0)->message)];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    prg_set_state(r->env->progress, s, "%s", msg);
+    t->t = t->spark_t = now;
 }
 
-void trn_publish_static(trn *r)
+void tlm_resume(tlm *t, double now)
 {
-    run_snapshot *s = prg_lock(r->env->progress);
-    util_copy(s->dataset, sizeof s->dataset, r->ds->root);
-    util_copy(s->run_dir, sizeof s->run_dir, r->run_dir);
-    if (!strcmp(r->cfg->model, "mobilenetv2"))
-        snprintf(s->model, sizeof s->model, "mobilenetv2 x%.2g", r->cfg->width);
-    else
-        run_model_name(r->cfg, s->model, sizeof s->model);
-    s->replicas = r->G;
-    s->n_replicas = r->shown;
-    s->ranks = r->ranks;
-    for (int q = 0; q < r->shown; q++) {
-        s->replica[q].rank = r->tel_rank[q];
-        util_copy(s->replica[q].host, sizeof s->replica[q].host, r->tel_host[q]);
+    t->t = now;
+}
+
+void tlm_note_update(tlm *t, double seconds)
+{
+    t->sec_per_update = t->sec_per_update > 0 ? 0.9 * t->sec_per_update + 0.1 * seconds : seconds;
+}
+
+void tlm_note_comm(tlm *t, long long update, double comm)
+{
+    t->comm_per_update = update > 1 ? 0.9 * t->comm_per_update + 0.1 * comm : comm;
+}
+
+/* A sparkline point for every shown replica (the oldest dropped when full). */
+static void spark_point(tlm *t, int zero)
+{
+    if (t->spark_n == RUN_SPARK_POINTS) {
+        for (int q = 0; q < t->shown; q++)
+            memmove(t->spark[q], t->spark[q] + 1, (RUN_SPARK_POINTS - 1) * sizeof(float));
+        t->spark_n--;
     }
-    s->batch_per_replica = r->B;
-    s->grad_acc = r->A;
-    s->update_size = r->U;
-    s->image_size = r->img;
-    s->n_classes = r->n_classes;
-    s->epochs = r->cfg->epochs;
-    s->steps_per_epoch = r->updates_per_epoch;
-    s->total_steps = r->total_updates;
-    s->sgemm_peak_gflops = r->peak;
-    util_copy(s->blas_core, sizeof s->blas_core, nn_blas_corename());
-    int k = r->n_classes < RUN_MAX_CLASSES ? r->n_classes : RUN_MAX_CLASSES;
-    s->label_classes = k;
-    memcpy(s->train_counts, r->train_counts, (size_t)k * sizeof(long long));
-    memcpy(s->train_oversampled, r->train_os, (size_t)k * sizeof(long long));
-    memcpy(s->val_counts, r->val_counts, (size_t)k * sizeof(long long));
-    s->oversampling = r->oversampling;
-    prg_unlock(r->env->progress);
-    /* Class names, once. */
-    char (*names)[RUN_NAME_MAX] = calloc((size_t)r->n_classes, sizeof *names);
-    if (names) {
-        /* The dataset is shared with the sample thread: read it, never change it. */
-        for (int c = 0; c < r->n_classes; c++)
-            trn_class_name(r, c, names[c], RUN_NAME_MAX);
-        prg_set_names(r->env->progress, names, r->n_classes);
-        free(names);
-    }
+    for (int q = 0; q < t->shown; q++)
+        t->spark[q][t->spark_n] = zero ? 0 : (float)t->rep[q].ips;
+    t->spark_n++;
 }
 
-void trn_class_name(const trn *r, int c, char *buf, size_t n)
-{
-    if (c < r->ds->n_classes)
-        util_copy(buf, n, ds_class_name(r->ds, c));
-    else if (r->n_classes == (int)ds_competition_class_count)
-        util_copy(buf, n, ds_competition_classes[c]);
-    else
-        util_fmt(buf, n, "class %d", c);
-}
-
-void trn_curve_push(trn *r, double loss, double acc, double lr)
-{
-    /* Average `stride` updates into one point; halve the curve when it fills. */
-    r->curve_acc_loss += loss;
-    r->curve_acc_acc += acc;
-    r->curve_acc_lr += lr;
-    if (++r->curve_pending < r->curve_stride)
-        return;
-    double k = r->curve_pending;
-    if (r->curve_n == RUN_CURVE_POINTS) {
-        for (int i = 0; i < RUN_CURVE_POINTS / 2; i++) {
-            r->curve_loss[i] = 0.5f * (r->curve_loss[2 * i] + r->curve_loss[2 * i + 1]);
-            r->curve_acc[i] = 0.5f * (r->curve_acc[2 * i] + r->curve_acc[2 * i + 1]);
-            r->curve_lr[i] = 0.5f * (r->curve_lr[2 * i] + r->curve_lr[2 * i + 1]);
-        }
-        r->curve_n = RUN_CURVE_POINTS / 2;
-        r->curve_stride *= 2;
-    }
-    r->curve_loss[r->curve_n] = (float)(r->curve_acc_loss / k);
-    r->curve_acc[r->curve_n] = (float)(r->curve_acc_acc / k);
-    r->curve_lr[r->curve_n] = (float)(r->curve_acc_lr / k);
-    r->curve_n++;
-    r->curve_pending = 0;
-    r->curve_acc_loss = r->curve_acc_acc = r->curve_acc_lr = 0;
-}
-
-double trn_elapsed(const trn *r)
-{
-    return r->elapsed_before + (util_now() - r->t_run);
-}
-
-double trn_epoch_elapsed(const trn *r)
-{
-    return r->epoch_time_before + (util_now() - r->t_epoch);
-}
-
-/* Per-update telemetry: smoothed images/s, busy/idle/MXU per replica. */
-void trn_telemetry(trn *r, double idle_this_update)
+void tlm_sample(tlm *t, strat *st, int R, double peak, double idle_this_update)
 {
     double now = util_now();
-    double dt = now - r->tel_t;
+    double dt = now - t->t;
     if (dt <= 0)
         return;
     double a = 1.0 - exp(-dt / TELEMETRY_TAU);
-    for (int q = 0; q < r->R && q < RUN_MAX_REPLICAS; q++) {
+    for (int q = 0; q < R && q < RUN_MAX_REPLICAS; q++) {
         strat_counters c;
-        strat_get_counters(r->st, q, &c);
-        trn_tel *t = &r->tel[q];
-        double d_busy = c.busy - t->busy, d_flops = c.flops - t->flops;
-        double ips = (double)(c.examples - t->ex) / dt;
+        strat_get_counters(st, q, &c);
+        tlm_replica *p = &t->rep[q];
+        double d_busy = c.busy - p->busy, d_flops = c.flops - p->flops;
+        double ips = (double)(c.examples - p->ex) / dt;
         double busy = d_busy / dt, idle = idle_this_update / dt;
-        double mxu = d_busy > 0 && r->peak > 0 ? d_flops / (d_busy * r->peak * 1e9) : 0;
-        if (t->ips == 0 && t->busy_pct == 0) {
-            t->ips = ips;
-            t->busy_pct = busy;
-            t->idle_pct = idle;
-            t->mxu_pct = mxu;
+        double mxu = d_busy > 0 && peak > 0 ? d_flops / (d_busy * peak * 1e9) : 0;
+        if (p->ips == 0 && p->busy_pct == 0) {
+            p->ips = ips;
+            p->busy_pct = busy;
+            p->idle_pct = idle;
+            p->mxu_pct = mxu;
         } else {
-            t->ips += a * (ips - t->ips);
-            t->busy_pct += a * (busy - t->busy_pct);
-            t->idle_pct += a * (idle - t->idle_pct);
-            t->mxu_pct += a * (mxu - t->mxu_pct);
+            p->ips += a * (ips - p->ips);
+            p->busy_pct += a * (busy - p->busy_pct);
+            p->idle_pct += a * (idle - p->idle_pct);
+            p->mxu_pct += a * (mxu - p->mxu_pct);
         }
-        t->busy = c.busy;
-        t->wait = c.wait;
-        t->flops = c.flops;
-        t->ex = c.examples;
-        t->idle += idle_this_update;
+        p->busy = c.busy;
+        p->wait = c.wait;
+        p->flops = c.flops;
+        p->ex = c.examples;
+        p->idle += idle_this_update;
     }
-    r->tel_t = now;
-    if (now - r->spark_t >= SPARK_PERIOD) {
-        r->spark_t = now;
-        if (r->spark_n == RUN_SPARK_POINTS) {
-            for (int q = 0; q < r->shown; q++)
-                memmove(r->spark[q], r->spark[q] + 1, (RUN_SPARK_POINTS - 1) * sizeof(float));
-            r->spark_n--;
-        }
-        for (int q = 0; q < r->shown; q++)
-            r->spark[q][r->spark_n] = (float)r->tel[q].ips;
-        r->spark_n++;
+    t->t = now;
+    if (now - t->spark_t >= SPARK_PERIOD) {
+        t->spark_t = now;
+        spark_point(t, 0);
     }
 }
 
-void trn_telemetry_idle(trn *r)
+void tlm_idle(tlm *t)
 {
-    for (int q = 0; q < r->shown; q++) {
-        trn_tel *t = &r->tel[q];
-        t->ips = t->busy_pct = t->idle_pct = t->mxu_pct = 0;
+    for (int q = 0; q < t->shown; q++) {
+        tlm_replica *p = &t->rep[q];
+        p->ips = p->busy_pct = p->idle_pct = p->mxu_pct = 0;
     }
-    if (r->spark_n == RUN_SPARK_POINTS) {
-        for (int q = 0; q < r->shown; q++)
-            memmove(r->spark[q], r->spark[q] + 1, (RUN_SPARK_POINTS - 1) * sizeof(float));
-        r->spark_n--;
-    }
-    for (int q = 0; q < r->shown; q++)
-        r->spark[q][r->spark_n] = 0;
-    r->spark_n++;
-    run_snapshot *s = prg_lock(r->env->progress);
-    for (int q = 0; q < r->shown; q++) {
-        run_replica *e = &s->replica[q];
-        e->images_per_sec = e->busy_pct = e->idle_pct = e->mxu_pct = 0;
-        memcpy(e->spark, r->spark[q], (size_t)r->spark_n * sizeof(float));
-        e->spark_n = r->spark_n;
-    }
-    s->total_images_per_sec = 0;
-    prg_unlock(r->env->progress);
-}
-
-void trn_publish_progress(trn *r, double lr, double loss, double acc)
-{
-    pipe_stats ps;
-    pipe_get_stats(r->train, &ps);
-    run_snapshot *s = prg_lock(r->env->progress);
-    s->epoch = r->epoch + 1 <= r->cfg->epochs ? r->epoch + 1 : r->cfg->epochs;
-    s->step = r->in_epoch;
-    s->update = r->update;
-    s->elapsed = trn_elapsed(r);
-    s->elapsed_resumed = r->elapsed_before;
-    long long left = r->total_updates - r->update;
-    int epochs_left = r->cfg->epochs - r->epoch;
-    s->eta = (double)left * r->sec_per_update + epochs_left * r->val_seconds;
-    s->lr = lr;
-    s->last_loss = loss;
-    s->last_acc = acc;
-    s->running_loss = r->examples ? r->loss_sum / (double)r->examples : 0;
-    s->running_acc = r->examples ? (double)r->correct / (double)r->examples : 0;
-    s->curve_n = r->curve_n;
-    s->curve_stride = r->curve_stride;
-    memcpy(s->curve_loss, r->curve_loss, (size_t)r->curve_n * sizeof(float));
-    memcpy(s->curve_acc, r->curve_acc, (size_t)r->curve_n * sizeof(float));
-    memcpy(s->curve_lr, r->curve_lr, (size_t)r->curve_n * sizeof(float));
-    double total = 0;
-    for (int q = 0; q < r->shown; q++) {
-        run_replica *e = &s->replica[q];
-        e->images_per_sec = r->tel[q].ips;
-        e->busy_pct = 100 * r->tel[q].busy_pct;
-        e->idle_pct = 100 * r->tel[q].idle_pct;
-        e->mxu_pct = 100 * r->tel[q].mxu_pct;
-        memcpy(e->spark, r->spark[q], (size_t)r->spark_n * sizeof(float));
-        e->spark_n = r->spark_n;
-        total += r->tel[q].ips;
-    }
-    s->total_images_per_sec = total;
-    s->comm_ms = 1000 * r->comm_per_update;
-    s->queue_depth = ps.ready;
-    s->queue_capacity = ps.capacity;
-    s->data_errors = r->data_errors;
-    prg_unlock(r->env->progress);
-}
-
-void trn_publish_history(trn *r)
-{
-    run_snapshot *s = prg_lock(r->env->progress);
-    int n = r->hist_n < RUN_MAX_EPOCHS ? r->hist_n : RUN_MAX_EPOCHS;
-    if (n > 0) /* a run that failed while preparing has no history array */
-        memcpy(s->history, r->hist, (size_t)n * sizeof(run_epoch));
-    s->history_n = n;
-    s->checkpoints = r->checkpoints;
-    util_copy(s->last_checkpoint, sizeof s->last_checkpoint, r->last_ckpt);
-    s->data_errors = r->data_errors;
-    prg_unlock(r->env->progress);
-}
-
-double trn_sgemm_peak(double seconds)
-{
-    nn_init();
-    const int n = 512;
-    float *a = util_aligned_alloc((size_t)n * n * sizeof(float));
-    float *b = util_aligned_alloc((size_t)n * n * sizeof(float));
-    float *c = util_aligned_alloc((size_t)n * n * sizeof(float));
-    if (!a || !b || !c) {
-        util_aligned_free(a);
-        util_aligned_free(b);
-        util_aligned_free(c);
-        return 0;
-    }
-    for (int i = 0; i < n * n; i++) {
-        a[i] = (float)((i * 7) % 13) * 0.01f;
-        b[i] = (float)((i * 5) % 11) * 0.01f;
-    }
-    double best = 0, t_end = util_now() + seconds;
-    do {
-        double t0 = util_now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f,
-                    c, n);
-        double dt = util_now() - t0;
-        double g = 2.0 * n * n * n / dt * 1e-9;
-        if (g > best)
-            best = g;
-    } while (util_now() < t_end);
-    util_aligned_free(a);
-    util_aligned_free(b);
-    util_aligned_free(c);
-    return best;
+    spark_point(t, 1);
 }

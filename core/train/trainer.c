@@ -13,15 +13,8 @@
 #include "nn/nn_models.h"
 #include "train/dist.h"
 #include "train/metrics.h"
+#include "train/replicas.h"
 #include "train/trainer_impl.h"
-
-int trn_replicas(const run_config *cfg)
-{
-    int R = cfg->replicas > 0 ? cfg->replicas : util_cores();
-    if (R < 1)
-        R = 1;
-    return R < RUN_MAX_REPLICAS ? R : RUN_MAX_REPLICAS;
-}
 
 int trn_image_size(const run_config *cfg, const ds_dataset *ds, int *img, pt_err *e)
 {
@@ -118,7 +111,7 @@ static int build_model(trn *r, pt_err *e)
         r->model = import_onnx(r, e);
     else if (!strcmp(r->cfg->model, "small")) {
         int widths[RUN_MAX_BLOCKS], strided[RUN_MAX_BLOCKS];
-        int n = run_parse_widths(r->cfg->widths, r->img, widths, strided, e);
+        int n = nn_parse_widths(r->cfg->widths, r->img, widths, strided, e);
         if (n < 0)
             return PT_EUSAGE;
         r->model = nn_build_small_widths(r->img, r->img, r->n_classes, (float)r->cfg->dropout,
@@ -178,24 +171,49 @@ static int build_model(trn *r, pt_err *e)
 
 static int write_config(trn *r, pt_err *e)
 {
-    return trn_write_text(r, "config", r->env->cfg_text, strlen(r->env->cfg_text), e);
+    return rf_write_text(&r->folder, RF_CONFIG, r->env->cfg_text, strlen(r->env->cfg_text), e);
 }
 
-static int prepare(trn *r, pt_err *e)
+/* The event files' hooks into the run. */
+static void tb_log(void *ctx, const char *line)
 {
-    const run_config *cfg = r->cfg;
+    trn_log(ctx, "%s", line);
+}
+
+static void tb_class_name(void *ctx, int c, char *buf, size_t n)
+{
+    trn_class_name(ctx, c, buf, n);
+}
+
+static int tb_preview(void *ctx, int n, uint64_t count, run_preview *p, pt_err *e)
+{
+    const trn *r = ctx;
+    return feed_preview(r->env->feed, r->ds, r->img, n, count, p, e);
+}
+
+/* ---- prepare: the steps before the first update, in the order of steps[] ---- */
+
+static int step_open_data(trn *r, pt_err *e)
+{
     int rc = r->env->data(r->env->ctx, &r->ds, e);
     if (rc != PT_OK)
         return rc;
     if (r->ds->split[DS_TRAIN].count == 0)
         return err_set(e, PT_ENODATA, r->ds->root, PT_NO_RECORD, PT_NO_OFFSET,
                        "no training records (train/ is missing or empty)");
+    return PT_OK;
+}
 
+/* The classes, the label counts of both splits, and the oversampling table (the
+ * examples of an epoch: as many as the table draws). */
+static int step_scan_labels(trn *r, pt_err *e)
+{
+    const run_config *cfg = r->cfg;
     trn_set_state(r, RUN_PREPARING, "scanning labels of %lld training and %lld validation records",
                   r->ds->split[DS_TRAIN].count, r->ds->split[DS_VAL].count);
     int32_t *tl = NULL, *vl = NULL;
     long long tn = 0, vn = 0, bad = 0;
-    rc = ds_scan_labels(&r->ds->split[DS_TRAIN], &tl, &tn, &bad, scan_error, r, e);
+    int rc = ds_scan_labels(&r->ds->split[DS_TRAIN], &tl, &tn, &bad, scan_error, r, e);
     if (rc == PT_OK && r->ds->split[DS_VAL].count > 0)
         rc = ds_scan_labels(&r->ds->split[DS_VAL], &vl, &vn, &bad, scan_error, r, e);
     if (rc != PT_OK) {
@@ -221,93 +239,137 @@ static int prepare(trn *r, pt_err *e)
     smp_count_labels(tl, (size_t)tn, r->n_classes, r->train_counts);
     smp_count_labels(vl, (size_t)vn, r->n_classes, r->val_counts);
 
-    long long examples = tn;
+    r->epoch_examples = tn;
     memcpy(r->train_os, r->train_counts, (size_t)r->n_classes * sizeof(long long));
     if (cfg->oversample != 0) {
-        if (smp_build(&r->smp, r->train_counts, r->n_classes, cfg->oversample > 0 ? cfg->oversample : 0) != 0) {
+        if (smp_build(&r->smp, r->train_counts, r->n_classes,
+                      cfg->oversample > 0 ? cfg->oversample : 0) != 0) {
             free(tl);
             free(vl);
             return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
         }
         r->oversampling = 1;
-        examples = smp_expected_total(&r->smp, r->train_counts);
+        r->epoch_examples = smp_expected_total(&r->smp, r->train_counts);
         smp_count_pass(&r->smp, tl, (size_t)tn, cfg->seed, r->train_os);
     }
     free(tl);
     free(vl);
+    return PT_OK;
+}
 
+/* Image size, replicas (the job's too), the update's size, updates per epoch and
+ * the learning-rate schedule. */
+static int step_plan_updates(trn *r, pt_err *e)
+{
+    const run_config *cfg = r->cfg;
+    int rc;
     if ((rc = trn_image_size(cfg, r->ds, &r->img, e)) != PT_OK)
         return rc;
-    r->R = trn_replicas(cfg);
+    r->R = rpl_count(cfg);
     r->B = cfg->batch_per_replica;
     r->A = cfg->grad_acc;
     r->P = r->B; /* prediction reuses the training contexts: no extra memory */
     if ((rc = trn_dist_join(r, e)) != PT_OK)
         return rc;
     r->U = r->G * r->B * r->A;
-    r->updates_per_epoch = examples / r->U;
+    r->updates_per_epoch = r->epoch_examples / r->U;
     if (r->updates_per_epoch < 1)
         return err_set(e, PT_EUSAGE, r->ds->root, PT_NO_RECORD, PT_NO_OFFSET,
                        "%lld training examples cannot fill one update of %d (replicas x batch "
                        "x accumulation)",
-                       examples, r->U);
+                       r->epoch_examples, r->U);
     r->total_updates = r->updates_per_epoch * cfg->epochs;
     sched_init(&r->sch, (sched_kind)cfg->schedule, cfg->lr_start, cfg->lr_max, cfg->lr_end,
                cfg->warmup, cfg->lr_scaling, r->total_updates);
+    return PT_OK;
+}
 
-    if ((rc = trn_make_run_dir(r, e)) != PT_OK)
+static int step_run_folder(trn *r, pt_err *e)
+{
+    int rc = trn_make_run_dir(r, e);
+    if (rc != PT_OK)
         return rc;
     /* A new run's configuration first, so that a run folder holds it (and can be
      * resumed) from its first moments on; a resumed run's after its checkpoint has
      * loaded, so that options that do not fit the checkpoint do not replace it. */
-    if (!cfg->resume[0] && (rc = write_config(r, e)) != PT_OK)
-        return rc;
-    trn_set_state(r, RUN_PREPARING, "building %s for %dx%d input, %d classes", cfg->model, r->img,
-                  r->img, r->n_classes);
-    if ((rc = build_model(r, e)) != PT_OK)
-        return rc;
+    if (!r->cfg->resume[0])
+        return write_config(r, e);
+    return PT_OK;
+}
+
+static int step_build_model(trn *r, pt_err *e)
+{
+    trn_set_state(r, RUN_PREPARING, "building %s for %dx%d input, %d classes", r->cfg->model,
+                  r->img, r->img, r->n_classes);
+    return build_model(r, e);
+}
+
+static int step_start_replicas(trn *r, pt_err *e)
+{
     strat_config sc = { .model = r->model, .optimizer = &r->optim, .decay_mask = r->decay,
                         .replicas = r->R, .batch_per_replica = r->B, .grad_acc = r->A,
-                        .predict_batch = r->P, .label_smoothing = (float)cfg->label_smoothing,
+                        .predict_batch = r->P,
+                        .label_smoothing = (float)r->cfg->label_smoothing,
                         .first_replica = r->g0, .all_replicas = r->ranks > 1 ? r->G : 0,
                         .overlap = trn_dist_overlap(r) };
-    if ((rc = strat_new(&sc, &r->st, e)) != PT_OK)
-        return rc;
+    return strat_new(&sc, &r->st, e);
+}
+
+static int step_measure_peak(trn *r, pt_err *e)
+{
+    (void)e;
     trn_set_state(r, RUN_PREPARING, "measuring the single-core sgemm peak");
     r->peak = trn_sgemm_peak(0.3);
+    return PT_OK;
+}
 
+/* The training figures, the curves, the event files' confusion matrix. */
+static int step_figures(trn *r, pt_err *e)
+{
     r->train_cm = calloc((size_t)r->n_classes * r->n_classes, sizeof *r->train_cm);
     r->preds = calloc((size_t)r->U, sizeof *r->preds);
-    r->hist = calloc(RUN_MAX_EPOCHS, sizeof *r->hist);
-    r->curve_loss = calloc(RUN_CURVE_POINTS, sizeof(float));
-    r->curve_acc = calloc(RUN_CURVE_POINTS, sizeof(float));
-    r->curve_lr = calloc(RUN_CURVE_POINTS, sizeof(float));
-    r->val_cm = calloc((size_t)r->n_classes * r->n_classes, sizeof *r->val_cm);
-    if (!r->train_cm || !r->preds || !r->hist || !r->curve_loss || !r->curve_acc || !r->curve_lr ||
-        !r->val_cm)
+    if (!r->train_cm || !r->preds || crv_init(&r->curves) != PT_OK ||
+        tb_init(&r->tb, r->n_classes) != PT_OK)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    r->curve_stride = 1;
+    return PT_OK;
+}
 
+static int step_moving_average(trn *r, pt_err *e)
+{
     /* Starts at the weights as built; a resumed run's checkpoint then restores it. */
-    if ((rc = ema_init(&r->avg, cfg->ema, nn_params(r->model), nn_param_count(r->model),
-                       nn_buffers(r->model), nn_buffer_count(r->model), e)) != PT_OK)
-        return rc;
+    return ema_init(&r->avg, r->cfg->ema, nn_params(r->model), nn_param_count(r->model),
+                    nn_buffers(r->model), nn_buffer_count(r->model), e);
+}
+
+static int step_resume(trn *r, pt_err *e)
+{
     /* A resumed run's history.json is made again from the checkpoint: one killed
      * between the two left it an epoch ahead, which this run does again. */
-    if (cfg->resume[0] && r->rank == 0 &&
+    int rc = PT_OK;
+    if (r->cfg->resume[0] && r->rank == 0 &&
         ((rc = trn_restore_checkpoint(r, e)) != PT_OK || (rc = write_config(r, e)) != PT_OK ||
-         (rc = trn_write_history(r, e)) != PT_OK))
+         (rc = rf_write_history(&r->folder, r->curves.hist, r->curves.hist_n, e)) != PT_OK))
         return rc;
+    return PT_OK;
+}
+
+static int step_share_state(trn *r, pt_err *e)
+{
     /* A job's ranks start from rank 0's weights and state (a resumed run's: the
      * others never read the checkpoint). */
-    if ((rc = trn_dist_share_state(r, e)) != PT_OK)
+    int rc = trn_dist_share_state(r, e);
+    if (rc != PT_OK)
         return rc;
     set_phase(r);
+    return PT_OK;
+}
 
+static int step_training_pipeline(trn *r, pt_err *e)
+{
     /* Global batches of every replica of the job; a rank decodes its slice. */
     pipe_config pc;
-    sam_pipe_config(r->env->samples, SAM_TRAIN, &r->ds->split[DS_TRAIN], 1, r->n_classes, r->img,
-                    r->G * r->B, &pc);
+    feed_pipe_config(r->env->feed, FEED_TRAIN, &r->ds->split[DS_TRAIN], 1, r->n_classes, r->img,
+                     r->G * r->B, &pc);
     if (r->ranks > 1) {
         pc.slice_first = r->g0 * r->B;
         pc.slice_count = r->R * r->B;
@@ -316,12 +378,49 @@ static int prepare(trn *r, pt_err *e)
     pc.on_error = trn_data_error;
     pc.error_ctx = r;
     pc.start_batch = (uint64_t)(r->update * r->A);
-    if ((rc = pipe_create(&pc, &r->train, e)) != PT_OK)
-        return rc;
-    r->tb_off = r->rank != 0; /* rank 0 writes the event files */
-    trn_tb_open(r);
+    return pipe_create(&pc, &r->train, e);
+}
+
+static int step_publish(trn *r, pt_err *e)
+{
+    (void)e;
+    /* rank 0 writes the event files */
+    tb_hooks th = { r, tb_log, tb_class_name, tb_preview };
+    tb_open(&r->tb, r->rank == 0, r->folder.dir, &th);
     trn_publish_static(r);
     trn_publish_history(r);
+    return PT_OK;
+}
+
+/* A job's ranks, and how its gradients travel. */
+static void log_job(trn *r)
+{
+    trn_log(r, "data parallel: %d ranks (rank 0 on %s) with %d replicas in all, %d per update; "
+               "each rank decodes its slice of every batch of %d",
+            r->ranks, dist_host(), r->G, r->U, r->G * r->B);
+    int nb;
+    long long sent, early;
+    strat_get_overlap(r->st, &nb, &sent, &early);
+    if (nb > 0)
+        trn_log(r, "gradients cross the ranks in %d bucket%s of about %zu floats, each sent "
+                   "as soon as the backward pass has finished it",
+                nb, nb == 1 ? "" : "s", (nn_param_count(r->model) + (size_t)nb - 1) / (size_t)nb);
+    else
+        trn_log(r, "gradients cross the ranks after the backward pass, each rank stepping "
+                   "its 1/%d of the optimizer (--no-overlap)",
+                r->ranks);
+    if (r->cfg->overlap < 0)
+        trn_log(r, "(--overlap auto: %s)",
+                nb > 0 ? "the ranks span more than one host; during the backward pass the "
+                         "network's time is hidden"
+                       : "the ranks share one host, where the exchange is quick and stepping "
+                         "a slice of the optimizer saves more than overlap hides");
+}
+
+static int step_log_plan(trn *r, pt_err *e)
+{
+    (void)e;
+    const run_config *cfg = r->cfg;
     char summary[512];
     snprintf(summary, sizeof summary,
              "%s: %lld train / %lld val / %lld test records, %d classes, %dx%d; %d replicas x %d "
@@ -337,28 +436,8 @@ static int prepare(trn *r, pt_err *e)
                 r->ranks > 1 ? " (mpirun binds each rank to one core unless told otherwise; "
                                "with --bind-to none a rank may use them all)"
                              : "");
-    if (r->ranks > 1) {
-        trn_log(r, "data parallel: %d ranks (rank 0 on %s) with %d replicas in all, %d per update; "
-                   "each rank decodes its slice of every batch of %d",
-                r->ranks, dist_host(), r->G, r->U, r->G * r->B);
-        int nb;
-        long long sent, early;
-        strat_get_overlap(r->st, &nb, &sent, &early);
-        if (nb > 0)
-            trn_log(r, "gradients cross the ranks in %d bucket%s of about %zu floats, each sent "
-                       "as soon as the backward pass has finished it",
-                    nb, nb == 1 ? "" : "s", (nn_param_count(r->model) + (size_t)nb - 1) / (size_t)nb);
-        else
-            trn_log(r, "gradients cross the ranks after the backward pass, each rank stepping "
-                       "its 1/%d of the optimizer (--no-overlap)",
-                    r->ranks);
-        if (cfg->overlap < 0)
-            trn_log(r, "(--overlap auto: %s)",
-                    nb > 0 ? "the ranks span more than one host; during the backward pass the "
-                             "network's time is hidden"
-                           : "the ranks share one host, where the exchange is quick and stepping "
-                             "a slice of the optimizer saves more than overlap hides");
-    }
+    if (r->ranks > 1)
+        log_job(r);
     trn_log(r, "model %s: %zu parameters (%zu trainable), %.1f MFLOP per image forward; sgemm "
                "peak %.1f GFLOP/s (%s)",
             cfg->model, nn_param_count(r->model), nn_trainable_count(r->model),
@@ -366,6 +445,37 @@ static int prepare(trn *r, pt_err *e)
     if (ema_on(&r->avg))
         trn_log(r, "validation and predictions use a moving average of the weights (--ema %g)",
                 cfg->ema);
+    return PT_OK;
+}
+
+/* Preparing a run: each step in order, the first error ends it. */
+static const struct {
+    const char *name;
+    int (*run)(trn *r, pt_err *e);
+} steps[] = {
+    { "open the data", step_open_data },
+    { "scan labels", step_scan_labels },
+    { "plan the updates", step_plan_updates },
+    { "make the run folder", step_run_folder },
+    { "build the model", step_build_model },
+    { "start the replicas", step_start_replicas },
+    { "measure the sgemm peak", step_measure_peak },
+    { "allocate the figures", step_figures },
+    { "start the moving average", step_moving_average },
+    { "resume from the checkpoint", step_resume },
+    { "share rank 0's state", step_share_state },
+    { "start the training pipeline", step_training_pipeline },
+    { "open the event files and publish", step_publish },
+    { "log the plan", step_log_plan },
+};
+
+static int prepare(trn *r, pt_err *e)
+{
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        int rc = steps[i].run(r, e);
+        if (rc != PT_OK)
+            return rc;
+    }
     return PT_OK;
 }
 
@@ -395,7 +505,7 @@ static int wait_user(trn *r, int pause, pt_err *e)
     double away = util_now() - t_pause;
     r->t_epoch += away;
     r->t_run += away;
-    r->tel_t = util_now();
+    tlm_resume(&r->tel, util_now());
     return c;
 }
 
@@ -476,17 +586,17 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
     r->examples += res.examples;
     r->correct += res.correct;
     double dt = util_now() - t0;
-    r->sec_per_update = r->sec_per_update > 0 ? 0.9 * r->sec_per_update + 0.1 * dt : dt;
+    tlm_note_update(&r->tel, dt);
     double loss = res.examples ? res.loss_sum / (double)res.examples : 0;
     double acc = res.examples ? (double)res.correct / (double)res.examples : 0;
-    trn_curve_push(r, loss, acc, lr);
-    trn_telemetry(r, idle);
+    crv_push(&r->curves, loss, acc, lr);
+    tlm_sample(&r->tel, r->st, r->R, r->peak, idle);
     if ((rc = trn_dist_telemetry(r, e)) != PT_OK)
         return rc;
     double comm = dist_comm_seconds() - comm0;
-    r->comm_per_update = r->update > 1 ? 0.9 * r->comm_per_update + 0.1 * comm : comm;
+    tlm_note_comm(&r->tel, r->update, comm);
     trn_publish_progress(r, lr, loss, acc);
-    trn_tb_update(r, loss, acc, lr);
+    tb_update(&r->tb, r->update, loss, acc, lr);
     return PT_OK;
 }
 
@@ -537,8 +647,7 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
     }
     if (rc != PT_OK)
         return rc;
-    if (r->hist_n < RUN_MAX_EPOCHS)
-        r->hist[r->hist_n++] = row;
+    crv_add_epoch(&r->curves, &row);
     r->epoch++;
     r->in_epoch = 0;
     r->loss_sum = 0;
@@ -552,9 +661,10 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
                  row.seconds - r->epoch_time_before);
     r->epoch_time_before = 0;
     r->t_epoch = util_now();
-    if ((rc = trn_write_history(r, e)) != PT_OK)
+    if ((rc = rf_write_history(&r->folder, r->curves.hist, r->curves.hist_n, e)) != PT_OK)
         return rc;
-    trn_tb_epoch(r, &row, images_per_sec);
+    tb_epoch(&r->tb, &row, r->update, sched_lr(&r->sch, r->update > 0 ? r->update - 1 : 0),
+             images_per_sec);
     trn_log(r,
             "epoch %d/%d - %d updates - %.1fs%s - %.0fms/update - loss %.4f - acc %.4f - val_loss "
             "%.4f - val_acc %.4f - val_f1 %.4f",
@@ -563,21 +673,21 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
             row.val_loss, row.val_acc, row.val_f1);
     char line[1100];
     int k = snprintf(line, sizeof line, "  throughput:");
-    for (int q = 0; q < r->shown && k < 1000; q++) {
+    for (int q = 0; q < r->tel.shown && k < 1000; q++) {
         char where[64] = "";
         if (r->ranks > 1)
-            snprintf(where, sizeof where, " (rank %d on %.32s)", r->tel_rank[q], r->tel_host[q]);
+            snprintf(where, sizeof where, " (rank %d on %.32s)", r->tel.rank[q], r->tel.host[q]);
         k += snprintf(line + k, sizeof line - (size_t)k,
                       " replica %d%s %.0f img/s (busy %.0f%%, idle %.0f%%, MXU %.0f%%);", q, where,
-                      r->tel[q].ips, 100 * r->tel[q].busy_pct, 100 * r->tel[q].idle_pct,
-                      100 * r->tel[q].mxu_pct);
+                      r->tel.rep[q].ips, 100 * r->tel.rep[q].busy_pct, 100 * r->tel.rep[q].idle_pct,
+                      100 * r->tel.rep[q].mxu_pct);
     }
     if (r->ranks > 1 && k < 1000) {
         int nb;
         long long sent, early;
         strat_get_overlap(r->st, &nb, &sent, &early);
         k += snprintf(line + k, sizeof line - (size_t)k, " collectives %.1f ms/update",
-                      1000 * r->comm_per_update);
+                      1000 * r->tel.comm_per_update);
         if (nb > 0 && sent > 0)
             snprintf(line + k, sizeof line - (size_t)k,
                      " (%.0f%% of gradient buckets sent during the backward pass)",
@@ -610,11 +720,7 @@ static void free_run(trn *r)
     free(r->slow);
     free(r->train_cm);
     free(r->preds);
-    free(r->hist);
-    free(r->curve_loss);
-    free(r->curve_acc);
-    free(r->curve_lr);
-    free(r->val_cm);
+    crv_free(&r->curves);
     free(r);
 }
 
@@ -629,7 +735,8 @@ run_state trn_run(const trn_env *env, pt_err *e)
     const run_config *cfg = env->cfg;
     r->cfg = cfg;
     r->env = env;
-    r->t_run = r->t_epoch = r->tel_t = r->spark_t = util_now();
+    r->t_run = r->t_epoch = util_now();
+    tlm_start(&r->tel, r->t_run);
     run_state final = RUN_FAILED;
     /* 0 running, 1 stopped on request, 2 stopped after a non-finite loss */
     int stopped = 0;
@@ -639,7 +746,8 @@ run_state trn_run(const trn_env *env, pt_err *e)
         rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     if (rc == PT_OK) {
         trn_set_state(r, RUN_RUNNING, "running");
-        r->t_run = r->t_epoch = r->tel_t = util_now();
+        r->t_run = r->t_epoch = util_now();
+        tlm_resume(&r->tel, r->t_run);
     }
     while (rc == PT_OK && !stopped && r->epoch < cfg->epochs) {
         while (r->in_epoch < r->updates_per_epoch) {
@@ -673,12 +781,12 @@ run_state trn_run(const trn_env *env, pt_err *e)
                           r->update + 1, r->last_ckpt);
         else
             trn_set_state(r, RUN_STOPPED, "stopped at update %lld; continue with --resume %s",
-                          r->update, r->run_dir);
+                          r->update, r->folder.dir);
     } else if (rc == PT_OK) {
         trn_set_state(r, RUN_RUNNING, "predicting the test split");
         if ((rc = trn_predict_test(r, e)) == PT_OK) {
             final = RUN_DONE;
-            const run_epoch *last = r->hist_n ? &r->hist[r->hist_n - 1] : NULL;
+            const run_epoch *last = r->curves.hist_n ? &r->curves.hist[r->curves.hist_n - 1] : NULL;
             /* A resumed run: the whole run's training time, and this process's. */
             char here[64] = "";
             if (r->elapsed_before > 0)
@@ -687,19 +795,19 @@ run_state trn_run(const trn_env *env, pt_err *e)
             trn_set_state(r, RUN_DONE,
                           "done: %d epochs in %.0fs%s; val_acc %.4f, val_f1 %.4f; outputs in %s",
                           r->epoch, trn_elapsed(r), here, last ? last->val_acc : 0,
-                          last ? last->val_f1 : 0, r->run_dir);
+                          last ? last->val_f1 : 0, r->folder.dir);
         }
     }
     /* Closed before the end is logged, so that the run's last log line is its end
      * (a failure to flush the events is said before it). */
-    trn_tb_close(r);
+    tb_close(&r->tb);
     if (rc == PT_ESTOPPED) {
         /* Stopped while preparing (e.g. during the demo data's generation). */
         final = RUN_STOPPED;
         trn_set_state(r, RUN_STOPPED, "stopped before training began");
     } else if (rc != PT_OK) {
         final = RUN_FAILED;
-        if (r->run_dir[0])
+        if (r->folder.dir[0])
             trn_log(r, "failed: %s", e ? e->msg : "error");
         trn_set_state(r, RUN_FAILED, "failed: %s", e ? e->msg : "error");
     }

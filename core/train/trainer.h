@@ -14,16 +14,19 @@
  * It decides what a non-finite loss means (skip the update, pause, keep the last
  * good checkpoint); the engine only waits for the user's answer.
  *
- * Files: trainer.c (prepare and the loop), evaluate.c (validation, test
- * predictions), rundir.c (the run folder: log, history, predictions,
- * checkpoints), telemetry.c (throughput, curves, what is published while
- * training), tboard.c (the TensorBoard event files); trainer_impl.h holds what
- * they share.
+ * Files: trainer.c (prepare, as the named steps of its steps[] table, and the
+ * loop), evaluate.c (validation, test predictions), trainer_folder.c (the log and
+ * the checkpoint's save and restore), trainer_publish.c (what is published into
+ * progress while training), trainer_dist.c (a rank of a job); trainer_impl.h
+ * holds what they share. The trainer's state holds parts that own their fields:
+ * the run folder's writer (runfolder.h), the curves (curves.h), the replicas'
+ * telemetry (telemetry.h) and the TensorBoard event files (tboard.h).
  *
- * Run folder: config, history.json, valid_labels.json, valid_preds.jsonl,
- * test_preds.json, submission.csv, checkpoint.ckpt, log.txt, and TensorBoard's
- * train/ and validation/ event files (written as the run trains, flushed with
- * every epoch and checkpoint; a resumed run adds a file to each).
+ * Run folder: its format (config, history.json, valid_labels.json,
+ * valid_preds.jsonl, test_preds.json, submission.csv, checkpoint.ckpt, log.txt,
+ * and TensorBoard's train/ and validation/ event files) is runfolder.h's. The
+ * event files are written as the run trains, flushed with every epoch and
+ * checkpoint; a resumed run adds a file to each.
  *
  * Ownership: trn_run() owns everything it creates and frees it before returning;
  * the environment's pointers are borrowed for the run's length.
@@ -35,17 +38,17 @@
 #include "data/dataset.h"
 #include "run.h"
 #include "train/progress.h"
-#include "train/samples.h"
+#include "train/feed.h"
 
 enum { TRN_GO = 0, TRN_PAUSE = 1, TRN_STOP = 2 };
 
 /* What the engine gives a run: its configuration (and that configuration as the
- * run folder's text), where progress goes, how samples are made, and hooks back. */
+ * run folder's text), where progress goes, how images are fed (train/feed.h), and hooks back. */
 typedef struct trn_env {
     const run_config *cfg;
     const char *cfg_text;       /* "key = value" lines, written to the run folder */
     prg *progress;
-    const sam *samples;
+    const feed *feed;
     void *ctx;                  /* the hooks' first argument */
     void (*log)(void *ctx, const char *line);
     /* The pending command, without blocking. */
@@ -60,10 +63,6 @@ typedef struct trn_env {
 /* Runs the whole run and publishes its end in the progress; returns RUN_DONE,
  * RUN_STOPPED or RUN_FAILED (e says why). */
 run_state trn_run(const trn_env *env, pt_err *e);
-
-/* The replicas a run with cfg uses: cfg->replicas, or one per online core when it
- * is 0; 1 .. RUN_MAX_REPLICAS. */
-int trn_replicas(const run_config *cfg);
 
 /* The model's input side: cfg->image_size, or the dataset's image size (from its
  * folder name, else from the first training record). */

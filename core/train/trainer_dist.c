@@ -22,7 +22,7 @@ int trn_dist_join(trn *r, pt_err *e)
     r->ranks = dist_size();
     r->G = r->Rmax = r->R;
     r->g0 = 0;
-    r->shown = r->R < RUN_MAX_REPLICAS ? r->R : RUN_MAX_REPLICAS;
+    r->tel.shown = r->R < RUN_MAX_REPLICAS ? r->R : RUN_MAX_REPLICAS;
     if (r->ranks == 1)
         return PT_OK;
     typedef struct {
@@ -47,8 +47,8 @@ int trn_dist_join(trn *r, pt_err *e)
         if (k < r->rank)
             r->g0 += all[k].replicas;
         for (int q = 0; q < all[k].replicas && r->G + q < RUN_MAX_REPLICAS; q++) {
-            r->tel_rank[r->G + q] = k;
-            util_copy(r->tel_host[r->G + q], sizeof r->tel_host[0], dist_host_of(k));
+            r->tel.rank[r->G + q] = k;
+            util_copy(r->tel.host[r->G + q], sizeof r->tel.host[0], dist_host_of(k));
         }
         r->G += all[k].replicas;
         if (all[k].replicas > r->Rmax)
@@ -56,7 +56,7 @@ int trn_dist_join(trn *r, pt_err *e)
     }
     free(all);
     if (r->rank == 0)
-        r->shown = r->G < RUN_MAX_REPLICAS ? r->G : RUN_MAX_REPLICAS;
+        r->tel.shown = r->G < RUN_MAX_REPLICAS ? r->G : RUN_MAX_REPLICAS;
     return rc;
 }
 
@@ -193,18 +193,18 @@ typedef struct rank_tel {
 
 int trn_dist_telemetry(trn *r, pt_err *e)
 {
-    if (r->ranks == 1 || r->update < r->tel_next)
+    if (r->ranks == 1 || r->update < r->tel.next)
         return PT_OK;
     rank_tel mine;
     memset(&mine, 0, sizeof mine);
     mine.replicas = r->R < RUN_MAX_REPLICAS ? r->R : RUN_MAX_REPLICAS;
     for (int q = 0; q < mine.replicas; q++) {
-        mine.ips[q] = (float)r->tel[q].ips;
-        mine.busy[q] = (float)r->tel[q].busy_pct;
-        mine.idle[q] = (float)r->tel[q].idle_pct;
-        mine.mxu[q] = (float)r->tel[q].mxu_pct;
+        mine.ips[q] = (float)r->tel.rep[q].ips;
+        mine.busy[q] = (float)r->tel.rep[q].busy_pct;
+        mine.idle[q] = (float)r->tel.rep[q].idle_pct;
+        mine.mxu[q] = (float)r->tel.rep[q].mxu_pct;
     }
-    double gap = r->sec_per_update > 0 ? TEL_PERIOD / r->sec_per_update : 1;
+    double gap = r->tel.sec_per_update > 0 ? TEL_PERIOD / r->tel.sec_per_update : 1;
     mine.gap = gap < 1 ? 1 : gap > 100000 ? 100000 : (int)gap;
     rank_tel *all = malloc((size_t)r->ranks * sizeof *all);
     if (!all)
@@ -212,15 +212,15 @@ int trn_dist_telemetry(trn *r, pt_err *e)
     int rc = dist_allgather(&mine, all, sizeof mine, e);
     if (rc == PT_OK) {
         /* Rank 0 paces the gathers: every rank meets the next at the same update. */
-        r->tel_next = r->update + all[0].gap;
+        r->tel.next = r->update + all[0].gap;
         /* Rank 0 keeps its own replicas' live figures; the others' as gathered. */
         int g = r->R;
         for (int k = 1; r->rank == 0 && k < r->ranks; k++)
-            for (int q = 0; q < all[k].replicas && g < r->shown; q++, g++) {
-                r->tel[g].ips = all[k].ips[q];
-                r->tel[g].busy_pct = all[k].busy[q];
-                r->tel[g].idle_pct = all[k].idle[q];
-                r->tel[g].mxu_pct = all[k].mxu[q];
+            for (int q = 0; q < all[k].replicas && g < r->tel.shown; q++, g++) {
+                r->tel.rep[g].ips = all[k].ips[q];
+                r->tel.rep[g].busy_pct = all[k].busy[q];
+                r->tel.rep[g].idle_pct = all[k].idle[q];
+                r->tel.rep[g].mxu_pct = all[k].mxu[q];
             }
     }
     free(all);

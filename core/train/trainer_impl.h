@@ -1,5 +1,9 @@
 /* trainer_impl — internals shared by the trainer's files (trainer.c, evaluate.c,
- * rundir.c, telemetry.c); not for other modules.
+ * trainer_folder.c, trainer_publish.c, trainer_dist.c); not for other modules.
+ * The parts with owners of their own (the run folder's writer, curves, telemetry,
+ * TensorBoard) are held here as values: the trainer's files read them and change
+ * them through their functions, but for trainer_dist.c, which fills in a job's
+ * replica map and the other ranks' replica figures in the telemetry.
  *
  * A rank of a job (train/dist.h, trainer_dist.c): every rank runs the whole loop
  * in step with the others and holds the same weights, optimizer, progress and
@@ -16,21 +20,17 @@
 #include <stdint.h>
 
 #include "data/pipeline.h"
-#include "io/tbevent.h"
 #include "data/sampler.h"
 #include "nn/nn.h"
+#include "train/curves.h"
 #include "train/ema.h"
 #include "train/optim.h"
+#include "train/runfolder.h"
 #include "train/schedule.h"
 #include "train/strategy.h"
+#include "train/tboard.h"
+#include "train/telemetry.h"
 #include "train/trainer.h"
-
-/* One replica's telemetry: counters at the last sample and smoothed figures. */
-typedef struct trn_tel {
-    double busy, wait, idle, flops;
-    long long ex;
-    double ips, busy_pct, idle_pct, mxu_pct;   /* smoothed */
-} trn_tel;
 
 typedef struct trn {
     const run_config *cfg;
@@ -42,6 +42,7 @@ typedef struct trn {
     int G, g0;                  /* the job's replicas, and this rank's first one's index */
     int Rmax;                   /* the most replicas of any rank */
     long long updates_per_epoch, total_updates;
+    long long epoch_examples;   /* training examples of an epoch (oversampled) */
     smp_table smp;
     int oversampling;
     long long train_counts[RUN_MAX_CLASSES], train_os[RUN_MAX_CLASSES], val_counts[RUN_MAX_CLASSES];
@@ -55,7 +56,7 @@ typedef struct trn {
     pipeline *train;
     sched sch;
     double peak;
-    char run_dir[4096];
+    rf_writer folder;           /* the run folder (rank 0's; empty on the others) */
 
     /* progress */
     long long update;           /* updates done */
@@ -71,32 +72,14 @@ typedef struct trn {
     /* bad records: counted by the pipelines' worker threads as they meet them */
     atomic_llong data_errors;
 
-    run_epoch *hist;
-    int hist_n;
-    float *curve_loss, *curve_acc, *curve_lr;
-    int curve_n, curve_stride, curve_pending;
-    double curve_acc_loss, curve_acc_acc, curve_acc_lr;
+    crv curves;                 /* the history and the per-update curves (curves.h) */
 
-    trn_tel tel[RUN_MAX_REPLICAS];  /* the job's replicas: this rank's, and on rank 0 the
-                                       others' as last gathered */
-    int shown;                  /* replicas with figures: R, or on rank 0 of a job G (at
-                                   most RUN_MAX_REPLICAS) */
-    int tel_rank[RUN_MAX_REPLICAS];
-    char tel_host[RUN_MAX_REPLICAS][32];
-    long long tel_next;         /* a job: the update of the next telemetry gather */
-    double comm_per_update;     /* seconds in collectives per update, smoothed */
-    double tel_t, spark_t, sec_per_update, val_seconds;
-    float spark[RUN_MAX_REPLICAS][RUN_SPARK_POINTS];
-    int spark_n;
+    tlm tel;                    /* the replicas' hardware figures (telemetry.h) */
+    double val_seconds;         /* the last validation's, for the ETA */
     char last_ckpt[512];
     long long checkpoints;
 
-    /* TensorBoard (tboard.c): the event files of the run folder's train/ and
-     * validation/, and the latest validation's confusion matrix for its picture */
-    tbe_writer *tb_train, *tb_val;
-    int tb_off;                 /* writing failed: said once in the log, not tried again */
-    long long *val_cm;          /* n_classes x n_classes */
-    int val_cm_epoch;           /* the epoch it is of (1-based); 0 none */
+    tb_run tb;                  /* the TensorBoard event files (tboard.h) */
 } trn;
 
 /* ---- trainer.c ---- */
@@ -145,7 +128,7 @@ typedef struct trn_gathered {
 int trn_dist_gather(trn *r, const batch *b, const float *logits, trn_gathered *g, pt_err *e);
 void trn_gathered_free(trn_gathered *g);
 
-/* ---- telemetry.c: what the run shows while it trains ---- */
+/* ---- trainer_publish.c: what the run shows while it trains (train/progress.h) ---- */
 
 void trn_set_state(trn *r, run_state s, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -158,12 +141,8 @@ void trn_publish_static(trn *r);
 void trn_publish_progress(trn *r, double lr, double loss, double acc);
 /* After an epoch or a checkpoint. */
 void trn_publish_history(trn *r);
-/* Average stride updates into one curve point; the curve halves when full. */
-void trn_curve_push(trn *r, double loss, double acc, double lr);
 /* The name of class c (the dataset's, the competition's, or "class N"). */
 void trn_class_name(const trn *r, int c, char *buf, size_t n);
-/* Per-update telemetry: smoothed images/s, busy/idle/MXU per replica. */
-void trn_telemetry(trn *r, double idle_this_update);
 /* The run pauses: the replicas' figures go to zero (published at once), and
  * their smoothing starts afresh when it goes on. */
 void trn_telemetry_idle(trn *r);
@@ -171,7 +150,7 @@ void trn_telemetry_idle(trn *r);
 double trn_elapsed(const trn *r);
 double trn_epoch_elapsed(const trn *r);
 
-/* ---- rundir.c: the run folder ---- */
+/* ---- trainer_folder.c: the trainer's side of the run folder (train/runfolder.h) ---- */
 
 /* A line for the log panel and the run folder's log.txt (there after the local
  * date and time). */
@@ -183,39 +162,11 @@ void trn_log(trn *r, const char *fmt, ...)
 /* How the run ended, as the last line of log.txt alone (the snapshot's message
  * says it on screen and on the headless runner's output). */
 void trn_log_end(trn *r, const char *line);
+/* The run folder made (rank 0), the temporary files a killed run left logged. */
 int trn_make_run_dir(trn *r, pt_err *e);
-int trn_write_text(trn *r, const char *name, const char *text, size_t len, pt_err *e);
-int trn_write_history(trn *r, pt_err *e);
-/* JSON list of n ints (malloc'd, *len bytes), NULL when out of memory. */
-char *trn_int_list(const int32_t *v, long long n, size_t *len);
-/* valid_preds.jsonl: this epoch's line, after the lines of earlier epochs. */
-int trn_append_valid_preds(trn *r, int epoch, const int32_t *preds, long long n, pt_err *e);
 int trn_save_checkpoint(trn *r, const char *why, pt_err *e);
 /* Resuming: weights, optimizer, progress and history from the run's checkpoint. */
 int trn_restore_checkpoint(trn *r, pt_err *e);
-
-/* ---- tboard.c: TensorBoard event files (io/tbevent.h) in the run folder ----
- * train/: per update batch_loss, batch_sparse_categorical_accuracy and
- * batch_learning_rate at step = updates done; per epoch epoch_loss,
- * epoch_sparse_categorical_accuracy, epoch_precision, epoch_recall, epoch_f1_score
- * (macro), epoch_learning_rate (of the epoch's last update),
- * epoch_images_per_second and the image augmentation_preview, at step = the
- * 0-based epoch, as Keras's TensorBoard callback numbers epochs. validation/: the
- * same epoch_ figures of the validation pass, the image confusion_matrix, and
- * evaluation_loss_vs_iterations / evaluation_sparse_categorical_accuracy_vs_iterations
- * at step = updates done. A failure to write is logged once and ends the event
- * files, never the run. */
-
-/* Open train/'s file (a resumed run adds one beside the old). */
-void trn_tb_open(trn *r);
-/* After every update. */
-void trn_tb_update(trn *r, double loss, double acc, double lr);
-/* After an epoch's history is written: its figures, the pictures; then both files
- * flushed to disk. */
-void trn_tb_epoch(trn *r, const run_epoch *row, double images_per_sec);
-/* Everything so far onto the disk (with a checkpoint). */
-void trn_tb_flush(trn *r);
-void trn_tb_close(trn *r);
 
 /* ---- evaluate.c ---- */
 

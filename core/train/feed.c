@@ -1,5 +1,5 @@
-/* samples — pipelines, previews and validation images of a run (see samples.h). */
-#include "train/samples.h"
+/* feed — pipelines, previews and validation images of a run (see feed.h). */
+#include "train/feed.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,15 +9,15 @@
 #include "io/example.h"
 #include "io/tfrecord.h"
 
-struct sam {
+struct feed {
     run_config cfg;
     aug_chain *aug;             /* NULL when the spec has no ops ("none", "") */
 };
 
-int sam_new(const run_config *cfg, sam **out, pt_err *e)
+int feed_new(const run_config *cfg, feed **out, pt_err *e)
 {
     *out = NULL;
-    sam *s = calloc(1, sizeof *s);
+    feed *s = calloc(1, sizeof *s);
     if (!s)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     s->cfg = *cfg;
@@ -35,7 +35,7 @@ int sam_new(const run_config *cfg, sam **out, pt_err *e)
     return PT_OK;
 }
 
-void sam_free(sam *s)
+void feed_free(feed *s)
 {
     if (!s)
         return;
@@ -43,8 +43,8 @@ void sam_free(sam *s)
     free(s);
 }
 
-void sam_pipe_config(const sam *s, sam_use use, const ds_split *split, int labeled,
-                     int n_classes, int img, int batch_size, pipe_config *c)
+void feed_pipe_config(const feed *s, feed_use use, const ds_split *split, int labeled,
+                      int n_classes, int img, int batch_size, pipe_config *c)
 {
     const run_config *cfg = &s->cfg;
     pipe_config_defaults(c);
@@ -55,7 +55,7 @@ void sam_pipe_config(const sam *s, sam_use use, const ds_split *split, int label
     c->batch_size = batch_size;
     c->seed = cfg->seed;
     switch (use) {
-    case SAM_TRAIN:
+    case FEED_TRAIN:
         c->drop_remainder = 1;
         c->repeat = 1;
         c->shuffle_buffer = cfg->shuffle_buffer;
@@ -71,16 +71,16 @@ void sam_pipe_config(const sam *s, sam_use use, const ds_split *split, int label
             c->augment_whole = aug_mixes(s->aug);
         }
         break;
-    case SAM_EVAL:
+    case FEED_EVAL:
         c->interleave = 1; /* file order: predictions line up with the split */
         c->workers = cfg->workers > 0 ? cfg->workers : 2;
         c->prefetch = 2;
         c->deterministic = 1;
         c->stop_on_error = cfg->stop_on_data_error;
         break;
-    case SAM_PREVIEW:
+    case FEED_PREVIEW:
         /* Small and quick: a bounded shuffle so the pictures vary, one worker. The
-         * chain is applied by sam_preview itself, which needs the images before it. */
+         * chain is applied by feed_preview itself, which needs the images before it. */
         c->shuffle_buffer = 256;
         c->shuffle_shards = 1;
         c->workers = 1;
@@ -89,12 +89,12 @@ void sam_pipe_config(const sam *s, sam_use use, const ds_split *split, int label
     }
 }
 
-int sam_preview(const sam *s, const ds_dataset *ds, int img, int n, uint64_t count,
-                run_preview *p, pt_err *e)
+int feed_preview(const feed *s, const ds_dataset *ds, int img, int n, uint64_t count,
+                 run_preview *p, pt_err *e)
 {
     pipe_config c;
     /* Names come later than previews may: any label in range is fine here. */
-    sam_pipe_config(s, SAM_PREVIEW, &ds->split[DS_TRAIN], 1, RUN_MAX_CLASSES, img, n, &c);
+    feed_pipe_config(s, FEED_PREVIEW, &ds->split[DS_TRAIN], 1, RUN_MAX_CLASSES, img, n, &c);
     c.seed = s->cfg.seed + count * 7919;
     pipeline *pl;
     int rc = pipe_create(&c, &pl, e);
@@ -137,7 +137,7 @@ int sam_preview(const sam *s, const ds_dataset *ds, int img, int n, uint64_t cou
     return PT_OK;
 }
 
-int sam_val_image(const ds_dataset *ds, batch_src src, run_val_item *item, pt_err *e)
+int feed_val_image(const ds_dataset *ds, batch_src src, run_val_item *item, pt_err *e)
 {
     if (src.shard < 0 || src.shard >= ds->split[DS_VAL].n_shards)
         return err_set(e, PT_ENODATA, NULL, PT_NO_RECORD, PT_NO_OFFSET, "no such shard");

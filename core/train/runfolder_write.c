@@ -1,0 +1,174 @@
+/* runfolder_write — the run folder written (see runfolder.h): its creation,
+ * log.txt, history.json from rf_history_keys[], the validation predictions and
+ * any other file by name. Every file is written atomically. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/json.h"
+#include "base/util.h"
+#include "train/runfolder.h"
+
+int rf_path(const rf_writer *w, const char *name, char *buf, size_t n)
+{
+    if (!name)
+        return util_path(buf, n, "%s", w->dir);
+    return util_path(buf, n, "%s/%s", w->dir, name);
+}
+
+void rf_log_line(const rf_writer *w, const char *line)
+{
+    if (!w->dir[0])
+        return;
+    char path[4200], stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    if (!localtime_r(&now, &tm) || !strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm))
+        util_copy(stamp, sizeof stamp, "?");
+    rf_path(w, RF_LOG, path, sizeof path);
+    FILE *f = fopen(path, "a");
+    if (f) {
+        fprintf(f, "%s %s\n", stamp, line);
+        fclose(f);
+    }
+}
+
+int rf_make(rf_writer *w, int on, const run_config *cfg, int *stale, pt_err *e)
+{
+    w->on = on;
+    *stale = 0;
+    if (!on)
+        return PT_OK;
+    if (cfg->resume[0]) {
+        util_copy(w->dir, sizeof w->dir, cfg->resume);
+        if (!util_is_dir(w->dir))
+            return err_set(e, PT_EUSAGE, w->dir, PT_NO_RECORD, PT_NO_OFFSET,
+                           "no run folder here to resume");
+    } else if (cfg->out[0]) {
+        util_copy(w->dir, sizeof w->dir, cfg->out);
+        if (util_is_dir(w->dir)) {
+            char probe[4200];
+            rf_path(w, RF_CHECKPOINT, probe, sizeof probe);
+            if (util_is_file(probe))
+                return err_set(e, PT_EUSAGE, w->dir, PT_NO_RECORD, PT_NO_OFFSET,
+                               "holds a run already; continue it with --resume or choose another "
+                               "--out");
+        }
+    } else {
+        char stamp[32];
+        time_t now = time(NULL);
+        strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
+        char name[64];
+        run_model_name(cfg, name, sizeof name);
+        snprintf(w->dir, sizeof w->dir, "runs/%s-%s", name, stamp);
+        for (int k = 2; util_is_dir(w->dir) && k < 100; k++)
+            snprintf(w->dir, sizeof w->dir, "runs/%s-%s-%d", name, stamp, k);
+    }
+    int rc = util_mkdirs(w->dir, e);
+    if (rc != PT_OK)
+        return rc;
+    /* A run killed while writing a file leaves its NAME.tmp.PID (never a torn NAME):
+     * cleared here, before this run writes its own. */
+    *stale = util_remove_stale_temps(w->dir, NULL);
+    return PT_OK;
+}
+
+int rf_write_text(const rf_writer *w, const char *name, const char *text, size_t len, pt_err *e)
+{
+    if (!w->on)
+        return PT_OK;
+    char path[4200];
+    if (rf_path(w, name, path, sizeof path) != 0)
+        return err_set(e, PT_EUSAGE, w->dir, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
+    return util_write_file_atomic(path, text, len, e);
+}
+
+int rf_write_history(const rf_writer *w, const run_epoch *rows, int n, pt_err *e)
+{
+    json_w j;
+    json_init(&j, 1);
+    json_arr(&j);
+    for (int i = 0; i < n; i++) {
+        json_obj(&j);
+        for (int k = 0; k < RF_H_COUNT; k++) {
+            json_key(&j, rf_history_keys[k].name);
+            if (rf_history_keys[k].is_int)
+                json_int(&j, (long long)rf_history_get(&rows[i], k));
+            else
+                json_num(&j, rf_history_get(&rows[i], k));
+        }
+        json_obj_end(&j);
+    }
+    json_arr_end(&j);
+    size_t len;
+    char *text = json_take(&j, &len);
+    if (!text)
+        return err_set(e, PT_ENOMEM, w->dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    int rc = rf_write_text(w, RF_HISTORY, text, len, e);
+    free(text);
+    return rc;
+}
+
+char *rf_int_list(const int32_t *v, long long n, size_t *len)
+{
+    json_w j;
+    json_init(&j, 0);
+    json_arr(&j);
+    for (long long i = 0; i < n; i++)
+        json_int(&j, v[i]);
+    json_arr_end(&j);
+    return json_take(&j, len);
+}
+
+/* valid_preds.jsonl: one line per epoch, {"epoch": N, "preds": [...]}. Lines of epochs
+ * after `keep` (left by a run that stopped before its checkpoint) are dropped. */
+int rf_append_valid_preds(const rf_writer *w, int epoch, const int32_t *preds, long long n,
+                          pt_err *e)
+{
+    if (!w->on)
+        return PT_OK;
+    char path[4200];
+    rf_path(w, RF_VALID_PREDS, path, sizeof path);
+    uint8_t *old = NULL;
+    size_t olen = 0;
+    if (util_is_file(path) && util_read_file(path, &old, &olen, NULL) != PT_OK)
+        old = NULL;
+    size_t keep = 0;
+    if (old) {
+        for (size_t at = 0; at < olen;) {
+            char *nl = memchr(old + at, '\n', olen - at);
+            size_t end = nl ? (size_t)((uint8_t *)nl - old) + 1 : olen;
+            int ep = 0;
+            if (sscanf((const char *)old + at, "{\"epoch\":%d", &ep) == 1 && ep < epoch)
+                keep = end;
+            else
+                break;
+            at = end;
+        }
+    }
+    size_t plen;
+    char *list = rf_int_list(preds, n, &plen);
+    if (!list) {
+        free(old);
+        return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    }
+    size_t total = keep + plen + 64;
+    char *buf = malloc(total);
+    if (!buf) {
+        free(old);
+        free(list);
+        return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    }
+    if (keep)
+        memcpy(buf, old, keep);
+    int k = snprintf(buf + keep, 64, "{\"epoch\":%d,\"preds\":", epoch);
+    memcpy(buf + keep + k, list, plen);
+    buf[keep + k + plen] = '}';
+    buf[keep + k + plen + 1] = '\n';
+    int rc = util_write_file_atomic(path, buf, keep + (size_t)k + plen + 2, e);
+    free(buf);
+    free(list);
+    free(old);
+    return rc;
+}
