@@ -456,6 +456,26 @@ static int compared_role(void *ctx, const run_figures *r)
     return role;
 }
 
+/* The panels of the layout, from panels.h's table; the preview's pictures here. */
+static void draw_panels(app *a, const ui_frame *f)
+{
+    const ui_view *v = &a->view;
+    const ui_layout *L = &a->layout;
+    int n;
+    const ui_panel_class *pc = ui_panel_classes(&n);
+    for (int i = 0; i < n; i++) {
+        int id = pc[i].id;
+        if (!ui_layout_visible(L, id)) {
+            if (id == UI_P_PREVIEW)
+                ui_preview_hide(&a->pview);
+        } else if (pc[i].draw) {
+            pc[i].draw(stdscr, L->panel[id], f, v, v->focus == id);
+        } else if (id == UI_P_PREVIEW) {
+            draw_preview(a, f);
+        }
+    }
+}
+
 static void frame(app *a)
 {
     werase(stdscr);
@@ -501,20 +521,7 @@ static void frame(app *a)
             ui_inspect_draw(&a->insp, stdscr, a->layout.body, &f, &a->iview);
         } else {
             ui_preview_hide(&a->iview);
-            const ui_view *v = &a->view;
-            const ui_layout *L = &a->layout;
-            if (ui_layout_visible(L, UI_P_REPLICAS))
-                ui_panel_replicas(stdscr, L->panel[UI_P_REPLICAS], &f, v, v->focus == UI_P_REPLICAS);
-            if (ui_layout_visible(L, UI_P_CURVES))
-                ui_panel_curves(stdscr, L->panel[UI_P_CURVES], &f, v, v->focus == UI_P_CURVES);
-            if (ui_layout_visible(L, UI_P_LABELS))
-                ui_panel_labels(stdscr, L->panel[UI_P_LABELS], &f, v, v->focus == UI_P_LABELS);
-            if (ui_layout_visible(L, UI_P_LOG))
-                ui_panel_log(stdscr, L->panel[UI_P_LOG], &f, v, v->focus == UI_P_LOG);
-            if (ui_layout_visible(L, UI_P_PREVIEW))
-                draw_preview(a, &f);
-            else
-                ui_preview_hide(&a->pview);
+            draw_panels(a, &f);
         }
     }
 
