@@ -191,100 +191,6 @@ static void collect(app *a)
 
 /* ---- --open ----------------------------------------------------------------------- */
 
-/* The snapshot of a finished run, from what runlog read of its folder: the epochs'
- * figures, the per-update curves (averaged down to the snapshot's points), the
- * totals. */
-static void open_fill(app *a)
-{
-    run_snapshot *s = a->snap;
-    const run_figures *r = a->opened;
-    s->state = RUN_DONE;
-    static const int row_of[6] = { RUN_S_TRAIN_LOSS, RUN_S_VAL_LOSS, RUN_S_TRAIN_ACC,
-                                   RUN_S_VAL_ACC,    RUN_S_TRAIN_F1, RUN_S_VAL_F1 };
-    static double cum_u[RUN_MAX_EPOCHS], cum_t[RUN_MAX_EPOCHS];
-    int ne = 0;
-    for (int i = 0; i < RUN_MAX_EPOCHS; i++) {
-        run_epoch *h = &s->history[i];
-        memset(h, 0, sizeof *h);
-        h->epoch = i + 1;
-        h->train_loss = h->train_acc = h->train_f1 = h->val_loss = h->val_acc = h->val_f1 = NAN;
-        h->train_precision = h->train_recall = h->val_precision = h->val_recall = NAN;
-        cum_u[i] = cum_t[i] = NAN;
-    }
-    for (int k = 0; k < 6; k++) {
-        const run_series *se = &r->s[row_of[k]];
-        for (int i = 0; i < se->n; i++) {
-            double ex = se->x[RUN_X_EPOCH][i];
-            if (!isfinite(ex) || ex < 1 || ex > RUN_MAX_EPOCHS)
-                continue;
-            int e = (int)lround(ex) - 1;
-            run_epoch *h = &s->history[e];
-            double v = se->y[i];
-            switch (row_of[k]) {
-            case RUN_S_TRAIN_LOSS: h->train_loss = v; break;
-            case RUN_S_VAL_LOSS: h->val_loss = v; break;
-            case RUN_S_TRAIN_ACC: h->train_acc = v; break;
-            case RUN_S_VAL_ACC: h->val_acc = v; break;
-            case RUN_S_TRAIN_F1: h->train_f1 = v; break;
-            default: h->val_f1 = v; break;
-            }
-            if (isfinite(se->x[RUN_X_UPDATE][i]))
-                cum_u[e] = se->x[RUN_X_UPDATE][i];
-            if (isfinite(se->x[RUN_X_TIME][i]))
-                cum_t[e] = se->x[RUN_X_TIME][i];
-            ne = e + 1 > ne ? e + 1 : ne;
-        }
-    }
-    double pu = 0, pt = 0;
-    for (int i = 0; i < ne; i++) {
-        run_epoch *h = &s->history[i];
-        h->updates = isfinite(cum_u[i]) ? (int)lround(cum_u[i] - pu) : 0;
-        h->seconds = isfinite(cum_t[i]) ? cum_t[i] - pt : 0;
-        pu = isfinite(cum_u[i]) ? cum_u[i] : pu;
-        pt = isfinite(cum_t[i]) ? cum_t[i] : pt;
-    }
-    s->history_n = ne;
-    s->epoch = s->epochs = ne;
-    s->update = s->total_steps = (long long)pu;
-    s->steps_per_epoch = ne > 0 ? s->history[ne - 1].updates : 0;
-    s->step = s->steps_per_epoch;
-    s->elapsed = pt;
-    s->eta = -1;
-    if (ne > 0) {
-        s->running_loss = s->last_loss = s->history[ne - 1].train_loss;
-        s->running_acc = s->last_acc = s->history[ne - 1].train_acc;
-    }
-    /* The per-update curves, averaged in groups of stride when there are more than
-     * the snapshot holds (a point stands at update (i + 1) * stride). */
-    const run_series *bl = &r->s[RUN_S_BATCH_LOSS], *ba = &r->s[RUN_S_BATCH_ACC],
-                      *br = &r->s[RUN_S_BATCH_LR];
-    int n = bl->n;
-    int stride = n > RUN_CURVE_POINTS ? (n + RUN_CURVE_POINTS - 1) / RUN_CURVE_POINTS : 1;
-    s->curve_stride = stride;
-    s->curve_n = n / stride;
-    for (int i = 0; i < s->curve_n; i++) {
-        double l = 0, c = 0, q = 0;
-        for (int j = i * stride; j < (i + 1) * stride; j++) {
-            l += bl->y[j];
-            c += j < ba->n ? ba->y[j] : NAN;
-            q += j < br->n ? br->y[j] : NAN;
-        }
-        s->curve_loss[i] = (float)(l / stride);
-        s->curve_acc[i] = (float)(c / stride);
-        s->curve_lr[i] = (float)(q / stride);
-    }
-    s->lr = br->n > 0 ? br->y[br->n - 1] : 0;
-    if (s->curve_n > 0 && s->update < (long long)s->curve_n * stride)
-        s->update = s->total_steps = (long long)s->curve_n * stride;
-    util_copy(s->model, sizeof s->model, r->model[0] ? r->model : r->writer);
-    util_copy(s->dataset, sizeof s->dataset, r->dataset[0] ? r->dataset : "?");
-    util_copy(s->run_dir, sizeof s->run_dir, r->path);
-    util_fmt(s->message, sizeof s->message,
-             "opened %s: a finished run, shown without training (petal-tui --resume %s "
-             "continues it)",
-             r->name, r->path);
-}
-
 static void open_log_line(void *ctx, const char *line)
 {
     app *a = ctx;
@@ -316,7 +222,7 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
         if ((rc = app_make_engine(a, &c, e)) != PT_OK)
             return rc;
     }
-    open_fill(a);
+    eng_run_snapshot(a->opened, a->snap);
     if (eng_run_log_lines(dir, open_log_line, a, &ce) < 0)
         ui_log_add(a->log, app_now(a), UI_R_DIM, "no log.txt in the run's folder");
     if (why[0]) {
