@@ -672,6 +672,147 @@ static int report_end(app *a, int status, int hung_up)
     return status;
 }
 
+/* What the engine can check (options, the dataset, the run folder) and --compare's
+ * runs (one that cannot be read is refused), before the screen opens, with the
+ * exit status --headless gives; then that there is a terminal. 0, or the status. */
+static int prepare(app *a, const run_config *cfg, const ui_options *opt)
+{
+    pt_err e;
+    int rc = opt->open ? open_run(a, cfg, opt->open, &e) : app_make_engine(a, cfg, &e);
+    if (rc != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return rc == PT_EUSAGE ? 1 : 2;
+    }
+    for (int i = 0; i < opt->n_compare && a->n_cmp < UI_MAX_COMPARE; i++) {
+        if (eng_run_open(opt->compare[i], &a->cmp[a->n_cmp], &e) != PT_OK) {
+            fprintf(stderr, "petal-tui: %s\n", e.msg);
+            return 2;
+        }
+        a->n_cmp++;
+    }
+    if (!isatty(a->in) || !isatty(a->out)) {
+        fprintf(stderr, "petal-tui: the workbench needs a terminal; --headless trains without one\n");
+        return 1;
+    }
+    return 0;
+}
+
+/* The screen: the terminal asked first (before curses reads the keyboard), then
+ * curses on it, its colours and how pictures are shown. NULL with the message
+ * printed when the terminal type is unusable. */
+static SCREEN *open_screen(app *a, const ui_options *opt)
+{
+    ui_term_probe(a->in, a->out, !opt->no_sixel, 0.5, &a->caps);
+    setlocale(LC_ALL, "");
+    /* LINES and COLUMNS in the environment are the size of the terminal that
+     * started this one, not of --tty's. */
+    if (a->own_tty)
+        use_env(FALSE);
+    SCREEN *scr = newterm(NULL, a->out_f, a->in_f);
+    if (!scr) {
+        fprintf(stderr, "petal-tui: cannot use terminal type '%s'\n",
+                getenv("TERM") ? getenv("TERM") : "(unset)");
+        return NULL;
+    }
+    set_term(scr);
+    /* On --tty's terminal every key is the workbench's: Ctrl-C, Ctrl-Z and Ctrl-\ come
+     * as keys rather than as signals to whatever holds that terminal. */
+    if (a->own_tty)
+        raw();
+    else
+        cbreak();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    set_escdelay(25);
+    curs_set(0);
+    a->cmode = color_mode(opt);
+    const char *cs = nl_langinfo(CODESET);
+    ui_draw_setup(a->cmode, cs && !strcmp(cs, "UTF-8"));
+    pick_pictures(a);
+    return scr;
+}
+
+/* The signals the loop handles, and the handlers they had before (put back by
+ * restore_signals()). */
+typedef struct saved_signals {
+    struct sigaction intr, hup, term, cont;
+} saved_signals;
+
+static void catch_signals(saved_signals *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_int;
+    sigaction(SIGINT, &sa, &old->intr);
+    sa.sa_handler = on_hup;
+    sigaction(SIGHUP, &sa, &old->hup);
+    sigaction(SIGTERM, &sa, &old->term);
+    sa.sa_handler = on_cont;
+    sigaction(SIGCONT, &sa, &old->cont);
+    g_sig_int = g_sig_hup = g_sig_cont = 0;
+}
+
+static void restore_signals(const saved_signals *old)
+{
+    sigaction(SIGINT, &old->intr, NULL);
+    sigaction(SIGHUP, &old->hup, NULL);
+    sigaction(SIGTERM, &old->term, NULL);
+    sigaction(SIGCONT, &old->cont, NULL);
+}
+
+/* Keys and signals until the workbench ends: about ten frames a second, and one
+ * after any key. 1 when the terminal hung up. */
+static int loop(app *a)
+{
+    double next = 0;
+    collect(a);
+    while (!a->done) {
+        follow_size(a);
+        double t = util_now();
+        int wait_ms = next > t ? (int)((next - t) * 1000) + 1 : 0;
+        wtimeout(stdscr, wait_ms > 100 ? 100 : wait_ms);
+        int ch = wgetch(stdscr);
+        int keyed = 0;
+        /* Several keys may be waiting (a paste, key repeat): take them all. */
+        for (int i = 0; ch != ERR && i < 64; i++) {
+            if (ch == ('c' & 0x1f))
+                g_sig_int = 1; /* in case the terminal sends ^C as a key */
+            else
+                app_key(a, ch);
+            keyed = 1;
+            wtimeout(stdscr, 0);
+            ch = wgetch(stdscr);
+        }
+        /* A terminal lost without a SIGHUP (ignored, or caught by a parent; the
+         * pty closed) reads EOF or EIO at once, which curses reports as no key:
+         * the loop would spin and the run train on unseen. It is a hang-up. */
+        if (g_sig_hup || (ch == ERR && ui_term_gone(a->in)))
+            return 1;
+        if (g_sig_int) {
+            g_sig_int = 0;
+            app_on_interrupt(a);
+            keyed = 1;
+        }
+        if (g_sig_cont) {
+            g_sig_cont = 0;
+            a->repaint = 1;
+            keyed = 1;
+        }
+        if (a->stopping && eng_wait(a->g, 0))
+            break;
+        if (a->done)
+            break;
+        if (keyed || util_now() >= next) {
+            collect(a);
+            frame(a);
+            next = util_now() + TICK;
+        }
+    }
+    return 0;
+}
+
 int ui_run(const run_config *cfg, const ui_options *opt)
 {
     app *a = calloc(1, sizeof *a);
@@ -694,126 +835,22 @@ int ui_run(const run_config *cfg, const ui_options *opt)
     ui_inspect_init(&a->insp);
     /* --tty's terminal first: a wrong PATH is a usage error, said before the
      * dataset is read. */
-    if (open_terminal(a) != 0) {
+    int rc = open_terminal(a);
+    if (rc == 0)
+        rc = prepare(a, cfg, opt);
+    if (rc != 0) {
         free_app(a);
-        return 1;
-    }
-    /* What the engine can check (options, the dataset, the run folder) is refused
-     * here, before the screen opens, with the exit status --headless gives. */
-    pt_err e;
-    int rc = opt->open ? open_run(a, cfg, opt->open, &e) : app_make_engine(a, cfg, &e);
-    if (rc != PT_OK) {
-        fprintf(stderr, "petal-tui: %s\n", e.msg);
-        free_app(a);
-        return rc == PT_EUSAGE ? 1 : 2;
-    }
-    /* --compare's runs, read once now: one that cannot be read is refused here. */
-    for (int i = 0; i < opt->n_compare && a->n_cmp < UI_MAX_COMPARE; i++) {
-        if (eng_run_open(opt->compare[i], &a->cmp[a->n_cmp], &e) != PT_OK) {
-            fprintf(stderr, "petal-tui: %s\n", e.msg);
-            free_app(a);
-            return 2;
-        }
-        a->n_cmp++;
-    }
-    if (!isatty(a->in) || !isatty(a->out)) {
-        fprintf(stderr, "petal-tui: the workbench needs a terminal; --headless trains without one\n");
-        free_app(a);
-        return 1;
+        return rc;
     }
     print_warnings(eng_warnings(a->g));
-
-    /* The terminal is asked before curses reads the keyboard. */
-    ui_term_probe(a->in, a->out, !opt->no_sixel, 0.5, &a->caps);
-
-    setlocale(LC_ALL, "");
-    /* LINES and COLUMNS in the environment are the size of the terminal that
-     * started this one, not of --tty's. */
-    if (a->own_tty)
-        use_env(FALSE);
-    SCREEN *scr = newterm(NULL, a->out_f, a->in_f);
+    SCREEN *scr = open_screen(a, opt);
     if (!scr) {
-        fprintf(stderr, "petal-tui: cannot use terminal type '%s'\n",
-                getenv("TERM") ? getenv("TERM") : "(unset)");
         free_app(a);
         return 1;
     }
-    set_term(scr);
-    /* On --tty's terminal every key is the workbench's: Ctrl-C, Ctrl-Z and Ctrl-\ come
-     * as keys rather than as signals to whatever holds that terminal. */
-    if (a->own_tty)
-        raw();
-    else
-        cbreak();
-    noecho();
-    nonl();
-    keypad(stdscr, TRUE);
-    set_escdelay(25);
-    curs_set(0);
-    a->cmode = color_mode(opt);
-    const char *cs = nl_langinfo(CODESET);
-    ui_draw_setup(a->cmode, cs && !strcmp(cs, "UTF-8"));
-    pick_pictures(a);
-
-    struct sigaction sa, old_int, old_hup, old_term, old_cont;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = on_int;
-    sigaction(SIGINT, &sa, &old_int);
-    sa.sa_handler = on_hup;
-    sigaction(SIGHUP, &sa, &old_hup);
-    sigaction(SIGTERM, &sa, &old_term);
-    sa.sa_handler = on_cont;
-    sigaction(SIGCONT, &sa, &old_cont);
-    g_sig_int = g_sig_hup = g_sig_cont = 0;
-
-    double next = 0;
-    int hung_up = 0;
-    collect(a);
-    while (!a->done) {
-        follow_size(a);
-        double t = util_now();
-        int wait_ms = next > t ? (int)((next - t) * 1000) + 1 : 0;
-        wtimeout(stdscr, wait_ms > 100 ? 100 : wait_ms);
-        int ch = wgetch(stdscr);
-        int keyed = 0;
-        /* Several keys may be waiting (a paste, key repeat): take them all. */
-        for (int i = 0; ch != ERR && i < 64; i++) {
-            if (ch == ('c' & 0x1f))
-                g_sig_int = 1; /* in case the terminal sends ^C as a key */
-            else
-                app_key(a, ch);
-            keyed = 1;
-            wtimeout(stdscr, 0);
-            ch = wgetch(stdscr);
-        }
-        /* A terminal lost without a SIGHUP (ignored, or caught by a parent; the
-         * pty closed) reads EOF or EIO at once, which curses reports as no key:
-         * the loop would spin and the run train on unseen. It is a hang-up. */
-        if (g_sig_hup || (ch == ERR && ui_term_gone(a->in))) {
-            hung_up = 1;
-            break;
-        }
-        if (g_sig_int) {
-            g_sig_int = 0;
-            app_on_interrupt(a);
-            keyed = 1;
-        }
-        if (g_sig_cont) {
-            g_sig_cont = 0;
-            a->repaint = 1;
-            keyed = 1;
-        }
-        if (a->stopping && eng_wait(a->g, 0))
-            break;
-        if (a->done)
-            break;
-        if (keyed || util_now() >= next) {
-            collect(a);
-            frame(a);
-            next = util_now() + TICK;
-        }
-    }
+    saved_signals old;
+    catch_signals(&old);
+    int hung_up = loop(a);
     if (hung_up) {
         /* The terminal may be gone: nothing more is drawn. The engine finishes
          * the update and writes the checkpoint; then leave. */
@@ -824,10 +861,7 @@ int ui_run(const run_config *cfg, const ui_options *opt)
     endwin();
     delscreen(scr);
     ui_rows_free();
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGCONT, &old_cont, NULL);
+    restore_signals(&old);
     int status = report_end(a, a->status, hung_up);
     free_app(a);
     return status;

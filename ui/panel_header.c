@@ -9,8 +9,6 @@
 
 #include "ui/chart.h"
 
-/* ---- header -------------------------------------------------------------------- */
-
 /* A path in at most maxw columns: whole, else its last two components, else its
  * last, else the end of it after "...". */
 static void shorten_path(const char *p, int maxw, char *out, size_t n)
@@ -44,25 +42,29 @@ static void shorten_path(const char *p, int maxw, char *out, size_t n)
     snprintf(out, n, "...%.*s", maxw - 3, p + len - (size_t)(maxw - 3));
 }
 
-void ui_panel_header(WINDOW *w, ui_rect r, const ui_frame *f)
+/* The state badge at the right of the first row; returns where the row's text
+ * must end. */
+static int badge(WINDOW *w, ui_rect r, run_state st)
 {
-    const run_snapshot *s = f->s;
-    char t1[32], t2[32];
-    int x = r.x, end = r.x + r.w;
-
-    /* The state badge sits at the right of the first row. */
-    char badge[32];
-    snprintf(badge, sizeof badge, " %s ", run_state_name(s->state));
-    for (char *c = badge; *c; c++)
+    char b[32];
+    int end = r.x + r.w;
+    snprintf(b, sizeof b, " %s ", run_state_name(st));
+    for (char *c = b; *c; c++)
         if (*c >= 'a' && *c <= 'z')
             *c = (char)(*c - 'a' + 'A');
-    int bw = (int)strlen(badge);
-    ui_role sr = ui_panel_state_role(s->state);
+    int bw = (int)strlen(b);
+    ui_role sr = ui_panel_state_role(st);
     wattrset(w, ui_draw_attr(sr) | A_REVERSE);
-    mvwaddnstr(w, r.y, end - bw, badge, bw);
+    mvwaddnstr(w, r.y, end - bw, b, bw);
     wattrset(w, A_NORMAL);
-    end -= bw + 1;
+    return end - bw - 1;
+}
 
+/* First row: the name, the dataset, replicas x batch, the model, the classes, and
+ * the state badge. */
+static void first_row(WINDOW *w, ui_rect r, const run_snapshot *s)
+{
+    int x = r.x, end = badge(w, r, s->state);
     x += ui_draw_text(w, r.y, x, end - x, UI_R_TITLE, "petal-tui ");
     /* The pieces of the first row. The dataset gets what the others leave (it
      * is a path and shortens well); a piece that does not fit is left out
@@ -99,92 +101,119 @@ void ui_panel_header(WINDOW *w, ui_rect r, const ui_frame *f)
         used += pw;
         x += ui_draw_text(w, r.y, x, end - x, pr[k], p[k]);
     }
+}
 
-    /* Second row: progress, then the pieces that fit, by importance; the
-     * process's memory and the machine's load next to the throughput. */
-    enum { P_EPOCH, P_STEP, P_BAR, P_ETA, P_IPS, P_RSS, P_CPU, P_LOAD, P_LOSS, P_ACC, P_LR,
-           P_ELAPSED, P_N };
-    static const int prio[P_N] = { [P_EPOCH] = 0, [P_STEP] = 1, [P_ETA] = 2, [P_IPS] = 3,
-                                   [P_RSS] = 4, [P_LOAD] = 5, [P_BAR] = 6, [P_LOSS] = 7,
-                                   [P_ACC] = 8, [P_LR] = 9, [P_CPU] = 10, [P_ELAPSED] = 11 };
-    char it[P_N][96];
+/* The second row's pieces, in the order they are shown. */
+enum { P_EPOCH, P_STEP, P_BAR, P_ETA, P_IPS, P_RSS, P_CPU, P_LOAD, P_LOSS, P_ACC, P_LR,
+       P_ELAPSED, P_N };
+
+typedef struct row2 {
+    char it[P_N][96];       /* "" = not there */
     ui_role role[P_N];
     int width[P_N], on[P_N];
+    double frac;            /* the whole run's progress, for the bar */
+    int bw;                 /* the bar's columns */
+} row2;
+
+/* The machine's part: the process's memory, the CPU it takes, the load. */
+static void row2_machine(row2 *q, const ui_sysmon *m)
+{
+    if (m && m->rss >= 0) {
+        double mib = (double)m->rss / (1024.0 * 1024.0);
+        snprintf(q->it[P_RSS], 96, "%s %.0f MiB", m->rss_peak ? "peak RSS" : "RSS", mib);
+    }
+    if (m && m->cpu_pct >= 0)
+        snprintf(q->it[P_CPU], 96, "cpu %.0f%%", m->cpu_pct);
+    if (m && m->load1 >= 0) {
+        snprintf(q->it[P_LOAD], 96, "load %.2f/%d cores", m->load1, m->cores);
+        /* More runnable than cores: something competes for them. */
+        q->role[P_LOAD] = m->load1 > m->cores + 0.5 ? UI_R_WARN : UI_R_NORMAL;
+    }
+}
+
+static void row2_items(row2 *q, ui_rect r, const ui_frame *f)
+{
+    const run_snapshot *s = f->s;
+    char t1[32], t2[32];
     for (int i = 0; i < P_N; i++) {
-        it[i][0] = 0;
-        role[i] = UI_R_NORMAL;
+        q->it[i][0] = 0;
+        q->role[i] = UI_R_NORMAL;
     }
     int running = s->state == RUN_RUNNING || s->state == RUN_PAUSED;
-    snprintf(it[P_EPOCH], 96, "epoch %d/%d", s->epoch, s->epochs);
-    snprintf(it[P_STEP], 96, "step %lld/%lld", s->step, s->steps_per_epoch);
+    snprintf(q->it[P_EPOCH], 96, "epoch %d/%d", s->epoch, s->epochs);
+    snprintf(q->it[P_STEP], 96, "step %lld/%lld", s->step, s->steps_per_epoch);
     /* The bar is the whole run's progress. */
-    double frac = s->total_steps > 0 ? (double)s->update / (double)s->total_steps : 0;
-    int bw2 = r.w >= 110 ? 20 : r.w >= 90 ? 12 : 8;
-    snprintf(it[P_BAR], 96, "%*s %3.0f%%", bw2, "", frac * 100); /* the bar's room, then % */
+    q->frac = s->total_steps > 0 ? (double)s->update / (double)s->total_steps : 0;
+    q->bw = r.w >= 110 ? 20 : r.w >= 90 ? 12 : 8;
+    snprintf(q->it[P_BAR], 96, "%*s %3.0f%%", q->bw, "", q->frac * 100); /* room, then % */
     ui_chart_fmt_dur(s->eta, t1, sizeof t1);
-    snprintf(it[P_ETA], 96, "ETA %s", running ? t1 : "--");
+    snprintf(q->it[P_ETA], 96, "ETA %s", running ? t1 : "--");
     if (running || s->total_images_per_sec > 0) {
         char n[16];
         ui_chart_fmt(s->total_images_per_sec, 6, n, sizeof n);
-        snprintf(it[P_IPS], 96, "%s img/s", n);
-        role[P_IPS] = UI_R_TITLE;
+        snprintf(q->it[P_IPS], 96, "%s img/s", n);
+        q->role[P_IPS] = UI_R_TITLE;
     }
-    const ui_sysmon *m = f->sys;
-    if (m && m->rss >= 0) {
-        double mib = (double)m->rss / (1024.0 * 1024.0);
-        snprintf(it[P_RSS], 96, "%s %.0f MiB", m->rss_peak ? "peak RSS" : "RSS", mib);
-    }
-    if (m && m->cpu_pct >= 0)
-        snprintf(it[P_CPU], 96, "cpu %.0f%%", m->cpu_pct);
-    if (m && m->load1 >= 0) {
-        snprintf(it[P_LOAD], 96, "load %.2f/%d cores", m->load1, m->cores);
-        /* More runnable than cores: something competes for them. */
-        role[P_LOAD] = m->load1 > m->cores + 0.5 ? UI_R_WARN : UI_R_NORMAL;
-    }
+    row2_machine(q, f->sys);
     if (s->step > 0) {
-        snprintf(it[P_LOSS], 96, "loss %.3f", s->running_loss);
-        snprintf(it[P_ACC], 96, "acc %.1f%%", s->running_acc * 100);
-        role[P_LOSS] = role[P_ACC] = UI_R_S1;
+        snprintf(q->it[P_LOSS], 96, "loss %.3f", s->running_loss);
+        snprintf(q->it[P_ACC], 96, "acc %.1f%%", s->running_acc * 100);
+        q->role[P_LOSS] = q->role[P_ACC] = UI_R_S1;
     }
     ui_chart_fmt(s->lr, 6, t2, sizeof t2);
-    snprintf(it[P_LR], 96, "lr %s", t2);
+    snprintf(q->it[P_LR], 96, "lr %s", t2);
     ui_chart_fmt_dur(s->elapsed, t1, sizeof t1);
     if (s->elapsed_resumed > 0) {
         /* A resumed run: the whole run's time and this process's. */
         ui_chart_fmt_dur(s->elapsed - s->elapsed_resumed, t2, sizeof t2);
-        snprintf(it[P_ELAPSED], 96, "elapsed %s (%s since the resume)", t1, t2);
+        snprintf(q->it[P_ELAPSED], 96, "elapsed %s (%s since the resume)", t1, t2);
     } else {
-        snprintf(it[P_ELAPSED], 96, "elapsed %s", t1);
+        snprintf(q->it[P_ELAPSED], 96, "elapsed %s", t1);
     }
-    role[P_ELAPSED] = UI_R_DIM;
+    q->role[P_ELAPSED] = UI_R_DIM;
+}
+
+/* Second row: progress, then the pieces that fit, by importance; the process's
+ * memory and the machine's load next to the throughput. */
+static void second_row(WINDOW *w, ui_rect r, const ui_frame *f)
+{
+    static const int prio[P_N] = { [P_EPOCH] = 0, [P_STEP] = 1, [P_ETA] = 2, [P_IPS] = 3,
+                                   [P_RSS] = 4, [P_LOAD] = 5, [P_BAR] = 6, [P_LOSS] = 7,
+                                   [P_ACC] = 8, [P_LR] = 9, [P_CPU] = 10, [P_ELAPSED] = 11 };
+    row2 q;
+    row2_items(&q, r, f);
     /* By importance while they fit (two spaces before each but the first). */
     int left = r.w;
     for (int i = 0; i < P_N; i++)
-        on[i] = 0;
+        q.on[i] = 0;
     for (int rank = 0; rank < P_N; rank++)
         for (int i = 0; i < P_N; i++) {
-            if (prio[i] != rank || !it[i][0])
+            if (prio[i] != rank || !q.it[i][0])
                 continue;
-            width[i] = ui_draw_width(it[i]) + (i > 0 ? 2 : 0);
-            if (width[i] <= left) {
-                on[i] = 1;
-                left -= width[i];
+            q.width[i] = ui_draw_width(q.it[i]) + (i > 0 ? 2 : 0);
+            if (q.width[i] <= left) {
+                q.on[i] = 1;
+                left -= q.width[i];
             }
         }
-    int y = r.y + 1;
-    x = r.x;
-    end = r.x + r.w;
+    int y = r.y + 1, x = r.x, end = r.x + r.w;
     for (int i = 0; i < P_N; i++) {
-        if (!on[i])
+        if (!q.on[i])
             continue;
         if (i > 0)
             x += 2;
         if (i == P_BAR) {
-            ui_panel_bar(w, y, x, bw2, frac, UI_R_OK, 1);
-            ui_draw_text(w, y, x + bw2, end - x - bw2, UI_R_NORMAL, it[i] + bw2);
-            x += width[i] - 2;
+            ui_panel_bar(w, y, x, q.bw, q.frac, UI_R_OK, 1);
+            ui_draw_text(w, y, x + q.bw, end - x - q.bw, UI_R_NORMAL, q.it[i] + q.bw);
+            x += q.width[i] - 2;
             continue;
         }
-        x += ui_draw_text(w, y, x, end - x, role[i], it[i]);
+        x += ui_draw_text(w, y, x, end - x, q.role[i], q.it[i]);
     }
+}
+
+void ui_panel_header(WINDOW *w, ui_rect r, const ui_frame *f)
+{
+    first_row(w, r, f->s);
+    second_row(w, r, f);
 }

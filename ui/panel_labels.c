@@ -9,7 +9,45 @@
 
 #include "ui/chart.h"
 
-/* ---- labels -------------------------------------------------------------------- */
+/* The legend row: the train (or original and oversampled) and validation bars. */
+static void legend(WINDOW *w, ui_rect in, int oversampling)
+{
+    int x = in.x;
+    ui_draw_glyph(w, in.y, x, 0x2588, UI_R_BAR_A);
+    x += 1 + ui_draw_text(w, in.y, x + 1, in.w - 1, UI_R_NORMAL,
+                          oversampling ? " original  " : " train  ");
+    if (oversampling && x + 2 < in.x + in.w) {
+        ui_draw_glyph(w, in.y, x, 0x2588, UI_R_BAR_C);
+        x += 1 + ui_draw_text(w, in.y, x + 1, in.x + in.w - x - 1, UI_R_NORMAL, " oversampled  ");
+    }
+    if (x + 2 < in.x + in.w) {
+        ui_draw_glyph(w, in.y, x, 0x2588, UI_R_BAR_B);
+        ui_draw_text(w, in.y, x + 1, in.x + in.w - x - 1, UI_R_NORMAL, " validation");
+    }
+}
+
+/* Room to spare: the totals, and how uneven the classes are (what oversampling
+ * is for), on the last row. */
+static void totals(WINDOW *w, ui_rect in, const run_snapshot *s, int C)
+{
+    long long tt = 0, to = 0, tv = 0, lo = -1, hi = 0;
+    for (int c = 0; c < C; c++) {
+        tt += s->train_counts[c];
+        to += s->train_oversampled[c];
+        tv += s->val_counts[c];
+        if (s->train_counts[c] > 0 && (lo < 0 || s->train_counts[c] < lo))
+            lo = s->train_counts[c];
+        hi = s->train_counts[c] > hi ? s->train_counts[c] : hi;
+    }
+    char tot[160];
+    if (s->oversampling)
+        snprintf(tot, sizeof tot, "train %lld -> %lld oversampled, val %lld, largest/smallest %.1fx",
+                 tt, to, tv, lo > 0 ? (double)hi / (double)lo : 0.0);
+    else
+        snprintf(tot, sizeof tot, "train %lld, val %lld, largest/smallest %.1fx, no oversampling",
+                 tt, tv, lo > 0 ? (double)hi / (double)lo : 0.0);
+    ui_draw_text_cut(w, in.y + in.h - 1, in.x, in.w, UI_R_DIM, tot);
+}
 
 void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused)
 {
@@ -29,20 +67,7 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
                          "counts come with the label scan");
         return;
     }
-    /* legend row */
-    int x = in.x;
-    ui_draw_glyph(w, in.y, x, 0x2588, UI_R_BAR_A);
-    x += 1 + ui_draw_text(w, in.y, x + 1, in.w - 1, UI_R_NORMAL,
-                          s->oversampling ? " original  " : " train  ");
-    if (s->oversampling && x + 2 < in.x + in.w) {
-        ui_draw_glyph(w, in.y, x, 0x2588, UI_R_BAR_C);
-        x += 1 + ui_draw_text(w, in.y, x + 1, in.x + in.w - x - 1, UI_R_NORMAL, " oversampled  ");
-    }
-    if (x + 2 < in.x + in.w) {
-        ui_draw_glyph(w, in.y, x, 0x2588, UI_R_BAR_B);
-        ui_draw_text(w, in.y, x + 1, in.x + in.w - x - 1, UI_R_NORMAL, " validation");
-    }
-
+    legend(w, in, s->oversampling);
     int rows = in.h - 1;
     int k = 1; /* classes per row */
     if (binned)
@@ -106,27 +131,8 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
         ui_chart_fmt((double)vv, numw - 1, num, sizeof num);
         ui_draw_textf(w, y, vx + vb, numw, UI_R_DIM, "%*s", numw - 1, num);
     }
-    if (nrows + 2 <= rows) {
-        /* Room to spare: the totals, and how uneven the classes are (what
-         * oversampling is for). */
-        long long tt = 0, to = 0, tv = 0, lo = -1, hi = 0;
-        for (int c = 0; c < C; c++) {
-            tt += s->train_counts[c];
-            to += s->train_oversampled[c];
-            tv += s->val_counts[c];
-            if (s->train_counts[c] > 0 && (lo < 0 || s->train_counts[c] < lo))
-                lo = s->train_counts[c];
-            hi = s->train_counts[c] > hi ? s->train_counts[c] : hi;
-        }
-        char tot[160];
-        if (s->oversampling)
-            snprintf(tot, sizeof tot, "train %lld -> %lld oversampled, val %lld, largest/smallest %.1fx",
-                     tt, to, tv, lo > 0 ? (double)hi / (double)lo : 0.0);
-        else
-            snprintf(tot, sizeof tot, "train %lld, val %lld, largest/smallest %.1fx, no oversampling",
-                     tt, tv, lo > 0 ? (double)hi / (double)lo : 0.0);
-        ui_draw_text_cut(w, in.y + in.h - 1, in.x, in.w, UI_R_DIM, tot);
-    }
+    if (nrows + 2 <= rows)
+        totals(w, in, s, C);
     if (!binned && nrows > rows) {
         snprintf(nb, sizeof nb, " %d-%d of %d ", top + 1,
                  top + rows < nrows ? top + rows : nrows, nrows);

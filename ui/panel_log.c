@@ -9,8 +9,6 @@
 
 #include "ui/chart.h"
 
-/* ---- log ----------------------------------------------------------------------- */
-
 /* "update N, why" of the snapshot's last checkpoint ("PATH (update N, why)"), or
  * the whole of it when it has another form. */
 static const char *checkpoint_what(const char *last, char *buf, size_t n)

@@ -9,8 +9,6 @@
 
 #include "ui/chart.h"
 
-/* ---- replicas ------------------------------------------------------------------ */
-
 void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused)
 {
     (void)v;
