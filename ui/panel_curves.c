@@ -116,6 +116,12 @@ static int place(curves *c, ui_rect r, int focused)
     return 1;
 }
 
+/* This run's per-update curve smoothed into c->smooth (lr is not smoothed). */
+static void smooth(curves *c, const run_series *se)
+{
+    ui_chart_ema(se->y, se->n, c->metric == UI_METRIC_LR ? 0 : c->sm, c->smooth);
+}
+
 /* This run's: the per-update curve smoothed, the raw one dotted under it (not for
  * lr, which is not smoothed), and the epochs' train and validation figures. */
 static void gather_live(curves *c)
@@ -125,7 +131,7 @@ static void gather_live(curves *c)
     c->n = u >= 0 ? c->live[u].n : 0;
     c->ne = c->live[RUN_S_TRAIN_LOSS].n;
     if (c->n > 0)
-        ui_chart_ema(c->live[u].y, c->n, c->metric == UI_METRIC_LR ? 0 : c->sm, c->smooth);
+        smooth(c, &c->live[u]);
     if (c->n > 0 && c->sm > 0 && c->metric != UI_METRIC_LR)
         c->raw_k = add(c, NULL, &c->live[u], UI_R_DIM, 0, 1);
     if (c->n > 0)
@@ -167,9 +173,8 @@ static void say_empty(const curves *c)
 }
 
 /* The y range follows what is drawn; the raw curve's outliers would squash the
- * smoothed one, so the range comes from the others. The x range: 0 to the
- * furthest point (this run's update at least, by updates). */
-static void ranges(curves *c)
+ * smoothed one, so the range comes from the others. */
+static void y_range(curves *c)
 {
     ui_chart_series rs[MAX_SERIES];
     int nr = 0;
@@ -177,6 +182,11 @@ static void ranges(curves *c)
         if (k != c->raw_k)
             rs[nr++] = c->ser[k];
     ui_chart_yrange(rs, nr, c->logy, &c->ya);
+}
+
+/* The x range: 0 to the furthest point (by updates, this run's update at least). */
+static void x_range(curves *c)
+{
     double xmax = c->axis == UI_X_EPOCH ? 1 : c->axis == UI_X_TIME ? 10 : 1;
     for (int k = 0; k < c->ns; k++)
         for (int i = 0; i < c->ser[k].n; i++)
@@ -345,7 +355,8 @@ static void draw(curves *c, ui_rect r, int focused)
         say_empty(c);
         return;
     }
-    ranges(c);
+    y_range(c);
+    x_range(c);
     if (plot(c) != 0)
         return;
     ticks(c);
