@@ -124,4 +124,20 @@ int eng_run_val_load(const char *run_dir, int n_classes, run_val_report *rep, in
 int eng_run_log_lines(const char *run_dir, void (*fn)(void *ctx, const char *line), void *ctx,
                       pt_err *e);
 
+/* ---- curves: live and finished runs as one series type ---------------------------
+ * The workbench draws a live run's curves and the compared runs' the same way: as
+ * run_series (run.h), each point at three x positions. Bodies in core/curves.c. */
+
+/* The live run's curves of snapshot s into set (RUN_SERIES_COUNT series: the
+ * per-update ones from its curves, the epochs' from its history; the x positions
+ * from the epochs' ends and the pace of the epoch under way). The set starts
+ * zeroed; its arrays are made on the first call, reused by later ones, and freed by
+ * eng_series_free(). PT_OK, or PT_ENOMEM. */
+int eng_snapshot_series(const run_snapshot *s, run_series set[RUN_SERIES_COUNT]);
+void eng_series_free(run_series set[RUN_SERIES_COUNT]);
+/* The snapshot that shows a finished run read back (eng_run_open()) in the
+ * workbench (--open): its state, epochs, per-update curves, totals and names. Fields
+ * it does not name keep their values. */
+void eng_run_snapshot(const run_figures *r, run_snapshot *s);
+
 #endif

@@ -1,13 +1,13 @@
 /* The workbench's main loop (see ui.h). Collect (snapshot, log, names, preview,
- * inspect data), draw (panels from the copies), flush (curses, then pictures),
- * read keys (handled in app_keys.c) and signals; about ten times a second. */
+ * inspect data), draw (app_draw.c: panels from the copies, then curses and the
+ * pictures flushed), read keys (handled in app_keys.c) and signals; about ten
+ * times a second. */
 #include "ui/ui.h"
 
 #include <curses.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <langinfo.h>
-#include <math.h>
 #include <locale.h>
 #include <signal.h>
 #include <stdio.h>
@@ -191,100 +191,6 @@ static void collect(app *a)
 
 /* ---- --open ----------------------------------------------------------------------- */
 
-/* The snapshot of a finished run, from what runlog read of its folder: the epochs'
- * figures, the per-update curves (averaged down to the snapshot's points), the
- * totals. */
-static void open_fill(app *a)
-{
-    run_snapshot *s = a->snap;
-    const run_figures *r = a->opened;
-    s->state = RUN_DONE;
-    static const int row_of[6] = { RUN_S_TRAIN_LOSS, RUN_S_VAL_LOSS, RUN_S_TRAIN_ACC,
-                                   RUN_S_VAL_ACC,    RUN_S_TRAIN_F1, RUN_S_VAL_F1 };
-    static double cum_u[RUN_MAX_EPOCHS], cum_t[RUN_MAX_EPOCHS];
-    int ne = 0;
-    for (int i = 0; i < RUN_MAX_EPOCHS; i++) {
-        run_epoch *h = &s->history[i];
-        memset(h, 0, sizeof *h);
-        h->epoch = i + 1;
-        h->train_loss = h->train_acc = h->train_f1 = h->val_loss = h->val_acc = h->val_f1 = NAN;
-        h->train_precision = h->train_recall = h->val_precision = h->val_recall = NAN;
-        cum_u[i] = cum_t[i] = NAN;
-    }
-    for (int k = 0; k < 6; k++) {
-        const run_series *se = &r->s[row_of[k]];
-        for (int i = 0; i < se->n; i++) {
-            double ex = se->x[RUN_X_EPOCH][i];
-            if (!isfinite(ex) || ex < 1 || ex > RUN_MAX_EPOCHS)
-                continue;
-            int e = (int)lround(ex) - 1;
-            run_epoch *h = &s->history[e];
-            double v = se->y[i];
-            switch (row_of[k]) {
-            case RUN_S_TRAIN_LOSS: h->train_loss = v; break;
-            case RUN_S_VAL_LOSS: h->val_loss = v; break;
-            case RUN_S_TRAIN_ACC: h->train_acc = v; break;
-            case RUN_S_VAL_ACC: h->val_acc = v; break;
-            case RUN_S_TRAIN_F1: h->train_f1 = v; break;
-            default: h->val_f1 = v; break;
-            }
-            if (isfinite(se->x[RUN_X_UPDATE][i]))
-                cum_u[e] = se->x[RUN_X_UPDATE][i];
-            if (isfinite(se->x[RUN_X_TIME][i]))
-                cum_t[e] = se->x[RUN_X_TIME][i];
-            ne = e + 1 > ne ? e + 1 : ne;
-        }
-    }
-    double pu = 0, pt = 0;
-    for (int i = 0; i < ne; i++) {
-        run_epoch *h = &s->history[i];
-        h->updates = isfinite(cum_u[i]) ? (int)lround(cum_u[i] - pu) : 0;
-        h->seconds = isfinite(cum_t[i]) ? cum_t[i] - pt : 0;
-        pu = isfinite(cum_u[i]) ? cum_u[i] : pu;
-        pt = isfinite(cum_t[i]) ? cum_t[i] : pt;
-    }
-    s->history_n = ne;
-    s->epoch = s->epochs = ne;
-    s->update = s->total_steps = (long long)pu;
-    s->steps_per_epoch = ne > 0 ? s->history[ne - 1].updates : 0;
-    s->step = s->steps_per_epoch;
-    s->elapsed = pt;
-    s->eta = -1;
-    if (ne > 0) {
-        s->running_loss = s->last_loss = s->history[ne - 1].train_loss;
-        s->running_acc = s->last_acc = s->history[ne - 1].train_acc;
-    }
-    /* The per-update curves, averaged in groups of stride when there are more than
-     * the snapshot holds (a point stands at update (i + 1) * stride). */
-    const run_series *bl = &r->s[RUN_S_BATCH_LOSS], *ba = &r->s[RUN_S_BATCH_ACC],
-                      *br = &r->s[RUN_S_BATCH_LR];
-    int n = bl->n;
-    int stride = n > RUN_CURVE_POINTS ? (n + RUN_CURVE_POINTS - 1) / RUN_CURVE_POINTS : 1;
-    s->curve_stride = stride;
-    s->curve_n = n / stride;
-    for (int i = 0; i < s->curve_n; i++) {
-        double l = 0, c = 0, q = 0;
-        for (int j = i * stride; j < (i + 1) * stride; j++) {
-            l += bl->y[j];
-            c += j < ba->n ? ba->y[j] : NAN;
-            q += j < br->n ? br->y[j] : NAN;
-        }
-        s->curve_loss[i] = (float)(l / stride);
-        s->curve_acc[i] = (float)(c / stride);
-        s->curve_lr[i] = (float)(q / stride);
-    }
-    s->lr = br->n > 0 ? br->y[br->n - 1] : 0;
-    if (s->curve_n > 0 && s->update < (long long)s->curve_n * stride)
-        s->update = s->total_steps = (long long)s->curve_n * stride;
-    util_copy(s->model, sizeof s->model, r->model[0] ? r->model : r->writer);
-    util_copy(s->dataset, sizeof s->dataset, r->dataset[0] ? r->dataset : "?");
-    util_copy(s->run_dir, sizeof s->run_dir, r->path);
-    util_fmt(s->message, sizeof s->message,
-             "opened %s: a finished run, shown without training (petal-tui --resume %s "
-             "continues it)",
-             r->name, r->path);
-}
-
 static void open_log_line(void *ctx, const char *line)
 {
     app *a = ctx;
@@ -316,7 +222,7 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
         if ((rc = app_make_engine(a, &c, e)) != PT_OK)
             return rc;
     }
-    open_fill(a);
+    eng_run_snapshot(a->opened, a->snap);
     if (eng_run_log_lines(dir, open_log_line, a, &ce) < 0)
         ui_log_add(a->log, app_now(a), UI_R_DIM, "no log.txt in the run's folder");
     if (why[0]) {
@@ -350,218 +256,6 @@ void app_ask_preview(app *a, int n)
     eng_preview_request(a->g, n);
     if (n > a->pv_asked)
         a->pv_asked = n;
-}
-
-/* ---- draw ----------------------------------------------------------------------- */
-
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
-static void draw_preview(app *a, const ui_frame *f)
-{
-    ui_rect r = a->layout.panel[UI_P_PREVIEW];
-    int focused = a->view.focus == UI_P_PREVIEW;
-    ui_rect in = ui_panel_preview(stdscr, r, f, focused, a->pv.n > 0 ? a->pv.generation : 0);
-    if (in.h < 2 || in.w < 8) {
-        ui_preview_hide(&a->pview);
-        return;
-    }
-    int sixel = a->pix == UI_PIX_SIXEL;
-    int cw = sixel ? a->pview.cell_w : 1, ch = sixel ? a->pview.cell_h : 2;
-    int zoomed = a->view.zoom == UI_P_PREVIEW;
-    int want = zoomed ? 8 : 4;
-    /* Zoomed, sixel tiles grow up to the images' own size (no larger than 256):
-     * the point is to see the augmentation's detail. */
-    int own = a->pv.n > 0 ? (a->pv.w > a->pv.h ? a->pv.w : a->pv.h) : 0;
-    int px_max = sixel ? (zoomed ? (own > 256 ? 256 : own > 128 ? own : 128) : 96)
-                       : (zoomed ? 40 : 24);
-    /* A row wider than one sixel image may be goes as several (ui/preview.h);
-     * one pair must fit in one. */
-    if (sixel && a->caps.sixel_max_w > 0 && 2 * px_max + 3 * cw > a->caps.sixel_max_w)
-        px_max = (a->caps.sixel_max_w - 3 * cw) / 2;
-    ui_preview_geom g;
-    if (ui_preview_fit(in.w, in.h, cw, ch, 2, 1, want, sixel ? 32 : 8, px_max, &g) != 0) {
-        ui_preview_hide(&a->pview);
-        ui_draw_text(stdscr, in.y, in.x, in.w, UI_R_DIM, "too small: Enter zooms");
-        return;
-    }
-    int slots = g.count < 64 ? g.count : 64;
-    /* A grid bigger than any batch asked for so far wants a bigger batch; a
-     * dataset with fewer images than slots is asked only once. */
-    if (slots > a->pv_asked)
-        app_ask_preview(a, slots);
-    if (a->pv.n <= 0) {
-        ui_preview_hide(&a->pview);
-        if (a->pv_err[0]) {
-            char m[1100];
-            util_fmt(m, sizeof m, "no preview: %s", a->pv_err);
-            ui_rect t = { in.y, in.x + 1, in.h, in.w - 1 };
-            ui_draw_wrapped(stdscr, t, UI_R_BAD, m);
-        } else {
-            ui_draw_text(stdscr, in.y + in.h / 2, in.x + 1, in.w - 1, UI_R_DIM,
-                         "making a batch of augmented images...");
-        }
-        return;
-    }
-    static ui_preview_image im[128];
-    static ui_preview_caption cap[64];
-    int n = a->pv.n < slots ? a->pv.n : slots;
-    size_t sz = (size_t)a->pv.h * a->pv.w * 3;
-    for (int i = 0; i < n; i++) {
-        im[2 * i] = (ui_preview_image){ a->pv.original + sz * i, a->pv.w, a->pv.h };
-        im[2 * i + 1] = (ui_preview_image){ a->pv.augmented + sz * i, a->pv.w, a->pv.h };
-        int k = a->pv.label ? a->pv.label[i] : -1;
-        if (k >= 0 && k < a->n_names)
-            snprintf(cap[i].text[0], sizeof cap[i].text[0], "%s", a->name[k]);
-        else
-            snprintf(cap[i].text[0], sizeof cap[i].text[0], "class %d", k);
-        cap[i].role[0] = UI_R_NORMAL;
-        cap[i].text[1][0] = 0;
-    }
-    /* Centred across (ui_preview_set does that within the area); zoomed, down
-     * the panel too. */
-    ui_rect area = in;
-    if (zoomed) {
-        int used = (n + g.per_row - 1) / g.per_row;
-        used = used < g.rows ? used : g.rows;
-        int gh = used * (g.tile_rows + g.caption);
-        area.y += (in.h - gh) / 2;
-        area.h -= (in.h - gh) / 2;
-    }
-    ui_preview_set(&a->pview, a->pv.generation, area, &g, im, cap, n);
-    ui_preview_draw(&a->pview, stdscr);
-}
-
-/* The colour role of a run in the comparison, or -1 when it is not compared (the
- * same folder, whatever the path's spelling). */
-static int compared_role(void *ctx, const run_figures *r)
-{
-    const app *a = ctx;
-    char *rp = realpath(r->path, NULL);
-    int role = -1;
-    for (int i = 0; i < a->n_cmp && role < 0; i++) {
-        char *cp = realpath(a->cmp[i]->path, NULL);
-        if (rp && cp && !strcmp(rp, cp))
-            role = (int)ui_panel_compare_role(i);
-        free(cp);
-    }
-    free(rp);
-    return role;
-}
-
-static void frame(app *a)
-{
-    werase(stdscr);
-    int rows = LINES, cols = COLS;
-    const run_snapshot *s = a->snap;
-    int zoom = a->insp.open ? -1 : a->view.zoom;
-    ui_layout_compute(&a->layout, rows, cols, zoom, s->n_replicas > 0 ? s->n_replicas : s->replicas);
-    if (!ui_layout_visible(&a->layout, a->view.focus) && !a->layout.too_small && zoom < 0)
-        a->view.focus = UI_P_CURVES;
-
-    ui_frame f = { 0 };
-    f.s = s;
-    f.names = a->name_ptr;
-    f.n_names = a->n_names;
-    f.log = a->log;
-    f.augment = a->cfg.augment;
-    f.pix = a->pix_label;
-    f.run_dir = a->run_dir;
-    f.sys = &a->sys;
-    f.compare = (const run_figures *const *)a->cmp;
-    f.n_compare = a->n_cmp;
-    f.opened = a->opened ? a->opened->path : NULL;
-    if (a->note[0] && app_now(a) < a->note_until) {
-        f.note = a->note;
-        f.note_role = a->note_role;
-    } else if (a->stopping) {
-        f.note = "stopping: finishing the update and writing a checkpoint...";
-        f.note_role = UI_R_WARN;
-    } else {
-        f.note = s->message;
-        f.note_role = s->state == RUN_FAILED ? UI_R_BAD : UI_R_DIM;
-    }
-
-    if (a->layout.too_small) {
-        ui_panel_too_small(stdscr, rows, cols);
-        ui_preview_hide(&a->pview);
-        ui_preview_hide(&a->iview);
-    } else {
-        ui_panel_header(stdscr, a->layout.header, &f);
-        ui_panel_footer(stdscr, a->layout.footer, &f, a->insp.open ? UI_CTX_INSPECT : UI_CTX_MAIN);
-        if (a->insp.open) {
-            ui_preview_hide(&a->pview);
-            ui_inspect_draw(&a->insp, stdscr, a->layout.body, &f, &a->iview);
-        } else {
-            ui_preview_hide(&a->iview);
-            const ui_view *v = &a->view;
-            const ui_layout *L = &a->layout;
-            if (ui_layout_visible(L, UI_P_REPLICAS))
-                ui_panel_replicas(stdscr, L->panel[UI_P_REPLICAS], &f, v, v->focus == UI_P_REPLICAS);
-            if (ui_layout_visible(L, UI_P_CURVES))
-                ui_panel_curves(stdscr, L->panel[UI_P_CURVES], &f, v, v->focus == UI_P_CURVES);
-            if (ui_layout_visible(L, UI_P_LABELS))
-                ui_panel_labels(stdscr, L->panel[UI_P_LABELS], &f, v, v->focus == UI_P_LABELS);
-            if (ui_layout_visible(L, UI_P_LOG))
-                ui_panel_log(stdscr, L->panel[UI_P_LOG], &f, v, v->focus == UI_P_LOG);
-            if (ui_layout_visible(L, UI_P_PREVIEW))
-                draw_preview(a, &f);
-            else
-                ui_preview_hide(&a->pview);
-        }
-    }
-
-    /* A dialog goes over the pictures; those it does not touch stay as they are
-     * (see ui_preview_flush). */
-    ui_rect cover = { 0, 0, 0, 0 };
-    if (a->modal == MODAL_HELP) {
-        cover = ui_panel_help(stdscr, rows, cols, &a->view);
-    } else if (a->modal == MODAL_QUIT) {
-        const char *l[] = { "A run is active. Stop it and quit?",
-                            "The engine finishes the current update and writes a checkpoint;",
-                            "--resume RUN_DIR continues from it." };
-        cover = ui_panel_dialog(stdscr, rows, cols, "Quit", l, 3, UI_CTX_ASK, 0);
-    } else if (a->modal == MODAL_INT) {
-        if (app_active(s->state)) {
-            const char *l[] = { "Interrupted: the run pauses at the end of this update",
-                                "and writes a checkpoint.",
-                                "y stops and quits, r resumes, n stays paused." };
-            cover = ui_panel_dialog(stdscr, rows, cols, "Ctrl-C", l, 3, UI_CTX_ASK, 1);
-        } else {
-            const char *l[] = { "Interrupted. Quit the workbench?" };
-            cover = ui_panel_dialog(stdscr, rows, cols, "Ctrl-C", l, 1, UI_CTX_ASK, 0);
-        }
-    } else if (a->modal == MODAL_CONFIG) {
-        cover = ui_config_draw(&a->cfgd, stdscr, rows, cols);
-    } else if (a->modal == MODAL_RUNS) {
-        cover = ui_runs_draw(&a->runs, stdscr, rows, cols, compared_role, a);
-    }
-
-    /* What is on screen, as far as pictures care: any change in it and curses
-     * must repaint everything, which wipes the pictures, so they go again. A
-     * dialog is not such a change: curses redraws its cells and no others. */
-    uint64_t scene = hash_bytes(0xcbf29ce484222325ULL, &a->layout, sizeof a->layout);
-    int bits[3] = { a->insp.open, (int)a->pix, a->view.zoom };
-    scene = hash_bytes(scene, bits, sizeof bits);
-    int force = a->repaint || scene != a->scene;
-    a->scene = scene;
-    a->repaint = 0;
-    if (force)
-        clearok(curscr, TRUE);
-    wnoutrefresh(stdscr);
-    /* curses may scroll terminal rows in this update, dragging picture pixels
-     * along (ui/rowmove.h): then the pictures go again right after it. */
-    int moved = a->pix == UI_PIX_SIXEL && !force && ui_rows_may_move();
-    doupdate();
-    ui_preview_flush(&a->pview, a->out, force || moved, cover);
-    ui_preview_flush(&a->iview, a->out, force || moved, cover);
 }
 
 /* ---- set-up --------------------------------------------------------------------- */
@@ -759,6 +453,147 @@ static int report_end(app *a, int status, int hung_up)
     return status;
 }
 
+/* What the engine can check (options, the dataset, the run folder) and --compare's
+ * runs (one that cannot be read is refused), before the screen opens, with the
+ * exit status --headless gives; then that there is a terminal. 0, or the status. */
+static int prepare(app *a, const run_config *cfg, const ui_options *opt)
+{
+    pt_err e;
+    int rc = opt->open ? open_run(a, cfg, opt->open, &e) : app_make_engine(a, cfg, &e);
+    if (rc != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return rc == PT_EUSAGE ? 1 : 2;
+    }
+    for (int i = 0; i < opt->n_compare && a->n_cmp < UI_MAX_COMPARE; i++) {
+        if (eng_run_open(opt->compare[i], &a->cmp[a->n_cmp], &e) != PT_OK) {
+            fprintf(stderr, "petal-tui: %s\n", e.msg);
+            return 2;
+        }
+        a->n_cmp++;
+    }
+    if (!isatty(a->in) || !isatty(a->out)) {
+        fprintf(stderr, "petal-tui: the workbench needs a terminal; --headless trains without one\n");
+        return 1;
+    }
+    return 0;
+}
+
+/* The screen: the terminal asked first (before curses reads the keyboard), then
+ * curses on it, its colours and how pictures are shown. NULL with the message
+ * printed when the terminal type is unusable. */
+static SCREEN *open_screen(app *a, const ui_options *opt)
+{
+    ui_term_probe(a->in, a->out, !opt->no_sixel, 0.5, &a->caps);
+    setlocale(LC_ALL, "");
+    /* LINES and COLUMNS in the environment are the size of the terminal that
+     * started this one, not of --tty's. */
+    if (a->own_tty)
+        use_env(FALSE);
+    SCREEN *scr = newterm(NULL, a->out_f, a->in_f);
+    if (!scr) {
+        fprintf(stderr, "petal-tui: cannot use terminal type '%s'\n",
+                getenv("TERM") ? getenv("TERM") : "(unset)");
+        return NULL;
+    }
+    set_term(scr);
+    /* On --tty's terminal every key is the workbench's: Ctrl-C, Ctrl-Z and Ctrl-\ come
+     * as keys rather than as signals to whatever holds that terminal. */
+    if (a->own_tty)
+        raw();
+    else
+        cbreak();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    set_escdelay(25);
+    curs_set(0);
+    a->cmode = color_mode(opt);
+    const char *cs = nl_langinfo(CODESET);
+    ui_draw_setup(a->cmode, cs && !strcmp(cs, "UTF-8"));
+    pick_pictures(a);
+    return scr;
+}
+
+/* The signals the loop handles, and the handlers they had before (put back by
+ * restore_signals()). */
+typedef struct saved_signals {
+    struct sigaction intr, hup, term, cont;
+} saved_signals;
+
+static void catch_signals(saved_signals *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_int;
+    sigaction(SIGINT, &sa, &old->intr);
+    sa.sa_handler = on_hup;
+    sigaction(SIGHUP, &sa, &old->hup);
+    sigaction(SIGTERM, &sa, &old->term);
+    sa.sa_handler = on_cont;
+    sigaction(SIGCONT, &sa, &old->cont);
+    g_sig_int = g_sig_hup = g_sig_cont = 0;
+}
+
+static void restore_signals(const saved_signals *old)
+{
+    sigaction(SIGINT, &old->intr, NULL);
+    sigaction(SIGHUP, &old->hup, NULL);
+    sigaction(SIGTERM, &old->term, NULL);
+    sigaction(SIGCONT, &old->cont, NULL);
+}
+
+/* Keys and signals until the workbench ends: about ten frames a second, and one
+ * after any key. 1 when the terminal hung up. */
+static int loop(app *a)
+{
+    double next = 0;
+    collect(a);
+    while (!a->done) {
+        follow_size(a);
+        double t = util_now();
+        int wait_ms = next > t ? (int)((next - t) * 1000) + 1 : 0;
+        wtimeout(stdscr, wait_ms > 100 ? 100 : wait_ms);
+        int ch = wgetch(stdscr);
+        int keyed = 0;
+        /* Several keys may be waiting (a paste, key repeat): take them all. */
+        for (int i = 0; ch != ERR && i < 64; i++) {
+            if (ch == ('c' & 0x1f))
+                g_sig_int = 1; /* in case the terminal sends ^C as a key */
+            else
+                app_key(a, ch);
+            keyed = 1;
+            wtimeout(stdscr, 0);
+            ch = wgetch(stdscr);
+        }
+        /* A terminal lost without a SIGHUP (ignored, or caught by a parent; the
+         * pty closed) reads EOF or EIO at once, which curses reports as no key:
+         * the loop would spin and the run train on unseen. It is a hang-up. */
+        if (g_sig_hup || (ch == ERR && ui_term_gone(a->in)))
+            return 1;
+        if (g_sig_int) {
+            g_sig_int = 0;
+            app_on_interrupt(a);
+            keyed = 1;
+        }
+        if (g_sig_cont) {
+            g_sig_cont = 0;
+            a->repaint = 1;
+            keyed = 1;
+        }
+        if (a->stopping && eng_wait(a->g, 0))
+            break;
+        if (a->done)
+            break;
+        if (keyed || util_now() >= next) {
+            collect(a);
+            app_frame(a);
+            next = util_now() + TICK;
+        }
+    }
+    return 0;
+}
+
 int ui_run(const run_config *cfg, const ui_options *opt)
 {
     app *a = calloc(1, sizeof *a);
@@ -781,126 +616,22 @@ int ui_run(const run_config *cfg, const ui_options *opt)
     ui_inspect_init(&a->insp);
     /* --tty's terminal first: a wrong PATH is a usage error, said before the
      * dataset is read. */
-    if (open_terminal(a) != 0) {
+    int rc = open_terminal(a);
+    if (rc == 0)
+        rc = prepare(a, cfg, opt);
+    if (rc != 0) {
         free_app(a);
-        return 1;
-    }
-    /* What the engine can check (options, the dataset, the run folder) is refused
-     * here, before the screen opens, with the exit status --headless gives. */
-    pt_err e;
-    int rc = opt->open ? open_run(a, cfg, opt->open, &e) : app_make_engine(a, cfg, &e);
-    if (rc != PT_OK) {
-        fprintf(stderr, "petal-tui: %s\n", e.msg);
-        free_app(a);
-        return rc == PT_EUSAGE ? 1 : 2;
-    }
-    /* --compare's runs, read once now: one that cannot be read is refused here. */
-    for (int i = 0; i < opt->n_compare && a->n_cmp < UI_MAX_COMPARE; i++) {
-        if (eng_run_open(opt->compare[i], &a->cmp[a->n_cmp], &e) != PT_OK) {
-            fprintf(stderr, "petal-tui: %s\n", e.msg);
-            free_app(a);
-            return 2;
-        }
-        a->n_cmp++;
-    }
-    if (!isatty(a->in) || !isatty(a->out)) {
-        fprintf(stderr, "petal-tui: the workbench needs a terminal; --headless trains without one\n");
-        free_app(a);
-        return 1;
+        return rc;
     }
     print_warnings(eng_warnings(a->g));
-
-    /* The terminal is asked before curses reads the keyboard. */
-    ui_term_probe(a->in, a->out, !opt->no_sixel, 0.5, &a->caps);
-
-    setlocale(LC_ALL, "");
-    /* LINES and COLUMNS in the environment are the size of the terminal that
-     * started this one, not of --tty's. */
-    if (a->own_tty)
-        use_env(FALSE);
-    SCREEN *scr = newterm(NULL, a->out_f, a->in_f);
+    SCREEN *scr = open_screen(a, opt);
     if (!scr) {
-        fprintf(stderr, "petal-tui: cannot use terminal type '%s'\n",
-                getenv("TERM") ? getenv("TERM") : "(unset)");
         free_app(a);
         return 1;
     }
-    set_term(scr);
-    /* On --tty's terminal every key is the workbench's: Ctrl-C, Ctrl-Z and Ctrl-\ come
-     * as keys rather than as signals to whatever holds that terminal. */
-    if (a->own_tty)
-        raw();
-    else
-        cbreak();
-    noecho();
-    nonl();
-    keypad(stdscr, TRUE);
-    set_escdelay(25);
-    curs_set(0);
-    a->cmode = color_mode(opt);
-    const char *cs = nl_langinfo(CODESET);
-    ui_draw_setup(a->cmode, cs && !strcmp(cs, "UTF-8"));
-    pick_pictures(a);
-
-    struct sigaction sa, old_int, old_hup, old_term, old_cont;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = on_int;
-    sigaction(SIGINT, &sa, &old_int);
-    sa.sa_handler = on_hup;
-    sigaction(SIGHUP, &sa, &old_hup);
-    sigaction(SIGTERM, &sa, &old_term);
-    sa.sa_handler = on_cont;
-    sigaction(SIGCONT, &sa, &old_cont);
-    g_sig_int = g_sig_hup = g_sig_cont = 0;
-
-    double next = 0;
-    int hung_up = 0;
-    collect(a);
-    while (!a->done) {
-        follow_size(a);
-        double t = util_now();
-        int wait_ms = next > t ? (int)((next - t) * 1000) + 1 : 0;
-        wtimeout(stdscr, wait_ms > 100 ? 100 : wait_ms);
-        int ch = wgetch(stdscr);
-        int keyed = 0;
-        /* Several keys may be waiting (a paste, key repeat): take them all. */
-        for (int i = 0; ch != ERR && i < 64; i++) {
-            if (ch == ('c' & 0x1f))
-                g_sig_int = 1; /* in case the terminal sends ^C as a key */
-            else
-                app_key(a, ch);
-            keyed = 1;
-            wtimeout(stdscr, 0);
-            ch = wgetch(stdscr);
-        }
-        /* A terminal lost without a SIGHUP (ignored, or caught by a parent; the
-         * pty closed) reads EOF or EIO at once, which curses reports as no key:
-         * the loop would spin and the run train on unseen. It is a hang-up. */
-        if (g_sig_hup || (ch == ERR && ui_term_gone(a->in))) {
-            hung_up = 1;
-            break;
-        }
-        if (g_sig_int) {
-            g_sig_int = 0;
-            app_on_interrupt(a);
-            keyed = 1;
-        }
-        if (g_sig_cont) {
-            g_sig_cont = 0;
-            a->repaint = 1;
-            keyed = 1;
-        }
-        if (a->stopping && eng_wait(a->g, 0))
-            break;
-        if (a->done)
-            break;
-        if (keyed || util_now() >= next) {
-            collect(a);
-            frame(a);
-            next = util_now() + TICK;
-        }
-    }
+    saved_signals old;
+    catch_signals(&old);
+    int hung_up = loop(a);
     if (hung_up) {
         /* The terminal may be gone: nothing more is drawn. The engine finishes
          * the update and writes the checkpoint; then leave. */
@@ -911,10 +642,7 @@ int ui_run(const run_config *cfg, const ui_options *opt)
     endwin();
     delscreen(scr);
     ui_rows_free();
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGCONT, &old_cont, NULL);
+    restore_signals(&old);
     int status = report_end(a, a->status, hung_up);
     free_app(a);
     return status;

@@ -1,9 +1,11 @@
-/* app_impl — internals shared by app.c and app_keys.c, not for other modules.
+/* app_impl — internals shared by app.c, app_draw.c and app_keys.c, not for other
+ * modules.
  *
  * app.c owns the app's life and the loop: it makes the app and its engine,
- * collects from the engine, draws the frame and the pictures, handles the
- * signals and frees it all (ui_run(), see ui.h). app_keys.c turns keys and
- * Ctrl-C into view changes and engine commands (app_key(), app_on_interrupt()).
+ * collects from the engine, handles the signals and frees it all (ui_run(), see
+ * ui.h). app_draw.c draws the frame and the pictures (app_frame()). app_keys.c
+ * turns keys and Ctrl-C into view changes and engine commands (app_key(),
+ * app_on_interrupt()).
  *
  * Ownership: one app per ui_run(), calloc'd and freed there (free_app() in
  * app.c). It owns the engine, the snapshot copy, the class names, the log, the
@@ -34,7 +36,7 @@ enum { MODAL_NONE = 0, MODAL_HELP, MODAL_QUIT, MODAL_INT, MODAL_CONFIG, MODAL_RU
 /* Who writes what: app.c makes it (ui_run()), replaces the engine and what came
  * from it (app_make_engine(), also called by the keys for s after a run and for
  * an applied configuration), copies the snapshot, names and preview in
- * (collect()), and lays out and draws (frame()). The keys write the view, the
+ * (collect()); app_frame() lays out and draws. The keys write the view, the
  * modal, the dialog, the note and the end flags, open and close the inspect
  * view, and ask for a repaint (on a resize they also set the pictures' cell
  * size); the loop reads the end flags. */
@@ -59,8 +61,8 @@ typedef struct app {
     int in, out;
     FILE *in_f, *out_f;     /* for newterm() */
     int own_tty;            /* in/out and their FILEs are --tty's, to close */
-    ui_view view;           /* the keys; frame() moves the focus off a hidden panel */
-    ui_layout layout;       /* frame(); the keys read it to move the focus and scroll */
+    ui_view view;           /* the keys; app_frame() moves the focus off a hidden panel */
+    ui_layout layout;       /* app_frame(); the keys read it to move the focus and scroll */
     ui_term_caps caps;
     ui_color_mode cmode;
     ui_pix_mode pix;
@@ -87,7 +89,7 @@ typedef struct app {
     ui_config cfgd;
     /* the screen */
     uint64_t scene;
-    int repaint;            /* set by the keys and SIGCONT, cleared by frame() */
+    int repaint;            /* set by the keys and SIGCONT, cleared by app_frame() */
     char note[512];         /* the keys' last message, shown until note_until */
     int note_role;
     double note_until;
@@ -114,6 +116,12 @@ void app_ask_preview(app *a, int n);
 
 /* Where the runs list looks: the folder of --open's or --out's run, else runs/. */
 void app_runs_dir(const app *a, char *buf, size_t n);
+
+/* app_draw.c */
+
+/* Lay out and draw one frame from the app's copies, then flush curses and the
+ * pictures (a full repaint when asked for or when the scene changed). */
+void app_frame(app *a);
 
 /* app_keys.c */
 

@@ -1,7 +1,8 @@
 /* app_keys — the workbench's key handling (see app_impl.h): one key at a time,
  * through the modal that is open (help, the quit and Ctrl-C questions, the
  * configure dialog) or else the main screen or the inspect view, looked up in
- * the key table (keys.h) and turned into view changes and engine commands. */
+ * the key table (keys.h) and turned into view changes and engine commands. A
+ * panel's own keys are in its file (panels.h's table); the global ones here. */
 #include "ui/app_impl.h"
 
 #include <curses.h>
@@ -96,45 +97,6 @@ static void pause_resume(app *a)
     }
 }
 
-static void scroll_panel(app *a, ui_act act)
-{
-    ui_view *v = &a->view;
-    int p = v->focus;
-    int page = a->layout.panel[p].h > 4 ? a->layout.panel[p].h - 3 : 1;
-    if (p == UI_P_LABELS) {
-        v->label_bins = 0;
-        int C = a->snap->label_classes;
-        if (act == UI_ACT_PGDN)
-            v->label_top += page;
-        else if (act == UI_ACT_PGUP)
-            v->label_top -= page;
-        else if (act == UI_ACT_HOME)
-            v->label_top = 0;
-        else
-            v->label_top = C;
-        if (v->label_top > C - page)
-            v->label_top = C - page;
-        if (v->label_top < 0)
-            v->label_top = 0;
-    } else if (p == UI_P_LOG) {
-        int n = a->log->n;
-        if (act == UI_ACT_PGUP)
-            v->log_back += page;
-        else if (act == UI_ACT_PGDN)
-            v->log_back -= page;
-        else if (act == UI_ACT_HOME)
-            v->log_back = n;
-        else
-            v->log_back = 0;
-        if (v->log_back > n - page)
-            v->log_back = n - page;
-        if (v->log_back < 0)
-            v->log_back = 0;
-    } else {
-        note(a, UI_R_DIM, "PgUp/PgDn scroll the labels and log panels");
-    }
-}
-
 static void quit(app *a, int status)
 {
     a->status = status;
@@ -181,43 +143,76 @@ static void toggle_compared(app *a)
     a->n_cmp++;
 }
 
-/* Left/Right on the zoomed curves: the value cursor, one column at a time; it
- * starts at the right end (the latest figures). */
-static void move_cursor(app *a, int step)
+/* The key to the panels' own handlers (panels.h's table); 1 when one took it. */
+static int key_panels(app *a, ui_act act)
 {
-    int pw = a->layout.panel[UI_P_CURVES].w - 2 - 7;
-    if (pw < 1)
-        return;
-    ui_view *v = &a->view;
-    if (v->cursor < 0 || v->cursor >= pw)
-        v->cursor = pw - 1;
-    else
-        v->cursor += step;
-    if (v->cursor < 0)
-        v->cursor = 0;
-    if (v->cursor >= pw)
-        v->cursor = pw - 1;
+    ui_frame f = { 0 };
+    f.s = a->snap;
+    f.log = a->log;
+    int n;
+    const ui_panel_class *pc = ui_panel_classes(&n);
+    for (int i = 0; i < n; i++) {
+        if (!pc[i].key)
+            continue;
+        ui_panel_keys k = { &a->view, &f, a->layout.panel[pc[i].id], a->view.focus == pc[i].id,
+                            "", UI_R_DIM };
+        if (!pc[i].key(&k, act))
+            continue;
+        if (k.note[0])
+            note(a, k.note_role, "%s", k.note);
+        return 1;
+    }
+    return 0;
 }
 
+/* The inspect view's keys while it is open; 1 when it took the key. */
+static int key_inspect(app *a, ui_act act)
+{
+    switch (act) {
+    case UI_ACT_BACK:
+        a->insp.open = 0;
+        return 1;
+    case UI_ACT_PGDN: case UI_ACT_PGUP: case UI_ACT_HOME: case UI_ACT_MISTAKES:
+    case UI_ACT_SORT: case UI_ACT_UP: case UI_ACT_DOWN: case UI_ACT_NEXT:
+    case UI_ACT_LEFT: case UI_ACT_RIGHT: case UI_ACT_FOCUS_NEXT: case UI_ACT_FOCUS_PREV:
+    case UI_ACT_PERCENT:
+        ui_inspect_key(&a->insp, act);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static void configure(app *a)
+{
+    if (a->opened) {
+        note(a, UI_R_WARN, "an opened run's settings are its own: --resume %s continues it",
+             a->opened->path);
+    } else if (app_active(a->snap->state)) {
+        note(a, UI_R_WARN, "configure is for before a run: q stops this one");
+    } else {
+        ui_config_open(&a->cfgd, &a->cfg);
+        a->modal = MODAL_CONFIG;
+    }
+}
+
+static void open_runs(app *a)
+{
+    char dir[4096];
+    app_runs_dir(a, dir, sizeof dir);
+    ui_runs_scan(&a->runs, dir);
+    a->runs.open = 1;
+    a->modal = MODAL_RUNS;
+}
+
+/* The main screen's keys: the inspect view's while it is open, then the panels'
+ * own (each in its file), then the global ones here. */
 static void key_main(app *a, int ch)
 {
     ui_view *v = &a->view;
     ui_act act = ui_keys_action(a->insp.open ? UI_CTX_INSPECT : UI_CTX_MAIN, ch);
-    if (a->insp.open) {
-        switch (act) {
-        case UI_ACT_BACK:
-            a->insp.open = 0;
-            return;
-        case UI_ACT_PGDN: case UI_ACT_PGUP: case UI_ACT_HOME: case UI_ACT_MISTAKES:
-        case UI_ACT_SORT: case UI_ACT_UP: case UI_ACT_DOWN: case UI_ACT_NEXT:
-        case UI_ACT_LEFT: case UI_ACT_RIGHT: case UI_ACT_FOCUS_NEXT: case UI_ACT_FOCUS_PREV:
-        case UI_ACT_PERCENT:
-            ui_inspect_key(&a->insp, act);
-            return;
-        default:
-            break;
-        }
-    }
+    if ((a->insp.open && key_inspect(a, act)) || key_panels(a, act))
+        return;
     switch (act) {
     case UI_ACT_START:
         start(a);
@@ -240,40 +235,20 @@ static void key_main(app *a, int ch)
         app_ask_preview(a, a->pv_asked > a->pv.n ? a->pv_asked : a->pv.n);
         break;
     case UI_ACT_CONFIG:
-        if (a->opened) {
-            note(a, UI_R_WARN, "an opened run's settings are its own: --resume %s continues it",
-                 a->opened->path);
-        } else if (app_active(a->snap->state)) {
-            note(a, UI_R_WARN, "configure is for before a run: q stops this one");
-        } else {
-            ui_config_open(&a->cfgd, &a->cfg);
-            a->modal = MODAL_CONFIG;
-        }
+        configure(a);
         break;
     case UI_ACT_FOCUS_NEXT:
-        v->focus = first_visible(&a->layout, v->focus, 1);
-        break;
     case UI_ACT_FOCUS_PREV:
-        v->focus = first_visible(&a->layout, v->focus, -1);
+        v->focus = first_visible(&a->layout, v->focus, act == UI_ACT_FOCUS_NEXT ? 1 : -1);
         break;
     case UI_ACT_UP:
-        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_UP);
-        break;
     case UI_ACT_DOWN:
-        v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_DOWN);
-        break;
     case UI_ACT_LEFT:
-        if (v->zoom == UI_P_CURVES)
-            move_cursor(a, -1);
-        else
-            v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_LEFT);
+    case UI_ACT_RIGHT: {
+        static const ui_dir dir[] = { UI_DIR_UP, UI_DIR_DOWN, UI_DIR_LEFT, UI_DIR_RIGHT };
+        v->focus = ui_layout_neighbor(&a->layout, v->focus, dir[act - UI_ACT_UP]);
         break;
-    case UI_ACT_RIGHT:
-        if (v->zoom == UI_P_CURVES)
-            move_cursor(a, 1);
-        else
-            v->focus = ui_layout_neighbor(&a->layout, v->focus, UI_DIR_RIGHT);
-        break;
+    }
     case UI_ACT_ZOOM:
         v->zoom = v->zoom == v->focus ? -1 : v->focus;
         v->cursor = -1;
@@ -282,41 +257,12 @@ static void key_main(app *a, int ch)
         v->zoom = -1;
         v->cursor = -1;
         break;
-    case UI_ACT_XAXIS: {
-        static const char *const names[UI_X_COUNT] = { "updates", "epochs",
-                                                       "wall-clock time since each run began" };
-        v->xaxis = (v->xaxis + 1) % UI_X_COUNT;
-        note(a, UI_R_DIM, "curves by %s", names[v->xaxis]);
-        break;
-    }
-    case UI_ACT_RUNS: {
-        char dir[4096];
-        app_runs_dir(a, dir, sizeof dir);
-        ui_runs_scan(&a->runs, dir);
-        a->runs.open = 1;
-        a->modal = MODAL_RUNS;
-        break;
-    }
-    case UI_ACT_METRIC:
-        v->metric = (v->metric + 1) % UI_METRIC_COUNT;
-        break;
-    case UI_ACT_LOGSCALE:
-        v->logy = !v->logy;
-        break;
-    case UI_ACT_SMOOTH_MORE:
-        if (v->smooth + 1 < UI_SMOOTH_STEPS)
-            v->smooth++;
-        break;
-    case UI_ACT_SMOOTH_LESS:
-        if (v->smooth > 0)
-            v->smooth--;
-        break;
-    case UI_ACT_BINS:
-        v->label_bins = !v->label_bins;
-        v->label_top = 0;
+    case UI_ACT_RUNS:
+        open_runs(a);
         break;
     case UI_ACT_PGUP: case UI_ACT_PGDN: case UI_ACT_HOME: case UI_ACT_END:
-        scroll_panel(a, act);
+        /* no panel with the focus scrolls */
+        note(a, UI_R_DIM, "PgUp/PgDn scroll the labels and log panels");
         break;
     case UI_ACT_REDRAW:
         a->repaint = 1;

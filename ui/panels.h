@@ -1,11 +1,14 @@
-/* panels — drawing the workbench's panels from a snapshot.
+/* panels — drawing the workbench's panels from a snapshot, and their keys.
  *
  * Each function draws one panel into its rectangle from a ui_frame (a copy of
  * the engine's state that the app took for this frame, plus the UI's own log and
  * class names) and the view settings (ui_view: focus, zoom, which curve, scroll
  * positions). Drawing never asks the engine anything and never changes the
  * frame; the app collects, the panels draw. The header, the footer with the key
- * hints, the help overlay and the question dialog are here too.
+ * hints, the help overlay and the question dialog are here too. The panels of the
+ * layout are listed in one table (ui_panel_classes): the app draws them from it
+ * and offers each key to their key handlers. What they share is in panels.c;
+ * each panel is in a file of its own (panel_*.c).
  *
  * Ownership: nothing is kept between calls; the caller owns the frame, the view
  * and the window.
@@ -76,6 +79,9 @@ const char *ui_panel_metric_name(int metric);
  * it is unknown. */
 const char *ui_panel_class_name(const ui_frame *f, int k, char *buf, size_t n);
 
+/* A bar (see ui_chart_bar) drawn in role, its empty part as a dim track when track. */
+void ui_panel_bar(WINDOW *w, int y, int x, int width, double frac, ui_role role, int track);
+
 void ui_panel_header(WINDOW *w, ui_rect r, const ui_frame *f);
 void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx);
 void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
@@ -89,6 +95,44 @@ void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
 void ui_panel_log(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
 /* The preview panel's frame and title; returns the inside, where the pictures go. */
 ui_rect ui_panel_preview(WINDOW *w, ui_rect r, const ui_frame *f, int focused, uint64_t batch);
+
+/* ---- the table of panels ---------------------------------------------------- */
+
+/* What a panel's key handler reads and changes: the view, the frame the keys came
+ * with (its snapshot and log), the panel's rectangle in the last layout, and
+ * whether it has the focus. A handler that took the key may leave a passing
+ * message for the footer in note (note_role its role). */
+typedef struct ui_panel_keys {
+    ui_view *v;
+    const ui_frame *f;
+    ui_rect r;
+    int focused;
+    char note[128];
+    int note_role;
+} ui_panel_keys;
+
+typedef void (*ui_panel_draw_fn)(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v,
+                                 int focused);
+/* 1 when the panel took the key (act: keys.h's action of the main screen). */
+typedef int (*ui_panel_key_fn)(ui_panel_keys *k, ui_act act);
+
+typedef struct ui_panel_class {
+    int id;                 /* its ui_panel_id: where the layout puts it */
+    const char *name;
+    ui_panel_draw_fn draw;  /* NULL: the app draws it (the preview's pictures need the
+                               terminal and the preview copy) */
+    ui_panel_key_fn key;    /* NULL: no keys of its own */
+} ui_panel_class;
+
+/* The panels in the order they are drawn; n gets their count. */
+const ui_panel_class *ui_panel_classes(int *n);
+
+/* The panels' key handlers (in the table): curves (v l x + -, and Left/Right move
+ * the value cursor when it is zoomed), labels (b; PgUp/PgDn/Home/End when
+ * focused), log (PgUp/PgDn/Home/End when focused). */
+int ui_panel_curves_key(ui_panel_keys *k, ui_act act);
+int ui_panel_labels_key(ui_panel_keys *k, ui_act act);
+int ui_panel_log_key(ui_panel_keys *k, ui_act act);
 
 /* The help overlay, centred, as wide as its longest line within the screen (the
  * descriptions wrap under themselves when narrower), scrolled to v->help_top

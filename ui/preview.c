@@ -246,6 +246,126 @@ static int luminance(const uint8_t *c)
     return (c[0] * 299 + c[1] * 587 + c[2] * 114) / 1000;
 }
 
+/* A row of groups composed into a picture, for its overlays or cells. */
+typedef struct pic_row {
+    const uint8_t *pic;     /* W x H RGB */
+    int W, H, cw;           /* its pixels; pixels per cell across */
+    int total_w, ox;        /* the grid's columns, and its offset in the area */
+    int y0, row;            /* the row's first cell row in the area; its index */
+    int groups;             /* groups in the whole grid */
+} pic_row;
+
+/* A sixel row: as many groups per image as the terminal takes in one (max_w). */
+static void sixel_row(ui_preview *p, const pic_row *q)
+{
+    const ui_preview_geom *g = &p->geom;
+    int cw = q->cw, H = q->H;
+    int step = g->group_cols + GAP_OUT;
+    int per = p->max_w > 0 ? (p->max_w / cw + GAP_OUT) / step : g->per_row;
+    if (per < 1)
+        per = 1;
+    for (int g0 = 0; g0 < g->per_row && q->row * g->per_row + g0 < q->groups; g0 += per) {
+        int o = p->n_ov;
+        if (o >= UI_PREVIEW_MAX_OV)
+            break;
+        int ng = g->per_row - g0 < per ? g->per_row - g0 : per;
+        int c0 = g0 * step, cols = ng * step - GAP_OUT;
+        if (c0 + cols > q->total_w)
+            cols = q->total_w - c0;
+        const uint8_t *part = q->pic;
+        uint8_t *own = NULL;
+        if (cols < q->total_w) {
+            own = malloc((size_t)cols * cw * H * 3);
+            if (!own)
+                break;
+            for (int y = 0; y < H; y++)
+                memcpy(own + (size_t)y * cols * cw * 3,
+                       q->pic + ((size_t)y * q->W + (size_t)c0 * cw) * 3, (size_t)cols * cw * 3);
+            part = own;
+        }
+        ui_sixel_buf sb = { p->ov[o].data, 0, p->ov[o].cap, 0 };
+        int rc = ui_sixel_encode(part, cols * cw, H, p->colors, &sb);
+        free(own);
+        p->ov[o].data = sb.data;
+        p->ov[o].cap = sb.cap;
+        p->ov[o].len = rc == 0 ? sb.len : 0;
+        p->ov[o].row = p->area.y + q->y0;
+        p->ov[o].col = p->area.x + q->ox + c0;
+        p->ov[o].rows = g->tile_rows;
+        p->ov[o].cols = cols;
+        p->ov[o].shown = 0;
+        p->n_ov = o + 1;
+    }
+}
+
+/* One cell row of an image tile at column bx, in half blocks: 24-bit escapes into
+ * overlay o, or 256-colour pairs or ASCII into the cell arrays. */
+static void blocks_line(ui_preview *p, int o, const pic_row *q, int bx, int cy)
+{
+    const ui_preview_geom *g = &p->geom;
+    ui_rect area = p->area;
+    char s[96];
+    int last[6] = { -1, -1, -1, -1, -1, -1 };
+    if (p->mode == UI_PIX_DIRECT) {
+        int k2 = snprintf(s, sizeof s, "\033[%d;%dH", area.y + q->y0 + cy + 1,
+                          area.x + q->ox + bx + 1);
+        ov_append(p, o, s, (size_t)k2);
+    }
+    for (int cx = bx; cx < bx + g->tile_cols && cx < q->total_w; cx++) {
+        const uint8_t *t = q->pic + ((size_t)(cy * 2) * q->W + cx) * 3;
+        const uint8_t *u = q->pic + ((size_t)(cy * 2 + 1) * q->W + cx) * 3;
+        if (p->mode == UI_PIX_DIRECT) {
+            int now[6] = { t[0], t[1], t[2], u[0], u[1], u[2] };
+            int k2 = 0;
+            if (memcmp(now, last, sizeof now) != 0) {
+                k2 = snprintf(s, sizeof s, "\033[38;2;%d;%d;%d;48;2;%d;%d;%dm", t[0], t[1], t[2],
+                              u[0], u[1], u[2]);
+                memcpy(last, now, sizeof now);
+            }
+            memcpy(s + k2, "\xe2\x96\x80", 3); /* U+2580 upper half block */
+            ov_append(p, o, s, (size_t)k2 + 3);
+            continue;
+        }
+        size_t cell = (size_t)(q->y0 + cy) * area.w + (size_t)(q->ox + cx);
+        p->used[cell] = 1;
+        if (p->mode == UI_PIX_256) {
+            p->fg[cell] = (uint8_t)ui_preview_xterm256(t);
+            p->bgc[cell] = (uint8_t)ui_preview_xterm256(u);
+        } else {
+            static const char ramp[] = " .:-=+*#%@";
+            int l = (luminance(t) + luminance(u)) / 2;
+            p->fg[cell] = (uint8_t)ramp[l * 10 / 256];
+        }
+    }
+    if (p->mode == UI_PIX_DIRECT)
+        ov_append(p, o, "\033[0m", 4);
+}
+
+/* A half-block row: only the cells of image tiles; gaps stay blank. 24-bit
+ * pictures make one overlay of the row. */
+static void blocks_row(ui_preview *p, const pic_row *q)
+{
+    const ui_preview_geom *g = &p->geom;
+    int o = p->n_ov;
+    int nbox = 0;
+    for (int gx = 0; gx < g->per_row && q->row * g->per_row + gx < q->groups; gx++)
+        nbox += g->group;
+    for (int b = 0; b < nbox; b++) {
+        int gx = b / g->group, k = b % g->group;
+        int bx = gx * (g->group_cols + GAP_OUT) + k * (g->tile_cols + GAP_IN);
+        for (int cy = 0; cy < g->tile_rows && q->y0 + cy < p->area.h; cy++)
+            blocks_line(p, o, q, bx, cy);
+    }
+    if (p->mode == UI_PIX_DIRECT) {
+        p->ov[o].row = p->area.y + q->y0;
+        p->ov[o].col = p->area.x + q->ox;
+        p->ov[o].rows = g->tile_rows;
+        p->ov[o].cols = q->total_w;
+        p->ov[o].shown = 0;
+        p->n_ov = o + 1;
+    }
+}
+
 int ui_preview_set(ui_preview *p, uint64_t content, ui_rect area, const ui_preview_geom *geom,
                    const ui_preview_image *imgs, const ui_preview_caption *caps, int groups)
 {
@@ -304,103 +424,14 @@ int ui_preview_set(ui_preview *p, uint64_t content, ui_rect area, const ui_previ
     }
     int rows_used = (groups + g->per_row - 1) / g->per_row;
     for (int r = 0; r < g->rows && r < rows_used; r++) {
-        int y0 = r * (g->tile_rows + g->caption);
+        pic_row q = { pic, W, H, cw, total_w, ox, r * (g->tile_rows + g->caption), r, groups };
         compose_row(p, imgs, r, cw, ch, px, pic, W, H, tmp);
-        if (sixel) {
-            /* As many groups per image as the terminal takes in one (max_w). */
-            int step = g->group_cols + GAP_OUT;
-            int per = p->max_w > 0 ? (p->max_w / cw + GAP_OUT) / step : g->per_row;
-            if (per < 1)
-                per = 1;
-            for (int g0 = 0; g0 < g->per_row && r * g->per_row + g0 < groups; g0 += per) {
-                int o = p->n_ov;
-                if (o >= UI_PREVIEW_MAX_OV)
-                    break;
-                int ng = g->per_row - g0 < per ? g->per_row - g0 : per;
-                int c0 = g0 * step, cols = ng * step - GAP_OUT;
-                if (c0 + cols > total_w)
-                    cols = total_w - c0;
-                uint8_t *part = pic;
-                if (cols < total_w) {
-                    part = malloc((size_t)cols * cw * H * 3);
-                    if (!part)
-                        break;
-                    for (int y = 0; y < H; y++)
-                        memcpy(part + (size_t)y * cols * cw * 3,
-                               pic + ((size_t)y * W + (size_t)c0 * cw) * 3, (size_t)cols * cw * 3);
-                }
-                ui_sixel_buf sb = { p->ov[o].data, 0, p->ov[o].cap, 0 };
-                int rc = ui_sixel_encode(part, cols * cw, H, p->colors, &sb);
-                if (part != pic)
-                    free(part);
-                p->ov[o].data = sb.data;
-                p->ov[o].cap = sb.cap;
-                p->ov[o].len = rc == 0 ? sb.len : 0;
-                p->ov[o].row = area.y + y0;
-                p->ov[o].col = area.x + ox + c0;
-                p->ov[o].rows = g->tile_rows;
-                p->ov[o].cols = cols;
-                p->ov[o].shown = 0;
-                p->n_ov = o + 1;
-            }
-        } else if (p->mode == UI_PIX_DIRECT && p->n_ov >= UI_PREVIEW_MAX_OV) {
+        if (sixel)
+            sixel_row(p, &q);
+        else if (p->mode == UI_PIX_DIRECT && p->n_ov >= UI_PREVIEW_MAX_OV)
             break;
-        } else {
-            int o = p->n_ov;
-            /* Half blocks: only the cells of image tiles; gaps stay blank. */
-            int nbox = 0;
-            for (int gx = 0; gx < g->per_row && r * g->per_row + gx < groups; gx++)
-                nbox += g->group;
-            for (int b = 0; b < nbox; b++) {
-                int gx = b / g->group, k = b % g->group;
-                int bx = gx * (g->group_cols + GAP_OUT) + k * (g->tile_cols + GAP_IN);
-                for (int cy = 0; cy < g->tile_rows && y0 + cy < area.h; cy++) {
-                    char s[96];
-                    int last[6] = { -1, -1, -1, -1, -1, -1 };
-                    if (p->mode == UI_PIX_DIRECT) {
-                        int k2 = snprintf(s, sizeof s, "\033[%d;%dH", area.y + y0 + cy + 1,
-                                          area.x + ox + bx + 1);
-                        ov_append(p, o, s, (size_t)k2);
-                    }
-                    for (int cx = bx; cx < bx + g->tile_cols && cx < total_w; cx++) {
-                        const uint8_t *t = pic + ((size_t)(cy * 2) * W + cx) * 3;
-                        const uint8_t *u = pic + ((size_t)(cy * 2 + 1) * W + cx) * 3;
-                        if (p->mode == UI_PIX_DIRECT) {
-                            int now[6] = { t[0], t[1], t[2], u[0], u[1], u[2] };
-                            int k2 = 0;
-                            if (memcmp(now, last, sizeof now) != 0) {
-                                k2 = snprintf(s, sizeof s, "\033[38;2;%d;%d;%d;48;2;%d;%d;%dm", t[0],
-                                              t[1], t[2], u[0], u[1], u[2]);
-                                memcpy(last, now, sizeof now);
-                            }
-                            memcpy(s + k2, "\xe2\x96\x80", 3); /* U+2580 upper half block */
-                            ov_append(p, o, s, (size_t)k2 + 3);
-                            continue;
-                        }
-                        size_t cell = (size_t)(y0 + cy) * area.w + (size_t)(ox + cx);
-                        p->used[cell] = 1;
-                        if (p->mode == UI_PIX_256) {
-                            p->fg[cell] = (uint8_t)ui_preview_xterm256(t);
-                            p->bgc[cell] = (uint8_t)ui_preview_xterm256(u);
-                        } else {
-                            static const char ramp[] = " .:-=+*#%@";
-                            int l = (luminance(t) + luminance(u)) / 2;
-                            p->fg[cell] = (uint8_t)ramp[l * 10 / 256];
-                        }
-                    }
-                    if (p->mode == UI_PIX_DIRECT)
-                        ov_append(p, o, "\033[0m", 4);
-                }
-            }
-            if (p->mode == UI_PIX_DIRECT) {
-                p->ov[o].row = area.y + y0;
-                p->ov[o].col = area.x + ox;
-                p->ov[o].rows = g->tile_rows;
-                p->ov[o].cols = total_w;
-                p->ov[o].shown = 0;
-                p->n_ov = o + 1;
-            }
-        }
+        else
+            blocks_row(p, &q);
     }
     free(pic);
     free(tmp);
