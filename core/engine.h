@@ -126,7 +126,7 @@ int eng_run_log_lines(const char *run_dir, void (*fn)(void *ctx, const char *lin
 
 /* ---- curves: live and finished runs as one series type ---------------------------
  * The workbench draws a live run's curves and the compared runs' the same way: as
- * run_series (run.h), each point at three x positions. Bodies in core/curves.c. */
+ * run_series (run.h), each point at three x positions. Bodies in core/series.c. */
 
 /* The live run's curves of snapshot s into set (RUN_SERIES_COUNT series: the
  * per-update ones from its curves, the epochs' from its history; the x positions

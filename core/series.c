@@ -1,5 +1,5 @@
-/* curves — a run's curves as one type both ways (see curves.h). */
-#include "curves.h"
+/* series — a run's curves as one type both ways (see series.h). */
+#include "series.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@ static int per_update(int k)
     return k == RUN_S_BATCH_LOSS || k == RUN_S_BATCH_ACC || k == RUN_S_BATCH_LR;
 }
 
-void crv_free(run_series set[RUN_SERIES_COUNT])
+void ser_free(run_series set[RUN_SERIES_COUNT])
 {
     for (int k = 0; k < RUN_SERIES_COUNT; k++) {
         free(set[k].y); /* one block: y, then the x arrays */
@@ -32,7 +32,7 @@ static int reserve(run_series set[RUN_SERIES_COUNT])
         size_t cap = per_update(k) ? RUN_CURVE_POINTS : RUN_MAX_EPOCHS;
         float *b = malloc((RUN_X_COUNT + 1) * cap * sizeof *b);
         if (!b) {
-            crv_free(set);
+            ser_free(set);
             return PT_ENOMEM;
         }
         set[k].n = 0;
@@ -130,7 +130,7 @@ static void update_series(const run_snapshot *s, const xmap *xm, run_series set[
     }
 }
 
-int crv_from_snapshot(const run_snapshot *s, run_series set[RUN_SERIES_COUNT])
+int ser_from_snapshot(const run_snapshot *s, run_series set[RUN_SERIES_COUNT])
 {
     if (reserve(set) != PT_OK)
         return PT_ENOMEM;
@@ -156,7 +156,7 @@ int crv_from_snapshot(const run_snapshot *s, run_series set[RUN_SERIES_COUNT])
 
 /* The epochs' figures, the per-update curves (averaged down to the snapshot's
  * points), the totals. */
-void crv_to_snapshot(const run_figures *r, run_snapshot *s)
+void ser_to_snapshot(const run_figures *r, run_snapshot *s)
 {
     s->state = RUN_DONE;
     static const int row_of[6] = { RUN_S_TRAIN_LOSS, RUN_S_VAL_LOSS, RUN_S_TRAIN_ACC,
@@ -249,15 +249,15 @@ void crv_to_snapshot(const run_figures *r, run_snapshot *s)
 
 int eng_snapshot_series(const run_snapshot *s, run_series set[RUN_SERIES_COUNT])
 {
-    return crv_from_snapshot(s, set);
+    return ser_from_snapshot(s, set);
 }
 
 void eng_series_free(run_series set[RUN_SERIES_COUNT])
 {
-    crv_free(set);
+    ser_free(set);
 }
 
 void eng_run_snapshot(const run_figures *r, run_snapshot *s)
 {
-    crv_to_snapshot(r, s);
+    ser_to_snapshot(r, s);
 }

@@ -1,4 +1,4 @@
-/* core/curves.c: a live snapshot as run_series (x on three axes) and back. */
+/* core/series.c: a live snapshot as run_series (x on three axes) and back. */
 #include "tests/t.h"
 
 #include <math.h>
