@@ -77,7 +77,6 @@ ui_role ui_panel_compare_role(int k)
     return r[(k % UI_MAX_COMPARE + UI_MAX_COMPARE) % UI_MAX_COMPARE];
 }
 
-
 const ui_panel_class *ui_panel_classes(int *n)
 {
     /* In the order they were always drawn: the preview last. */
