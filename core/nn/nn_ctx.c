@@ -340,7 +340,7 @@ static void forward_node(nn_ctx *c, int i, const float *input, int n, int traini
         if (nd->alias >= 0)
             c->outp[i] = c->outp[nd->alias];
         else
-            nn_act_fwd((size_t)n * nd->len, nd->op, x, y);
+            nn_act_fwd((size_t)n * nd->len, nd->op == NN_OP_RELU ? NN_ACT_RELU : NN_ACT_RELU6, x, y);
         break;
     case NN_OP_MAXPOOL:
         nn_maxpool_fwd(n, src->h, src->w, nd->c, nd->kh, nd->stride, nd->pad_t, nd->pad_l, nd->h,
@@ -488,7 +488,7 @@ static void backward_node(nn_ctx *c, int i, int n)
     case NN_OP_RELU:
     case NN_OP_RELU6:
         if (dx)
-            nn_act_bwd(len, nd->op, y, g, dx, acc);
+            nn_act_bwd(len, nd->op == NN_OP_RELU ? NN_ACT_RELU : NN_ACT_RELU6, y, g, dx, acc);
         break;
     case NN_OP_MAXPOOL:
         if (dx)

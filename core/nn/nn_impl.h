@@ -15,6 +15,10 @@
 /* Largest kernel / pool window side the builder accepts. */
 #define NN_MAX_KERNEL 15
 
+/* An activation a kernel applies to its own result (a ReLU/ReLU6 node fused into the
+ * BN or conv before it), or none. Kernels take these, never layer kinds. */
+enum nn_act { NN_ACT_NONE, NN_ACT_RELU, NN_ACT_RELU6 };
+
 typedef struct nn_node {
     nn_op op;
     int in[2];               /* -1 when unused */
@@ -36,7 +40,7 @@ typedef struct nn_node {
     int live;                /* the output depends on it */
     int consumers;           /* live nodes reading it (an add of x with x counts twice) */
     int last_use;            /* highest live node id reading it (its own id when none) */
-    int fused_act;           /* BN, conv: NN_OP_RELU / NN_OP_RELU6 applied by it, else 0 */
+    int fused_act;           /* BN, conv: the enum nn_act it applies itself */
     int alias;               /* activation fused into a BN or conv: that node's id; else -1 */
     int trainable;           /* its parameters receive gradients */
     int grad;                /* backward runs here (it or something below is trainable) */
@@ -115,7 +119,7 @@ typedef struct nn_conv_shape {
 void nn_conv_shape_of(const nn_model *m, const nn_node *nd, int n, nn_conv_shape *s);
 /* Workspace floats the conv needs (0 for depthwise and stride-1 1x1). */
 size_t nn_conv_ws_floats(const nn_conv_shape *s);
-/* y = act(conv(x) + bias): bias may be NULL, act 0, NN_OP_RELU or NN_OP_RELU6. */
+/* y = act(conv(x) + bias): bias may be NULL, act one of enum nn_act. */
 void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
                  int act, float *y, float *ws);
 /* Backward of nn_conv_fwd from its output y and dy. With act, dy is overwritten by
@@ -155,7 +159,7 @@ int nn_gemm_ok(int K, int N);
 typedef struct nn_gemm_out {
     int accum;              /* + what C holds */
     const float *bias;      /* + bias[column], or NULL */
-    int act;                /* then 0, NN_OP_RELU or NN_OP_RELU6 */
+    int act;                /* then an enum nn_act */
     const float *mask;      /* or NULL: times act'(mask[row][column]) (mask_act, as
                                nn_act_bwd has it), mask laid out as C */
     int mask_act;
@@ -174,7 +178,7 @@ void nn_affine_fwd(long rows, int c, const float *x, const float *scale, const f
                    float *y);
 void nn_affine_bwd(long rows, int c, const float *dy, const float *scale, float *dx, int accum);
 /* Training: normalises with the batch statistics (returned in mean, invstd, and the
- * unbiased variance in var_u), then applies act (0, NN_OP_RELU, NN_OP_RELU6). */
+ * unbiased variance in var_u), then applies act (enum nn_act). */
 void nn_bn_fwd_train(long rows, int c, float eps, const float *x, const float *gamma, const float *beta,
                      int act, float *y, float *mean, float *invstd, float *var_u,
                      double *dscratch, float *fscratch);

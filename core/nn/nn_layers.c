@@ -77,13 +77,13 @@ static void scale_shift_act(long rows, int c, const float *restrict x, const flo
                             const float *restrict b, int act, float *restrict y)
 {
     const size_t n = (size_t)rows * (size_t)c;
-    if (act == NN_OP_RELU) {
+    if (act == NN_ACT_RELU) {
         for (size_t r = 0; r < n; r += (size_t)c)
             for (int j = 0; j < c; j++) {
                 float v = x[r + j] * a[j] + b[j];
                 y[r + j] = v > 0.0f ? v : 0.0f;
             }
-    } else if (act == NN_OP_RELU6) {
+    } else if (act == NN_ACT_RELU6) {
         for (size_t r = 0; r < n; r += (size_t)c)
             for (int j = 0; j < c; j++) {
                 float v = x[r + j] * a[j] + b[j];
@@ -163,13 +163,13 @@ static void bn_bwd_sums(long nb, int c, int act, const float *restrict x,
     const size_t n = (size_t)nb * (size_t)c;
     for (size_t r = 0; r < n; r += (size_t)c) {
         const float *restrict xr = x + r, *restrict yr = y + r, *restrict g = dy + r;
-        if (act == NN_OP_RELU) {
+        if (act == NN_ACT_RELU) {
             for (int j = 0; j < c; j++) {
                 float dz = g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f);
                 s1[j] += dz;
                 s2[j] += dz * (xr[j] - mean[j]);
             }
-        } else if (act == NN_OP_RELU6) {
+        } else if (act == NN_ACT_RELU6) {
             for (int j = 0; j < c; j++) {
                 float dz = g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) * (yr[j] < 6.0f ? 1.0f : 0.0f);
                 s1[j] += dz;
@@ -194,17 +194,17 @@ static void bn_bwd_dx(long rows, int c, int act, const float *restrict x,
     for (size_t o = 0; o < n; o += (size_t)c) {
         const float *restrict xr = x + o, *restrict yr = y + o, *restrict g = dy + o;
         float *restrict d = dx + o;
-        if (act == NN_OP_RELU && !accum) {
+        if (act == NN_ACT_RELU && !accum) {
             for (int j = 0; j < c; j++)
                 d[j] = p[j] * g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) + q[j] * xr[j] + r[j];
-        } else if (act == NN_OP_RELU) {
+        } else if (act == NN_ACT_RELU) {
             for (int j = 0; j < c; j++)
                 d[j] += p[j] * g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) + q[j] * xr[j] + r[j];
-        } else if (act == NN_OP_RELU6 && !accum) {
+        } else if (act == NN_ACT_RELU6 && !accum) {
             for (int j = 0; j < c; j++)
                 d[j] = p[j] * g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) * (yr[j] < 6.0f ? 1.0f : 0.0f) +
                        q[j] * xr[j] + r[j];
-        } else if (act == NN_OP_RELU6) {
+        } else if (act == NN_ACT_RELU6) {
             for (int j = 0; j < c; j++)
                 d[j] += p[j] * g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) * (yr[j] < 6.0f ? 1.0f : 0.0f) +
                         q[j] * xr[j] + r[j];
@@ -277,7 +277,7 @@ void nn_act_fwd(size_t len, int act, const float *x, float *y)
 {
     const float *restrict xs = x;
     float *restrict ys = y;
-    if (act == NN_OP_RELU) {
+    if (act == NN_ACT_RELU) {
         for (size_t i = 0; i < len; i++)
             ys[i] = xs[i] > 0.0f ? xs[i] : 0.0f;
     } else {
@@ -292,7 +292,7 @@ void nn_act_bwd(size_t len, int act, const float *y, const float *dy, float *dx,
 {
     const float *restrict ys = y, *restrict g = dy;
     float *restrict d = dx;
-    if (act == NN_OP_RELU) {
+    if (act == NN_ACT_RELU) {
         if (accum)
             for (size_t i = 0; i < len; i++)
                 d[i] += g[i] * (ys[i] > 0.0f ? 1.0f : 0.0f);

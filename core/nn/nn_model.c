@@ -122,7 +122,7 @@ int nn_model_finalize(nn_model *m, int out, pt_err *e)
         nn_node *src = &m->nodes[nd->in[0]];
         if ((src->op == NN_OP_BN || src->op == NN_OP_CONV) && src->consumers == 1 &&
             nd->in[0] != out) {
-            src->fused_act = nd->op;
+            src->fused_act = nd->op == NN_OP_RELU ? NN_ACT_RELU : NN_ACT_RELU6;
             nd->alias = nd->in[0];
         }
     }
