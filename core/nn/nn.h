@@ -145,8 +145,6 @@ int nn_concat(nn_model *m, int a, int b);
  * where lo <= x <= hi, boundaries included, as torch.clamp's does (hardtanh and
  * nn_relu6 pass none at the boundaries); NaN passes none. */
 int nn_clip(nn_model *m, int in, float lo, float hi);
-/* y = x * x (a toy kind). */
-int nn_square(nn_model *m, int in);
 /* Set the running-statistics momentum of every BN layer (Keras's convention: running =
  * momentum x running + (1 - momentum) x batch; PyTorch's momentum is 1 minus it).
  * PT_EUSAGE unless 0 <= momentum < 1. */
