@@ -16,6 +16,7 @@
 
 #include "base/rng.h"
 #include "nn/nn.h"
+#include "nn/nn_layer.h"
 #include "nn/nn_models.h"
 
 #define FD_H 1e-3
@@ -281,6 +282,47 @@ static void check_layer(const char *what, int n, int h, int w, int cin, layer_fn
     gradcheck(what, m, n, training, x, tol);
     free(x);
     nn_model_free(m);
+}
+
+/* ---- every layer kind, driven from the layer table (nn_layer.h) ---- */
+
+/* check_layer's input kinds are enum nn_grad_input's values. */
+_Static_assert(NN_GRAD_UNIFORM == 0 && NN_GRAD_AWAY_FROM_0 == 1 && NN_GRAD_DISTINCT == 2 &&
+                   NN_GRAD_AWAY_FROM_0_6 == 3 && NN_GRAD_AWAY_FROM_HALF == 4 && NN_GRAD_WIDE == 5,
+               "nn_grad_input values are check_layer's input kinds");
+
+typedef struct table_arg {
+    int kind;
+    const nn_grad_case *g;
+} table_arg;
+
+/* The kind's own graph; it fails the build (and so the check) when the graph does not
+ * use the kind. */
+static int mk_table_case(nn_model *m, int in, const void *arg)
+{
+    const table_arg *a = arg;
+    int out = a->g->build(m, in);
+    nn_node_info ni;
+    for (int i = 0; i < nn_node_count(m); i++)
+        if (nn_node_get(m, i, &ni) == PT_OK && (int)ni.op == a->kind)
+            return out;
+    return PT_EUSAGE;
+}
+
+TEST(nn_grad_every_layer_kind_from_the_table)
+{
+    for (int k = 0; k < NN_OP_COUNT; k++) {
+        const nn_layer *L = nn_layers[k];
+        if (!L->grad) {
+            t_fail(__FILE__, __LINE__,
+                   "layer kind %s: its table entry has no grad case (nn_layer.h: grad)", L->name);
+            continue;
+        }
+        const table_arg a = {k, L->grad};
+        char what[96];
+        snprintf(what, sizeof what, "%s (its table grad case)", L->name);
+        check_layer(what, a.g->n, a.g->h, a.g->w, a.g->c, mk_table_case, &a, 1, a.g->input, 1e-2);
+    }
 }
 
 typedef struct conv_arg {

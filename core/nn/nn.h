@@ -27,10 +27,14 @@
  * a negative PT_E* code; the first builder error is kept and nn_model_finalize()
  * reports it, so a model can be described without checking every call.
  *
- * Sources: nn_build.c (builder), nn_model.c (finalize, layout, init, freezing, FLOPs,
- * summary, BN update), nn_ctx.c (contexts, forward, backward), nn_conv.c, nn_dw.c
- * (depthwise kernels), nn_gemm.c (1x1 conv products), nn_layers.c, nn_ops.c, nn_loss.c,
- * and nn_models.c (nn_models.h: the built-in models). nn_impl.h is internal.
+ * Sources: one file per layer kind, layer_*.c (its builder call below, forward,
+ * backward, init, FLOPs, summary text), listed in one table (nn_layers.def, nn_layer.c;
+ * nn_layer.h says how to add a kind); nn_build.c (the builder's common part),
+ * nn_model.c (finalize, layout, init, freezing, FLOPs, summary, BN update), nn_ctx.c
+ * (contexts, forward, backward: loops over the table), the kernels nn_conv.c, nn_dw.c
+ * (depthwise), nn_gemm.c (1x1 conv products) and nn_elem.c (shared elementwise),
+ * nn_loss.c, and nn_models.c (nn_models.h: the built-in models). nn_impl.h and
+ * nn_layer.h are internal.
  */
 #ifndef PT_NN_H
 #define PT_NN_H
@@ -52,23 +56,12 @@
 #define NN_BN_EPS 1e-3f
 #define NN_BN_MOMENTUM 0.99f
 
+/* The layer kinds, in the order of nn_layers.def (their values never change). */
 typedef enum nn_op {
-    NN_OP_INPUT,
-    NN_OP_AFFINE,   /* fixed per-channel y = x * scale + shift (input normalisation) */
-    NN_OP_CONV,
-    NN_OP_BN,
-    NN_OP_RELU,
-    NN_OP_RELU6,
-    NN_OP_MAXPOOL,
-    NN_OP_AVGPOOL,
-    NN_OP_GAP,      /* global average pooling: h x w x c -> 1 x 1 x c */
-    NN_OP_DROPOUT,
-    NN_OP_DENSE,    /* flattens its input: h*w*c -> cout */
-    NN_OP_ADD,
-    NN_OP_SIGMOID,
-    NN_OP_MUL,      /* elementwise, or per channel (a 1x1xC operand scales each channel) */
-    NN_OP_CONCAT,   /* along channels */
-    NN_OP_CLIP,
+#define NN_LAYER(ID, name) NN_OP_##ID,
+#include "nn/nn_layers.def"
+#undef NN_LAYER
+    NN_OP_COUNT     /* the number of kinds, not a kind */
 } nn_op;
 
 /* How nn_model_init_params() draws conv and dense weights (fan_in = kh * kw * cin /

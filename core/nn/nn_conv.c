@@ -228,20 +228,20 @@ static void col2im(const nn_conv_shape *s, const float *col, int c0, long m0, lo
 }
 
 /* The output pass, on rows still in cache from the sgemm that wrote them:
- * y = act(y + bias) (bias may be NULL; act 0, NN_OP_RELU or NN_OP_RELU6). */
+ * y = act(y + bias) (bias may be NULL; act an enum nn_act). */
 static void bias_act_rows(long rows, int c, const float *restrict b, int act, float *restrict y)
 {
     if (!b && !act)
         return;
     for (long r = 0; r < rows; r++) {
         float *restrict yr = y + r * c;
-        if (b && act == NN_OP_RELU6)
+        if (b && act == NN_ACT_RELU6)
             for (int j = 0; j < c; j++) {
                 float v = yr[j] + b[j];
                 v = v > 0.0f ? v : 0.0f;
                 yr[j] = v < 6.0f ? v : 6.0f;
             }
-        else if (b && act == NN_OP_RELU)
+        else if (b && act == NN_ACT_RELU)
             for (int j = 0; j < c; j++) {
                 float v = yr[j] + b[j];
                 yr[j] = v > 0.0f ? v : 0.0f;
@@ -252,7 +252,7 @@ static void bias_act_rows(long rows, int c, const float *restrict b, int act, fl
         else
             for (int j = 0; j < c; j++) {
                 float v = yr[j] > 0.0f ? yr[j] : 0.0f;
-                yr[j] = act == NN_OP_RELU6 && v > 6.0f ? 6.0f : v;
+                yr[j] = act == NN_ACT_RELU6 && v > 6.0f ? 6.0f : v;
             }
     }
 }
@@ -275,10 +275,10 @@ static void act_bias_grad_rows(long rows, int c, int act, const float *restrict 
         for (long r = 0; r < rows; r++) {
             const float *restrict yr = y + r * c + c0;
             float *restrict gr = g + r * c + c0;
-            if (act == NN_OP_RELU6)
+            if (act == NN_ACT_RELU6)
                 for (int j = 0; j < cn; j++)
                     gr[j] *= (yr[j] > 0.0f ? 1.0f : 0.0f) * (yr[j] < 6.0f ? 1.0f : 0.0f);
-            else if (act == NN_OP_RELU)
+            else if (act == NN_ACT_RELU)
                 for (int j = 0; j < cn; j++)
                     gr[j] *= yr[j] > 0.0f ? 1.0f : 0.0f;
             for (int j = 0; j < cn; j++)

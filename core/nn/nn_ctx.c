@@ -1,4 +1,5 @@
-/* nn_ctx — a replica's context: allocation, forward and backward.
+/* nn_ctx — a replica's context: allocation, forward and backward (loops over the
+ * nodes that call each kind's hooks, nn_layer.h), profile and progress.
  *
  * Memory: every node that produces a value gets its own activation storage (training
  * keeps them all for backward). Gradients of activations are short-lived: the one of
@@ -11,18 +12,12 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "nn/nn_impl.h"
+#include "nn/nn_layer.h"
 
 /* Float counts are rounded to 16 so every block starts 64-byte aligned. */
 static size_t round16(size_t n)
 {
     return (n + 15) & ~(size_t)15;
-}
-
-/* Which node's gradient storage a node uses (an activation fused into its BN shares). */
-static int owner(const nn_model *m, int i)
-{
-    return m->nodes[i].alias >= 0 ? m->nodes[i].alias : i;
 }
 
 typedef struct span {
@@ -138,12 +133,11 @@ nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e)
             continue;
         if (nd->op != NN_OP_INPUT && nd->alias < 0)
             n_act += round16(nd->len * B);
-        if (nd->op == NN_OP_DROPOUT)
+        const nn_layer *L = nn_layers[nd->op];
+        if (L->flags & NN_LAYER_MASK)
             n_mask += round16(nd->len * B);
-        if (nd->op == NN_OP_CONV) {
-            nn_conv_shape s;
-            nn_conv_shape_of(m, nd, max_batch, &s);
-            size_t k = nn_conv_ws_floats(&s);
+        if (L->ws_floats) {
+            size_t k = L->ws_floats(m, nd, max_batch);
             if (k > ws)
                 ws = k;
         }
@@ -179,14 +173,14 @@ nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e)
             c->act[i] = c->act_arena + a;
             a += round16(nd->len * B);
         }
-        if (nd->op == NN_OP_DROPOUT) {
+        if (nn_layers[nd->op]->flags & NN_LAYER_MASK) {
             c->drop_mask[i] = c->mask_arena + mk;
             mk += round16(nd->len * B);
         }
     }
     for (int i = 0; i < m->n_nodes; i++)
         if (m->nodes[i].live)
-            c->dy[i] = c->dy_arena + off[owner(m, i)];
+            c->dy[i] = c->dy_arena + off[nn_owner(m, i)];
     free(off);
     return c;
 oom:
@@ -298,93 +292,18 @@ static void forward_node(nn_ctx *c, int i, const float *input, int n, int traini
 {
     const nn_model *m = c->m;
     const nn_node *nd = &m->nodes[i];
-    const float *x = nd->in[0] >= 0 ? c->outp[nd->in[0]] : NULL;
-    const nn_node *src = nd->in[0] >= 0 ? &m->nodes[nd->in[0]] : NULL;
-    const float *P = m->params + nd->p_off;
-    float *y = c->act[i];
-    const long rows = (long)n * nd->h * nd->w;
-    c->outp[i] = y;
-    switch (nd->op) {
-    case NN_OP_INPUT:
-        c->outp[i] = input;
-        break;
-    case NN_OP_AFFINE:
-        nn_affine_fwd(rows, nd->c, x, nd->aff, nd->aff + nd->c, y);
-        break;
-    case NN_OP_CONV: {
-        nn_conv_shape s;
-        nn_conv_shape_of(m, nd, n, &s);
-        nn_conv_fwd(&s, x, P, nd->has_bias ? P + nd->w_len : NULL, nd->fused_act, y, c->ws);
-        break;
-    }
-    case NN_OP_BN:
-        if (training && nd->trainable) {
-            float *mean = c->bn_mean + nd->bn_coff, *is = c->bn_invstd + nd->bn_coff;
-            float *var_u = c->fscratch + 2 * m->max_c;
-            nn_bn_fwd_train(rows, nd->c, nd->bn_eps, x, P, P + nd->c, nd->fused_act, y, mean, is, var_u,
-                            c->dscratch, c->fscratch);
-            double *rm = c->rec_mean + nd->bn_coff, *rv = c->rec_var + nd->bn_coff;
-            for (int j = 0; j < nd->c; j++) {
-                rm[j] += (double)n * mean[j];
-                rv[j] += (double)n * var_u[j];
-            }
-            c->rec_w[nd->bn_slot] += n;
-        } else {
-            const float *rb = m->bufs + nd->buf_off;
-            nn_bn_fwd_infer(rows, nd->c, nd->bn_eps, x, P, P + nd->c, rb, rb + nd->c, nd->fused_act, y,
-                            c->fscratch);
-        }
-        break;
-    case NN_OP_RELU:
-    case NN_OP_RELU6:
-        if (nd->alias >= 0)
-            c->outp[i] = c->outp[nd->alias];
-        else
-            nn_act_fwd((size_t)n * nd->len, nd->op, x, y);
-        break;
-    case NN_OP_MAXPOOL:
-        nn_maxpool_fwd(n, src->h, src->w, nd->c, nd->kh, nd->stride, nd->pad_t, nd->pad_l, nd->h,
-                       nd->w, x, y);
-        break;
-    case NN_OP_AVGPOOL:
-        nn_avgpool_fwd(n, src->h, src->w, nd->c, nd->kh, nd->stride, nd->pad_t, nd->pad_l, nd->h,
-                       nd->w, x, y);
-        break;
-    case NN_OP_GAP:
-        nn_gap_fwd(n, src->h * src->w, nd->c, x, y);
-        break;
-    case NN_OP_DROPOUT:
-        if (training && nd->rate > 0.0f) {
-            nn_dropout_mask(n, nd->len, nd->rate, seed, first, i, c->drop_mask[i]);
-            nn_mul_fwd((size_t)n * nd->len, x, c->drop_mask[i], y);
-        } else {
-            c->outp[i] = x;
-        }
-        break;
-    case NN_OP_DENSE:
-        nn_dense_fwd(n, (int)src->len, nd->c, x, P, P + nd->w_len, y);
-        break;
-    case NN_OP_ADD:
-        nn_add_fwd((size_t)n * nd->len, x, c->outp[nd->in[1]], y);
-        break;
-    case NN_OP_SIGMOID:
-        nn_sigmoid_fwd((size_t)n * nd->len, x, y);
-        break;
-    case NN_OP_MUL:
-        /* The builder puts the full-size operand first; the second matches it or is
-         * one value per channel. */
-        if (m->nodes[nd->in[1]].len == nd->len)
-            nn_mul_fwd((size_t)n * nd->len, x, c->outp[nd->in[1]], y);
-        else
-            nn_mul_chan_fwd(n, nd->h * nd->w, nd->c, x, c->outp[nd->in[1]], y);
-        break;
-    case NN_OP_CONCAT:
-        nn_concat_fwd(rows, src->c, m->nodes[nd->in[1]].c, x, c->outp[nd->in[1]], y);
-        break;
-    case NN_OP_CLIP:
-        nn_clip_fwd((size_t)n * nd->len, nd->lo, nd->hi, x, y);
-        break;
-    }
+    const int has_in = nd->in[0] >= 0;
+    const nn_fwd f = {
+        .c = c, .m = m, .nd = nd, .i = i, .n = n, .training = training, .seed = seed,
+        .first = first, .input = input,
+        .src = has_in ? &m->nodes[nd->in[0]] : NULL,
+        .x = has_in ? c->outp[nd->in[0]] : NULL,
+        .P = m->params + nd->p_off,
+        .y = c->act[i],
+        .rows = (long)n * nd->h * nd->w,
+    };
+    c->outp[i] = f.y;
+    nn_layers[nd->op]->forward(&f);
 }
 
 const float *nn_forward(nn_ctx *c, const float *input, int n, int training, uint64_t seed,
@@ -410,149 +329,36 @@ const float *nn_forward(nn_ctx *c, const float *input, int n, int training, uint
 
 /* ---- backward ---- */
 
-/* Where node i's backward puts the gradient for its k-th input: NULL when that input
- * needs none. *accum says whether a value is already there to add to. */
-static float *grad_target(nn_ctx *c, int i, int k, int *accum)
+float *nn_grad_target(nn_ctx *c, int i, int k, int *accum)
 {
     const nn_model *m = c->m;
     int in = m->nodes[i].in[k];
     if (in < 0 || !m->nodes[in].grad)
         return NULL;
-    int o = owner(m, in);
+    int o = nn_owner(m, in);
     *accum = c->fresh[o];
     c->fresh[o] = 1;
     return c->dy[o];
-}
-
-/* Whether conv i's input gradient can go on through the activation fused into the
- * conv that produced its input, in the same pass (xa filled in, and that conv marked
- * so its own backward skips the step). Only when i is the activation's one reader:
- * then i writes that gradient whole (acc is 0), nothing adds to it later. */
-static int through_producer(nn_ctx *c, int i, int acc, nn_dx_act *xa)
-{
-    const nn_model *m = c->m;
-    const int a = m->nodes[i].in[0], p = owner(m, a);
-    const nn_node *pn = &m->nodes[p];
-    if (acc || p == a || pn->op != NN_OP_CONV || !pn->fused_act || m->nodes[a].consumers != 1)
-        return 0;
-    xa->act = pn->fused_act;
-    xa->x = c->outp[a];
-    xa->db = pn->trainable && pn->has_bias ? c->grads + pn->p_off + pn->w_len : NULL;
-    c->dy_done[p] = 1;
-    return 1;
 }
 
 static void backward_node(nn_ctx *c, int i, int n)
 {
     const nn_model *m = c->m;
     const nn_node *nd = &m->nodes[i];
-    const nn_node *src = nd->in[0] >= 0 ? &m->nodes[nd->in[0]] : NULL;
-    const float *x = src ? c->outp[nd->in[0]] : NULL;
-    const float *y = c->outp[i];
-    const float *g = c->dy[i];
-    const float *P = m->params + nd->p_off;
-    float *G = nd->trainable ? c->grads + nd->p_off : NULL;
-    const long rows = (long)n * nd->h * nd->w;
-    const size_t len = (size_t)n * nd->len;
-    int acc = 0, acc1 = 0;
-    float *dx = grad_target(c, i, 0, &acc);
-    switch (nd->op) {
-    case NN_OP_INPUT:
-        break;
-    case NN_OP_AFFINE:
-        if (dx)
-            nn_affine_bwd(rows, nd->c, g, nd->aff, dx, acc);
-        break;
-    case NN_OP_CONV: {
-        nn_conv_shape s;
-        nn_conv_shape_of(m, nd, n, &s);
-        nn_dx_act xa;
-        const int through = dx && through_producer(c, i, acc, &xa);
-        /* c->dy[i] is g's own storage (a conv is never an alias): the fused activation
-         * may rewrite it in place. */
-        if (dx || G)
-            nn_conv_bwd(&s, x, P, y, c->dy[i], nd->fused_act, c->dy_done[i], dx, acc, G,
-                        G && nd->has_bias ? G + nd->w_len : NULL, c->ws,
-                        through ? &xa : NULL);
-        break;
-    }
-    case NN_OP_BN:
-        if (nd->trainable)
-            nn_bn_bwd(rows, nd->c, x, y, g, P, c->bn_mean + nd->bn_coff,
-                      c->bn_invstd + nd->bn_coff, nd->fused_act, dx, acc, G, G ? G + nd->c : NULL,
-                      c->dscratch, c->fscratch);
-        else if (dx)
-            nn_bn_bwd_frozen(rows, nd->c, nd->bn_eps, y, g, P, m->bufs + nd->buf_off + nd->c, nd->fused_act,
-                             dx, acc, c->fscratch);
-        break;
-    case NN_OP_RELU:
-    case NN_OP_RELU6:
-        if (dx)
-            nn_act_bwd(len, nd->op, y, g, dx, acc);
-        break;
-    case NN_OP_MAXPOOL:
-        if (dx)
-            nn_maxpool_bwd(n, src->h, src->w, nd->c, nd->kh, nd->stride, nd->pad_t, nd->pad_l,
-                           nd->h, nd->w, x, y, g, dx, acc);
-        break;
-    case NN_OP_AVGPOOL:
-        if (dx)
-            nn_avgpool_bwd(n, src->h, src->w, nd->c, nd->kh, nd->stride, nd->pad_t, nd->pad_l,
-                           nd->h, nd->w, g, dx, acc);
-        break;
-    case NN_OP_GAP:
-        if (dx)
-            nn_gap_bwd(n, src->h * src->w, nd->c, g, dx, acc);
-        break;
-    case NN_OP_DROPOUT:
-        if (dx) {
-            if (nd->rate > 0.0f)
-                nn_mul_bwd(len, g, c->drop_mask[i], dx, acc);
-            else
-                nn_copy_grad(len, g, dx, acc);
-        }
-        break;
-    case NN_OP_DENSE:
-        nn_dense_bwd(n, (int)src->len, nd->c, x, P, g, dx, acc, G, G ? G + nd->w_len : NULL);
-        break;
-    case NN_OP_ADD: {
-        if (dx)
-            nn_copy_grad(len, g, dx, acc);
-        float *dx1 = grad_target(c, i, 1, &acc1);
-        if (dx1)
-            nn_copy_grad(len, g, dx1, acc1);
-        break;
-    }
-    case NN_OP_SIGMOID:
-        if (dx)
-            nn_sigmoid_bwd(len, y, g, dx, acc);
-        break;
-    case NN_OP_MUL: {
-        /* dx is written in full before the second target is asked for: with a == b the
-         * two targets are one buffer, and the second call then says to add. */
-        const float *xb = c->outp[nd->in[1]];
-        const int chan = m->nodes[nd->in[1]].len != nd->len;
-        if (dx && chan)
-            nn_mul_chan_bwd(n, nd->h * nd->w, nd->c, x, xb, g, dx, acc, NULL, 0);
-        else if (dx)
-            nn_mul_bwd(len, g, xb, dx, acc);
-        float *dx1 = grad_target(c, i, 1, &acc1);
-        if (dx1 && chan)
-            nn_mul_chan_bwd(n, nd->h * nd->w, nd->c, x, xb, g, NULL, 0, dx1, acc1);
-        else if (dx1)
-            nn_mul_bwd(len, g, x, dx1, acc1);
-        break;
-    }
-    case NN_OP_CONCAT: {
-        float *dx1 = grad_target(c, i, 1, &acc1);
-        nn_concat_bwd(rows, src->c, m->nodes[nd->in[1]].c, g, dx, acc, dx1, acc1);
-        break;
-    }
-    case NN_OP_CLIP:
-        if (dx)
-            nn_clip_bwd(len, nd->lo, nd->hi, x, g, dx, acc);
-        break;
-    }
+    const int has_in = nd->in[0] >= 0;
+    nn_bwd b = {
+        .c = c, .m = m, .nd = nd, .i = i, .n = n,
+        .src = has_in ? &m->nodes[nd->in[0]] : NULL,
+        .x = has_in ? c->outp[nd->in[0]] : NULL,
+        .y = c->outp[i],
+        .dy = c->dy[i],
+        .P = m->params + nd->p_off,
+        .G = nd->trainable ? c->grads + nd->p_off : NULL,
+        .rows = (long)n * nd->h * nd->w,
+        .len = (size_t)n * nd->len,
+    };
+    b.dx = nn_grad_target(c, i, 0, &b.acc);
+    nn_layers[nd->op]->backward(&b);
 }
 
 int nn_backward(nn_ctx *c, const float *dlogits)
@@ -563,7 +369,7 @@ int nn_backward(nn_ctx *c, const float *dlogits)
     const int n = c->n, out = m->out;
     memset(c->fresh, 0, (size_t)m->n_nodes);
     memset(c->dy_done, 0, (size_t)m->n_nodes);
-    const int o = owner(m, out);
+    const int o = nn_owner(m, out);
     memcpy(c->dy[o], dlogits, (size_t)n * m->nodes[out].len * sizeof *dlogits);
     c->fresh[o] = 1;
     size_t told = m->n_params;

@@ -84,7 +84,7 @@ static inline float act1(float v, int act)
 {
     if (act) {
         v = v > 0.0f ? v : 0.0f;
-        if (act == NN_OP_RELU6)
+        if (act == NN_ACT_RELU6)
             v = v < 6.0f ? v : 6.0f;
     }
     return v;
@@ -97,7 +97,7 @@ static inline float fin1(float v, float o, const fin *f, int c)
     v = f->accum ? o + v : act1(v, f->act);
     if (f->mk) {
         const float y = f->mk[c];
-        v *= (y > 0.0f ? 1.0f : 0.0f) * (f->mact != NN_OP_RELU6 || y < 6.0f ? 1.0f : 0.0f);
+        v *= (y > 0.0f ? 1.0f : 0.0f) * (f->mact != NN_ACT_RELU6 || y < 6.0f ? 1.0f : 0.0f);
         if (f->msum)
             f->msum[c] += v;
     }
@@ -138,7 +138,7 @@ TARGET_AVX2 static inline __m256 act8(__m256 v, int act)
     /* max(v, 0) returns its second operand for a NaN v: 0, as act1's compare does. */
     if (act)
         v = _mm256_max_ps(v, _mm256_setzero_ps());
-    if (act == NN_OP_RELU6)
+    if (act == NN_ACT_RELU6)
         v = _mm256_min_ps(v, _mm256_set1_ps(6.0f));
     return v;
 }
@@ -152,7 +152,7 @@ TARGET_AVX2 static inline void put8(float *out, int c, __m256 v, const fin *f)
         /* Times 1 or 0, as nn_act_bwd multiplies (a NaN stays a NaN). */
         const __m256 y = _mm256_loadu_ps(f->mk + c);
         __m256 pass = _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_GT_OQ);
-        if (f->mact == NN_OP_RELU6)
+        if (f->mact == NN_ACT_RELU6)
             pass = _mm256_and_ps(pass, _mm256_cmp_ps(y, _mm256_set1_ps(6.0f), _CMP_LT_OQ));
         v = _mm256_mul_ps(v, _mm256_and_ps(pass, _mm256_set1_ps(1.0f)));
         if (f->msum)

@@ -66,13 +66,13 @@ TARGET_AVX2 static inline __m256 put8(float *p, __m256 v, const epi *e, int col,
     /* max returns its second operand for a NaN: 0, as the scalar act does. */
     if (e->act)
         v = _mm256_max_ps(v, _mm256_setzero_ps());
-    if (e->act == NN_OP_RELU6)
+    if (e->act == NN_ACT_RELU6)
         v = _mm256_min_ps(v, _mm256_set1_ps(6.0f));
     if (mk) {
         /* Times 1 or 0, as the separate pass multiplied (a NaN stays a NaN). */
         const __m256 y = _mm256_loadu_ps(mk);
         __m256 pass = _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_GT_OQ);
-        if (e->mask_act == NN_OP_RELU6)
+        if (e->mask_act == NN_ACT_RELU6)
             pass = _mm256_and_ps(pass, _mm256_cmp_ps(y, _mm256_set1_ps(6.0f), _CMP_LT_OQ));
         v = _mm256_mul_ps(v, _mm256_and_ps(pass, _mm256_set1_ps(1.0f)));
     }

@@ -1,5 +1,7 @@
 /* nn_impl — internals shared by the core/nn/ sources (not for other modules): the
- * node, model and context structs and the layer kernels each source provides.
+ * node, model and context structs and the kernels several files use (conv's in
+ * nn_conv.c, nn_dw.c, nn_gemm.c; shared elementwise ones in nn_elem.c). The table of
+ * layer kinds and its hooks are in nn_layer.h.
  *
  * Ownership is as in nn.h. Kernels never allocate: every scratch array they use is
  * passed in by the caller (the context owns them).
@@ -14,6 +16,10 @@
 
 /* Largest kernel / pool window side the builder accepts. */
 #define NN_MAX_KERNEL 15
+
+/* An activation a kernel applies to its own result (a ReLU/ReLU6 node fused into the
+ * BN or conv before it), or none. Kernels take these, never layer kinds. */
+enum nn_act { NN_ACT_NONE, NN_ACT_RELU, NN_ACT_RELU6 };
 
 typedef struct nn_node {
     nn_op op;
@@ -36,7 +42,7 @@ typedef struct nn_node {
     int live;                /* the output depends on it */
     int consumers;           /* live nodes reading it (an add of x with x counts twice) */
     int last_use;            /* highest live node id reading it (its own id when none) */
-    int fused_act;           /* BN, conv: NN_OP_RELU / NN_OP_RELU6 applied by it, else 0 */
+    int fused_act;           /* BN, conv: the enum nn_act it applies itself */
     int alias;               /* activation fused into a BN or conv: that node's id; else -1 */
     int trainable;           /* its parameters receive gradients */
     int grad;                /* backward runs here (it or something below is trainable) */
@@ -93,12 +99,19 @@ struct nn_ctx {
     float *act_arena, *dy_arena, *mask_arena;
 };
 
+/* Which node's gradient storage node i uses (an activation fused into its BN or conv
+ * shares that node's). */
+static inline int nn_owner(const nn_model *m, int i)
+{
+    return m->nodes[i].alias >= 0 ? m->nodes[i].alias : i;
+}
+
 /* ---- conv (nn_conv.c) ---- */
 
 /* An input gradient taken on through the activation that the layer producing the
- * input applies (a conv with it fused): dx *= act'(x) as nn_act_bwd has it, x being
- * that layer's output and this one's input (laid out as dx), and that layer's bias
- * gradient db (or NULL) += the per-channel sums of the result. Its own backward then
+ * input applies (a conv with it fused): dx *= act'(x) as nn_act_bwd (layer_act.c) has
+ * it, x being that layer's output and this one's input (laid out as dx), and that
+ * layer's bias gradient db (or NULL) += the per-channel sums of the result. Its own backward then
  * has nothing left to do to its dy: one pass over the tensor fewer. */
 typedef struct nn_dx_act {
     int act;
@@ -115,7 +128,7 @@ typedef struct nn_conv_shape {
 void nn_conv_shape_of(const nn_model *m, const nn_node *nd, int n, nn_conv_shape *s);
 /* Workspace floats the conv needs (0 for depthwise and stride-1 1x1). */
 size_t nn_conv_ws_floats(const nn_conv_shape *s);
-/* y = act(conv(x) + bias): bias may be NULL, act 0, NN_OP_RELU or NN_OP_RELU6. */
+/* y = act(conv(x) + bias): bias may be NULL, act one of enum nn_act. */
 void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
                  int act, float *y, float *ws);
 /* Backward of nn_conv_fwd from its output y and dy. With act, dy is overwritten by
@@ -155,7 +168,7 @@ int nn_gemm_ok(int K, int N);
 typedef struct nn_gemm_out {
     int accum;              /* + what C holds */
     const float *bias;      /* + bias[column], or NULL */
-    int act;                /* then 0, NN_OP_RELU or NN_OP_RELU6 */
+    int act;                /* then an enum nn_act */
     const float *mask;      /* or NULL: times act'(mask[row][column]) (mask_act, as
                                nn_act_bwd has it), mask laid out as C */
     int mask_act;
@@ -168,76 +181,14 @@ void nn_gemm_nn(long M, int N, int K, const float *A, long lda, const float *B, 
 void nn_gemm_tn(long M, int N, int K, const float *X, long ldx, const float *G, long ldg,
                 float *C, long ldc);
 
-/* ---- elementwise and small layers (nn_layers.c) ---- */
+/* ---- elementwise kernels more than one kind uses (nn_elem.c) ----
+ * A kind's own kernels are static in its layer_*.c. */
 
-void nn_affine_fwd(long rows, int c, const float *x, const float *scale, const float *shift,
-                   float *y);
-void nn_affine_bwd(long rows, int c, const float *dy, const float *scale, float *dx, int accum);
-/* Training: normalises with the batch statistics (returned in mean, invstd, and the
- * unbiased variance in var_u), then applies act (0, NN_OP_RELU, NN_OP_RELU6). */
-void nn_bn_fwd_train(long rows, int c, float eps, const float *x, const float *gamma, const float *beta,
-                     int act, float *y, float *mean, float *invstd, float *var_u,
-                     double *dscratch, float *fscratch);
-void nn_bn_fwd_infer(long rows, int c, float eps, const float *x, const float *gamma, const float *beta,
-                     const float *rmean, const float *rvar, int act, float *y, float *fscratch);
-/* dgamma/dbeta (NULL: frozen) are added to; dx (NULL: not needed) written or added. */
-void nn_bn_bwd(long rows, int c, const float *x, const float *y, const float *dy,
-               const float *gamma, const float *mean, const float *invstd, int act, float *dx,
-               int accum, float *dgamma, float *dbeta, double *dscratch, float *fscratch);
-/* Backward through a BN that ran in inference mode (frozen). */
-void nn_bn_bwd_frozen(long rows, int c, float eps, const float *y, const float *dy, const float *gamma,
-                      const float *rvar, int act, float *dx, int accum, float *fscratch);
-void nn_act_fwd(size_t len, int act, const float *x, float *y);
-void nn_act_bwd(size_t len, int act, const float *y, const float *dy, float *dx, int accum);
-/* Pools: input n x h x w x c, window k, stride, top/left padding, output oh x ow.
- * Max-pool backward finds each window's winner again from its input x and output y
- * (the first element equal to the max, the one forward kept), so forward stores no
- * indices. */
-void nn_maxpool_fwd(int n, int h, int w, int c, int k, int stride, int pt, int pl, int oh,
-                    int ow, const float *x, float *y);
-void nn_maxpool_bwd(int n, int h, int w, int c, int k, int stride, int pt, int pl, int oh,
-                    int ow, const float *x, const float *y, const float *dy, float *dx,
-                    int accum);
-void nn_avgpool_fwd(int n, int h, int w, int c, int k, int stride, int pt, int pl, int oh,
-                    int ow, const float *x, float *y);
-void nn_avgpool_bwd(int n, int h, int w, int c, int k, int stride, int pt, int pl, int oh,
-                    int ow, const float *dy, float *dx, int accum);
-void nn_gap_fwd(int n, int hw, int c, const float *x, float *y);
-void nn_gap_bwd(int n, int hw, int c, const float *dy, float *dx, int accum);
-void nn_dropout_mask(int n, size_t len, float rate, uint64_t seed, int64_t first, int node,
-                     float *mask);
+/* y = x * mask elementwise (dropout's mask, or mul's second operand). */
 void nn_mul_fwd(size_t len, const float *x, const float *mask, float *y);
+/* dx = (or += with accum) dy * mask. */
 void nn_mul_bwd(size_t len, const float *dy, const float *mask, float *dx, int accum);
-void nn_dense_fwd(int n, int cin, int cout, const float *x, const float *wt, const float *b,
-                  float *y);
-void nn_dense_bwd(int n, int cin, int cout, const float *x, const float *wt, const float *dy,
-                  float *dx, int accum, float *dw, float *db);
-void nn_add_fwd(size_t len, const float *a, const float *b, float *y);
 /* dx = dy or dx += dy. */
 void nn_copy_grad(size_t len, const float *dy, float *dx, int accum);
-
-/* ---- layers for imported graphs (nn_ops.c) ----
- * The elementwise MUL of two equal shapes uses nn_mul_fwd / nn_mul_bwd above (once
- * per operand, the other operand standing in for the mask). */
-
-void nn_sigmoid_fwd(size_t len, const float *x, float *y);
-/* From the output alone: dx = dy * y * (1 - y). */
-void nn_sigmoid_bwd(size_t len, const float *y, const float *dy, float *dx, int accum);
-/* a: n x hw x c, s: n x c; y = a * s per channel. */
-void nn_mul_chan_fwd(int n, int hw, int c, const float *a, const float *s, float *y);
-/* da (n x hw x c) and ds (n x c, the sum over the hw pixels); either may be NULL. Each
- * is overwritten, or added to when its accum flag is set. */
-void nn_mul_chan_bwd(int n, int hw, int c, const float *a, const float *s, const float *dy,
-                     float *da, int accum_a, float *ds, int accum_s);
-/* rows pixels: y = [a (ca channels), b (cb channels)]. */
-void nn_concat_fwd(long rows, int ca, int cb, const float *a, const float *b, float *y);
-/* The slice of dy for each input; da or db may be NULL. da is complete before db is
- * touched, so the two may be one buffer (concat of x with x, db's accum then set). */
-void nn_concat_bwd(long rows, int ca, int cb, const float *dy, float *da, int accum_a,
-                   float *db, int accum_b);
-void nn_clip_fwd(size_t len, float lo, float hi, const float *x, float *y);
-/* From the input: dx = dy where lo <= x <= hi, else 0. */
-void nn_clip_bwd(size_t len, float lo, float hi, const float *x, const float *dy, float *dx,
-                 int accum);
 
 #endif

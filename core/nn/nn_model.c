@@ -1,6 +1,8 @@
 /* nn_model — finalizing a model (liveness, activation fusion, parameter layout),
  * initialisation, freezing, FLOP counts, the text summary and the BN running-statistics
- * update. The builder calls are in nn_build.c. */
+ * update. What is particular to a kind (its initial values, multiply-adds, summary
+ * text) comes from its table entry (nn_layer.h); the builder calls are in nn_build.c
+ * and the layer files. */
 #include <cblas.h>
 #include <math.h>
 #include <stdarg.h>
@@ -10,7 +12,7 @@
 
 #include "base/rng.h"
 #include "base/util.h"
-#include "nn/nn_impl.h"
+#include "nn/nn_layer.h"
 
 void nn_init(void)
 {
@@ -20,29 +22,6 @@ void nn_init(void)
 const char *nn_blas_corename(void)
 {
     return openblas_get_corename();
-}
-
-const char *nn_op_name(nn_op op)
-{
-    switch (op) {
-    case NN_OP_INPUT: return "input";
-    case NN_OP_AFFINE: return "affine";
-    case NN_OP_CONV: return "conv";
-    case NN_OP_BN: return "batchnorm";
-    case NN_OP_RELU: return "relu";
-    case NN_OP_RELU6: return "relu6";
-    case NN_OP_MAXPOOL: return "maxpool";
-    case NN_OP_AVGPOOL: return "avgpool";
-    case NN_OP_GAP: return "gap";
-    case NN_OP_DROPOUT: return "dropout";
-    case NN_OP_DENSE: return "dense";
-    case NN_OP_ADD: return "add";
-    case NN_OP_SIGMOID: return "sigmoid";
-    case NN_OP_MUL: return "mul";
-    case NN_OP_CONCAT: return "concat";
-    case NN_OP_CLIP: return "clip";
-    }
-    return "?";
 }
 
 /* ---- finalize ---- */
@@ -117,12 +96,13 @@ int nn_model_finalize(nn_model *m, int out, pt_err *e)
      * and the activation node shares its buffers. */
     for (int i = 0; i < m->n_nodes; i++) {
         nn_node *nd = &m->nodes[i];
-        if (!nd->live || (nd->op != NN_OP_RELU && nd->op != NN_OP_RELU6))
+        const int act = nn_layers[nd->op]->act;
+        if (!nd->live || act == NN_ACT_NONE)
             continue;
         nn_node *src = &m->nodes[nd->in[0]];
-        if ((src->op == NN_OP_BN || src->op == NN_OP_CONV) && src->consumers == 1 &&
+        if ((nn_layers[src->op]->flags & NN_LAYER_FUSES_ACT) && src->consumers == 1 &&
             nd->in[0] != out) {
-            src->fused_act = nd->op;
+            src->fused_act = act;
             nd->alias = nd->in[0];
         }
     }
@@ -192,15 +172,19 @@ size_t nn_buffer_count(const nn_model *m)
     return m->n_bufs;
 }
 
-/* Keras he_normal: normal truncated at two standard deviations, with the standard
- * deviation corrected so the truncated distribution has the intended one. */
-static float trunc_normal(rng *r, double std)
+double nn_init_fan_in(const nn_node *nd)
 {
-    for (;;) {
-        double z = rng_normal(r);
-        if (z >= -2.0 && z <= 2.0)
-            return (float)(z * std / 0.87962566103423978);
-    }
+    return (double)nd->w_len / (double)nd->c;
+}
+
+void nn_init_bias(const nn_model *m, const nn_node *nd, float *p, rng *r)
+{
+    /* PyTorch's bound 1 / sqrt(fan_in) is what kaiming_uniform_(a = sqrt(5)) gives
+     * its weights; its biases share it. */
+    const float torch_lim = (float)(1.0 / sqrt(nn_init_fan_in(nd)));
+    const float bias_lim = m->init == NN_INIT_TORCH ? torch_lim : 0.0f;
+    for (size_t j = 0; j < nd->b_len; j++)
+        p[nd->w_len + j] = bias_lim > 0.0f ? rng_uniform(r, -bias_lim, bias_lim) : 0.0f;
 }
 
 void nn_model_init_params(nn_model *m, uint64_t seed)
@@ -210,40 +194,13 @@ void nn_model_init_params(nn_model *m, uint64_t seed)
     m->bn_warm_start = 1;
     for (int i = 0; i < m->n_nodes; i++) {
         const nn_node *nd = &m->nodes[i];
-        if (!nd->live)
+        const nn_layer *L = nn_layers[nd->op];
+        if (!nd->live || !L->init)
             continue;
-        float *p = m->params + nd->p_off;
+        /* Each node's values depend only on (seed, node id). */
         rng r;
         rng_derive(&r, seed, (uint64_t)i, 0x6e6e);
-        /* PyTorch's bound 1 / sqrt(fan_in) is what kaiming_uniform_(a = sqrt(5)) gives
-         * its weights; its biases share it. */
-        double fan_in = (double)nd->w_len / (double)nd->c;
-        float torch_lim = (float)(1.0 / sqrt(fan_in));
-        float bias_lim = m->init == NN_INIT_TORCH ? torch_lim : 0.0f;
-        if (nd->op == NN_OP_CONV) {
-            for (size_t j = 0; j < nd->w_len; j++)
-                p[j] = m->init == NN_INIT_TORCH        ? rng_uniform(&r, -torch_lim, torch_lim)
-                       : m->init == NN_INIT_HE_UNIFORM ? rng_uniform(&r, -1.0f, 1.0f) *
-                                                             (float)sqrt(6.0 / fan_in)
-                                                       : trunc_normal(&r, sqrt(2.0 / fan_in));
-        } else if (nd->op == NN_OP_DENSE) {
-            float lim = m->init == NN_INIT_TORCH ? torch_lim
-                                                 : (float)sqrt(6.0 / (fan_in + (double)nd->c));
-            for (size_t j = 0; j < nd->w_len; j++)
-                p[j] = rng_uniform(&r, -lim, lim);
-        } else if (nd->op == NN_OP_BN) {
-            for (size_t j = 0; j < nd->w_len; j++)
-                p[j] = 1.0f;
-            float *b = m->bufs + nd->buf_off;
-            for (int j = 0; j < nd->c; j++) {
-                b[j] = 0.0f;
-                b[nd->c + j] = 1.0f;
-            }
-        }
-        for (size_t j = 0; j < nd->b_len; j++)
-            p[nd->w_len + j] = nd->op != NN_OP_BN && bias_lim > 0.0f
-                                   ? rng_uniform(&r, -bias_lim, bias_lim)
-                                   : 0.0f;
+        L->init(m, nd, m->params + nd->p_off, m->bufs + nd->buf_off, &r);
     }
 }
 
@@ -357,10 +314,10 @@ double nn_node_flops(const nn_model *m, int node, int n, int with_backward)
     if (node < 0 || node >= m->n_nodes)
         return 0.0;
     const nn_node *nd = &m->nodes[node];
-    if (!nd->live || (nd->op != NN_OP_CONV && nd->op != NN_OP_DENSE))
+    const nn_layer *L = nn_layers[nd->op];
+    if (!nd->live || !L->macs)
         return 0.0;
-    /* Multiply-adds per example: output elements times weights per output. */
-    double macs = (double)nd->len * (double)nd->w_len / (double)nd->c * (double)n;
+    double macs = L->macs(nd) * (double)n;
     double f = 2.0 * macs;
     if (with_backward && nd->grad) {
         if (nd->trainable)
@@ -410,24 +367,11 @@ size_t nn_model_summary(const nn_model *m, char *buf, size_t size)
         if (!nd->live)
             continue;
         char name[32], ins[24], shape[32];
-        if (nd->op == NN_OP_CONV)
-            snprintf(name, sizeof name, "%s%dx%d/%d",
-                     nd->groups > 1 && nd->groups == nd->c && nd->groups == m->nodes[nd->in[0]].c
-                         ? "dwconv "
-                         : "conv ",
-                     nd->kh, nd->kw,
-                     nd->stride);
-        else if (nd->op == NN_OP_MAXPOOL || nd->op == NN_OP_AVGPOOL)
-            snprintf(name, sizeof name, "%s %d/%d", nd->op == NN_OP_MAXPOOL ? "maxpool" : "avgpool",
-                     nd->kh, nd->stride);
-        else if (nd->op == NN_OP_DROPOUT)
-            snprintf(name, sizeof name, "dropout %.2f", (double)nd->rate);
-        else if (nd->op == NN_OP_CLIP)
-            snprintf(name, sizeof name, "clip %g,%g", (double)nd->lo, (double)nd->hi);
-        else if (nd->op == NN_OP_MUL && m->nodes[nd->in[1]].len != nd->len)
-            snprintf(name, sizeof name, "mul channels");
+        const nn_layer *L = nn_layers[nd->op];
+        if (L->describe)
+            L->describe(m, nd, name, sizeof name);
         else
-            snprintf(name, sizeof name, "%s%s", nn_op_name(nd->op), nd->alias >= 0 ? "*" : "");
+            snprintf(name, sizeof name, "%s%s", L->name, nd->alias >= 0 ? "*" : "");
         if (nd->in[1] >= 0)
             snprintf(ins, sizeof ins, "%d,%d", nd->in[0], nd->in[1]);
         else if (nd->in[0] >= 0)

@@ -1,0 +1,64 @@
+/* layer_add — NN_OP_ADD: the sum of two tensors of one shape (residual connections).
+ * No parameters; both inputs get the output's gradient (nn_copy_grad, nn_elem.c). */
+#include "nn/nn_layer.h"
+
+int nn_add(nn_model *m, int a, int b)
+{
+    int rc = nn_build_check_in(m, a, "add");
+    if (!rc)
+        rc = nn_build_check_in(m, b, "add");
+    if (rc)
+        return rc;
+    const nn_node *na = &m->nodes[a], *nb = &m->nodes[b];
+    if (na->h != nb->h || na->w != nb->w || na->c != nb->c)
+        return nn_build_fail(m, PT_EUSAGE,
+                             "add: shapes %dx%dx%d (node %d) and %dx%dx%d (node %d) differ",
+                             na->h, na->w, na->c, a, nb->h, nb->w, nb->c, b);
+    int id = nn_build_push(m, NN_OP_ADD, a, b);
+    if (id >= 0)
+        nn_node_set_len(&m->nodes[id]);
+    return id;
+}
+
+static void nn_add_fwd(size_t len, const float *a, const float *b, float *y)
+{
+    const float *restrict u = a, *restrict v = b;
+    float *restrict o = y;
+    for (size_t i = 0; i < len; i++)
+        o[i] = u[i] + v[i];
+}
+
+static void add_forward(const nn_fwd *f)
+{
+    nn_add_fwd((size_t)f->n * f->nd->len, f->x, f->c->outp[f->nd->in[1]], f->y);
+}
+
+static void add_backward(const nn_bwd *b)
+{
+    int acc1 = 0;
+    if (b->dx)
+        nn_copy_grad(b->len, b->dy, b->dx, b->acc);
+    float *dx1 = nn_grad_target(b->c, b->i, 1, &acc1);
+    if (dx1)
+        nn_copy_grad(b->len, b->dy, dx1, acc1);
+}
+
+/* Two conv branches, then x + x: the same gradient reaches one node twice and must
+ * add up. */
+static int add_grad_graph(nn_model *m, int in)
+{
+    int a = nn_conv2d(m, in, 4, 3, 3, 1, NN_PAD_SAME, 1, 1);
+    int b = nn_conv2d(m, in, 4, 1, 1, 1, 0, 1, 0);
+    int s = nn_add(m, a, b);
+    return nn_add(m, s, s);
+}
+
+static const nn_grad_case add_grad = {2, 4, 4, 3, NN_GRAD_UNIFORM, add_grad_graph};
+
+const nn_layer nn_layer_add = {
+    .name = "add",
+    .forward = add_forward,
+    .backward = add_backward,
+    .grad = &add_grad,
+    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+};

@@ -1,0 +1,365 @@
+/* layer_bn — NN_OP_BN: batch normalisation with an optional fused ReLU/ReLU6.
+ * Parameters gamma[c] then beta[c]; buffers running mean[c] then running var[c].
+ * Training normalises with the batch's statistics and records them in the context
+ * (nn_model_update_bn folds them into the running ones); inference and a frozen BN use
+ * the running statistics.
+ *
+ * Tensors are NHWC, so "rows" below are pixels (N*H*W of them) and the channel loop is
+ * innermost and contiguous: that is the loop the compiler vectorises.
+ */
+#include <math.h>
+
+#include "nn/nn_layer.h"
+
+/* ---- builder ---- */
+
+int nn_batchnorm(nn_model *m, int in)
+{
+    return nn_batchnorm_ex(m, in, NN_BN_EPS, NN_BN_MOMENTUM);
+}
+
+int nn_batchnorm_ex(nn_model *m, int in, float eps, float momentum)
+{
+    int rc = nn_build_check_in(m, in, "batchnorm");
+    if (rc)
+        return rc;
+    /* Written so that NaN fails too. */
+    if (!(eps > 0.0f && eps < 1.0f) || !(momentum >= 0.0f && momentum < 1.0f))
+        return nn_build_fail(m, PT_EUSAGE,
+                             "batchnorm: epsilon %g must be in (0, 1) and momentum %g in [0, 1)",
+                             (double)eps, (double)momentum);
+    int id = nn_build_push(m, NN_OP_BN, in, -1);
+    if (id < 0)
+        return id;
+    nn_node *nd = &m->nodes[id];
+    nn_node_set_len(nd);
+    nd->w_len = nd->b_len = (size_t)nd->c;
+    nd->buf_len = 2 * (size_t)nd->c;
+    nd->bn_eps = eps;
+    nd->bn_momentum = momentum;
+    return id;
+}
+
+int nn_model_set_bn_momentum(nn_model *m, float momentum)
+{
+    if (!(momentum >= 0.0f && momentum < 1.0f))
+        return PT_EUSAGE;
+    for (int i = 0; i < m->n_nodes; i++)
+        if (m->nodes[i].op == NN_OP_BN)
+            m->nodes[i].bn_momentum = momentum;
+    return PT_OK;
+}
+
+/* ---- kernels ---- */
+
+/* Rows per block: about 16 KiB of floats, so the second look at a block hits L1. */
+static long block_rows(int c)
+{
+    long b = 4096 / c;
+    return b < 1 ? 1 : b;
+}
+
+/* The helpers below take restrict pointers so the compiler can vectorise their
+ * channel loops without run-time overlap checks. */
+
+static void col_sums(long nb, int c, const float *restrict x, float *restrict s)
+{
+    for (int j = 0; j < c; j++)
+        s[j] = 0.0f;
+    for (long r = 0; r < nb; r++)
+        for (int j = 0; j < c; j++)
+            s[j] += x[r * c + j];
+}
+
+static void col_sq_dev(long nb, int c, const float *restrict x, const float *restrict mu,
+                       float *restrict q)
+{
+    for (int j = 0; j < c; j++)
+        q[j] = 0.0f;
+    for (long r = 0; r < nb; r++)
+        for (int j = 0; j < c; j++) {
+            float d = x[r * c + j] - mu[j];
+            q[j] += d * d;
+        }
+}
+
+/* y = act(x * a + b) per channel. */
+static void scale_shift_act(long rows, int c, const float *restrict x, const float *restrict a,
+                            const float *restrict b, int act, float *restrict y)
+{
+    const size_t n = (size_t)rows * (size_t)c;
+    if (act == NN_ACT_RELU) {
+        for (size_t r = 0; r < n; r += (size_t)c)
+            for (int j = 0; j < c; j++) {
+                float v = x[r + j] * a[j] + b[j];
+                y[r + j] = v > 0.0f ? v : 0.0f;
+            }
+    } else if (act == NN_ACT_RELU6) {
+        for (size_t r = 0; r < n; r += (size_t)c)
+            for (int j = 0; j < c; j++) {
+                float v = x[r + j] * a[j] + b[j];
+                v = v > 0.0f ? v : 0.0f;
+                y[r + j] = v < 6.0f ? v : 6.0f;
+            }
+    } else {
+        for (size_t r = 0; r < n; r += (size_t)c)
+            for (int j = 0; j < c; j++)
+                y[r + j] = x[r + j] * a[j] + b[j];
+    }
+}
+
+/* Training: normalises with the batch statistics (returned in mean, invstd, and the
+ * unbiased variance in var_u), then applies act (enum nn_act). */
+static void nn_bn_fwd_train(long rows, int c, float eps, const float *x, const float *gamma,
+                            const float *beta, int act, float *y, float *mean, float *invstd,
+                            float *var_u, double *dscratch, float *fscratch)
+{
+    /* Per block: exact two-pass mean and sum of squared deviations in float (the block
+     * is in L1 for the second pass), merged into double totals with Chan's formula.
+     * One pass over memory, no E[x^2] - E[x]^2 cancellation. */
+    double *mu = dscratch, *m2 = dscratch + c;
+    float *bs = fscratch, *bq = fscratch + c;
+    for (int j = 0; j < c; j++)
+        mu[j] = m2[j] = 0.0;
+    const long B = block_rows(c);
+    long seen = 0;
+    for (long r0 = 0; r0 < rows; r0 += B) {
+        const long nb = rows - r0 < B ? rows - r0 : B;
+        const float *xb = x + r0 * c;
+        col_sums(nb, c, xb, bs);
+        const float inv = 1.0f / (float)nb;
+        for (int j = 0; j < c; j++)
+            bs[j] *= inv;
+        col_sq_dev(nb, c, xb, bs, bq);
+        const double tot = (double)(seen + nb);
+        for (int j = 0; j < c; j++) {
+            double delta = (double)bs[j] - mu[j];
+            mu[j] += delta * (double)nb / tot;
+            m2[j] += (double)bq[j] + delta * delta * (double)seen * (double)nb / tot;
+        }
+        seen += nb;
+    }
+    float *a = fscratch, *b = fscratch + c;
+    for (int j = 0; j < c; j++) {
+        double var = m2[j] / (double)rows;
+        double is = 1.0 / sqrt(var + (double)eps);
+        mean[j] = (float)mu[j];
+        invstd[j] = (float)is;
+        var_u[j] = (float)(rows > 1 ? m2[j] / (double)(rows - 1) : var);
+        a[j] = (float)((double)gamma[j] * is);
+        b[j] = (float)((double)beta[j] - mu[j] * (double)gamma[j] * is);
+    }
+    scale_shift_act(rows, c, x, a, b, act, y);
+}
+
+static void nn_bn_fwd_infer(long rows, int c, float eps, const float *x, const float *gamma,
+                            const float *beta, const float *rmean, const float *rvar, int act,
+                            float *y, float *fscratch)
+{
+    float *a = fscratch, *b = fscratch + c;
+    for (int j = 0; j < c; j++) {
+        double is = 1.0 / sqrt((double)rvar[j] + (double)eps);
+        a[j] = (float)((double)gamma[j] * is);
+        b[j] = (float)((double)beta[j] - (double)rmean[j] * (double)gamma[j] * is);
+    }
+    scale_shift_act(rows, c, x, a, b, act, y);
+}
+
+/* Over nb rows: s1 += dz, s2 += dz * (x - mean), with dz = dy * act'(y). One loop
+ * per activation with the mask written out as a select, so it vectorises: a scalar
+ * branch on a ReLU mask mispredicts half the time. */
+static void bn_bwd_sums(long nb, int c, int act, const float *restrict x,
+                        const float *restrict y, const float *restrict dy,
+                        const float *restrict mean, float *restrict s1, float *restrict s2)
+{
+    for (int j = 0; j < c; j++)
+        s1[j] = s2[j] = 0.0f;
+    const size_t n = (size_t)nb * (size_t)c;
+    for (size_t r = 0; r < n; r += (size_t)c) {
+        const float *restrict xr = x + r, *restrict yr = y + r, *restrict g = dy + r;
+        if (act == NN_ACT_RELU) {
+            for (int j = 0; j < c; j++) {
+                float dz = g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f);
+                s1[j] += dz;
+                s2[j] += dz * (xr[j] - mean[j]);
+            }
+        } else if (act == NN_ACT_RELU6) {
+            for (int j = 0; j < c; j++) {
+                float dz = g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) * (yr[j] < 6.0f ? 1.0f : 0.0f);
+                s1[j] += dz;
+                s2[j] += dz * (xr[j] - mean[j]);
+            }
+        } else {
+            for (int j = 0; j < c; j++) {
+                s1[j] += g[j];
+                s2[j] += g[j] * (xr[j] - mean[j]);
+            }
+        }
+    }
+}
+
+/* dx (=, or += when accum) p * dy * act'(y) + q * x + r, per channel. */
+static void bn_bwd_dx(long rows, int c, int act, const float *restrict x,
+                      const float *restrict y, const float *restrict dy, const float *restrict p,
+                      const float *restrict q, const float *restrict r, float *restrict dx,
+                      int accum)
+{
+    const size_t n = (size_t)rows * (size_t)c;
+    for (size_t o = 0; o < n; o += (size_t)c) {
+        const float *restrict xr = x + o, *restrict yr = y + o, *restrict g = dy + o;
+        float *restrict d = dx + o;
+        if (act == NN_ACT_RELU && !accum) {
+            for (int j = 0; j < c; j++)
+                d[j] = p[j] * g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) + q[j] * xr[j] + r[j];
+        } else if (act == NN_ACT_RELU) {
+            for (int j = 0; j < c; j++)
+                d[j] += p[j] * g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) + q[j] * xr[j] + r[j];
+        } else if (act == NN_ACT_RELU6 && !accum) {
+            for (int j = 0; j < c; j++)
+                d[j] = p[j] * g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) * (yr[j] < 6.0f ? 1.0f : 0.0f) +
+                       q[j] * xr[j] + r[j];
+        } else if (act == NN_ACT_RELU6) {
+            for (int j = 0; j < c; j++)
+                d[j] += p[j] * g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) * (yr[j] < 6.0f ? 1.0f : 0.0f) +
+                        q[j] * xr[j] + r[j];
+        } else if (!accum) {
+            for (int j = 0; j < c; j++)
+                d[j] = p[j] * g[j] + q[j] * xr[j] + r[j];
+        } else {
+            for (int j = 0; j < c; j++)
+                d[j] += p[j] * g[j] + q[j] * xr[j] + r[j];
+        }
+    }
+}
+
+/* dgamma/dbeta (NULL: frozen) are added to; dx (NULL: not needed) written or added. */
+static void nn_bn_bwd(long rows, int c, const float *x, const float *y, const float *dy,
+                      const float *gamma, const float *mean, const float *invstd, int act,
+                      float *dx, int accum, float *dgamma, float *dbeta, double *dscratch,
+                      float *fscratch)
+{
+    /* dz = dy * act'(z); with xhat = (x - mean) * invstd and R rows:
+     *   dbeta = sum dz, dgamma = sum dz * xhat,
+     *   dx = gamma * invstd * (dz - dbeta / R - xhat * dgamma / R),
+     * which is linear per channel: dx = p * dz + q * x + r. Sums run in float over
+     * blocks of rows and in double across blocks. */
+    double *s1 = dscratch, *s2 = dscratch + c;
+    float *b1 = fscratch, *b2 = fscratch + c;
+    for (int j = 0; j < c; j++)
+        s1[j] = s2[j] = 0.0;
+    const long B = block_rows(c);
+    for (long r0 = 0; r0 < rows; r0 += B) {
+        const long nb = rows - r0 < B ? rows - r0 : B;
+        bn_bwd_sums(nb, c, act, x + r0 * c, y + r0 * c, dy + r0 * c, mean, b1, b2);
+        for (int j = 0; j < c; j++) {
+            s1[j] += b1[j];
+            s2[j] += b2[j];
+        }
+    }
+    if (dgamma)
+        for (int j = 0; j < c; j++) {
+            dbeta[j] += (float)s1[j];
+            dgamma[j] += (float)(s2[j] * invstd[j]);
+        }
+    if (!dx)
+        return;
+    float *p = fscratch, *q = fscratch + c, *rr = fscratch + 2 * c;
+    for (int j = 0; j < c; j++) {
+        double is = invstd[j], k = (double)gamma[j] * is;
+        double mdz = s1[j] / (double)rows;
+        double mdzx = s2[j] * is / (double)rows;    /* mean of dz * xhat */
+        p[j] = (float)k;
+        q[j] = (float)(-k * is * mdzx);
+        rr[j] = (float)(-k * mdz + k * is * mdzx * (double)mean[j]);
+    }
+    bn_bwd_dx(rows, c, act, x, y, dy, p, q, rr, dx, accum);
+}
+
+/* Backward through a BN that ran in inference mode (frozen). */
+static void nn_bn_bwd_frozen(long rows, int c, float eps, const float *y, const float *dy,
+                             const float *gamma, const float *rvar, int act, float *dx, int accum,
+                             float *fscratch)
+{
+    float *a = fscratch, *zero = fscratch + c;
+    for (int j = 0; j < c; j++) {
+        a[j] = (float)((double)gamma[j] / sqrt((double)rvar[j] + (double)eps));
+        zero[j] = 0.0f;
+    }
+    /* Same form as training's dx with q = r = 0 (y stands in for the unused x). */
+    bn_bwd_dx(rows, c, act, y, y, dy, a, zero, zero, dx, accum);
+}
+
+/* ---- forward and backward ---- */
+
+static void bn_forward(const nn_fwd *f)
+{
+    nn_ctx *c = f->c;
+    const nn_model *m = f->m;
+    const nn_node *nd = f->nd;
+    const float *P = f->P;
+    if (f->training && nd->trainable) {
+        float *mean = c->bn_mean + nd->bn_coff, *is = c->bn_invstd + nd->bn_coff;
+        float *var_u = c->fscratch + 2 * m->max_c;
+        nn_bn_fwd_train(f->rows, nd->c, nd->bn_eps, f->x, P, P + nd->c, nd->fused_act, f->y,
+                        mean, is, var_u, c->dscratch, c->fscratch);
+        double *rm = c->rec_mean + nd->bn_coff, *rv = c->rec_var + nd->bn_coff;
+        for (int j = 0; j < nd->c; j++) {
+            rm[j] += (double)f->n * mean[j];
+            rv[j] += (double)f->n * var_u[j];
+        }
+        c->rec_w[nd->bn_slot] += f->n;
+    } else {
+        const float *rb = m->bufs + nd->buf_off;
+        nn_bn_fwd_infer(f->rows, nd->c, nd->bn_eps, f->x, P, P + nd->c, rb, rb + nd->c,
+                        nd->fused_act, f->y, c->fscratch);
+    }
+}
+
+static void bn_backward(const nn_bwd *b)
+{
+    nn_ctx *c = b->c;
+    const nn_node *nd = b->nd;
+    float *G = b->G;
+    if (nd->trainable)
+        nn_bn_bwd(b->rows, nd->c, b->x, b->y, b->dy, b->P, c->bn_mean + nd->bn_coff,
+                  c->bn_invstd + nd->bn_coff, nd->fused_act, b->dx, b->acc, G,
+                  G ? G + nd->c : NULL, c->dscratch, c->fscratch);
+    else if (b->dx)
+        nn_bn_bwd_frozen(b->rows, nd->c, nd->bn_eps, b->y, b->dy, b->P,
+                         b->m->bufs + nd->buf_off + nd->c, nd->fused_act, b->dx, b->acc,
+                         c->fscratch);
+}
+
+/* gamma 1, beta 0, running mean 0 and variance 1. */
+static void bn_init(const nn_model *m, const nn_node *nd, float *p, float *buf, rng *r)
+{
+    (void)m;
+    (void)r;
+    for (size_t j = 0; j < nd->w_len; j++)
+        p[j] = 1.0f;
+    for (int j = 0; j < nd->c; j++) {
+        buf[j] = 0.0f;
+        buf[nd->c + j] = 1.0f;
+    }
+    for (size_t j = 0; j < nd->b_len; j++)
+        p[nd->w_len + j] = 0.0f;
+}
+
+/* ---- the table entry ---- */
+
+static int bn_grad_graph(nn_model *m, int in)
+{
+    return nn_batchnorm(m, in);
+}
+
+static const nn_grad_case bn_grad = {3, 3, 4, 5, NN_GRAD_UNIFORM, bn_grad_graph};
+
+const nn_layer nn_layer_bn = {
+    .name = "batchnorm",
+    .flags = NN_LAYER_FUSES_ACT,
+    .forward = bn_forward,
+    .backward = bn_backward,
+    .init = bn_init,
+    .grad = &bn_grad,
+    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+};

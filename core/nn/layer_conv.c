@@ -1,0 +1,165 @@
+/* layer_conv — NN_OP_CONV: 2-D convolution, grouped and depthwise included, with an
+ * optional bias and an optional fused ReLU/ReLU6. This file is the kind's glue; the
+ * kernels are nn_conv.c (im2col + sgemm and the dispatch), nn_dw.c (depthwise) and
+ * nn_gemm.c (1x1 products). Weights HWIO [kh][kw][cin/groups][cout], then cout biases. */
+#include <math.h>
+#include <stdio.h>
+
+#include "nn/nn_layer.h"
+
+/* ---- builder ---- */
+
+/* The conv's own checks and fields around a placed window; pads NULL: the pad of
+ * nn_conv2d, else the explicit pads of nn_conv2d_ex. */
+static int conv(nn_model *m, int in, int cout, int kh, int kw, int stride_h, int stride_w,
+                int pad, const int *pads, int groups, int bias)
+{
+    int rc = nn_build_check_in(m, in, "conv2d");
+    if (rc)
+        return rc;
+    int cin = m->nodes[in].c;
+    if (cout < 1 || groups < 1 || cin % groups || cout % groups)
+        return nn_build_fail(m, PT_EUSAGE, "conv2d: %d groups do not divide %d -> %d channels",
+                             groups, cin, cout);
+    int id = pads ? nn_build_window_ex(m, NN_OP_CONV, in, kh, kw, stride_h, stride_w, pads,
+                                       "conv2d")
+                  : nn_build_window(m, NN_OP_CONV, in, kh, kw, stride_h, pad, "conv2d");
+    if (id < 0)
+        return id;
+    nn_node *nd = &m->nodes[id];
+    nd->c = cout;
+    nd->groups = groups;
+    nd->has_bias = bias != 0;
+    nd->w_len = (size_t)kh * kw * (cin / groups) * cout;
+    nd->b_len = bias ? (size_t)cout : 0;
+    nn_node_set_len(nd);
+    return id;
+}
+
+int nn_conv2d(nn_model *m, int in, int cout, int kh, int kw, int stride, int pad, int groups,
+              int bias)
+{
+    return conv(m, in, cout, kh, kw, stride, stride, pad, NULL, groups, bias);
+}
+
+int nn_conv2d_ex(nn_model *m, int in, int cout, int kh, int kw, int stride_h, int stride_w,
+                 int pad_t, int pad_l, int pad_b, int pad_r, int groups, int bias)
+{
+    const int pads[4] = {pad_t, pad_l, pad_b, pad_r};
+    return conv(m, in, cout, kh, kw, stride_h, stride_w, 0, pads, groups, bias);
+}
+
+/* ---- forward and backward ---- */
+
+static void conv_forward(const nn_fwd *f)
+{
+    const nn_node *nd = f->nd;
+    nn_conv_shape s;
+    nn_conv_shape_of(f->m, nd, f->n, &s);
+    nn_conv_fwd(&s, f->x, f->P, nd->has_bias ? f->P + nd->w_len : NULL, nd->fused_act, f->y,
+                f->c->ws);
+}
+
+/* Whether conv i's input gradient can go on through the activation fused into the
+ * conv that produced its input, in the same pass (xa filled in, and that conv marked
+ * so its own backward skips the step). Only when i is the activation's one reader:
+ * then i writes that gradient whole (acc is 0), nothing adds to it later. */
+static int through_producer(nn_ctx *c, int i, int acc, nn_dx_act *xa)
+{
+    const nn_model *m = c->m;
+    const int a = m->nodes[i].in[0], p = nn_owner(m, a);
+    const nn_node *pn = &m->nodes[p];
+    if (acc || p == a || pn->op != NN_OP_CONV || !pn->fused_act || m->nodes[a].consumers != 1)
+        return 0;
+    xa->act = pn->fused_act;
+    xa->x = c->outp[a];
+    xa->db = pn->trainable && pn->has_bias ? c->grads + pn->p_off + pn->w_len : NULL;
+    c->dy_done[p] = 1;
+    return 1;
+}
+
+static void conv_backward(const nn_bwd *b)
+{
+    const nn_node *nd = b->nd;
+    nn_conv_shape s;
+    nn_conv_shape_of(b->m, nd, b->n, &s);
+    nn_dx_act xa;
+    const int through = b->dx && through_producer(b->c, b->i, b->acc, &xa);
+    /* b->dy is the conv's own storage (a conv is never an alias): the fused activation
+     * may rewrite it in place. */
+    if (b->dx || b->G)
+        nn_conv_bwd(&s, b->x, b->P, b->y, b->dy, nd->fused_act, b->c->dy_done[b->i], b->dx,
+                    b->acc, b->G, b->G && nd->has_bias ? b->G + nd->w_len : NULL, b->c->ws,
+                    through ? &xa : NULL);
+}
+
+static size_t conv_ws_floats(const nn_model *m, const nn_node *nd, int max_batch)
+{
+    nn_conv_shape s;
+    nn_conv_shape_of(m, nd, max_batch, &s);
+    return nn_conv_ws_floats(&s);
+}
+
+/* ---- initialisation, FLOPs, summary ---- */
+
+/* Keras he_normal: normal truncated at two standard deviations, with the standard
+ * deviation corrected so the truncated distribution has the intended one. */
+static float trunc_normal(rng *r, double std)
+{
+    for (;;) {
+        double z = rng_normal(r);
+        if (z >= -2.0 && z <= 2.0)
+            return (float)(z * std / 0.87962566103423978);
+    }
+}
+
+static void conv_init(const nn_model *m, const nn_node *nd, float *p, float *buf, rng *r)
+{
+    (void)buf;
+    const double fan_in = nn_init_fan_in(nd);
+    const float torch_lim = (float)(1.0 / sqrt(fan_in));
+    for (size_t j = 0; j < nd->w_len; j++)
+        p[j] = m->init == NN_INIT_TORCH        ? rng_uniform(r, -torch_lim, torch_lim)
+               : m->init == NN_INIT_HE_UNIFORM ? rng_uniform(r, -1.0f, 1.0f) *
+                                                     (float)sqrt(6.0 / fan_in)
+                                               : trunc_normal(r, sqrt(2.0 / fan_in));
+    nn_init_bias(m, nd, p, r);
+}
+
+/* Output elements times weights per output. */
+static double conv_macs(const nn_node *nd)
+{
+    return (double)nd->len * (double)nd->w_len / (double)nd->c;
+}
+
+static void conv_describe(const nn_model *m, const nn_node *nd, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s%dx%d/%d",
+             nd->groups > 1 && nd->groups == nd->c && nd->groups == m->nodes[nd->in[0]].c
+                 ? "dwconv "
+                 : "conv ",
+             nd->kh, nd->kw, nd->stride);
+}
+
+/* ---- the table entry ---- */
+
+/* A stride-2 "same" conv (asymmetric padding) with a bias. */
+static int conv_grad_graph(nn_model *m, int in)
+{
+    return nn_conv2d(m, in, 4, 3, 3, 2, NN_PAD_SAME, 1, 1);
+}
+
+static const nn_grad_case conv_grad = {2, 6, 7, 3, NN_GRAD_UNIFORM, conv_grad_graph};
+
+const nn_layer nn_layer_conv = {
+    .name = "conv",
+    .flags = NN_LAYER_FUSES_ACT,
+    .forward = conv_forward,
+    .backward = conv_backward,
+    .init = conv_init,
+    .macs = conv_macs,
+    .describe = conv_describe,
+    .ws_floats = conv_ws_floats,
+    .grad = &conv_grad,
+    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+};

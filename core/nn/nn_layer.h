@@ -1,0 +1,170 @@
+/* nn_layer — the table of layer kinds (internal to core/nn/, and tests/test_nn_grad.c).
+ *
+ * Each kind has one file, layer_<name>.c (a few small kinds that share kernels share
+ * one: layer_act.c, layer_pool.c), holding all that is particular to it: its builder
+ * (argument and shape checks, the parameter layout: w_len, b_len, buf_len), forward,
+ * backward, parameter initialisation, FLOP count, summary text, a small graph for the
+ * finite-difference test and, from the next issue on, its ONNX writer. The file defines
+ * one `const nn_layer nn_layer_<name>`; nn_layers[] (nn_layer.c) lists them by nn_op.
+ * The context's forward and backward (nn_ctx.c) and the model's init, FLOPs and
+ * summary (nn_model.c) are loops that call these hooks. Kernels shared by several
+ * kinds live in kernel files: nn_conv.c, nn_dw.c, nn_gemm.c (conv) and nn_elem.c.
+ *
+ * How to add a layer kind, say "square" (y = x * x):
+ *   1. One line at the END of nn_layers.def: NN_LAYER(SQUARE, square). That makes
+ *      NN_OP_SQUARE and the table slot for nn_layer_square; existing values stay.
+ *   2. One file core/nn/layer_square.c (the Makefile picks it up) with:
+ *      - the builder, int nn_square(nn_model *m, int in) (declared in nn.h when it is
+ *        public): nn_build_unary() for a node shaped like its input, or
+ *        nn_build_check_in() + nn_build_push() + nn_node_set_len() and its own
+ *        checks (nn_build_fail() records the first error); a kind with parameters
+ *        sets w_len and b_len (and buf_len for buffers) here;
+ *      - forward(const nn_fwd *f): writes f->y from f->x (n * len floats);
+ *      - backward(const nn_bwd *b): when b->dx, writes it (adds to it when b->acc)
+ *        from b->dy; with parameters, adds their gradients into b->G (NULL when
+ *        frozen); a second input's target comes from nn_grad_target(b->c, b->i, 1, &a);
+ *      - the hooks it needs among init, macs, describe, ws_floats (NULL: none);
+ *      - grad: a tiny graph that uses the kind, with its parameters if it has any.
+ *        tests/test_nn_grad.c checks every kind's gradients on it against central
+ *        differences; a kind without one fails that test.
+ *      - const nn_layer nn_layer_square = {.name = "square", .forward = ...};
+ *   Nothing else changes.
+ */
+#ifndef PT_NN_LAYER_H
+#define PT_NN_LAYER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/rng.h"
+#include "nn/nn_impl.h"
+
+/* What a forward hook gets. On entry c->outp[i] is y; a kind that passes a value on
+ * without computing (the input, an inactive dropout, a fused activation) points
+ * c->outp[i] elsewhere instead. */
+typedef struct nn_fwd {
+    nn_ctx *c;
+    const nn_model *m;
+    const nn_node *nd;
+    int i;                   /* node id */
+    int n;                   /* examples */
+    int training;
+    uint64_t seed;           /* dropout's masks: seed and the first example's index */
+    int64_t first;
+    const float *input;      /* the model's input (what nn_forward got) */
+    const nn_node *src;      /* first input's node and output, NULL when none */
+    const float *x;
+    const float *P;          /* the node's parameters (weights, then bias) */
+    float *y;                /* the node's own output storage */
+    long rows;               /* output pixels, n * h * w */
+} nn_fwd;
+
+/* What a backward hook gets. */
+typedef struct nn_bwd {
+    nn_ctx *c;
+    const nn_model *m;
+    const nn_node *nd;
+    int i, n;
+    const nn_node *src;      /* first input's node and output, NULL when none */
+    const float *x;
+    const float *y;          /* the node's output in the forward */
+    float *dy;               /* gradient of its output; its own storage, dead after this
+                                backward (a fused activation may rewrite it in place) */
+    const float *P;          /* parameters */
+    float *G;                /* their gradients (added to), NULL when frozen */
+    long rows;               /* output pixels, n * h * w */
+    size_t len;              /* output floats, n * len */
+    float *dx;               /* first input's gradient, NULL when not needed; */
+    int acc;                 /*   add to it (1) or overwrite it (0) */
+} nn_bwd;
+
+/* The finite-difference test's graph for a kind (tests/test_nn_grad.c): n examples of
+ * h x w x c, filled as `input` says, then build() on the input node. */
+enum nn_grad_input {
+    NN_GRAD_UNIFORM,         /* uniform in [-1, 1] */
+    NN_GRAD_AWAY_FROM_0,     /* in [-1, 1], at least 0.05 from 0 (ReLU's kink) */
+    NN_GRAD_DISTINCT,        /* distinct values 0.02 apart (max-pool winners stay) */
+    NN_GRAD_AWAY_FROM_0_6,   /* in [-1, 7], at least 0.05 from 0 and 6 (ReLU6) */
+    NN_GRAD_AWAY_FROM_HALF,  /* in [-1, 1], at least 0.05 from +-0.5 (clip bounds) */
+    NN_GRAD_WIDE,            /* uniform in [-6, 6] */
+};
+
+typedef struct nn_grad_case {
+    int n, h, w, c;
+    int input;               /* enum nn_grad_input */
+    int (*build)(nn_model *m, int in);   /* returns the output node (or an error) */
+} nn_grad_case;
+
+/* Flags of a kind. */
+#define NN_LAYER_FUSES_ACT 1u   /* applies a ReLU/ReLU6 reading it alone (fused_act) */
+#define NN_LAYER_MASK 2u        /* keeps a per-element mask of its output's size
+                                   (c->drop_mask[i]) */
+
+/* Reserved for the next issue's ONNX writer (one per kind); every entry holds NULL. */
+struct nn_onnx_writer;
+typedef int (*nn_onnx_write_fn)(struct nn_onnx_writer *w, const nn_model *m, int node);
+
+typedef struct nn_layer {
+    const char *name;        /* nn_op_name() */
+    int act;                 /* an activation kind: what a BN or conv applies in its
+                                place (enum nn_act); NN_ACT_NONE for the others */
+    unsigned flags;          /* NN_LAYER_* */
+    void (*forward)(const nn_fwd *f);
+    void (*backward)(const nn_bwd *b);
+    /* Initial parameters p and buffers buf of a node with w_len + b_len parameters,
+     * drawing from r (nn_model_init_params). NULL: nothing to set. */
+    void (*init)(const nn_model *m, const nn_node *nd, float *p, float *buf, rng *r);
+    /* Multiply-adds per example of the forward (nn_flops). NULL: counts 0. */
+    double (*macs)(const nn_node *nd);
+    /* The layer column of nn_model_summary (size >= 32). NULL: the name, with a '*'
+     * when it is fused into the node before it. */
+    void (*describe)(const nn_model *m, const nn_node *nd, char *buf, size_t size);
+    /* Workspace floats (the context's ws) for batches of max_batch. NULL: none. */
+    size_t (*ws_floats)(const nn_model *m, const nn_node *nd, int max_batch);
+    const nn_grad_case *grad;
+    nn_onnx_write_fn onnx_write;
+} nn_layer;
+
+#define NN_LAYER(ID, name) extern const nn_layer nn_layer_##name;
+#include "nn/nn_layers.def"
+#undef NN_LAYER
+
+/* Every kind's entry, indexed by nn_op. */
+extern const nn_layer *const nn_layers[NN_OP_COUNT];
+
+/* ---- for the hooks ---- */
+
+/* Where node i's backward puts the gradient for its k-th input (nn_ctx.c): NULL when
+ * that input needs none. *accum says whether a value is already there to add to;
+ * asking marks it there, so write a target whole before asking for the next. */
+float *nn_grad_target(nn_ctx *c, int i, int k, int *accum);
+
+/* Builder helpers (nn_build.c). nn_build_fail records the first error and returns
+ * code; nn_build_check_in checks that `in` is a usable input (PT_OK or the error);
+ * nn_build_push appends a node shaped like in0 (id or error); nn_node_set_len sets
+ * len from h, w, c. nn_build_unary is check + push + set_len for a node shaped like
+ * its one input. */
+int nn_build_fail(nn_model *m, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+int nn_build_check_in(nn_model *m, int in, const char *what);
+int nn_build_push(nn_model *m, nn_op op, int in0, int in1);
+void nn_node_set_len(nn_node *nd);
+int nn_build_unary(nn_model *m, nn_op op, int in, const char *what);
+/* A windowed node (conv, pools) with a pad of nn_conv2d / nn_maxpool (>= 0,
+ * NN_PAD_SAME, NN_PAD_VALID), or with the four explicit pads {top, left, bottom,
+ * right} and strides of the _ex forms, checked and placed with its output size. */
+int nn_build_window(nn_model *m, nn_op op, int in, int kh, int kw, int stride, int pad,
+                    const char *what);
+int nn_build_window_ex(nn_model *m, nn_op op, int in, int kh, int kw, int stride_h,
+                       int stride_w, const int pads[4], const char *what);
+
+/* Initialisation helpers (nn_model.c): fan_in of a conv or dense node (weights per
+ * output channel), and its biases as nn_model_init_params draws them (0, or
+ * PyTorch's uniform +-1 / sqrt(fan_in) under NN_INIT_TORCH). */
+double nn_init_fan_in(const nn_node *nd);
+void nn_init_bias(const nn_model *m, const nn_node *nd, float *p, rng *r);
+
+#endif
