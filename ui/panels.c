@@ -81,11 +81,11 @@ const ui_panel_class *ui_panel_classes(int *n)
 {
     /* In the order they were always drawn: the preview last. */
     static const ui_panel_class c[] = {
-        { UI_P_REPLICAS, "Replicas", ui_panel_replicas, NULL },
-        { UI_P_CURVES, "Curves", ui_panel_curves, ui_panel_curves_key },
-        { UI_P_LABELS, "Labels", ui_panel_labels, ui_panel_labels_key },
-        { UI_P_LOG, "Log", ui_panel_log, ui_panel_log_key },
-        { UI_P_PREVIEW, "Preview", NULL, NULL },
+        { UI_P_REPLICAS, ui_panel_replicas, NULL },
+        { UI_P_CURVES, ui_panel_curves, ui_panel_curves_key },
+        { UI_P_LABELS, ui_panel_labels, ui_panel_labels_key },
+        { UI_P_LOG, ui_panel_log, ui_panel_log_key },
+        { UI_P_PREVIEW, NULL, NULL },
     };
     *n = (int)(sizeof c / sizeof c[0]);
     return c;

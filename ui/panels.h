@@ -117,8 +117,8 @@ typedef void (*ui_panel_draw_fn)(WINDOW *w, ui_rect r, const ui_frame *f, const 
 typedef int (*ui_panel_key_fn)(ui_panel_keys *k, ui_act act);
 
 typedef struct ui_panel_class {
-    int id;                 /* its ui_panel_id: where the layout puts it */
-    const char *name;
+    int id;                 /* its ui_panel_id: where the layout puts it and what it is
+                               called (ui_layout_name) */
     ui_panel_draw_fn draw;  /* NULL: the app draws it (the preview's pictures need the
                                terminal and the preview copy) */
     ui_panel_key_fn key;    /* NULL: no keys of its own */

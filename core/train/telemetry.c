@@ -91,3 +91,42 @@ void tlm_idle(tlm *t)
     }
     spark_point(t, 1);
 }
+
+void tlm_set_shown(tlm *t, int n)
+{
+    t->shown = n < RUN_MAX_REPLICAS ? n : RUN_MAX_REPLICAS;
+}
+
+void tlm_set_home(tlm *t, int g, int rank, const char *host)
+{
+    if (g < 0 || g >= RUN_MAX_REPLICAS)
+        return;
+    t->rank[g] = rank;
+    util_copy(t->host[g], sizeof t->host[g], host);
+}
+
+void tlm_set_figures(tlm *t, int g, double ips, double busy, double idle, double mxu)
+{
+    if (g < 0 || g >= RUN_MAX_REPLICAS)
+        return;
+    t->rep[g].ips = ips;
+    t->rep[g].busy_pct = busy;
+    t->rep[g].idle_pct = idle;
+    t->rep[g].mxu_pct = mxu;
+}
+
+int tlm_gather_due(const tlm *t, long long update)
+{
+    return update >= t->next;
+}
+
+int tlm_gather_gap(const tlm *t, double period)
+{
+    double gap = t->sec_per_update > 0 ? period / t->sec_per_update : 1;
+    return gap < 1 ? 1 : gap > 100000 ? 100000 : (int)gap;
+}
+
+void tlm_gather_at(tlm *t, long long update)
+{
+    t->next = update;
+}

@@ -51,4 +51,21 @@ void tlm_note_update(tlm *t, double seconds);
 /* Update number `update` spent comm seconds in collectives (smoothed). */
 void tlm_note_comm(tlm *t, long long update, double comm);
 
+/* ---- a job's replicas (trainer_dist.c): telemetry keeps them, the job fills them ---- */
+
+/* Figures are kept for n replicas (at most RUN_MAX_REPLICAS): this rank's R, or on
+ * rank 0 of a job all G. */
+void tlm_set_shown(tlm *t, int n);
+/* Replica g of the job runs on rank `rank`, on host `host`. */
+void tlm_set_home(tlm *t, int g, int rank, const char *host);
+/* Replica g's smoothed figures as another rank measured them (fractions, img/s). */
+void tlm_set_figures(tlm *t, int g, double ips, double busy, double idle, double mxu);
+/* Whether update `update` is the one of the job's next telemetry gather. */
+int tlm_gather_due(const tlm *t, long long update);
+/* Updates to wait between gathers so that they come about every period seconds (1 to
+ * 100,000); the job takes rank 0's. */
+int tlm_gather_gap(const tlm *t, double period);
+/* The next gather is at update `update`. */
+void tlm_gather_at(tlm *t, long long update);
+
 #endif

@@ -22,7 +22,7 @@ int trn_dist_join(trn *r, pt_err *e)
     r->ranks = dist_size();
     r->G = r->Rmax = r->R;
     r->g0 = 0;
-    r->tel.shown = r->R < RUN_MAX_REPLICAS ? r->R : RUN_MAX_REPLICAS;
+    tlm_set_shown(&r->tel, r->R);
     if (r->ranks == 1)
         return PT_OK;
     typedef struct {
@@ -46,17 +46,15 @@ int trn_dist_join(trn *r, pt_err *e)
         }
         if (k < r->rank)
             r->g0 += all[k].replicas;
-        for (int q = 0; q < all[k].replicas && r->G + q < RUN_MAX_REPLICAS; q++) {
-            r->tel.rank[r->G + q] = k;
-            util_copy(r->tel.host[r->G + q], sizeof r->tel.host[0], dist_host_of(k));
-        }
+        for (int q = 0; q < all[k].replicas && r->G + q < RUN_MAX_REPLICAS; q++)
+            tlm_set_home(&r->tel, r->G + q, k, dist_host_of(k));
         r->G += all[k].replicas;
         if (all[k].replicas > r->Rmax)
             r->Rmax = all[k].replicas;
     }
     free(all);
     if (r->rank == 0)
-        r->tel.shown = r->G < RUN_MAX_REPLICAS ? r->G : RUN_MAX_REPLICAS;
+        tlm_set_shown(&r->tel, r->G);
     return rc;
 }
 
@@ -193,7 +191,7 @@ typedef struct rank_tel {
 
 int trn_dist_telemetry(trn *r, pt_err *e)
 {
-    if (r->ranks == 1 || r->update < r->tel.next)
+    if (r->ranks == 1 || !tlm_gather_due(&r->tel, r->update))
         return PT_OK;
     rank_tel mine;
     memset(&mine, 0, sizeof mine);
@@ -204,24 +202,20 @@ int trn_dist_telemetry(trn *r, pt_err *e)
         mine.idle[q] = (float)r->tel.rep[q].idle_pct;
         mine.mxu[q] = (float)r->tel.rep[q].mxu_pct;
     }
-    double gap = r->tel.sec_per_update > 0 ? TEL_PERIOD / r->tel.sec_per_update : 1;
-    mine.gap = gap < 1 ? 1 : gap > 100000 ? 100000 : (int)gap;
+    mine.gap = tlm_gather_gap(&r->tel, TEL_PERIOD);
     rank_tel *all = malloc((size_t)r->ranks * sizeof *all);
     if (!all)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     int rc = dist_allgather(&mine, all, sizeof mine, e);
     if (rc == PT_OK) {
         /* Rank 0 paces the gathers: every rank meets the next at the same update. */
-        r->tel.next = r->update + all[0].gap;
+        tlm_gather_at(&r->tel, r->update + all[0].gap);
         /* Rank 0 keeps its own replicas' live figures; the others' as gathered. */
         int g = r->R;
         for (int k = 1; r->rank == 0 && k < r->ranks; k++)
-            for (int q = 0; q < all[k].replicas && g < r->tel.shown; q++, g++) {
-                r->tel.rep[g].ips = all[k].ips[q];
-                r->tel.rep[g].busy_pct = all[k].busy[q];
-                r->tel.rep[g].idle_pct = all[k].idle[q];
-                r->tel.rep[g].mxu_pct = all[k].mxu[q];
-            }
+            for (int q = 0; q < all[k].replicas && g < r->tel.shown; q++, g++)
+                tlm_set_figures(&r->tel, g, all[k].ips[q], all[k].busy[q], all[k].idle[q],
+                                all[k].mxu[q]);
     }
     free(all);
     return rc;

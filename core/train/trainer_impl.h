@@ -2,8 +2,8 @@
  * trainer_folder.c, trainer_publish.c, trainer_dist.c); not for other modules.
  * The parts with owners of their own (the run folder's writer, curves, telemetry,
  * TensorBoard) are held here as values: the trainer's files read them and change
- * them through their functions, but for trainer_dist.c, which fills in a job's
- * replica map and the other ranks' replica figures in the telemetry.
+ * them only through their functions (a job's replica map and the other ranks'
+ * figures go into the telemetry through tlm_set_home and tlm_set_figures).
  *
  * A rank of a job (train/dist.h, trainer_dist.c): every rank runs the whole loop
  * in step with the others and holds the same weights, optimizer, progress and
