@@ -228,7 +228,6 @@ static const nn_grad_case sigmoid_grad = {2, 4, 4, 3, NN_GRAD_UNIFORM, sigmoid_g
 static const nn_grad_case clip_grad = {2, 3, 3, 4, NN_GRAD_AWAY_FROM_HALF, clip_grad_graph};
 
 const nn_layer nn_layer_relu = {
-    .name = "relu",
     .act = NN_ACT_RELU,
     .forward = relu_forward,
     .backward = relu_backward,
@@ -237,7 +236,6 @@ const nn_layer nn_layer_relu = {
 };
 
 const nn_layer nn_layer_relu6 = {
-    .name = "relu6",
     .act = NN_ACT_RELU6,
     .forward = relu6_forward,
     .backward = relu6_backward,
@@ -246,7 +244,6 @@ const nn_layer nn_layer_relu6 = {
 };
 
 const nn_layer nn_layer_sigmoid = {
-    .name = "sigmoid",
     .forward = sigmoid_forward,
     .backward = sigmoid_backward,
     .grad = &sigmoid_grad,
@@ -254,7 +251,6 @@ const nn_layer nn_layer_sigmoid = {
 };
 
 const nn_layer nn_layer_clip = {
-    .name = "clip",
     .forward = clip_forward,
     .backward = clip_backward,
     .describe = clip_describe,

@@ -56,7 +56,6 @@ static int add_grad_graph(nn_model *m, int in)
 static const nn_grad_case add_grad = {2, 4, 4, 3, NN_GRAD_UNIFORM, add_grad_graph};
 
 const nn_layer nn_layer_add = {
-    .name = "add",
     .forward = add_forward,
     .backward = add_backward,
     .grad = &add_grad,

@@ -72,7 +72,6 @@ static int affine_grad_graph(nn_model *m, int in)
 static const nn_grad_case affine_grad = {2, 3, 3, 3, NN_GRAD_UNIFORM, affine_grad_graph};
 
 const nn_layer nn_layer_affine = {
-    .name = "affine",
     .forward = affine_forward,
     .backward = affine_backward,
     .grad = &affine_grad,

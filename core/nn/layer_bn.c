@@ -355,7 +355,6 @@ static int bn_grad_graph(nn_model *m, int in)
 static const nn_grad_case bn_grad = {3, 3, 4, 5, NN_GRAD_UNIFORM, bn_grad_graph};
 
 const nn_layer nn_layer_bn = {
-    .name = "batchnorm",
     .flags = NN_LAYER_FUSES_ACT,
     .forward = bn_forward,
     .backward = bn_backward,

@@ -90,7 +90,6 @@ static int concat_grad_graph(nn_model *m, int in)
 static const nn_grad_case concat_grad = {2, 4, 3, 3, NN_GRAD_UNIFORM, concat_grad_graph};
 
 const nn_layer nn_layer_concat = {
-    .name = "concat",
     .forward = concat_forward,
     .backward = concat_backward,
     .grad = &concat_grad,

@@ -152,7 +152,6 @@ static int conv_grad_graph(nn_model *m, int in)
 static const nn_grad_case conv_grad = {2, 6, 7, 3, NN_GRAD_UNIFORM, conv_grad_graph};
 
 const nn_layer nn_layer_conv = {
-    .name = "conv",
     .flags = NN_LAYER_FUSES_ACT,
     .forward = conv_forward,
     .backward = conv_backward,

@@ -91,7 +91,6 @@ static int dense_grad_graph(nn_model *m, int in)
 static const nn_grad_case dense_grad = {3, 2, 2, 3, NN_GRAD_UNIFORM, dense_grad_graph};
 
 const nn_layer nn_layer_dense = {
-    .name = "dense",
     .forward = dense_forward,
     .backward = dense_backward,
     .init = dense_init,

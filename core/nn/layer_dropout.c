@@ -70,7 +70,6 @@ static int dropout_grad_graph(nn_model *m, int in)
 static const nn_grad_case dropout_grad = {2, 3, 3, 4, NN_GRAD_UNIFORM, dropout_grad_graph};
 
 const nn_layer nn_layer_dropout = {
-    .name = "dropout",
     .flags = NN_LAYER_MASK,
     .forward = dropout_forward,
     .backward = dropout_backward,

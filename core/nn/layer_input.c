@@ -43,7 +43,6 @@ static int input_grad_graph(nn_model *m, int in)
 static const nn_grad_case input_grad = {2, 3, 3, 2, NN_GRAD_UNIFORM, input_grad_graph};
 
 const nn_layer nn_layer_input = {
-    .name = "input",
     .forward = input_forward,
     .backward = input_backward,
     .grad = &input_grad,

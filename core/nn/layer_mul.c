@@ -130,7 +130,6 @@ static int mul_grad_graph(nn_model *m, int in)
 static const nn_grad_case mul_grad = {2, 4, 3, 3, NN_GRAD_UNIFORM, mul_grad_graph};
 
 const nn_layer nn_layer_mul = {
-    .name = "mul",
     .forward = mul_forward,
     .backward = mul_backward,
     .describe = mul_describe,

@@ -359,7 +359,6 @@ static const nn_grad_case avgpool_grad = {2, 5, 5, 2, NN_GRAD_UNIFORM, avgpool_g
 static const nn_grad_case gap_grad = {2, 3, 4, 5, NN_GRAD_UNIFORM, gap_grad_graph};
 
 const nn_layer nn_layer_maxpool = {
-    .name = "maxpool",
     .forward = maxpool_forward,
     .backward = maxpool_backward,
     .describe = pool_describe,
@@ -368,7 +367,6 @@ const nn_layer nn_layer_maxpool = {
 };
 
 const nn_layer nn_layer_avgpool = {
-    .name = "avgpool",
     .forward = avgpool_forward,
     .backward = avgpool_backward,
     .describe = pool_describe,
@@ -377,7 +375,6 @@ const nn_layer nn_layer_avgpool = {
 };
 
 const nn_layer nn_layer_gap = {
-    .name = "gap",
     .forward = gap_forward,
     .backward = gap_backward,
     .grad = &gap_grad,

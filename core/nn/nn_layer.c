@@ -10,5 +10,10 @@ const nn_layer *const nn_layers[NN_OP_COUNT] = {
 
 const char *nn_op_name(nn_op op)
 {
-    return (int)op >= 0 && op < NN_OP_COUNT ? nn_layers[op]->name : "?";
+    static const char *const names[NN_OP_COUNT] = {
+#define NN_LAYER(ID, name) [NN_OP_##ID] = #name,
+#include "nn/nn_layers.def"
+#undef NN_LAYER
+    };
+    return (int)op >= 0 && op < NN_OP_COUNT ? names[op] : "?";
 }

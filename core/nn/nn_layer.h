@@ -27,7 +27,8 @@
  *      - grad: a tiny graph that uses the kind, with its parameters if it has any.
  *        tests/test_nn_grad.c checks every kind's gradients on it against central
  *        differences; a kind without one fails that test.
- *      - const nn_layer nn_layer_square = {.name = "square", .forward = ...};
+ *      - const nn_layer nn_layer_square = {.forward = ...};
+ *      (its name, "square", is the one nn_layers.def gives: nn_op_name()).
  *   Nothing else changes.
  */
 #ifndef PT_NN_LAYER_H
@@ -105,7 +106,6 @@ struct nn_onnx_writer;
 typedef int (*nn_onnx_write_fn)(struct nn_onnx_writer *w, const nn_model *m, int node);
 
 typedef struct nn_layer {
-    const char *name;        /* nn_op_name() */
     int act;                 /* an activation kind: what a BN or conv applies in its
                                 place (enum nn_act); NN_ACT_NONE for the others */
     unsigned flags;          /* NN_LAYER_* */

@@ -371,7 +371,7 @@ size_t nn_model_summary(const nn_model *m, char *buf, size_t size)
         if (L->describe)
             L->describe(m, nd, name, sizeof name);
         else
-            snprintf(name, sizeof name, "%s%s", L->name, nd->alias >= 0 ? "*" : "");
+            snprintf(name, sizeof name, "%s%s", nn_op_name(nd->op), nd->alias >= 0 ? "*" : "");
         if (nd->in[1] >= 0)
             snprintf(ins, sizeof ins, "%d,%d", nd->in[0], nd->in[1]);
         else if (nd->in[0] >= 0)
