@@ -7,6 +7,7 @@
 
 #include "base/util.h"
 #include "engine.h"
+#include "train/runfolder.h"
 
 /* ---- a live run's series ----------------------------------------------------- */
 
@@ -73,16 +74,14 @@ static double xmap_of(const xmap *m, int axis, double u)
     return m->ne > 0 && pu > 0 ? pv / pu * u : NAN;
 }
 
-static double epoch_figure(const run_epoch *e, int k)
+/* The history key whose field is epoch curve k (run folder's table: one place says
+ * which run_epoch field each curve is). Every epoch curve has one. */
+static int epoch_key(int k)
 {
-    switch (k) {
-    case RUN_S_TRAIN_LOSS: return e->train_loss;
-    case RUN_S_VAL_LOSS: return e->val_loss;
-    case RUN_S_TRAIN_ACC: return e->train_acc;
-    case RUN_S_VAL_ACC: return e->val_acc;
-    case RUN_S_TRAIN_F1: return e->train_f1;
-    default: return e->val_f1;
-    }
+    int j = 0;
+    while (j < RF_H_COUNT - 1 && rf_history_keys[j].series != k)
+        j++;
+    return j;
 }
 
 /* The epochs' series: a point at each epoch's end (the x arrays are the same for
@@ -100,7 +99,7 @@ static void epoch_series(const run_snapshot *s, const xmap *xm,
             continue;
         set[k].n = ne;
         for (int i = 0; i < ne; i++)
-            set[k].y[i] = (float)epoch_figure(&s->history[i], k);
+            set[k].y[i] = (float)rf_history_get(&s->history[i], epoch_key(k));
         if (k != RUN_S_TRAIN_LOSS)
             for (int a = 0; a < RUN_X_COUNT; a++)
                 memcpy(set[k].x[a], first->x[a], (size_t)ne * sizeof(float));
@@ -180,14 +179,7 @@ void ser_to_snapshot(const run_figures *r, run_snapshot *s)
             int e = (int)lround(ex) - 1;
             run_epoch *h = &s->history[e];
             double v = se->y[i];
-            switch (row_of[k]) {
-            case RUN_S_TRAIN_LOSS: h->train_loss = v; break;
-            case RUN_S_VAL_LOSS: h->val_loss = v; break;
-            case RUN_S_TRAIN_ACC: h->train_acc = v; break;
-            case RUN_S_VAL_ACC: h->val_acc = v; break;
-            case RUN_S_TRAIN_F1: h->train_f1 = v; break;
-            default: h->val_f1 = v; break;
-            }
+            memcpy((char *)h + rf_history_keys[epoch_key(row_of[k])].offset, &v, sizeof v);
             if (isfinite(se->x[RUN_X_UPDATE][i]))
                 cum_u[e] = se->x[RUN_X_UPDATE][i];
             if (isfinite(se->x[RUN_X_TIME][i]))
