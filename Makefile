@@ -32,10 +32,12 @@ DEB_LIBS  := ncursesw:libncurses-dev libturbojpeg:libturbojpeg0-dev libsixel:lib
              zlib:zlib1g-dev ompi-c:libopenmpi-dev
 # Programs the build or the tests run (program:package).
 DEB_TOOLS := pkg-config:pkg-config protoc-c:protobuf-c-compiler protoc:protobuf-compiler tmux:tmux \
-             strace:strace clang:clang mpirun:openmpi-bin
+             strace:strace clang:clang mpirun:openmpi-bin \
+             node:nodejs npm:npm
 # Packages with no program or pkg-config file to look for (checked with dpkg-query):
-# libFuzzer's runtime, which clang does not pull in on Debian 12.
-DEB_PKGS  := libclang-rt-14-dev
+# libFuzzer's runtime, which clang does not pull in on Debian 12; python3-onnx, whose
+# checker the export tests run on every file petal-tui writes (with /usr/bin/python3).
+DEB_PKGS  := libclang-rt-14-dev python3-onnx
 
 V         ?= 0
 ifeq ($(V),0)
@@ -86,8 +88,8 @@ UI_LIB    := $(BUILD)/libpetalui.a
 BIN       := $(BUILD)/petal-tui
 TEST_BIN  := $(BUILD)/tests/run-tests
 
-.PHONY: FORCE all run test check build-tests bench valgrind conformance deps install uninstall \
-        clean fuzz fuzz-build fuzz-bins fuzz-seeds
+.PHONY: FORCE all run test check build-tests bench valgrind conformance deps ort-deps install \
+        uninstall clean fuzz fuzz-build fuzz-bins fuzz-seeds
 .DEFAULT_GOAL := all
 
 all: $(BIN)
@@ -97,7 +99,7 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	$(BIN)
 
-test: deps
+test: deps ort-deps
 	@$(MAKE) --no-print-directory build-tests
 	PT_BIN=$(BIN) PT_FUZZ_BIN=$(FUZZ_BUILD)/fuzz $(TEST_BIN) $(TESTFLAGS)
 
@@ -251,6 +253,21 @@ valgrind:
 	@$(MAKE) --no-print-directory build-tests
 	PT_BIN=$(BIN) PT_VALGRIND=1 valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  --track-fds=no $(TEST_BIN) $(TESTFLAGS)
+
+# --- ONNX Runtime, the independent check of `petal-tui export` ------------------------
+# tests/ort/ holds a package.json pinning onnxruntime-node (its CPU library is in the
+# package) and ort_run.js; `npm ci --ignore-scripts` installs it into tests/ort/
+# node_modules (the install script only fetches GPU parts). Without node, npm or the
+# registry the ONNX Runtime tests skip, are counted, and say why.
+ORT_DIR := tests/ort
+
+ort-deps:
+	@if [ -f $(ORT_DIR)/node_modules/onnxruntime-node/package.json ]; then :; \
+	 elif command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then \
+	   echo "petal-tui: installing onnxruntime-node into $(ORT_DIR)/node_modules (npm ci)"; \
+	   (cd $(ORT_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) || \
+	   echo "petal-tui: npm could not install onnxruntime-node: the ONNX Runtime tests skip"; \
+	 else echo "petal-tui: no node/npm: the ONNX Runtime tests skip"; fi
 
 # --- conformance with PyTorch ----------------------------------------------------------
 # tests/data/conform/make_conform.py exports the five families at full width (224 px)
