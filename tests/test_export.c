@@ -1,0 +1,414 @@
+/* export: a model written as ONNX (nn_export.h) and read back by the importer
+ * (NN_NORM_RAW, the classifier kept) gives the original's logits; the metadata reads
+ * back as written; the bytes are deterministic, the file atomic; what cannot be
+ * written is refused; python3-onnx's checker accepts every export.
+ *
+ * The round trips compare logits on random inputs in [0, 1] (the original model's
+ * input) against the re-imported model fed the same input: the export's front takes
+ * 0-255 and NN_NORM_RAW's first layer makes 0-255 of [0, 1], so both see the same
+ * pixels. Tolerance: max |a - b| <= 1e-4 x max |b| per example (float sums reorder:
+ * BN folded into conv weights, the front's constants merged).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/rng.h"
+#include "base/util.h"
+#include "io/onnx.h"
+#include "nn/nn.h"
+#include "nn/nn_export.h"
+#include "nn/nn_import.h"
+#include "nn/nn_layer.h"
+#include "nn/nn_models.h"
+#include "tests/t.h"
+
+/* Non-trivial parameters: random BN statistics (so folding matters) and conv biases. */
+static void randomize(nn_model *m, uint64_t seed)
+{
+    nn_model_init_params(m, seed);
+    rng r;
+    rng_seed(&r, seed + 1);
+    float *P = nn_params(m), *B = nn_buffers(m);
+    for (int i = 0; i < nn_node_count(m); i++) {
+        nn_node_info ni;
+        nn_node_get(m, i, &ni);
+        float *p = P + ni.param_offset;
+        if (ni.op == NN_OP_BN) {
+            float *b = B + ni.buffer_offset;
+            for (int k = 0; k < ni.c; k++) {
+                p[k] = rng_uniform(&r, 0.5f, 1.5f);
+                p[ni.c + k] = rng_uniform(&r, -0.3f, 0.3f);
+                b[k] = rng_uniform(&r, -0.3f, 0.3f);
+                b[ni.c + k] = rng_uniform(&r, 0.5f, 1.5f);
+            }
+        } else if (ni.op == NN_OP_CONV && ni.bias_count) {
+            for (size_t k = 0; k < ni.bias_count; k++)
+                p[ni.weight_count + k] = rng_uniform(&r, -0.1f, 0.1f);
+        }
+    }
+}
+
+static float *rand_input(const nn_model *m, int n, uint64_t seed)
+{
+    int h, w, c;
+    nn_model_input_shape(m, &h, &w, &c);
+    size_t len = (size_t)n * h * w * c;
+    float *x = malloc(len * sizeof *x);
+    rng r;
+    rng_seed(&r, seed);
+    for (size_t i = 0; x && i < len; i++)
+        x[i] = rng_float(&r);
+    return x;
+}
+
+/* Largest max |a - b| / max |b| over the examples. */
+static double logits_err(const float *a, const float *b, int n, int k)
+{
+    double worst = 0.0;
+    for (int i = 0; i < n; i++) {
+        double d = 0.0, s = 1e-12;
+        for (int j = 0; j < k; j++) {
+            d = fmax(d, fabs((double)a[i * k + j] - b[i * k + j]));
+            s = fmax(s, fabs((double)b[i * k + j]));
+        }
+        worst = fmax(worst, d / s);
+    }
+    return worst;
+}
+
+static double g_worst;   /* the largest error any round trip measured, for the report */
+
+/* Export m, import it back, compare logits on n random examples; writes the export
+ * to path too when path is not NULL (for the checker test). */
+static void round_trip(const char *what, const nn_model *m, const char *path)
+{
+    pt_err e;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int h, w, c;
+    nn_model_input_shape(m, &h, &w, &c);
+    nn_export_meta meta = { NULL, h, "runs/test", 3 };
+    int rc = nn_export_onnx(m, &meta, &buf, &len, &e);
+    T_CHECKF(rc == PT_OK, "%s: export: %s", what, e.msg);
+    if (rc)
+        return;
+    if (path)
+        T_CHECKF(util_write_file_atomic(path, buf, len, &e) == PT_OK, "%s: %s", what, e.msg);
+    onnx_model *om = NULL;
+    rc = onnx_load_mem(buf, len, what, &om, &e);
+    free(buf);
+    T_CHECKF(rc == PT_OK, "%s: reading the export: %s", what, e.msg);
+    if (rc)
+        return;
+    nn_import_opts o = { .h = h, .w = w, .n_classes = 0, .norm = NN_NORM_RAW };
+    nn_import_info info;
+    nn_model *back = nn_import_onnx(om, &o, &info, &e);
+    onnx_free(om);
+    T_CHECKF(back != NULL, "%s: importing the export: %s", what, e.msg);
+    if (!back)
+        return;
+    int n = 3, k = nn_model_classes(m);
+    T_EQ_INT(nn_model_classes(back), k);
+    float *x = rand_input(m, n, 42);
+    nn_ctx *c1 = nn_ctx_new(m, n, &e), *c2 = nn_ctx_new(back, n, &e);
+    T_REQUIRE(x && c1 && c2);
+    const float *a = nn_forward(c1, x, n, 0, 0, 0);
+    const float *b = nn_forward(c2, x, n, 0, 0, 0);
+    T_REQUIRE(a && b);
+    double err = logits_err(b, a, n, k);
+    g_worst = fmax(g_worst, err);
+    T_CHECKF(err <= 1e-4, "%s: re-imported logits differ by %.3g (relative)", what, err);
+    nn_ctx_free(c1);
+    nn_ctx_free(c2);
+    nn_model_free(back);
+    free(x);
+}
+
+/* nn_build_small_widths from a --widths text. */
+static nn_model *small(const char *widths, int side, int convs, pt_err *e)
+{
+    int wd[NN_SMALL_MAX_BLOCKS], st[NN_SMALL_MAX_BLOCKS];
+    int nb = nn_parse_widths(widths, side, wd, st, e);
+    if (nb < 0)
+        return NULL;
+    return nn_build_small_widths(side, side, 5, 0.25f, wd, st, nb, convs, e);
+}
+
+/* Every kind: an affine at the front (folded), conv + BN + ReLU (folded, fused), a BN
+ * after a pool and one after a conv that an add reads too (kept), clip, ReLU6, gap,
+ * sigmoid, a per-channel mul, add, concat, pools with asymmetric pads, a depthwise
+ * conv, an affine in the middle, dropout, a dense layer after a map, a BN and a dense
+ * layer after it. */
+static nn_model *every_kind(pt_err *e)
+{
+    nn_model *m = nn_model_new(12, 12, 3);
+    if (!m)
+        return NULL;
+    const float s[3] = { 2.0f, 1.5f, -1.0f }, t[3] = { -1.0f, 0.2f, 0.5f };
+    int x = nn_affine(m, nn_input(m), s, t);
+    x = nn_relu(m, nn_batchnorm(m, nn_conv2d(m, x, 8, 3, 3, 1, NN_PAD_SAME, 1, 1)));
+    x = nn_maxpool_ex(m, x, 3, 3, 2, 2, 0, 1, 1, 0);
+    int cl = nn_clip(m, nn_batchnorm_ex(m, x, 1e-5f, 0.9f), -0.5f, 0.7f);
+    int r6 = nn_relu6(m, nn_conv2d(m, cl, 8, 1, 1, 1, 0, 1, 0));
+    int se = nn_sigmoid(m, nn_gap(m, r6));
+    int ad = nn_add(m, nn_mul(m, r6, se), cl);
+    int c3 = nn_conv2d(m, ad, 8, 3, 3, 1, 1, 1, 0);
+    int ad2 = nn_add(m, nn_batchnorm(m, c3), c3);
+    x = nn_concat(m, ad2, r6);
+    x = nn_avgpool_ex(m, x, 2, 2, 2, 2, 1, 0, 0, 1);
+    x = nn_batchnorm(m, nn_conv2d(m, x, 16, 3, 3, 1, NN_PAD_SAME, 16, 0));
+    const float s2[16] = { 1, 2, 0.5f, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1 };
+    const float t2[16] = { 0.1f, 0, 0, 0, 0, 0, 0.3f, 0, 0, 0, 0, 0, 0, 0, 0, -0.2f };
+    x = nn_dropout(m, nn_affine(m, x, s2, t2), 0.3f);
+    x = nn_batchnorm(m, nn_dense(m, x, 10));
+    x = nn_dense(m, nn_relu(m, x), 4);
+    if (nn_model_finalize(m, x, e) != PT_OK) {
+        nn_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+TEST(export_every_kind_has_an_onnx_writer)
+{
+    for (int k = 0; k < NN_OP_COUNT; k++)
+        T_CHECKF(nn_layers[k]->onnx_write != NULL,
+                 "layer kind %s: its table entry has no onnx_write (nn_layer.h)",
+                 nn_op_name((nn_op)k));
+}
+
+TEST(export_round_trip_small_widths)
+{
+    static const struct {
+        const char *widths;
+        int side, convs;
+    } forms[] = {
+        { "8,16,16", 16, 1 },     /* plain: conv, BN, ReLU, max-pool blocks */
+        { "a,8,16", 32, 1 },      /* an average-pool block first */
+        { "8s,16s,16", 16, 1 },   /* strided blocks ("same" pads at the bottom-right) */
+        { "8,16", 16, 2 },        /* --convs 2 */
+        { "auto", 32, 1 },        /* the default at 32 px */
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        pt_err e;
+        nn_model *m = small(forms[i].widths, forms[i].side, forms[i].convs, &e);
+        T_CHECKF(m != NULL, "%s: %s", forms[i].widths, e.msg);
+        if (!m)
+            continue;
+        randomize(m, 7 + i);
+        char what[64];
+        snprintf(what, sizeof what, "small %s --convs %d", forms[i].widths, forms[i].convs);
+        round_trip(what, m, NULL);
+        nn_model_free(m);
+    }
+}
+
+TEST(export_round_trip_mobilenetv2)
+{
+    pt_err e;
+    nn_model *m = nn_build_mobilenetv2(32, 32, 5, 0.35f, 0.2f, &e);
+    T_REQUIRE(m != NULL);
+    randomize(m, 11);
+    round_trip("mobilenetv2 0.35 at 32 px", m, NULL);
+    nn_model_free(m);
+}
+
+TEST(export_round_trip_every_kind)
+{
+    pt_err e;
+    nn_model *m = every_kind(&e);
+    T_CHECKF(m != NULL, "%s", e.msg);
+    if (!m)
+        return;
+    randomize(m, 5);
+    round_trip("every kind", m, NULL);
+    nn_model_free(m);
+}
+
+TEST(export_round_trip_zoo_int8_new_head)
+{
+    T_NEED_DATA();
+    pt_err e;
+    nn_import_opts o = { .h = 64, .w = 64, .n_classes = 5, .dropout = 0.2f,
+                         .norm = NN_NORM_IMAGENET, .seed = 3 };
+    nn_import_info info;
+    nn_model *m = nn_import_onnx_file(t_data("weights/mobilenetv2-12-int8.onnx"), &o, &info, &e);
+    T_CHECKF(m != NULL, "%s", e.msg);
+    if (!m)
+        return;
+    round_trip("zoo int8 MobileNetV2, 5-class head", m, NULL);
+    nn_model_free(m);
+}
+
+TEST(export_metadata_reads_back)
+{
+    pt_err e;
+    nn_model *m = small("8,16", 16, 1, &e);
+    T_REQUIRE(m != NULL);
+    const char *names[5] = { "daisy \"white\"", "rose, red", "back\\slash\ttab",
+                             "Rosé 日本 🌸", "" };
+    nn_export_meta meta = { names, 16, "runs/2026 \"x\"", 12 };
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    T_REQUIRE(nn_export_onnx(m, &meta, &buf, &len, &e) == PT_OK);
+    onnx_model *om = NULL;
+    T_REQUIRE(onnx_load_mem(buf, len, "meta.onnx", &om, &e) == PT_OK);
+    nn_onnx_meta mt;
+    T_REQUIRE(nn_onnx_meta_read(om, &mt, &e) == PT_OK);
+    T_EQ_INT(mt.petal, 1);
+    T_EQ_INT(mt.image_size, 16);
+    T_EQ_INT(mt.epoch, 12);
+    T_EQ_STR(mt.source_run, "runs/2026 \"x\"");
+    T_EQ_INT(mt.n_classes, 5);
+    for (int i = 0; i < 5 && i < mt.n_classes; i++)
+        T_EQ_STR(mt.class_names[i], names[i]);
+    T_EQ_STR(onnx_prop(om, "input"), NN_EXPORT_INPUT);
+    T_EQ_STR(onnx_prop(om, "petal_tui_version"), PT_VERSION);
+    T_CHECK(strstr(om->doc_string, "0-255") != NULL);
+    T_EQ_STR(om->producer_name, "petal-tui");
+    T_EQ_INT(om->ir_version, 8);
+    T_EQ_INT(om->opset, 13);
+    nn_onnx_meta_free(&mt);
+    onnx_free(om);
+
+    /* Damage the JSON (its closing bracket) without changing any length. */
+    char *p = NULL;
+    for (size_t i = 0; i + 3 <= len && !p; i++)
+        if (!memcmp(buf + i, "\"\"]", 3))
+            p = (char *)buf + i;
+    T_REQUIRE(p != NULL);
+    p[2] = '}';
+    T_REQUIRE(onnx_load_mem(buf, len, "damaged.onnx", &om, &e) == PT_OK);
+    T_EQ_INT(nn_onnx_meta_read(om, &mt, &e), PT_EFORMAT);
+    T_CHECKF(strstr(e.msg, "damaged.onnx") && strstr(e.msg, "class_names"), "%s", e.msg);
+    nn_onnx_meta_free(&mt);
+    onnx_free(om);
+
+    /* No meta: "class N" names, the model's size, epoch -1. */
+    free(buf);
+    T_REQUIRE(nn_export_onnx(m, NULL, &buf, &len, &e) == PT_OK);
+    T_REQUIRE(onnx_load_mem(buf, len, "plain.onnx", &om, &e) == PT_OK);
+    T_REQUIRE(nn_onnx_meta_read(om, &mt, &e) == PT_OK);
+    T_EQ_INT(mt.n_classes, 5);
+    if (mt.n_classes == 5)
+        T_EQ_STR(mt.class_names[4], "class 4");
+    T_EQ_INT(mt.epoch, -1);
+    T_EQ_INT(mt.image_size, 16);
+    T_EQ_STR(mt.source_run, "");
+    nn_onnx_meta_free(&mt);
+    onnx_free(om);
+    free(buf);
+    nn_model_free(m);
+}
+
+TEST(export_bytes_are_deterministic_and_the_file_atomic)
+{
+    pt_err e;
+    nn_model *m = nn_build_mobilenetv2(32, 32, 5, 0.35f, 0.2f, &e);
+    T_REQUIRE(m != NULL);
+    randomize(m, 2);
+    uint8_t *a = NULL, *b = NULL;
+    size_t la = 0, lb = 0;
+    T_REQUIRE(nn_export_onnx(m, NULL, &a, &la, &e) == PT_OK);
+    T_REQUIRE(nn_export_onnx(m, NULL, &b, &lb, &e) == PT_OK);
+    T_CHECK(la == lb && memcmp(a, b, la) == 0);
+
+    char dir[600], path[700];
+    snprintf(dir, sizeof dir, "%s", t_tmpdir());
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    T_REQUIRE(nn_export_onnx_file(m, NULL, path, &e) == PT_OK);
+    uint8_t *f = NULL;
+    size_t lf = 0;
+    T_REQUIRE(util_read_file(path, &f, &lf, &e) == PT_OK);
+    T_CHECK(lf == la && memcmp(f, a, la) == 0);
+    char **names = NULL;
+    int n = 0;
+    T_REQUIRE(util_list_dir(dir, UTIL_LIST_FILES, &names, &n, &e) == PT_OK);
+    T_EQ_INT(n, 1); /* no temporary left beside it */
+    util_free_list(names, n);
+
+    /* A folder that cannot be made: its parent is a file. */
+    char bad[800];
+    snprintf(bad, sizeof bad, "%s/model.onnx/sub.onnx", dir);
+    T_EQ_INT(nn_export_onnx_file(m, NULL, bad, &e) < 0, 1);
+    T_CHECKF(strstr(e.msg, bad) != NULL, "the error names the path: %s", e.msg);
+    free(f);
+    free(a);
+    free(b);
+    nn_model_free(m);
+}
+
+TEST(export_refuses_what_onnx_logits_cannot_hold)
+{
+    pt_err e;
+    /* A 4x4x2 map as the output: logits are [N, C]. */
+    nn_model *m = nn_model_new(8, 8, 3);
+    T_REQUIRE(m != NULL);
+    int x = nn_maxpool(m, nn_conv2d(m, nn_input(m), 2, 3, 3, 1, 1, 1, 1), 2, 2, 0);
+    T_REQUIRE(nn_model_finalize(m, x, &e) == PT_OK);
+    char path[700];
+    snprintf(path, sizeof path, "%s/refused.onnx", t_tmpdir());
+    T_EQ_INT(nn_export_onnx_file(m, NULL, path, &e), PT_EUSAGE);
+    T_CHECKF(strstr(e.msg, "node 2 (maxpool)") != NULL, "%s", e.msg);
+    struct stat st;
+    T_CHECK(stat(path, &st) != 0); /* nothing written */
+    nn_model_free(m);
+
+    /* A grey input: the export's input is RGB. */
+    m = nn_model_new(8, 8, 1);
+    T_REQUIRE(m != NULL);
+    x = nn_dense(m, nn_gap(m, nn_conv2d(m, nn_input(m), 4, 3, 3, 1, 1, 1, 1)), 3);
+    T_REQUIRE(nn_model_finalize(m, x, &e) == PT_OK);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    T_EQ_INT(nn_export_onnx(m, NULL, &buf, &len, &e), PT_EUSAGE);
+    T_CHECK(buf == NULL);
+    T_CHECKF(strstr(e.msg, "node 0 (input)") && strstr(e.msg, "1 channels"), "%s", e.msg);
+    nn_model_free(m);
+}
+
+/* python3-onnx's checker (full_check: with shape inference) on every model above. */
+TEST(export_onnx_checker_accepts_every_export)
+{
+    if (system("/usr/bin/python3 -c 'import onnx' >/dev/null 2>&1") != 0) {
+        t_skip("/usr/bin/python3 has no onnx module (Debian's python3-onnx)");
+        return;
+    }
+    const char *dir = t_tmpdir();
+    char path[5][700];
+    pt_err e;
+    nn_model *ms[5] = { small("8,16,16", 16, 1, &e), small("a,8s,16", 32, 2, &e),
+                        nn_build_mobilenetv2(32, 32, 5, 0.35f, 0.2f, &e), every_kind(&e),
+                        NULL };
+    int n = 4;
+    if (t_have_data()) {
+        nn_import_opts o = { .h = 64, .w = 64, .n_classes = 5, .norm = NN_NORM_IMAGENET };
+        nn_import_info info;
+        ms[n++] = nn_import_onnx_file(t_data("weights/mobilenetv2-12-int8.onnx"), &o, &info, &e);
+    }
+    char cmd[5000] = "/usr/bin/python3 -c 'import onnx, sys\n"
+                     "for p in sys.argv[1:]: onnx.checker.check_model(onnx.load(p), "
+                     "full_check=True)'";
+    for (int i = 0; i < n; i++) {
+        T_REQUIRE(ms[i] != NULL);
+        randomize(ms[i], (uint64_t)i);
+        snprintf(path[i], sizeof path[i], "%s/m%d.onnx", dir, i);
+        T_CHECKF(nn_export_onnx_file(ms[i], NULL, path[i], &e) == PT_OK, "%s", e.msg);
+        strcat(cmd, " ");
+        strcat(cmd, path[i]);
+        nn_model_free(ms[i]);
+    }
+    T_CHECKF(system(cmd) == 0, "onnx.checker refused an export: %s", cmd);
+}
+
+TEST(export_round_trip_error_figure)
+{
+    /* Prints the largest relative logit error the round trips above measured (run
+     * with them: make test TESTFLAGS=export). */
+    T_CHECK(g_worst <= 1e-4);
+    if (g_worst > 0)
+        printf("  export round trips: largest relative logit error %.3g\n", g_worst);
+}
