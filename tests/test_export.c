@@ -79,6 +79,17 @@ static double logits_err(const float *a, const float *b, int n, int k)
     return worst;
 }
 
+static int count_kind(const nn_model *m, nn_op op)
+{
+    int k = 0;
+    for (int i = 0; i < nn_node_count(m); i++) {
+        nn_node_info ni;
+        nn_node_get(m, i, &ni);
+        k += ni.op == op;
+    }
+    return k;
+}
+
 static double g_worst;   /* the largest error any round trip measured, for the report */
 
 /* Export m, import it back, compare logits on n random examples; writes the export
@@ -112,6 +123,13 @@ static void round_trip(const char *what, const nn_model *m, const char *path)
         return;
     int n = 3, k = nn_model_classes(m);
     T_EQ_INT(nn_model_classes(back), k);
+    /* The front (x255, the file's Mul and Add) is one affine layer again. */
+    nn_node_info n1;
+    nn_node_get(m, 1, &n1);
+    int front = n1.op == NN_OP_AFFINE && n1.in[0] == 0;
+    T_CHECKF(count_kind(back, NN_OP_AFFINE) == count_kind(m, NN_OP_AFFINE) + !front,
+             "%s: %d affine layers re-imported from %d", what, count_kind(back, NN_OP_AFFINE),
+             count_kind(m, NN_OP_AFFINE));
     float *x = rand_input(m, n, 42);
     nn_ctx *c1 = nn_ctx_new(m, n, &e), *c2 = nn_ctx_new(back, n, &e);
     T_REQUIRE(x && c1 && c2);
@@ -178,6 +196,71 @@ TEST(export_every_kind_has_an_onnx_writer)
         T_CHECKF(nn_layers[k]->onnx_write != NULL,
                  "layer kind %s: its table entry has no onnx_write (nn_layer.h)",
                  nn_op_name((nn_op)k));
+}
+
+/* How many nodes of op_type op the ONNX model has. */
+static int count_op(const onnx_model *om, const char *op)
+{
+    int k = 0;
+    for (size_t i = 0; i < om->n_nodes; i++)
+        k += !strcmp(om->nodes[i].op_type, op);
+    return k;
+}
+
+static onnx_model *export_mem(const nn_model *m, pt_err *e)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    onnx_model *om = NULL;
+    if (nn_export_onnx(m, NULL, &buf, &len, e) == PT_OK)
+        onnx_load_mem(buf, len, "export", &om, e);
+    free(buf);
+    return om;
+}
+
+TEST(export_folds_bn_into_its_conv_only_and_drops_dropout)
+{
+    pt_err e;
+    nn_model *m = every_kind(&e);
+    T_REQUIRE(m != NULL);
+    onnx_model *om = export_mem(m, &e);
+    T_REQUIRE(om != NULL);
+    /* Five BN layers: two after a conv read by nothing else (folded); the one after
+     * the pool, the one after a conv an add reads too, the one after a dense (kept). */
+    T_EQ_INT(count_op(om, "BatchNormalization"), 3);
+    T_EQ_INT(count_op(om, "Conv"), 4);
+    T_EQ_INT(count_op(om, "Dropout"), 0);
+    T_EQ_INT(count_op(om, "Relu"), 2);
+    T_EQ_INT(count_op(om, "Clip"), 2);   /* the clip, and ReLU6 as Clip(0, 6) */
+    T_EQ_INT(count_op(om, "Gemm"), 2);
+    T_EQ_INT(count_op(om, "Softmax"), 1);
+    /* The front: the first affine folded into one Mul and one Add on the image. */
+    T_REQUIRE(om->n_nodes > 2);
+    T_EQ_STR(om->nodes[0].op_type, "Mul");
+    T_EQ_STR(om->nodes[0].inputs[0], "image");
+    T_EQ_STR(om->nodes[1].op_type, "Add");
+    T_EQ_STR(om->nodes[2].op_type, "Conv");
+    const onnx_tensor *sc = onnx_find_tensor(om, "input0.scale");
+    T_REQUIRE(sc && sc->rank == 4 && sc->count == 3);
+    T_NEAR(((const float *)sc->data)[0], 2.0 / 255.0, 1e-9);
+    T_EQ_INT(om->n_outputs, 2);
+    T_EQ_STR(om->outputs[0].name, "logits");
+    T_EQ_STR(om->outputs[1].name, "probabilities");
+    T_EQ_INT(om->inputs[0].rank, 4);
+    T_EQ_STR(om->inputs[0].dim_params[0], "N");
+    T_EQ_INT(om->inputs[0].dims[2], 12);
+    onnx_free(om);
+    nn_model_free(m);
+
+    /* The built-in small model: every BN follows a conv read by nothing else. */
+    m = small("8,16", 16, 2, &e);
+    T_REQUIRE(m != NULL);
+    om = export_mem(m, &e);
+    T_REQUIRE(om != NULL);
+    T_EQ_INT(count_op(om, "BatchNormalization"), 0);
+    T_EQ_INT(count_op(om, "Conv"), 4);
+    onnx_free(om);
+    nn_model_free(m);
 }
 
 TEST(export_round_trip_small_widths)
@@ -402,6 +485,46 @@ TEST(export_onnx_checker_accepts_every_export)
         nn_model_free(ms[i]);
     }
     T_CHECKF(system(cmd) == 0, "onnx.checker refused an export: %s", cmd);
+}
+
+
+/* Parameters from a formula of exact float operations only (no libm), so a fixture's
+ * bytes depend on nothing but the exporter. */
+static void formula_params(nn_model *m)
+{
+    float *P = nn_params(m), *B = nn_buffers(m);
+    for (size_t i = 0; i < nn_param_count(m); i++)
+        P[i] = (float)((int)((i * 2654435761u) % 2001u) - 1000) / 4096.0f;
+    for (size_t i = 0; i < nn_buffer_count(m); i++)
+        B[i] = 0.5f + (float)((i * 40503u) % 1024u) / 1024.0f;
+}
+
+/* The exporter is byte-for-byte stable: two small models export to the files
+ * committed in tests/data/export/ (ONNX Runtime's outputs for them are checked
+ * elsewhere). PT_WRITE_EXPORT_FIXTURES=1 rewrites them after a deliberate change. */
+TEST(export_matches_the_committed_fixtures)
+{
+    pt_err e;
+    nn_model *ms[2] = { small("8,16", 16, 1, &e), every_kind(&e) };
+    const char *files[2] = { "tests/data/export/small-8-16.onnx",
+                             "tests/data/export/every-kind.onnx" };
+    for (int i = 0; i < 2; i++) {
+        T_REQUIRE(ms[i] != NULL);
+        formula_params(ms[i]);
+        uint8_t *buf = NULL, *want = NULL;
+        size_t len = 0, wlen = 0;
+        T_REQUIRE(nn_export_onnx(ms[i], NULL, &buf, &len, &e) == PT_OK);
+        if (getenv("PT_WRITE_EXPORT_FIXTURES"))
+            T_CHECKF(util_write_file_atomic(files[i], buf, len, &e) == PT_OK, "%s", e.msg);
+        T_CHECKF(util_read_file(files[i], &want, &wlen, &e) == PT_OK, "%s", e.msg);
+        T_CHECKF(want && wlen == len && memcmp(want, buf, len) == 0,
+                 "%s: the export (%zu bytes) differs from the committed file (%zu bytes)",
+                 files[i], len, wlen);
+        round_trip(files[i], ms[i], NULL);
+        free(buf);
+        free(want);
+        nn_model_free(ms[i]);
+    }
 }
 
 TEST(export_round_trip_error_figure)

@@ -21,7 +21,8 @@
 #define NN_PAD_LIMIT 64
 
 #define SUPPORTED                                                                              \
-    "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add, Concat, MaxPool, AveragePool, " \
+    "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add (of two maps, a bias after a "  \
+    "Gemm, or one constant per channel), Concat, MaxPool, AveragePool, "                      \
     "GlobalAveragePool, Flatten, Reshape, Gemm, MatMul, Dropout, Identity, Constant, Pad " \
     "(zeros, spatial), Softmax "                                                          \
     "(last), QuantizeLinear, DequantizeLinear, QLinearConv, QLinearAdd, "                     \
@@ -302,8 +303,9 @@ static int op_conv(imp *I, const onnx_node *n, int quant)
             p[a] += extra[a];
     }
     int bias = quant ? nn_imp_const(I, n, 8) != NULL : nn_imp_const(I, n, 2) != NULL;
-    int id = nn_imp_built(I, n, nn_conv2d_ex(I->m, in, (int)cout, (int)kh, (int)kw, (int)s[0], (int)s[1],
-                                      (int)p[0], (int)p[1], (int)p[2], (int)p[3], (int)g, bias));
+    int id = nn_conv2d_ex(I->m, in, (int)cout, (int)kh, (int)kw, (int)s[0], (int)s[1], (int)p[0],
+                          (int)p[1], (int)p[2], (int)p[3], (int)g, bias);
+    id = nn_imp_built(I, n, id);
     if (id < 0)
         return id;
     if (!add_fill(I, quant ? F_QCONV : F_CONV, id, n))

@@ -10,6 +10,12 @@
  * range: a range that starts at 0 is read as ReLU6 (the float model's op; the upper
  * end is only where calibration stopped), any other as no activation.
  *
+ * A Mul or Add of a map by constants (one value, or one per channel) is an affine
+ * layer, merged into the affine it reads when nothing else reads that one: petal-tui's
+ * own exports (nn_export.h) start so, and NN_NORM_RAW reads them back to the
+ * exported model's logits. nn_onnx_meta_read() gives what such a file says about
+ * itself (class names, image size, run, epoch).
+ *
  * With n_classes > 0 the ImageNet classifier (the last Gemm / MatMul and what
  * follows it: bias, softmax, dequantization) is cut and replaced by global average
  * pooling (when the features are not already pooled), dropout and a dense layer

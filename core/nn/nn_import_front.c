@@ -59,14 +59,28 @@ static int per_channel(const onnx_tensor *t, int c, int dense)
     return t->rank >= 3 && t->dims[t->rank - 3] == c;
 }
 
-/* Whether the affine layer x is read by the value of n's slot k alone: no other value
- * names it, that one is read once, and no layer reads x yet. */
+/* Whether value name is read after node index at (by a later node or as a graph output). */
+static int read_later(imp *I, const char *name, int at)
+{
+    for (size_t i = (size_t)at + 1; i < I->om->n_nodes; i++)
+        for (size_t k = 0; k < I->om->nodes[i].n_inputs; k++)
+            if (!strcmp(I->om->nodes[i].inputs[k], name))
+                return 1;
+    for (size_t i = 0; i < I->om->n_outputs; i++)
+        if (!strcmp(I->om->outputs[i].name, name))
+            return 1;
+    return 0;
+}
+
+/* Whether the affine layer x is read by n's slot k alone: that value is read once, no
+ * other value naming x is read after n, and no layer reads x yet. */
 static int sole_reader(imp *I, const onnx_node *n, size_t k, int x)
 {
     if (onnx_consumers(I->om, n->inputs[k]) != 1)
         return 0;
     for (size_t i = 0; i < I->nv; i++)
-        if (I->v[i].kind == V_NODE && I->v[i].node == x && strcmp(I->v[i].name, n->inputs[k]))
+        if (I->v[i].kind == V_NODE && I->v[i].node == x && strcmp(I->v[i].name, n->inputs[k]) &&
+            read_later(I, I->v[i].name, n->index))
             return 0;
     for (int i = x + 1; i < I->m->n_nodes; i++)
         if (I->m->nodes[i].in[0] == x || I->m->nodes[i].in[1] == x)

@@ -135,9 +135,10 @@ static int class_names(const onnx_model *om, const char *txt, nn_onnx_meta *out,
             cap = nc;
         }
         char *s = json_string(&p, &oom);
+        if (!s && oom)
+            return err_set(e, PT_ENOMEM, om->path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
         if (!s)
-            return oom ? err_set(e, PT_ENOMEM, om->path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory")
-                       : meta_fail(om, e, "class_names", "bad JSON: a damaged string");
+            return meta_fail(om, e, "class_names", "bad JSON: a damaged string");
         out->class_names[out->n_classes++] = s;
         p = skip_ws(p);
     }
