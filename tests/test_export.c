@@ -535,3 +535,54 @@ TEST(export_round_trip_error_figure)
     if (g_worst > 0)
         printf("  export round trips: largest relative logit error %.3g\n", g_worst);
 }
+
+/* nn_onnx_meta_read on properties given directly: JSON escapes, surrogate pairs, and
+ * what is refused; a file with no properties reads as not petal-tui's. */
+TEST(export_meta_json_escapes_and_damage)
+{
+    const char *keys[3] = { "class_names", "image_size", "epoch" };
+    const char *vals[3] = { "[ \"a\\u00e9\\ud83c\\udf38\" , \"x\\\"y\\\\z\\/\\n\" ,\"\"]", "224",
+                            "-1" };
+    onnx_model om;
+    memset(&om, 0, sizeof om);
+    om.path = "props.onnx";
+    om.n_props = 3;
+    om.prop_keys = keys;
+    om.prop_values = vals;
+    nn_onnx_meta mt;
+    pt_err e;
+    T_REQUIRE(nn_onnx_meta_read(&om, &mt, &e) == PT_OK);
+    T_EQ_INT(mt.petal, 0);
+    T_EQ_INT(mt.image_size, 224);
+    T_EQ_INT(mt.epoch, -1);
+    T_REQUIRE(mt.n_classes == 3);
+    T_EQ_STR(mt.class_names[0], "a\xc3\xa9\xf0\x9f\x8c\xb8");
+    T_EQ_STR(mt.class_names[1], "x\"y\\z/\n");
+    T_EQ_STR(mt.class_names[2], "");
+    nn_onnx_meta_free(&mt);
+
+    static const char *const bad[] = { "[\"a\"", "[1]", "[\"\\ud800\"]", "[\"a\",]", "{}",
+                                       "[\"a\"] x", "[\"\\u0000\"]", "[\"\\q\"]", "[\"\t\"]" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vals[0] = bad[i];
+        T_CHECKF(nn_onnx_meta_read(&om, &mt, &e) == PT_EFORMAT, "accepted %s", bad[i]);
+        T_CHECKF(strstr(e.msg, "props.onnx") && strstr(e.msg, "class_names"), "%s", e.msg);
+        T_EQ_INT(mt.n_classes, 0);
+        nn_onnx_meta_free(&mt);
+    }
+    vals[0] = "[]";
+    vals[1] = "12px";
+    T_EQ_INT(nn_onnx_meta_read(&om, &mt, &e), PT_EFORMAT);
+    T_CHECKF(strstr(e.msg, "image_size") != NULL, "%s", e.msg);
+    nn_onnx_meta_free(&mt);
+
+    om.n_props = 0;
+    T_REQUIRE(nn_onnx_meta_read(&om, &mt, &e) == PT_OK);
+    T_EQ_INT(mt.petal, 0);
+    T_EQ_INT(mt.n_classes, 0);
+    T_CHECK(mt.class_names == NULL);
+    T_EQ_INT(mt.image_size, 0);
+    T_EQ_INT(mt.epoch, -1);
+    T_EQ_STR(mt.source_run, "");
+    nn_onnx_meta_free(&mt);
+}

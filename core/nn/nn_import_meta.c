@@ -71,9 +71,12 @@ static char *json_string(const char **pp, int *oom)
         *oom = 1;
         return NULL;
     }
-    while (p < end) {
-        if ((unsigned char)*p < 0x20)
-            break; /* control characters must be escaped */
+    int bad = 0;
+    while (p < end && !bad) {
+        if ((unsigned char)*p < 0x20) {
+            bad = 1; /* control characters must be escaped */
+            break;
+        }
         if (*p != '\\') {
             *o++ = *p++;
             continue;
@@ -86,22 +89,25 @@ static char *json_string(const char **pp, int *oom)
             continue;
         }
         unsigned cp, lo;
-        if (c != 'u' || !hex4(p + 2, &cp))
+        if (c != 'u' || !hex4(p + 2, &cp)) {
+            bad = 1;
             break;
+        }
         p += 6;
         if (cp >= 0xD800 && cp < 0xDC00) {
             if (p[0] != '\\' || p[1] != 'u' || !hex4(p + 2, &lo) || lo < 0xDC00 || lo >= 0xE000)
-                break;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                bad = 1;
+            else
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             p += 6;
         } else if (cp >= 0xDC00 && cp < 0xE000) {
-            break;
+            bad = 1;
         }
-        if (cp == 0)
-            break; /* would cut the C string */
-        o = put_utf8(o, cp);
+        bad |= cp == 0; /* would cut the C string */
+        if (!bad)
+            o = put_utf8(o, cp);
     }
-    if (p < end) {
+    if (bad) {
         free(s);
         return NULL;
     }
