@@ -518,7 +518,9 @@ TEST(export_matches_the_committed_fixtures)
             T_CHECKF(util_write_file_atomic(files[i], buf, len, &e) == PT_OK, "%s", e.msg);
         T_CHECKF(util_read_file(files[i], &want, &wlen, &e) == PT_OK, "%s", e.msg);
         T_CHECKF(want && wlen == len && memcmp(want, buf, len) == 0,
-                 "%s: the export (%zu bytes) differs from the committed file (%zu bytes)",
+                 "%s: the export (%zu bytes) differs from the committed file (%zu bytes); "
+                 "after a deliberate change (or a version bump: the file names it), rerun "
+                 "with PT_WRITE_EXPORT_FIXTURES=1",
                  files[i], len, wlen);
         round_trip(files[i], ms[i], NULL);
         free(buf);
