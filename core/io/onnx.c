@@ -113,9 +113,32 @@ const char *onnx_norm_domain(const char *d)
 
 /* ---- the model -------------------------------------------------------------------- */
 
+/* metadata_props: the key / value pairs, as strings of the arena. */
+static int read_props(ld *L, const Pt__Onnx__ModelProto *mp)
+{
+    onnx_model *m = L->m;
+    size_t n = mp->n_metadata_props;
+    const char **keys = onnx_arena_alloc(L->ar, n * sizeof *keys);
+    const char **vals = onnx_arena_alloc(L->ar, n * sizeof *vals);
+    if (!keys || !vals)
+        return onnx_oom(L);
+    for (size_t i = 0; i < n; i++) {
+        const Pt__Onnx__StringStringEntryProto *p = mp->metadata_props[i];
+        keys[i] = onnx_str_copy(L, p->key);
+        vals[i] = onnx_str_copy(L, p->value);
+        if (!keys[i] || !vals[i])
+            return onnx_oom(L);
+    }
+    m->prop_keys = keys;
+    m->prop_values = vals;
+    m->n_props = n;
+    return PT_OK;
+}
+
 static int read_model(ld *L, const Pt__Onnx__ModelProto *mp)
 {
     onnx_model *m = L->m;
+    int rc;
     if (!mp->has_ir_version || mp->ir_version < 1)
         return onnx_fail(L, PT_EPARSE, PT_NO_OFFSET,
                          "not an ONNX model: a protobuf message with no ir_version");
@@ -130,8 +153,11 @@ static int read_model(ld *L, const Pt__Onnx__ModelProto *mp)
     m->producer_name = onnx_str_copy(L, mp->producer_name);
     m->producer_version = onnx_str_copy(L, mp->producer_version);
     m->domain = onnx_str_copy(L, mp->domain);
-    if (!m->producer_name || !m->producer_version || !m->domain)
+    m->doc_string = onnx_str_copy(L, mp->doc_string);
+    if (!m->producer_name || !m->producer_version || !m->domain || !m->doc_string)
         return onnx_oom(L);
+    if ((rc = read_props(L, mp)) != PT_OK)
+        return rc;
 
     onnx_opset *ops = onnx_arena_alloc(L->ar, mp->n_opset_import * sizeof *ops);
     if (!ops)
@@ -171,7 +197,6 @@ static int read_model(ld *L, const Pt__Onnx__ModelProto *mp)
     onnx_node *nodes = onnx_arena_alloc(L->ar, g->n_node * sizeof *nodes);
     if (!inits || !ins || !outs || !vis || !nodes)
         return onnx_oom(L);
-    int rc;
     for (size_t i = 0; i < g->n_initializer; i++)
         if ((rc = onnx_read_tensor(L, g->initializer[i], &inits[i], "")))
             return rc;

@@ -169,6 +169,12 @@ typedef struct onnx_model {
     const onnx_tensor *initializers;
     size_t n_nodes;
     const onnx_node *nodes;       /* in file order, which is topological */
+    const char *doc_string;       /* the model's ("" when not given) */
+    /* metadata_props in file order (keys as the file gives them, "" for a missing one;
+     * a key given twice is listed twice: onnx_prop() finds the first). */
+    size_t n_props;
+    const char *const *prop_keys;
+    const char *const *prop_values;
     onnx_index *index;
 } onnx_model;
 
@@ -185,6 +191,8 @@ void onnx_free(onnx_model *m);
  * either (the very tensor it reads, which keeps its own name: exporters alias
  * one initializer for equal constants that way). NULL when there is none. */
 const onnx_tensor *onnx_find_tensor(const onnx_model *m, const char *name);
+/* The value of the first metadata_props entry whose key is key, or NULL. */
+const char *onnx_prop(const onnx_model *m, const char *key);
 /* The graph input, output or value_info entry called name, or NULL. */
 const onnx_value_info *onnx_find_value_info(const onnx_model *m, const char *name);
 /* The node whose outputs include name; NULL for graph inputs, initializers and

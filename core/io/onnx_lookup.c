@@ -18,6 +18,14 @@ const onnx_tensor *onnx_find_tensor(const onnx_model *m, const char *name)
     return s ? s->tensor : NULL;
 }
 
+const char *onnx_prop(const onnx_model *m, const char *key)
+{
+    for (size_t i = 0; key && i < m->n_props; i++)
+        if (!strcmp(m->prop_keys[i], key))
+            return m->prop_values[i];
+    return NULL;
+}
+
 const onnx_value_info *onnx_find_value_info(const onnx_model *m, const char *name)
 {
     const slot *s = onnx_ix_find(m->index, name);

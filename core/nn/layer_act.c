@@ -227,12 +227,55 @@ static const nn_grad_case relu6_grad = {2, 3, 3, 4, NN_GRAD_AWAY_FROM_0_6, relu6
 static const nn_grad_case sigmoid_grad = {2, 4, 4, 3, NN_GRAD_UNIFORM, sigmoid_grad_graph};
 static const nn_grad_case clip_grad = {2, 3, 3, 4, NN_GRAD_AWAY_FROM_HALF, clip_grad_graph};
 
+/* ---- ONNX ---- */
+
+static int relu_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    (void)m;
+    return nn_onnx_simple(w, i, "Relu", 1);
+}
+
+static int sigmoid_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    (void)m;
+    return nn_onnx_simple(w, i, "Sigmoid", 1);
+}
+
+/* Clip with its bounds as scalar inputs (opset 11 on); an infinite bound is left out
+ * (""), which is what Clip does without one. */
+static int clip_bounds_onnx(struct nn_onnx_writer *w, int i, float lo, float hi)
+{
+    int r = nn_onnx_in_rank(w, i, 0);
+    const char *in[3] = { nn_onnx_in(w, i, 0, 0), "", "" };
+    int n = 1;
+    if (!isinf(lo) || lo > 0.0f)
+        in[1] = nn_onnx_const(w, i, "min", 0, NULL, &lo);
+    if (!isinf(hi) || hi < 0.0f)
+        in[2] = nn_onnx_const(w, i, "max", 0, NULL, &hi);
+    if (in[1][0])
+        n = 2;
+    if (in[2][0])
+        n = 3;
+    return nn_onnx_op(w, "Clip", n, in, nn_onnx_out(w, i, r));
+}
+
+static int relu6_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    (void)m;
+    return clip_bounds_onnx(w, i, 0.0f, 6.0f);
+}
+
+static int clip_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    return clip_bounds_onnx(w, i, m->nodes[i].lo, m->nodes[i].hi);
+}
+
 const nn_layer nn_layer_relu = {
     .act = NN_ACT_RELU,
     .forward = relu_forward,
     .backward = relu_backward,
     .grad = &relu_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = relu_onnx,
 };
 
 const nn_layer nn_layer_relu6 = {
@@ -240,14 +283,14 @@ const nn_layer nn_layer_relu6 = {
     .forward = relu6_forward,
     .backward = relu6_backward,
     .grad = &relu6_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = relu6_onnx,
 };
 
 const nn_layer nn_layer_sigmoid = {
     .forward = sigmoid_forward,
     .backward = sigmoid_backward,
     .grad = &sigmoid_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = sigmoid_onnx,
 };
 
 const nn_layer nn_layer_clip = {
@@ -255,5 +298,5 @@ const nn_layer nn_layer_clip = {
     .backward = clip_backward,
     .describe = clip_describe,
     .grad = &clip_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = clip_onnx,
 };

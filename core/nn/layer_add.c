@@ -55,9 +55,15 @@ static int add_grad_graph(nn_model *m, int in)
 
 static const nn_grad_case add_grad = {2, 4, 4, 3, NN_GRAD_UNIFORM, add_grad_graph};
 
+static int add_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    (void)m;
+    return nn_onnx_simple(w, i, "Add", 2);
+}
+
 const nn_layer nn_layer_add = {
     .forward = add_forward,
     .backward = add_backward,
     .grad = &add_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = add_onnx,
 };

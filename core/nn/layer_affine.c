@@ -71,9 +71,27 @@ static int affine_grad_graph(nn_model *m, int in)
 
 static const nn_grad_case affine_grad = {2, 3, 3, 3, NN_GRAD_UNIFORM, affine_grad_graph};
 
+/* Mul then Add by per-channel constants; nothing when folded into the front. */
+static int affine_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    const nn_node *nd = &m->nodes[i];
+    int p = nn_onnx_fold_prev(w, i);
+    if (p >= 0) {
+        nn_onnx_same(w, i, p);
+        return nn_onnx_status(w);
+    }
+    int r = nn_onnx_in_rank(w, i, 0);
+    const int64_t dims[4] = { 1, nd->c, 1, 1 };
+    const char *mul[2] = { nn_onnx_in(w, i, 0, 0), nn_onnx_const(w, i, "scale", r, dims, nd->aff) };
+    const char *scaled = nn_onnx_tmp(w, i, "scaled");
+    nn_onnx_op(w, "Mul", 2, mul, scaled);
+    const char *add[2] = { scaled, nn_onnx_const(w, i, "shift", r, dims, nd->aff + nd->c) };
+    return nn_onnx_op(w, "Add", 2, add, nn_onnx_out(w, i, r));
+}
+
 const nn_layer nn_layer_affine = {
     .forward = affine_forward,
     .backward = affine_backward,
     .grad = &affine_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = affine_onnx,
 };

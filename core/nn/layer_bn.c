@@ -354,11 +354,34 @@ static int bn_grad_graph(nn_model *m, int in)
 
 static const nn_grad_case bn_grad = {3, 3, 4, 5, NN_GRAD_UNIFORM, bn_grad_graph};
 
+/* BatchNormalization in inference mode (its own epsilon), unless folded into the
+ * conv before it (nn_export.h says when and why). */
+static int bn_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    const nn_node *nd = &m->nodes[i];
+    int p = nn_onnx_fold_prev(w, i);
+    if (p >= 0) {
+        nn_onnx_same(w, i, p);
+        return nn_onnx_status(w);
+    }
+    const int64_t d[1] = { nd->c };
+    const float *g = m->params + nd->p_off, *mu = m->bufs + nd->buf_off;
+    int r = nn_onnx_in_rank(w, i, 0);
+    const char *in[5] = { nn_onnx_in(w, i, 0, 0), nn_onnx_const(w, i, "scale", 1, d, g),
+                          nn_onnx_const(w, i, "bias", 1, d, g + nd->c),
+                          nn_onnx_const(w, i, "mean", 1, d, mu),
+                          nn_onnx_const(w, i, "var", 1, d, mu + nd->c) };
+    nn_onnx_op(w, "BatchNormalization", 5, in, nn_onnx_out(w, i, r));
+    nn_onnx_attr_float(w, "epsilon", nd->bn_eps);
+    nn_onnx_attr_float(w, "momentum", nd->bn_momentum);
+    return nn_onnx_status(w);
+}
+
 const nn_layer nn_layer_bn = {
     .flags = NN_LAYER_FUSES_ACT,
     .forward = bn_forward,
     .backward = bn_backward,
     .init = bn_init,
     .grad = &bn_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = bn_onnx,
 };

@@ -89,9 +89,17 @@ static int concat_grad_graph(nn_model *m, int in)
 
 static const nn_grad_case concat_grad = {2, 4, 3, 3, NN_GRAD_UNIFORM, concat_grad_graph};
 
+static int concat_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    (void)m;
+    nn_onnx_simple(w, i, "Concat", 2);
+    nn_onnx_attr_int(w, "axis", 1);
+    return nn_onnx_status(w);
+}
+
 const nn_layer nn_layer_concat = {
     .forward = concat_forward,
     .backward = concat_backward,
     .grad = &concat_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = concat_onnx,
 };

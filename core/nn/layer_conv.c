@@ -151,6 +151,47 @@ static int conv_grad_graph(nn_model *m, int in)
 
 static const nn_grad_case conv_grad = {2, 6, 7, 3, NN_GRAD_UNIFORM, conv_grad_graph};
 
+/* Conv with OIHW weights; a BN folded into it (nn_export.h) scales each output
+ * channel's weights and moves its bias, computed in double. */
+static int conv_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    const nn_node *nd = &m->nodes[i];
+    int cg = m->nodes[nd->in[0]].c / nd->groups, co = nd->c, kh = nd->kh, kw = nd->kw;
+    const float *W = m->params + nd->p_off, *B = nd->has_bias ? W + nd->w_len : NULL;
+    int bn = nn_onnx_fold_next(w, i);
+    float *wt = nn_onnx_scratch(w, nd->w_len), *bias = nn_onnx_scratch(w, (size_t)co);
+    if (!wt || !bias)
+        return nn_onnx_status(w);
+    for (int o = 0; o < co; o++) {
+        double a = 1.0, b = B ? B[o] : 0.0;
+        if (bn >= 0) {
+            const nn_node *bd = &m->nodes[bn];
+            const float *g = m->params + bd->p_off, *mu = m->bufs + bd->buf_off;
+            a = g[o] / sqrt((double)mu[co + o] + bd->bn_eps);
+            b = (b - mu[o]) * a + g[co + o];
+        }
+        bias[o] = (float)b;
+        for (int ci = 0; ci < cg; ci++)
+            for (int y = 0; y < kh; y++)
+                for (int x = 0; x < kw; x++)
+                    wt[(((size_t)o * cg + ci) * kh + y) * kw + x] =
+                        (float)(W[(((size_t)y * kw + x) * cg + ci) * co + o] * a);
+    }
+    const int64_t wd[4] = { co, cg, kh, kw }, bd1[1] = { co };
+    const char *in[3] = { nn_onnx_in(w, i, 0, 1), nn_onnx_const(w, i, "weight", 4, wd, wt),
+                          NULL };
+    if (B || bn >= 0)
+        in[2] = nn_onnx_const(w, i, "bias", 1, bd1, bias);
+    nn_onnx_op(w, "Conv", in[2] ? 3 : 2, in, nn_onnx_out(w, i, 4));
+    const int64_t k[2] = { kh, kw }, s[2] = { nd->stride, nd->stride };
+    const int64_t p[4] = { nd->pad_t, nd->pad_l, nd->pad_b, nd->pad_r };
+    nn_onnx_attr_ints(w, "kernel_shape", 2, k);
+    nn_onnx_attr_ints(w, "strides", 2, s);
+    nn_onnx_attr_ints(w, "pads", 4, p);
+    nn_onnx_attr_int(w, "group", nd->groups);
+    return nn_onnx_status(w);
+}
+
 const nn_layer nn_layer_conv = {
     .flags = NN_LAYER_FUSES_ACT,
     .forward = conv_forward,
@@ -160,5 +201,5 @@ const nn_layer nn_layer_conv = {
     .describe = conv_describe,
     .ws_floats = conv_ws_floats,
     .grad = &conv_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = conv_onnx,
 };

@@ -90,11 +90,43 @@ static int dense_grad_graph(nn_model *m, int in)
 
 static const nn_grad_case dense_grad = {3, 2, 2, 3, NN_GRAD_UNIFORM, dense_grad_graph};
 
+/* Flatten (when its input is 4-D) and Gemm with B = the weights transposed, [cout][cin]
+ * (transB = 1). Reading a map larger than 1x1, the rows go from NHWC's flattening
+ * order, (y, x, ch), to NCHW's, (ch, y, x), which is what Flatten gives. */
+static int dense_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    const nn_node *nd = &m->nodes[i], *src = &m->nodes[nd->in[0]];
+    int hw = src->h * src->w, c = src->c, co = nd->c;
+    size_t cin = (size_t)hw * c;
+    const float *W = m->params + nd->p_off;
+    float *bt = nn_onnx_scratch(w, cin * (size_t)co);
+    if (!bt)
+        return nn_onnx_status(w);
+    for (int p = 0; p < hw; p++)
+        for (int ch = 0; ch < c; ch++)
+            for (int o = 0; o < co; o++)
+                bt[(size_t)o * cin + (size_t)ch * hw + p] = W[((size_t)p * c + ch) * co + o];
+    const char *x = nn_onnx_in(w, i, 0, 0);
+    if (nn_onnx_in_rank(w, i, 0) == 4) {
+        const char *flat = nn_onnx_tmp(w, i, "flat");
+        const char *fin[1] = { x };
+        nn_onnx_op(w, "Flatten", 1, fin, flat);
+        nn_onnx_attr_int(w, "axis", 1);
+        x = flat;
+    }
+    const int64_t bd[2] = { co, (int64_t)cin }, cd[1] = { co };
+    const char *in[3] = { x, nn_onnx_const(w, i, "weight", 2, bd, bt),
+                          nn_onnx_const(w, i, "bias", 1, cd, W + nd->w_len) };
+    nn_onnx_op(w, "Gemm", 3, in, nn_onnx_out(w, i, 2));
+    nn_onnx_attr_int(w, "transB", 1);
+    return nn_onnx_status(w);
+}
+
 const nn_layer nn_layer_dense = {
     .forward = dense_forward,
     .backward = dense_backward,
     .init = dense_init,
     .macs = dense_macs,
     .grad = &dense_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = dense_onnx,
 };

@@ -69,11 +69,18 @@ static int dropout_grad_graph(nn_model *m, int in)
 
 static const nn_grad_case dropout_grad = {2, 3, 3, 4, NN_GRAD_UNIFORM, dropout_grad_graph};
 
+/* Inference form: dropout is the identity, so it writes nothing. */
+static int dropout_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    nn_onnx_same(w, i, m->nodes[i].in[0]);
+    return nn_onnx_status(w);
+}
+
 const nn_layer nn_layer_dropout = {
     .flags = NN_LAYER_MASK,
     .forward = dropout_forward,
     .backward = dropout_backward,
     .describe = dropout_describe,
     .grad = &dropout_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = dropout_onnx,
 };

@@ -42,9 +42,32 @@ static int input_grad_graph(nn_model *m, int in)
 
 static const nn_grad_case input_grad = {2, 3, 3, 2, NN_GRAD_UNIFORM, input_grad_graph};
 
+/* The front: pixels 0-255 to the model's [0, 1] input, the affine layer after it
+ * folded in when that layer alone reads the input (nn_export.h). */
+static int input_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    int a = nn_onnx_fold_next(w, i);
+    const float *aff = a >= 0 ? m->nodes[a].aff : NULL;
+    float scale[3], shift[3];
+    int has_shift = 0;
+    for (int k = 0; k < 3; k++) {
+        scale[k] = (aff ? aff[k] : 1.0f) / 255.0f;
+        shift[k] = aff ? aff[3 + k] : 0.0f;
+        has_shift |= shift[k] != 0.0f;
+    }
+    const int64_t dims[4] = { 1, 3, 1, 1 };
+    const char *mul[2] = { "image", nn_onnx_const(w, i, "scale", 4, dims, scale) };
+    if (!has_shift)
+        return nn_onnx_op(w, "Mul", 2, mul, nn_onnx_out(w, i, 4));
+    const char *scaled = nn_onnx_tmp(w, i, "scaled");
+    nn_onnx_op(w, "Mul", 2, mul, scaled);
+    const char *add[2] = { scaled, nn_onnx_const(w, i, "shift", 4, dims, shift) };
+    return nn_onnx_op(w, "Add", 2, add, nn_onnx_out(w, i, 4));
+}
+
 const nn_layer nn_layer_input = {
     .forward = input_forward,
     .backward = input_backward,
     .grad = &input_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = input_onnx,
 };

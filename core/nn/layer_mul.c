@@ -129,10 +129,17 @@ static int mul_grad_graph(nn_model *m, int in)
 
 static const nn_grad_case mul_grad = {2, 4, 3, 3, NN_GRAD_UNIFORM, mul_grad_graph};
 
+/* ONNX's Mul broadcasts the 1x1xC operand ([N, C, 1, 1]) as the kernel does. */
+static int mul_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    (void)m;
+    return nn_onnx_simple(w, i, "Mul", 2);
+}
+
 const nn_layer nn_layer_mul = {
     .forward = mul_forward,
     .backward = mul_backward,
     .describe = mul_describe,
     .grad = &mul_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = mul_onnx,
 };

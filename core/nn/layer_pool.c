@@ -358,12 +358,48 @@ static const nn_grad_case maxpool_grad = {2, 5, 7, 2, NN_GRAD_DISTINCT, maxpool_
 static const nn_grad_case avgpool_grad = {2, 5, 5, 2, NN_GRAD_UNIFORM, avgpool_grad_graph};
 static const nn_grad_case gap_grad = {2, 3, 4, 5, NN_GRAD_UNIFORM, gap_grad_graph};
 
+/* ---- ONNX ---- */
+
+/* MaxPool / AveragePool with the four pads; ONNX's count_include_pad = 0 is the
+ * kernels' average over real pixels only. */
+static int pool_onnx(struct nn_onnx_writer *w, const nn_model *m, int i, const char *op)
+{
+    const nn_node *nd = &m->nodes[i];
+    const char *in[1] = { nn_onnx_in(w, i, 0, 1) };
+    nn_onnx_op(w, op, 1, in, nn_onnx_out(w, i, 4));
+    const int64_t k[2] = { nd->kh, nd->kw }, s[2] = { nd->stride, nd->stride };
+    const int64_t p[4] = { nd->pad_t, nd->pad_l, nd->pad_b, nd->pad_r };
+    nn_onnx_attr_ints(w, "kernel_shape", 2, k);
+    nn_onnx_attr_ints(w, "strides", 2, s);
+    nn_onnx_attr_ints(w, "pads", 4, p);
+    if (nd->op == NN_OP_AVGPOOL)
+        nn_onnx_attr_int(w, "count_include_pad", 0);
+    return nn_onnx_status(w);
+}
+
+static int maxpool_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    return pool_onnx(w, m, i, "MaxPool");
+}
+
+static int avgpool_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    return pool_onnx(w, m, i, "AveragePool");
+}
+
+static int gap_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
+{
+    (void)m;
+    const char *in[1] = { nn_onnx_in(w, i, 0, 1) };
+    return nn_onnx_op(w, "GlobalAveragePool", 1, in, nn_onnx_out(w, i, 4));
+}
+
 const nn_layer nn_layer_maxpool = {
     .forward = maxpool_forward,
     .backward = maxpool_backward,
     .describe = pool_describe,
     .grad = &maxpool_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = maxpool_onnx,
 };
 
 const nn_layer nn_layer_avgpool = {
@@ -371,12 +407,12 @@ const nn_layer nn_layer_avgpool = {
     .backward = avgpool_backward,
     .describe = pool_describe,
     .grad = &avgpool_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = avgpool_onnx,
 };
 
 const nn_layer nn_layer_gap = {
     .forward = gap_forward,
     .backward = gap_backward,
     .grad = &gap_grad,
-    .onnx_write = NULL,   /* the next issue's ONNX writer for this kind goes here */
+    .onnx_write = gap_onnx,
 };

@@ -21,7 +21,8 @@
 #define NN_PAD_LIMIT 64
 
 #define SUPPORTED                                                                              \
-    "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add, Concat, MaxPool, AveragePool, " \
+    "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add (of two maps, a bias after a "  \
+    "Gemm, or one constant per channel), Concat, MaxPool, AveragePool, "                      \
     "GlobalAveragePool, Flatten, Reshape, Gemm, MatMul, Dropout, Identity, Constant, Pad " \
     "(zeros, spatial), Softmax "                                                          \
     "(last), QuantizeLinear, DequantizeLinear, QLinearConv, QLinearAdd, "                     \
@@ -49,7 +50,7 @@ int nn_imp_err(imp *I, const onnx_node *n, const char *fmt, ...)
 }
 
 /* The builder records its first error in the model; turn it into one naming the node. */
-static int built(imp *I, const onnx_node *n, int id)
+int nn_imp_built(imp *I, const onnx_node *n, int id)
 {
     if (id >= 0)
         return id;
@@ -61,7 +62,7 @@ static int built(imp *I, const onnx_node *n, int id)
 /* ------------------------------------------------------------------------------ */
 /* values */
 
-static val *find_val(imp *I, const char *name)
+val *nn_imp_find_val(imp *I, const char *name)
 {
     for (size_t i = I->nv; i-- > 0;)
         if (!strcmp(I->v[i].name, name))
@@ -69,7 +70,7 @@ static val *find_val(imp *I, const char *name)
     return NULL;
 }
 
-static int set_val(imp *I, const char *name, vkind kind, int node, int flat)
+int nn_imp_set_val(imp *I, const char *name, vkind kind, int node, int flat)
 {
     if (I->nv == I->vcap) {
         size_t cap = I->vcap ? 2 * I->vcap : 256;
@@ -116,7 +117,7 @@ static int in_node_padded(imp *I, const onnx_node *n, size_t k, int allow_flat, 
 {
     if (k >= n->n_inputs || !n->inputs[k][0])
         return nn_imp_err(I, n, "input %zu is missing", k);
-    const val *v = find_val(I, n->inputs[k]);
+    const val *v = nn_imp_find_val(I, n->inputs[k]);
     if (!v) {
         if (onnx_find_tensor(I->om, n->inputs[k]))
             return nn_imp_err(I, n, "input '%s' is a constant where a feature map is expected",
@@ -138,7 +139,7 @@ static int in_node_padded(imp *I, const onnx_node *n, size_t k, int allow_flat, 
     return PT_OK;
 }
 
-static int in_node(imp *I, const onnx_node *n, size_t k, int allow_flat, int *node)
+int nn_imp_in_node(imp *I, const onnx_node *n, size_t k, int allow_flat, int *node)
 {
     return in_node_padded(I, n, k, allow_flat, node, NULL);
 }
@@ -150,11 +151,11 @@ const onnx_tensor *nn_imp_const(imp *I, const onnx_node *n, size_t k)
     return onnx_find_tensor(I->om, n->inputs[k]);
 }
 
-static int out_node(imp *I, const onnx_node *n, int node, int flat)
+int nn_imp_out_node(imp *I, const onnx_node *n, int node, int flat)
 {
     if (n->n_outputs < 1 || !n->outputs[0][0])
         return nn_imp_err(I, n, "has no output");
-    return set_val(I, n->outputs[0], V_NODE, node, flat);
+    return nn_imp_set_val(I, n->outputs[0], V_NODE, node, flat);
 }
 
 nn_node_info nn_imp_info(imp *I, int node)
@@ -271,7 +272,7 @@ static int q_act(imp *I, const onnx_node *n, int id, size_t scale_k, size_t zp_k
         return rc;
     if (lo != 0.0)
         return id;
-    return built(I, n, hi <= 6.0 + 1e-3 ? nn_relu6(I->m, id) : nn_relu(I->m, id));
+    return nn_imp_built(I, n, hi <= 6.0 + 1e-3 ? nn_relu6(I->m, id) : nn_relu(I->m, id));
 }
 
 static int op_conv(imp *I, const onnx_node *n, int quant)
@@ -302,8 +303,9 @@ static int op_conv(imp *I, const onnx_node *n, int quant)
             p[a] += extra[a];
     }
     int bias = quant ? nn_imp_const(I, n, 8) != NULL : nn_imp_const(I, n, 2) != NULL;
-    int id = built(I, n, nn_conv2d_ex(I->m, in, (int)cout, (int)kh, (int)kw, (int)s[0], (int)s[1],
-                                      (int)p[0], (int)p[1], (int)p[2], (int)p[3], (int)g, bias));
+    int id = nn_conv2d_ex(I->m, in, (int)cout, (int)kh, (int)kw, (int)s[0], (int)s[1], (int)p[0],
+                          (int)p[1], (int)p[2], (int)p[3], (int)g, bias);
+    id = nn_imp_built(I, n, id);
     if (id < 0)
         return id;
     if (!add_fill(I, quant ? F_QCONV : F_CONV, id, n))
@@ -313,12 +315,12 @@ static int op_conv(imp *I, const onnx_node *n, int quant)
         if ((id = q_act(I, n, id, 6, 7)) < 0)
             return id;
     }
-    return out_node(I, n, id, 0);
+    return nn_imp_out_node(I, n, id, 0);
 }
 
 static int op_bn(imp *I, const onnx_node *n)
 {
-    int in, rc = in_node(I, n, 0, 0, &in);
+    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
     if (rc)
         return rc;
     nn_node_info ni = nn_imp_info(I, in);
@@ -328,12 +330,12 @@ static int op_bn(imp *I, const onnx_node *n)
             return nn_imp_err(I, n, "input %zu must be a constant of %d values", k, ni.c);
     }
     float eps = onnx_attr_float(n, "epsilon", 1e-5f), mom = onnx_attr_float(n, "momentum", 0.9f);
-    int id = built(I, n, nn_batchnorm_ex(I->m, in, eps, mom));
+    int id = nn_imp_built(I, n, nn_batchnorm_ex(I->m, in, eps, mom));
     if (id < 0)
         return id;
     if (!add_fill(I, F_BN, id, n))
         return PT_ENOMEM;
-    return out_node(I, n, id, 0);
+    return nn_imp_out_node(I, n, id, 0);
 }
 
 static int const_scalar(imp *I, const onnx_node *n, size_t k, const char *attr, float dflt,
@@ -358,7 +360,7 @@ static int const_scalar(imp *I, const onnx_node *n, size_t k, const char *attr, 
 
 static int op_clip(imp *I, const onnx_node *n)
 {
-    int in, rc = in_node(I, n, 0, 0, &in);
+    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
     if (rc)
         return rc;
     float lo, hi;
@@ -372,9 +374,9 @@ static int op_clip(imp *I, const onnx_node *n)
         id = nn_relu(I->m, in);
     else
         id = nn_clip(I->m, in, lo, hi);
-    if ((id = built(I, n, id)) < 0)
+    if ((id = nn_imp_built(I, n, id)) < 0)
         return id;
-    return out_node(I, n, id, 0);
+    return nn_imp_out_node(I, n, id, 0);
 }
 
 /* An Add (or QLinearAdd) of a constant to a dense layer's output is that layer's
@@ -383,7 +385,7 @@ static int op_clip(imp *I, const onnx_node *n)
 static int fold_bias(imp *I, const onnx_node *n, size_t const_slot, size_t other_slot)
 {
     int other;
-    int rc = in_node(I, n, other_slot, 1, &other);
+    int rc = nn_imp_in_node(I, n, other_slot, 1, &other);
     if (rc)
         return rc;
     for (size_t i = 0; i < I->nf; i++) {
@@ -391,26 +393,38 @@ static int fold_bias(imp *I, const onnx_node *n, size_t const_slot, size_t other
         if (f->node == other && f->kind == F_DENSE && !f->bias_src) {
             f->bias_src = n;
             f->bias_slot = (int)const_slot;
-            const val *v = find_val(I, n->inputs[other_slot]);
-            return out_node(I, n, other, v ? v->flat : 0);
+            const val *v = nn_imp_find_val(I, n->inputs[other_slot]);
+            return nn_imp_out_node(I, n, other, v ? v->flat : 0);
         }
     }
     return nn_imp_err(I, n, "adding a constant is supported only as the bias of a Gemm or MatMul");
 }
 
+/* Whether input slot k of n is a dense layer with no bias yet. */
+static int bias_target(imp *I, const onnx_node *n, size_t k)
+{
+    const val *v = k < n->n_inputs ? nn_imp_find_val(I, n->inputs[k]) : NULL;
+    for (size_t i = 0; v && v->kind == V_NODE && i < I->nf; i++)
+        if (I->f[i].node == v->node && I->f[i].kind == F_DENSE && !I->f[i].bias_src)
+            return 1;
+    return 0;
+}
+
 static int op_binary(imp *I, const onnx_node *n, int mul)
 {
-    /* A constant operand of an Add is a bias: fold it into the dense layer before. */
+    /* A constant operand of an Add after a dense layer is its bias: fold it in. */
     int ck = nn_imp_const(I, n, 0) ? 0 : nn_imp_const(I, n, 1) ? 1 : -1;
-    if (!mul && ck >= 0)
+    if (!mul && ck >= 0 && bias_target(I, n, (size_t)(1 - ck)))
         return fold_bias(I, n, (size_t)ck, (size_t)(1 - ck));
+    if (ck >= 0) /* per-channel constants: an affine layer (nn_import_front.c) */
+        return nn_imp_const_affine(I, n, (size_t)ck, mul);
     int a, b, rc;
-    if ((rc = in_node(I, n, 0, 0, &a)) || (rc = in_node(I, n, 1, 0, &b)))
+    if ((rc = nn_imp_in_node(I, n, 0, 0, &a)) || (rc = nn_imp_in_node(I, n, 1, 0, &b)))
         return rc;
-    int id = built(I, n, mul ? nn_mul(I->m, a, b) : nn_add(I->m, a, b));
+    int id = nn_imp_built(I, n, mul ? nn_mul(I->m, a, b) : nn_add(I->m, a, b));
     if (id < 0)
         return id;
-    return out_node(I, n, id, 0);
+    return nn_imp_out_node(I, n, id, 0);
 }
 
 static int op_qadd(imp *I, const onnx_node *n)
@@ -422,45 +436,45 @@ static int op_qadd(imp *I, const onnx_node *n)
     if (nn_imp_const(I, n, 3))
         return fold_bias(I, n, 3, 0);
     int a, b, rc;
-    if ((rc = in_node(I, n, 0, 0, &a)) || (rc = in_node(I, n, 3, 0, &b)))
+    if ((rc = nn_imp_in_node(I, n, 0, 0, &a)) || (rc = nn_imp_in_node(I, n, 3, 0, &b)))
         return rc;
-    int id = built(I, n, nn_add(I->m, a, b));
+    int id = nn_imp_built(I, n, nn_add(I->m, a, b));
     if (id < 0 || (id = q_act(I, n, id, 6, 7)) < 0)
         return id;
-    return out_node(I, n, id, 0);
+    return nn_imp_out_node(I, n, id, 0);
 }
 
 static int op_concat(imp *I, const onnx_node *n)
 {
     int shape = 0;
     for (size_t k = 0; k < n->n_inputs; k++) {
-        const val *v = find_val(I, n->inputs[k]);
+        const val *v = nn_imp_find_val(I, n->inputs[k]);
         if (!v || v->kind == V_SHAPE)
             shape = 1;
     }
     if (shape) /* part of a Reshape's shape computation */
-        return set_val(I, n->outputs[0], V_SHAPE, -1, 0);
+        return nn_imp_set_val(I, n->outputs[0], V_SHAPE, -1, 0);
     int64_t axis = onnx_attr_int(n, "axis", 1);
     if (axis != 1 && axis != -3)
         return nn_imp_err(I, n, "only concatenation along channels (axis 1) is supported");
     if (n->n_inputs < 1)
         return nn_imp_err(I, n, "has no inputs");
-    int acc, rc = in_node(I, n, 0, 0, &acc);
+    int acc, rc = nn_imp_in_node(I, n, 0, 0, &acc);
     if (rc)
         return rc;
     for (size_t k = 1; k < n->n_inputs; k++) {
         int b;
-        if ((rc = in_node(I, n, k, 0, &b)) != PT_OK)
+        if ((rc = nn_imp_in_node(I, n, k, 0, &b)) != PT_OK)
             return rc;
-        if ((acc = built(I, n, nn_concat(I->m, acc, b))) < 0)
+        if ((acc = nn_imp_built(I, n, nn_concat(I->m, acc, b))) < 0)
             return acc;
     }
-    return out_node(I, n, acc, 0);
+    return nn_imp_out_node(I, n, acc, 0);
 }
 
 static int op_pool(imp *I, const onnx_node *n, int max)
 {
-    int in, rc = in_node(I, n, 0, 0, &in);
+    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
     if (rc)
         return rc;
     int64_t k[2] = { 0, 0 }, s[2] = { 1, 1 }, p[4] = { 0, 0, 0, 0 };
@@ -474,9 +488,9 @@ static int op_pool(imp *I, const onnx_node *n, int max)
                                  (int)p[2], (int)p[3])
                  : nn_avgpool_ex(I->m, in, kh, kw, (int)s[0], (int)s[1], (int)p[0], (int)p[1],
                                  (int)p[2], (int)p[3]);
-    if ((id = built(I, n, id)) < 0)
+    if ((id = nn_imp_built(I, n, id)) < 0)
         return id;
-    return out_node(I, n, id, 0);
+    return nn_imp_out_node(I, n, id, 0);
 }
 
 /* Pad: zeros around the spatial axes. None at all (PyTorch writes such a Pad
@@ -484,7 +498,7 @@ static int op_pool(imp *I, const onnx_node *n, int max)
  * on the value for the Conv that reads it (in_node_padded). */
 static int op_pad(imp *I, const onnx_node *n)
 {
-    int in, rc = in_node(I, n, 0, 0, &in);
+    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
     if (rc)
         return rc;
     if (strcmp(onnx_attr_string(n, "mode", "constant"), "constant") != 0)
@@ -521,7 +535,7 @@ static int op_pad(imp *I, const onnx_node *n)
                             NN_PAD_LIMIT);
     if ((sp[0] || sp[1] || sp[2] || sp[3]) && value != 0.0f)
         return nn_imp_err(I, n, "only padding with zeros is supported");
-    if ((rc = out_node(I, n, in, 0)) != PT_OK)
+    if ((rc = nn_imp_out_node(I, n, in, 0)) != PT_OK)
         return rc;
     for (int a = 0; a < 4; a++)
         I->v[I->nv - 1].pad[a] = (int)sp[a];
@@ -530,14 +544,14 @@ static int op_pad(imp *I, const onnx_node *n)
 
 static int op_flatten(imp *I, const onnx_node *n)
 {
-    int in, rc = in_node(I, n, 0, 1, &in);
+    int in, rc = nn_imp_in_node(I, n, 0, 1, &in);
     if (rc)
         return rc;
     if (!strcmp(n->op_type, "Flatten") && onnx_attr_int(n, "axis", 1) != 1)
         return nn_imp_err(I, n, "only Flatten with axis 1 is supported");
     if (!strcmp(n->op_type, "Reshape")) {
         /* Reshape to (N, -1): a computed shape, or a constant [N or 0 or -1, -1 or C]. */
-        const val *sv = n->n_inputs > 1 ? find_val(I, n->inputs[1]) : NULL;
+        const val *sv = n->n_inputs > 1 ? nn_imp_find_val(I, n->inputs[1]) : NULL;
         const onnx_tensor *t = nn_imp_const(I, n, 1);
         int ok = sv && sv->kind == V_SHAPE;
         if (!ok && t && t->rank == 1 && t->count == 2) {
@@ -552,16 +566,16 @@ static int op_flatten(imp *I, const onnx_node *n)
             return nn_imp_err(I, n, "only Reshape to (N, -1) is supported");
     }
     nn_node_info ni = nn_imp_info(I, in);
-    return out_node(I, n, in, ni.h * ni.w > 1);
+    return nn_imp_out_node(I, n, in, ni.h * ni.w > 1);
 }
 
 static int op_dense(imp *I, const onnx_node *n, int kind)
 {
     /* kind 0 Gemm (A, B, C), 1 MatMul (A, B), 2 QLinearMatMul (a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp) */
-    int in, rc = in_node(I, n, 0, 1, &in);
+    int in, rc = nn_imp_in_node(I, n, 0, 1, &in);
     if (rc)
         return rc;
-    const val *v = find_val(I, n->inputs[0]);
+    const val *v = nn_imp_find_val(I, n->inputs[0]);
     const onnx_tensor *b = nn_imp_const(I, n, kind == 2 ? 3 : 1);
     if (!b || b->rank != 2)
         return nn_imp_err(I, n, "the weights must be a constant 2-D tensor");
@@ -573,7 +587,7 @@ static int op_dense(imp *I, const onnx_node *n, int kind)
     if (cin != (int64_t)ni.h * ni.w * ni.c)
         return nn_imp_err(I, n, "weights for %lld inputs after a map of %dx%dx%d (%d values)",
                         (long long)cin, ni.h, ni.w, ni.c, ni.h * ni.w * ni.c);
-    int id = built(I, n, nn_dense(I->m, in, (int)cout));
+    int id = nn_imp_built(I, n, nn_dense(I->m, in, (int)cout));
     if (id < 0)
         return id;
     fill *f = add_fill(I, F_DENSE, id, n);
@@ -596,7 +610,7 @@ static int op_dense(imp *I, const onnx_node *n, int kind)
     }
     if (kind == 2)
         I->quantized = 1;
-    return out_node(I, n, id, 0);
+    return nn_imp_out_node(I, n, id, 0);
 }
 
 static int is_shape_op(const char *op)
@@ -652,11 +666,11 @@ static int map_node(imp *I, const onnx_node *n)
     if (!strcmp(op, "BatchNormalization"))
         return op_bn(I, n);
     if (!strcmp(op, "Relu") || !strcmp(op, "Sigmoid")) {
-        int in, rc = in_node(I, n, 0, 0, &in);
+        int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
         if (rc)
             return rc;
-        int id = built(I, n, op[0] == 'R' ? nn_relu(I->m, in) : nn_sigmoid(I->m, in));
-        return id < 0 ? id : out_node(I, n, id, 0);
+        int id = nn_imp_built(I, n, op[0] == 'R' ? nn_relu(I->m, in) : nn_sigmoid(I->m, in));
+        return id < 0 ? id : nn_imp_out_node(I, n, id, 0);
     }
     if (!strcmp(op, "Clip"))
         return op_clip(I, n);
@@ -669,13 +683,13 @@ static int map_node(imp *I, const onnx_node *n)
     if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool"))
         return op_pool(I, n, op[0] == 'M');
     if (!strcmp(op, "GlobalAveragePool") || !strcmp(op, "QLinearGlobalAveragePool")) {
-        int in, rc = in_node(I, n, 0, 0, &in);
+        int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
         if (rc)
             return rc;
         if (op[0] == 'Q' && onnx_attr_int(n, "channels_last", 0) != 0)
             return nn_imp_err(I, n, "channels_last = 1 is not supported");
-        int id = built(I, n, nn_gap(I->m, in));
-        return id < 0 ? id : out_node(I, n, id, 0);
+        int id = nn_imp_built(I, n, nn_gap(I->m, in));
+        return id < 0 ? id : nn_imp_out_node(I, n, id, 0);
     }
     if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape"))
         return op_flatten(I, n);
@@ -694,15 +708,15 @@ static int map_node(imp *I, const onnx_node *n)
             return nn_imp_err(I, n, "Softmax is supported only at the graph's end");
         if (op[0] == 'Q' || op[0] == 'D')
             I->quantized |= op[0] == 'Q';
-        int in, rc = in_node(I, n, 0, 1, &in);
+        int in, rc = nn_imp_in_node(I, n, 0, 1, &in);
         if (rc)
             return rc;
-        const val *v = find_val(I, n->inputs[0]);
-        return out_node(I, n, in, v->flat);
+        const val *v = nn_imp_find_val(I, n->inputs[0]);
+        return nn_imp_out_node(I, n, in, v->flat);
     }
     if (is_shape_op(op)) {
         /* Shape of a map, or arithmetic on one: only ever feeds a Reshape's shape. */
-        return set_val(I, n->outputs[0], V_SHAPE, -1, 0);
+        return nn_imp_set_val(I, n->outputs[0], V_SHAPE, -1, 0);
     }
     return nn_imp_err(I, n, "operator %s is not supported; supported: " SUPPORTED, op);
 }
@@ -723,37 +737,6 @@ static int graph_input(imp *I, const onnx_value_info **in)
     }
     return err_set(I->e, PT_EFORMAT, I->om->path, PT_NO_RECORD, PT_NO_OFFSET,
                    "the graph has no image input");
-}
-
-static int first_layer(imp *I, const onnx_value_info *in)
-{
-    int x = nn_input(I->m);
-    static const float mean[3] = { 0.485f, 0.456f, 0.406f }, std[3] = { 0.229f, 0.224f, 0.225f };
-    float scale[3], shift[3];
-    for (int k = 0; k < 3; k++) {
-        switch (I->o->norm) {
-        case NN_NORM_IMAGENET:
-            scale[k] = 1.0f / std[k];
-            shift[k] = -mean[k] / std[k];
-            break;
-        case NN_NORM_SIGNED:
-            scale[k] = 2.0f;
-            shift[k] = -1.0f;
-            break;
-        case NN_NORM_NONE:
-            scale[k] = 1.0f;
-            shift[k] = 0.0f;
-            break;
-        }
-    }
-    if (I->o->norm != NN_NORM_NONE)
-        x = nn_affine(I->m, x, scale, shift);
-    if (x < 0) {
-        pt_err be;
-        nn_model_finalize(I->m, x, &be);
-        return err_set(I->e, PT_EFORMAT, I->om->path, PT_NO_RECORD, PT_NO_OFFSET, "%s", be.msg);
-    }
-    return set_val(I, in->name, V_NODE, x, 0);
 }
 
 nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_import_info *info,
@@ -792,7 +775,7 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
                      "new head");
         goto fail;
     }
-    if ((rc = first_layer(&I, in)) != PT_OK)
+    if ((rc = nn_imp_first_layer(&I, in)) != PT_OK)
         goto fail;
     for (size_t i = 0; i < om->n_nodes && rc == PT_OK; i++) {
         if (cls && &om->nodes[i] == cls)
@@ -804,7 +787,7 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
     int out;
     if (cls) {
         int feat;
-        if ((rc = in_node(&I, cls, 0, 1, &feat)) != PT_OK)
+        if ((rc = nn_imp_in_node(&I, cls, 0, 1, &feat)) != PT_OK)
             goto fail;
         nn_node_info fi = nn_imp_info(&I, feat);
         info->cut_from = cls->index;
@@ -823,7 +806,7 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
         out = nn_dense(I.m, out, o->n_classes);
         info->feature_c = fi.c;
     } else {
-        const val *v = om->n_outputs ? find_val(&I, om->outputs[0].name) : NULL;
+        const val *v = om->n_outputs ? nn_imp_find_val(&I, om->outputs[0].name) : NULL;
         if (!v || v->kind != V_NODE) {
             rc = err_set(e, PT_EFORMAT, om->path, PT_NO_RECORD, PT_NO_OFFSET,
                          "the graph's output is not a layer's");

@@ -10,6 +10,12 @@
  * range: a range that starts at 0 is read as ReLU6 (the float model's op; the upper
  * end is only where calibration stopped), any other as no activation.
  *
+ * A Mul or Add of a map by constants (one value, or one per channel) is an affine
+ * layer, merged into the affine it reads when nothing else reads that one: petal-tui's
+ * own exports (nn_export.h) start so, and NN_NORM_RAW reads them back to the
+ * exported model's logits. nn_onnx_meta_read() gives what such a file says about
+ * itself (class names, image size, run, epoch).
+ *
  * With n_classes > 0 the ImageNet classifier (the last Gemm / MatMul and what
  * follows it: bias, softmax, dequantization) is cut and replaced by global average
  * pooling (when the features are not already pooled), dropout and a dense layer
@@ -41,6 +47,7 @@ typedef enum nn_norm {
     NN_NORM_IMAGENET = 0,   /* (x - mean) / std with ImageNet's mean and std (torchvision, the zoo) */
     NN_NORM_NONE,           /* as they are, in [0, 1] */
     NN_NORM_SIGNED,         /* 2x - 1, in [-1, 1] (Keras's MobileNet / EfficientNet "tf" mode) */
+    NN_NORM_RAW,            /* 255x: the graph takes pixels in 0-255 (petal-tui's exports) */
 } nn_norm;
 
 typedef struct nn_import_opts {
@@ -70,6 +77,24 @@ nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_impor
 /* The same from a file: onnx_load(), nn_import_onnx(), and the ONNX model freed. */
 nn_model *nn_import_onnx_file(const char *path, const nn_import_opts *o, nn_import_info *info,
                               pt_err *e);
+
+/* ---- what a petal-tui export says about itself (metadata_props, nn_export.h) ---- */
+
+typedef struct nn_onnx_meta {
+    int petal;            /* 1: written by petal-tui export (petal_tui_version present) */
+    int image_size;       /* 0: unknown */
+    int epoch;            /* -1: unknown */
+    int n_classes;        /* class names given: how many; 0 none */
+    char **class_names;   /* malloc'd, n_classes entries, or NULL */
+    char *source_run;     /* malloc'd, "" when none */
+} nn_onnx_meta;
+
+/* Reads the properties of any ONNX file (missing ones: the defaults above). Bad JSON
+ * in class_names (not an array of strings), or an image_size / epoch that is not a
+ * whole number: PT_EFORMAT naming the file and the property; *out is then empty
+ * (nn_onnx_meta_free is still safe). */
+int nn_onnx_meta_read(const onnx_model *om, nn_onnx_meta *out, pt_err *e);
+void nn_onnx_meta_free(nn_onnx_meta *m);
 
 /* ---- where the parameters came from ---------------------------------------------- */
 

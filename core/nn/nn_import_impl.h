@@ -1,4 +1,5 @@
-/* nn_import_impl — internals shared by nn_import.c (the graph walk),
+/* nn_import_impl — internals shared by nn_import.c (the graph walk), nn_import_front.c
+ * (the input normalisation and per-channel constants),
  * nn_import_weights.c (the weights' conversion) and nn_import_map.c (the way back:
  * which file tensor each parameter came from); not for other modules.
  *
@@ -49,6 +50,21 @@ typedef struct imp {
     int quantized;
     nn_import_map *map;     /* NULL when the caller wants none */
 } imp;
+
+/* The graph walk's values (nn_import.c): the value called name (the latest), a new
+ * one, input slot k of n as a layer (not a flattened map unless allow_flat), n's
+ * output as node, and a builder result turned into an error naming n. */
+val *nn_imp_find_val(imp *I, const char *name);
+int nn_imp_set_val(imp *I, const char *name, vkind kind, int node, int flat);
+int nn_imp_in_node(imp *I, const onnx_node *n, size_t k, int allow_flat, int *node);
+int nn_imp_out_node(imp *I, const onnx_node *n, int node, int flat);
+int nn_imp_built(imp *I, const onnx_node *n, int id);
+
+/* nn_import_front.c: the first layer (the input normalisation o->norm) on the graph
+ * input in, and a Mul (mul) or Add of input slot 1 - ck of n by the constant in slot
+ * ck, as an affine layer. */
+int nn_imp_first_layer(imp *I, const onnx_value_info *in);
+int nn_imp_const_affine(imp *I, const onnx_node *n, size_t ck, int mul);
 
 /* An error naming the file, node (index, name) and operator. */
 int nn_imp_err(imp *I, const onnx_node *n, const char *fmt, ...)

@@ -4,7 +4,8 @@
  * one: layer_act.c, layer_pool.c), holding all that is particular to it: its builder
  * (argument and shape checks, the parameter layout: w_len, b_len, buf_len), forward,
  * backward, parameter initialisation, FLOP count, summary text, a small graph for the
- * finite-difference test and, from the next issue on, its ONNX writer. The file defines
+ * finite-difference test and its ONNX writer (onnx_write, through the nn_onnx_* calls
+ * below; nn_export.h). The file defines
  * one `const nn_layer nn_layer_<name>`; nn_layers[] (nn_layer.c) lists them by nn_op.
  * The context's forward and backward (nn_ctx.c) and the model's init, FLOPs and
  * summary (nn_model.c) are loops that call these hooks. Kernels shared by several
@@ -27,6 +28,8 @@
  *      - grad: a tiny graph that uses the kind, with its parameters if it has any.
  *        tests/test_nn_grad.c checks every kind's gradients on it against central
  *        differences; a kind without one fails that test.
+ *      - onnx_write: its ONNX nodes (nn_export.h); tests/test_export.c checks that
+ *        every kind has one and round-trips it through the importer.
  *      - const nn_layer nn_layer_square = {.forward = ...};
  *      (its name, "square", is the one nn_layers.def gives: nn_op_name()).
  *   Nothing else changes.
@@ -101,7 +104,8 @@ typedef struct nn_grad_case {
 #define NN_LAYER_MASK 2u        /* keeps a per-element mask of its output's size
                                    (c->drop_mask[i]) */
 
-/* Reserved for the next issue's ONNX writer (one per kind); every entry holds NULL. */
+/* A kind's ONNX writer (nn_export.h): writes node's ONNX nodes and initializers through
+ * the nn_onnx_* calls below and returns PT_OK, or the writer's error. */
 struct nn_onnx_writer;
 typedef int (*nn_onnx_write_fn)(struct nn_onnx_writer *w, const nn_model *m, int node);
 
@@ -160,6 +164,54 @@ int nn_build_window(nn_model *m, nn_op op, int in, int kh, int kw, int stride, i
                     const char *what);
 int nn_build_window_ex(nn_model *m, nn_op op, int in, int kh, int kw, int stride_h,
                        int stride_w, const int pads[4], const char *what);
+
+/* ---- the ONNX writer, for the onnx_write hooks (nn_export.c) ----
+ * Values are NCHW: a node's output is 4-D [N, C, H, W] or, after a dense layer, 2-D
+ * [N, C] (its rank). Names and memory belong to the writer (valid until the export
+ * ends). The first error is kept: a call after one does nothing and returns NULL or
+ * the error, so a hook may make its calls and return nn_onnx_status(w). */
+
+/* The value node's k-th input holds; rank4: as a 4-D value (a 2-D [N, C] one is
+ * reshaped to [N, C, 1, 1] once), else as it is. */
+const char *nn_onnx_in(struct nn_onnx_writer *w, int node, int k, int rank4);
+/* The rank of the value node's k-th input holds (2 or 4). */
+int nn_onnx_in_rank(const struct nn_onnx_writer *w, int node, int k);
+/* The name of node's output value, of that rank ("logits" for the model's 2-D output). */
+const char *nn_onnx_out(struct nn_onnx_writer *w, int node, int rank);
+/* A name for an intermediate value of node: "<node's name>.<suffix>". */
+const char *nn_onnx_tmp(struct nn_onnx_writer *w, int node, const char *suffix);
+/* node writes nothing: its output is the value of other (dropout, a folded layer). */
+void nn_onnx_same(struct nn_onnx_writer *w, int node, int other);
+/* A float initializer "<node's name>.<suffix>" of rank dims (rank 0: a scalar), the
+ * data copied. Returns its name. */
+const char *nn_onnx_const(struct nn_onnx_writer *w, int node, const char *suffix, int rank,
+                          const int64_t *dims, const float *data);
+/* Floats of scratch memory the writer frees at the end (zeroed), or NULL. */
+float *nn_onnx_scratch(struct nn_onnx_writer *w, size_t count);
+/* An ONNX node of the default domain reading in[0 .. n_in) ("" for an absent optional
+ * input), writing out (it is also the node's name). The attribute calls after it
+ * add to it. */
+int nn_onnx_op(struct nn_onnx_writer *w, const char *op, int n_in, const char *const *in,
+               const char *out);
+void nn_onnx_attr_int(struct nn_onnx_writer *w, const char *name, int64_t v);
+void nn_onnx_attr_ints(struct nn_onnx_writer *w, const char *name, int n, const int64_t *v);
+void nn_onnx_attr_float(struct nn_onnx_writer *w, const char *name, float v);
+/* The common case: op reading node's n_in (1 or 2) inputs, writing node's output. Two
+ * inputs of different ranks are both taken as 4-D; the output has the inputs' rank. */
+int nn_onnx_simple(struct nn_onnx_writer *w, int node, const char *op, int n_in);
+/* Folding (decided before any hook runs): the node folded into node (the BN after a
+ * conv, the affine after the input), or -1; and the node that node is folded into,
+ * or -1. A folded node writes nothing but nn_onnx_same(). */
+int nn_onnx_fold_next(const struct nn_onnx_writer *w, int node);
+int nn_onnx_fold_prev(const struct nn_onnx_writer *w, int node);
+/* Refuse the model: PT_EUSAGE naming the node and its kind, and why. */
+int nn_onnx_refuse(struct nn_onnx_writer *w, int node, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* PT_OK or the first error. */
+int nn_onnx_status(const struct nn_onnx_writer *w);
 
 /* Initialisation helpers (nn_model.c): fan_in of a conv or dense node (weights per
  * output channel), and its biases as nn_model_init_params draws them (0, or

@@ -1,0 +1,71 @@
+/* nn_export — a model as a standard ONNX file (ir_version 8, opset 13), for ONNX Runtime
+ * and any other ONNX consumer; nn_import reads it back (NN_NORM_RAW).
+ *
+ * The file's contract:
+ *   - input `image`: float32 [N, 3, S, S], N symbolic ("N"), RGB in 0-255 as decoded,
+ *     NCHW, resized as petal-tui's validation does (centre crop to a square, then
+ *     resize to S). The first nodes scale it to the model's [0, 1] input: one Mul by
+ *     per-channel constants [1, 3, 1, 1] (1/255, or the model's first affine layer's
+ *     scale / 255 when it has one: that layer is folded in) and, when that affine has
+ *     a shift, one Add.
+ *   - outputs `logits` float32 [N, C] and `probabilities` = Softmax(logits, axis 1).
+ *   - the net in NCHW: conv weights as OIHW, a dense layer as Gemm (transB = 1) after a
+ *     Flatten, its rows permuted from NHWC's flattening order to NCHW's when it reads a
+ *     map larger than 1x1. Inference form: dropout is left out; ReLU is Relu, ReLU6 is
+ *     Clip(0, 6), a fused activation included.
+ *   - metadata_props: class_names (a JSON array of strings), image_size,
+ *     petal_tui_version, source_run, epoch, input (the contract above); the model's
+ *     doc_string says the same in words.
+ *   - initializers named "<kind><node id>.<what>" ("conv3.weight", "bn4.var"); a
+ *     value is named after the node that makes it ("conv3"), the output "logits".
+ *
+ * Batch norm: a BN whose input is a conv read by nothing else is folded into that
+ * conv (w' = w * gamma / sqrt(var + eps) per output channel, b' = (b - mean) * gamma /
+ * sqrt(var + eps) + beta, computed in double): inference runs one node instead of two,
+ * which is what runtimes do to such a pair anyway, and the file is smaller. Any other
+ * BN (after a pool, an add, a dense layer, or after a conv that something else reads
+ * too) is written as a BatchNormalization node in inference mode with its own epsilon
+ * and momentum, since folding it would change what the other readers see.
+ *
+ * Every layer kind has a writer (nn_layer.h: onnx_write). What no writer expresses is
+ * refused with PT_EUSAGE naming the node and its kind, and nothing is written: a model
+ * with a channel count other than 3 at its input, or whose output is a map larger
+ * than 1x1 with more than one channel (logits are [N, C]).
+ *
+ * Output is deterministic: the same model and meta give the same bytes.
+ * Built with protobuf-c's generated structs (core/io/onnx.proto) and its packer.
+ *
+ * Ownership: the model and meta are only read; *out is malloc'd, the caller's.
+ */
+#ifndef PT_NN_EXPORT_H
+#define PT_NN_EXPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "nn/nn.h"
+
+typedef struct nn_export_meta {
+    const char *const *class_names; /* nn_model_classes(m) entries, or NULL: "class N" */
+    int image_size;                 /* S: the input is [N, 3, S, S] */
+    const char *source_run;         /* the run folder ("" or NULL: none) */
+    int epoch;                      /* epochs the weights trained (-1 unknown) */
+} nn_export_meta;
+
+/* The text of metadata_props "input" (and the doc string's first sentence). */
+#define NN_EXPORT_INPUT                                                                 \
+    "RGB 0-255 NCHW, resized as petal-tui's validation: centre crop to a square, then " \
+    "resize"
+
+/* Serialises m (its parameters and buffers as they are now: the caller puts the
+ * moving-average weights in first) as an ONNX ModelProto. *out malloc'd. meta may be
+ * NULL (class N names, image size the model's, no run, epoch -1); a meta image_size
+ * of 0 means the model's; another size than the model's input is PT_EUSAGE. */
+int nn_export_onnx(const nn_model *m, const nn_export_meta *meta, uint8_t **out,
+                   size_t *len, pt_err *e);
+/* The same to a file, atomically (temporary name in the same folder, fsync, rename). */
+int nn_export_onnx_file(const nn_model *m, const nn_export_meta *meta, const char *path,
+                        pt_err *e);
+
+#endif
