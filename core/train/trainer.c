@@ -169,9 +169,28 @@ static int build_model(trn *r, pt_err *e)
     return PT_OK;
 }
 
+/* The configuration and the class names (classes.txt: what predict labels with). */
 static int write_config(trn *r, pt_err *e)
 {
-    return rf_write_text(&r->folder, RF_CONFIG, r->env->cfg_text, strlen(r->env->cfg_text), e);
+    int rc = rf_write_text(&r->folder, RF_CONFIG, r->env->cfg_text, strlen(r->env->cfg_text), e);
+    if (rc != PT_OK || !r->folder.on)
+        return rc;
+    size_t cap = (size_t)r->n_classes * RUN_NAME_MAX + 1, len = 0;
+    char *text = malloc(cap);
+    if (!text)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    for (int c = 0; c < r->n_classes; c++) {
+        char name[RUN_NAME_MAX];
+        trn_class_name(r, c, name, sizeof name);
+        /* A name is one line: a line break in classes.txt's source cannot split it. */
+        for (char *q = name; *q; q++)
+            if (*q == '\n' || *q == '\r')
+                *q = ' ';
+        len += (size_t)snprintf(text + len, cap - len, "%s\n", name);
+    }
+    rc = rf_write_text(&r->folder, RF_CLASSES, text, len, e);
+    free(text);
+    return rc;
 }
 
 /* The event files' hooks into the run. */
