@@ -82,3 +82,295 @@ TEST(predict_infer_ctx_mobilenetv2)
     check_infer_ctx(m, 4, "mobilenetv2 64px");
     nn_model_free(m);
 }
+
+/* ---- a tiny dataset and two tiny runs of it, made once per test process ---- */
+
+#include "fixtures.h"
+#include "data/jpeg.h"
+#include "io/example.h"
+#include "io/png.h"
+#include "io/tfrecord.h"
+#include "train/predict.h"
+#include "train/runmodel.h"
+
+static const long long PD_TRAIN[3] = { 24, 24, 24 }, PD_VAL[3] = { 8, 8, 8 };
+#define PD_TEST 10
+
+typedef struct pd_fix {
+    char data[4200];        /* the dataset (tfrecords-jpeg-32x32) */
+    char run_a[4200];       /* small 8,16 with the moving average */
+    char run_b[4200];       /* small 16,a with none */
+} pd_fix;
+
+static const pd_fix *pd_fixture(void)
+{
+    static pd_fix f;
+    static int made; /* 1 made, -1 failed */
+    if (made)
+        return made > 0 ? &f : NULL;
+    made = -1;
+    char dir[4096];
+    util_copy(dir, sizeof dir, t_tmpdir());
+    const char *d = fx_dataset(dir, 3, PD_TRAIN, PD_VAL, PD_TEST, 32, 16);
+    if (!d)
+        return NULL;
+    util_copy(f.data, sizeof f.data, d);
+    util_path(f.run_a, sizeof f.run_a, "%s/run_a", dir);
+    util_path(f.run_b, sizeof f.run_b, "%s/run_b", dir);
+    const char *extra[2] = { "--widths 8,16 --ema 0.9", "--widths 16,a --ema 0 --seed 7" };
+    const char *out[2] = { f.run_a, f.run_b };
+    for (int i = 0; i < 2; i++) {
+        char cmd[16384], *text;
+        util_path(cmd, sizeof cmd,
+                  "%s --headless --data '%s' --out '%s' --epochs 2 --replicas 1 --workers 1 "
+                  "--batch-per-replica 8 %s",
+                  t_bin(), f.data, out[i], extra[i]);
+        int rc = t_run(cmd, &text);
+        if (rc != 0)
+            printf("  run %d: exit %d:\n%s\n", i, rc, text);
+        free(text);
+        if (rc != 0)
+            return NULL;
+    }
+    made = 1;
+    return &f;
+}
+
+/* The run's last valid_preds.jsonl line's predictions (malloc'd), *n of them. */
+static int *last_valid_preds(const char *run, long long *n)
+{
+    char path[4200];
+    util_path(path, sizeof path, "%s/valid_preds.jsonl", run);
+    char *text = fx_slurp(path);
+    if (!text)
+        return NULL;
+    char *last = strstr(text, "\"preds\"");
+    for (char *q = last; q && (q = strstr(q + 1, "\"preds\"")); last = q)
+        ;
+    int *v = NULL;
+    *n = 0;
+    char *q = last ? strchr(last, '[') : NULL;
+    if (q) {
+        v = malloc(strlen(q) * sizeof *v);
+        for (q++; v && *q && *q != ']';) {
+            v[(*n)++] = (int)strtol(q, &q, 10);
+            while (*q == ',' || *q == ' ')
+                q++;
+        }
+    }
+    free(text);
+    return v;
+}
+
+/* The CLI's stdout (malloc'd) and exit status; stderr into *err when err is not NULL. */
+static int pd_cli(const char *args, char **out, char **err)
+{
+    char cmd[20000], errf[4200];
+    util_path(errf, sizeof errf, "%s/stderr.txt", t_tmpdir());
+    util_path(cmd, sizeof cmd, "%s %s 2>'%s'", t_bin(), args, errf);
+    int rc = t_run(cmd, out);
+    if (err)
+        *err = fx_slurp(errf);
+    return rc;
+}
+
+/* Lines of text. */
+static int pd_lines(const char *s)
+{
+    int n = 0;
+    for (; s && *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* The label column (the second) of each CSV row after the header, into v. */
+static long long pd_labels(const char *csv, int *v, long long max)
+{
+    long long n = 0;
+    const char *q = csv ? strchr(csv, '\n') : NULL;
+    while (q && q[1] && n < max) {
+        q++;
+        const char *c = strchr(q, ',');
+        if (!c)
+            break;
+        v[n++] = atoi(c + 1);
+        q = strchr(q, '\n');
+    }
+    return n;
+}
+
+TEST(predict_val_split_equals_valid_preds)
+{
+    const pd_fix *f = pd_fixture();
+    T_REQUIRE(f != NULL);
+    const char *runs[2] = { f->run_a, f->run_b };
+    for (int r = 0; r < 2; r++) {
+        long long nv = 0;
+        int *want = last_valid_preds(runs[r], &nv);
+        T_REQUIRE(want && nv == 24);
+        char args[9000], *out = NULL;
+        util_path(args, sizeof args, "predict '%s' '%s' --split val --batch 5 --replicas 2",
+                  runs[r], f->data);
+        T_EQ_INT(pd_cli(args, &out, NULL), 0);
+        int got[64];
+        long long n = pd_labels(out, got, 64);
+        T_EQ_INT(n, nv);
+        long long diff = 0;
+        for (long long i = 0; i < n && i < nv; i++)
+            diff += got[i] != want[i];
+        T_CHECKF(diff == 0, "%s: %lld of %lld records predict differently from validation",
+                 runs[r], diff, n);
+        free(out);
+        free(want);
+    }
+}
+
+/* The val split's JPEGs written as DIR/NNN.jpg in file order (the pipeline's order
+ * with one shard read at a time); their count. */
+static int extract_val_jpegs(const char *data, const char *dir)
+{
+    ds_dataset *ds;
+    if (ds_open(data, 0, &ds, NULL) != PT_OK)
+        return -1;
+    const ds_split *s = &ds->split[DS_VAL];
+    int n = 0;
+    for (int k = 0; k < s->n_shards; k++) {
+        tfr_reader *r;
+        if (tfr_open(&r, s->shards[k].path, NULL) != PT_OK)
+            break;
+        const uint8_t *rec;
+        size_t len;
+        while (tfr_next(r, &rec, &len, NULL) == 1) {
+            ex_example *ex;
+            const uint8_t *img;
+            size_t il;
+            if (ex_parse(rec, len, &ex, NULL, 0, 0, NULL) != PT_OK)
+                continue;
+            if (ex_get_bytes(ex, "image", &img, &il, NULL) == PT_OK) {
+                char path[4200];
+                util_path(path, sizeof path, "%s/%03d.jpg", dir, n++);
+                util_write_file_atomic(path, img, il, NULL);
+            }
+            ex_free(ex);
+        }
+        tfr_close(r);
+    }
+    ds_free(ds);
+    return n;
+}
+
+TEST(predict_jpeg_files_equal_valid_preds)
+{
+    const pd_fix *f = pd_fixture();
+    T_REQUIRE(f != NULL);
+    const char *dir = t_tmpdir();
+    int n = extract_val_jpegs(f->data, dir);
+    T_REQUIRE(n == 24);
+    long long nv = 0;
+    int *want = last_valid_preds(f->run_a, &nv);
+    T_REQUIRE(want != NULL);
+    char args[9000], *out = NULL;
+    util_path(args, sizeof args, "predict '%s' '%s' --top 3 --batch 7", f->run_a, dir);
+    T_EQ_INT(pd_cli(args, &out, NULL), 0);
+    T_REQUIRE(out != NULL);
+    const char *head = "path,label,class,probability,top2_class,top2_probability,top3_class,"
+                       "top3_probability\n";
+    T_CHECK(!strncmp(out, head, strlen(head)));
+    T_EQ_INT(pd_lines(out), 25);
+    int got[64];
+    long long m = pd_labels(out, got, 64);
+    T_EQ_INT(m, nv);
+    long long diff = 0;
+    for (long long i = 0; i < m && i < nv; i++)
+        diff += got[i] != want[i];
+    T_CHECKF(diff == 0, "%lld of %lld JPEG files predict differently from validation", diff, m);
+    /* Every row: 8 fields, probabilities falling. */
+    const char *q = strchr(out, '\n') + 1;
+    int rows_ok = 1;
+    for (; *q; q = strchr(q, '\n') + 1) {
+        char line[1024];
+        const char *e = strchr(q, '\n');
+        snprintf(line, sizeof line, "%.*s", (int)(e - q), q);
+        int commas = 0;
+        for (char *c = line; *c; c++)
+            commas += *c == ',';
+        double p1, p2, p3;
+        char *c = line;
+        for (int k = 0; k < 3; k++)
+            c = strchr(c, ',') + 1;
+        p1 = atof(c);
+        c = strchr(strchr(c, ',') + 1, ',') + 1;
+        p2 = atof(c);
+        c = strchr(strchr(c, ',') + 1, ',') + 1;
+        p3 = atof(c);
+        rows_ok &= commas == 7 && p1 >= p2 && p2 >= p3 && p1 + p2 + p3 <= 1.000002;
+    }
+    T_CHECK(rows_ok);
+    free(out);
+    free(want);
+}
+
+TEST(predict_engine_tta_flip_averages)
+{
+    const pd_fix *f = pd_fixture();
+    T_REQUIRE(f != NULL);
+    const char *dir = t_tmpdir();
+    T_REQUIRE(extract_val_jpegs(f->data, dir) == 24);
+    /* One image, and the same image mirrored. */
+    char a[4200], flipped[4200];
+    util_path(a, sizeof a, "%s/000.jpg", dir);
+    util_path(flipped, sizeof flipped, "%s/flipped.png", dir);
+    rm_model m;
+    pt_err e;
+    T_REQUIRE(rm_open(f->run_a, 0, &m, &e) == PT_OK);
+    T_CHECK(m.ema == 1 && m.epoch == 2 && m.image_size == 32 && m.n_classes == 3);
+    uint8_t *buf;
+    size_t len;
+    T_REQUIRE(util_read_file(a, &buf, &len, NULL) == PT_OK);
+    jpg_codec *jc = jpg_codec_new();
+    uint8_t rgb[32 * 32 * 3], mir[32 * 32 * 3];
+    T_REQUIRE(jpg_decode_into(jc, buf, len, rgb, 32, 32, m.crop, m.fast_decode, NULL, NULL, &e) ==
+              PT_OK);
+    for (int y = 0; y < 32; y++)
+        for (int x = 0; x < 32; x++)
+            memcpy(mir + (y * 32 + x) * 3, rgb + (y * 32 + 31 - x) * 3, 3);
+    T_REQUIRE(png_write_rgb(flipped, mir, 32, 32, &e) == PT_OK);
+    char orig_png[4200];
+    util_path(orig_png, sizeof orig_png, "%s/orig.png", dir);
+    T_REQUIRE(png_write_rgb(orig_png, rgb, 32, 32, &e) == PT_OK);
+    char *paths[2] = { orig_png, flipped };
+    prd_results plain, tta;
+    prd *p;
+    prd_opts o = { .batch = 4, .replicas = 1 };
+    T_REQUIRE(prd_new(&m, &o, &p, &e) == PT_OK);
+    T_REQUIRE(prd_files(p, paths, 2, &plain, &e) == PT_OK);
+    prd_free(p);
+    o.tta_flip = 1;
+    T_REQUIRE(prd_new(&m, &o, &p, &e) == PT_OK);
+    T_REQUIRE(prd_files(p, paths, 2, &tta, &e) == PT_OK);
+    prd_free(p);
+    T_REQUIRE(plain.n == 2 && tta.n == 2 && plain.items[0].ok && plain.items[1].ok);
+    double worst = 0, sum = 0;
+    for (int c = 0; c < 3; c++) {
+        double mean = 0.5 * (plain.probs[c] + plain.probs[3 + c]);
+        worst = fmax(worst, fabs(tta.probs[c] - mean));
+        worst = fmax(worst, fabs(tta.probs[3 + c] - mean));
+        sum += tta.probs[c];
+    }
+    T_CHECKF(worst < 1e-6, "flip TTA is %g from the mean of the image's and its mirror's", worst);
+    T_NEAR(sum, 1.0, 1e-9);
+    prd_results_free(&plain);
+    prd_results_free(&tta);
+    free(buf);
+    jpg_codec_free(jc);
+    rm_close(&m);
+    /* Through the CLI: the same shape with and without. */
+    char args[9000], *o1 = NULL, *o2 = NULL;
+    util_path(args, sizeof args, "predict '%s' '%s' --top 2", f->run_a, dir);
+    T_EQ_INT(pd_cli(args, &o1, NULL), 0);
+    util_path(args, sizeof args, "predict '%s' '%s' --top 2 --tta flip", f->run_a, dir);
+    T_EQ_INT(pd_cli(args, &o2, NULL), 0);
+    T_CHECK(o1 && o2 && pd_lines(o1) == 27 && pd_lines(o2) == 27 && strcmp(o1, o2) != 0);
+    free(o1);
+    free(o2);
+}
