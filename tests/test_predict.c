@@ -374,3 +374,130 @@ TEST(predict_engine_tta_flip_averages)
     free(o1);
     free(o2);
 }
+
+/* ---- bad inputs ---- */
+
+#include <png.h>
+#include <turbojpeg.h>
+#include <unistd.h>
+
+/* A w x h JPEG of pixel format pf (TJPF_GRAY, TJPF_CMYK, TJPF_RGB) to path. */
+static int write_jpeg_pf(const char *path, int w, int h, int pf)
+{
+    int ps = tjPixelSize[pf];
+    unsigned char *px = malloc((size_t)w * h * ps), *jpeg = NULL;
+    unsigned long size = 0;
+    for (int i = 0; i < w * h * ps; i++)
+        px[i] = (unsigned char)(i * 7 + (i / (w * ps)) * 3);
+    tjhandle t = tjInitCompress();
+    int rc = tjCompress2(t, px, w, w * ps, h, pf, &jpeg, &size,
+                         pf == TJPF_GRAY ? TJSAMP_GRAY : TJSAMP_444, 90, 0);
+    if (rc == 0)
+        rc = util_write_file_atomic(path, jpeg, size, NULL);
+    tjFree(jpeg);
+    tjDestroy(t);
+    free(px);
+    return rc;
+}
+
+/* A PNG of format fmt (PNG_FORMAT_RGBA, PNG_FORMAT_LINEAR_RGB: 16 bits) to path. */
+static int write_png_fmt(const char *path, int w, int h, png_uint_32 fmt)
+{
+    png_image im;
+    memset(&im, 0, sizeof im);
+    im.version = PNG_IMAGE_VERSION;
+    im.width = (png_uint_32)w;
+    im.height = (png_uint_32)h;
+    im.format = fmt;
+    size_t bytes = PNG_IMAGE_SIZE(im);
+    uint8_t *px = malloc(bytes);
+    for (size_t i = 0; i < bytes; i++)
+        px[i] = (uint8_t)(i * 13);
+    int ok = png_image_write_to_file(&im, path, 0, px, 0, NULL);
+    free(px);
+    return ok ? 0 : -1;
+}
+
+TEST(predict_bad_inputs_named_rest_predicted)
+{
+    const pd_fix *f = pd_fixture();
+    T_REQUIRE(f != NULL);
+    const char *dir = t_tmpdir();
+    char in[4200], p[4200];
+    util_path(in, sizeof in, "%s/in", dir);
+    T_REQUIRE(util_mkdirs(in, NULL) == PT_OK);
+    /* Good: a JPEG, a grayscale and a CMYK JPEG, a PNG with alpha, a 16-bit PNG. */
+    util_path(p, sizeof p, "%s/a_rgb.jpg", in);
+    T_REQUIRE(write_jpeg_pf(p, 40, 30, TJPF_RGB) == 0);
+    util_path(p, sizeof p, "%s/b_gray.jpg", in);
+    T_REQUIRE(write_jpeg_pf(p, 40, 30, TJPF_GRAY) == 0);
+    util_path(p, sizeof p, "%s/c_cmyk.jpg", in);
+    T_REQUIRE(write_jpeg_pf(p, 40, 30, TJPF_CMYK) == 0);
+    util_path(p, sizeof p, "%s/d_alpha.png", in);
+    T_REQUIRE(write_png_fmt(p, 33, 20, PNG_FORMAT_RGBA) == 0);
+    util_path(p, sizeof p, "%s/e_16bit.PNG", in);
+    T_REQUIRE(write_png_fmt(p, 20, 33, PNG_FORMAT_LINEAR_RGB) == 0);
+    /* Bad: text, a truncated JPEG, a huge one, a dangling link, an empty file. */
+    util_path(p, sizeof p, "%s/f_text.jpg", in);
+    T_REQUIRE(util_write_file_atomic(p, "hello, world\n", 13, NULL) == PT_OK);
+    uint8_t *jb;
+    size_t jl;
+    util_path(p, sizeof p, "%s/a_rgb.jpg", in);
+    T_REQUIRE(util_read_file(p, &jb, &jl, NULL) == PT_OK);
+    util_path(p, sizeof p, "%s/g_truncated.jpg", in);
+    T_REQUIRE(util_write_file_atomic(p, jb, jl / 2, NULL) == PT_OK);
+    for (size_t i = 0; i + 8 < jl; i++)
+        if (jb[i] == 0xFF && (jb[i + 1] == 0xC0 || jb[i + 1] == 0xC1)) {
+            /* SOF: length, precision, then height and width: claim 30000 x 30000. */
+            jb[i + 5] = jb[i + 7] = 30000 >> 8;
+            jb[i + 6] = jb[i + 8] = 30000 & 255;
+            break;
+        }
+    util_path(p, sizeof p, "%s/h_huge.jpg", in);
+    T_REQUIRE(util_write_file_atomic(p, jb, jl, NULL) == PT_OK);
+    free(jb);
+    util_path(p, sizeof p, "%s/i_gone.jpg", in);
+    T_REQUIRE(symlink("/nonexistent/petal-tui-test.jpg", p) == 0);
+    util_path(p, sizeof p, "%s/j_empty.png", in);
+    T_REQUIRE(util_write_file_atomic(p, "", 0, NULL) == PT_OK);
+    util_path(p, sizeof p, "%s/notes.txt", in);
+    T_REQUIRE(util_write_file_atomic(p, "x", 1, NULL) == PT_OK);
+
+    char args[9000], *out = NULL, *err = NULL;
+    util_path(args, sizeof args, "predict '%s' '%s' --replicas 2", f->run_a, in);
+    T_EQ_INT(pd_cli(args, &out, &err), 1);
+    T_REQUIRE(out && err);
+    static const char *const good[] = { "a_rgb.jpg", "b_gray.jpg", "c_cmyk.jpg", "d_alpha.png",
+                                        "e_16bit.PNG" };
+    static const char *const bad[] = { "f_text.jpg", "g_truncated.jpg", "h_huge.jpg",
+                                       "i_gone.jpg", "j_empty.png" };
+    for (int i = 0; i < 5; i++) {
+        T_CHECKF(strstr(out, good[i]) && !strstr(err, good[i]), "%s: not predicted:\n%s\n%s",
+                 good[i], out, err);
+        T_CHECKF(strstr(err, bad[i]) && !strstr(out, bad[i]), "%s: not named as failed:\n%s",
+                 bad[i], err);
+    }
+    T_EQ_INT(pd_lines(out), 6);
+    T_CHECK(strstr(err, "not a JPEG or PNG") != NULL);
+    T_CHECK(strstr(err, "left out 1 files") != NULL);
+    printf("  stderr:\n%s", err);
+    free(out);
+    free(err);
+    /* An empty folder: named, exit 1, a header alone. */
+    char empty[4200];
+    util_path(empty, sizeof empty, "%s/empty", dir);
+    T_REQUIRE(util_mkdirs(empty, NULL) == PT_OK);
+    util_path(args, sizeof args, "predict '%s' '%s'", f->run_a, empty);
+    T_EQ_INT(pd_cli(args, &out, &err), 1);
+    T_CHECK(out && pd_lines(out) == 1 && err && strstr(err, "no .jpg, .jpeg or .png files"));
+    free(out);
+    free(err);
+    /* A folder with a link back up: walked once, no loop. */
+    util_path(p, sizeof p, "%s/loop", in);
+    T_REQUIRE(symlink(in, p) == 0);
+    util_path(args, sizeof args, "predict '%s' '%s'", f->run_a, in);
+    T_EQ_INT(pd_cli(args, &out, &err), 1);
+    T_EQ_INT(pd_lines(out), 6);
+    free(out);
+    free(err);
+}
