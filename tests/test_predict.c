@@ -91,6 +91,7 @@ TEST(predict_infer_ctx_mobilenetv2)
 #include "io/png.h"
 #include "io/tfrecord.h"
 #include "train/predict.h"
+#include "train/runfolder.h"
 #include "train/runmodel.h"
 
 static const long long PD_TRAIN[3] = { 24, 24, 24 }, PD_VAL[3] = { 8, 8, 8 };
@@ -98,7 +99,7 @@ static const long long PD_TRAIN[3] = { 24, 24, 24 }, PD_VAL[3] = { 8, 8, 8 };
 
 typedef struct pd_fix {
     char data[4200];        /* the dataset (tfrecords-jpeg-32x32) */
-    char run_a[4200];       /* small 8,16 with the moving average */
+    char run_a[4200];       /* small 16,32 with the moving average */
     char run_b[4200];       /* small 16,a with none */
 } pd_fix;
 
@@ -117,12 +118,12 @@ static const pd_fix *pd_fixture(void)
     util_copy(f.data, sizeof f.data, d);
     util_path(f.run_a, sizeof f.run_a, "%s/run_a", dir);
     util_path(f.run_b, sizeof f.run_b, "%s/run_b", dir);
-    const char *extra[2] = { "--widths 8,16 --ema 0.9", "--widths 16,a --ema 0 --seed 7" };
+    const char *extra[2] = { "--widths 16,32 --ema 0.5", "--widths 16,a --ema 0 --seed 7" };
     const char *out[2] = { f.run_a, f.run_b };
     for (int i = 0; i < 2; i++) {
         char cmd[16384], *text;
         util_path(cmd, sizeof cmd,
-                  "%s --headless --data '%s' --out '%s' --epochs 2 --replicas 1 --workers 1 "
+                  "%s --headless --data '%s' --out '%s' --epochs 6 --replicas 1 --workers 1 "
                   "--batch-per-replica 8 %s",
                   t_bin(), f.data, out[i], extra[i]);
         int rc = t_run(cmd, &text);
@@ -220,6 +221,15 @@ TEST(predict_val_split_equals_valid_preds)
             diff += got[i] != want[i];
         T_CHECKF(diff == 0, "%s: %lld of %lld records predict differently from validation",
                  runs[r], diff, n);
+        /* A check with teeth: the run does not answer one class for everything. */
+        int classes_seen = 0;
+        for (int c = 0; c < 3; c++) {
+            int any = 0;
+            for (long long i = 0; i < n; i++)
+                any |= got[i] == c;
+            classes_seen += any;
+        }
+        T_CHECKF(classes_seen >= 2, "%s predicts %d class(es) only", runs[r], classes_seen);
         free(out);
         free(want);
     }
@@ -323,7 +333,7 @@ TEST(predict_engine_tta_flip_averages)
     rm_model m;
     pt_err e;
     T_REQUIRE(rm_open(f->run_a, 0, &m, &e) == PT_OK);
-    T_CHECK(m.ema == 1 && m.epoch == 2 && m.image_size == 32 && m.n_classes == 3);
+    T_CHECK(m.ema == 1 && m.epoch == 6 && m.image_size == 32 && m.n_classes == 3);
     uint8_t *buf;
     size_t len;
     T_REQUIRE(util_read_file(a, &buf, &len, NULL) == PT_OK);
@@ -500,4 +510,194 @@ TEST(predict_bad_inputs_named_rest_predicted)
     T_EQ_INT(pd_lines(out), 6);
     free(out);
     free(err);
+}
+
+/* ---- the run folder: class names, model-level failures ---- */
+
+/* A copy of run folder src's config, checkpoint (and classes.txt when with_classes)
+ * in a new folder; its path (static ring of 2). */
+static const char *copy_run(const char *src, int with_classes)
+{
+    static char dst[2][4200];
+    static int turn;
+    char *d = dst[turn++ & 1];
+    util_path(d, 4200, "%s/copy", t_tmpdir());
+    util_mkdirs(d, NULL);
+    const char *names[3] = { "config", "checkpoint.ckpt", "classes.txt" };
+    for (int i = 0; i < (with_classes ? 3 : 2); i++) {
+        char a[4200], b[4200];
+        uint8_t *buf;
+        size_t len;
+        util_path(a, sizeof a, "%s/%s", src, names[i]);
+        util_path(b, sizeof b, "%s/%s", d, names[i]);
+        if (util_read_file(a, &buf, &len, NULL) != PT_OK)
+            return NULL;
+        util_write_file_atomic(b, buf, len, NULL);
+        free(buf);
+    }
+    return d;
+}
+
+TEST(predict_run_classes_and_failures)
+{
+    const pd_fix *f = pd_fixture();
+    T_REQUIRE(f != NULL);
+    /* The trainer wrote classes.txt: the dataset's names (fx_dataset's "class N"), one a line. */
+    char path[4200];
+    util_path(path, sizeof path, "%s/classes.txt", f->run_a);
+    char *cls = fx_slurp(path);
+    T_REQUIRE(cls != NULL);
+    T_EQ_INT(pd_lines(cls), 3);
+    rm_model m;
+    pt_err e;
+    T_REQUIRE(rm_open(f->run_a, 0, &m, &e) == PT_OK);
+    T_CHECK(m.n_classes == 3 && !strncmp(cls, m.class_names[0], strlen(m.class_names[0])));
+    rm_close(&m);
+    /* Names of its own: classes.txt wins. */
+    const char *r = copy_run(f->run_a, 0);
+    T_REQUIRE(r != NULL);
+    util_path(path, sizeof path, "%s/classes.txt", r);
+    T_REQUIRE(util_write_file_atomic(path, "rose\nlily, white\r\ntulip \"red\"\n", 30, NULL) ==
+              PT_OK);
+    T_REQUIRE(rm_open(r, 0, &m, &e) == PT_OK);
+    T_CHECK(m.n_classes == 3 && !strcmp(m.class_names[1], "lily, white") &&
+            !strcmp(m.class_names[2], "tulip \"red\""));
+    rm_close(&m);
+    char args[9000], *out = NULL, *err = NULL;
+    util_path(args, sizeof args, "predict '%s' '%s' --split val --top 3", r, f->data);
+    T_EQ_INT(pd_cli(args, &out, NULL), 0);
+    T_CHECKF(out && strstr(out, ",\"lily, white\",") && strstr(out, ",\"tulip \"\"red\"\"\","),
+             "CSV quoting:\n%.300s", out ? out : "");
+    free(out);
+    /* A run from before classes.txt: the checkpoint's class count, the dataset's names. */
+    remove(path);
+    T_REQUIRE(rm_open(r, 0, &m, &e) == PT_OK);
+    T_CHECKF(m.n_classes == 3 && !strncmp(cls, m.class_names[0], strlen(m.class_names[0])),
+             "fallback names: %s", m.n_classes > 0 ? m.class_names[0] : "none");
+    rm_close(&m);
+    free(cls);
+    /* No checkpoint: a model-level failure, exit 2, said. */
+    util_path(path, sizeof path, "%s/checkpoint.ckpt", r);
+    remove(path);
+    util_path(args, sizeof args, "predict '%s' '%s'", r, f->data);
+    T_EQ_INT(pd_cli(args, &out, &err), 2);
+    T_CHECKF(err && strstr(err, "checkpoint.ckpt"), "%s", err ? err : "");
+    free(out);
+    free(err);
+    /* An imported model's run whose ONNX file is gone: named. */
+    util_path(path, sizeof path, "%s/config", r);
+    T_REQUIRE(util_write_file_atomic(path, "model = /nonexistent/net.onnx\n", 30, NULL) == PT_OK);
+    r = copy_run(f->run_a, 1);
+    util_path(path, sizeof path, "%s/config", r);
+    T_REQUIRE(util_write_file_atomic(path, "model = /nonexistent/net.onnx\nimage-size = 32\n", 46,
+                                     NULL) == PT_OK);
+    T_CHECK(rm_open(r, 0, &m, &e) != PT_OK && strstr(e.msg, "/nonexistent/net.onnx") &&
+            strstr(e.msg, "gone"));
+    /* Usage: no inputs, a bad option, nothing at the model's path. */
+    util_path(args, sizeof args, "predict '%s'", f->run_a);
+    T_EQ_INT(pd_cli(args, &out, NULL), 2);
+    free(out);
+    util_path(args, sizeof args, "predict '%s' x.jpg --top 0", f->run_a);
+    T_EQ_INT(pd_cli(args, &out, NULL), 2);
+    free(out);
+    T_EQ_INT(pd_cli("predict /nonexistent/run x.jpg", &out, NULL), 2);
+    free(out);
+    T_EQ_INT(pd_cli("predict --help", &out, NULL), 0);
+    T_CHECK(out && strstr(out, "usage: petal-tui predict"));
+    free(out);
+}
+
+TEST(predict_test_split_submission)
+{
+    const pd_fix *f = pd_fixture();
+    T_REQUIRE(f != NULL);
+    char args[9000], sub[4200], *out = NULL;
+    util_path(sub, sizeof sub, "%s/sub.csv", t_tmpdir());
+    util_path(args, sizeof args, "predict '%s' '%s' --submission '%s'", f->run_a, f->data, sub);
+    T_EQ_INT(pd_cli(args, &out, NULL), 0);
+    T_CHECK(out && !strncmp(out, "id,label,class,probability\n", 27) &&
+            pd_lines(out) == PD_TEST + 1);
+    char *s = fx_slurp(sub);
+    T_CHECK(s && !strncmp(s, "id,label\n", 9) && pd_lines(s) == PD_TEST + 1);
+    /* The run's own submission.csv says the same (its rows in the same order). */
+    char own[4200];
+    util_path(own, sizeof own, "%s/submission.csv", f->run_a);
+    char *o = fx_slurp(own);
+    T_CHECKF(s && o && !strcmp(s, o), "predict's submission differs from the run's:\n%s\n%s", s,
+             o);
+    free(o);
+    free(s);
+    free(out);
+}
+
+TEST(predict_ensemble_two_runs)
+{
+    const pd_fix *f = pd_fixture();
+    T_REQUIRE(f != NULL);
+    char dir[4200], args[16000], *out = NULL, *err = NULL;
+    util_path(dir, sizeof dir, "%s/ens", t_tmpdir());
+    util_path(args, sizeof args, "ensemble '%s' '%s' --weights 2,1 --data '%s' --out '%s'",
+              f->run_a, f->run_b, f->data, dir);
+    T_EQ_INT(pd_cli(args, &out, &err), 0);
+    T_REQUIRE(out != NULL);
+    printf("%s", out);
+    T_CHECK(strstr(out, "ensemble ") && strstr(out, " f1 ") && strstr(out, " precision ") &&
+            strstr(out, " recall "));
+    /* A member's figures are the ones its run logged for its last epoch. */
+    for (int i = 0; i < 2; i++) {
+        const char *run = i ? f->run_b : f->run_a;
+        char hp[4400];
+        util_path(hp, sizeof hp, "%s/history.json", run);
+        char *h = fx_slurp(hp), *last = NULL;
+        for (char *q = h; q && (q = strstr(q, "\"val_f1\"")); q++)
+            last = q;
+        const char *line = strstr(out, run);
+        const char *f1 = line ? strstr(line, " f1 ") : NULL;
+        T_REQUIRE(last && f1);
+        double logged = atof(strchr(last, ':') + 1), printed = atof(f1 + 4);
+        T_CHECKF(fabs(logged - printed) < 6e-5, "%s: val_f1 %.6f logged, %.4f printed", run,
+                 logged, printed);
+        free(h);
+    }
+    const char *files[4] = { "submission.csv", "valid_preds.jsonl", "valid_labels.json",
+                             "report.json" };
+    for (int i = 0; i < 4; i++) {
+        char p[4400];
+        util_path(p, sizeof p, "%s/%s", dir, files[i]);
+        char *s = fx_slurp(p);
+        T_CHECKF(s != NULL, "%s missing", files[i]);
+        if (i == 0)
+            T_EQ_INT(pd_lines(s), PD_TEST + 1);
+        if (i == 3)
+            T_CHECK(s && strstr(s, "\"val_f1\"") && strstr(s, "\"ensemble\""));
+        free(s);
+    }
+    /* Its validation predictions read back as a run folder's. */
+    run_val_report rep;
+    int *labels, *preds;
+    long long n;
+    pt_err e;
+    T_CHECK(rf_val_load(dir, 3, &rep, &labels, &preds, &n, &e) == PT_OK && n == 24);
+    if (n == 24) {
+        run_val_report_free(&rep);
+        free(labels);
+        free(preds);
+    }
+    free(out);
+    free(err);
+    /* Members that name their classes differently are refused. */
+    const char *r = copy_run(f->run_b, 1);
+    char p[4400];
+    util_path(p, sizeof p, "%s/classes.txt", r);
+    T_REQUIRE(util_write_file_atomic(p, "a\nb\nc\n", 6, NULL) == PT_OK);
+    util_path(args, sizeof args, "ensemble '%s' '%s' --data '%s' --out '%s/x'", f->run_a, r,
+              f->data, dir);
+    T_EQ_INT(pd_cli(args, &out, &err), 2);
+    T_CHECKF(err && strstr(err, "must share their class names"), "%s", err ? err : "");
+    free(out);
+    free(err);
+    util_path(args, sizeof args, "ensemble '%s' '%s' --weights 1 --data '%s'", f->run_a,
+              f->run_b, f->data);
+    T_EQ_INT(pd_cli(args, &out, NULL), 2);
+    free(out);
 }
