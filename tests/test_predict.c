@@ -701,3 +701,25 @@ TEST(predict_ensemble_two_runs)
     T_EQ_INT(pd_cli(args, &out, NULL), 2);
     free(out);
 }
+
+TEST(predict_zoo_onnx_agrees_with_classify)
+{
+    T_NEED_DATA();
+    char args[9000], *out = NULL, *cls = NULL;
+    const char *model = t_data("weights/mobilenetv2-12-int8.onnx");
+    const char *img = t_data("flower-jpegs-128/daisy/100080576_f52e8ee070_n.jpg");
+    util_path(args, sizeof args, "predict '%s' '%s' --top 2", model, img);
+    T_EQ_INT(pd_cli(args, &out, NULL), 0);
+    util_path(args, sizeof args, "classify '%s' '%s' --top 1", model, img);
+    T_EQ_INT(pd_cli(args, &cls, NULL), 0);
+    T_REQUIRE(out && cls);
+    /* ImageNet's names for 1,000 classes; classify's top class and percentage. */
+    const char *row = strchr(out, '\n');
+    T_REQUIRE(row != NULL);
+    T_CHECKF(strstr(row, ",985,daisy,") != NULL, "%s", out);
+    const char *pc = strstr(cls, "985  daisy");
+    double p = row ? atof(strstr(row, ",985,daisy,") + 11) : 0;
+    T_CHECKF(pc && fabs(100.0 * p - atof(pc + 10)) < 0.006, "predict %.6f, classify:\n%s", p, cls);
+    free(out);
+    free(cls);
+}
