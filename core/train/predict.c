@@ -60,6 +60,9 @@ void prd_free(prd *p)
 
 int prd_new(const rm_model *m, const prd_opts *o, prd **out, pt_err *e)
 {
+    pt_err local;
+    if (!e)
+        e = &local;
     *out = NULL;
     if (!m || !m->net || o->batch < 1 || o->replicas < 1 || o->replicas > PRD_MAX_THREADS ||
         o->workers < 0 || o->workers > PRD_MAX_THREADS)
@@ -531,6 +534,9 @@ static int grow(prd_results *r, long long *cap, long long need, pt_err *e)
 
 int prd_split(prd *p, const ds_split *split, int labeled, prd_results *out, pt_err *e)
 {
+    pt_err local;
+    if (!e)
+        e = &local;
     if (!split->dir || split->count <= 0)
         return err_set(e, PT_ENODATA, split->dir, PT_NO_RECORD, PT_NO_OFFSET,
                        "the dataset has no %s records", split->name);

@@ -305,6 +305,9 @@ static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
 
 int rm_open(const char *path, int image_size_override, rm_model *out, pt_err *e)
 {
+    pt_err local;
+    if (!e)
+        e = &local;
     memset(out, 0, sizeof *out);
     out->epoch = -1;
     if (!(out->source = strdup(path)))
