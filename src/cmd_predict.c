@@ -199,7 +199,8 @@ static int gather(const pr_args *a, char ***files, long long *n, int *failed)
             return -1;
         }
         *files = all;
-        memcpy(all + *n, f, (size_t)c * sizeof *f);
+        if (c > 0)
+            memcpy(all + *n, f, (size_t)c * sizeof *f);
         *n += c;
         free(f); /* the names moved into all */
     }

@@ -499,7 +499,8 @@ TEST(predict_bad_inputs_named_rest_predicted)
     T_REQUIRE(util_mkdirs(empty, NULL) == PT_OK);
     util_path(args, sizeof args, "predict '%s' '%s'", f->run_a, empty);
     T_EQ_INT(pd_cli(args, &out, &err), 1);
-    T_CHECK(out && pd_lines(out) == 1 && err && strstr(err, "no .jpg, .jpeg or .png files"));
+    T_CHECKF(out && pd_lines(out) == 1 && err && strstr(err, "no .jpg, .jpeg or .png files"),
+             "%s\n%s", out ? out : "", err ? err : "");
     free(out);
     free(err);
     /* A folder with a link back up: walked once, no loop. */
