@@ -318,6 +318,14 @@ TEST(predict_jpeg_files_equal_valid_preds)
         rows_ok &= commas == 7 && p1 >= p2 && p2 >= p3 && p1 + p2 + p3 <= 1.000002;
     }
     T_CHECK(rows_ok);
+    /* Other batch sizes and replica counts: the same table, digit for digit. */
+    char *again = NULL;
+    util_path(args, sizeof args, "predict '%s' '%s' --top 3 --batch 3 --replicas 3", f->run_a,
+              dir);
+    T_EQ_INT(pd_cli(args, &again, NULL), 0);
+    T_CHECKF(again && !strcmp(out, again), "batch 7 x 1 replica and 3 x 3 differ:\n%s\n%s", out,
+             again ? again : "");
+    free(again);
     free(out);
     free(want);
 }
