@@ -184,19 +184,13 @@ static int run_names(const char *dir, const char *ckpt, rm_model *m, ds_dataset 
     return set_names(m, k, dataset_name, &d, e);
 }
 
-/* The net as the trainer built it (train/trainer.c build_model), before its weights. */
-static nn_model *build_net(const run_config *cfg, int img, int k, pt_err *e)
+nn_model *rm_build_net(const run_config *cfg, int img, int k, nn_import_info *info, pt_err *e)
 {
     if (run_model_is_onnx(cfg->model)) {
-        if (!util_is_file(cfg->model)) {
-            err_set(e, PT_EIO, cfg->model, PT_NO_RECORD, PT_NO_OFFSET,
-                    "the run's model file is gone: its graph is needed to rebuild the net");
-            return NULL;
-        }
         nn_import_opts o = { .h = img, .w = img, .n_classes = k, .dropout = (float)cfg->dropout,
                              .norm = NN_NORM_IMAGENET, .reinit = cfg->reinit, .seed = cfg->seed };
-        nn_import_info info;
-        return nn_import_onnx_file(cfg->model, &o, &info, e);
+        nn_import_info local;
+        return nn_import_onnx_file(cfg->model, &o, info ? info : &local, e);
     }
     if (!strcmp(cfg->model, "small")) {
         int widths[NN_SMALL_MAX_BLOCKS], strided[NN_SMALL_MAX_BLOCKS];
@@ -282,11 +276,16 @@ static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
                        "now (%s): give --size",
                        de.msg);
     }
+    if (run_model_is_onnx(cfg.model) && !util_is_file(cfg.model)) {
+        ds_free(ds);
+        return err_set(e, PT_EIO, cfg.model, PT_NO_RECORD, PT_NO_OFFSET,
+                       "the run's model file is gone: its graph is needed to rebuild the net");
+    }
     rc = run_names(dir, ckpt, m, ds, e);
     ds_free(ds);
     if (rc != PT_OK)
         return rc;
-    if (!(m->net = build_net(&cfg, m->image_size, m->n_classes, e)))
+    if (!(m->net = rm_build_net(&cfg, m->image_size, m->n_classes, NULL, e)))
         return e->code ? e->code : PT_ENOMEM;
     if ((rc = load_weights(ckpt, m, e)) != PT_OK)
         return rc;
