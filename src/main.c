@@ -100,6 +100,8 @@ static void help(void)
            "  petal-tui classify MODEL.onnx IMAGE...   top ImageNet classes of JPEGs\n"
            "  petal-tui model MODEL.onnx [--classes N]   the layers an ONNX graph becomes\n"
            "  petal-tui events PATH...           the scalars of TensorBoard event files\n"
+           "  petal-tui predict RUN_DIR|MODEL.onnx INPUT...   classes of photos or records, as CSV\n"
+           "  petal-tui ensemble RUN_DIR... --data DATASET   mean of runs' probabilities, scored\n"
            "  petal-tui --help | --version\n"
            "\n"
            "training options (also keys of the config file, without the dashes):\n",
@@ -193,6 +195,10 @@ int main(int argc, char **argv)
             return cmd_model(argc - 1, argv + 1);
         if (!strcmp(c, "events"))
             return cmd_events(argc - 1, argv + 1);
+        if (!strcmp(c, "predict"))
+            return cmd_predict(argc - 1, argv + 1);
+        if (!strcmp(c, "ensemble"))
+            return cmd_ensemble(argc - 1, argv + 1);
         if (c[0] != '-') {
             fprintf(stderr, "petal-tui: unknown command '%s' (try --help)\n", c);
             return 1;

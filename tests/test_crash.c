@@ -43,7 +43,7 @@ enum { N_RUN_ARGS = sizeof RUN_ARGS / sizeof RUN_ARGS[0] };
 /* The files a run folder may hold besides log.txt and temporaries. */
 static const char *const FILES[] = { "config", "valid_labels.json", "valid_preds.jsonl",
                                      "history.json", "checkpoint.ckpt", "submission.csv",
-                                     "test_preds.json" };
+                                     "test_preds.json", "classes.txt" };
 enum { N_FILES = sizeof FILES / sizeof FILES[0] };
 
 static const char *dataset(void)
@@ -305,6 +305,9 @@ static void check_folder(const char *what, const char *dir, const char *straight
         if (!strcmp(FILES[k], "config"))
             T_CHECKF(g_config && !strcmp(text, g_config), "%s: the config is not whole:\n%s",
                      what, text);
+        else if (!strcmp(FILES[k], "classes.txt"))
+            T_CHECKF(text[0] && text[strlen(text) - 1] == '\n',
+                     "%s: classes.txt is not whole:\n%s", what, text);
         else if (!strcmp(FILES[k], "submission.csv"))
             T_CHECKF(!strncmp(text, "id,label\n", 9) && text[strlen(text) - 1] == '\n',
                      "%s: submission.csv is not whole:\n%s", what, text);

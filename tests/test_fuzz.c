@@ -17,7 +17,7 @@
 #define SMOKE_SECONDS 2
 
 static const char *const TARGETS[] = {
-    "checkpoint", "config", "example", "jpeg", "onnx", "png", "term", "tfrecord",
+    "checkpoint", "config", "example", "jpeg", "onnx", "png", "predict", "term", "tfrecord",
 };
 #define N_TARGETS (sizeof TARGETS / sizeof TARGETS[0])
 
@@ -101,6 +101,7 @@ TEST(fuzz_smoke_example) { smoke("example"); }
 TEST(fuzz_smoke_jpeg) { smoke("jpeg"); }
 TEST(fuzz_smoke_onnx) { smoke("onnx"); }
 TEST(fuzz_smoke_png) { smoke("png"); }
+TEST(fuzz_smoke_predict) { smoke("predict"); }
 TEST(fuzz_smoke_term) { smoke("term"); }
 TEST(fuzz_smoke_tfrecord) { smoke("tfrecord"); }
 

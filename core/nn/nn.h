@@ -236,6 +236,15 @@ size_t nn_model_summary(const nn_model *m, char *buf, size_t size);
 /* Allocates every activation, gradient and workspace for batches of up to max_batch
  * examples; nothing is allocated later. m must be finalized. */
 nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e);
+/* An inference-only context: no gradient arena, no gradient array, no dropout masks,
+ * and activations that share one arena by lifetime (a node's output lives from the
+ * node to its last reader), a fraction of nn_ctx_new's memory. nn_forward with
+ * training != 0 returns NULL on it and nn_backward PT_EUSAGE; nn_grads is NULL and
+ * nn_ctx_output gives only the output node's values (earlier nodes' storage is
+ * reused). Its logits are bit-identical to a training context's inference forward. */
+nn_ctx *nn_ctx_new_infer(const nn_model *m, int max_batch, pt_err *e);
+/* 1 for a context from nn_ctx_new_infer. */
+int nn_ctx_is_infer(const nn_ctx *c);
 void nn_ctx_free(nn_ctx *c);
 int nn_ctx_max_batch(const nn_ctx *c);
 /* Bytes the context allocated. */
@@ -261,7 +270,8 @@ int nn_backward(nn_ctx *c, const float *dlogits);
 typedef void (*nn_backward_progress)(void *arg, size_t final_from);
 /* Called on the context's own thread, inside nn_backward(); NULL turns it off. */
 void nn_ctx_on_backward_progress(nn_ctx *c, nn_backward_progress fn, void *arg);
-/* The context's gradient array (nn_param_count() floats, layout of nn_params()). */
+/* The context's gradient array (nn_param_count() floats, layout of nn_params());
+ * NULL for an inference context (nn_zero_grads does nothing there). */
 float *nn_grads(nn_ctx *c);
 void nn_zero_grads(nn_ctx *c);
 /* Output of any node in the last forward ([n][h*w*c]), for tests and inspection (a

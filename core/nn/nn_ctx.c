@@ -1,12 +1,18 @@
 /* nn_ctx — a replica's context: allocation, forward and backward (loops over the
  * nodes that call each kind's hooks, nn_layer.h), profile and progress.
  *
- * Memory: every node that produces a value gets its own activation storage (training
- * keeps them all for backward). Gradients of activations are short-lived: the one of
- * node i is written by its first reader's backward and dead after node i's own
- * backward, so they share one arena, laid out once from those lifetimes (a first-fit
- * placement, largest first). In a chain that needs about two of the largest tensors
- * instead of one per node.
+ * Memory: in a training context every node that produces a value gets its own
+ * activation storage (training keeps them all for backward). Gradients of activations
+ * are short-lived: the one of node i is written by its first reader's backward and
+ * dead after node i's own backward, so they share one arena, laid out once from those
+ * lifetimes (a first-fit placement, largest first). In a chain that needs about two of
+ * the largest tensors instead of one per node.
+ *
+ * An inference context (nn_ctx_new_infer) has no gradient arena, no gradient array and
+ * no dropout masks, and lays its activations out the same way as the gradients: a
+ * node's output is alive from the node to its last reader, and a value passed on
+ * without a copy (a fused activation sharing its BN's or conv's storage, dropout in
+ * inference) keeps its owner alive to the last reader of the one passing it on.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +38,36 @@ static int by_size_desc(const void *a, const void *b)
     if (x->size != y->size)
         return x->size < y->size ? 1 : -1;
     return x->node - y->node;
+}
+
+/* Places the ns spans (first fit, largest first): sets off[node] of each and returns
+ * the arena's size in floats. Two spans alive at the same step (inclusive) never
+ * overlap, so a node's output never shares memory with an input it reads. */
+static size_t place_spans(span *sp, int ns, size_t *off)
+{
+    qsort(sp, (size_t)ns, sizeof *sp, by_size_desc);
+    size_t total = 0;
+    for (int k = 0; k < ns; k++) {
+        /* Lowest offset that clears every placed span alive at the same time. */
+        size_t at = 0;
+        for (int moved = 1; moved;) {
+            moved = 0;
+            for (int j = 0; j < k; j++) {
+                if (sp[j].t1 < sp[k].t0 || sp[k].t1 < sp[j].t0)
+                    continue;
+                if (at < sp[j].off + sp[j].size && sp[j].off < at + sp[k].size) {
+                    at = sp[j].off + sp[j].size;
+                    moved = 1;
+                }
+            }
+        }
+        sp[k].off = at;
+        if (at + sp[k].size > total)
+            total = at + sp[k].size;
+    }
+    for (int k = 0; k < ns; k++)
+        off[sp[k].node] = sp[k].off;
+    return total;
 }
 
 /* Lays out the gradient arena; returns its size in floats (0 on allocation failure,
@@ -63,29 +99,63 @@ static size_t plan_dy(const nn_model *m, int max_batch, size_t *off, int *fail)
             if (sp[k].node == nd->alias && nd->last_use > sp[k].t1)
                 sp[k].t1 = nd->last_use;
     }
-    qsort(sp, (size_t)ns, sizeof *sp, by_size_desc);
-    size_t total = 0;
-    for (int k = 0; k < ns; k++) {
-        /* Lowest offset that clears every placed span alive at the same time. */
-        size_t at = 0;
-        for (int moved = 1; moved;) {
-            moved = 0;
-            for (int j = 0; j < k; j++) {
-                if (sp[j].t1 < sp[k].t0 || sp[k].t1 < sp[j].t0)
-                    continue;
-                if (at < sp[j].off + sp[j].size && sp[j].off < at + sp[k].size) {
-                    at = sp[j].off + sp[j].size;
-                    moved = 1;
-                }
-            }
-        }
-        sp[k].off = at;
-        if (at + sp[k].size > total)
-            total = at + sp[k].size;
-    }
-    for (int k = 0; k < ns; k++)
-        off[sp[k].node] = sp[k].off;
+    size_t total = place_spans(sp, ns, off);
     free(sp);
+    return total;
+}
+
+/* The node whose storage holds node i's output in an inference forward: -1 for the
+ * caller's input, the owner of its input for a pass-through (dropout is one in
+ * inference), its BN's or conv's for a fused activation, else i itself. */
+static int infer_root(const nn_model *m, const int *root, int i)
+{
+    const nn_node *nd = &m->nodes[i];
+    if (nd->op == NN_OP_INPUT)
+        return -1;
+    if (nd->alias >= 0)
+        return root[nd->alias];
+    if (nd->op == NN_OP_DROPOUT)
+        return root[nd->in[0]];
+    return i;
+}
+
+/* Lays out an inference context's activations by lifetime: off[i] for every node
+ * that owns storage; its size in floats (0 with *fail set on allocation failure). */
+static size_t plan_act(const nn_model *m, int max_batch, size_t *off, int *fail)
+{
+    span *sp = calloc((size_t)m->n_nodes, sizeof *sp);
+    int *root = calloc((size_t)m->n_nodes, sizeof *root), *slot = calloc((size_t)m->n_nodes,
+                                                                          sizeof *slot);
+    if (!sp || !root || !slot) {
+        free(sp);
+        free(root);
+        free(slot);
+        *fail = 1;
+        return 0;
+    }
+    int ns = 0;
+    for (int i = 0; i < m->n_nodes; i++) {
+        const nn_node *nd = &m->nodes[i];
+        root[i] = -1;
+        if (!nd->live)
+            continue;
+        root[i] = infer_root(m, root, i);
+        if (root[i] == i) {
+            slot[i] = ns;
+            sp[ns] = (span){ .node = i, .t0 = i, .t1 = nd->last_use,
+                             .size = round16(nd->len * (size_t)max_batch) };
+            ns++;
+        } else if (root[i] >= 0 && nd->last_use > sp[slot[root[i]]].t1) {
+            sp[slot[root[i]]].t1 = nd->last_use;
+        }
+    }
+    size_t total = place_spans(sp, ns, off);
+    for (int i = 0; i < m->n_nodes; i++)
+        if (m->nodes[i].live && root[i] != i)
+            off[i] = (size_t)-1;
+    free(sp);
+    free(root);
+    free(slot);
     return total;
 }
 
@@ -97,19 +167,11 @@ static void *track(nn_ctx *c, size_t bytes)
     return p;
 }
 
-nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e)
+/* The per-node tables and the small per-layer arrays both kinds of context have. */
+static int alloc_common(nn_ctx *c, size_t ws)
 {
-    if (!m || !m->finalized || max_batch < 1) {
-        err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                "nn: a context needs a finalized model and max_batch >= 1");
-        return NULL;
-    }
-    nn_ctx *c = calloc(1, sizeof *c);
-    if (!c)
-        goto oom;
-    c->m = m;
-    c->max_batch = max_batch;
-    const size_t nn = (size_t)m->n_nodes, B = (size_t)max_batch;
+    const nn_model *m = c->m;
+    const size_t nn = (size_t)m->n_nodes;
     c->outp = calloc(nn, sizeof *c->outp);
     c->act = calloc(nn, sizeof *c->act);
     c->dy = calloc(nn, sizeof *c->dy);
@@ -118,38 +180,8 @@ nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e)
     c->drop_mask = calloc(nn, sizeof *c->drop_mask);
     c->t_fwd = calloc(nn, sizeof *c->t_fwd);
     c->t_bwd = calloc(nn, sizeof *c->t_bwd);
-    size_t *off = calloc(nn, sizeof *off);
-    if (!c->outp || !c->act || !c->dy || !c->fresh || !c->dy_done || !c->drop_mask ||
-        !c->t_fwd || !c->t_bwd || !off) {
-        free(off);
-        goto oom;
-    }
-
-    /* Activations and dropout masks: one block each. */
-    size_t n_act = 0, n_mask = 0, ws = 0;
-    for (int i = 0; i < m->n_nodes; i++) {
-        const nn_node *nd = &m->nodes[i];
-        if (!nd->live)
-            continue;
-        if (nd->op != NN_OP_INPUT && nd->alias < 0)
-            n_act += round16(nd->len * B);
-        const nn_layer *L = nn_layers[nd->op];
-        if (L->flags & NN_LAYER_MASK)
-            n_mask += round16(nd->len * B);
-        if (L->ws_floats) {
-            size_t k = L->ws_floats(m, nd, max_batch);
-            if (k > ws)
-                ws = k;
-        }
-    }
-    c->act_arena = track(c, (n_act ? n_act : 1) * sizeof(float));
-    c->mask_arena = track(c, (n_mask ? n_mask : 1) * sizeof(float));
     c->ws_floats = ws;
     c->ws = track(c, (ws ? ws : 1) * sizeof(float));
-    int fail = 0;
-    size_t n_dy = plan_dy(m, max_batch, off, &fail);
-    c->dy_arena = fail ? NULL : track(c, (n_dy ? n_dy : 1) * sizeof(float));
-    c->grads = track(c, (m->n_params ? m->n_params : 1) * sizeof(float));
     size_t bnc = m->bn_channels ? m->bn_channels : 1;
     c->bn_mean = track(c, bnc * sizeof(float));
     c->bn_invstd = track(c, bnc * sizeof(float));
@@ -158,12 +190,35 @@ nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e)
     c->rec_w = track(c, (size_t)(m->n_bn ? m->n_bn : 1) * sizeof(double));
     c->fscratch = track(c, 4 * (size_t)m->max_c * sizeof(float));
     c->dscratch = track(c, 4 * (size_t)m->max_c * sizeof(double));
-    if (!c->act_arena || !c->mask_arena || !c->ws || !c->dy_arena || !c->grads ||
-        !c->bn_mean || !c->bn_invstd || !c->rec_mean || !c->rec_var || !c->rec_w ||
-        !c->fscratch || !c->dscratch) {
-        free(off);
-        goto oom;
+    return c->outp && c->act && c->dy && c->fresh && c->dy_done && c->drop_mask && c->t_fwd &&
+           c->t_bwd && c->ws && c->bn_mean && c->bn_invstd && c->rec_mean && c->rec_var &&
+           c->rec_w && c->fscratch && c->dscratch;
+}
+
+/* Training's activations (one block per node, all alive at once), dropout masks,
+ * gradient arena and gradient array. off: n_nodes scratch entries. */
+static int alloc_training(nn_ctx *c, size_t *off)
+{
+    const nn_model *m = c->m;
+    const size_t B = (size_t)c->max_batch;
+    size_t n_act = 0, n_mask = 0;
+    for (int i = 0; i < m->n_nodes; i++) {
+        const nn_node *nd = &m->nodes[i];
+        if (!nd->live)
+            continue;
+        if (nd->op != NN_OP_INPUT && nd->alias < 0)
+            n_act += round16(nd->len * B);
+        if (nn_layers[nd->op]->flags & NN_LAYER_MASK)
+            n_mask += round16(nd->len * B);
     }
+    c->act_arena = track(c, (n_act ? n_act : 1) * sizeof(float));
+    c->mask_arena = track(c, (n_mask ? n_mask : 1) * sizeof(float));
+    int fail = 0;
+    size_t n_dy = plan_dy(m, c->max_batch, off, &fail);
+    c->dy_arena = fail ? NULL : track(c, (n_dy ? n_dy : 1) * sizeof(float));
+    c->grads = track(c, (m->n_params ? m->n_params : 1) * sizeof(float));
+    if (!c->act_arena || !c->mask_arena || !c->dy_arena || !c->grads)
+        return 0;
     size_t a = 0, mk = 0;
     for (int i = 0; i < m->n_nodes; i++) {
         const nn_node *nd = &m->nodes[i];
@@ -181,13 +236,75 @@ nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e)
     for (int i = 0; i < m->n_nodes; i++)
         if (m->nodes[i].live)
             c->dy[i] = c->dy_arena + off[nn_owner(m, i)];
+    return 1;
+}
+
+/* An inference context's activations: one arena laid out by lifetime (plan_act). */
+static int alloc_infer(nn_ctx *c, size_t *off)
+{
+    const nn_model *m = c->m;
+    int fail = 0;
+    size_t n_act = plan_act(m, c->max_batch, off, &fail);
+    if (fail)
+        return 0;
+    c->act_arena = track(c, (n_act ? n_act : 1) * sizeof(float));
+    if (!c->act_arena)
+        return 0;
+    for (int i = 0; i < m->n_nodes; i++)
+        if (m->nodes[i].live && off[i] != (size_t)-1)
+            c->act[i] = c->act_arena + off[i];
+    return 1;
+}
+
+static nn_ctx *ctx_new(const nn_model *m, int max_batch, int infer, pt_err *e)
+{
+    if (!m || !m->finalized || max_batch < 1) {
+        err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                "nn: a context needs a finalized model and max_batch >= 1");
+        return NULL;
+    }
+    nn_ctx *c = calloc(1, sizeof *c);
+    size_t *off = calloc((size_t)m->n_nodes, sizeof *off);
+    if (!c || !off)
+        goto oom;
+    c->m = m;
+    c->max_batch = max_batch;
+    c->infer = infer;
+    size_t ws = 0;
+    for (int i = 0; i < m->n_nodes; i++) {
+        const nn_node *nd = &m->nodes[i];
+        const nn_layer *L = nn_layers[nd->op];
+        if (nd->live && L->ws_floats) {
+            size_t k = L->ws_floats(m, nd, max_batch);
+            if (k > ws)
+                ws = k;
+        }
+    }
+    if (!alloc_common(c, ws) || !(infer ? alloc_infer(c, off) : alloc_training(c, off)))
+        goto oom;
     free(off);
     return c;
 oom:
+    free(off);
     nn_ctx_free(c);
     err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET,
             "nn: out of memory for a context of batch %d", max_batch);
     return NULL;
+}
+
+nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e)
+{
+    return ctx_new(m, max_batch, 0, e);
+}
+
+nn_ctx *nn_ctx_new_infer(const nn_model *m, int max_batch, pt_err *e)
+{
+    return ctx_new(m, max_batch, 1, e);
+}
+
+int nn_ctx_is_infer(const nn_ctx *c)
+{
+    return c->infer;
 }
 
 void nn_ctx_free(nn_ctx *c)
@@ -234,6 +351,8 @@ float *nn_grads(nn_ctx *c)
 
 void nn_zero_grads(nn_ctx *c)
 {
+    if (!c->grads)
+        return;
     memset(c->grads, 0, c->m->n_params * sizeof *c->grads);
 }
 
@@ -246,7 +365,7 @@ const float *nn_ctx_output(const nn_ctx *c, int node)
 
 const float *nn_ctx_input_grad(const nn_ctx *c)
 {
-    if (!c->m->input_grad || !c->fresh[0])
+    if (c->infer || !c->m->input_grad || !c->fresh[0])
         return NULL;
     return c->dy[0];
 }
@@ -310,7 +429,7 @@ const float *nn_forward(nn_ctx *c, const float *input, int n, int training, uint
                         int64_t first_example)
 {
     const nn_model *m = c->m;
-    if (!m->finalized || !input || n < 1 || n > c->max_batch)
+    if (!m->finalized || !input || n < 1 || n > c->max_batch || (training && c->infer))
         return NULL;
     c->n = n;
     c->training = training != 0;
@@ -364,7 +483,7 @@ static void backward_node(nn_ctx *c, int i, int n)
 int nn_backward(nn_ctx *c, const float *dlogits)
 {
     const nn_model *m = c->m;
-    if (!c->backward_ok || !dlogits)
+    if (c->infer || !c->backward_ok || !dlogits)
         return PT_EUSAGE;
     const int n = c->n, out = m->out;
     memset(c->fresh, 0, (size_t)m->n_nodes);

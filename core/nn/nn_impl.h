@@ -72,6 +72,7 @@ struct nn_model {
 struct nn_ctx {
     const nn_model *m;
     int max_batch;
+    int infer;               /* nn_ctx_new_infer: no gradients, masks or backward */
     int n;                   /* examples in the last forward */
     int training;            /* the last forward was a training one */
     int backward_ok;         /* a training forward ran and nothing invalidated it */

@@ -161,6 +161,32 @@ static int section_at(const char *path, const uint8_t *data, size_t at, size_t e
     return PT_OK;
 }
 
+int ckpt_peek_classes(const char *path, int *n_classes, pt_err *e)
+{
+    uint8_t *data;
+    size_t len;
+    int rc = read_checked(path, &data, &len, e);
+    if (rc != PT_OK)
+        return rc;
+    uint32_t nsec = le_get_u32(data + 12);
+    size_t at = 16, end = len - 4;
+    *n_classes = 0;
+    for (uint32_t s = 0; s < nsec && rc == PT_OK; s++) {
+        uint32_t tag;
+        uint64_t sl;
+        if ((rc = section_at(path, data, at, end, &tag, &sl, e)) != PT_OK)
+            break;
+        if (tag == SEC_CONFUSION && sl >= 4)
+            *n_classes = (int)le_get_u32(data + at + 12);
+        at += 12 + sl;
+    }
+    free(data);
+    if (rc == PT_OK && (*n_classes < 1 || *n_classes > 65536))
+        rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, PT_NO_OFFSET,
+                     "checkpoint does not say its class count");
+    return rc;
+}
+
 int ckpt_peek(const char *path, ckpt_progress *progress, pt_err *e)
 {
     uint8_t *data;
@@ -231,7 +257,8 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
                 memcpy(buffers, p, sl);
             break;
         case SEC_OPT_M:
-            if ((rc = want_size(path, tag, sl, n_opt * sizeof(float), (long long)at, e)) == PT_OK)
+            if (opt_m &&
+                (rc = want_size(path, tag, sl, n_opt * sizeof(float), (long long)at, e)) == PT_OK)
                 memcpy(opt_m, p, sl);
             break;
         case SEC_OPT_V:

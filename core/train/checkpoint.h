@@ -66,7 +66,9 @@ typedef struct ckpt_loaded {
     size_t n_ema;
 } ckpt_loaded;
 
-/* params/buffers/opt arrays must have the sizes given; opt_v may be NULL. */
+/* params/buffers/opt arrays must have the sizes given; opt_v may be NULL, and opt_m
+ * too (with n_opt 0) when the optimizer's moments are not wanted (inference): the
+ * sections are then skipped unchecked. */
 int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
               size_t n_buffers, float *opt_m, float *opt_v, size_t n_opt, ckpt_loaded *out,
               pt_err *e);
@@ -76,5 +78,8 @@ void ckpt_free_loaded(ckpt_loaded *l);
  * file) without a model to load it into, and returns its progress: what a run
  * folder's checkpoint.ckpt holds, for tests and tools. */
 int ckpt_peek(const char *path, ckpt_progress *progress, pt_err *e);
+/* The class count of the run that wrote it (its confusion matrix's side), after the
+ * same whole-file checks: what a model must be built with to load it. */
+int ckpt_peek_classes(const char *path, int *n_classes, pt_err *e);
 
 #endif

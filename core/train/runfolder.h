@@ -7,6 +7,7 @@
  * flat object per epoch, rf_history_keys[] in that order), log.txt (lines after
  * the local date and time), valid_labels.json and valid_preds.jsonl (a line per
  * epoch), test_preds.json, submission.csv, checkpoint.ckpt (train/checkpoint.h),
+ * classes.txt (the class names, one a line: what predict names its labels with),
  * and TensorBoard event files in train/ and validation/ (rf_tags[], written by
  * train/tboard.c as Keras's TensorBoard callback writes them).
  *
@@ -63,6 +64,7 @@
 #define RF_TEST_PREDS "test_preds.json"
 #define RF_SUBMISSION "submission.csv"
 #define RF_CHECKPOINT "checkpoint.ckpt"
+#define RF_CLASSES "classes.txt"     /* the run's class names, one a line, in label order */
 #define RF_TRAIN_DIR "train"
 #define RF_VAL_DIR "validation"
 

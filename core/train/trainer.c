@@ -14,6 +14,7 @@
 #include "train/dist.h"
 #include "train/metrics.h"
 #include "train/replicas.h"
+#include "train/runmodel.h"
 #include "train/trainer_impl.h"
 
 int trn_image_size(const run_config *cfg, const ds_dataset *ds, int *img, pt_err *e)
@@ -35,26 +36,19 @@ static int scan_error(void *ctx, const pt_err *err)
     return r->cfg->stop_on_data_error;
 }
 
-/* A pretrained ONNX backbone with a new head for the dataset's classes; the
- * importer loads its weights and initialises the head from the run's seed. */
-static nn_model *import_onnx(trn *r, pt_err *e)
+/* What the import of a pretrained ONNX backbone did, in the log. */
+static void log_import(trn *r, const nn_import_info *info)
 {
-    nn_import_opts o = { .h = r->img, .w = r->img, .n_classes = r->n_classes,
-                         .dropout = (float)r->cfg->dropout, .norm = NN_NORM_IMAGENET,
-                         .reinit = r->cfg->reinit, .seed = r->cfg->seed };
-    nn_import_info info;
-    nn_model *m = nn_import_onnx_file(r->cfg->model, &o, &info, e);
-    if (m && r->cfg->reinit)
+    if (r->cfg->reinit)
         trn_log(r, "imported the architecture of %s in %.2f s: %d ONNX nodes -> %d layers, "
                    "every weight initialised afresh; replaced %s with a new head of %d classes",
-                r->cfg->model, info.seconds, info.onnx_nodes, info.mapped, info.cut,
+                r->cfg->model, info->seconds, info->onnx_nodes, info->mapped, info->cut,
                 r->n_classes);
-    else if (m)
+    else
         trn_log(r, "imported %s in %.2f s: %d ONNX nodes -> %d layers%s; replaced %s with a new "
                    "head of %d classes",
-                r->cfg->model, info.seconds, info.onnx_nodes, info.mapped,
-                info.quantized ? " (int8 weights dequantized)" : "", info.cut, r->n_classes);
-    return m;
+                r->cfg->model, info->seconds, info->onnx_nodes, info->mapped,
+                info->quantized ? " (int8 weights dequantized)" : "", info->cut, r->n_classes);
 }
 
 /* Parameters, for the header: 6405, 64.1k, 2.21M. */
@@ -107,24 +101,13 @@ static void set_phase(trn *r)
 static int build_model(trn *r, pt_err *e)
 {
     int onnx = run_model_is_onnx(r->cfg->model);
-    if (onnx)
-        r->model = import_onnx(r, e);
-    else if (!strcmp(r->cfg->model, "small")) {
-        int widths[RUN_MAX_BLOCKS], strided[RUN_MAX_BLOCKS];
-        int n = nn_parse_widths(r->cfg->widths, r->img, widths, strided, e);
-        if (n < 0)
-            return PT_EUSAGE;
-        r->model = nn_build_small_widths(r->img, r->img, r->n_classes, (float)r->cfg->dropout,
-                                         widths, strided, n, r->cfg->convs, e);
-    }
-    else if (!strcmp(r->cfg->model, "mobilenetv2"))
-        r->model = nn_build_mobilenetv2(r->img, r->img, r->n_classes, (float)r->cfg->width,
-                                        (float)r->cfg->dropout, e);
-    else
-        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "unknown model '%s'",
-                       r->cfg->model);
+    nn_import_info info;
+    /* The one builder predict uses too (train/runmodel.h). */
+    r->model = rm_build_net(r->cfg, r->img, r->n_classes, &info, e);
     if (!r->model)
-        return e ? e->code : PT_ENOMEM;
+        return e && e->code ? e->code : PT_ENOMEM;
+    if (onnx)
+        log_import(r, &info);
     if (!onnx || r->cfg->reinit) {
         nn_model_set_bn_momentum(r->model, (float)r->cfg->bn_momentum);
         nn_model_set_init(r->model, r->cfg->init == RUN_INIT_TORCH ? NN_INIT_TORCH
@@ -169,9 +152,28 @@ static int build_model(trn *r, pt_err *e)
     return PT_OK;
 }
 
+/* The configuration and the class names (classes.txt: what predict labels with). */
 static int write_config(trn *r, pt_err *e)
 {
-    return rf_write_text(&r->folder, RF_CONFIG, r->env->cfg_text, strlen(r->env->cfg_text), e);
+    int rc = rf_write_text(&r->folder, RF_CONFIG, r->env->cfg_text, strlen(r->env->cfg_text), e);
+    if (rc != PT_OK || !r->folder.on)
+        return rc;
+    size_t cap = (size_t)r->n_classes * RUN_NAME_MAX + 1, len = 0;
+    char *text = malloc(cap);
+    if (!text)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    for (int c = 0; c < r->n_classes; c++) {
+        char name[RUN_NAME_MAX];
+        trn_class_name(r, c, name, sizeof name);
+        /* A name is one line: a line break in classes.txt's source cannot split it. */
+        for (char *q = name; *q; q++)
+            if (*q == '\n' || *q == '\r')
+                *q = ' ';
+        len += (size_t)snprintf(text + len, cap - len, "%s\n", name);
+    }
+    rc = rf_write_text(&r->folder, RF_CLASSES, text, len, e);
+    free(text);
+    return rc;
 }
 
 /* The event files' hooks into the run. */

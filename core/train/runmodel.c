@@ -1,0 +1,326 @@
+/* runmodel — opening a run folder or an ONNX file for inference (runmodel.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "config.h"
+#include "data/dataset.h"
+#include "data/demo.h"
+#include "data/pipeline.h"
+#include "nn/nn_import.h"
+#include "nn/nn_models.h"
+#include "train/checkpoint.h"
+#include "train/feed.h"
+#include "train/runfolder.h"
+#include "train/runmodel.h"
+#include "train/trainer.h"
+
+#define RM_ONNX_DEFAULT_SIZE 224
+
+void rm_close(rm_model *m)
+{
+    if (!m)
+        return;
+    nn_model_free(m->net);
+    if (m->class_names)
+        for (int c = 0; c < m->n_classes; c++)
+            free(m->class_names[c]);
+    free(m->class_names);
+    free(m->source);
+    free(m->data);
+    memset(m, 0, sizeof *m);
+}
+
+int rm_data_path(const char *data, char *buf, size_t n, pt_err *e)
+{
+    if (data[0]) {
+        util_copy(buf, n, data);
+        return PT_OK;
+    }
+    return demo_ensure(NULL, buf, n, NULL, NULL, e);
+}
+
+static int set_names(rm_model *m, int k, const char *(*name)(void *ctx, int c, char *buf,
+                                                             size_t n),
+                     void *ctx, pt_err *e)
+{
+    m->class_names = calloc((size_t)k, sizeof *m->class_names);
+    if (!m->class_names)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    m->n_classes = k;
+    for (int c = 0; c < k; c++) {
+        char buf[64];
+        const char *s = name(ctx, c, buf, sizeof buf);
+        if (!(m->class_names[c] = strdup(s)))
+            return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    }
+    return PT_OK;
+}
+
+static const char *generic_name(void *ctx, int c, char *buf, size_t n)
+{
+    (void)ctx;
+    util_fmt(buf, n, "class %d", c);
+    return buf;
+}
+
+static const char *imagenet_name(void *ctx, int c, char *buf, size_t n)
+{
+    (void)ctx;
+    (void)buf;
+    (void)n;
+    return ds_imagenet_classes[c];
+}
+
+/* ---- an ONNX file ---- */
+
+static int open_onnx(const char *path, int size, rm_model *m, pt_err *e)
+{
+    /* petal-tui's own exports will carry their class names, image size and input
+     * normalisation in metadata_props (nn_onnx_meta_read, NN_NORM_RAW, being added
+     * beside this): THE place to read them is here, before the import, setting size,
+     * the norm and the names below. Until then every ONNX file is taken as an
+     * ImageNet-normalised classifier. */
+    nn_norm norm = NN_NORM_IMAGENET;
+    m->image_size = size > 0 ? size : RM_ONNX_DEFAULT_SIZE;
+    nn_import_opts o = { .h = m->image_size, .w = m->image_size, .n_classes = 0,
+                         .norm = norm, .seed = 42 };
+    nn_import_info info;
+    if (!(m->net = nn_import_onnx_file(path, &o, &info, e)))
+        return e->code;
+    int k = nn_model_classes(m->net);
+    m->crop = 1;
+    m->fast_decode = 0;
+    m->epoch = -1;
+    return set_names(m, k, k == (int)ds_imagenet_class_count ? imagenet_name : generic_name,
+                     NULL, e);
+}
+
+/* ---- a run folder ---- */
+
+static const char *list_name(void *ctx, int c, char *buf, size_t n)
+{
+    (void)buf;
+    (void)n;
+    return ((char **)ctx)[c];
+}
+
+/* RUN/classes.txt's lines into names (malloc'd array of malloc'd strings): its count,
+ * 0 when the run has no such file, < 0 on error. */
+static int read_classes(const char *dir, char ***names, pt_err *e)
+{
+    char path[4200];
+    util_path(path, sizeof path, "%s/%s", dir, RF_CLASSES);
+    if (!util_is_file(path))
+        return 0;
+    uint8_t *d;
+    size_t len;
+    if (util_read_file(path, &d, &len, e) != PT_OK)
+        return -1;
+    int k = 0;
+    for (size_t i = 0; i < len; i++)
+        k += d[i] == '\n' || (i + 1 == len);
+    char **v = calloc((size_t)(k ? k : 1), sizeof *v);
+    int got = 0;
+    for (size_t i = 0; v && i < len;) {
+        size_t j = i;
+        while (j < len && d[j] != '\n')
+            j++;
+        size_t l = j > i && d[j - 1] == '\r' ? j - i - 1 : j - i;
+        if (!(v[got] = strndup((const char *)d + i, l)))
+            break;
+        got++;
+        i = j + 1;
+    }
+    free(d);
+    if (!v || got != k) {
+        for (int c = 0; v && c < got; c++)
+            free(v[c]);
+        free(v);
+        err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+        return -1;
+    }
+    *names = v;
+    return k;
+}
+
+/* A run made before classes.txt: its checkpoint's class count, named as the trainer
+ * named them (the dataset's names, the competition's 104, else "class N"). */
+typedef struct ds_names {
+    ds_dataset *ds;
+    int k;
+} ds_names;
+
+static const char *dataset_name(void *ctx, int c, char *buf, size_t n)
+{
+    ds_names *d = ctx;
+    if (d->ds && c < d->ds->n_classes)
+        return ds_class_name(d->ds, c);
+    if (d->k == (int)ds_competition_class_count)
+        return ds_competition_classes[c];
+    return generic_name(NULL, c, buf, n);
+}
+
+static int run_names(const char *dir, const char *ckpt, rm_model *m, ds_dataset *ds, pt_err *e)
+{
+    char **names = NULL;
+    int k = read_classes(dir, &names, e);
+    if (k < 0)
+        return e->code;
+    if (k > 0) {
+        int rc = set_names(m, k, list_name, names, e);
+        for (int c = 0; c < k; c++)
+            free(names[c]);
+        free(names);
+        return rc;
+    }
+    int rc = ckpt_peek_classes(ckpt, &k, e);
+    if (rc != PT_OK)
+        return rc;
+    if (ds && ds->n_classes == 0)
+        ds_set_classes(ds, k, NULL);
+    ds_names d = { ds, k };
+    return set_names(m, k, dataset_name, &d, e);
+}
+
+nn_model *rm_build_net(const run_config *cfg, int img, int k, nn_import_info *info, pt_err *e)
+{
+    if (run_model_is_onnx(cfg->model)) {
+        nn_import_opts o = { .h = img, .w = img, .n_classes = k, .dropout = (float)cfg->dropout,
+                             .norm = NN_NORM_IMAGENET, .reinit = cfg->reinit, .seed = cfg->seed };
+        nn_import_info local;
+        return nn_import_onnx_file(cfg->model, &o, info ? info : &local, e);
+    }
+    if (!strcmp(cfg->model, "small")) {
+        int widths[NN_SMALL_MAX_BLOCKS], strided[NN_SMALL_MAX_BLOCKS];
+        int n = nn_parse_widths(cfg->widths, img, widths, strided, e);
+        if (n < 0)
+            return NULL;
+        return nn_build_small_widths(img, img, k, (float)cfg->dropout, widths, strided, n,
+                                     cfg->convs, e);
+    }
+    if (!strcmp(cfg->model, "mobilenetv2"))
+        return nn_build_mobilenetv2(img, img, k, (float)cfg->width, (float)cfg->dropout, e);
+    err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "unknown model '%s'", cfg->model);
+    return NULL;
+}
+
+/* The checkpoint's weights, then its moving average over them when it has one. */
+static int load_weights(const char *ckpt, rm_model *m, pt_err *e)
+{
+    nn_model *net = m->net;
+    size_t np = nn_param_count(net), nb = nn_buffer_count(net);
+    ckpt_loaded l;
+    int rc = ckpt_load(ckpt, nn_params(net), np, nn_buffers(net), nb, NULL, NULL, 0, &l, e);
+    if (rc != PT_OK)
+        return rc;
+    if (l.ema && l.n_ema != np + nb) {
+        ckpt_free_loaded(&l);
+        return err_set(e, PT_EFORMAT, ckpt, PT_NO_RECORD, PT_NO_OFFSET,
+                       "moving average of %zu values for a net of %zu", l.n_ema, np + nb);
+    }
+    if (l.ema) {
+        memcpy(nn_params(net), l.ema, np * sizeof(float));
+        memcpy(nn_buffers(net), l.ema + np, nb * sizeof(float));
+        m->ema = 1;
+    }
+    m->epoch = (int)l.progress.epoch;
+    ckpt_free_loaded(&l);
+    return PT_OK;
+}
+
+/* The dataset for what the run folder does not say itself (an image size of 0, the
+ * names of a run before classes.txt); NULL when it cannot be opened. */
+static ds_dataset *run_dataset(const run_config *cfg, pt_err *e)
+{
+    char path[4096];
+    ds_dataset *ds = NULL;
+    if (rm_data_path(cfg->data, path, sizeof path, e) != PT_OK ||
+        ds_open(path, cfg->image_size, &ds, e) != PT_OK)
+        return NULL;
+    return ds;
+}
+
+static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
+{
+    char cpath[4200], ckpt[4200];
+    util_path(cpath, sizeof cpath, "%s/%s", dir, RF_CONFIG);
+    util_path(ckpt, sizeof ckpt, "%s/%s", dir, RF_CHECKPOINT);
+    if (!util_is_file(cpath))
+        return err_set(e, PT_EUSAGE, dir, PT_NO_RECORD, PT_NO_OFFSET,
+                       "not a petal-tui run folder (no %s) nor an .onnx file", RF_CONFIG);
+    run_config cfg;
+    cfg_defaults(&cfg);
+    int rc = cfg_read_file(&cfg, cpath, e);
+    if (rc != PT_OK)
+        return rc;
+    if (!util_is_file(ckpt))
+        return err_set(e, PT_ENODATA, dir, PT_NO_RECORD, PT_NO_OFFSET,
+                       "the run has no %s (it ended before its first epoch, or ran with "
+                       "--checkpoint-every 0): nothing to predict with",
+                       RF_CHECKPOINT);
+    if (!(m->data = strdup(cfg.data)))
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    char cls[4200];
+    util_path(cls, sizeof cls, "%s/%s", dir, RF_CLASSES);
+    ds_dataset *ds = NULL;
+    pt_err de;
+    if (cfg.image_size <= 0 || !util_is_file(cls))
+        ds = run_dataset(&cfg, &de);
+    m->image_size = size > 0 ? size : cfg.image_size;
+    if (m->image_size <= 0 && (!ds || trn_image_size(&cfg, ds, &m->image_size, &de) != PT_OK)) {
+        ds_free(ds);
+        return err_set(e, PT_ENODATA, dir, PT_NO_RECORD, PT_NO_OFFSET,
+                       "the run took its image size from its dataset, which cannot be read "
+                       "now (%s): give --size",
+                       de.msg);
+    }
+    if (run_model_is_onnx(cfg.model) && !util_is_file(cfg.model)) {
+        ds_free(ds);
+        return err_set(e, PT_EIO, cfg.model, PT_NO_RECORD, PT_NO_OFFSET,
+                       "the run's model file is gone: its graph is needed to rebuild the net");
+    }
+    rc = run_names(dir, ckpt, m, ds, e);
+    ds_free(ds);
+    if (rc != PT_OK)
+        return rc;
+    if (!(m->net = rm_build_net(&cfg, m->image_size, m->n_classes, NULL, e)))
+        return e->code ? e->code : PT_ENOMEM;
+    if ((rc = load_weights(ckpt, m, e)) != PT_OK)
+        return rc;
+    /* Validation's decode settings, from the same builder validation uses. */
+    feed *f;
+    if ((rc = feed_new(&cfg, &f, e)) != PT_OK)
+        return rc;
+    pipe_config pc;
+    feed_pipe_config(f, FEED_EVAL, NULL, 1, m->n_classes, m->image_size, 1, &pc);
+    feed_free(f);
+    m->crop = pc.crop;
+    m->fast_decode = pc.fast_decode;
+    m->tta_flip = cfg.tta == RUN_TTA_FLIP;
+    return PT_OK;
+}
+
+int rm_open(const char *path, int image_size_override, rm_model *out, pt_err *e)
+{
+    pt_err local;
+    if (!e)
+        e = &local;
+    memset(out, 0, sizeof *out);
+    out->epoch = -1;
+    if (!(out->source = strdup(path)))
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    int rc;
+    if (util_is_dir(path))
+        rc = open_run(path, image_size_override, out, e);
+    else if (run_model_is_onnx(path))
+        rc = open_onnx(path, image_size_override, out, e);
+    else
+        rc = err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                     util_is_file(path) ? "not an .onnx file nor a run folder"
+                                        : "no such run folder or file");
+    if (rc != PT_OK)
+        rm_close(out);
+    return rc;
+}

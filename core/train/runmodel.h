@@ -1,0 +1,53 @@
+/* runmodel — a trained model opened for inference: a petal-tui run folder (its config,
+ * class names and checkpoint) or an ONNX file, as one rm_model that predict and
+ * ensemble use alike.
+ *
+ * A run folder gives the weights validation used (the moving average when the run
+ * kept one), the run's image size (its config's, else its dataset's), its class names
+ * (classes.txt; for runs made before it existed the dataset's names, else "class N")
+ * and its validation decode settings. A run of an imported ONNX model needs that file
+ * again to rebuild the graph: a missing one is an error naming it. An ONNX file is
+ * imported with its own classifier, as an ImageNet-normalised model.
+ *
+ * Ownership: rm_open() fills a caller-owned rm_model whose net, class_names and source
+ * are malloc'd; rm_close() frees them (and is safe on a zeroed or failed one).
+ */
+#ifndef PT_RUNMODEL_H
+#define PT_RUNMODEL_H
+
+#include "base/err.h"
+#include "nn/nn.h"
+#include "nn/nn_import.h"
+#include "run.h"
+
+typedef struct rm_model {
+    nn_model *net;          /* validation's weights (the moving average when kept) */
+    int image_size;         /* S: the net's input is S x S x 3, RGB in [0, 1] */
+    int n_classes;
+    char **class_names;     /* n_classes, malloc'd */
+    int fast_decode, crop;  /* the run's validation decode settings */
+    char *source;           /* the run folder or file */
+    int epoch;              /* epochs done (-1 unknown) */
+    int ema;                /* 1: the moving average is in net */
+    int tta_flip;           /* the run validated with --tta flip */
+    char *data;             /* the run's dataset folder ("" for the demo data), malloc'd;
+                               NULL for an ONNX file */
+} rm_model;
+
+/* path: a run folder or an .onnx file. image_size_override > 0 builds the net for
+ * that side instead of the run's (an ONNX file's default is 224). */
+int rm_open(const char *path, int image_size_override, rm_model *out, pt_err *e);
+void rm_close(rm_model *m);
+
+/* The net of a run of cfg for img x img images and k classes, as the trainer builds it
+ * (the one place both use, so a run predicts with the graph it trained): small (its
+ * widths and convs), mobilenetv2 (its width), or the ONNX model with a new head of k
+ * classes (info filled then; may be NULL). Weights as built: the trainer then
+ * initialises them, predict loads the checkpoint's. */
+nn_model *rm_build_net(const run_config *cfg, int img, int k, nn_import_info *info, pt_err *e);
+
+/* The dataset folder a run's data option names ("" is the demo data, made in the
+ * cache when missing), into buf. */
+int rm_data_path(const char *data, char *buf, size_t n, pt_err *e);
+
+#endif
