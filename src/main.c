@@ -100,8 +100,11 @@ static void help(void)
            "  petal-tui classify MODEL.onnx IMAGE...   top ImageNet classes of JPEGs\n"
            "  petal-tui model MODEL.onnx [--classes N]   the layers an ONNX graph becomes\n"
            "  petal-tui events PATH...           the scalars of TensorBoard event files\n"
-           "  petal-tui predict RUN_DIR|MODEL.onnx INPUT...   classes of photos or records, as CSV\n"
-           "  petal-tui ensemble RUN_DIR... --data DATASET   mean of runs' probabilities, scored\n"
+           "  petal-tui predict RUN_DIR|MODEL.onnx INPUT...\n"
+           "                                     classes of photos, folders or records, as CSV\n"
+           "  petal-tui export RUN_DIR [--out FILE.onnx]   the trained net as an ONNX file\n"
+           "  petal-tui ensemble RUN_DIR... --data DATASET\n"
+           "                                     runs' mean probabilities: scores, submission\n"
            "  petal-tui --help | --version\n"
            "\n"
            "training options (also keys of the config file, without the dashes):\n",
@@ -197,6 +200,8 @@ int main(int argc, char **argv)
             return cmd_events(argc - 1, argv + 1);
         if (!strcmp(c, "predict"))
             return cmd_predict(argc - 1, argv + 1);
+        if (!strcmp(c, "export"))
+            return cmd_export(argc - 1, argv + 1);
         if (!strcmp(c, "ensemble"))
             return cmd_ensemble(argc - 1, argv + 1);
         if (c[0] != '-') {

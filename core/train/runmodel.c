@@ -75,26 +75,57 @@ static const char *imagenet_name(void *ctx, int c, char *buf, size_t n)
 
 /* ---- an ONNX file ---- */
 
+static const char *meta_name(void *ctx, int c, char *buf, size_t n)
+{
+    (void)buf;
+    (void)n;
+    return ((const nn_onnx_meta *)ctx)->class_names[c];
+}
+
+/* A petal-tui export says what it is in its metadata_props: its class names, image
+ * size and epoch, and that it takes pixels 0-255 and normalises them itself
+ * (NN_NORM_RAW reads it back to the exported logits). Any other file is taken as an
+ * ImageNet-normalised classifier, named from ImageNet's classes when it has 1,000. */
 static int open_onnx(const char *path, int size, rm_model *m, pt_err *e)
 {
-    /* petal-tui's own exports will carry their class names, image size and input
-     * normalisation in metadata_props (nn_onnx_meta_read, NN_NORM_RAW, being added
-     * beside this): THE place to read them is here, before the import, setting size,
-     * the norm and the names below. Until then every ONNX file is taken as an
-     * ImageNet-normalised classifier. */
-    nn_norm norm = NN_NORM_IMAGENET;
-    m->image_size = size > 0 ? size : RM_ONNX_DEFAULT_SIZE;
+    onnx_model *om;
+    int rc = onnx_load(path, &om, e);
+    if (rc != PT_OK)
+        return rc;
+    nn_onnx_meta meta;
+    rc = nn_onnx_meta_read(om, &meta, e);
+    if (rc != PT_OK) {
+        onnx_free(om);
+        return rc;
+    }
+    m->image_size = size > 0 ? size : meta.image_size > 0 ? meta.image_size
+                                                          : RM_ONNX_DEFAULT_SIZE;
     nn_import_opts o = { .h = m->image_size, .w = m->image_size, .n_classes = 0,
-                         .norm = norm, .seed = 42 };
+                         .norm = meta.petal ? NN_NORM_RAW : NN_NORM_IMAGENET, .seed = 42 };
     nn_import_info info;
-    if (!(m->net = nn_import_onnx_file(path, &o, &info, e)))
+    m->net = nn_import_onnx(om, &o, &info, e);
+    onnx_free(om);
+    if (!m->net) {
+        nn_onnx_meta_free(&meta);
         return e->code;
+    }
     int k = nn_model_classes(m->net);
     m->crop = 1;
     m->fast_decode = 0;
-    m->epoch = -1;
-    return set_names(m, k, k == (int)ds_imagenet_class_count ? imagenet_name : generic_name,
-                     NULL, e);
+    m->epoch = meta.petal ? meta.epoch : -1;
+    if (meta.n_classes > 0 && meta.n_classes != k) {
+        int n = meta.n_classes;
+        nn_onnx_meta_free(&meta);
+        return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "its metadata names %d classes but the graph has %d outputs", n, k);
+    }
+    if (meta.n_classes > 0)
+        rc = set_names(m, k, meta_name, &meta, e);
+    else
+        rc = set_names(m, k, k == (int)ds_imagenet_class_count ? imagenet_name : generic_name,
+                       NULL, e);
+    nn_onnx_meta_free(&meta);
+    return rc;
 }
 
 /* ---- a run folder ---- */

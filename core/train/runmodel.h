@@ -50,4 +50,24 @@ nn_model *rm_build_net(const run_config *cfg, int img, int k, nn_import_info *in
  * cache when missing), into buf. */
 int rm_data_path(const char *data, char *buf, size_t n, pt_err *e);
 
+/* ---- export (runexport.c) ---- */
+
+/* The file export writes into a run folder when no other is named. */
+#define RM_EXPORT_NAME "model.onnx"
+
+typedef struct rm_export_info {
+    char path[4200];        /* the file written */
+    long long bytes;
+    int classes, image_size, epoch;
+    int ema;                /* 1: the moving average of the weights was written */
+    double seconds;         /* opening the run and writing the file */
+} rm_export_info;
+
+/* Writes run_dir's trained net (as rm_open gives it) as an ONNX file at out, or at
+ * RUN_DIR/model.onnx when out is NULL or "": atomically, with the run's class names,
+ * image size, folder and epoch in its metadata (nn/nn_export.h). A run folder only;
+ * a net the exporter cannot write is refused naming what, and nothing is written.
+ * info (may be NULL) says what was written. */
+int rm_export(const char *run_dir, const char *out, rm_export_info *info, pt_err *e);
+
 #endif
