@@ -24,6 +24,7 @@
 #include "train/feed.h"
 #include "train/progress.h"
 #include "train/runfolder.h"
+#include "train/runmodel.h"
 #include "train/trainer.h"
 
 #define LOG_LINES 512
@@ -711,4 +712,16 @@ int eng_run_log_lines(const char *run_dir, void (*fn)(void *ctx, const char *lin
                       pt_err *e)
 {
     return rf_log_lines(run_dir, fn, ctx, e);
+}
+
+int eng_run_export(const char *run_dir, char *msg, size_t n, pt_err *e)
+{
+    rm_export_info in;
+    int rc = rm_export(run_dir, NULL, &in, e);
+    if (rc == PT_OK)
+        snprintf(msg, n, "%s: %d classes, %d px, epoch %d, %s (%.1f MB, %.2f s)", in.path,
+                 in.classes, in.image_size, in.epoch,
+                 in.ema ? "the moving average of the weights" : "the weights as trained",
+                 (double)in.bytes / 1e6, in.seconds);
+    return rc;
 }

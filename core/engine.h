@@ -124,6 +124,13 @@ int eng_run_val_load(const char *run_dir, int n_classes, run_val_report *rep, in
 int eng_run_log_lines(const char *run_dir, void (*fn)(void *ctx, const char *line), void *ctx,
                       pt_err *e);
 
+/* Writes run_dir's trained net as RUN_DIR/model.onnx (train/runmodel.h's rm_export:
+ * the weights validation used, the class names and image size in its metadata) and
+ * says what was written in msg ("RUN/model.onnx: 5 classes, 224 px, epoch 10, ...").
+ * Runs on the caller's thread: opening the run and writing the file take about a
+ * second for the largest built-in net. */
+int eng_run_export(const char *run_dir, char *msg, size_t n, pt_err *e);
+
 /* ---- curves: live and finished runs as one series type ---------------------------
  * The workbench draws a live run's curves and the compared runs' the same way: as
  * run_series (run.h), each point at three x positions. Bodies in core/series.c. */

@@ -124,9 +124,10 @@ static void help(void)
            "workbench keys: ? lists them all. s start, p pause/resume, i inspect (there Tab\n"
            "focuses the images, the per-class table or the confusion matrix, the arrows\n"
            "scroll it, %% shows counts or percentages of each row), a/n augmentation\n"
-           "preview, c configure, r runs list (compare earlier runs, o sorts), x curves by\n"
-           "update/epoch/time, l log scale, Left/Right the zoomed curves' value cursor,\n"
-           "q quit. --headless draws a Keras-like progress bar on a terminal.\n");
+           "preview, c configure, r runs list (compare earlier runs, o sorts), e export the\n"
+           "ended or opened run's model (RUN/model.onnx), x curves by update/epoch/time,\n"
+           "l log scale, Left/Right the zoomed curves' value cursor, q quit. --headless\n"
+           "draws a Keras-like progress bar on a terminal.\n");
     printf("\n"
            "exit status (the workbench's too): 0 done, 1 usage, 2 data error or failed run,\n"
            "3 non-finite loss, 130 interrupted or hung up. Errors go to stderr, once, as\n"

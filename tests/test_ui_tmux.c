@@ -1086,6 +1086,34 @@ TEST(ui_tmux_open_shows_a_finished_run_without_training)
     tmx_quit(&t, 0);
 }
 
+/* e in --open (issue 28): the run's net written as RUN/model.onnx, the log saying
+ * where; while a run trains, e refuses and says why. */
+TEST(ui_tmux_e_exports_an_opened_run_and_the_log_says_where)
+{
+    T_NEED_TOOL("tmux");
+    const char *parent = fx_demo_runs();
+    T_REQUIRE(parent);
+    char run[4300], cmd[8192], onnx[4400];
+    util_path(run, sizeof run, "%s/export-a", t_tmpdir());
+    snprintf(cmd, sizeof cmd, "cp -r '%s/a' '%s'", parent, run);
+    T_REQUIRE(system(cmd) == 0);
+    util_path(onnx, sizeof onnx, "%s/model.onnx", run);
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s'", t_bin(), run);
+    tmux_srv t;
+    T_REQUIRE(tmx_start(&t, 120, 40, NULL, cmd) == 0);
+    WAIT(&t, "DONE", 30);
+    T_CHECK(!util_is_file(onnx));
+    tmx_keys(&t, "e");
+    WAIT(&t, "exported: the log says where", 30);
+    T_CHECK(util_is_file(onnx));
+    tmx_quit(&t, 0);
+    uint8_t *b;
+    size_t n;
+    T_REQUIRE(util_read_file(onnx, &b, &n, NULL) == PT_OK);
+    T_CHECK(n > 1000 && b[0] == 0x08); /* field 1 (ir_version), varint: a ModelProto */
+    free(b);
+}
+
 TEST(ui_tmux_compare_and_open_the_keras_event_files)
 {
     T_NEED_DATA();

@@ -205,6 +205,31 @@ static void open_runs(app *a)
     a->modal = MODAL_RUNS;
 }
 
+/* e: the run's trained net as RUN/model.onnx, once it has a checkpoint to export and
+ * no update is changing it (ended, paused, or an opened run). */
+static void export_run(app *a)
+{
+    const char *dir = a->opened ? a->opened->path : a->run_dir;
+    run_state s = a->snap->state;
+    if (!a->opened && !ended(s) && s != RUN_PAUSED) {
+        note(a, UI_R_WARN, s == RUN_IDLE ? "export: no run yet (s starts one)"
+                                         : "export: the run is training; p pauses it, or "
+                                           "export when it has ended");
+        return;
+    }
+    char msg[4600];
+    pt_err e;
+    if (eng_run_export(dir, msg, sizeof msg, &e) != PT_OK) {
+        ui_log_add(a->log, app_now(a), UI_R_BAD, e.msg);
+        note(a, UI_R_BAD, "export failed: see the log");
+        return;
+    }
+    char line[4700];
+    snprintf(line, sizeof line, "exported %s", msg);
+    ui_log_add(a->log, app_now(a), UI_R_OK, line);
+    note(a, UI_R_OK, "exported: the log says where");
+}
+
 /* The main screen's keys: the inspect view's while it is open, then the panels'
  * own (each in its file), then the global ones here. */
 static void key_main(app *a, int ch)
@@ -259,6 +284,9 @@ static void key_main(app *a, int ch)
         break;
     case UI_ACT_RUNS:
         open_runs(a);
+        break;
+    case UI_ACT_EXPORT:
+        export_run(a);
         break;
     case UI_ACT_PGUP: case UI_ACT_PGDN: case UI_ACT_HOME: case UI_ACT_END:
         /* no panel with the focus scrolls */

@@ -61,6 +61,7 @@ typedef enum ui_act {
     UI_ACT_XAXIS,
     UI_ACT_RUNS,
     UI_ACT_TOGGLE,
+    UI_ACT_EXPORT,
     UI_ACT_COUNT
 } ui_act;
 
