@@ -1,0 +1,252 @@
+/* bench_predict — inference speed against ONNX Runtime (issue 28). For `small` at
+ * 128 px and MobileNetV2 at 128 and 224 px (seeded weights, 104 classes):
+ *   - the time to export the model to ONNX;
+ *   - the forward pass alone, img/s, petal-tui's inference contexts (a batch split
+ *     over T replica threads) against ONNX Runtime running the exported file on the
+ *     same input (onnxruntime-node, graph optimisations all on, T intra-op threads),
+ *     T = 1 and 2, batch 1 and 32; best of a few runs after a warm-up, wall time;
+ *   - `petal-tui predict FILE.onnx FOLDER` end to end on real photos (JPEG decode
+ *     included), img/s and peak RSS, beside the context memory training and
+ *     inference need for the same batch.
+ * Prints, never asserts. ONNX Runtime is tests/ort (make ort-deps); without it the
+ * peer's cells say so.
+ *
+ *   bench_predict            everything (a few minutes on 2 cores)
+ *   bench_predict quick      fewer repeats, small only
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/rng.h"
+#include "base/util.h"
+#include "bench/bench_common.h"
+#include "nn/nn.h"
+#include "nn/nn_export.h"
+#include "nn/nn_models.h"
+
+#define ORT_SCRIPT "tests/ort/ort_run.js"
+#define ORT_MODULE "tests/ort/node_modules/onnxruntime-node/package.json"
+
+static double now(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + tv.tv_usec * 1e-6;
+}
+
+typedef struct job {
+    nn_ctx *ctx;
+    const float *x;
+    int n;
+} job;
+
+static void *run_job(void *arg)
+{
+    job *j = arg;
+    if (j->n > 0)
+        nn_forward(j->ctx, j->x, j->n, 0, 0, 0);
+    return NULL;
+}
+
+/* Best seconds of one forward of `batch` images split over `threads` contexts. */
+static double petal_forward(const nn_model *m, const float *x, int s, int batch, int threads,
+                            int reps)
+{
+    nn_ctx *ctx[2] = { NULL, NULL };
+    int per = (batch + threads - 1) / threads;
+    pt_err e;
+    for (int t = 0; t < threads; t++)
+        if (!(ctx[t] = nn_ctx_new_infer(m, per, &e))) {
+            fprintf(stderr, "bench_predict: %s\n", e.msg);
+            return -1;
+        }
+    double best = 1e30;
+    for (int r = 0; r <= reps; r++) {
+        job jb[2];
+        pthread_t th[2];
+        double t0 = now();
+        for (int t = 0; t < threads; t++) {
+            int first = t * per, n = batch - first < per ? batch - first : per;
+            jb[t] = (job){ ctx[t], x + (size_t)first * s * s * 3, n };
+            pthread_create(&th[t], NULL, run_job, &jb[t]);
+        }
+        for (int t = 0; t < threads; t++)
+            pthread_join(th[t], NULL);
+        double dt = now() - t0;
+        if (r > 0 && dt < best) /* run 0 warms up */
+            best = dt;
+    }
+    for (int t = 0; t < threads; t++)
+        nn_ctx_free(ctx[t]);
+    return best;
+}
+
+/* ONNX Runtime's best seconds for the same forward, or -1 when it cannot run. */
+static double ort_forward(const char *onnx, const char *input, int s, int batch, int threads,
+                          int reps)
+{
+    if (access(ORT_MODULE, R_OK) != 0)
+        return -1;
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "node " ORT_SCRIPT " %s %s %d,3,%d,%d /tmp/bench_predict/ort-out --threads %d "
+             "--repeat %d",
+             onnx, input, batch, s, s, threads, reps);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    char line[1024] = "";
+    if (!fgets(line, sizeof line, p))
+        line[0] = '\0';
+    pclose(p);
+    const char *k = strstr(line, "\"seconds\":");
+    return k ? atof(k + 10) : -1;
+}
+
+/* The first `batch` images of x (NHWC, [0, 1]) as ONNX Runtime's input: NCHW, 0-255. */
+static int write_nchw(const char *path, const float *x, int s, int batch)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    for (int n = 0; n < batch; n++)
+        for (int c = 0; c < 3; c++)
+            for (int i = 0; i < s * s; i++) {
+                float v = x[((size_t)n * s * s + i) * 3 + c] * 255.0f;
+                fwrite(&v, sizeof v, 1, f);
+            }
+    return fclose(f);
+}
+
+/* `petal-tui predict` on a folder: wall seconds and the child's peak RSS (MiB). */
+static int predict_run(const char *bin, const char *onnx, const char *dir, int threads,
+                       double *secs, double *rss_mib)
+{
+    char reps[16];
+    snprintf(reps, sizeof reps, "%d", threads);
+    fflush(stdout); /* the child must not print the parent's buffered lines again */
+    double t0 = now();
+    pid_t pid = fork();
+    if (pid == 0) {
+        freopen("/dev/null", "w", stdout);
+        execl(bin, bin, "predict", onnx, dir, "--batch", "32", "--replicas", reps, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    struct rusage ru;
+    if (pid < 0 || wait4(pid, &st, 0, &ru) < 0)
+        return -1;
+    *secs = now() - t0;
+    *rss_mib = ru.ru_maxrss / 1024.0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+typedef struct net {
+    const char *name;
+    int size;
+} net;
+
+static nn_model *build(const net *n, pt_err *e)
+{
+    if (!strcmp(n->name, "small")) {
+        int w[NN_SMALL_MAX_BLOCKS], st[NN_SMALL_MAX_BLOCKS];
+        int k = nn_parse_widths("auto", n->size, w, st, e);
+        return k < 0 ? NULL : nn_build_small_widths(n->size, n->size, 104, 0.2f, w, st, k, 1, e);
+    }
+    return nn_build_mobilenetv2(n->size, n->size, 104, 1.0f, 0.2f, e);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 1 && !strcmp(argv[1], "quick");
+    const char *bin = getenv("PT_BIN") ? getenv("PT_BIN") : "build/petal-tui";
+    const char *photos = getenv("PT_PHOTOS") ? getenv("PT_PHOTOS")
+                                             : "../shared/data/flower-jpegs-320/daisy";
+    nn_init();
+    bench_header("bench_predict");
+    mkdir("/tmp/bench_predict", 0755);
+    const net nets[] = { { "small", 128 }, { "mobilenetv2", 128 }, { "mobilenetv2", 224 } };
+    int n_nets = quick ? 1 : 3, reps = quick ? 3 : 8;
+    printf("forward alone, img/s (best of %d, wall): petal-tui | ONNX Runtime, same file and input\n",
+           reps);
+    printf("%-16s %7s %5s %3s %10s %10s %7s\n", "model", "export", "batch", "T", "petal-tui",
+           "ORT", "ratio");
+    for (int k = 0; k < n_nets; k++) {
+        const net *n = &nets[k];
+        pt_err e;
+        nn_model *m = build(n, &e);
+        if (!m) {
+            fprintf(stderr, "bench_predict: %s\n", e.msg);
+            return 1;
+        }
+        nn_model_init_params(m, 7);
+        char onnx[256], input[256];
+        snprintf(onnx, sizeof onnx, "/tmp/bench_predict/%s-%d.onnx", n->name, n->size);
+        double t0 = now();
+        nn_export_meta meta = { .image_size = n->size, .epoch = -1 };
+        if (nn_export_onnx_file(m, &meta, onnx, &e) != PT_OK) {
+            fprintf(stderr, "bench_predict: %s\n", e.msg);
+            return 1;
+        }
+        double t_export = now() - t0;
+        size_t img = (size_t)n->size * n->size * 3;
+        float *x = util_aligned_alloc(32 * img * sizeof *x);
+        rng r;
+        rng_seed(&r, 11);
+        for (size_t i = 0; i < 32 * img; i++)
+            x[i] = (float)(int)rng_uniform(&r, 0.0f, 255.999f) / 255.0f;
+        const int batches[2] = { 1, 32 };
+        for (int b = 0; b < 2; b++) {
+            snprintf(input, sizeof input, "/tmp/bench_predict/x%d-%d.f32", batches[b], n->size);
+            write_nchw(input, x, n->size, batches[b]);
+            for (int t = 1; t <= 2; t++) {
+                double pt = petal_forward(m, x, n->size, batches[b], t, reps);
+                double ot = ort_forward(onnx, input, n->size, batches[b], t, reps);
+                char name[32];
+                snprintf(name, sizeof name, "%s@%d", n->name, n->size);
+                printf("%-16s %6.0fms %5d %3d %10.1f ", name, t_export * 1e3, batches[b], t,
+                       batches[b] / pt);
+                if (ot > 0)
+                    printf("%10.1f %6.2fx\n", batches[b] / ot, ot / pt);
+                else
+                    printf("%10s %7s\n", "n/a", "");
+                fflush(stdout);
+            }
+        }
+        pt_err ce;
+        nn_ctx *tc = nn_ctx_new(m, 32, &ce), *ic = nn_ctx_new_infer(m, 32, &ce);
+        printf("%-16s context memory at batch 32: training %.0f MiB, inference %.0f MiB\n", "",
+               tc ? nn_ctx_bytes(tc) / 1048576.0 : -1.0, ic ? nn_ctx_bytes(ic) / 1048576.0 : -1.0);
+        nn_ctx_free(tc);
+        nn_ctx_free(ic);
+        if (access(photos, R_OK) == 0)
+            for (int t = 1; t <= 2; t++) {
+                double secs = 0, rss = 0;
+                int rc = predict_run(bin, onnx, photos, t, &secs, &rss);
+                char cnt[512];
+                snprintf(cnt, sizeof cnt, "ls %s | wc -l", photos);
+                FILE *p = popen(cnt, "r");
+                int files = 0;
+                if (p) {
+                    if (fscanf(p, "%d", &files) != 1)
+                        files = 0;
+                    pclose(p);
+                }
+                printf("%-16s predict %s (%d JPEGs, decode included), %d replica(s): %.1f img/s, "
+                       "peak RSS %.0f MiB%s\n",
+                       "", photos, files, t, files / secs, rss, rc == 0 ? "" : " (exit != 0)");
+            }
+        else
+            printf("%-16s predict end to end: skipped (no %s; set PT_PHOTOS)\n", "", photos);
+        util_aligned_free(x);
+        nn_model_free(m);
+    }
+    return 0;
+}
