@@ -30,6 +30,7 @@
 #include "nn/nn.h"
 #include "nn/nn_export.h"
 #include "nn/nn_models.h"
+#include "train/runmodel.h"
 
 #define ORT_SCRIPT "tests/ort/ort_run.js"
 #define ORT_MODULE "tests/ort/node_modules/onnxruntime-node/package.json"
@@ -196,18 +197,26 @@ int main(int argc, char **argv)
             return 1;
         }
         double t_export = now() - t0;
+        /* What `petal-tui predict FILE.onnx` runs: the export read back (batch norm
+         * folded into the convolutions, dropout gone), as ONNX Runtime runs it. */
+        rm_model rm;
+        if (rm_open(onnx, 0, &rm, &e) != PT_OK) {
+            fprintf(stderr, "bench_predict: %s\n", e.msg);
+            return 1;
+        }
         size_t img = (size_t)n->size * n->size * 3;
         float *x = util_aligned_alloc(32 * img * sizeof *x);
         rng r;
         rng_seed(&r, 11);
         for (size_t i = 0; i < 32 * img; i++)
             x[i] = (float)(int)rng_uniform(&r, 0.0f, 255.999f) / 255.0f;
+        printf("%-16s %.1f MFLOP/img forward\n", n->name, nn_flops(rm.net, 1, 0) * 1e-6);
         const int batches[2] = { 1, 32 };
         for (int b = 0; b < 2; b++) {
             snprintf(input, sizeof input, "/tmp/bench_predict/x%d-%d.f32", batches[b], n->size);
             write_nchw(input, x, n->size, batches[b]);
             for (int t = 1; t <= 2; t++) {
-                double pt = petal_forward(m, x, n->size, batches[b], t, reps);
+                double pt = petal_forward(rm.net, x, n->size, batches[b], t, reps);
                 double ot = ort_forward(onnx, input, n->size, batches[b], t, reps);
                 char name[32];
                 snprintf(name, sizeof name, "%s@%d", n->name, n->size);
@@ -221,8 +230,9 @@ int main(int argc, char **argv)
             }
         }
         pt_err ce;
-        nn_ctx *tc = nn_ctx_new(m, 32, &ce), *ic = nn_ctx_new_infer(m, 32, &ce);
-        printf("%-16s context memory at batch 32: training %.0f MiB, inference %.0f MiB\n", "",
+        nn_ctx *tc = nn_ctx_new(m, 32, &ce), *ic = nn_ctx_new_infer(rm.net, 32, &ce);
+        printf("%-16s context memory at batch 32: training %.0f MiB, inference (the export "
+               "read back) %.0f MiB\n", "",
                tc ? nn_ctx_bytes(tc) / 1048576.0 : -1.0, ic ? nn_ctx_bytes(ic) / 1048576.0 : -1.0);
         nn_ctx_free(tc);
         nn_ctx_free(ic);
@@ -246,6 +256,7 @@ int main(int argc, char **argv)
         else
             printf("%-16s predict end to end: skipped (no %s; set PT_PHOTOS)\n", "", photos);
         util_aligned_free(x);
+        rm_close(&rm);
         nn_model_free(m);
     }
     return 0;

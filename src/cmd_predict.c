@@ -18,7 +18,10 @@ static const char *const usage =
 
 static const char *const help_text =
     "Predicts the class of each image with a trained model: a run folder (the weights\n"
-    "validation used, the run's image size, class names and decoding) or an ONNX file.\n"
+    "validation used, the run's image size, class names and decoding) or an ONNX file:\n"
+    "a petal-tui export (its class names and size from its metadata, pixels 0-255) or\n"
+    "any classifier the importer takes (ImageNet-normalised; ImageNet's names for 1,000\n"
+    "classes).\n"
     "INPUT: JPEG or PNG files, folders (walked recursively in sorted order), or one\n"
     "dataset / shards folder (its test split, or --split).\n"
     "Writes CSV to stdout or --out (written whole, atomically): path (id for records),\n"
@@ -28,7 +31,7 @@ static const char *const help_text =
     "  --batch N         images per forward pass (default 32)\n"
     "  --replicas N      forward threads (default: the cores, at most 8)\n"
     "  --submission FILE id,label for a test split (the competition's submission.csv)\n"
-    "  --size S          the side to predict at (default: the run's; 224 for ONNX)\n"
+    "  --size S          the side to predict at (default: the run's or export's; else 224)\n"
     "Decoded: grayscale and CMYK JPEGs, PNGs of every kind (alpha onto black, 16 bits to\n"
     "8). Refused, each named on stderr with why while the rest are predicted: files that\n"
     "are neither, damaged or truncated images, unreadable files, files over 256 MiB,\n"
