@@ -258,13 +258,15 @@ valgrind:
 
 # --- ONNX Runtime, the independent check of `petal-tui export` ------------------------
 # tests/ort/ holds a package.json pinning onnxruntime-node (its CPU library is in the
-# package) and ort_run.js; `npm ci --ignore-scripts` installs it into tests/ort/
+# package), jpeg-js (predict_folder.js, the README's script), ort_run.js and
+# predict_folder.js; `npm ci --ignore-scripts` installs them into tests/ort/
 # node_modules (the install script only fetches GPU parts). Without node, npm or the
 # registry the ONNX Runtime tests skip, are counted, and say why.
 ORT_DIR := tests/ort
 
 ort-deps:
-	@if [ -f $(ORT_DIR)/node_modules/onnxruntime-node/package.json ]; then :; \
+	@if [ -f $(ORT_DIR)/node_modules/onnxruntime-node/package.json ] && \
+	    [ -f $(ORT_DIR)/node_modules/jpeg-js/package.json ]; then :; \
 	 elif command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then \
 	   echo "petal-tui: installing onnxruntime-node into $(ORT_DIR)/node_modules (npm ci)"; \
 	   (cd $(ORT_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) || \
