@@ -217,6 +217,7 @@ static int predict_pngs(const rm_model *m, const uint8_t *rgb, int n, double *pr
     prd *p = NULL;
     prd_results r = { 0 };
     pt_err e;
+    err_clear(&e);
     const char *dir = t_tmpdir();
     for (int i = 0; files && i < n; i++) {
         char path[4200];
@@ -278,7 +279,7 @@ static void check_fixture(const char *name)
         check_cmp(name, &c, n);
         printf("  %s: %d images, %d classes: max |p - p_ort| %.3g, logits %.3g rel\n",
                name, n, k, c.prob, c.logit);
-    } else {
+    } else if (t_failed_now() == failed) {
         T_CHECKF(0, "%s: petal-tui could not predict the fixture's pixels", name);
     }
     free(lg);

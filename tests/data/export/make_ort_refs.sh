@@ -50,8 +50,9 @@ NAME.input.f32, NAME.ort.logits.f32, NAME.ort.probabilities.f32: made by
   sh tests/data/export/make_ort_refs.sh
 with onnxruntime-node $version (CPU, graph optimisations all, 1 thread; tests/ort/ort_run.js),
 $(node --version | sed 's/^/Node.js /'). Inputs: 5 images float32 [5, 3, S, S] NCHW, RGB
-0-255; outputs float32 [5, C]; little-endian. tests/test_ort.c (ort_committed_fixtures)
+0-255; outputs float32 [5, C]; little-endian. tests/test_ort.c (onnxruntime_committed_fixtures)
 feeds the same pixels to petal-tui's import of each file, as predict does, and checks
-every probability within 1e-4, logits within 1e-4 relative and the same top-1.
+every probability within 1e-4, logits within 1e-4 x max(1, the largest |logit|)
+and the same top-1.
 END
 echo "make_ort_refs: wrote $dir/*.input.f32, *.ort.*.f32 and ORIGIN (onnxruntime-node $version)"
