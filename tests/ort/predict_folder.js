@@ -112,4 +112,6 @@ async function main() {
   }
 }
 
-main().catch((err) => { console.error(`predict_folder: ${err.message}`); process.exit(1); });
+if (require.main === module)
+  main().catch((err) => { console.error(`predict_folder: ${err.message}`); process.exit(1); });
+module.exports = { classNames, pixels }; // for compare_folder.js
