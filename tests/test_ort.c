@@ -299,15 +299,22 @@ TEST(onnxruntime_committed_fixtures)
 
 /* ---- live: trained runs, the CLI and ONNX Runtime itself ---- */
 
-/* node and onnxruntime-node are there; otherwise the test is skipped, saying which
- * is missing. */
+/* node, onnxruntime-node and jpeg-js are there; otherwise the test is skipped, saying
+ * which is missing. */
 static int ort_ready(void)
 {
     if (!t_need_tool("node"))
         return 0;
-    if (!util_is_file(ORT_DIR "/node_modules/onnxruntime-node/package.json")) {
-        t_skip("onnxruntime-node is not installed in " ORT_DIR "/node_modules (make ort-deps)");
-        return 0;
+    static const char *const pkgs[2] = { "onnxruntime-node", "jpeg-js" };
+    for (int i = 0; i < 2; i++) {
+        char path[256], why[512];
+        snprintf(path, sizeof path, ORT_DIR "/node_modules/%s/package.json", pkgs[i]);
+        if (!util_is_file(path)) {
+            snprintf(why, sizeof why, "%s is not installed in " ORT_DIR "/node_modules (make "
+                     "ort-deps: npm ci)", pkgs[i]);
+            t_skip(why);
+            return 0;
+        }
     }
     return 1;
 }
