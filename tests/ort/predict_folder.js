@@ -18,7 +18,9 @@ const jpeg = require('jpeg-js');
 // metadata_props entry { key: "class_names" (field 1), value: JSON (field 2) }.
 function classNames(buf) {
   const key = Buffer.from('\x0a\x0bclass_names\x12', 'latin1');
-  let i = buf.lastIndexOf(key) + key.length, len = 0;
+  let i = buf.lastIndexOf(key), len = 0;
+  if (i < 0) throw new Error('no class_names in its metadata: not a petal-tui export');
+  i += key.length;
   for (let shift = 0, b = 0x80; b & 0x80; shift += 7) len += ((b = buf[i++]) & 0x7f) * 2 ** shift;
   return JSON.parse(buf.toString('utf8', i, i + len));
 }
