@@ -7,8 +7,10 @@
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make SAN=1 test run the tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make valgrind   run the tests under valgrind memcheck
-#   make conformance  full-width torchvision nets against PyTorch (needs /usr/bin/python3
-#                   with torch, torchvision and onnx; says so and skips otherwise)
+#   make conformance  ONNX Runtime on petal-tui's exports (tests/test_ort.c: node and
+#                   onnxruntime-node, installed by ort-deps), then full-width torchvision
+#                   nets against PyTorch (needs /usr/bin/python3 with torch, torchvision
+#                   and onnx); each says so and skips when what it needs is missing
 #   make fuzz FUZZ_SECONDS=N  run each libFuzzer harness (tests/fuzz/) N seconds (default 60),
 #                   one after the other, on a scratch copy of its corpus in build-fuzz/, and
 #                   print execs, exec/s, coverage and crashes per target (clang, ASan+UBSan);
@@ -256,13 +258,15 @@ valgrind:
 
 # --- ONNX Runtime, the independent check of `petal-tui export` ------------------------
 # tests/ort/ holds a package.json pinning onnxruntime-node (its CPU library is in the
-# package) and ort_run.js; `npm ci --ignore-scripts` installs it into tests/ort/
+# package), jpeg-js (predict_folder.js, the README's script), ort_run.js and
+# predict_folder.js; `npm ci --ignore-scripts` installs them into tests/ort/
 # node_modules (the install script only fetches GPU parts). Without node, npm or the
 # registry the ONNX Runtime tests skip, are counted, and say why.
 ORT_DIR := tests/ort
 
 ort-deps:
-	@if [ -f $(ORT_DIR)/node_modules/onnxruntime-node/package.json ]; then :; \
+	@if [ -f $(ORT_DIR)/node_modules/onnxruntime-node/package.json ] && \
+	    [ -f $(ORT_DIR)/node_modules/jpeg-js/package.json ]; then :; \
 	 elif command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then \
 	   echo "petal-tui: installing onnxruntime-node into $(ORT_DIR)/node_modules (npm ci)"; \
 	   (cd $(ORT_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) || \
@@ -290,8 +294,11 @@ $(CONFORM_DIR)/made: tests/data/conform/make_conform.py
 	$(TORCH_PYTHON) tests/data/conform/make_conform.py --full $(CONFORM_DIR)
 	@touch $@
 
-conformance: deps
-	@$(MAKE) -s --no-print-directory $(CONFORM_BIN)
+# The ONNX Runtime part: the tests named onnxruntime_* (tests/test_ort.c), which train
+# tiny runs, export them, and check predict against ONNX Runtime on the same pixels.
+conformance: deps ort-deps
+	@$(MAKE) -s --no-print-directory $(BIN) $(TEST_BIN) $(CONFORM_BIN)
+	PT_BIN=$(BIN) $(TEST_BIN) onnxruntime
 	@if $(TORCH_PYTHON) -c 'import torch, torchvision, onnx' >/dev/null 2>&1; then \
 	  $(MAKE) --no-print-directory $(CONFORM_DIR)/made && $(CONFORM_BIN) $(CONFORM_DIR); \
 	else \
