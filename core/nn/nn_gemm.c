@@ -356,6 +356,11 @@ void nn_gemm_nn(long M, int N, int K, const float *A, long lda, const float *B, 
                 float *C, long ldc, const nn_gemm_out *o)
 {
 #if GEMM_X86
+    /* The same bits either way; mask_sum's sums would come in another order. */
+    if (!o->mask_sum && nn_gemm512_ok()) {
+        nn_gemm512_nn(M, N, K, A, lda, B, ldb, C, ldc, o);
+        return;
+    }
     const epi e = { o->accum, o->bias, o->act, o->mask_act, o->mask_sum };
     gemm_nn_avx2(M, N, K, A, lda, B, ldb, C, ldc, &e, o->mask);
 #else
