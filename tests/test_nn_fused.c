@@ -220,6 +220,12 @@ TEST(nn_conv_fused_act_matches_unfused_reference)
         /* im2col: the RGB stem (K = 27 through nn_gemm), and grouped (sgemm). */
         {"3x3/2 3 -> 32, bias, relu6", 2, 11, 10, 3, 32, 3, 3, 2, 0, 0, 1, 1, 1, 1, NN_OP_RELU6, 0},
         {"3x3/1 groups 2, relu", 2, 6, 6, 8, 8, 3, 3, 1, 1, 1, 1, 1, 2, 1, NN_OP_RELU, 0},
+        /* Weights past NN_GEMM_MAX_KN: the forward through the AVX-512 kernels where the
+         * CPU has them (nn_gemm_fwd_ok), OpenBLAS otherwise; the backward OpenBLAS. */
+        {"1x1 1024 -> 520 (K*N > max), bias, relu6", 1, 3, 2, 1024, 520, 1, 1, 1, 0, 0, 0, 0, 1,
+         1, NN_OP_RELU6, 0},
+        {"3x3/1 64 -> 1032 (K*N > max), relu", 1, 3, 3, 64, 1032, 3, 3, 1, 1, 1, 1, 1, 1, 0,
+         NN_OP_RELU, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int portable = 0; portable < 3; portable++)

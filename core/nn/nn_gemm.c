@@ -42,6 +42,12 @@ int nn_gemm_ok(int K, int N)
     return GEMM_X86 && N % 8 == 0 && (long)K * N <= NN_GEMM_MAX_KN && nn_simd_avx2();
 }
 
+int nn_gemm_fwd_ok(int K, int N)
+{
+    return nn_gemm_ok(K, N) ||
+           (N % 8 == 0 && (long)K * N <= NN_GEMM512_FWD_MAX_KN && nn_gemm512_ok());
+}
+
 #if GEMM_X86
 
 /* What happens to a block of sums before the store (nn_gemm_out, and the

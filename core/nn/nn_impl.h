@@ -183,6 +183,11 @@ void nn_gemm_nn(long M, int N, int K, const float *A, long lda, const float *B, 
  * kernels (any o but one with mask_sum, which keeps the AVX2 kernels' sum order).
  * nn_gemm_force_avx2(1) keeps the AVX2 kernels, for tests; never while a pass runs. */
 int nn_gemm512_ok(void);
+/* Whether a forward product (no mask_sum) may go to nn_gemm_nn: nn_gemm_ok, or with
+ * the AVX-512 kernels weight matrices up to NN_GEMM512_FWD_MAX_KN, where they beat
+ * OpenBLAS too (bench_gemm). The backward keeps nn_gemm_ok's bound. */
+#define NN_GEMM512_FWD_MAX_KN (2048L * 1024)
+int nn_gemm_fwd_ok(int K, int N);
 void nn_gemm_force_avx2(int on);
 void nn_gemm512_nn(long M, int N, int K, const float *A, long lda, const float *B, long ldb,
                    float *C, long ldc, const nn_gemm_out *o);
