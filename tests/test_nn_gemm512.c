@@ -115,7 +115,7 @@ TEST(nn_gemm512_same_bits_as_avx2_every_output_pass_and_tail)
     rng r;
     rng_seed(&r, 512);
     /* N: 8, 16, 24, 32 tails, 40 (32 + 8), 96, 264 (8 blocks + 8); M past a row
-     * block (264) with ragged row edges; K from 1 up. */
+     * block (264) with ragged row edges; K from 1 up to past the packing depth. */
     const gcase cases[] = {
         { 1, 8, 1, 0, 0, 0, 0, 0 },
         { 37, 16, 27, 0, 1, NN_ACT_RELU, 0, 0 },
@@ -125,6 +125,9 @@ TEST(nn_gemm512_same_bits_as_avx2_every_output_pass_and_tail)
         { 530, 96, 24, 0, 1, NN_ACT_RELU, 1, NN_ACT_RELU6 },
         { 71, 264, 72, 1, 1, 0, 1, NN_ACT_RELU6 },
         { 49, 8, 144, 0, 0, 0, 1, NN_ACT_RELU },
+        /* K past G512_PACK_K: B's column blocks packed (32 + 8 wide, then 16). */
+        { 61, 56, 1030, 1, 1, NN_ACT_RELU6, 1, NN_ACT_RELU },
+        { 50, 16, 1100, 0, 1, NN_ACT_RELU, 0, 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         T_CHECKF(check_gcase(&cases[i], &r), "case %zu", i);
