@@ -1,9 +1,12 @@
 /* nn_gemm512 — the AVX-512F form of nn_gemm_nn (C = A B, finished on the registers):
- * the same scheme as nn_gemm.c's AVX2 kernels (nothing packed, A's rows broadcast,
- * B's rows loaded in place, the output pass before the store), on zmm registers. A
- * 12 x 32 block (24 sums, two loads of B and twelve broadcasts per k) for column
- * blocks wider than 16 and a 24 x 16 one for the narrow rest; the last block of
- * columns is masked when N is not a multiple of 16, so N % 8 == 0 is all they need.
+ * the same scheme as nn_gemm.c's AVX2 kernels (A's rows broadcast, B's rows loaded,
+ * the output pass before the store), on zmm registers. Each kernel holds 24 sums: 6 x
+ * 64 (four loads of B and six broadcasts per k) for column blocks wider than 48, 12 x
+ * 32 for those wider than 16, 24 x 16 for the narrow rest; the last vector of a block
+ * is masked when N is not a multiple of 16, so N % 8 == 0 is all they need. 6 x 64
+ * beat 12 x 32 on every shape of bench_gemm wider than 48 (best of 3: small's 3x3s
+ * 95 -> 118 and 93 -> 112 GFLOP/s, MobileNetV2's 320 -> 1280 74 -> 102). From K =
+ * G512_PACK_K, B's column block is first copied into contiguous rows.
  *
  * Every result is the same fused multiply-add chain over k = 0..K-1 as the AVX2
  * kernels', then the same output pass, so the two give the same bits. Only mask_sum
@@ -94,6 +97,7 @@ TARGET_512 static inline void add_sum16(const nn_gemm_out *o, int col, __m512 v,
                               _mm512_add_ps(_mm512_maskz_loadu_ps(m, o->mask_sum + col), v));
 }
 
+#define R6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define R12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 #define R24(X)                                                                     \
     R12(X) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
@@ -113,6 +117,17 @@ TARGET_512 static inline void add_sum16(const nn_gemm_out *o, int col, __m512 v,
         c##r##0 = _mm512_fmadd_ps(av, b0, c##r##0);                                \
         c##r##1 = _mm512_fmadd_ps(av, b1, c##r##1);                                \
     }
+#define Z4(r)                                                                      \
+    __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = c##r##0, c##r##2 = c##r##0,   \
+           c##r##3 = c##r##0;
+#define STEP4(r)                                                                   \
+    {                                                                              \
+        const __m512 av = _mm512_set1_ps(a##r[k]);                                 \
+        c##r##0 = _mm512_fmadd_ps(av, b0, c##r##0);                                \
+        c##r##1 = _mm512_fmadd_ps(av, b1, c##r##1);                                \
+        c##r##2 = _mm512_fmadd_ps(av, b2, c##r##2);                                \
+        c##r##3 = _mm512_fmadd_ps(av, b3, c##r##3);                                \
+    }
 #define MK(r, j) (mk ? mk + (r) * ldc + (j) : NULL)
 #define PUT1(r)                                                                    \
     if ((r) < mr)                                                                  \
@@ -123,6 +138,39 @@ TARGET_512 static inline void add_sum16(const nn_gemm_out *o, int col, __m512 v,
         s1 = _mm512_add_ps(s1, put16(c + (r) * ldc + 16, c##r##1, o, col + 16,     \
                                      MK(r, 16), m1));                              \
     }
+
+#define PUT4(r)                                                                    \
+    if ((r) < mr) {                                                                \
+        s0 = _mm512_add_ps(s0, put16(c + (r) * ldc, c##r##0, o, col, MK(r, 0), m0)); \
+        s1 = _mm512_add_ps(s1, put16(c + (r) * ldc + 16, c##r##1, o, col + 16,     \
+                                     MK(r, 16), m0));                              \
+        s2 = _mm512_add_ps(s2, put16(c + (r) * ldc + 32, c##r##2, o, col + 32,     \
+                                     MK(r, 32), m0));                              \
+        s3 = _mm512_add_ps(s3, put16(c + (r) * ldc + 48, c##r##3, o, col + 48,     \
+                                     MK(r, 48), m3));                              \
+    }
+
+/* Rows [0, 6) x columns [0, 64): the first 48 columns whole, the last 16 in m3. */
+TARGET_512 static void k6x64(int K, const float *a, long lda, const float *b, long ldb,
+                             float *c, long ldc, int mr, const nn_gemm_out *o, int col,
+                             const float *mk, __mmask16 m3)
+{
+    const __mmask16 m0 = 0xffff;
+    R6(A_ROW)
+    R6(Z4)
+    for (int k = 0; k < K; k++) {
+        const float *bk = b + k * ldb;
+        const __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16),
+                     b2 = _mm512_loadu_ps(bk + 32), b3 = _mm512_maskz_loadu_ps(m3, bk + 48);
+        R6(STEP4)
+    }
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    R6(PUT4)
+    add_sum16(o, col, s0, m0);
+    add_sum16(o, col + 16, s1, m0);
+    add_sum16(o, col + 32, s2, m0);
+    add_sum16(o, col + 48, s3, m3);
+}
 
 /* Rows [0, 12) x columns [0, 32) of C: the first 16 columns whole, the second 16 in m1. */
 TARGET_512 static void k12x32(int K, const float *a, long lda, const float *b, long ldb,
@@ -192,15 +240,16 @@ TARGET_512 void nn_gemm512_nn(long M, int N, int K, const float *A, long lda, co
      * 256 from 52 to 98 GFLOP/s, 1280 x 1024 from 35 to 60; no gain below K = 1024).
      * The same products in the same order: the same bits. Without the memory, B is
      * read in place. Freed here. */
-    float *pk = K >= G512_PACK_K && M >= 48 ? malloc(sizeof(float) * 32 * (size_t)K) : NULL;
+    float *pk = K >= G512_PACK_K && M >= 48 ? malloc(sizeof(float) * 64 * (size_t)K) : NULL;
     for (long m0 = 0; m0 < M; m0 += G512_MC) {
         const long mc = M - m0 < G512_MC ? M - m0 : G512_MC;
         for (int n0 = 0; n0 < N;) {
-            const int left = N - n0, wide = left > 16, mb = wide ? 12 : 24;
+            const int left = N - n0, wide = left > 16, mb = left > 48 ? 6 : wide ? 12 : 24;
+            const int width = mb == 6 ? 64 : wide ? 32 : 16;
             const float *bb = B + n0;
             long ldbb = ldb;
             if (pk) {
-                ldbb = wide ? 32 : 16;
+                ldbb = width;
                 pack_cols(K, B + n0, ldb, left < ldbb ? left : (int)ldbb, (int)ldbb, pk);
                 bb = pk;
             }
@@ -213,12 +262,14 @@ TARGET_512 void nn_gemm512_nn(long M, int N, int K, const float *A, long lda, co
                     prefetch_rows(a + mb * lda, mb, K, lda);
                 float *c = C + (m0 + i) * ldc + n0;
                 const float *mk = o->mask ? o->mask + (m0 + i) * ldc + n0 : NULL;
-                if (wide)
+                if (mb == 6)
+                    k6x64(K, a, lda, bb, ldbb, c, ldc, mr, o, n0, mk, lanes(left - 48));
+                else if (wide)
                     k12x32(K, a, lda, bb, ldbb, c, ldc, mr, o, n0, mk, lanes(left - 16));
                 else
                     k24x16(K, a, lda, bb, ldbb, c, ldc, mr, o, n0, mk, lanes(left));
             }
-            n0 += wide ? 32 : 16;
+            n0 += width;
         }
     }
     free(pk);
