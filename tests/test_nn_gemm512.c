@@ -132,3 +132,55 @@ TEST(nn_gemm512_same_bits_as_avx2_every_output_pass_and_tail)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         T_CHECKF(check_gcase(&cases[i], &r), "case %zu", i);
 }
+
+/* nn_gemm_tn (the weight gradient): the AVX-512 kernels give the AVX2 ones' bits (the
+ * same passes of rows, the same chain in each), both near a double reference. */
+TEST(nn_gemm512_tn_same_bits_as_avx2)
+{
+    if (!nn_gemm512_ok()) {
+        t_skip("no AVX-512F on this CPU (or PT_GEMM_AVX2 set)");
+        return;
+    }
+    rng r;
+    rng_seed(&r, 513);
+    /* M N K: tails of 8..16 columns, 64-wide blocks with a masked end, several passes
+     * of rows (M past 65536 / (K + N)), K not a multiple of any block's rows. */
+    static const int cases[][3] = {
+        { 300, 40, 27 }, { 5000, 96, 16 }, { 100, 264, 13 }, { 70, 8, 30 }, { 200, 56, 7 },
+        { 1, 16, 1 },
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        const long M = cases[t][0];
+        const int N = cases[t][1], K = cases[t][2];
+        float *X = malloc(sizeof(float) * (size_t)(M * K)), *G = malloc(sizeof(float) * (size_t)(M * N));
+        float *c0 = malloc(sizeof(float) * (size_t)K * N), *c5 = malloc(sizeof(float) * (size_t)K * N);
+        float *c2 = malloc(sizeof(float) * (size_t)K * N);
+        T_REQUIRE(X && G && c0 && c5 && c2);
+        fill(&r, X, M * K, -1.0f, 1.0f);
+        fill(&r, G, M * N, -1.0f, 1.0f);
+        fill(&r, c0, (long)K * N, -1.0f, 1.0f);
+        for (long i = 0; i < (long)K * N; i++)
+            c5[i] = c2[i] = c0[i];
+        nn_gemm_tn(M, N, K, X, K, G, N, c5, N);
+        nn_gemm_force_avx2(1);
+        nn_gemm_tn(M, N, K, X, K, G, N, c2, N);
+        nn_gemm_force_avx2(0);
+        int same = 1, near = 1;
+        for (int k = 0; k < K; k++)
+            for (int j = 0; j < N; j++) {
+                double want = c0[(long)k * N + j];
+                for (long i = 0; i < M; i++)
+                    want += (double)X[i * K + k] * G[i * N + j];
+                const float got = c5[(long)k * N + j];
+                same &= got == c2[(long)k * N + j];
+                near &= fabs(got - want) <= 1e-4 * (1.0 + fabs(want)) * (1.0 + M / 1000.0);
+            }
+        T_CHECKF(same, "M %ld N %d K %d: AVX-512 and AVX2 differ", M, N, K);
+        T_CHECKF(near, "M %ld N %d K %d: far from the reference", M, N, K);
+        free(X);
+        free(G);
+        free(c0);
+        free(c5);
+        free(c2);
+    }
+}

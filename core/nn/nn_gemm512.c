@@ -1,4 +1,5 @@
-/* nn_gemm512 — the AVX-512F form of nn_gemm_nn (C = A B, finished on the registers):
+/* nn_gemm512 — the AVX-512F form of nn_gemm_nn (C = A B, finished on the registers)
+ * and of nn_gemm_tn (C += X^T G, the weight gradient, at the end of the file):
  * the same scheme as nn_gemm.c's AVX2 kernels (A's rows broadcast, B's rows loaded,
  * the output pass before the store), on zmm registers. Each kernel holds 24 sums: 6 x
  * 64 (four loads of B and six broadcasts per k) for column blocks wider than 48, 12 x
@@ -275,6 +276,113 @@ TARGET_512 void nn_gemm512_nn(long M, int N, int K, const float *A, long lda, co
     free(pk);
 }
 
+/* ---- C += X^T G (the weight gradient), as nn_gemm.c's gemm_tn_avx2 ----
+ * Rows [0, MR) of C are columns of X (broadcast), its columns are G's (loaded), summed
+ * down m rows; rows at or past mr repeat C's last valid row and are not stored. The
+ * same passes of rows (the same mc) and the same chain per pass as the AVX2 kernels:
+ * the same bits. */
+
+#define X_COL(r) const float *x##r = x + ((r) < mr ? (r) : mr - 1);
+#define TSTEP1(r) c##r##0 = _mm512_fmadd_ps(_mm512_set1_ps(x##r[i * ldx]), g0, c##r##0);
+#define TSTEP2(r)                                                                  \
+    {                                                                              \
+        const __m512 av = _mm512_set1_ps(x##r[i * ldx]);                           \
+        c##r##0 = _mm512_fmadd_ps(av, g0, c##r##0);                                \
+        c##r##1 = _mm512_fmadd_ps(av, g1, c##r##1);                                \
+    }
+#define TSTEP4(r)                                                                  \
+    {                                                                              \
+        const __m512 av = _mm512_set1_ps(x##r[i * ldx]);                           \
+        c##r##0 = _mm512_fmadd_ps(av, g0, c##r##0);                                \
+        c##r##1 = _mm512_fmadd_ps(av, g1, c##r##1);                                \
+        c##r##2 = _mm512_fmadd_ps(av, g2, c##r##2);                                \
+        c##r##3 = _mm512_fmadd_ps(av, g3, c##r##3);                                \
+    }
+#define TADD1(r)                                                                   \
+    if ((r) < mr)                                                                  \
+        put16(c + (r) * ldc, c##r##0, &add, col, NULL, m0);
+#define TADD2(r)                                                                   \
+    if ((r) < mr) {                                                                \
+        put16(c + (r) * ldc, c##r##0, &add, col, NULL, m0);                        \
+        put16(c + (r) * ldc + 16, c##r##1, &add, col + 16, NULL, m1);              \
+    }
+#define TADD4(r)                                                                   \
+    if ((r) < mr) {                                                                \
+        put16(c + (r) * ldc, c##r##0, &add, col, NULL, m0);                        \
+        put16(c + (r) * ldc + 16, c##r##1, &add, col + 16, NULL, m0);              \
+        put16(c + (r) * ldc + 32, c##r##2, &add, col + 32, NULL, m0);              \
+        put16(c + (r) * ldc + 48, c##r##3, &add, col + 48, NULL, m3);              \
+    }
+
+static const nn_gemm_out add = { 1, NULL, 0, NULL, 0, NULL };
+
+TARGET_512 static void t6x64(long m, const float *x, long ldx, const float *g, long ldg,
+                             float *c, long ldc, int mr, int col, __mmask16 m3)
+{
+    const __mmask16 m0 = 0xffff;
+    R6(X_COL)
+    R6(Z4)
+    for (long i = 0; i < m; i++) {
+        const float *gi = g + i * ldg;
+        const __m512 g0 = _mm512_loadu_ps(gi), g1 = _mm512_loadu_ps(gi + 16),
+                     g2 = _mm512_loadu_ps(gi + 32), g3 = _mm512_maskz_loadu_ps(m3, gi + 48);
+        R6(TSTEP4)
+    }
+    R6(TADD4)
+}
+
+TARGET_512 static void t12x32(long m, const float *x, long ldx, const float *g, long ldg,
+                              float *c, long ldc, int mr, int col, __mmask16 m1)
+{
+    const __mmask16 m0 = 0xffff;
+    R12(X_COL)
+    R12(Z2)
+    for (long i = 0; i < m; i++) {
+        const __m512 g0 = _mm512_loadu_ps(g + i * ldg);
+        const __m512 g1 = _mm512_maskz_loadu_ps(m1, g + i * ldg + 16);
+        R12(TSTEP2)
+    }
+    R12(TADD2)
+}
+
+TARGET_512 static void t24x16(long m, const float *x, long ldx, const float *g, long ldg,
+                              float *c, long ldc, int mr, int col, __mmask16 m0)
+{
+    R24(X_COL)
+    R24(Z1)
+    for (long i = 0; i < m; i++) {
+        const __m512 g0 = _mm512_maskz_loadu_ps(m0, g + i * ldg);
+        R24(TSTEP1)
+    }
+    R24(TADD1)
+}
+
+TARGET_512 void nn_gemm512_tn(long M, int N, int K, const float *X, long ldx, const float *G,
+                              long ldg, float *C, long ldc)
+{
+    /* Rows per pass as gemm_tn_avx2 has them: the sums' order depends on it. */
+    long mc = 65536L / (K + N);
+    mc = mc < 64 ? 64 : mc;
+    for (long m0 = 0; m0 < M; m0 += mc) {
+        const long m = M - m0 < mc ? M - m0 : mc;
+        const float *x = X + m0 * ldx, *g = G + m0 * ldg;
+        for (int n0 = 0; n0 < N;) {
+            const int left = N - n0, kb = left > 48 ? 6 : left > 16 ? 12 : 24;
+            for (int k0 = 0; k0 < K; k0 += kb) {
+                const int mr = K - k0 < kb ? K - k0 : kb;
+                float *c = C + (long)k0 * ldc + n0;
+                if (kb == 6)
+                    t6x64(m, x + k0, ldx, g + n0, ldg, c, ldc, mr, n0, lanes(left - 48));
+                else if (kb == 12)
+                    t12x32(m, x + k0, ldx, g + n0, ldg, c, ldc, mr, n0, lanes(left - 16));
+                else
+                    t24x16(m, x + k0, ldx, g + n0, ldg, c, ldc, mr, n0, lanes(left));
+            }
+            n0 += kb == 6 ? 64 : kb == 12 ? 32 : 16;
+        }
+    }
+}
+
 #else
 
 void nn_gemm512_nn(long M, int N, int K, const float *A, long lda, const float *B, long ldb,
@@ -282,6 +390,12 @@ void nn_gemm512_nn(long M, int N, int K, const float *A, long lda, const float *
 {
     (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
     (void)o;
+}
+
+void nn_gemm512_tn(long M, int N, int K, const float *X, long ldx, const float *G, long ldg,
+                   float *C, long ldc)
+{
+    (void)M, (void)N, (void)K, (void)X, (void)ldx, (void)G, (void)ldg, (void)C, (void)ldc;
 }
 
 #endif

@@ -191,6 +191,9 @@ int nn_gemm_fwd_ok(int K, int N);
 void nn_gemm_force_avx2(int on);
 void nn_gemm512_nn(long M, int N, int K, const float *A, long lda, const float *B, long ldb,
                    float *C, long ldc, const nn_gemm_out *o);
+/* nn_gemm_tn's AVX-512F form: the same bits as its AVX2 kernels. */
+void nn_gemm512_tn(long M, int N, int K, const float *X, long ldx, const float *G, long ldg,
+                   float *C, long ldc);
 /* C[K x N] += X[M x K]^T G[M x N]. */
 void nn_gemm_tn(long M, int N, int K, const float *X, long ldx, const float *G, long ldg,
                 float *C, long ldc);
