@@ -2,7 +2,8 @@
  * kernels (nn_gemm512.c), its AVX2 ones (nn_gemm.c) and OpenBLAS's sgemm (with the
  * separate bias + ReLU pass the conv then runs), on the shapes of `small` (auto widths
  * at 128 px, batch 32, in the im2col chunks nn_conv uses) and of MobileNetV2's 1x1s,
- * including the products past NN_GEMM_MAX_KN that the conv gives OpenBLAS today.
+ * including products past NN_GEMM_MAX_KN (the forward takes those to AVX-512 where
+ * it has it: nn_gemm_fwd_ok).
  * Operands in cache as the conv has them (one im2col chunk, reused). Best of
  * `reps` runs (the machine is shared). Prints, never asserts.
  *
