@@ -4,7 +4,8 @@
  * unfused computation (conv, then the activation, then their backward) within 1e-5
  * of the largest value, on every path of nn_conv.c: the 1x1 sgemm-free products of
  * nn_gemm.c, the depthwise kernels of nn_dw.c, im2col, and sgemm for what those do
- * not take; with the AVX2 kernels and with the portable ones (nn_simd_force_portable).
+ * not take; with the kernels the CPU has (AVX-512 where there is), the AVX2 ones
+ * (nn_gemm_force_avx2) and the portable ones (nn_simd_force_portable).
  * Two such convs in a row: the second takes its input gradient on through the
  * first's activation (and sums the first's bias gradient) in its own pass, on each
  * of those paths, and the result must equal the layer-by-layer computation too.
@@ -113,10 +114,12 @@ static double act_ref(double z, int act)
     return act == NN_OP_RELU6 && z > 6.0 ? 6.0 : z;
 }
 
-/* One case, with the kernels as they are (portable = 0) or forced portable. */
+/* One case, with the kernels as they are (portable = 0), forced portable (1) or forced
+ * to AVX2 (2). */
 static void check_case(const fcfg *c, int portable)
 {
-    nn_simd_force_portable(portable);
+    nn_simd_force_portable(portable == 1);
+    nn_gemm_force_avx2(portable == 2);
     nn_model *m = nn_model_new(c->h, c->w, c->cin);
     const int in = nn_input(m);
     const int conv = nn_conv2d_ex(m, in, c->cout, c->kh, c->kw, c->stride, c->stride, c->pt, c->pl,
@@ -175,7 +178,7 @@ static void check_case(const fcfg *c, int portable)
     T_CHECKF(ey < 1e-5 && ex < 1e-5 && ew < 1e-5 && eb < 1e-5,
              "%s (%s kernels): differs from the unfused reference: y %.3g, dx %.3g, dw %.3g, "
              "db %.3g",
-             c->name, portable ? "portable" : "default", ey, ex, ew, eb);
+             c->name, portable == 1 ? "portable" : portable == 2 ? "avx2" : "default", ey, ex, ew, eb);
     nn_ctx_free(ctx);
     free(x);
     free(dy);
@@ -186,6 +189,7 @@ static void check_case(const fcfg *c, int portable)
     free(db);
     nn_model_free(m);
     nn_simd_force_portable(0);
+    nn_gemm_force_avx2(0);
 }
 
 TEST(nn_conv_fused_act_matches_unfused_reference)
@@ -216,9 +220,15 @@ TEST(nn_conv_fused_act_matches_unfused_reference)
         /* im2col: the RGB stem (K = 27 through nn_gemm), and grouped (sgemm). */
         {"3x3/2 3 -> 32, bias, relu6", 2, 11, 10, 3, 32, 3, 3, 2, 0, 0, 1, 1, 1, 1, NN_OP_RELU6, 0},
         {"3x3/1 groups 2, relu", 2, 6, 6, 8, 8, 3, 3, 1, 1, 1, 1, 1, 2, 1, NN_OP_RELU, 0},
+        /* Weights past NN_GEMM_MAX_KN: the forward through the AVX-512 kernels where the
+         * CPU has them (nn_gemm_fwd_ok), OpenBLAS otherwise; the backward OpenBLAS. */
+        {"1x1 1024 -> 520 (K*N > max), bias, relu6", 1, 3, 2, 1024, 520, 1, 1, 1, 0, 0, 0, 0, 1,
+         1, NN_OP_RELU6, 0},
+        {"3x3/1 64 -> 1032 (K*N > max), relu", 1, 3, 3, 64, 1032, 3, 3, 1, 1, 1, 1, 1, 1, 0,
+         NN_OP_RELU, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int portable = 0; portable < 2; portable++)
+        for (int portable = 0; portable < 3; portable++)
             check_case(&cases[i], portable);
 }
 
@@ -226,7 +236,8 @@ TEST(nn_conv_fused_act_matches_unfused_reference)
  * shape is given without its input size (A's output). */
 static void check_chain(const char *name, fcfg a, fcfg b, int portable)
 {
-    nn_simd_force_portable(portable);
+    nn_simd_force_portable(portable == 1);
+    nn_gemm_force_avx2(portable == 2);
     b.n = a.n;
     b.h = out_size(a.h, a.kh, a.stride, a.pt, a.pb);
     b.w = out_size(a.w, a.kw, a.stride, a.pl, a.pr);
@@ -295,7 +306,7 @@ static void check_chain(const char *name, fcfg a, fcfg b, int portable)
     T_CHECKF(ey < 1e-5 && ex < 1e-5 && ewa < 1e-5 && ewb < 1e-5 && eba < 1e-5 && ebb < 1e-5,
              "%s (%s kernels): differs from the layer-by-layer reference: y %.3g, dx %.3g, "
              "dw %.3g %.3g, db %.3g %.3g",
-             name, portable ? "portable" : "default", ey, ex, ewa, ewb, eba, ebb);
+             name, portable == 1 ? "portable" : portable == 2 ? "avx2" : "default", ey, ex, ewa, ewb, eba, ebb);
     nn_ctx_free(ctx);
     free(x);
     free(dy);
@@ -312,6 +323,7 @@ static void check_chain(const char *name, fcfg a, fcfg b, int portable)
     free(dbb);
     nn_model_free(m);
     nn_simd_force_portable(0);
+    nn_gemm_force_avx2(0);
 }
 
 TEST(nn_conv_chain_takes_gradient_through_the_producers_activation)
@@ -344,6 +356,6 @@ TEST(nn_conv_chain_takes_gradient_through_the_producers_activation)
          {"", 0, 0, 0, 0, 16, 1, 1, 1, 0, 0, 0, 0, 1, 1, NN_OP_RELU6, 0}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int portable = 0; portable < 2; portable++)
+        for (int portable = 0; portable < 3; portable++)
             check_chain(cases[i].name, cases[i].a, cases[i].b, portable);
 }

@@ -302,7 +302,7 @@ void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const 
         return;
     }
     const nn_gemm_out out = { 0, bias, act, NULL, 0, NULL };
-    if (is_pointwise(s) && s->groups == 1 && nn_gemm_ok(s->cin, s->cout)) {
+    if (is_pointwise(s) && s->groups == 1 && nn_gemm_fwd_ok(s->cin, s->cout)) {
         nn_gemm_nn(M, s->cout, s->cin, x, s->cin, wt, s->cout, y, s->cout, &out);
         return;
     }
@@ -319,7 +319,7 @@ void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const 
     }
     const int K = s->kh * s->kw * cig;
     const long rows = chunk_rows(s);
-    const int fast = s->groups == 1 && nn_gemm_ok(K, s->cout);
+    const int fast = s->groups == 1 && nn_gemm_fwd_ok(K, s->cout);
     for (long m0 = 0; m0 < M; m0 += rows) {
         const long mr = M - m0 < rows ? M - m0 : rows;
         if (fast) {

@@ -14,6 +14,9 @@
  * 80-110 GFLOP/s (forward and both gradients) where OpenBLAS 0.3.21 gives 45-100;
  * the skinny ones gain most.
  *
+ * Where the CPU has AVX-512F, nn_gemm512.c's kernels run instead (the same bits), and
+ * the forward takes weight matrices up to NN_GEMM512_FWD_MAX_KN (nn_gemm_fwd_ok).
+ *
  * The kernels need AVX2 + FMA (x86-64 under GCC or clang, checked at run time as in
  * nn_dw.c) and N a multiple of 8; nn_gemm_ok() says whether they run, and callers
  * use sgemm otherwise. Weight matrices beyond NN_GEMM_MAX_KN (2 MiB, past the 320 x
@@ -40,6 +43,12 @@
 int nn_gemm_ok(int K, int N)
 {
     return GEMM_X86 && N % 8 == 0 && (long)K * N <= NN_GEMM_MAX_KN && nn_simd_avx2();
+}
+
+int nn_gemm_fwd_ok(int K, int N)
+{
+    return nn_gemm_ok(K, N) ||
+           (N % 8 == 0 && (long)K * N <= NN_GEMM512_FWD_MAX_KN && nn_gemm512_ok());
 }
 
 #if GEMM_X86
@@ -356,6 +365,11 @@ void nn_gemm_nn(long M, int N, int K, const float *A, long lda, const float *B, 
                 float *C, long ldc, const nn_gemm_out *o)
 {
 #if GEMM_X86
+    /* The same bits either way; mask_sum's sums would come in another order. */
+    if (!o->mask_sum && nn_gemm512_ok()) {
+        nn_gemm512_nn(M, N, K, A, lda, B, ldb, C, ldc, o);
+        return;
+    }
     const epi e = { o->accum, o->bias, o->act, o->mask_act, o->mask_sum };
     gemm_nn_avx2(M, N, K, A, lda, B, ldb, C, ldc, &e, o->mask);
 #else
@@ -368,6 +382,10 @@ void nn_gemm_tn(long M, int N, int K, const float *X, long ldx, const float *G, 
                 float *C, long ldc)
 {
 #if GEMM_X86
+    if (nn_gemm512_ok()) {
+        nn_gemm512_tn(M, N, K, X, ldx, G, ldg, C, ldc);
+        return;
+    }
     gemm_tn_avx2(M, N, K, X, ldx, G, ldg, C, ldc);
 #else
     (void)M, (void)N, (void)K, (void)X, (void)ldx, (void)G, (void)ldg, (void)C, (void)ldc;

@@ -178,6 +178,22 @@ typedef struct nn_gemm_out {
 /* C[M x N] = A[M x K] B[K x N], finished as o says. */
 void nn_gemm_nn(long M, int N, int K, const float *A, long lda, const float *B, long ldb,
                 float *C, long ldc, const nn_gemm_out *o);
+/* nn_gemm512.c: whether nn_gemm_nn may use its AVX-512F kernels (the CPU has them,
+ * PT_GEMM_AVX2 is not set, nn_gemm_force_avx2 is off, nn_simd_avx2()), and those
+ * kernels (any o but one with mask_sum, which keeps the AVX2 kernels' sum order).
+ * nn_gemm_force_avx2(1) keeps the AVX2 kernels, for tests; never while a pass runs. */
+int nn_gemm512_ok(void);
+/* Whether a forward product (no mask_sum) may go to nn_gemm_nn: nn_gemm_ok, or with
+ * the AVX-512 kernels weight matrices up to NN_GEMM512_FWD_MAX_KN, where they beat
+ * OpenBLAS too (bench_gemm). The backward keeps nn_gemm_ok's bound. */
+#define NN_GEMM512_FWD_MAX_KN (2048L * 1024)
+int nn_gemm_fwd_ok(int K, int N);
+void nn_gemm_force_avx2(int on);
+void nn_gemm512_nn(long M, int N, int K, const float *A, long lda, const float *B, long ldb,
+                   float *C, long ldc, const nn_gemm_out *o);
+/* nn_gemm_tn's AVX-512F form: the same bits as its AVX2 kernels. */
+void nn_gemm512_tn(long M, int N, int K, const float *X, long ldx, const float *G, long ldg,
+                   float *C, long ldc);
 /* C[K x N] += X[M x K]^T G[M x N]. */
 void nn_gemm_tn(long M, int N, int K, const float *X, long ldx, const float *G, long ldg,
                 float *C, long ldc);

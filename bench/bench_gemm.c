@@ -1,0 +1,118 @@
+/* bench_gemm — the forward's matrix products alone, GFLOP/s: nn_gemm_nn's AVX-512
+ * kernels (nn_gemm512.c), its AVX2 ones (nn_gemm.c) and OpenBLAS's sgemm (with the
+ * separate bias + ReLU pass the conv then runs), on the shapes of `small` (auto widths
+ * at 128 px, batch 32, in the im2col chunks nn_conv uses) and of MobileNetV2's 1x1s,
+ * including products past NN_GEMM_MAX_KN (the forward takes those to AVX-512 where
+ * it has it: nn_gemm_fwd_ok).
+ * Operands in cache as the conv has them (one im2col chunk, reused). Best of
+ * `reps` runs (the machine is shared). Prints, never asserts.
+ *
+ *   bench_gemm [reps]
+ */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/time.h>
+
+#include "base/rng.h"
+#include "nn/nn.h"
+#include "nn/nn_impl.h"
+
+static double now(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + tv.tv_usec * 1e-6;
+}
+
+typedef struct shape {
+    const char *name;
+    long M; /* rows per call (an im2col chunk) */
+    int N, K;
+    int calls; /* calls per timed run: the whole layer at batch 32 */
+} shape;
+
+enum { WAY_512, WAY_AVX2, WAY_BLAS };
+
+static void run_way(int way, const shape *s, const float *A, const float *B, const float *bias,
+                    float *C)
+{
+    const nn_gemm_out o = { 0, bias, NN_ACT_RELU, NULL, 0, NULL };
+    for (int c = 0; c < s->calls; c++) {
+        if (way == WAY_512) {
+            nn_gemm512_nn(s->M, s->N, s->K, A, s->K, B, s->N, C, s->N, &o);
+            continue;
+        }
+        if (way == WAY_AVX2) {
+            nn_gemm_force_avx2(1);
+            nn_gemm_nn(s->M, s->N, s->K, A, s->K, B, s->N, C, s->N, &o);
+            nn_gemm_force_avx2(0);
+            continue;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)s->M, s->N, s->K, 1.0f, A,
+                    s->K, B, s->N, 0.0f, C, s->N);
+        for (long i = 0; i < s->M; i++)
+            for (int j = 0; j < s->N; j++) {
+                const float v = C[i * s->N + j] + bias[j];
+                C[i * s->N + j] = v > 0.0f ? v : 0.0f;
+            }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const int reps = argc > 1 ? atoi(argv[1]) : 5;
+    /* small auto @128, batch 32: im2col chunks of max(2^18 / K, 256) rows. */
+    static const shape shapes[] = {
+        { "small 3x3 3->32 @64", 8192, 32, 27, 16 },
+        { "small 3x3 32->64 @32", 910, 64, 288, 36 },
+        { "small 3x3 64->128 @16", 455, 128, 576, 18 },
+        { "small 3x3 128->256 @8", 256, 256, 1152, 8 },
+        { "small 3x3 256->256 @4 (KN>max)", 256, 256, 2304, 2 },
+        { "mnv2 1x1 16->96", 16384, 96, 16, 2 },
+        { "mnv2 1x1 144->24", 16384, 24, 144, 2 },
+        { "mnv2 1x1 320->1280", 512, 1280, 320, 8 },
+        { "mnv2 1x1 960->160 (KN<max)", 512, 160, 960, 8 },
+        { "1x1 1280->1024 (KN>max)", 512, 1024, 1280, 2 },
+    };
+    if (!nn_gemm512_ok()) {
+        printf("bench_gemm: no AVX-512F here (or PT_GEMM_AVX2 set)\n");
+        return 0;
+    }
+    rng r;
+    rng_seed(&r, 1);
+    printf("forward products, GFLOP/s (best of %d), bias + relu included\n", reps);
+    printf("%-34s %6s %5s %5s  %8s %8s %8s\n", "shape", "M", "N", "K", "avx512", "avx2",
+           "openblas");
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const shape *s = &shapes[i];
+        float *A = malloc(sizeof(float) * (size_t)(s->M * s->K));
+        float *B = malloc(sizeof(float) * (size_t)s->K * (size_t)s->N);
+        float *C = malloc(sizeof(float) * (size_t)(s->M * s->N));
+        float *bias = malloc(sizeof(float) * (size_t)s->N);
+        if (!A || !B || !C || !bias)
+            return 1;
+        for (long j = 0; j < s->M * s->K; j++)
+            A[j] = rng_uniform(&r, -1.0f, 1.0f);
+        for (long j = 0; j < (long)s->K * s->N; j++)
+            B[j] = rng_uniform(&r, -1.0f, 1.0f);
+        for (int j = 0; j < s->N; j++)
+            bias[j] = rng_uniform(&r, -1.0f, 1.0f);
+        double best[3] = { 1e30, 1e30, 1e30 };
+        for (int rep = 0; rep < reps; rep++)
+            for (int way = 0; way < 3; way++) { /* alternating: the noise hits all alike */
+                const double t0 = now();
+                run_way(way, s, A, B, bias, C);
+                const double t = now() - t0;
+                best[way] = t < best[way] ? t : best[way];
+            }
+        const double flop = 2.0 * (double)s->M * s->N * s->K * s->calls;
+        printf("%-34s %6ld %5d %5d  %8.1f %8.1f %8.1f\n", s->name, s->M, s->N, s->K,
+               flop / best[0] * 1e-9, flop / best[1] * 1e-9, flop / best[2] * 1e-9);
+        free(A);
+        free(B);
+        free(C);
+        free(bias);
+    }
+    return 0;
+}
