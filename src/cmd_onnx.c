@@ -233,7 +233,7 @@ int cmd_model(int argc, char **argv)
            "image at %lldx%lld, imported in %.2f s\n",
            model, info.onnx_nodes, info.mapped, info.quantized ? " (int8 weights dequantized)" : "",
            nn_param_count(m), nn_trainable_count(m), nn_flops(m, 1, 0) * 1e-6, size, size, info.seconds);
-    if (info.cut_from >= 0)
+    if (info.cut_from >= 0 || info.cut[0])
         printf("cut for the new head: %s; the head reads %d features: global average pool "
                "(where needed), dropout, dense %lld\n",
                info.cut, info.feature_c, classes);

@@ -766,7 +766,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
     T_CHECKF(strstr(e.msg, "applies to an ONNX model") != NULL, "%s", e.msg);
 
     /* A missing file is refused at once; a graph it cannot use fails the run with
-     * the file named (this one has no classifier to replace). */
+     * the file and node named (this one has a Tanh). */
     small_config(&c, "");
     util_copy(c.model, sizeof c.model, "tests/data/import/missing.onnx");
     T_EQ_INT(eng_create(&c, &g, &e), PT_EUSAGE);
@@ -775,7 +775,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
     small_config(&c, out);
     util_copy(c.model, sizeof c.model, "tests/data/import/unsupported.onnx");
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_FAILED);
-    T_CHECKF(strstr(snap.message, "unsupported.onnx") && strstr(snap.message, "no classifier"),
+    T_CHECKF(strstr(snap.message, "unsupported.onnx") && strstr(snap.message, "(Tanh)"),
              "%s", snap.message);
 }
 

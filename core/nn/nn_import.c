@@ -23,7 +23,8 @@
 #define SUPPORTED                                                                              \
     "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add (of two maps, a bias after a "  \
     "Gemm, or one constant per channel), Concat, MaxPool, AveragePool, "                      \
-    "GlobalAveragePool, Flatten, Reshape, Gemm, MatMul, Dropout, Identity, Constant, Pad " \
+    "GlobalAveragePool, ReduceMean (over H and W), Transpose (NHWC <-> NCHW), Flatten, "    \
+    "Reshape, Gemm, MatMul, Dropout, Identity, Constant, Pad " \
     "(zeros, spatial), Softmax "                                                          \
     "(last), QuantizeLinear, DequantizeLinear, QLinearConv, QLinearAdd, "                     \
     "QLinearGlobalAveragePool, QLinearMatMul; Shape, Gather, Unsqueeze, Squeeze, Cast and "   \
@@ -80,7 +81,7 @@ int nn_imp_set_val(imp *I, const char *name, vkind kind, int node, int flat)
         I->v = nv;
         I->vcap = cap;
     }
-    I->v[I->nv++] = (val){ name, kind, node, flat, { 0, 0, 0, 0 } };
+    I->v[I->nv++] = (val){ name, kind, node, flat, { 0, 0, 0, 0 }, 0 };
     return PT_OK;
 }
 
@@ -127,6 +128,10 @@ static int in_node_padded(imp *I, const onnx_node *n, size_t k, int allow_flat, 
     if (v->kind != V_NODE)
         return nn_imp_err(I, n, "input '%s' is a shape computation, not a feature map",
                         n->inputs[k]);
+    if (v->nhwc)
+        return nn_imp_err(I, n, "input '%s' is seen as N x H x W x C (after a Transpose); only "
+                          "a Transpose back or a ReduceMean over H and W may read it",
+                          n->inputs[k]);
     if (v->flat && !allow_flat)
         return nn_imp_err(I, n, "input '%s' is a flattened map; only Gemm or MatMul may read it",
                         n->inputs[k]);
@@ -693,6 +698,10 @@ static int map_node(imp *I, const onnx_node *n)
     }
     if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape"))
         return op_flatten(I, n);
+    if (!strcmp(op, "Transpose"))
+        return nn_imp_transpose(I, n);
+    if (!strcmp(op, "ReduceMean"))
+        return nn_imp_reduce_mean(I, n);
     if (!strcmp(op, "Gemm"))
         return op_dense(I, n, 0);
     if (!strcmp(op, "MatMul"))
@@ -723,20 +732,18 @@ static int map_node(imp *I, const onnx_node *n)
 
 /* ------------------------------------------------------------------------------ */
 
-static int graph_input(imp *I, const onnx_value_info **in)
+/* The new head after layer feat: global average pooling when feat is a map (the
+ * notebooks' GlobalAveragePooling2D, also over a flattened one), dropout, and a dense
+ * layer of o->n_classes. Builder errors come back as ids < 0 (finalize reports them). */
+static int new_head(imp *I, int feat)
 {
-    for (size_t i = 0; i < I->om->n_inputs; i++) {
-        const onnx_value_info *v = &I->om->inputs[i];
-        if (onnx_find_tensor(I->om, v->name))
-            continue; /* old exporters list initializers as inputs too */
-        if (v->rank != 4 || (v->dims[1] != 3 && v->dims[1] != -1))
-            return err_set(I->e, PT_EFORMAT, I->om->path, PT_NO_RECORD, PT_NO_OFFSET,
-                           "input '%s' is not an N x 3 x H x W image batch", v->name);
-        *in = v;
-        return PT_OK;
-    }
-    return err_set(I->e, PT_EFORMAT, I->om->path, PT_NO_RECORD, PT_NO_OFFSET,
-                   "the graph has no image input");
+    nn_node_info fi = nn_imp_info(I, feat);
+    int out = feat;
+    if (fi.h * fi.w > 1)
+        out = nn_gap(I->m, out);
+    if (I->o->dropout > 0)
+        out = nn_dropout(I->m, out, I->o->dropout);
+    return nn_dense(I->m, out, I->o->n_classes);
 }
 
 nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_import_info *info,
@@ -760,7 +767,7 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
     info->onnx_nodes = (int)om->n_nodes;
     info->cut_from = -1;
     const onnx_value_info *in = NULL;
-    int rc = graph_input(&I, &in);
+    int nhwc = 0, rc = nn_imp_graph_input(&I, &in, &nhwc);
     if (rc)
         goto fail;
     I.m = nn_model_new(o->h, o->w, 3);
@@ -768,15 +775,12 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
         rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
         goto fail;
     }
+    /* No classifier (a feature extractor, as Keras's include_top=False): the new head
+     * goes after the graph's output. */
     const onnx_node *cls = o->n_classes > 0 ? classifier(om) : NULL;
-    if (o->n_classes > 0 && !cls) {
-        rc = err_set(e, PT_EFORMAT, om->path, PT_NO_RECORD, PT_NO_OFFSET,
-                     "no classifier (a Gemm or MatMul before the output) to replace with a "
-                     "new head");
-        goto fail;
-    }
     if ((rc = nn_imp_first_layer(&I, in)) != PT_OK)
         goto fail;
+    I.v[I.nv - 1].nhwc = nhwc;
     for (size_t i = 0; i < om->n_nodes && rc == PT_OK; i++) {
         if (cls && &om->nodes[i] == cls)
             break;
@@ -798,12 +802,7 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
                 break;
             k += snprintf(info->cut + k, sizeof info->cut - (size_t)k, ", %s", om->nodes[i].op_type);
         }
-        out = feat;
-        if (fi.h * fi.w > 1)
-            out = nn_gap(I.m, out);
-        if (o->dropout > 0)
-            out = nn_dropout(I.m, out, o->dropout);
-        out = nn_dense(I.m, out, o->n_classes);
+        out = new_head(&I, feat);
         info->feature_c = fi.c;
     } else {
         const val *v = om->n_outputs ? nn_imp_find_val(&I, om->outputs[0].name) : NULL;
@@ -813,6 +812,13 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
             goto fail;
         }
         out = v->node;
+        if (o->n_classes > 0) {
+            nn_node_info fi = nn_imp_info(&I, out);
+            snprintf(info->cut, sizeof info->cut, "nothing (the graph has no classifier): the "
+                     "head follows its output '%s' (%dx%dx%d)", v->name, fi.h, fi.w, fi.c);
+            info->feature_c = fi.c;
+            out = new_head(&I, out);
+        }
     }
     if ((rc = nn_model_finalize(I.m, out, e)) != PT_OK)
         goto fail;

@@ -19,8 +19,15 @@
  * With n_classes > 0 the ImageNet classifier (the last Gemm / MatMul and what
  * follows it: bias, softmax, dequantization) is cut and replaced by global average
  * pooling (when the features are not already pooled), dropout and a dense layer
- * for the dataset's classes, as the notebooks do. With n_classes == 0 the graph's
- * own classifier is kept (for `petal-tui classify`).
+ * for the dataset's classes, as the notebooks do. A graph with no classifier (a
+ * feature extractor, Keras's include_top=False) gets the same head after its output.
+ * With n_classes == 0 the graph's own classifier (or features) is kept (for
+ * `petal-tui classify`).
+ *
+ * tf2onnx's Keras layout is read too: an [N, H, W, 3] input read only through
+ * Transposes (0, 3, 1, 2), a Transpose (0, 2, 3, 1) back, and ReduceMean over the
+ * spatial axes (keepdims 0 or 1) as global average pooling; anything else reading
+ * an NHWC-seen value is refused naming the node (nn_import_layout.c).
  *
  * nn_import_onnx_map() also returns where every parameter came from: for each
  * float ONNX tensor that became a layer's parameters (or BN's running statistics),

@@ -1,5 +1,6 @@
 /* nn_import_impl — internals shared by nn_import.c (the graph walk), nn_import_front.c
- * (the input normalisation and per-channel constants),
+ * (the input normalisation and per-channel constants), nn_import_layout.c (tf2onnx's
+ * NHWC input, Transposes and ReduceMean),
  * nn_import_weights.c (the weights' conversion) and nn_import_map.c (the way back:
  * which file tensor each parameter came from); not for other modules.
  *
@@ -21,6 +22,8 @@ typedef struct val {
     int flat;           /* the layer's h x w x c map, flattened in NCHW order */
     int pad[4];         /* a Pad's zeros (top, left, bottom, right) still to add: only
                            a Conv reads such a value, taking them into its padding */
+    int nhwc;           /* the file sees this value as [N, H, W, C] (tf2onnx's layout): only a
+                           Transpose back or a ReduceMean over H and W may read it */
 } val;
 
 typedef enum fkind { F_CONV, F_QCONV, F_BN, F_DENSE } fkind;
@@ -65,6 +68,14 @@ int nn_imp_built(imp *I, const onnx_node *n, int id);
  * ck, as an affine layer. */
 int nn_imp_first_layer(imp *I, const onnx_value_info *in);
 int nn_imp_const_affine(imp *I, const onnx_node *n, size_t ck, int mul);
+
+/* nn_import_layout.c: tf2onnx's NHWC forms. The graph's image input ([N, 3, H, W], or
+ * [N, H, W, 3] read only by Transposes (0, 3, 1, 2): *nhwc 1); a Transpose between
+ * the layouts (the same layer, seen the other way); a ReduceMean over the spatial axes
+ * (a global average pool). */
+int nn_imp_graph_input(imp *I, const onnx_value_info **in, int *nhwc);
+int nn_imp_transpose(imp *I, const onnx_node *n);
+int nn_imp_reduce_mean(imp *I, const onnx_node *n);
 
 /* An error naming the file, node (index, name) and operator. */
 int nn_imp_err(imp *I, const onnx_node *n, const char *fmt, ...)
