@@ -161,25 +161,43 @@ static int section_at(const char *path, const uint8_t *data, size_t at, size_t e
     return PT_OK;
 }
 
+/* Walks every section of a checked file's bytes (each must lie within the file) and
+ * gives the last one tagged want: its payload's offset (*off, past the 12-byte
+ * header) and size; *off 0 when the file has none. */
+static int find_section(const char *path, const uint8_t *data, size_t len, uint32_t want,
+                        size_t *off, uint64_t *size, pt_err *e)
+{
+    uint32_t nsec = le_get_u32(data + 12);
+    size_t at = 16, end = len - 4;
+    *off = 0;
+    *size = 0;
+    for (uint32_t s = 0; s < nsec; s++) {
+        uint32_t tag;
+        uint64_t sl;
+        int rc = section_at(path, data, at, end, &tag, &sl, e);
+        if (rc != PT_OK)
+            return rc;
+        if (tag == want) {
+            *off = at + 12;
+            *size = sl;
+        }
+        at += 12 + sl;
+    }
+    return PT_OK;
+}
+
 int ckpt_peek_classes(const char *path, int *n_classes, pt_err *e)
 {
     uint8_t *data;
-    size_t len;
+    size_t len, off;
+    uint64_t sl;
     int rc = read_checked(path, &data, &len, e);
     if (rc != PT_OK)
         return rc;
-    uint32_t nsec = le_get_u32(data + 12);
-    size_t at = 16, end = len - 4;
     *n_classes = 0;
-    for (uint32_t s = 0; s < nsec && rc == PT_OK; s++) {
-        uint32_t tag;
-        uint64_t sl;
-        if ((rc = section_at(path, data, at, end, &tag, &sl, e)) != PT_OK)
-            break;
-        if (tag == SEC_CONFUSION && sl >= 4)
-            *n_classes = (int)le_get_u32(data + at + 12);
-        at += 12 + sl;
-    }
+    rc = find_section(path, data, len, SEC_CONFUSION, &off, &sl, e);
+    if (rc == PT_OK && off && sl >= 4)
+        *n_classes = (int)le_get_u32(data + off);
     free(data);
     if (rc == PT_OK && (*n_classes < 1 || *n_classes > 65536))
         rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, PT_NO_OFFSET,
@@ -190,27 +208,18 @@ int ckpt_peek_classes(const char *path, int *n_classes, pt_err *e)
 int ckpt_peek(const char *path, ckpt_progress *progress, pt_err *e)
 {
     uint8_t *data;
-    size_t len;
+    size_t len, off;
+    uint64_t sl;
     int rc = read_checked(path, &data, &len, e);
     if (rc != PT_OK)
         return rc;
-    uint32_t nsec = le_get_u32(data + 12);
-    size_t at = 16, end = len - 4;
-    int seen = 0;
-    for (uint32_t s = 0; s < nsec && rc == PT_OK; s++) {
-        uint32_t tag;
-        uint64_t sl;
-        if ((rc = section_at(path, data, at, end, &tag, &sl, e)) != PT_OK)
-            break;
-        if (tag == SEC_PROGRESS) {
-            if ((rc = want_size(path, tag, sl, sizeof *progress, (long long)at, e)) == PT_OK)
-                memcpy(progress, data + at + 12, sizeof *progress);
-            seen = 1;
-        }
-        at += 12 + sl;
-    }
+    rc = find_section(path, data, len, SEC_PROGRESS, &off, &sl, e);
+    if (rc == PT_OK && off &&
+        (rc = want_size(path, SEC_PROGRESS, sl, sizeof *progress, (long long)(off - 12), e)) ==
+            PT_OK)
+        memcpy(progress, data + off, sizeof *progress);
     free(data);
-    if (rc == PT_OK && !seen)
+    if (rc == PT_OK && !off)
         rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, PT_NO_OFFSET, "checkpoint lacks progress");
     return rc;
 }
