@@ -3,7 +3,6 @@
  * ImageNet classifier) on JPEGs and prints the top classes: the quick check that an
  * import is right. model prints the layers the graph became and what a new head
  * for a dataset would replace. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include "io/png.h"
 #include "nn/nn_import.h"
 #include "src/cli.h"
+#include "train/predict.h"
 
 static int norm_of(const char *s, nn_norm *out)
 {
@@ -165,11 +165,7 @@ int cmd_classify(int argc, char **argv)
             continue;
         }
         /* Softmax, then the top entries by a partial selection. */
-        double mx = y[0], sum = 0;
-        for (int j = 1; j < k; j++)
-            mx = y[j] > mx ? y[j] : mx;
-        for (int j = 0; j < k; j++)
-            sum += p[j] = exp((double)y[j] - mx);
+        prd_softmax(y, k, p);
         for (int j = 0; j < k; j++)
             order[j] = j;
         printf("%s\n", a);
@@ -184,7 +180,7 @@ int cmd_classify(int argc, char **argv)
             int cls = order[t];
             printf("  %4d  %-30s %6.2f%%\n", cls,
                    k == (int)ds_imagenet_class_count ? ds_imagenet_classes[cls] : "",
-                   100.0 * p[cls] / sum);
+                   100.0 * p[cls]);
         }
     }
 out:

@@ -146,17 +146,6 @@ static float *pt_logits(const rm_model *m, const uint8_t *rgb, int n)
     return out;
 }
 
-/* Softmax in double, as predict computes it. */
-static void softmax(const float *logits, int k, double *out)
-{
-    double mx = logits[0], sum = 0;
-    for (int c = 1; c < k; c++)
-        mx = logits[c] > mx ? logits[c] : mx;
-    for (int c = 0; c < k; c++)
-        sum += out[c] = exp((double)logits[c] - mx);
-    for (int c = 0; c < k; c++)
-        out[c] /= sum;
-}
 
 static int argmax_f(const float *v, int k)
 {
@@ -670,7 +659,7 @@ static void live_compare(const char *what, const live_fix *f, const char *run,
         cx.top1_diff += top1_diff(labx, po, n, k);
         cmp_logits(lx, lo, n, k, &cx);
         for (int i = 0; i < n; i++)
-            softmax(lr + (size_t)i * k, k, pin + (size_t)i * k);
+            prd_softmax(lr + (size_t)i * k, k, pin + (size_t)i * k);
         cmp_probs(pin, po, n, k, &cr);
         cmp_logits(lr, lo, n, k, &cr);
         cr.top1_diff += top1_diff(labr, po, n, k);

@@ -121,7 +121,7 @@ int prd_argmax(const double *p, int k)
 
 /* ---- forward ---- */
 
-static void softmax(const float *logits, int k, double *out)
+void prd_softmax(const float *logits, int k, double *out)
 {
     double mx = logits[0], sum = 0;
     for (int c = 1; c < k; c++)
@@ -178,7 +178,7 @@ static void *forward_part(void *arg)
         return NULL;
     }
     for (int i = 0; i < n; i++)
-        softmax(y + (size_t)i * k, k, j->probs + (size_t)j->idx[j->lo + i] * k);
+        prd_softmax(y + (size_t)i * k, k, j->probs + (size_t)j->idx[j->lo + i] * k);
     if (!p->o.tta_flip)
         return NULL;
     flip_floats(rp->x, n, p->S);
@@ -193,7 +193,7 @@ static void *forward_part(void *arg)
     }
     for (int i = 0; i < n; i++) {
         double *row = j->probs + (size_t)j->idx[j->lo + i] * k;
-        softmax(y + (size_t)i * k, k, q);
+        prd_softmax(y + (size_t)i * k, k, q);
         for (int c = 0; c < k; c++)
             row[c] = 0.5 * (row[c] + q[c]);
     }

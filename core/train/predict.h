@@ -85,6 +85,8 @@ void prd_progress(const prd *p, long long *done, long long *total, double *secon
 
 /* Index of the largest of k probabilities (the first on a tie). */
 int prd_argmax(const double *p, int k);
+/* out[c] = softmax(logits)[c] for k classes, computed in double (as predict does). */
+void prd_softmax(const float *logits, int k, double *out);
 
 /* The image files under the given paths: a file is taken as it is; a folder is walked
  * recursively in sorted order, taking files ending .jpg, .jpeg or .png (any case),
