@@ -21,9 +21,9 @@ static int norm_of(const char *s, nn_norm *out)
     if (!strcmp(s, "imagenet"))
         *out = NN_NORM_IMAGENET;
     else if (!strcmp(s, "none"))
-        *out = NN_NORM_NONE;
+        *out = NN_NORM_UNIT;
     else if (!strcmp(s, "signed"))
-        *out = NN_NORM_SIGNED;
+        *out = NN_NORM_TF;
     else {
         fprintf(stderr, "petal-tui: --norm wants imagenet, signed or none, not '%s'\n", s);
         return -1;

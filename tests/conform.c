@@ -439,7 +439,7 @@ int cf_check(const char *onnx_path, const char *ref_path, const cf_opts *o, cf_r
     onnx_model *om = NULL;
     if ((rc = onnx_load(onnx_path, &om, e)) != PT_OK)
         goto out;
-    nn_import_opts io = { .h = r->hw, .w = r->hw, .n_classes = 0, .norm = NN_NORM_NONE, .seed = 1 };
+    nn_import_opts io = { .h = r->hw, .w = r->hw, .n_classes = 0, .norm = NN_NORM_UNIT, .seed = 1 };
     nn_import_info info;
     m = nn_import_onnx_map(om, &io, &info, &mp, e);
     onnx_free(om);

@@ -17,7 +17,7 @@ static double against_pytorch(const char *name, int n, int hw, int *classes)
 {
     char path[256];
     pt_err e;
-    nn_import_opts o = { .h = hw, .w = hw, .norm = NN_NORM_NONE, .seed = 1 };
+    nn_import_opts o = { .h = hw, .w = hw, .norm = NN_NORM_UNIT, .seed = 1 };
     nn_import_info info;
     snprintf(path, sizeof path, "tests/data/import/%s.onnx", name);
     nn_model *m = nn_import_onnx_file(path, &o, &info, &e);
@@ -77,7 +77,7 @@ static void map_round_trip(const char *file, int n_classes, int hw, size_t *entr
     T_REQUIRE(onnx_load(file, &om, &e) == PT_OK);
     nn_import_info info;
     nn_import_map *mp = NULL;
-    nn_import_opts o = { .h = hw, .w = hw, .n_classes = n_classes, .norm = NN_NORM_NONE,
+    nn_import_opts o = { .h = hw, .w = hw, .n_classes = n_classes, .norm = NN_NORM_UNIT,
                          .seed = 1 };
     nn_model *m = nn_import_onnx_map(om, &o, &info, &mp, &e);
     T_CHECKF(m && mp, "%s: %s", file, e.msg);
@@ -185,7 +185,7 @@ TEST(import_refuses_what_it_cannot_map_naming_node_and_operator)
 {
     pt_err e;
     nn_import_info info;
-    nn_import_opts o = { .h = 8, .w = 8, .norm = NN_NORM_NONE };
+    nn_import_opts o = { .h = 8, .w = 8, .norm = NN_NORM_UNIT };
     T_CHECK(nn_import_onnx_file("tests/data/import/unsupported.onnx", &o, &info, &e) == NULL);
     T_CHECKF(strstr(e.msg, "unsupported.onnx") && strstr(e.msg, "node 1 'squash' (Tanh)") &&
                  strstr(e.msg, "supported: Conv"),
@@ -196,7 +196,7 @@ TEST(import_refuses_what_it_cannot_map_naming_node_and_operator)
     T_CHECK(nn_import_onnx_file("tests/data/import/unsupported.onnx", &o, &info, &e) == NULL);
     T_CHECKF(strstr(e.msg, "node 1 'squash' (Tanh)") != NULL, "%s", e.msg);
     /* A flattened map the head may not read at another input size. */
-    nn_import_opts bad = { .h = 16, .w = 16, .norm = NN_NORM_NONE };
+    nn_import_opts bad = { .h = 16, .w = 16, .norm = NN_NORM_UNIT };
     T_CHECK(nn_import_onnx_file("tests/data/import/flat.onnx", &bad, &info, &e) == NULL);
     T_CHECKF(strstr(e.msg, "Gemm") && strstr(e.msg, "8x8x4"), "%s", e.msg);
 }

@@ -41,7 +41,7 @@ static double keras_fixture(const char *name, int n_classes, int *classes, nn_im
 {
     char path[256];
     pt_err e;
-    nn_import_opts o = { .h = 9, .w = 9, .n_classes = n_classes, .norm = NN_NORM_NONE, .seed = 1 };
+    nn_import_opts o = { .h = 9, .w = 9, .n_classes = n_classes, .norm = NN_NORM_UNIT, .seed = 1 };
     snprintf(path, sizeof path, "tests/data/import/%s.onnx", name);
     nn_model *m = nn_import_onnx_file(path, &o, info, &e);
     T_CHECKF(m != NULL, "%s", e.msg);
@@ -103,7 +103,7 @@ TEST(import_keras_refuses_other_readers_of_an_nhwc_value)
 {
     pt_err e;
     nn_import_info info;
-    nn_import_opts o = { .h = 9, .w = 9, .norm = NN_NORM_NONE };
+    nn_import_opts o = { .h = 9, .w = 9, .norm = NN_NORM_UNIT };
     T_CHECK(nn_import_onnx_file("tests/data/import/keras_bad.onnx", &o, &info, &e) == NULL);
     T_CHECKF(strstr(e.msg, "keras_bad.onnx") && strstr(e.msg, "'not_a_pool' (Relu)") &&
                  strstr(e.msg, "Transpose back"),
@@ -116,7 +116,7 @@ TEST(import_keras_mobilenetv2_float_backbone)
     pt_err e;
     nn_import_info info;
     /* As the file is: the 1280 features, at 224 and (fully convolutional) at 160. */
-    nn_import_opts o = { .h = 224, .w = 224, .norm = NN_NORM_SIGNED, .seed = 1 };
+    nn_import_opts o = { .h = 224, .w = 224, .norm = NN_NORM_TF, .seed = 1 };
     nn_model *m = nn_import_onnx_file(t_data(KERAS_MNV2), &o, &info, &e);
     T_REQUIRE(m != NULL);
     T_EQ_INT(nn_model_classes(m), 1280);
@@ -165,7 +165,7 @@ TEST(import_keras_mobilenetv2_features_equal_onnxruntimes)
                                                 "dandelion", "tulip" };
     pt_err e;
     nn_import_info info;
-    nn_import_opts o = { .h = S, .w = S, .norm = NN_NORM_SIGNED, .seed = 1 };
+    nn_import_opts o = { .h = S, .w = S, .norm = NN_NORM_TF, .seed = 1 };
     nn_model *m = nn_import_onnx_file(t_data(KERAS_MNV2), &o, &info, &e);
     T_REQUIRE(m != NULL);
     size_t px = (size_t)S * S * 3;

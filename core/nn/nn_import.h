@@ -49,13 +49,35 @@
 #include "io/onnx.h"
 #include "nn/nn.h"
 
-/* How input pixels in [0, 1] are normalised before the first layer. */
+/* How input pixels in [0, 1] (RGB as decoded / 255) become what the graph's first
+ * layer takes: the model's input convention, `--input-norm`. */
 typedef enum nn_norm {
-    NN_NORM_IMAGENET = 0,   /* (x - mean) / std with ImageNet's mean and std (torchvision, the zoo) */
-    NN_NORM_NONE,           /* as they are, in [0, 1] */
-    NN_NORM_SIGNED,         /* 2x - 1, in [-1, 1] (Keras's MobileNet / EfficientNet "tf" mode) */
-    NN_NORM_RAW,            /* 255x: the graph takes pixels in 0-255 (petal-tui's exports) */
+    NN_NORM_IMAGENET = 0,   /* (x - mean) / std with ImageNet's mean and std (torchvision,
+                               the ONNX zoo, Keras's DenseNet: "torch" mode) */
+    NN_NORM_UNIT,           /* as they are, in [0, 1] */
+    NN_NORM_TF,             /* 2x - 1, in [-1, 1] (Keras's MobileNet, Inception: "tf" mode) */
+    NN_NORM_RAW,            /* 255x: pixels in 0-255 (petal-tui's exports, Keras's
+                               EfficientNet: graphs that normalise themselves) */
+    NN_NORM_CAFFE,          /* BGR, 255x minus ImageNet's mean in 0-255, no std (Keras's VGG
+                               and ResNet50: "caffe" mode); the import reverses the input
+                               channels of the convolutions that read the image instead */
+    NN_NORM_COUNT
 } nn_norm;
+
+/* "imagenet", "unit", "tf", "raw", "caffe"; "?" out of range. */
+const char *nn_norm_name(nn_norm n);
+/* What n does to a pixel x in [0, 1], in a few words ("2x - 1, in [-1, 1]"). */
+const char *nn_norm_formula(nn_norm n);
+/* The convention spelt s (a name above; "torch" is imagenet): 0, or -1 unknown. */
+int nn_norm_parse(const char *s, nn_norm *out);
+
+/* The convention a graph says it takes, when it says: a petal-tui export (its
+ * metadata's input property) and a graph whose image input goes first, past any
+ * Transpose, into a Mul, Sub, Div or Add by constants (it normalises itself, as
+ * Keras's EfficientNet does) take raw pixels; anything else gets imagenet, the
+ * convention of torchvision and the ONNX zoo. why (n bytes, may be NULL) receives
+ * the reason in a few words, for the run log and `petal-tui model`. */
+nn_norm nn_import_norm_auto(const onnx_model *om, char *why, size_t n);
 
 typedef struct nn_import_opts {
     int h, w;               /* the input size to build for (a fully convolutional graph takes any) */

@@ -14,6 +14,8 @@ int nn_imp_first_layer(imp *I, const onnx_value_info *in)
 {
     int x = nn_input(I->m);
     static const float mean[3] = { 0.485f, 0.456f, 0.406f }, std[3] = { 0.229f, 0.224f, 0.225f };
+    /* Keras's caffe-mode means (R, G, B here), not 255 x ImageNet's mean. */
+    static const float caffe_mean[3] = { 123.68f, 116.779f, 103.939f };
     float scale[3], shift[3];
     for (int k = 0; k < 3; k++) {
         switch (I->o->norm) {
@@ -21,7 +23,7 @@ int nn_imp_first_layer(imp *I, const onnx_value_info *in)
             scale[k] = 1.0f / std[k];
             shift[k] = -mean[k] / std[k];
             break;
-        case NN_NORM_SIGNED:
+        case NN_NORM_TF:
             scale[k] = 2.0f;
             shift[k] = -1.0f;
             break;
@@ -29,13 +31,20 @@ int nn_imp_first_layer(imp *I, const onnx_value_info *in)
             scale[k] = 255.0f;
             shift[k] = 0.0f;
             break;
-        case NN_NORM_NONE:
+        case NN_NORM_CAFFE:
+            /* Library channel k holds colour k, normalised as caffe does that colour;
+             * the convolutions reading it take the file's channel 2 - k (BGR). */
+            scale[k] = 255.0f;
+            shift[k] = -caffe_mean[k];
+            break;
+        case NN_NORM_UNIT:
+        case NN_NORM_COUNT:
             scale[k] = 1.0f;
             shift[k] = 0.0f;
             break;
         }
     }
-    if (I->o->norm != NN_NORM_NONE)
+    if (I->o->norm != NN_NORM_UNIT)
         x = nn_affine(I->m, x, scale, shift);
     if (x < 0) {
         pt_err be;

@@ -186,7 +186,7 @@ static void import(const onnx_model *m)
     }
 
     nn_import_opts head = { .h = h, .w = w, .n_classes = 3, .dropout = 0.2f,
-                            .norm = NN_NORM_NONE, .seed = 2 };
+                            .norm = NN_NORM_UNIT, .seed = 2 };
     nn_import_map *mp = NULL;
     nm = nn_import_onnx_map(m, &head, &info, &mp, &e);
     if (!nm) {
