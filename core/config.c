@@ -8,6 +8,7 @@
 
 #include "base/util.h"
 #include "data/augment.h"
+#include "nn/nn_import.h"
 #include "nn/nn_models.h"
 #include "train/schedule.h"
 
@@ -31,6 +32,13 @@ static const char *const OPTIMIZERS[] = { "adam", "sgd", NULL };
 static const char *const INITS[] = { "he", "torch pytorch", NULL };
 static const char *const SCHEDULES[] = { "exp exponential", "linear", "cosine", NULL };
 static const char *const TTAS[] = { "none off", "flip", NULL };
+/* run_input_norm's order: auto, then nn_norm's (its names, nn_norm_name). */
+static const char *const INPUT_NORMS[] = { "auto", "imagenet torch", "unit", "tf", "raw", "caffe",
+                                           NULL };
+_Static_assert(RUN_NORM_IMAGENET == NN_NORM_IMAGENET + 1 && RUN_NORM_UNIT == NN_NORM_UNIT + 1 &&
+                   RUN_NORM_TF == NN_NORM_TF + 1 && RUN_NORM_RAW == NN_NORM_RAW + 1 &&
+                   RUN_NORM_CAFFE == NN_NORM_CAFFE + 1 && sizeof(run_input_norm) == sizeof(int),
+               "run_input_norm is nn_norm + 1");
 
 static int image_size_check(long long v, pt_err *e)
 {
@@ -81,6 +89,7 @@ static const cfg_option OPTIONS[] = {
     { "freeze-epochs", CFG_INT, F(freeze_epochs), "0", 0, RUN_MAX_EPOCHS, NULL, "K", "train only the new head for the first K epochs", NULL, ALL, 0, NULL },
     { "backbone-lr-scale", CFG_NUM, F(backbone_lr_scale), "0.1", 0, 1, NULL, "F", "after them, the backbone's learning rate as a fraction", NULL, ALL, 0, NULL },
     { "freeze-backbone", CFG_BOOL, F(freeze_backbone), "no", 0, 0, NULL, NULL, "train only the head", NULL, ALL, 0, NULL },
+    { "input-norm", CFG_CHOICE, F(input_norm), "auto", 0, 0, INPUT_NORMS, NULL, "an ONNX model's input: pixels x in [0, 1] as (x - mean) / std (imagenet), x (unit), 2x - 1 (tf), 255x (raw), BGR 255x - mean (caffe); auto: what the model says, else imagenet", NULL, ALL, 0, NULL },
     { "reinit", CFG_BOOL, F(reinit), "no", 0, 0, NULL, NULL, "an ONNX model's architecture from scratch, not its weights", NULL, ALL, 0, NULL },
     { "augment", CFG_AUGMENT, F(augment), AUG_DEFAULT_SPEC, 0, 0, NULL, "SPEC", "the augmentation chain (none = off)", NULL, ALL, 12, NULL },
     { "seed", CFG_U64, F(seed), "42", 0, 1LL << 62, NULL, "S", "the random seed", NULL, ALL, 0, NULL },

@@ -765,6 +765,11 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
         }
     }
     info->onnx_nodes = (int)om->n_nodes;
+    I.norm = o->norm;
+    snprintf(info->norm_why, sizeof info->norm_why, "as asked");
+    if (o->norm_auto)
+        I.norm = nn_import_norm_auto(om, info->norm_why, sizeof info->norm_why);
+    info->norm = I.norm;
     info->cut_from = -1;
     const onnx_value_info *in = NULL;
     int nhwc = 0, rc = nn_imp_graph_input(&I, &in, &nhwc);

@@ -83,7 +83,8 @@ typedef struct nn_import_opts {
     int h, w;               /* the input size to build for (a fully convolutional graph takes any) */
     int n_classes;          /* > 0: a new head for this many classes; 0: keep the graph's classifier */
     float dropout;          /* before the new head's dense layer */
-    nn_norm norm;
+    nn_norm norm;           /* the input convention, unless norm_auto */
+    int norm_auto;          /* 1: the graph's own (nn_import_norm_auto) */
     int reinit;             /* 1: keep the architecture, initialise every weight afresh */
     uint64_t seed;          /* for the new head (and everything with reinit) */
 } nn_import_opts;
@@ -95,6 +96,8 @@ typedef struct nn_import_info {
     int cut_from;           /* index of the first ONNX node cut for the new head; -1 none */
     char cut[512];          /* what was cut, for `petal-tui model` */
     int feature_c;          /* channels of the features the head reads */
+    nn_norm norm;           /* the input convention the first layer applies */
+    char norm_why[160];     /* why that one: "as asked", or nn_import_norm_auto's reason */
     double seconds;         /* nn_import_onnx_file(): reading and importing the file */
 } nn_import_info;
 

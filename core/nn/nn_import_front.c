@@ -18,7 +18,7 @@ int nn_imp_first_layer(imp *I, const onnx_value_info *in)
     static const float caffe_mean[3] = { 123.68f, 116.779f, 103.939f };
     float scale[3], shift[3];
     for (int k = 0; k < 3; k++) {
-        switch (I->o->norm) {
+        switch (I->norm) {
         case NN_NORM_IMAGENET:
             scale[k] = 1.0f / std[k];
             shift[k] = -mean[k] / std[k];
@@ -44,7 +44,7 @@ int nn_imp_first_layer(imp *I, const onnx_value_info *in)
             break;
         }
     }
-    if (I->o->norm != NN_NORM_UNIT)
+    if (I->norm != NN_NORM_UNIT)
         x = nn_affine(I->m, x, scale, shift);
     if (x < 0) {
         pt_err be;

@@ -51,6 +51,7 @@ typedef struct imp {
     fill *f;
     size_t nf, fcap;
     int quantized;
+    nn_norm norm;           /* the input convention used (o->norm, or the graph's) */
     nn_import_map *map;     /* NULL when the caller wants none */
 } imp;
 

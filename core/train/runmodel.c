@@ -219,7 +219,9 @@ nn_model *rm_build_net(const run_config *cfg, int img, int k, nn_import_info *in
 {
     if (run_model_is_onnx(cfg->model)) {
         nn_import_opts o = { .h = img, .w = img, .n_classes = k, .dropout = (float)cfg->dropout,
-                             .norm = NN_NORM_IMAGENET, .reinit = cfg->reinit, .seed = cfg->seed };
+                             .norm = (nn_norm)(cfg->input_norm - 1),
+                             .norm_auto = cfg->input_norm == RUN_NORM_AUTO,
+                             .reinit = cfg->reinit, .seed = cfg->seed };
         nn_import_info local;
         return nn_import_onnx_file(cfg->model, &o, info ? info : &local, e);
     }
