@@ -1,4 +1,5 @@
-/* petal-tui shards SRC OUT: a folder of class folders of JPEGs -> competition layout. */
+/* petal-tui shards SRC OUT: a folder of class folders of JPEGs and PNGs -> competition
+ * layout. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,9 +27,10 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: petal-tui shards SRC_DIR OUT_DIR [--size 192] [--val 0.2] [--test 0.0]\n"
             "                        [--per-shard 256] [--seed 42] [--quality 95] [--workers N]\n"
-            "Turns SRC_DIR/<class>/*.jpg into OUT_DIR/tfrecords-jpeg-SIZExSIZE/{train,val,test}/\n"
-            "NN-SIZExSIZE-COUNT.tfrec with a stratified, seeded split, centre crop and resize,\n"
-            "and OUT_DIR/classes.txt. Test records carry a 9-hex-digit id instead of a class.\n");
+            "Turns SRC_DIR/<class>/*.jpg (and .jpeg, .png) into\n"
+            "OUT_DIR/tfrecords-jpeg-SIZExSIZE/{train,val,test}/NN-SIZExSIZE-COUNT.tfrec with a\n"
+            "stratified, seeded split, centre crop and resize, and OUT_DIR/classes.txt. Test\n"
+            "records carry a 9-hex-digit id instead of a class.\n");
 }
 
 int cmd_shards(int argc, char **argv)
@@ -90,6 +92,7 @@ int cmd_shards(int argc, char **argv)
     c.src_dir = pos[0];
     c.out_dir = pos[1];
     pt_err e;
+    int existed = util_is_dir(c.out_dir);
     if (util_mkdirs(c.out_dir, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         return 1;
@@ -100,6 +103,8 @@ int cmd_shards(int argc, char **argv)
     if (isatty(2))
         fprintf(stderr, "\n");
     if (rc != PT_OK) {
+        if (!existed)
+            rmdir(c.out_dir); /* ours, and empty: the writer leaves nothing on failure */
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         return rc == PT_EUSAGE ? 1 : 2;
     }
@@ -109,7 +114,7 @@ int cmd_shards(int argc, char **argv)
             printf("  %-5s %6lld records in %d shards\n", s == DS_TRAIN ? "train" : s == DS_VAL ? "val" : "test",
                    r.written[s], r.shards[s]);
     if (r.skipped)
-        printf("  skipped %lld files (not JPEG, or unreadable)\n", r.skipped);
+        printf("  skipped %lld files (not an image, or unreadable)\n", r.skipped);
     printf("total: %lld records\n", r.written[0] + r.written[1] + r.written[2]);
     return 0;
 }

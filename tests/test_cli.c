@@ -207,6 +207,12 @@ TEST(cli_help_and_man_page_document_every_option)
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
         T_CHECKF(strstr(help, more[i]) != NULL, "--help lacks %s", more[i]);
     T_CHECKF(strstr((char *)man, "\\-\\-tty") != NULL, "the man page lacks --tty");
+    /* A font change is \fB ... \fR: a "B\-\-" or "I\-\-" without its \f renders as a
+     * stray letter before the option (issue 30, defect 11). */
+    for (const char *p = (char *)man; (p = strstr(p, "\\-\\-")) != NULL; p++)
+        if (p - (char *)man >= 1 && (p[-1] == 'B' || p[-1] == 'I'))
+            T_CHECKF(p - (char *)man >= 3 && p[-2] == 'f' && p[-3] == '\\',
+                     "a font escape without its \\f: %.40s", p - 1);
     /* The option rows, generated from the table, fit 80 columns and say the defaults. */
     for (const char *line = strstr(help, "\n  --"); line; line = strstr(line + 1, "\n  ")) {
         size_t cols = strcspn(line + 1, "\n");

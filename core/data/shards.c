@@ -1,6 +1,6 @@
 #include "data/shards.h"
+#include "data/imgfile.h"
 
-#include <ctype.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -322,6 +322,14 @@ int shd_write_dataset(const shd_writer_config *cfg, const shd_item *items, long 
     long long done = 0;
     for (int s = 0; s < DS_NSPLITS && rc == PT_OK; s++)
         rc = write_split(cfg, items, n, s, tmp, &done, res, e);
+    long long total = res->written[DS_TRAIN] + res->written[DS_VAL] + res->written[DS_TEST];
+    if (rc == PT_OK && n > 0 && total == 0)
+        rc = err_set(e, PT_ENODATA, cfg->out_dir, PT_NO_RECORD, PT_NO_OFFSET,
+                     "none of the %lld images could be read (each is named above); nothing "
+                     "written", n);
+    else if (rc == PT_OK && res->written[DS_TRAIN] == 0 && n > 0)
+        rc = err_set(e, PT_ENODATA, cfg->out_dir, PT_NO_RECORD, PT_NO_OFFSET,
+                     "no training image could be read (each is named above); nothing written");
     if (rc == PT_OK && cfg->class_names && cfg->n_classes > 0)
         rc = write_class_names(cfg, e);
     if (rc == PT_OK && rename(tmp, final) != 0)
@@ -337,19 +345,6 @@ int shd_write_dataset(const shd_writer_config *cfg, const shd_item *items, long 
 
 /* ---- from a folder of class folders --------------------------------------------- */
 
-static int is_jpeg_name(const char *name)
-{
-    const char *dot = strrchr(name, '.');
-    if (!dot)
-        return 0;
-    char ext[8] = "";
-    size_t k = 0;
-    for (const char *q = dot + 1; *q && k < sizeof ext - 1; q++)
-        ext[k++] = (char)tolower((unsigned char)*q);
-    ext[k] = '\0';
-    return strcmp(ext, "jpg") == 0 || strcmp(ext, "jpeg") == 0;
-}
-
 static int draw_from_file(void *ctx, const shd_item *it, jpg_codec *codec, uint8_t *rgb,
                           int size, pt_err *e)
 {
@@ -360,7 +355,9 @@ static int draw_from_file(void *ctx, const shd_item *it, jpg_codec *codec, uint8
     if (rc != PT_OK)
         return rc;
     pt_err je;
-    rc = jpg_decode_into(codec, buf, len, rgb, size, size, 1, 0, NULL, NULL, &je);
+    img_scratch scratch = { 0 };
+    rc = imf_decode(codec, &scratch, buf, len, rgb, size, 1, 0, &je);
+    img_scratch_free(&scratch);
     free(buf);
     if (rc != PT_OK)
         return err_set(e, rc, it->path, PT_NO_RECORD, PT_NO_OFFSET, "%s; skipped", je.msg);
@@ -430,7 +427,7 @@ static int gather_class(gathered *g, const shd_folder_config *cfg, const char *n
     int rc = PT_OK;
     long long first = g->n;
     for (int f = 0; f < nf && rc == PT_OK; f++) {
-        if (!is_jpeg_name(files[f])) {
+        if (!imf_is_image_name(files[f])) {
             res->skipped++;
             continue;
         }
@@ -460,6 +457,11 @@ static int gather_class(gathered *g, const shd_folder_config *cfg, const char *n
     if (g->n > first) {
         split_class(g, cfg, first);
         g->names[g->k_used++] = name;
+    } else if (rc == PT_OK && cfg->on_skip) {
+        pt_err why;
+        err_set(&why, PT_ENODATA, dir, PT_NO_RECORD, PT_NO_OFFSET,
+                "no .jpg, .jpeg or .png files: not a class");
+        cfg->on_skip(cfg->cb_ctx, &why);
     }
     return rc;
 }
@@ -531,7 +533,8 @@ int shd_from_folders(const shd_folder_config *cfg, shd_result *res, pt_err *e)
         rc = gather_class(&g, cfg, classes[c], res);
     if (rc == PT_OK && g.n == 0)
         rc = err_set(e, PT_ENODATA, cfg->src_dir, PT_NO_RECORD, PT_NO_OFFSET,
-                     "no class folders with .jpg/.jpeg files found");
+                     "no class folders with .jpg, .jpeg or .png files found (a dataset is a "
+                     "folder of class folders of images)");
     else if (rc == PT_ENOMEM)
         rc = err_set(e, PT_ENOMEM, cfg->src_dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
 

@@ -5,8 +5,10 @@
  *   OUT/tfrecords-jpeg-SxS/val/...                    (image, class, id)
  *   OUT/tfrecords-jpeg-SxS/test/...                   (image, id: unlabeled)
  *
- * shd_from_folders() builds that from a folder of class sub-folders of JPEGs (any
- * sizes): a stratified, seeded split, centre crop and resize to S x S, re-encode.
+ * shd_from_folders() builds that from a folder of class sub-folders of JPEGs and PNGs
+ * (any sizes, data/imgfile.h): a stratified, seeded split, centre crop and resize to
+ * S x S, re-encode. A sub-folder with no images is no class (on_skip says so); when
+ * no image at all (or no training image) could be read, nothing is written.
  * shd_write_dataset() is the general writer it uses: the caller supplies the items
  * and a function that draws each one's pixels (the demo generator uses it too).
  * Images are produced in parallel, shard by shard, so memory holds one shard's

@@ -7,23 +7,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <turbojpeg.h>
-
 #include "base/util.h"
 #include "data/image.h"
+#include "data/imgfile.h"
 #include "data/jpeg.h"
 #include "data/pipeline.h"
-#include "io/png.h"
 #include "train/predict.h"
 
 #define PRD_MAX_THREADS 64
 
-/* A decode worker's own codec and resize scratch, and a TurboJPEG decompressor for
- * the CMYK JPEGs the codec's RGB path cannot convert. */
+/* A decode worker's own codec and resize scratch. */
 typedef struct dec {
     jpg_codec *jc;
     img_scratch scratch;
-    tjhandle tj;
 } dec;
 
 /* A replica: its inference context and input floats. */
@@ -49,8 +45,6 @@ void prd_free(prd *p)
         return;
     for (int w = 0; w < PRD_MAX_THREADS; w++) {
         jpg_codec_free(p->dec[w].jc);
-        if (p->dec[w].tj)
-            tjDestroy(p->dec[w].tj);
         img_scratch_free(&p->dec[w].scratch);
         nn_ctx_free(p->rep[w].ctx);
         free(p->rep[w].x);
@@ -242,65 +236,6 @@ static int forward_batch(prd *p, const uint8_t *images, const uint8_t *ok, int n
 
 /* ---- files ---- */
 
-/* A full-size RGB image at S x S, centre-cropped (crop) or stretched. */
-static int rgb_to_size(const uint8_t *rgb, int w, int h, uint8_t *out, int S, int crop,
-                       img_scratch *s, pt_err *e)
-{
-    int x = 0, y = 0, cw = w, ch = h;
-    if (crop)
-        img_crop_box(w, h, S, S, &x, &y, &cw, &ch);
-    if (img_resize(rgb, w * 3, x, y, cw, ch, out, S, S, s) != 0)
-        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    return PT_OK;
-}
-
-/* A PNG at S x S, centre-cropped (crop) or stretched, as JPEGs are. */
-static int png_to_size(const uint8_t *buf, size_t len, uint8_t *out, int S, int crop,
-                       img_scratch *s, pt_err *e)
-{
-    uint8_t *rgb;
-    int w, h;
-    int rc = png_decode_rgb(buf, len, &rgb, &w, &h, e);
-    if (rc != PT_OK)
-        return rc;
-    rc = rgb_to_size(rgb, w, h, out, S, crop, s, e);
-    free(rgb);
-    return rc;
-}
-
-/* A CMYK or YCCK JPEG: libjpeg converts neither to RGB, so it is decoded to CMYK and
- * converted here as libjpeg-turbo's own tools do (R = C x K / 255 on the stored,
- * Adobe-inverted values), then sized as the rest. PT_EJPEG (why kept) for any other. */
-static int cmyk_jpeg(dec *d, const uint8_t *buf, size_t len, uint8_t *out, int S, int crop,
-                     pt_err *why)
-{
-    int w, h, sub, cs;
-    if (!d->tj && !(d->tj = tjInitDecompress()))
-        return err_set(why, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    if (tjDecompressHeader3(d->tj, buf, (unsigned long)len, &w, &h, &sub, &cs) != 0 ||
-        (cs != TJCS_CMYK && cs != TJCS_YCCK))
-        return PT_EJPEG;
-    /* jpg_header already held the size to the limits. */
-    uint8_t *cmyk = malloc((size_t)w * h * 4), *rgb = malloc((size_t)w * h * 3);
-    int rc = PT_OK;
-    if (!cmyk || !rgb)
-        rc = err_set(why, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    else if (tjDecompress2(d->tj, buf, (unsigned long)len, cmyk, w, w * 4, h, TJPF_CMYK, 0) != 0)
-        rc = err_set(why, PT_EJPEG, NULL, PT_NO_RECORD, PT_NO_OFFSET, "CMYK JPEG: %s",
-                     tjGetErrorStr2(d->tj));
-    if (rc == PT_OK) {
-        for (size_t i = 0; i < (size_t)w * h; i++) {
-            const uint8_t *c = cmyk + i * 4;
-            for (int j = 0; j < 3; j++)
-                rgb[i * 3 + j] = (uint8_t)((c[j] * c[3] + 127) / 255);
-        }
-        rc = rgb_to_size(rgb, w, h, out, S, crop, &d->scratch, why);
-    }
-    free(cmyk);
-    free(rgb);
-    return rc;
-}
-
 static int decode_file(prd *p, dec *d, const char *path, uint8_t *out, pt_err *e)
 {
     uint8_t *buf = NULL;
@@ -317,20 +252,8 @@ static int decode_file(prd *p, dec *d, const char *path, uint8_t *out, pt_err *e
         return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "a folder, not an image");
     if ((rc = util_read_file(path, &buf, &len, e)) != PT_OK)
         return rc;
-    const int S = p->S, crop = p->m->crop;
-    if (len == 0)
-        rc = err_set(&why, PT_EJPEG, NULL, PT_NO_RECORD, PT_NO_OFFSET, "empty file");
-    else if (png_is_png(buf, len))
-        rc = png_to_size(buf, len, out, S, crop, &d->scratch, &why);
-    else if (jpg_is_jpeg(buf, len)) {
-        rc = jpg_decode_into(d->jc, buf, len, out, S, S, crop, p->m->fast_decode, NULL, NULL,
-                             &why);
-        if (rc == PT_EJPEG && cmyk_jpeg(d, buf, len, out, S, crop, &why) == PT_OK)
-            rc = PT_OK;
-    }
-    else
-        rc = err_set(&why, PT_EJPEG, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                     "not a JPEG or PNG image");
+    rc = imf_decode(d->jc, &d->scratch, buf, len, out, p->S, p->m->crop, p->m->fast_decode,
+                    &why);
     free(buf);
     if (rc != PT_OK)
         return err_set(e, rc, path, PT_NO_RECORD, PT_NO_OFFSET, "%s", why.msg);

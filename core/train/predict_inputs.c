@@ -4,10 +4,10 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 
 #include "base/util.h"
+#include "data/imgfile.h"
 #include "train/predict.h"
 
 typedef struct walk {
@@ -32,13 +32,6 @@ static int push(walk *w, const char *path, pt_err *e)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     w->n++;
     return PT_OK;
-}
-
-static int is_image_name(const char *name)
-{
-    const char *dot = strrchr(name, '.');
-    return dot && (!strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg") ||
-                   !strcasecmp(dot, ".png"));
 }
 
 /* 1 when the folder was entered before; else records it. -1 out of memory. */
@@ -90,7 +83,7 @@ static int walk_path(walk *w, const char *path, int top, pt_err *e)
          * predict will name as unreadable. */
         if (top)
             return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "no such file or folder");
-        return is_image_name(path) ? push(w, path, e) : (w->skipped++, PT_OK);
+        return imf_is_image_name(path) ? push(w, path, e) : (w->skipped++, PT_OK);
     }
     if (S_ISDIR(st.st_mode)) {
         int s = seen_before(w, &st);
@@ -98,7 +91,7 @@ static int walk_path(walk *w, const char *path, int top, pt_err *e)
             return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
         return s ? PT_OK : walk_dir(w, path, e);
     }
-    if (top || is_image_name(path))
+    if (top || imf_is_image_name(path))
         return push(w, path, e);
     w->skipped++;
     return PT_OK;
