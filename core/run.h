@@ -222,6 +222,10 @@ typedef struct run_figures {
     double best_val_acc;        /* NaN when there is none */
     int from_history;           /* the epoch curves came from history.json */
     long long event_files;      /* event files read */
+    int torn;                   /* event files that end in a torn record (or are empty), as
+                                   a crash or a writer still writing leaves them: read up to
+                                   it */
+    char note[600];             /* the first such end, for the log ("" none) */
     run_series s[RUN_SERIES_COUNT];
     int n_opts;
     run_opt opt[RUN_MAX_OPTS];    /* RUN/config's "key = value" lines, in order */

@@ -334,6 +334,51 @@ TEST(runlog_bad_input_is_named_by_file_record_and_offset)
     free(out);
 }
 
+/* A run killed mid-write: its event file ends inside a record, another was created and
+ * never written. Both are what a crash leaves: the run opens with what came before,
+ * and says so once (issue 30, defect 1). */
+TEST(runlog_a_torn_event_file_end_reads_up_to_it)
+{
+    const char *dir = t_tmpdir();
+    char sub[4300], path[4400];
+    util_path(sub, sizeof sub, "%s/killed", dir);
+    tfr_writer *w = event_file(sub, "train", 1700000000);
+    T_REQUIRE(w);
+    for (int i = 0; i < 4; i++)
+        T_EQ_INT(put_scalar(w, "epoch_loss", i, 1700000000 + i, 1.0 / (i + 1), 0), PT_OK);
+    T_EQ_INT(tfr_writer_close(w, NULL), PT_OK);
+    util_path(path, sizeof path, "%s/train/events.out.tfevents.1700000000.test.1.v2", sub);
+    uint8_t *d;
+    size_t n;
+    T_REQUIRE(util_read_file(path, &d, &n, NULL) == PT_OK);
+    T_REQUIRE(util_write_file_atomic(path, d, n - 7, NULL) == PT_OK); /* the last record torn */
+    free(d);
+    util_path(path, sizeof path, "%s/train/events.out.tfevents.1700000099.test.2.v2", sub);
+    T_REQUIRE(util_write_file_atomic(path, "", 0, NULL) == PT_OK);
+    run_figures *r = NULL;
+    pt_err e;
+    T_EQ_INT(rf_load(sub, &r, &e), PT_OK);
+    T_REQUIRE(r != NULL);
+    T_EQ_INT(r->s[RUN_S_TRAIN_LOSS].n, 3);
+    T_EQ_INT(r->torn, 2);
+    T_CHECKF(strstr(r->note, "record 4 at byte ") && strstr(r->note, "truncated") &&
+                 strstr(r->note, "read up to it"),
+             "%s", r->note);
+    rf_free(r);
+    /* The runs list keeps it, and --compare reads it (then wants a terminal). */
+    run_figures **runs;
+    int nr, skipped;
+    T_EQ_INT(rf_scan(dir, &runs, &nr, &skipped, &e), PT_OK);
+    T_EQ_INT(nr, 1);
+    T_EQ_INT(skipped, 0);
+    rf_free_list(runs, nr);
+    char cmd[9000], *out;
+    snprintf(cmd, sizeof cmd, "%s --compare '%s' 2>&1 </dev/null", t_bin(), sub);
+    T_EQ_INT(t_run(cmd, &out), 1);
+    T_CHECKF(strstr(out, "needs a terminal") != NULL, "%s", out);
+    free(out);
+}
+
 /* dir/NAME with a history.json of the given validation F1s and a config. */
 static int fake_run(const char *dir, const char *name, const double *f1, int n,
                     const char *config)

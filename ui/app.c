@@ -225,6 +225,8 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
     eng_run_snapshot(a->opened, a->snap);
     if (eng_run_log_lines(dir, open_log_line, a, &ce) < 0)
         ui_log_add(a->log, app_now(a), UI_R_DIM, "no log.txt in the run's folder");
+    if (a->opened->note[0])
+        ui_log_add(a->log, app_now(a), UI_R_WARN, a->opened->note);
     if (why[0]) {
         char m[1400];
         util_fmt(m, sizeof m, "%s: the previews show the default data", why);
@@ -469,6 +471,8 @@ static int prepare(app *a, const run_config *cfg, const ui_options *opt)
             fprintf(stderr, "petal-tui: %s\n", e.msg);
             return 2;
         }
+        if (a->cmp[a->n_cmp]->note[0])
+            ui_log_add(a->log, app_now(a), UI_R_WARN, a->cmp[a->n_cmp]->note);
         a->n_cmp++;
     }
     if (!isatty(a->in) || !isatty(a->out)) {

@@ -140,6 +140,8 @@ static void toggle_compared(app *a)
         return;
     }
     note(a, UI_R_OK, "comparing %s", a->cmp[a->n_cmp]->name);
+    if (a->cmp[a->n_cmp]->note[0])
+        note(a, UI_R_WARN, "%s", a->cmp[a->n_cmp]->note);
     a->n_cmp++;
 }
 

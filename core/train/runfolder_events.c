@@ -77,6 +77,16 @@ static int in_validation(const char *file)
     return (size_t)(slash - p) == strlen(RF_VAL_DIR) && !strncmp(p, RF_VAL_DIR, strlen(RF_VAL_DIR));
 }
 
+/* A file that ends inside a record is what a crash (or a writer still at work) leaves:
+ * what came before it stands. Noted once, for the log; PT_OK. */
+static int torn_end(run_figures *r, const pt_err *e)
+{
+    if (r->torn++ == 0 && e)
+        util_fmt(r->note, sizeof r->note, "%s; read up to it (a crash, or a run still writing, "
+                 "leaves a torn end)", e->msg);
+    return PT_OK;
+}
+
 int rf_events_read(run_figures *r, char **files, int nf, rf_events *evs, pt_err *e)
 {
     rf_ev_list *ev = evs->l;
@@ -85,6 +95,10 @@ int rf_events_read(run_figures *r, char **files, int nf, rf_events *evs, pt_err 
     for (int f = 0; f < nf; f++) {
         tbe_reader *rd;
         int rc = tbe_open(&rd, files[f], e);
+        if (rc == PT_ETRUNC || rc == PT_ENODATA) {
+            torn_end(r, e); /* created, then killed before its first record was whole */
+            continue;
+        }
         if (rc != PT_OK)
             return rc;
         if (!r->writer[0] || strcmp(tbe_source_writer(rd), "petal-tui") == 0)
@@ -105,6 +119,8 @@ int rf_events_read(run_figures *r, char **files, int nf, rf_events *evs, pt_err 
             }
         }
         tbe_close(rd);
+        if (rc == PT_ETRUNC)
+            rc = torn_end(r, e);
         if (rc < 0)
             return rc;
         r->event_files++;
