@@ -226,6 +226,10 @@ typedef struct run_figures {
                                    a crash or a writer still writing leaves them: read up to
                                    it */
     char note[600];             /* the first such end, for the log ("" none) */
+    int run_folder;             /* a petal-tui run folder (it has a config) */
+    char ended[300];            /* its log.txt's last line when that says how the run ended
+                                   ("done: ...", "stopped ...", "failed: ..."); "" when the
+                                   log ends otherwise: killed, or still running */
     run_series s[RUN_SERIES_COUNT];
     int n_opts;
     run_opt opt[RUN_MAX_OPTS];    /* RUN/config's "key = value" lines, in order */

@@ -153,6 +153,39 @@ int ser_from_snapshot(const run_snapshot *s, run_series set[RUN_SERIES_COUNT])
 
 /* ---- a run read back, as a snapshot ------------------------------------------- */
 
+/* How the run read back ended, and how far it got: a petal-tui run's log says (its last
+ * line), and its config says how many epochs it was to train. A run without an end
+ * line was killed, or is still training. */
+static void open_state(const run_figures *r, run_snapshot *s, int ne)
+{
+    int planned = r->epochs_planned > ne ? r->epochs_planned : ne;
+    int finished = !r->run_folder || !strncmp(r->ended, "done: ", 6) ||
+                   (!r->ended[0] && planned > 0 && ne >= planned);
+    if (finished) {
+        s->state = RUN_DONE;
+        util_fmt(s->message, sizeof s->message,
+                 "opened %s: a finished run, shown without training (petal-tui --resume %s "
+                 "continues it)",
+                 r->name, r->path);
+        return;
+    }
+    s->state = !strncmp(r->ended, "failed: ", 8) ? RUN_FAILED : RUN_STOPPED;
+    s->epochs = planned;
+    /* Updates per epoch are known once an epoch ended; before, the bar stays empty. */
+    s->total_steps = s->steps_per_epoch > 0 ? (long long)planned * s->steps_per_epoch : 0;
+    s->epoch = ne;
+    s->step = ne > 0 ? s->steps_per_epoch : 0;
+    char how[340];
+    if (r->ended[0])
+        util_fmt(how, sizeof how, "its log ends \"%s\"", r->ended);
+    else
+        util_fmt(how, sizeof how, "its log has no end: killed, or still training");
+    util_fmt(s->message, sizeof s->message,
+             "opened %s: unfinished, %d of %d epochs, update %lld; %s. petal-tui --resume %s "
+             "continues it",
+             r->name, ne, planned, s->update, how, r->path);
+}
+
 /* The epochs' figures, the per-update curves (averaged down to the snapshot's
  * points), the totals. */
 void ser_to_snapshot(const run_figures *r, run_snapshot *s)
@@ -231,10 +264,7 @@ void ser_to_snapshot(const run_figures *r, run_snapshot *s)
     util_copy(s->model, sizeof s->model, r->model[0] ? r->model : r->writer);
     util_copy(s->dataset, sizeof s->dataset, r->dataset[0] ? r->dataset : "?");
     util_copy(s->run_dir, sizeof s->run_dir, r->path);
-    util_fmt(s->message, sizeof s->message,
-             "opened %s: a finished run, shown without training (petal-tui --resume %s "
-             "continues it)",
-             r->name, r->path);
+    open_state(r, s, ne);
 }
 
 /* ---- the engine's wrappers (engine.h) ------------------------------------------ */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "engine.h"
 #include "event.pb-c.h"
 #include "io/tbevent.h"
 #include "io/tfrecord.h"
@@ -399,6 +400,63 @@ static int fake_run(const char *dir, const char *name, const double *f1, int n,
         return -1;
     util_path(path, sizeof path, "%s/config", d);
     return util_write_file_atomic(path, config, strlen(config), NULL) == PT_OK ? 0 : -1;
+}
+
+/* dir/name/log.txt holding text. */
+static int put_log(const char *dir, const char *name, const char *text)
+{
+    char path[4400];
+    util_path(path, sizeof path, "%s/%s/log.txt", dir, name);
+    return util_write_file_atomic(path, text, strlen(text), NULL) == PT_OK ? 0 : -1;
+}
+
+/* --open of a run that did not finish says how far it got and how it ended, not
+ * "finished" (issue 30, defect 4). */
+TEST(runlog_an_unfinished_run_opens_as_stopped_with_how_far_it_got)
+{
+    const char *dir = t_tmpdir();
+    static const double f1[2] = { 0.5, 0.7 };
+    static const char cfg[] = "model = small\nepochs = 10\n";
+    T_REQUIRE(fake_run(dir, "stopped", f1, 2, cfg) == 0);
+    T_REQUIRE(put_log(dir, "stopped", "2026-11-27 10:00:00 epoch 2/10 - 10 updates\n"
+                                      "2026-11-27 10:00:01 stopped at update 22; continue with "
+                                      "--resume runs/stopped\n") == 0);
+    T_REQUIRE(fake_run(dir, "killed", f1, 2, cfg) == 0);
+    T_REQUIRE(put_log(dir, "killed", "2026-11-27 10:00:00 epoch 2/10 - 10 updates\n") == 0);
+    T_REQUIRE(fake_run(dir, "early", f1, 0, cfg) == 0);
+    T_REQUIRE(put_log(dir, "early", "2026-11-27 10:00:00 stopped at update 0; continue with "
+                                    "--resume runs/early\n") == 0);
+    T_REQUIRE(fake_run(dir, "done", f1, 2, "model = small\nepochs = 2\n") == 0);
+    T_REQUIRE(put_log(dir, "done", "2026-11-27 10:00:00 done: 2 epochs in 5s\n") == 0);
+    static const struct {
+        const char *name;
+        run_state state;
+        int epoch, epochs;
+        const char *says;
+    } want[] = {
+        { "stopped", RUN_STOPPED, 2, 10, "unfinished, 2 of 10 epochs, update 20; its log ends "
+                                         "\"stopped at update 22" },
+        { "killed", RUN_STOPPED, 2, 10, "its log has no end: killed, or still training" },
+        { "early", RUN_STOPPED, 0, 10, "unfinished, 0 of 10 epochs" },
+        { "done", RUN_DONE, 2, 2, "a finished run" },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char sub[4400];
+        util_path(sub, sizeof sub, "%s/%s", dir, want[i].name);
+        run_figures *r;
+        pt_err e;
+        T_REQUIRE(rf_load(sub, &r, &e) == PT_OK);
+        run_snapshot *s = calloc(1, sizeof *s);
+        T_REQUIRE(s);
+        eng_run_snapshot(r, s);
+        T_CHECKF(s->state == want[i].state, "%s: state %d", want[i].name, (int)s->state);
+        T_CHECKF(s->epoch == want[i].epoch && s->epochs == want[i].epochs, "%s: epoch %d/%d",
+                 want[i].name, s->epoch, s->epochs);
+        T_CHECKF(strstr(s->message, want[i].says) != NULL, "%s: %s", want[i].name, s->message);
+        T_CHECK(s->state == RUN_DONE || (s->total_steps == 0 || s->update < s->total_steps));
+        free(s);
+        rf_free(r);
+    }
 }
 
 TEST(runlog_scan_lists_the_runs_and_the_options_that_differ)

@@ -86,6 +86,17 @@ static void base_name(const char *path, char *out, size_t n)
 
 /* ---- config -------------------------------------------------------------------- */
 
+/* The last line of the log, kept (in r->ended) when it is an end line. */
+static void last_log_line(void *ctx, const char *line)
+{
+    run_figures *r = ctx;
+    static const char *const ends[] = { "done: ", "stopped", "failed: " };
+    r->ended[0] = '\0';
+    for (size_t k = 0; k < sizeof ends / sizeof ends[0]; k++)
+        if (!strncmp(line, ends[k], strlen(ends[k])))
+            util_copy(r->ended, sizeof r->ended, line);
+}
+
 static void read_config(run_figures *r, const char *dir)
 {
     char path[4200];
@@ -422,8 +433,9 @@ int rf_load(const char *path, run_figures **out, pt_err *e)
             nf = 1;
         }
     } else {
-        char hp[4200];
+        char hp[4200], cfgp[4200];
         util_path(hp, sizeof hp, "%s/" RF_HISTORY, dir);
+        util_path(cfgp, sizeof cfgp, "%s/" RF_CONFIG, dir);
         if (util_is_file(hp)) {
             char *t = rf_read_text(hp, NULL, e);
             rc = t ? parse_history(hp, t, &h, &nh, e) : (e ? e->code : PT_EIO);
@@ -432,7 +444,7 @@ int rf_load(const char *path, run_figures **out, pt_err *e)
         }
         if (rc == PT_OK)
             rc = rf_event_files(dir, &files, &nf, e);
-        if (rc == PT_OK && !r->from_history && nf == 0) {
+        if (rc == PT_OK && !r->from_history && nf == 0 && !util_is_file(cfgp)) {
             char inside[600];
             int k = runs_inside(dir, inside, sizeof inside);
             if (k > 0)
@@ -444,8 +456,11 @@ int rf_load(const char *path, run_figures **out, pt_err *e)
                              "not a run: no history.json and no TensorBoard event files "
                              "(" TBE_FILE_PREFIX "*) here or in train/ and validation/");
         }
-        if (rc == PT_OK)
+        if (rc == PT_OK) {
             read_config(r, dir);
+            r->run_folder = r->n_opts > 0;
+            rf_log_lines(dir, last_log_line, r, NULL);
+        }
     }
     if (rc == PT_OK && nf > 0)
         rc = rf_events_read(r, files, nf, &ev, e);
@@ -473,7 +488,9 @@ int rf_load(const char *path, run_figures **out, pt_err *e)
         int any = 0;
         for (int k = 0; k < RUN_SERIES_COUNT; k++)
             any += r->s[k].n;
-        if (!any)
+        /* A run folder stopped before its first figures still opens: it says how far
+         * it got. */
+        if (!any && !r->run_folder)
             rc = err_set(e, PT_ENODATA, path, PT_NO_RECORD, PT_NO_OFFSET,
                          "no loss, accuracy or F1 in its %lld event file%s (epoch_* or batch_* "
                          "scalars)",
