@@ -1460,6 +1460,47 @@ TEST(ui_log_panel_wraps_lines_and_shows_the_run_folder_in_full)
     free(log);
 }
 
+/* A long engine line (an ONNX import's is about 400 characters) is kept whole and
+ * wrapped; one past what a line keeps ends in "..." (issue 30, defect 6). */
+TEST(ui_log_keeps_long_lines_whole_and_marks_a_cut)
+{
+    ui_log *log = calloc(1, sizeof *log);
+    T_REQUIRE(log != NULL);
+    char text[3000];
+    memset(text, 'x', sizeof text);
+    memcpy(text + 390, "END-OF-IMPORT", 14);
+    ui_log_add(log, 1, -1, text);
+    T_EQ_STR(ui_log_get(log, 0)->text + 390, "END-OF-IMPORT");
+    memset(text, 'y', sizeof text);
+    text[sizeof text - 1] = '\0';
+    ui_log_add(log, 2, -1, text);
+    const char *cut = ui_log_get(log, 1)->text;
+    T_EQ_INT((int)strlen(cut), UI_LOG_WIDTH - 1);
+    T_CHECK(!strcmp(cut + strlen(cut) - 3, "..."));
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "24", "80"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    run_snapshot *s = fake_snapshot();
+    ui_log_add(log, 3, -1, "short line");
+    ui_frame f = { s, NULL, 0, log, "flip", NULL, 0, "text", 0, "", NULL, NULL, 0, NULL };
+    ui_view v;
+    ui_panel_view_defaults(&v);
+    v.log_back = 1; /* the newest but one at the bottom: the whole import line above it */
+    werase(stdscr);
+    ui_panel_log(stdscr, (ui_rect){ 0, 0, 24, 80 }, &f, &v, 0);
+    char all[8192];
+    rect_text(1, 23, 1, 79, all, sizeof all);
+    T_CHECKF(strstr(all, "...") != NULL, "%s", all);
+    v.log_back = 2;
+    werase(stdscr);
+    ui_panel_log(stdscr, (ui_rect){ 0, 0, 24, 80 }, &f, &v, 0);
+    rect_text(1, 23, 1, 79, all, sizeof all);
+    T_CHECKF(strstr(all, "END-OF") != NULL, "%s", all);
+    null_screen_close(&ns);
+    free(s);
+    free(log);
+}
+
 /* The configure dialog: the settings in the order users know, their values as the
  * run folder's config writes them, an edit checked by the options' own parser. */
 TEST(ui_config_dialog_order_values_and_edits)

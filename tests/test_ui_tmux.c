@@ -360,9 +360,19 @@ TEST(ui_tmux_80x24_resize_and_too_small)
     /* Below the minimum: a note, not a broken screen. */
     tmx_cmd(&t, NULL, "resize-window -t 0 -x 50 -y 12");
     WAIT(&t, "needs 60x16", 30);
-    /* Back to 80x24: the panels again, within 80 columns. */
+    /* Narrower than the note: it wraps, whole (issue 30, defect 5); keys but q do
+     * nothing while only the note shows: s starts no invisible run. */
+    tmx_cmd(&t, NULL, "resize-window -t 0 -x 40 -y 10");
+    WAIT(&t, "(q quits)", 30);
+    s = tmx_screen(&t, 0);
+    T_CHECKF(strstr(s, "petal-tui needs 60x16") && strstr(s, "terminal 40x10:"), "%s", s);
+    free(s);
+    tmx_keys(&t, "s");
+    usleep(500 * 1000);
+    /* Back to 80x24: the panels again, within 80 columns, and no run started. */
     tmx_cmd(&t, NULL, "resize-window -t 0 -x 80 -y 24");
     WAIT(&t, "Curves", 30);
+    WAIT(&t, " idle ", 30);
     tmx_keys(&t, "C-l");
     WAIT(&t, "Labels", 30);
     s = tmx_screen(&t, 0);

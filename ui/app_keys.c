@@ -326,6 +326,16 @@ void app_key(app *a, int ch)
     }
     if (a->stopping)
         return;
+    if (a->layout.too_small) {
+        /* Only the note shows: no key may start or change what cannot be seen. q
+         * quits as q then y would (a run stops with its checkpoint); Ctrl-C still
+         * asks, and its question shows once the terminal is large enough. */
+        if (ui_keys_action(UI_CTX_MAIN, ch) == UI_ACT_QUIT) {
+            a->modal = MODAL_NONE;
+            quit(a, 0);
+        }
+        return;
+    }
     switch (a->modal) {
     case MODAL_HELP: {
         ui_act act = ui_keys_action(UI_CTX_CONFIG, ch); /* Up/Down/PgUp/PgDn */

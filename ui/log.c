@@ -43,7 +43,14 @@ void ui_log_add(ui_log *l, double t, int role, const char *text)
         l->n++;
     ui_log_line *ln = &l->line[slot];
     ln->t = t;
-    snprintf(ln->text, sizeof ln->text, "%s", text ? text : "");
+    int full = snprintf(ln->text, sizeof ln->text, "%s", text ? text : "");
+    if (full >= (int)sizeof ln->text) {
+        /* Cut at a character's start, so no UTF-8 sequence is left half. */
+        size_t k = sizeof ln->text - 4;
+        while (k > 0 && ((unsigned char)ln->text[k] & 0xC0) == 0x80)
+            k--;
+        memcpy(ln->text + k, "...", 4);
+    }
     for (char *c = ln->text; *c; c++)
         if (*c == '\n' || *c == '\r' || *c == '\t')
             *c = ' ';

@@ -13,7 +13,9 @@
 #include <stddef.h>
 
 #define UI_LOG_LINES 512
-#define UI_LOG_WIDTH 240
+/* Bytes kept of a line: the engine's longest (an ONNX import's, a run folder's path)
+ * whole; anything longer ends in an ellipsis. */
+#define UI_LOG_WIDTH 1024
 
 typedef struct ui_log_line {
     double t;               /* seconds since the workbench started */
@@ -29,7 +31,8 @@ typedef struct ui_log {
 } ui_log;
 
 void ui_log_init(ui_log *l);
-/* Add a line (newlines become spaces). role < 0: pick one from the words. */
+/* Add a line (newlines become spaces; past UI_LOG_WIDTH it is cut and ends in "...").
+ * role < 0: pick one from the words. */
 void ui_log_add(ui_log *l, double t, int role, const char *text);
 /* The i-th line from the oldest (0 <= i < n). */
 const ui_log_line *ui_log_get(const ui_log *l, int i);

@@ -237,9 +237,18 @@ ui_rect ui_panel_dialog(WINDOW *w, int rows, int cols, const char *title,
 
 void ui_panel_too_small(WINDOW *w, int rows, int cols)
 {
-    char m[96];
-    snprintf(m, sizeof m, "terminal %dx%d: petal-tui needs %dx%d (q quits)", cols, rows,
-             UI_LAYOUT_MIN_COLS, UI_LAYOUT_MIN_ROWS);
-    int mw = (int)strlen(m);
-    ui_draw_text(w, rows / 2, cols > mw ? (cols - mw) / 2 : 0, cols, UI_R_WARN, m);
+    /* One line when it fits, else its three parts on lines of their own (each fits
+     * from 22 columns); centred. */
+    char whole[96], size[32], need[32];
+    snprintf(size, sizeof size, "terminal %dx%d:", cols, rows);
+    snprintf(need, sizeof need, "petal-tui needs %dx%d", UI_LAYOUT_MIN_COLS, UI_LAYOUT_MIN_ROWS);
+    snprintf(whole, sizeof whole, "%s %s (q quits)", size, need);
+    const char *one[1] = { whole }, *three[3] = { size, need, "(q quits)" };
+    int n = (int)strlen(whole) <= cols ? 1 : 3;
+    const char *const *lines = n == 1 ? one : three;
+    int top = (rows - n) / 2 > 0 ? (rows - n) / 2 : 0;
+    for (int i = 0; i < n && top + i < rows; i++) {
+        int mw = (int)strlen(lines[i]);
+        ui_draw_text(w, top + i, cols > mw ? (cols - mw) / 2 : 0, cols, UI_R_WARN, lines[i]);
+    }
 }
