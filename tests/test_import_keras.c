@@ -335,7 +335,7 @@ TEST(import_keras_effnet_and_vgg_equal_onnxruntime_and_pytorch)
     T_CHECKF(against("keras_vgg", "ort", probs) > 1e-3, "%g", against("keras_vgg", "ort", probs));
 }
 
-TEST(import_keras_effnet_front_is_one_affine_layer)
+TEST(import_keras_front_constants_are_one_affine_layer)
 {
     pt_err e;
     nn_import_info info;
@@ -349,6 +349,17 @@ TEST(import_keras_effnet_front_is_one_affine_layer)
     T_EQ_INT(a.op, NN_OP_AFFINE);
     T_EQ_INT(b.op, NN_OP_CONV);
     nn_model_free(m);
+    /* keras_vgg's too: caffe's x255 - mean, then its c - x and x * s (reversed). */
+    o.norm_auto = 0;
+    o.norm = NN_NORM_CAFFE;
+    m = nn_import_onnx_file("tests/data/import/keras_vgg.onnx", &o, &info, &e);
+    T_REQUIRE(m != NULL);
+    nn_node_get(m, 1, &a);
+    nn_node_get(m, 2, &b);
+    T_EQ_INT(a.op, NN_OP_AFFINE);
+    T_EQ_INT(b.op, NN_OP_CONV);
+    nn_model_free(m);
+    o.norm_auto = 1;
     /* With a new head: the classifier (MatMul, Add, Softmax) is cut after the vector
      * the Reshapes, Squeeze and Unsqueeze moved about. */
     o.n_classes = 3;
@@ -371,7 +382,7 @@ TEST(import_keras_norm_auto_says_what_a_graph_takes)
     } cases[] = {
         { "tests/data/import/keras_effnet.onnx", NN_NORM_RAW, "Mul by a constant" },
         { "tests/data/export/small-8-16.onnx", NN_NORM_RAW, "petal-tui export" },
-        { "tests/data/import/keras_vgg.onnx", NN_NORM_IMAGENET, "does not say" },
+        { "tests/data/import/keras_block.onnx", NN_NORM_IMAGENET, "does not say" },
         { "tests/data/import/blocks.onnx", NN_NORM_IMAGENET, "does not say" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -41,65 +41,6 @@ Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
                     (cf_input, 4 x 12 x 12) converted the same way
   keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
   keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graph, Debian's python3-torch for the reference; run with
-/usr/bin/python3 from this folder). The graphs are laid out as tf2onnx writes a Keras
-model: an NHWC input with a Transpose (0, 3, 1, 2) after it, a stride-2 conv with
-TensorFlow's SAME padding as asymmetric pads [0, 0, 1, 1], batch norm with epsilon
-1e-3, Clip as ReLU6, a residual Add, and a Transpose (0, 2, 3, 1) back before the
-pooling ReduceMean. Weights are seeded random numbers; PyTorch computes the same net
-(F.pad for the asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  pooling as Keras's GlobalAveragePooling2D: ReduceMean over NHWC
-                    axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-"""Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
 """
 import os
 import struct
@@ -244,91 +185,7 @@ def silu(y):
 
 
 def effnet_logits(p, x_nhwc, train=False):
-    """Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""keras_effnet's graph on its file input (raw 0-255 pixels, NHWC) up to the logits."""Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""
+    """keras_effnet's graph on its file input (raw 0-255 pixels, NHWC) up to the logits."""
     cst = {k: torch.from_numpy(v).to(x_nhwc.dtype) for k, v in EFF_CONST.items()}
     x = x_nhwc.permute(0, 3, 1, 2)
     x = (x * cst['rescale'] - cst['norm_mean']) / cst['norm_std']
@@ -343,49 +200,7 @@ Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
 
 
 def effnet_graph(p, name='keras_effnet', c_over_x=False):
-    """Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""tf2onnx's form of a Keras EfficientNet-style net: NHWC input of raw 0-255 pixels,
+    """tf2onnx's form of a Keras EfficientNet-style net: NHWC input of raw 0-255 pixels,
     Rescaling (Mul 1/255) and Normalization (Sub mean, Div std) at the front, a Pad and
     a stride-2 conv (SAME), batch norm (epsilon 1e-3), SiLU (Sigmoid, Mul), a depthwise
     conv, squeeze-and-excitation (ReduceMean keepdims 1, conv, SiLU, conv, Sigmoid,
@@ -393,49 +208,7 @@ Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
     as tf2onnx writes Keras's: Transpose back, ReduceMean over NHWC [1, 2] keepdims 1
     ([N, 1, 1, C]), and the vector moved about as Keras's heads do (Reshape to
     [-1, C, 1, 1], Squeeze [2, 3] and Unsqueeze [1, 2] with their axes as inputs,
-    Reshape to [-1, C]), a Dense (MatMul + Add) and Softmax."""Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""
+    Reshape to [-1, C]), a Dense (MatMul + Add) and Softmax."""
     c = p['stem_w'].shape[0]
     inits = [numpy_helper.from_array(v.numpy(), k) for k, v in p.items()]
     inits += [numpy_helper.from_array(v, k) for k, v in EFF_CONST.items()]
@@ -497,95 +270,18 @@ def vgg_params(g):
     return p
 
 
+# keras_vgg's per-channel constants on the input (B, G, R): c - x, then x * s.
+VGG_CONST = {'chan_offset': np.array([2.0, -3.0, 5.0], np.float32).reshape(1, 3, 1, 1),
+             'chan_scale': np.array([-1.0, -0.5, -2.0], np.float32).reshape(1, 3, 1, 1)}
+
+
 def vgg_logits(p, x_nhwc, train=False):
-    """Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""keras_vgg's graph on its file input (BGR, caffe means subtracted, NHWC)."""Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""
+    """keras_vgg's graph on its file input (BGR, caffe means subtracted, NHWC)."""
     del train   # no batch norm
+    cst = {k: torch.from_numpy(v).to(x_nhwc.dtype) for k, v in VGG_CONST.items()}
     x = x_nhwc.permute(0, 3, 1, 2)
-    x = F.relu(F.conv2d(x, p['conv1_w'], p['conv1_b'], padding=1))
+    x = (cst['chan_offset'] - x) * cst['chan_scale']
+    x = F.relu(F.conv2d(F.pad(x, (1, 1, 1, 1)), p['conv1_w'], p['conv1_b']))
     x = F.relu(F.conv2d(x, p['conv2_w'], p['conv2_b'], padding=1))
     x = F.max_pool2d(x, 2)
     x = F.relu(F.conv2d(x, p['conv3_w'], p['conv3_b'], padding=1))
@@ -596,107 +292,28 @@ Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
 
 
 def vgg_graph(p, name='keras_vgg', bad=False):
-    """Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""tf2onnx's form of a Keras VGG-style net: NHWC input in caffe mode (BGR, means
+    """tf2onnx's form of a Keras VGG-style net: NHWC input in caffe mode (BGR, means
     subtracted in 0-255, done outside the graph as Keras's preprocess_input does),
     3x3 convs with ReLU, MaxPool, Keras's Flatten (a Transpose back to NHWC and a
-    Reshape [-1, H*W*C]), two Dense (MatMul + Add) and Softmax. bad: a Relu reads the
-    input before the first conv (refused with the caffe input)."""Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""
+    Reshape [-1, H*W*C]), two Dense (MatMul + Add) and Softmax. Between the input and
+    the first conv, what may read the caffe input's BGR channels besides a conv: per-
+    channel constants (c - x, then x * s: petal-tui reverses them) and a Pad. bad: a
+    Relu reads the input before the first conv (refused with the caffe input)."""
     inits = [numpy_helper.from_array(v.numpy(), k) for k, v in p.items()]
+    inits += [numpy_helper.from_array(v, k) for k, v in VGG_CONST.items()]
     flat = p['fc1_w'].shape[0]
     inits.append(numpy_helper.from_array(np.array([-1, flat], np.int64), 'flat_shape'))
+    inits.append(numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), 'pads'))
     nd = helper.make_node
-    first = 'x'
-    nodes = [nd('Transpose', ['input_1'], ['x'], perm=[0, 3, 1, 2])]
+    nodes = [nd('Transpose', ['input_1'], ['x'], perm=[0, 3, 1, 2]),
+             nd('Sub', ['chan_offset', 'x'], ['x_off']),
+             nd('Mul', ['x_off', 'chan_scale'], ['x_scaled'])]
     if bad:
-        nodes.append(nd('Relu', ['x'], ['x_relu'], name='reads_bgr'))
-        first = 'x_relu'
-    for i, src in ((1, first), (2, 'r1'), (3, 'p2')):
+        nodes.append(nd('Relu', ['x_scaled'], ['x_relu'], name='reads_bgr'))
+    nodes.append(nd('Pad', ['x_relu' if bad else 'x_scaled', 'pads'], ['x_padded']))
+    for i, src in ((1, 'x_padded'), (2, 'r1'), (3, 'p2')):
         nodes += [nd('Conv', [src, 'conv%d_w' % i, 'conv%d_b' % i], ['c%d' % i],
-                     kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                     kernel_shape=[3, 3], pads=[0, 0, 0, 0] if i == 1 else [1, 1, 1, 1]),
                   nd('Relu', ['c%d' % i], ['r%d' % i])]
         if i > 1:
             nodes.append(nd('MaxPool', ['r%d' % i], ['p%d' % i], kernel_shape=[2, 2],
@@ -726,360 +343,24 @@ def finish(nodes, inits, name, c_in):
 # ---- what petal-tui feeds, and what the graphs take ----------------------------------------
 
 def pixels(g, n):
-    """Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""n seeded images of whole 0-255 pixels, RGB, NHWC (float32)."""Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""
+    """n seeded images of whole 0-255 pixels, RGB, NHWC (float32)."""
     return torch.randint(0, 256, (n, S2, S2, 3), generator=g).float()
 
 
 def raw_of(unit):
-    """Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""NN_NORM_RAW: the graph's input from petal-tui's [0, 1] pixels."""Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""
+    """NN_NORM_RAW: the graph's input from petal-tui's [0, 1] pixels."""
     return unit * 255.0
 
 
 def caffe_of(unit):
-    """Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""NN_NORM_CAFFE (Keras's preprocess_input, caffe mode): BGR, 255x minus the means."""Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""
+    """NN_NORM_CAFFE (Keras's preprocess_input, caffe mode): BGR, 255x minus the means."""
     bgr = (unit * 255.0).flip(-1)
     return bgr - t32(*CAFFE_BGR_MEAN)
 
 
 def ort_run(onnx_path, x_nhwc, out_path):
-    """Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""ONNX Runtime's output on x: tests/ort/ort_run.js (node, with onnxruntime-node
-    installed by `make ort-deps`), its single output copied to out_path."""Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""
+    """ONNX Runtime's output on x: tests/ort/ort_run.js (node, with onnxruntime-node
+    installed by `make ort-deps`), its single output copied to out_path."""
     import shutil
     import subprocess
     import tempfile
@@ -1097,95 +378,11 @@ Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
 # ---- gradient references (tests/data/conform/make_conform.py's PTREF1 format) -----------
 
 def conform_ref(path, logits_of, p, to_file, n):
-    """Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""The eval logits, one training step (batch norm on batch statistics, summed
+    """The eval logits, one training step (batch norm on batch statistics, summed
     cross-entropy, gradients of sum / N) and PyTorch's spread on each gradient (the
     same step in float64, and in float32 with the weights moved by up to 4 units in the
     last place, two seeds), on conform.c's input (cf_input) converted as petal-tui's
-    norm does (to_file), in make_conform.py's PTREF1 layout."""Writes the tf2onnx-shaped fixtures of tests/test_import_keras.c (python3-onnx's
-helpers for the graphs, Debian's python3-torch for the references, ONNX Runtime for a
-second opinion). Run from anywhere with /usr/bin/python3 (which sees torch and onnx),
-after `make ort-deps` (node runs tests/ort/ort_run.js with onnxruntime-node):
-
-    /usr/bin/python3 tests/data/import/make_keras_fixtures.py
-
-The graphs are laid out as tf2onnx writes a Keras model: an NHWC input with a
-Transpose (0, 3, 1, 2) after it, a stride-2 conv with TensorFlow's SAME padding as
-asymmetric pads [0, 0, 1, 1] (or a Pad before it), batch norm with epsilon 1e-3, a
-Transpose (0, 2, 3, 1) back before the pooling ReduceMean or Keras's Flatten. Weights
-are seeded random numbers; PyTorch computes the same net functionally (F.pad for the
-asymmetric pads) on a seeded input, saved beside each graph.
-
-  keras_block.onnx  a MobileNet-style block (Clip as ReLU6, a depthwise conv, a
-                    residual Add); pooling as Keras's GlobalAveragePooling2D:
-                    ReduceMean over NHWC axes [1, 2], keepdims 0 (opset 13) -> [N, C]
-  keras_keep.onnx   the same block; ReduceMean [1, 2] keepdims 1 -> [N, 1, 1, C], a
-                    Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
-                    axes [2, 3] keepdims 0 given as an input (opset 18)
-  keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
-  NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
-  NAME.out          PyTorch's output, float32 little-endian, N x C
-
-Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
-  keras_effnet.onnx EfficientNet-style: raw 0-255 input normalised in the graph (Mul
-                    1/255, Sub mean, Div std), SiLU, depthwise conv, squeeze-and-
-                    excitation, vector Reshape / Squeeze / Unsqueeze, Dense, Softmax
-  keras_vgg.onnx    VGG-style in caffe mode (BGR, means subtracted outside the graph),
-                    3x3 convs + ReLU, MaxPool, Keras's Flatten (NHWC order), Dense x 2
-  NAME.in           what petal-tui feeds: 2 images of whole pixels / 255 in [0, 1], RGB,
-                    NHWC; the test imports keras_effnet with NN_NORM_RAW (auto) and
-                    keras_vgg with NN_NORM_CAFFE, and the references computed the graph
-                    on those pixels so converted (raw_of, caffe_of)
-  NAME.out          PyTorch's probabilities (the graph's output), float32, 2 x 10
-  NAME.ort          ONNX Runtime's (tests/ort/ort_run.js on the same converted input)
-  NAME.ref          a PTREF1 gradient reference (tests/data/conform/make_conform.py's
-                    format: eval logits, one training step with batch norm on batch
-                    statistics, loss, grad/INIT and spread/INIT) on conform.c's input
-                    (cf_input, 4 x 12 x 12) converted the same way
-  keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
-  keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
-"""
+    norm does (to_file), in make_conform.py's PTREF1 layout."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
                                     'conform'))
     import make_conform as mc
