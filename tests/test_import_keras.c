@@ -96,6 +96,11 @@ TEST(import_keras_nhwc_fixtures_give_pytorchs_features)
     d = keras_fixture("keras_keep", 0, &k, &info);
     T_EQ_INT(k, 6);
     T_CHECKF(d < 1e-5, "keras_keep: worst relative difference %g", d);
+    /* Keras's squeeze-and-excitation: ReduceMean keepdims 0 over NHWC, a Reshape to
+     * [N, 1, 1, C] (NHWC), a Transpose to [N, C, 1, 1], a Sigmoid gating the block. */
+    d = keras_fixture("keras_se", 0, &k, &info);
+    T_EQ_INT(k, 6);
+    T_CHECKF(d < 1e-5, "keras_se: worst relative difference %g", d);
     /* No classifier: the new head follows the graph's output. */
     d = keras_fixture("keras_block", 3, &k, &info);
     T_EQ_INT(k, 3);

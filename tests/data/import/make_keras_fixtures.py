@@ -20,6 +20,8 @@ asymmetric pads) on a seeded input, saved beside each graph.
                     Transpose (0, 3, 1, 2) to [N, C, 1, 1] and a ReduceMean over NCHW
                     axes [2, 3] keepdims 0 given as an input (opset 18)
   keras_bad.onnx    keras_block with a Relu reading the NHWC features: refused, naming it
+  keras_se.onnx     keras_block with Keras's squeeze-and-excitation: GAP to [N, C], a
+                    Reshape to [N, 1, 1, C] (NHWC) and a Transpose to the gate
   NAME.in           the input, float32 little-endian, N x H x W x 3 (NHWC)
   NAME.out          PyTorch's output, float32 little-endian, N x C
 
@@ -128,6 +130,45 @@ def graph(p, keep):
     if opset <= 17:
         onnx.checker.check_model(m, full_check=True)   # Debian's onnx 1.12 knows up to 17
     return m
+
+
+def se_graph(p):
+    """keras_block with squeeze-and-excitation in Keras's own form as tf2onnx writes it
+    (GlobalAveragePooling2D, Reshape((1, 1, C)), then back to NCHW for the conv-free
+    gate): Transpose to NHWC, ReduceMean [1, 2] keepdims 0 -> [N, C], Reshape to
+    [-1, 1, 1, C] (NHWC), Transpose (0, 3, 1, 2), Sigmoid, Mul with the block."""
+    m = graph(p, 0)
+    m.graph.name = 'keras_se'
+    nodes = list(m.graph.node)
+    at = [i for i, n in enumerate(nodes) if n.op_type == 'Transpose' and n.input[0] == 'block'][0]
+    nodes[at].input[0] = 'se'
+    nd = helper.make_node
+    se = [nd('Transpose', ['block'], ['se_nhwc'], perm=[0, 2, 3, 1]),
+          nd('ReduceMean', ['se_nhwc'], ['se_gap'], axes=[1, 2], keepdims=0),
+          nd('Reshape', ['se_gap', 'se_shape'], ['se_11c']),
+          nd('Transpose', ['se_11c'], ['se_c11'], perm=[0, 3, 1, 2]),
+          nd('Sigmoid', ['se_c11'], ['se_gate']),
+          nd('Mul', ['block', 'se_gate'], ['se'])]
+    del m.graph.node[:]
+    m.graph.node.extend(nodes[:at] + se + nodes[at:])
+    m.graph.initializer.append(numpy_helper.from_array(np.array([-1, 1, 1, C], np.int64),
+                                                       'se_shape'))
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def torch_se(p, x_nhwc):
+    """se_graph's net: torch_net with the gate before its pooling."""
+    x = x_nhwc.permute(0, 3, 1, 2)
+
+    def bn(y, b):
+        return F.batch_norm(y, p[b + '_mean'], p[b + '_var'], p[b + '_gamma'], p[b + '_beta'],
+                            False, 0.0, 1e-3)
+    y = torch.clamp(bn(F.conv2d(F.pad(x, (0, 1, 0, 1)), p['stem_w'], stride=2), 'stem'), 0, 6)
+    z = torch.clamp(bn(F.conv2d(y, p['dw_w'], padding=1, groups=C), 'dw'), 0, 6)
+    y = y + bn(F.conv2d(z, p['pw_w']), 'pw')
+    y = y * torch.sigmoid(y.mean(dim=(2, 3), keepdim=True))
+    return y.mean(dim=(2, 3))
 
 
 def f32(path, t):
@@ -447,6 +488,9 @@ def main():
     last = bad.graph.node[-1]
     last.CopyFrom(helper.make_node('Relu', ['features_nhwc'], ['features'], name='not_a_pool'))
     onnx.save(bad, 'keras_bad.onnx')
+    onnx.save(se_graph(p), 'keras_se.onnx')
+    f32('keras_se.in', x)
+    f32('keras_se.out', torch_se(p, x))
 
     torch.set_num_threads(2)
     g = torch.Generator().manual_seed(2029)
