@@ -429,7 +429,7 @@ TEST(import_keras_gradients_equal_pytorchs)
     keras_conform("keras_vgg", NN_NORM_CAFFE);
 }
 
-TEST(import_keras_refuses_c_over_x_and_other_readers_of_the_caffe_input)
+TEST(import_keras_refuses_c_over_x_a_reshaped_vector_and_other_readers_of_the_caffe_input)
 {
     pt_err e;
     nn_import_info info;
@@ -442,6 +442,12 @@ TEST(import_keras_refuses_c_over_x_and_other_readers_of_the_caffe_input)
     T_CHECK(nn_import_onnx_file("tests/data/import/keras_bad_bgr.onnx", &o, &info, &e) == NULL);
     T_CHECKF(strstr(e.msg, "keras_bad_bgr.onnx") && strstr(e.msg, "'reads_bgr' (Relu)") &&
                  strstr(e.msg, "BGR order: only per-channel constants and convolutions"),
+             "%s", e.msg);
+    /* A Reshape that does more than move a vector. */
+    o.norm = NN_NORM_RAW;
+    T_CHECK(nn_import_onnx_file("tests/data/import/keras_bad_reshape.onnx", &o, &info, &e) == NULL);
+    T_CHECKF(strstr(e.msg, "keras_bad_reshape.onnx") && strstr(e.msg, "(Reshape): a Reshape of "
+                                                             "an N x 8 vector; only to (N, C)"),
              "%s", e.msg);
     /* The same graph with RGB input is fine. */
     o.norm = NN_NORM_IMAGENET;

@@ -84,23 +84,15 @@ static int target(imp *I, const onnx_node *n, int64_t t[4])
 static int reshape_vector(imp *I, const onnx_node *n, int c, int *nhwc)
 {
     const val *sv = n->n_inputs > 1 ? nn_imp_find_val(I, n->inputs[1]) : NULL;
-    int64_t t[4] = { 0, 0, 0, 0 };
-    int rank = sv && sv->kind == V_SHAPE ? 0 : target(I, n, t);
-    if (sv && sv->kind == V_SHAPE) {
-        *nhwc = 0;
+    *nhwc = 0;
+    if (sv && sv->kind == V_SHAPE)
         return PT_OK;
-    }
-    int is_c[4];
+    int64_t t[4] = { 0, 0, 0, 0 };
+    int rank = target(I, n, t), is_c[4];
     for (int a = 0; a < 4; a++)
         is_c[a] = t[a] == c || t[a] == -1;
-    if (rank == 2 && is_c[1]) {
-        *nhwc = 0;
+    if ((rank == 2 && is_c[1]) || (rank == 4 && is_c[1] && t[2] == 1 && t[3] == 1))
         return PT_OK;
-    }
-    if (rank == 4 && is_c[1] && t[2] == 1 && t[3] == 1) {
-        *nhwc = 0;
-        return PT_OK;
-    }
     if (rank == 4 && t[1] == 1 && t[2] == 1 && is_c[3]) {
         *nhwc = 1;
         return PT_OK;

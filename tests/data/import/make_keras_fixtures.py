@@ -43,6 +43,8 @@ Whole tiny nets (12 px, 10 classes, opset 13), see effnet_graph and vgg_graph:
                     (cf_input, 4 x 12 x 12) converted the same way
   keras_bad_div.onnx  keras_effnet with the Div's operands swapped (std / x): refused
   keras_bad_bgr.onnx  keras_vgg with a Relu reading the input: refused with caffe input
+  keras_bad_reshape.onnx  keras_effnet with its pooled vector reshaped to [-1, 2, 4, 1]:
+                    refused (not a vector's move)
 """
 import os
 import struct
@@ -496,6 +498,11 @@ def main():
     g = torch.Generator().manual_seed(2029)
     pe = whole_net('keras_effnet', g, effnet_params, effnet_logits, effnet_graph, raw_of)
     onnx.save(effnet_graph(pe, 'keras_bad_div', c_over_x=True), 'keras_bad_div.onnx')
+    bad = effnet_graph(pe, 'keras_bad_reshape')
+    for t in bad.graph.initializer:
+        if t.name == 'to_nchw_vec':
+            t.CopyFrom(numpy_helper.from_array(np.array([-1, 2, 4, 1], np.int64), t.name))
+    onnx.save(bad, 'keras_bad_reshape.onnx')
     pv = whole_net('keras_vgg', g, vgg_params, vgg_logits, vgg_graph, caffe_of)
     onnx.save(vgg_graph(pv, 'keras_bad_bgr', bad=True), 'keras_bad_bgr.onnx')
 
