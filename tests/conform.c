@@ -440,6 +440,8 @@ int cf_check(const char *onnx_path, const char *ref_path, const cf_opts *o, cf_r
     if ((rc = onnx_load(onnx_path, &om, e)) != PT_OK)
         goto out;
     nn_import_opts io = { .h = r->hw, .w = r->hw, .n_classes = 0, .norm = NN_NORM_UNIT, .seed = 1 };
+    if (o && o->input_norm > 0 && o->input_norm <= NN_NORM_COUNT)
+        io.norm = (nn_norm)(o->input_norm - 1);
     nn_import_info info;
     m = nn_import_onnx_map(om, &io, &info, &mp, e);
     onnx_free(om);

@@ -105,13 +105,16 @@ typedef struct cf_opts {
                                logits, train_logits, loss, grad/INIT); NULL: none */
     cf_each_fn each;        /* NULL: none */
     void *ctx;
+    int input_norm;         /* 1 + the nn_norm (nn_import.h) to import with, the reference
+                               having computed the graph on cf_input's values so converted
+                               (Keras's raw or caffe input); 0: NN_NORM_UNIT, as they are */
 } cf_opts;
 
-/* Imports onnx_path (its own classifier, no input normalisation, the reference's
- * input size) and compares with ref_path as above; o may be NULL. An error (PT_E*)
- * when a file cannot be read or does not match: a tensor missing, a shape that
- * differs, a parameter with no gradient in the reference or one the reference has
- * and the model lacks. */
+/* Imports onnx_path (its own classifier, no input normalisation unless
+ * o->input_norm, the reference's input size) and compares with ref_path as above; o
+ * may be NULL. An error (PT_E*) when a file cannot be read or does not match: a
+ * tensor missing, a shape that differs, a parameter with no gradient in the
+ * reference or one the reference has and the model lacks. */
 int cf_check(const char *onnx_path, const char *ref_path, const cf_opts *o, cf_result *r,
              pt_err *e);
 

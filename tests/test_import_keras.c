@@ -1,10 +1,13 @@
-/* ONNX import of tf2onnx's Keras layout (issue 29, first step): an NHWC input read
- * through a Transpose, asymmetric SAME pads, a Transpose back and ReduceMean as the
- * pooling, a graph with no classifier (a feature extractor). Fixtures (no shared data
+/* ONNX import of tf2onnx's Keras layout (issue 29): an NHWC input read through a
+ * Transpose, asymmetric SAME pads, a Transpose back and ReduceMean as the pooling, a
+ * graph with no classifier (a feature extractor); EfficientNet's front (Mul, Sub, Div
+ * by constants), SiLU, squeeze-and-excitation and vector Reshape / Squeeze /
+ * Unsqueeze; VGG's caffe input (BGR) and Keras's Flatten. Fixtures (no shared data
  * needed) and how they were made: tests/data/import/make_keras_fixtures.py, whose
- * references PyTorch computed (ONNX Runtime agrees with them to 1.2e-7). With the
- * shared data: the float MobileNetV2 backbone tf2onnx wrote from Keras, its features
- * against ONNX Runtime's on real photos. */
+ * references PyTorch and ONNX Runtime computed, with PyTorch's gradients of a training
+ * step (checked as tests/conform.c does). With the shared data: the float
+ * MobileNetV2 backbone tf2onnx wrote from Keras, its features against ONNX Runtime's
+ * on real photos. */
 #include "tests/t.h"
 
 #include <math.h>
@@ -15,6 +18,8 @@
 #include "base/util.h"
 #include "data/jpeg.h"
 #include "nn/nn_import.h"
+#include "tests/conform.h"
+#include "train/predict.h"
 
 #define KERAS_MNV2 "weights/mobilenetv2-1.0-tfslim-float-notop.onnx"
 
@@ -91,6 +96,11 @@ TEST(import_keras_nhwc_fixtures_give_pytorchs_features)
     d = keras_fixture("keras_keep", 0, &k, &info);
     T_EQ_INT(k, 6);
     T_CHECKF(d < 1e-5, "keras_keep: worst relative difference %g", d);
+    /* Keras's squeeze-and-excitation: ReduceMean keepdims 0 over NHWC, a Reshape to
+     * [N, 1, 1, C] (NHWC), a Transpose to [N, C, 1, 1], a Sigmoid gating the block. */
+    d = keras_fixture("keras_se", 0, &k, &info);
+    T_EQ_INT(k, 6);
+    T_CHECKF(d < 1e-5, "keras_se: worst relative difference %g", d);
     /* No classifier: the new head follows the graph's output. */
     d = keras_fixture("keras_block", 3, &k, &info);
     T_EQ_INT(k, 3);
@@ -235,5 +245,213 @@ TEST(import_keras_mobilenetv2_features_equal_onnxruntimes)
     free(rgb);
     free(xs);
     free(x);
+    nn_model_free(m);
+}
+
+/* ---- whole tiny nets: keras_effnet (raw pixels, normalised in the graph) and keras_vgg
+ * (caffe: BGR, means subtracted outside it), against PyTorch and ONNX Runtime ---- */
+
+#define KS 12 /* their input size */
+#define KK 10 /* their classes */
+
+/* The probabilities petal-tui gives for NAME.in (2 pixel images in [0, 1], NHWC) with
+ * norm (auto when auto_norm), swapped: the channels reversed first (the wrong order);
+ * 0 or -1. */
+static int keras_probs(const char *name, nn_norm norm, int auto_norm, int swapped,
+                       nn_import_info *info, float probs[2 * KK])
+{
+    char path[256];
+    pt_err e;
+    nn_import_opts o = { .h = KS, .w = KS, .norm = norm, .norm_auto = auto_norm, .seed = 1 };
+    snprintf(path, sizeof path, "tests/data/import/%s.onnx", name);
+    nn_model *m = nn_import_onnx_file(path, &o, info, &e);
+    T_CHECKF(m != NULL, "%s", e.msg);
+    if (!m)
+        return -1;
+    T_EQ_INT(nn_model_classes(m), KK);
+    uint8_t *in = NULL;
+    size_t li = 0;
+    snprintf(path, sizeof path, "tests/data/import/%s.in", name);
+    int rc = util_read_file(path, &in, &li, &e) == PT_OK && li == 2 * KS * KS * 3 * 4 ? 0 : -1;
+    nn_ctx *c = rc ? NULL : nn_ctx_new_infer(m, 2, &e);
+    const float *y = NULL;
+    if (c) {
+        float x[2 * KS * KS * 3];
+        memcpy(x, in, sizeof x); /* little-endian floats, as this host */
+        for (int p = 0; swapped && p < 2 * KS * KS; p++) {
+            float t = x[3 * p];
+            x[3 * p] = x[3 * p + 2];
+            x[3 * p + 2] = t;
+        }
+        y = nn_forward(c, x, 2, 0, 0, 0);
+    }
+    for (int i = 0; y && i < 2; i++) {
+        double p[KK];
+        prd_softmax(y + i * KK, KK, p);
+        for (int k = 0; k < KK; k++)
+            probs[i * KK + k] = (float)p[k];
+    }
+    nn_ctx_free(c);
+    nn_model_free(m);
+    free(in);
+    return y ? 0 : -1;
+}
+
+/* The worst relative difference of probs from NAME.SUFFIX (2 x KK floats); 1e9 when
+ * that cannot be read. */
+static double against(const char *name, const char *suffix, const float *probs)
+{
+    char path[256];
+    pt_err e;
+    uint8_t *d = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "tests/data/import/%s.%s", name, suffix);
+    double worst = 1e9;
+    if (util_read_file(path, &d, &len, &e) == PT_OK && len == 2 * KK * 4) {
+        float want[2 * KK];
+        memcpy(want, d, len);
+        worst = worst_rel(probs, want, 2, KK);
+    }
+    free(d);
+    return worst;
+}
+
+TEST(import_keras_effnet_and_vgg_equal_onnxruntime_and_pytorch)
+{
+    nn_import_info info;
+    float probs[2 * KK];
+    /* keras_effnet takes raw pixels: auto sees its Mul by a constant first. */
+    T_REQUIRE(keras_probs("keras_effnet", NN_NORM_IMAGENET, 1, 0, &info, probs) == 0);
+    T_EQ_INT(info.norm, NN_NORM_RAW);
+    double ort = against("keras_effnet", "ort", probs), pt = against("keras_effnet", "out", probs);
+    printf("  keras_effnet (raw): worst relative difference %.2g from ONNX Runtime, %.2g from "
+           "PyTorch\n", ort, pt);
+    T_CHECKF(ort < 1e-4 && pt < 1e-4, "keras_effnet: %g from ONNX Runtime, %g from PyTorch", ort,
+             pt);
+    /* keras_vgg in caffe mode: the first conv reads the file's BGR channels reversed. */
+    T_REQUIRE(keras_probs("keras_vgg", NN_NORM_CAFFE, 0, 0, &info, probs) == 0);
+    ort = against("keras_vgg", "ort", probs);
+    pt = against("keras_vgg", "out", probs);
+    printf("  keras_vgg (caffe): worst relative difference %.2g from ONNX Runtime, %.2g from "
+           "PyTorch\n", ort, pt);
+    T_CHECKF(ort < 1e-4 && pt < 1e-4, "keras_vgg: %g from ONNX Runtime, %g from PyTorch", ort, pt);
+    /* The order matters: the same pixels given BGR land far off. */
+    T_REQUIRE(keras_probs("keras_vgg", NN_NORM_CAFFE, 0, 1, &info, probs) == 0);
+    T_CHECKF(against("keras_vgg", "ort", probs) > 1e-3, "%g", against("keras_vgg", "ort", probs));
+}
+
+TEST(import_keras_front_constants_are_one_affine_layer)
+{
+    pt_err e;
+    nn_import_info info;
+    nn_import_opts o = { .h = KS, .w = KS, .norm_auto = 1, .seed = 1 };
+    nn_model *m = nn_import_onnx_file("tests/data/import/keras_effnet.onnx", &o, &info, &e);
+    T_REQUIRE(m != NULL);
+    /* input, the merged affine (x255, Mul 1/255, Sub, Div), then the stem conv */
+    nn_node_info a, b;
+    nn_node_get(m, 1, &a);
+    nn_node_get(m, 2, &b);
+    T_EQ_INT(a.op, NN_OP_AFFINE);
+    T_EQ_INT(b.op, NN_OP_CONV);
+    nn_model_free(m);
+    /* keras_vgg's too: caffe's x255 - mean, then its c - x and x * s (reversed). */
+    o.norm_auto = 0;
+    o.norm = NN_NORM_CAFFE;
+    m = nn_import_onnx_file("tests/data/import/keras_vgg.onnx", &o, &info, &e);
+    T_REQUIRE(m != NULL);
+    nn_node_get(m, 1, &a);
+    nn_node_get(m, 2, &b);
+    T_EQ_INT(a.op, NN_OP_AFFINE);
+    T_EQ_INT(b.op, NN_OP_CONV);
+    nn_model_free(m);
+    o.norm_auto = 1;
+    /* With a new head: the classifier (MatMul, Add, Softmax) is cut after the vector
+     * the Reshapes, Squeeze and Unsqueeze moved about. */
+    o.n_classes = 3;
+    m = nn_import_onnx_file("tests/data/import/keras_effnet.onnx", &o, &info, &e);
+    T_REQUIRE(m != NULL);
+    T_EQ_INT(nn_model_classes(m), 3);
+    T_EQ_INT(info.feature_c, 8);
+    T_CHECKF(strstr(info.cut, "MatMul") != NULL, "%s", info.cut);
+    nn_model_free(m);
+}
+
+TEST(import_keras_norm_auto_says_what_a_graph_takes)
+{
+    pt_err e;
+    char why[160];
+    static const struct {
+        const char *path;
+        nn_norm want;
+        const char *why;
+    } cases[] = {
+        { "tests/data/import/keras_effnet.onnx", NN_NORM_RAW, "Mul by a constant" },
+        { "tests/data/export/small-8-16.onnx", NN_NORM_RAW, "petal-tui export" },
+        { "tests/data/import/keras_block.onnx", NN_NORM_IMAGENET, "does not say" },
+        { "tests/data/import/blocks.onnx", NN_NORM_IMAGENET, "does not say" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        onnx_model *om = NULL;
+        T_REQUIRE(onnx_load(cases[i].path, &om, &e) == PT_OK);
+        nn_norm got = nn_import_norm_auto(om, why, sizeof why);
+        T_CHECKF(got == cases[i].want && strstr(why, cases[i].why), "%s: %s (%s)", cases[i].path,
+                 nn_norm_name(got), why);
+        onnx_free(om);
+    }
+}
+
+/* keras_NAME.onnx against keras_NAME.ref, imported with norm. */
+static void keras_conform(const char *name, nn_norm norm)
+{
+    char onnx[256], ref[256];
+    snprintf(onnx, sizeof onnx, "tests/data/import/%s.onnx", name);
+    snprintf(ref, sizeof ref, "tests/data/import/%s.ref", name);
+    cf_result r;
+    pt_err e;
+    cf_opts o = { .input_norm = 1 + (int)norm };
+    int rc = cf_check(onnx, ref, &o, &r, &e);
+    T_CHECKF(rc == 0, "%s: %s", name, e.msg);
+    if (rc)
+        return;
+    printf("  %s (%s): logits %.2g, loss %.2g, worst of %d gradients %.2g (%s)\n", name,
+           nn_norm_name(norm), r.logits_err, r.loss_err, r.tensors, r.grad_err, r.grad_worst);
+    T_CHECKF(r.beyond == 0 && cf_pass(&r),
+             "%s: logits %.2g (training forward %.2g), loss %.2g, worst gradient %.2g (%s), "
+             "%d beyond %g", name, r.logits_err, r.train_logits_err, r.loss_err, r.grad_err,
+             r.grad_worst, r.beyond, CF_TOL_GRAD);
+}
+
+TEST(import_keras_gradients_equal_pytorchs)
+{
+    /* Batch norm in training mode for the step; the reference computed the graph on
+     * cf_input's values converted as the norm does (255x; caffe's BGR minus means). */
+    keras_conform("keras_effnet", NN_NORM_RAW);
+    keras_conform("keras_vgg", NN_NORM_CAFFE);
+}
+
+TEST(import_keras_refuses_c_over_x_a_reshaped_vector_and_other_readers_of_the_caffe_input)
+{
+    pt_err e;
+    nn_import_info info;
+    nn_import_opts o = { .h = KS, .w = KS, .norm = NN_NORM_RAW };
+    T_CHECK(nn_import_onnx_file("tests/data/import/keras_bad_div.onnx", &o, &info, &e) == NULL);
+    T_CHECKF(strstr(e.msg, "keras_bad_div.onnx") && strstr(e.msg, "'normalization/truediv' (Div)") &&
+                 strstr(e.msg, "c / x"),
+             "%s", e.msg);
+    o.norm = NN_NORM_CAFFE;
+    T_CHECK(nn_import_onnx_file("tests/data/import/keras_bad_bgr.onnx", &o, &info, &e) == NULL);
+    T_CHECKF(strstr(e.msg, "keras_bad_bgr.onnx") && strstr(e.msg, "'reads_bgr' (Relu)") &&
+                 strstr(e.msg, "BGR order: only per-channel constants and convolutions"),
+             "%s", e.msg);
+    /* A Reshape that does more than move a vector. */
+    o.norm = NN_NORM_RAW;
+    T_CHECK(nn_import_onnx_file("tests/data/import/keras_bad_reshape.onnx", &o, &info, &e) == NULL);
+    T_CHECKF(strstr(e.msg, "keras_bad_reshape.onnx") && strstr(e.msg, "(Reshape): a Reshape of "
+                                                             "an N x 8 vector; only to (N, C)"),
+             "%s", e.msg);
+    /* The same graph with RGB input is fine. */
+    o.norm = NN_NORM_IMAGENET;
+    nn_model *m = nn_import_onnx_file("tests/data/import/keras_bad_bgr.onnx", &o, &info, &e);
+    T_CHECKF(m != NULL, "%s", e.msg);
     nn_model_free(m);
 }

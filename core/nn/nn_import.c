@@ -22,10 +22,10 @@
 
 #define SUPPORTED                                                                              \
     "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add (of two maps, a bias after a "  \
-    "Gemm, or one constant per channel), Concat, MaxPool, AveragePool, "                      \
-    "GlobalAveragePool, ReduceMean (over H and W), Transpose (NHWC <-> NCHW), Flatten, "    \
-    "Reshape, Gemm, MatMul, Dropout, Identity, Constant, Pad " \
-    "(zeros, spatial), Softmax "                                                          \
+    "Gemm, or one constant per channel), Sub and Div (by constants), Concat, MaxPool, "     \
+    "AveragePool, GlobalAveragePool, ReduceMean (over H and W), Transpose (NHWC <-> NCHW), " \
+    "Flatten, Reshape, Squeeze and Unsqueeze (of an N x C vector), Gemm, MatMul, Dropout, " \
+    "Identity, Constant, Pad (zeros, spatial), Softmax "                                  \
     "(last), QuantizeLinear, DequantizeLinear, QLinearConv, QLinearAdd, "                     \
     "QLinearGlobalAveragePool, QLinearMatMul; Shape, Gather, Unsqueeze, Squeeze, Cast and "   \
     "Concat where they compute a Reshape's shape"
@@ -81,7 +81,7 @@ int nn_imp_set_val(imp *I, const char *name, vkind kind, int node, int flat)
         I->v = nv;
         I->vcap = cap;
     }
-    I->v[I->nv++] = (val){ name, kind, node, flat, { 0, 0, 0, 0 }, 0 };
+    I->v[I->nv++] = (val){ name, kind, node, flat, { 0, 0, 0, 0 }, 0, 0 };
     return PT_OK;
 }
 
@@ -114,7 +114,7 @@ static fill *add_fill(imp *I, fkind kind, int node, const onnx_node *src)
 /* Input slot k of n as a layer (not flattened unless allow_flat); *pad (when not
  * NULL) receives the zeros of a Pad still to add, which only a Conv may take. */
 static int in_node_padded(imp *I, const onnx_node *n, size_t k, int allow_flat, int *node,
-                          int pad[4])
+                          int pad[4], int *bgr)
 {
     if (k >= n->n_inputs || !n->inputs[k][0])
         return nn_imp_err(I, n, "input %zu is missing", k);
@@ -128,6 +128,9 @@ static int in_node_padded(imp *I, const onnx_node *n, size_t k, int allow_flat, 
     if (v->kind != V_NODE)
         return nn_imp_err(I, n, "input '%s' is a shape computation, not a feature map",
                         n->inputs[k]);
+    if (v->bgr && !bgr)
+        return nn_imp_err(I, n, "input '%s' has the caffe input's BGR order: only per-channel "
+                          "constants and convolutions may read it", n->inputs[k]);
     if (v->nhwc)
         return nn_imp_err(I, n, "input '%s' is seen as N x H x W x C (after a Transpose); only "
                           "a Transpose back or a ReduceMean over H and W may read it",
@@ -140,13 +143,20 @@ static int in_node_padded(imp *I, const onnx_node *n, size_t k, int allow_flat, 
                         "may read one", n->inputs[k]);
     if (pad)
         memcpy(pad, v->pad, sizeof v->pad);
+    if (bgr)
+        *bgr = v->bgr;
     *node = v->node;
     return PT_OK;
 }
 
 int nn_imp_in_node(imp *I, const onnx_node *n, size_t k, int allow_flat, int *node)
 {
-    return in_node_padded(I, n, k, allow_flat, node, NULL);
+    return in_node_padded(I, n, k, allow_flat, node, NULL, NULL);
+}
+
+int nn_imp_in_node_bgr(imp *I, const onnx_node *n, size_t k, int *node, int *bgr)
+{
+    return in_node_padded(I, n, k, 0, node, NULL, bgr);
 }
 
 const onnx_tensor *nn_imp_const(imp *I, const onnx_node *n, size_t k)
@@ -282,7 +292,7 @@ static int q_act(imp *I, const onnx_node *n, int id, size_t scale_k, size_t zp_k
 
 static int op_conv(imp *I, const onnx_node *n, int quant)
 {
-    int in, extra[4], rc = in_node_padded(I, n, 0, 0, &in, extra);
+    int in, extra[4], bgr, rc = in_node_padded(I, n, 0, 0, &in, extra, &bgr);
     if (rc)
         return rc;
     const onnx_tensor *w = nn_imp_const(I, n, quant ? 3 : 1);
@@ -296,6 +306,9 @@ static int op_conv(imp *I, const onnx_node *n, int quant)
                         "input channels",
                         (long long)cout, (long long)cg, (long long)kh, (long long)kw,
                         (long long)g, ni.c);
+    if (bgr && g != 1)
+        return nn_imp_err(I, n, "a grouped convolution of the caffe input's BGR order: only "
+                          "per-channel constants and convolutions may read it");
     int64_t k[2] = { kh, kw }, s[2] = { 1, 1 }, p[4] = { 0, 0, 0, 0 };
     if ((rc = window(I, n, in, k, s, p)) != PT_OK)
         return rc;
@@ -313,8 +326,10 @@ static int op_conv(imp *I, const onnx_node *n, int quant)
     id = nn_imp_built(I, n, id);
     if (id < 0)
         return id;
-    if (!add_fill(I, quant ? F_QCONV : F_CONV, id, n))
+    fill *f = add_fill(I, quant ? F_QCONV : F_CONV, id, n);
+    if (!f)
         return PT_ENOMEM;
+    f->rev_cin = bgr; /* the file's BGR input: weights read for RGB (nn_imp_fill_conv) */
     if (quant) {
         I->quantized = 1;
         if ((id = q_act(I, n, id, 6, 7)) < 0)
@@ -415,14 +430,18 @@ static int bias_target(imp *I, const onnx_node *n, size_t k)
     return 0;
 }
 
-static int op_binary(imp *I, const onnx_node *n, int mul)
+static int op_binary(imp *I, const onnx_node *n)
 {
     /* A constant operand of an Add after a dense layer is its bias: fold it in. */
     int ck = nn_imp_const(I, n, 0) ? 0 : nn_imp_const(I, n, 1) ? 1 : -1;
-    if (!mul && ck >= 0 && bias_target(I, n, (size_t)(1 - ck)))
+    int mul = !strcmp(n->op_type, "Mul");
+    if (!strcmp(n->op_type, "Add") && ck >= 0 && bias_target(I, n, (size_t)(1 - ck)))
         return fold_bias(I, n, (size_t)ck, (size_t)(1 - ck));
     if (ck >= 0) /* per-channel constants: an affine layer (nn_import_front.c) */
-        return nn_imp_const_affine(I, n, (size_t)ck, mul);
+        return nn_imp_const_affine(I, n, (size_t)ck);
+    if (!mul && strcmp(n->op_type, "Add") != 0)
+        return nn_imp_err(I, n, "%s of two feature maps is not supported; only by a constant",
+                          n->op_type);
     int a, b, rc;
     if ((rc = nn_imp_in_node(I, n, 0, 0, &a)) || (rc = nn_imp_in_node(I, n, 1, 0, &b)))
         return rc;
@@ -503,7 +522,7 @@ static int op_pool(imp *I, const onnx_node *n, int max)
  * on the value for the Conv that reads it (in_node_padded). */
 static int op_pad(imp *I, const onnx_node *n)
 {
-    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
+    int in, bgr, rc = nn_imp_in_node_bgr(I, n, 0, &in, &bgr);
     if (rc)
         return rc;
     if (strcmp(onnx_attr_string(n, "mode", "constant"), "constant") != 0)
@@ -544,34 +563,8 @@ static int op_pad(imp *I, const onnx_node *n)
         return rc;
     for (int a = 0; a < 4; a++)
         I->v[I->nv - 1].pad[a] = (int)sp[a];
+    I->v[I->nv - 1].bgr = bgr;
     return PT_OK;
-}
-
-static int op_flatten(imp *I, const onnx_node *n)
-{
-    int in, rc = nn_imp_in_node(I, n, 0, 1, &in);
-    if (rc)
-        return rc;
-    if (!strcmp(n->op_type, "Flatten") && onnx_attr_int(n, "axis", 1) != 1)
-        return nn_imp_err(I, n, "only Flatten with axis 1 is supported");
-    if (!strcmp(n->op_type, "Reshape")) {
-        /* Reshape to (N, -1): a computed shape, or a constant [N or 0 or -1, -1 or C]. */
-        const val *sv = n->n_inputs > 1 ? nn_imp_find_val(I, n->inputs[1]) : NULL;
-        const onnx_tensor *t = nn_imp_const(I, n, 1);
-        int ok = sv && sv->kind == V_SHAPE;
-        if (!ok && t && t->rank == 1 && t->count == 2) {
-            const void *d = NULL;
-            if (onnx_tensor_data(I->om, t, ONNX_INT64, &d, I->e) == PT_OK) {
-                const int64_t *v = d;
-                nn_node_info ni = nn_imp_info(I, in);
-                ok = v[1] == -1 || v[1] == (int64_t)ni.h * ni.w * ni.c;
-            }
-        }
-        if (!ok)
-            return nn_imp_err(I, n, "only Reshape to (N, -1) is supported");
-    }
-    nn_node_info ni = nn_imp_info(I, in);
-    return nn_imp_out_node(I, n, in, ni.h * ni.w > 1);
 }
 
 static int op_dense(imp *I, const onnx_node *n, int kind)
@@ -608,7 +601,7 @@ static int op_dense(imp *I, const onnx_node *n, int kind)
             f->bias_slot = 2;
         }
     }
-    if (v && v->flat) {
+    if (v && v->flat == FLAT_NCHW) { /* FLAT_NHWC is the library's own order */
         f->flat_h = ni.h;
         f->flat_w = ni.w;
         f->flat_c = ni.c;
@@ -679,8 +672,8 @@ static int map_node(imp *I, const onnx_node *n)
     }
     if (!strcmp(op, "Clip"))
         return op_clip(I, n);
-    if (!strcmp(op, "Mul") || !strcmp(op, "Add"))
-        return op_binary(I, n, op[0] == 'M');
+    if (!strcmp(op, "Mul") || !strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Div"))
+        return op_binary(I, n);
     if (!strcmp(op, "QLinearAdd"))
         return op_qadd(I, n);
     if (!strcmp(op, "Concat"))
@@ -696,8 +689,8 @@ static int map_node(imp *I, const onnx_node *n)
         int id = nn_imp_built(I, n, nn_gap(I->m, in));
         return id < 0 ? id : nn_imp_out_node(I, n, id, 0);
     }
-    if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape"))
-        return op_flatten(I, n);
+    if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape") || nn_imp_is_vector_op(I, n))
+        return nn_imp_reshape(I, n);
     if (!strcmp(op, "Transpose"))
         return nn_imp_transpose(I, n);
     if (!strcmp(op, "ReduceMean"))

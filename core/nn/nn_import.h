@@ -10,10 +10,14 @@
  * range: a range that starts at 0 is read as ReLU6 (the float model's op; the upper
  * end is only where calibration stopped), any other as no activation.
  *
- * A Mul or Add of a map by constants (one value, or one per channel) is an affine
- * layer, merged into the affine it reads when nothing else reads that one: petal-tui's
- * own exports (nn_export.h) start so, and NN_NORM_RAW reads them back to the
- * exported model's logits. nn_onnx_meta_read() gives what such a file says about
+ * A Mul, Add, Sub or Div of a map by constants (one value, or one per channel; x / c
+ * but not c / x) is an affine layer, merged into the affine it reads when nothing else
+ * reads that one: petal-tui's own exports (nn_export.h) and Keras's EfficientNet
+ * (Rescaling, Normalization) start so, and NN_NORM_RAW reads them back to the graph's
+ * output. With NN_NORM_CAFFE the library keeps RGB: the convolutions that read the
+ * image (through per-channel constants, Pads and Transposes only) take the file's
+ * input channel 2 - k for channel k, per-channel constants there are reversed too, and
+ * anything else reading the image is refused naming the node. nn_onnx_meta_read() gives what such a file says about
  * itself (class names, image size, run, epoch).
  *
  * With n_classes > 0 the ImageNet classifier (the last Gemm / MatMul and what
@@ -25,9 +29,11 @@
  * `petal-tui classify`).
  *
  * tf2onnx's Keras layout is read too: an [N, H, W, 3] input read only through
- * Transposes (0, 3, 1, 2), a Transpose (0, 2, 3, 1) back, and ReduceMean over the
- * spatial axes (keepdims 0 or 1) as global average pooling; anything else reading
- * an NHWC-seen value is refused naming the node (nn_import_layout.c).
+ * Transposes (0, 3, 1, 2), a Transpose (0, 2, 3, 1) back, ReduceMean over the
+ * spatial axes (keepdims 0 or 1) as global average pooling, Keras's Flatten of an
+ * NHWC map, and Reshape / Squeeze / Unsqueeze moving a vector between [N, C],
+ * [N, C, 1, 1] and [N, 1, 1, C]; anything else reading an NHWC-seen value is refused
+ * naming the node (nn_import_layout.c, nn_import_vector.c).
  *
  * nn_import_onnx_map() also returns where every parameter came from: for each
  * float ONNX tensor that became a layer's parameters (or BN's running statistics),

@@ -1,8 +1,14 @@
 /* nn_import_front — the importer's per-channel constants: the first layer (the input
- * normalisation, nn_norm) and a Mul or Add of a feature map by constants, which
- * becomes an affine layer. Such a layer is merged into the affine it reads when
+ * normalisation, nn_norm) and a Mul, Add, Sub or Div of a feature map by constants,
+ * which becomes an affine layer. Such a layer is merged into the affine it reads when
  * nothing else reads that one, so an exported model's front (NN_NORM_RAW's x255, then
- * its Mul, then its Add) is one layer again.
+ * its Mul, then its Add) is one layer again, and so is Keras's EfficientNet's
+ * (Rescaling's Mul, Normalization's Sub and Div).
+ *
+ * With NN_NORM_CAFFE the library keeps the pixels' RGB order where the file has BGR:
+ * the first layer's value is marked (val.bgr), per-channel constants on it read the
+ * file's constant 2 - k for channel k, and the convolutions reading it reverse their
+ * input channels (nn_imp_fill_conv).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +57,10 @@ int nn_imp_first_layer(imp *I, const onnx_value_info *in)
         nn_model_finalize(I->m, x, &be);
         return err_set(I->e, PT_EFORMAT, I->om->path, PT_NO_RECORD, PT_NO_OFFSET, "%s", be.msg);
     }
-    return nn_imp_set_val(I, in->name, V_NODE, x, 0);
+    int rc = nn_imp_set_val(I, in->name, V_NODE, x, 0);
+    if (rc == PT_OK)
+        I->v[I->nv - 1].bgr = I->norm == NN_NORM_CAFFE;
+    return rc;
 }
 
 /* Whether t holds one value for every channel of a c-channel value of layer x: a
@@ -97,11 +106,33 @@ static int sole_reader(imp *I, const onnx_node *n, size_t k, int x)
     return 1;
 }
 
-int nn_imp_const_affine(imp *I, const onnx_node *n, size_t ck, int mul)
+/* What n does with its constant c (in slot ck) to a map x, as x * scale + shift. */
+static void const_op(const onnx_node *n, size_t ck, float c, float *scale, float *shift)
 {
-    int x, rc = nn_imp_in_node(I, n, 1 - ck, 0, &x);
+    const char *op = n->op_type;
+    *scale = 1.0f;
+    *shift = 0.0f;
+    if (!strcmp(op, "Mul")) {
+        *scale = c;
+    } else if (!strcmp(op, "Add")) {
+        *shift = c;
+    } else if (!strcmp(op, "Sub")) {
+        *scale = ck == 1 ? 1.0f : -1.0f; /* x - c, or c - x */
+        *shift = ck == 1 ? -c : c;
+    } else {
+        *scale = 1.0f / c; /* Div: x / c (c / x is refused before) */
+    }
+}
+
+int nn_imp_const_affine(imp *I, const onnx_node *n, size_t ck)
+{
+    int x, bgr, rc = nn_imp_in_node_bgr(I, n, 1 - ck, &x, &bgr);
     if (rc)
         return rc;
+    int div = !strcmp(n->op_type, "Div");
+    if (div && ck == 0)
+        return nn_imp_err(I, n, "a constant divided by a feature map (c / x) is not supported; "
+                          "only x / c");
     nn_node_info ni = nn_imp_info(I, x);
     const onnx_tensor *t = nn_imp_const(I, n, ck);
     if (!per_channel(t, ni.c, ni.op == NN_OP_DENSE))
@@ -111,14 +142,17 @@ int nn_imp_const_affine(imp *I, const onnx_node *n, size_t ck, int mul)
     const void *d;
     if ((rc = onnx_tensor_data(I->om, t, ONNX_FLOAT, &d, I->e)) != PT_OK)
         return rc;
+    for (int64_t k = 0; div && k < t->count; k++)
+        if (((const float *)d)[k] == 0.0f)
+            return nn_imp_err(I, n, "a division by a constant of 0");
     float *sc = malloc(2 * (size_t)ni.c * sizeof *sc);
     if (!sc)
         return err_set(I->e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     float *sh = sc + ni.c;
     for (int k = 0; k < ni.c; k++) {
-        float v = ((const float *)d)[t->count == 1 ? 0 : k];
-        sc[k] = mul ? v : 1.0f;
-        sh[k] = mul ? 0.0f : v;
+        /* The caffe input's library channel k is the file's 2 - k. */
+        int at = t->count == 1 ? 0 : bgr ? ni.c - 1 - k : k;
+        const_op(n, ck, ((const float *)d)[at], &sc[k], &sh[k]);
     }
     int id;
     nn_node *prev = &I->m->nodes[x];
@@ -133,5 +167,8 @@ int nn_imp_const_affine(imp *I, const onnx_node *n, size_t ck, int mul)
         id = nn_imp_built(I, n, nn_affine(I->m, x, sc, sh));
     }
     free(sc);
-    return id < 0 ? id : nn_imp_out_node(I, n, id, 0);
+    if (id < 0 || (rc = nn_imp_out_node(I, n, id, 0)) != PT_OK)
+        return id < 0 ? id : rc;
+    I->v[I->nv - 1].bgr = bgr;
+    return PT_OK;
 }

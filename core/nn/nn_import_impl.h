@@ -1,6 +1,7 @@
 /* nn_import_impl — internals shared by nn_import.c (the graph walk), nn_import_front.c
  * (the input normalisation and per-channel constants), nn_import_layout.c (tf2onnx's
- * NHWC input, Transposes and ReduceMean),
+ * NHWC input, Transposes and ReduceMean), nn_import_vector.c (Reshape, Flatten,
+ * Squeeze, Unsqueeze),
  * nn_import_weights.c (the weights' conversion) and nn_import_map.c (the way back:
  * which file tensor each parameter came from); not for other modules.
  *
@@ -19,12 +20,18 @@ typedef struct val {
     const char *name;
     vkind kind;
     int node;           /* V_NODE: the layer */
-    int flat;           /* the layer's h x w x c map, flattened in NCHW order */
+    int flat;           /* the layer's h x w x c map flattened: FLAT_NCHW or FLAT_NHWC order */
     int pad[4];         /* a Pad's zeros (top, left, bottom, right) still to add: only
                            a Conv reads such a value, taking them into its padding */
     int nhwc;           /* the file sees this value as [N, H, W, C] (tf2onnx's layout): only a
                            Transpose back or a ReduceMean over H and W may read it */
+    int bgr;            /* the caffe input's channels, in the file's BGR order (library
+                           channel k is the file's 2 - k): only per-channel constants, a
+                           Pad, a Transpose and a Conv (reversing its weights) may read it */
 } val;
+
+/* val.flat: how a flattened map's values are ordered in the file. */
+enum { FLAT_NO = 0, FLAT_NCHW = 1, FLAT_NHWC = 2 };
 
 typedef enum fkind { F_CONV, F_QCONV, F_BN, F_DENSE } fkind;
 
@@ -39,6 +46,8 @@ typedef struct fill {
     int flat_h, flat_w, flat_c; /* F_DENSE after an NCHW flatten: its map's shape */
     const onnx_node *bias_src;  /* F_DENSE: an Add or QLinearAdd carrying the bias */
     int bias_slot;      /* which input of bias_src is the constant */
+    int rev_cin;        /* F_CONV reading the caffe input: library input channel k takes
+                           the file's 2 - k */
 } fill;
 
 typedef struct imp {
@@ -61,14 +70,17 @@ typedef struct imp {
 val *nn_imp_find_val(imp *I, const char *name);
 int nn_imp_set_val(imp *I, const char *name, vkind kind, int node, int flat);
 int nn_imp_in_node(imp *I, const onnx_node *n, size_t k, int allow_flat, int *node);
+/* The same for the readers the caffe input's BGR order allows (val.bgr): *bgr says
+ * whether it is that (nn_imp_in_node refuses it). */
+int nn_imp_in_node_bgr(imp *I, const onnx_node *n, size_t k, int *node, int *bgr);
 int nn_imp_out_node(imp *I, const onnx_node *n, int node, int flat);
 int nn_imp_built(imp *I, const onnx_node *n, int id);
 
 /* nn_import_front.c: the first layer (the input normalisation o->norm) on the graph
- * input in, and a Mul (mul) or Add of input slot 1 - ck of n by the constant in slot
- * ck, as an affine layer. */
+ * input in, and a Mul, Add, Sub or Div of input slot 1 - ck of n by the constant in
+ * slot ck (x * c, x + c, x - c, c - x, x / c; c / x refused), as an affine layer. */
 int nn_imp_first_layer(imp *I, const onnx_value_info *in);
-int nn_imp_const_affine(imp *I, const onnx_node *n, size_t ck, int mul);
+int nn_imp_const_affine(imp *I, const onnx_node *n, size_t ck);
 
 /* nn_import_layout.c: tf2onnx's NHWC forms. The graph's image input ([N, 3, H, W], or
  * [N, H, W, 3] read only by Transposes (0, 3, 1, 2): *nhwc 1); a Transpose between
@@ -77,6 +89,16 @@ int nn_imp_const_affine(imp *I, const onnx_node *n, size_t ck, int mul);
 int nn_imp_graph_input(imp *I, const onnx_value_info **in, int *nhwc);
 int nn_imp_transpose(imp *I, const onnx_node *n);
 int nn_imp_reduce_mean(imp *I, const onnx_node *n);
+/* Input 0 of n as a layer, and whether the file sees it as NHWC (*nhwc) or as the
+ * caffe input's BGR channels (*bgr; NULL: refused). */
+int nn_imp_layout_in(imp *I, const onnx_node *n, int *node, int *nhwc, int *bgr);
+
+/* nn_import_vector.c: Flatten and Reshape (of a map for a dense layer, or of a
+ * vector), Squeeze and Unsqueeze of a vector (a 1 x 1 x C layer): the same layer.
+ * nn_imp_is_vector_op: whether n is a Squeeze or Unsqueeze of a layer (not of a
+ * shape computation). */
+int nn_imp_reshape(imp *I, const onnx_node *n);
+int nn_imp_is_vector_op(imp *I, const onnx_node *n);
 
 /* An error naming the file, node (index, name) and operator. */
 int nn_imp_err(imp *I, const onnx_node *n, const char *fmt, ...)

@@ -62,23 +62,25 @@ int nn_imp_graph_input(imp *I, const onnx_value_info **in, int *nhwc)
                    "the graph has no image input");
 }
 
-/* Input 0 of n as a layer, and whether the file sees it as NHWC. Values that are
- * not plain maps get nn_imp_in_node's error. */
-static int layout_in(imp *I, const onnx_node *n, int *node, int *nhwc)
+/* Values that are not plain maps (or the caffe input, unless bgr) get
+ * nn_imp_in_node's error. */
+int nn_imp_layout_in(imp *I, const onnx_node *n, int *node, int *nhwc, int *bgr)
 {
     const val *v = n->n_inputs ? nn_imp_find_val(I, n->inputs[0]) : NULL;
-    if (v && v->kind == V_NODE && v->nhwc) {
+    if (v && v->kind == V_NODE && v->nhwc && !v->flat && (!v->bgr || bgr)) {
         *node = v->node;
         *nhwc = 1;
+        if (bgr)
+            *bgr = v->bgr;
         return PT_OK;
     }
     *nhwc = 0;
-    return nn_imp_in_node(I, n, 0, 0, node);
+    return bgr ? nn_imp_in_node_bgr(I, n, 0, node, bgr) : nn_imp_in_node(I, n, 0, 0, node);
 }
 
 int nn_imp_transpose(imp *I, const onnx_node *n)
 {
-    int x, nhwc, rc = layout_in(I, n, &x, &nhwc);
+    int x, nhwc, bgr, rc = nn_imp_layout_in(I, n, &x, &nhwc, &bgr);
     if (rc)
         return rc;
     if (nhwc ? !perm_is(n, TO_NCHW) : !perm_is(n, TO_NHWC))
@@ -87,6 +89,7 @@ int nn_imp_transpose(imp *I, const onnx_node *n)
     if ((rc = nn_imp_out_node(I, n, x, 0)) != PT_OK)
         return rc;
     I->v[I->nv - 1].nhwc = !nhwc;
+    I->v[I->nv - 1].bgr = bgr;
     return PT_OK;
 }
 
@@ -121,7 +124,7 @@ static int reduce_axes(imp *I, const onnx_node *n, int64_t ax[2])
 
 int nn_imp_reduce_mean(imp *I, const onnx_node *n)
 {
-    int x, nhwc, rc = layout_in(I, n, &x, &nhwc);
+    int x, nhwc, rc = nn_imp_layout_in(I, n, &x, &nhwc, NULL);
     if (rc)
         return rc;
     int64_t ax[2] = { 0, 0 };

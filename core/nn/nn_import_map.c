@@ -26,6 +26,7 @@ typedef struct entry {
     int64_t cin;                /* M_DENSE */
     int trans_b;                /* M_DENSE */
     int flat_h, flat_w, flat_c; /* M_DENSE after an NCHW flatten; flat_c 0 otherwise */
+    int rev_cin;                /* M_CONV on the caffe input: input channels reversed */
 } entry;
 
 struct nn_import_map {
@@ -114,6 +115,7 @@ int nn_imp_map_add(imp *I, const fill *f)
         en->cg = w->dims[1];
         en->kh = w->dims[2];
         en->kw = w->dims[3];
+        en->rev_cin = f->rev_cin;
         if (ni.bias_count &&
             !push(I, nn_imp_const(I, n, 2), f->node, 0, at + ni.weight_count, ni.bias_count, M_COPY))
             return PT_ENOMEM;
@@ -197,7 +199,8 @@ int nn_import_map_to_onnx(const nn_import_map *mp, size_t k, const float *lib,
                 for (int64_t y = 0; y < en->kh; y++)
                     for (int64_t x = 0; x < en->kw; x++)
                         out[((co * en->cg + ci) * en->kh + y) * en->kw + x] =
-                            L[((y * en->kw + x) * en->cg + ci) * en->cout + co];
+                            L[((y * en->kw + x) * en->cg + (en->rev_cin ? en->cg - 1 - ci : ci)) *
+                                  en->cout + co];
         break;
     case M_DENSE:
         for (int64_t r = 0; r < en->cin; r++) {

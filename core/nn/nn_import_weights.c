@@ -91,7 +91,9 @@ int nn_imp_fill_conv(imp *I, const fill *f, float *P)
                     int64_t src = ((co * cg + ci) * kh + y) * kw + x;
                     float v = quant ? (float)((qvalue(w, src) - qzero(&wq, co)) * qscale(&wq, co))
                                     : wf[src];
-                    P[((y * kw + x) * cg + ci) * cout + co] = v;
+                    /* The caffe input: library channel k takes the file's 2 - k. */
+                    int64_t li = f->rev_cin ? cg - 1 - ci : ci;
+                    P[((y * kw + x) * cg + li) * cout + co] = v;
                 }
     if (!ni.bias_count)
         return PT_OK;
