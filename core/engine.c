@@ -117,6 +117,13 @@ static int open_data(eng *g, const ds_dataset **out, pt_err *e)
             util_copy(path, sizeof path, g->cfg.data);
         } else {
             rc = demo_ensure(NULL, path, sizeof path, demo_progress, g, &g->data_err);
+            /* Its count would otherwise stay in the footer until a run starts: the
+             * previews' first request generates it before any run. */
+            run_snapshot *s = prg_lock(g->progress);
+            if (rc == PT_OK && s->state == RUN_IDLE)
+                util_fmt(s->message, sizeof s->message, "ready: press s to start (the demo "
+                         "dataset is in %s)", path);
+            prg_unlock(g->progress);
         }
         if (rc == PT_OK)
             rc = ds_open(path, g->cfg.image_size, &g->ds, &g->data_err);

@@ -657,6 +657,26 @@ TEST(ui_tmux_a_failed_run_says_why_on_screen_and_after_it_and_exits_2)
     tmx_stop(&t);
 }
 
+/* The first start makes the demo dataset (for the previews, before any run): when it
+ * is made the footer says the workbench is ready, not the generation's last count
+ * (issue 30, defect 7). */
+TEST(ui_tmux_after_the_demo_generation_the_footer_says_ready)
+{
+    T_NEED_TOOL("tmux");
+    const char *dir = t_tmpdir();
+    char env[4200], cmd[4200];
+    util_path(env, sizeof env, "XDG_CACHE_HOME=%s/cache", dir);
+    util_path(cmd, sizeof cmd, "%s --no-sixel --out %s/run", t_bin(), dir);
+    tmux_srv t;
+    T_REQUIRE(tmx_open(&t, 160, 40, env, cmd));
+    WAIT(&t, "generating the demo dataset", 60);
+    WAIT(&t, "the demo dataset is in", 120);
+    char *s = tmx_text(&t);
+    T_CHECKF(strstr(s, "ready: press s to start") && !strstr(s, "generating the demo"), "%s", s);
+    free(s);
+    tmx_quit(&t, 0);
+}
+
 /* A run stopped after a non-finite loss ends the workbench with status 3 (as
  * --headless) and says so after the screen. */
 TEST(ui_tmux_a_run_stopped_after_a_non_finite_loss_exits_3)
