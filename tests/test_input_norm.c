@@ -78,11 +78,51 @@ TEST(input_norm_refused_for_a_built_in_net_unless_it_is_theirs)
             g = NULL;
         }
     }
-    /* An ONNX model takes every one. */
+    /* An ONNX model takes every one; before the run the header shows the option's
+     * value, a built-in net's nothing. */
     util_copy(c.model, sizeof c.model, IN_ONNX);
     T_REQUIRE(cfg_set(&c, "input-norm", "caffe", NULL) == PT_OK);
     T_CHECKF(eng_create(&c, &g, &e) == PT_OK, "%s", e.msg);
+    run_snapshot *s = malloc(sizeof *s);
+    T_REQUIRE(s != NULL);
+    eng_snapshot_get(g, s);
+    T_EQ_STR(s->input_norm, "caffe");
     eng_destroy(g);
+    util_copy(c.model, sizeof c.model, "small");
+    T_REQUIRE(eng_create(&c, &g, &e) == PT_EUSAGE);
+    c.input_norm = RUN_NORM_AUTO;
+    T_REQUIRE(eng_create(&c, &g, &e) == PT_OK);
+    eng_snapshot_get(g, s);
+    T_EQ_STR(s->input_norm, "");
+    eng_destroy(g);
+    free(s);
+}
+
+/* The snapshot after the import: what was used, "(auto)" when the model chose. */
+TEST(input_norm_snapshot_says_what_the_import_used)
+{
+    static const long long train[2] = { 4, 4 }, val[2] = { 2, 2 };
+    const char *data = fx_dataset(t_tmpdir(), 2, train, val, 0, 32, 8);
+    T_REQUIRE(data != NULL);
+    const char *norms[2] = { "auto", "tf" }, *want[2] = { "imagenet (auto)", "tf" };
+    run_snapshot *s = malloc(sizeof *s);
+    T_REQUIRE(s != NULL);
+    for (int i = 0; i < 2; i++) {
+        run_config c;
+        cfg_defaults(&c);
+        util_copy(c.data, sizeof c.data, data);
+        util_path(c.out, sizeof c.out, "%s/run-%s", t_tmpdir(), norms[i]);
+        util_copy(c.model, sizeof c.model, IN_ONNX);
+        T_REQUIRE(cfg_set(&c, "input-norm", norms[i], NULL) == PT_OK);
+        c.epochs = 1;
+        c.replicas = 1;
+        c.batch_per_replica = 4;
+        c.image_size = 32;
+        c.workers = 1;
+        T_REQUIRE(fx_run_to_end(&c, s) == RUN_DONE);
+        T_EQ_STR(s->input_norm, want[i]);
+    }
+    free(s);
 }
 
 /* `petal-tui model` says which convention and why; classify and model take
