@@ -257,12 +257,9 @@ static void size_warning(eng *g)
              want, side, cost);
 }
 
-int eng_create(const run_config *cfg, eng **out, pt_err *e)
+/* The model and the options that apply to some models only. */
+static int model_check(const run_config *cfg, pt_err *e)
 {
-    *out = NULL;
-    if (cfg->epochs < 1 || cfg->batch_per_replica < 1 || cfg->grad_acc < 1)
-        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                       "epochs, batch per replica and accumulation must be at least 1");
     if (run_model_is_onnx(cfg->model)) {
         if (!util_is_file(cfg->model))
             return err_set(e, PT_EUSAGE, cfg->model, PT_NO_RECORD, PT_NO_OFFSET,
@@ -274,12 +271,34 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                        "--reinit applies to an ONNX model; '%s' always starts from scratch",
                        cfg->model);
+    } else if (cfg->input_norm != RUN_NORM_AUTO && cfg->input_norm != RUN_NORM_UNIT) {
+        /* A built-in net takes pixels in [0, 1] and its batch norm learns the rest:
+         * another convention would only be a fixed affine layer in front. */
+        const cfg_option *o = cfg_find("input-norm");
+        char v[32];
+        cfg_value(cfg, o, v, sizeof v);
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--input-norm %s applies to an ONNX model; '%s' takes pixels in [0, 1] "
+                       "(auto or unit) and its batch norm learns the rest",
+                       v, cfg->model);
     }
     /* A head trained on a backbone of random weights learns nothing that lasts. */
     if (cfg->reinit && (cfg->freeze_epochs > 0 || cfg->freeze_backbone))
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                        "--reinit starts from random weights: --freeze-epochs and "
                        "--freeze-backbone need pretrained ones");
+    return PT_OK;
+}
+
+int eng_create(const run_config *cfg, eng **out, pt_err *e)
+{
+    *out = NULL;
+    if (cfg->epochs < 1 || cfg->batch_per_replica < 1 || cfg->grad_acc < 1)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "epochs, batch per replica and accumulation must be at least 1");
+    int rc = model_check(cfg, e);
+    if (rc != PT_OK)
+        return rc;
     if (cfg->data[0] && !util_is_dir(cfg->data))
         return err_set(e, PT_ENODATA, cfg->data, PT_NO_RECORD, PT_NO_OFFSET,
                        "no such dataset folder");
@@ -292,7 +311,7 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
     if (!g)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     g->cfg = *cfg;
-    int rc = feed_new(cfg, &g->samples, e); /* checks the augmentation spec */
+    rc = feed_new(cfg, &g->samples, e); /* checks the augmentation spec */
     if (rc != PT_OK) {
         free(g);
         return rc;

@@ -131,6 +131,9 @@ typedef struct run_snapshot {
     char run_dir[512];
     char model[64];
     char phase[64];             /* fine-tuning: which part trains, and how much of it */
+    char input_norm[48];        /* an ONNX model's input convention, for the header: "tf",
+                                   "raw (auto)" (the model's own or the default); before
+                                   the import the option's value; "" for a built-in net */
     int replicas, batch_per_replica, grad_acc, update_size, image_size;
     int n_classes;
     int epoch, epochs;          /* current (1-based) and total */

@@ -3,6 +3,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
 
 int cli_int(const char *opt, const char *s, long long lo, long long hi, long long *out)
 {
@@ -28,5 +31,23 @@ int cli_double(const char *opt, const char *s, double lo, double hi, double *out
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+int cli_input_norm(const char *opt, const char *s, int *out)
+{
+    /* --norm's old names, before the conventions had Keras's. */
+    if (!strcmp(opt, "--norm") && !strcmp(s, "signed"))
+        s = "tf";
+    else if (!strcmp(opt, "--norm") && !strcmp(s, "none"))
+        s = "unit";
+    run_config c;
+    cfg_defaults(&c);
+    pt_err e;
+    if (cfg_set(&c, "input-norm", s, &e) != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return -1;
+    }
+    *out = (int)c.input_norm;
     return 0;
 }

@@ -18,5 +18,9 @@ int cmd_export(int argc, char **argv);
 /* Parse helpers: 0 on success, -1 (with a message on stderr) otherwise. */
 int cli_int(const char *opt, const char *s, long long lo, long long hi, long long *out);
 int cli_double(const char *opt, const char *s, double lo, double hi, double *out);
+/* An --input-norm value as the option table reads it (auto, imagenet, unit, tf, raw,
+ * caffe; torch is imagenet); opt "--norm" also takes its old names signed (tf) and none
+ * (unit). *out is run.h's run_input_norm. */
+int cli_input_norm(const char *opt, const char *s, int *out);
 
 #endif

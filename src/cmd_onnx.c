@@ -13,44 +13,32 @@
 #include "data/jpeg.h"
 #include "io/png.h"
 #include "nn/nn_import.h"
+#include "run.h"
 #include "src/cli.h"
 #include "train/predict.h"
 
-static int norm_of(const char *s, nn_norm *out)
-{
-    if (!strcmp(s, "imagenet"))
-        *out = NN_NORM_IMAGENET;
-    else if (!strcmp(s, "none"))
-        *out = NN_NORM_UNIT;
-    else if (!strcmp(s, "signed"))
-        *out = NN_NORM_TF;
-    else {
-        fprintf(stderr, "petal-tui: --norm wants imagenet, signed or none, not '%s'\n", s);
-        return -1;
-    }
-    return 0;
-}
-
-/* Imports path at size x size: n_classes 0 keeps the graph's classifier. */
-static nn_model *import(const char *path, int size, int n_classes, nn_norm norm,
+/* Imports path at size x size: n_classes 0 keeps the graph's classifier; norm is a
+ * run_input_norm (auto: the graph's own convention). */
+static nn_model *import(const char *path, int size, int n_classes, int norm,
                         nn_import_info *info)
 {
     pt_err e;
     nn_import_opts o = { .h = size, .w = size, .n_classes = n_classes, .dropout = 0.2f,
-                         .norm = norm, .seed = 42 };
+                         .norm = (nn_norm)(norm - 1), .norm_auto = norm == RUN_NORM_AUTO,
+                         .seed = 42 };
     nn_model *m = nn_import_onnx_file(path, &o, info, &e);
     if (!m)
         fprintf(stderr, "petal-tui: %s\n", e.msg);
     return m;
 }
 
-/* The arguments both commands take: --size, --norm, one more number (--top or
- * --classes), -h; the rest are files, gathered in order at the front of argv
+/* The arguments both commands take: --size, --input-norm (--norm, its old name), one
+ * more number (--top or --classes), -h; the rest are files, gathered in order at the front of argv
  * (files = argv, n_files of them). 0 to go on, 1 usage error (said), -1 help
  * printed. */
 typedef struct onnx_args {
     long long size, extra;
-    nn_norm norm;
+    int norm;               /* run_input_norm */
     char **files;
     int n_files;
 } onnx_args;
@@ -65,7 +53,8 @@ static int parse(int argc, char **argv, const char *usage, const char *help, con
             printf("%s%s", usage, help);
             return -1;
         }
-        if (!strcmp(s, "--size") || !strcmp(s, extra) || !strcmp(s, "--norm")) {
+        int norm_opt = !strcmp(s, "--input-norm") || !strcmp(s, "--norm");
+        if (!strcmp(s, "--size") || !strcmp(s, extra) || norm_opt) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "petal-tui: %s needs a value\n", s);
                 return 1;
@@ -73,7 +62,7 @@ static int parse(int argc, char **argv, const char *usage, const char *help, con
             const char *v = argv[++i];
             if ((!strcmp(s, "--size") && cli_int(s, v, 16, 1024, &a->size)) ||
                 (!strcmp(s, extra) && cli_int(s, v, lo, hi, &a->extra)) ||
-                (!strcmp(s, "--norm") && norm_of(v, &a->norm)))
+                (norm_opt && cli_input_norm(s, v, &a->norm)))
                 return 1;
             continue;
         }
@@ -102,15 +91,25 @@ static int png_to_size(const uint8_t *buf, size_t len, uint8_t *out, int size, i
     return rc;
 }
 
+/* What --input-norm does, for both commands' --help. */
+#define NORM_HELP                                                                     \
+    "--input-norm: how pixels x in [0, 1] become the graph's input: imagenet\n"        \
+    "((x - mean) / std; torch is the same), unit (x), tf (2x - 1: Keras's MobileNet,\n" \
+    "Inception), raw (255x: graphs that normalise themselves, petal-tui's exports),\n"  \
+    "caffe (BGR, 255x - mean: Keras's VGG16, ResNet50); auto (the default): raw\n"     \
+    "for a petal-tui export or a graph that starts with its own Mul/Sub/Div/Add,\n"    \
+    "else imagenet. --norm is its old name (signed = tf, none = unit).\n"
+
 int cmd_classify(int argc, char **argv)
 {
     const char *usage = "usage: petal-tui classify MODEL.onnx IMAGE... [--size 224] [--top 5]\n"
-                        "        [--norm imagenet|signed|none]\n";
-    onnx_args oa = { .size = 224, .extra = 5, .norm = NN_NORM_IMAGENET };
+                        "        [--input-norm auto|imagenet|unit|tf|raw|caffe]\n";
+    onnx_args oa = { .size = 224, .extra = 5, .norm = RUN_NORM_AUTO };
     int pr = parse(argc, argv, usage,
                    "Runs the model's own classifier on each image, JPEG or PNG (centre-cropped\n"
                    "to a square, resized to --size) and prints the top classes with their\n"
-                   "probabilities, with ImageNet's names when the model has 1,000 outputs.\n",
+                   "probabilities, with ImageNet's names when the model has 1,000 outputs.\n"
+                   NORM_HELP,
                    "--top", 1, 1000, &oa);
     if (pr)
         return pr < 0 ? 0 : pr;
@@ -198,13 +197,14 @@ out:
 int cmd_model(int argc, char **argv)
 {
     const char *usage = "usage: petal-tui model MODEL.onnx [--size 224] [--classes N]\n"
-                        "        [--norm imagenet|signed|none]\n";
-    onnx_args oa = { .size = 224, .extra = 0, .norm = NN_NORM_IMAGENET };
+                        "        [--input-norm auto|imagenet|unit|tf|raw|caffe]\n";
+    onnx_args oa = { .size = 224, .extra = 0, .norm = RUN_NORM_AUTO };
     int pr = parse(argc, argv, usage,
                    "Prints the layers the ONNX graph becomes (id, layer, inputs, output shape,\n"
-                   "parameters, MFLOP per image) at --size. With --classes N, the graph as a\n"
-                   "training run would build it: its classifier cut (and what that was) and a\n"
-                   "new head of N classes in its place.\n",
+                   "parameters, MFLOP per image) at --size, and the input convention it takes\n"
+                   "and why. With --classes N, the graph as a training run would build it: its\n"
+                   "classifier cut (and what that was) and a new head of N classes in its place.\n"
+                   NORM_HELP,
                    "--classes", 0, 100000, &oa);
     if (pr)
         return pr < 0 ? 0 : pr;
@@ -229,6 +229,8 @@ int cmd_model(int argc, char **argv)
            "image at %lldx%lld, imported in %.2f s\n",
            model, info.onnx_nodes, info.mapped, info.quantized ? " (int8 weights dequantized)" : "",
            nn_param_count(m), nn_trainable_count(m), nn_flops(m, 1, 0) * 1e-6, size, size, info.seconds);
+    printf("input %s (%s): %s\n", nn_norm_name(info.norm), nn_norm_formula(info.norm),
+           info.norm_why);
     if (info.cut_from >= 0 || info.cut[0])
         printf("cut for the new head: %s; the head reads %d features: global average pool "
                "(where needed), dropout, dense %lld\n",

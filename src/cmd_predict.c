@@ -14,14 +14,14 @@
 static const char *const usage =
     "usage: petal-tui predict RUN_DIR|MODEL.onnx INPUT... [--out FILE.csv] [--top K]\n"
     "        [--tta flip|none] [--batch N] [--replicas N] [--split val|train|test]\n"
-    "        [--submission FILE] [--size S]\n";
+    "        [--submission FILE] [--size S]\n"
+    "        [--input-norm auto|imagenet|unit|tf|raw|caffe]\n";
 
 static const char *const help_text =
     "Predicts the class of each image with a trained model: a run folder (the weights\n"
     "validation used, the run's image size, class names and decoding) or an ONNX file:\n"
     "a petal-tui export (its class names and size from its metadata, pixels 0-255) or\n"
-    "any classifier the importer takes (ImageNet-normalised; ImageNet's names for 1,000\n"
-    "classes).\n"
+    "any classifier the importer takes (ImageNet's names for 1,000 classes).\n"
     "INPUT: JPEG or PNG files, folders (walked recursively in sorted order), or one\n"
     "dataset / shards folder (its test split, or --split).\n"
     "Writes CSV to stdout or --out (written whole, atomically): path (id for records),\n"
@@ -32,6 +32,10 @@ static const char *const help_text =
     "  --replicas N      forward threads (default: the cores, at most 8)\n"
     "  --submission FILE id,label for a test split (the competition's submission.csv)\n"
     "  --size S          the side to predict at (default: the run's or export's; else 224)\n"
+    "  --input-norm N    an ONNX file's input convention (imagenet, unit, tf, raw, caffe;\n"
+    "                    see petal-tui model --help); auto, the default: raw for a\n"
+    "                    petal-tui export or a graph that normalises itself, else\n"
+    "                    imagenet. A run folder uses the one it trained with.\n"
     "Decoded: grayscale and CMYK JPEGs, PNGs of every kind (alpha onto black, 16 bits to\n"
     "8). Refused, each named on stderr with why while the rest are predicted: files that\n"
     "are neither, damaged or truncated images, unreadable files, files over 256 MiB,\n"
@@ -44,6 +48,7 @@ typedef struct pr_args {
     int n_inputs;
     long long top, batch, replicas, size;
     int tta;                    /* -1 the run's, 0 none, 1 flip */
+    int norm;                   /* --input-norm: run_input_norm (auto: the model's own) */
 } pr_args;
 
 /* 0 go on, 2 usage error (said), -1 help printed. */
@@ -79,6 +84,8 @@ static int parse_args(int argc, char **argv, pr_args *a)
             bad = cli_int(s, v, 1, 64, &a->replicas);
         else if (!strcmp(s, "--size"))
             bad = cli_int(s, v, 16, 1024, &a->size);
+        else if (!strcmp(s, "--input-norm"))
+            bad = cli_input_norm(s, v, &a->norm);
         else if (!strcmp(s, "--tta") && (!strcmp(v, "flip") || !strcmp(v, "none")))
             a->tta = !strcmp(v, "flip");
         else if (!strcmp(s, "--split") &&
@@ -269,7 +276,7 @@ int cmd_predict(int argc, char **argv)
     rm_model m;
     pt_err e;
     int status = 2;
-    if (rm_open(a.model, (int)a.size, &m, &e) != PT_OK) {
+    if (rm_open_norm(a.model, (int)a.size, (run_input_norm)a.norm, &m, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         goto out;
     }

@@ -3,6 +3,7 @@
 #include "tests/t.h"
 
 #include "engine.h"
+#include "nn/nn_import.h"
 #include "nn/nn_models.h"
 #include "train/schedule.h"
 
@@ -37,6 +38,7 @@ static const char DEFAULT_TEXT[] =
     "freeze-epochs = 0\n"
     "backbone-lr-scale = 0.1\n"
     "freeze-backbone = no\n"
+    "input-norm = auto\n"
     "reinit = no\n"
     "augment = flip:0.5,crop:1:scale=0.6:ratio=1:interp=bilinear\n"
     "seed = 42\n"
@@ -79,6 +81,7 @@ static const char OTHER_TEXT[] =
     "freeze-epochs = 2\n"
     "backbone-lr-scale = 0.25\n"
     "freeze-backbone = yes\n"
+    "input-norm = tf\n"
     "reinit = yes\n"
     "augment = perspective:0.35,flip:0.5,mixup:0.2\n"
     "seed = 12345678901234\n"
@@ -127,6 +130,7 @@ static void other_config(run_config *c)
     c->backbone_lr_scale = 0.25;
     c->freeze_backbone = 1;
     c->reinit = 1;
+    c->input_norm = RUN_NORM_TF;
     snprintf(c->augment, sizeof c->augment, "perspective:0.35,flip:0.5,mixup:0.2");
     c->seed = 12345678901234ull;
     c->deterministic = 0;
@@ -198,6 +202,8 @@ static void same_config(const run_config *a, const run_config *b)
     T_CHECK(a->dropout == b->dropout);
     T_EQ_INT(a->freeze_backbone, b->freeze_backbone);
     T_EQ_INT(a->freeze_epochs, b->freeze_epochs);
+    T_EQ_INT(a->input_norm, b->input_norm);
+    T_EQ_INT(a->reinit, b->reinit);
     T_CHECK(a->backbone_lr_scale == b->backbone_lr_scale);
     T_EQ_STR(a->augment, b->augment);
     T_CHECK(a->seed == b->seed);
@@ -267,6 +273,8 @@ TEST(config_set_checks_values_with_the_messages_users_see)
         { "widths", "64,5000", WIDTHS_WANTS "64,5000'" },
         { "widths", "64,", WIDTHS_WANTS "64,'" },
         { "init", "glorot", "init wants he or torch, not 'glorot'" },
+        { "input-norm", "signed",
+          "input-norm wants auto, imagenet, unit, tf, raw or caffe, not 'signed'" },
     };
     run_config c;
     cfg_defaults(&c);
@@ -300,6 +308,36 @@ TEST(config_set_checks_values_with_the_messages_users_see)
     T_EQ_INT(c.overlap, -1);
     T_REQUIRE(cfg_set(&c, "init", "pytorch", NULL) == PT_OK);
     T_EQ_INT(c.init, RUN_INIT_TORCH);
+}
+
+/* --input-norm: each name is nn_norm's of the value the importer gets (run_config's
+ * value - 1), "torch" is imagenet (Keras's name for it), and each reads back from the
+ * run folder's config as it was. */
+TEST(config_input_norm_names_are_the_importers)
+{
+    const cfg_option *o = cfg_find("input-norm");
+    T_REQUIRE(o && o->kind == CFG_CHOICE && (o->where & CFG_FILE) && (o->where & CFG_DIALOG));
+    run_config c, back;
+    cfg_defaults(&c);
+    T_EQ_INT(c.input_norm, RUN_NORM_AUTO);
+    for (int k = 0; k < NN_NORM_COUNT; k++) {
+        const char *name = nn_norm_name((nn_norm)k);
+        T_REQUIRE(cfg_set(&c, "input-norm", name, NULL) == PT_OK);
+        T_CHECKF((int)c.input_norm == k + 1, "%s: %d", name, (int)c.input_norm);
+        static char text[16384];
+        T_REQUIRE(cfg_format(&c, text, sizeof text) == 0);
+        char line[64];
+        snprintf(line, sizeof line, "\ninput-norm = %s\n", name);
+        T_CHECKF(strstr(text, line) != NULL, "%s", line);
+        cfg_defaults(&back);
+        pt_err e;
+        T_CHECKF(cfg_read_text(&back, text, strlen(text), "config", &e) == PT_OK, "%s", e.msg);
+        T_EQ_INT(back.input_norm, c.input_norm);
+    }
+    T_REQUIRE(cfg_set(&c, "input-norm", "torch", NULL) == PT_OK);
+    T_EQ_INT(c.input_norm, RUN_NORM_IMAGENET);
+    T_REQUIRE(cfg_set(&c, "input-norm", "auto", NULL) == PT_OK);
+    T_EQ_INT(c.input_norm, RUN_NORM_AUTO);
 }
 
 /* What the table's users take for granted: each field written in its kind's type,

@@ -1036,8 +1036,15 @@ TEST(ui_header_shows_memory_and_load_next_to_the_throughput)
     m.load1 = 3.1;
     m.cores = 2;
     ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, &m, NULL, 0, NULL };
+    /* The first row: an ONNX model's input convention after its size. */
+    snprintf(s->model, sizeof s->model, "mobilenetv2-1.0-tfslim-float-notop");
+    snprintf(s->input_norm, sizeof s->input_norm, "tf");
     ui_panel_header(stdscr, (ui_rect){ 0, 0, 2, 200 }, &f);
     char line[2048];
+    row_text(0, line, sizeof line);
+    T_CHECKF(strstr(line, "mobilenetv2-1.0-tfslim-float-notop") &&
+                 strstr(line, "px input tf"),
+             "|%s|", line);
     row_text(1, line, sizeof line);
     const char *ips = strstr(line, "241 img/s"), *rss = strstr(line, "RSS 412 MiB");
     const char *load = strstr(line, "load 3.10/2 cores");
@@ -1510,7 +1517,8 @@ TEST(ui_config_dialog_order_values_and_edits)
         "lr-end", "warmup", "schedule", "oversample", "augment", "data", "out", "resume",
         "width", "widths", "convs", "init", "bn-momentum", "image-size", "optimizer", "lr-scaling",
         "momentum", "weight-decay", "dropout",
-        "ema", "tta", "label-smoothing", "freeze-epochs", "backbone-lr-scale", "freeze-backbone", "reinit",
+        "ema", "tta", "label-smoothing", "freeze-epochs", "backbone-lr-scale", "freeze-backbone",
+        "input-norm", "reinit",
         "seed", "deterministic",
         "shuffle-buffer", "workers", "prefetch",
         "stop-on-data-error", "overlap", "checkpoint-every",
@@ -1553,9 +1561,10 @@ TEST(ui_config_dialog_order_values_and_edits)
     ui_config_key(d, '\n');
     T_CHECK(!d->editing && d->changed && d->work.epochs == 7);
 
-    /* Drawn: every key in order, each value or what an empty one means. */
+    /* Drawn: every key in order, each value or what an empty one means (a screen tall
+     * enough for all of them). */
     null_screen ns;
-    int up = null_screen_open(&ns, "48", "100");
+    int up = null_screen_open(&ns, "50", "100");
     if (!up)
         free(d);
     T_REQUIRE(up);

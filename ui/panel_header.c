@@ -83,6 +83,8 @@ static void first_row(WINDOW *w, ui_rect r, const run_snapshot *s)
     snprintf(p[2], 300, " | %s", s->model[0] ? s->model : "?");
     if (s->image_size > 0)
         snprintf(p[2] + strlen(p[2]), 300 - strlen(p[2]), " %dpx", s->image_size);
+    if (s->input_norm[0])
+        snprintf(p[2] + strlen(p[2]), 300 - strlen(p[2]), " input %s", s->input_norm);
     if (s->phase[0])
         snprintf(p[2] + strlen(p[2]), 300 - strlen(p[2]), " (%s)", s->phase);
     p[3][0] = 0;

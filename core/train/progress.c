@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "config.h"
 #include "train/metrics.h"
 #include "train/replicas.h"
 
@@ -29,6 +30,11 @@ prg *prg_new(const run_config *cfg)
     s->state = RUN_IDLE;
     snprintf(s->message, sizeof s->message, "ready: press s to start");
     run_model_name(cfg, s->model, sizeof s->model);
+    if (run_model_is_onnx(cfg->model)) {
+        char v[32];
+        cfg_value(cfg, cfg_find("input-norm"), v, sizeof v);
+        util_copy(s->input_norm, sizeof s->input_norm, v);
+    }
     util_copy(s->dataset, sizeof s->dataset, cfg->data[0] ? cfg->data : "built-in demo flowers");
     s->epochs = cfg->epochs;
     s->batch_per_replica = cfg->batch_per_replica;

@@ -84,9 +84,10 @@ static const char *meta_name(void *ctx, int c, char *buf, size_t n)
 
 /* A petal-tui export says what it is in its metadata_props: its class names, image
  * size and epoch, and that it takes pixels 0-255 and normalises them itself
- * (NN_NORM_RAW reads it back to the exported logits). Any other file is taken as an
- * ImageNet-normalised classifier, named from ImageNet's classes when it has 1,000. */
-static int open_onnx(const char *path, int size, rm_model *m, pt_err *e)
+ * (NN_NORM_RAW reads it back to the exported logits). Any other file is a classifier
+ * named from ImageNet's classes when it has 1,000, taking its input as norm says
+ * (auto: what the file says, else ImageNet's mean and std). */
+static int open_onnx(const char *path, int size, run_input_norm norm, rm_model *m, pt_err *e)
 {
     onnx_model *om;
     int rc = onnx_load(path, &om, e);
@@ -101,7 +102,8 @@ static int open_onnx(const char *path, int size, rm_model *m, pt_err *e)
     m->image_size = size > 0 ? size : meta.image_size > 0 ? meta.image_size
                                                           : RM_ONNX_DEFAULT_SIZE;
     nn_import_opts o = { .h = m->image_size, .w = m->image_size, .n_classes = 0,
-                         .norm = meta.petal ? NN_NORM_RAW : NN_NORM_IMAGENET, .seed = 42 };
+                         .norm = (nn_norm)(norm - 1), .norm_auto = norm == RUN_NORM_AUTO,
+                         .seed = 42 };
     nn_import_info info;
     m->net = nn_import_onnx(om, &o, &info, e);
     onnx_free(om);
@@ -109,6 +111,8 @@ static int open_onnx(const char *path, int size, rm_model *m, pt_err *e)
         nn_onnx_meta_free(&meta);
         return e->code;
     }
+    m->norm = info.norm;
+    util_copy(m->norm_why, sizeof m->norm_why, info.norm_why);
     int k = nn_model_classes(m->net);
     m->crop = 1;
     m->fast_decode = 0;
@@ -318,8 +322,16 @@ static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
     ds_free(ds);
     if (rc != PT_OK)
         return rc;
-    if (!(m->net = rm_build_net(&cfg, m->image_size, m->n_classes, NULL, e)))
+    nn_import_info info = { .norm = NN_NORM_UNIT };
+    if (!(m->net = rm_build_net(&cfg, m->image_size, m->n_classes, &info, e)))
         return e->code ? e->code : PT_ENOMEM;
+    m->norm = info.norm;
+    if (run_model_is_onnx(cfg.model))
+        util_fmt(m->norm_why, sizeof m->norm_why, "the run's --input-norm %s: %s",
+                 cfg.input_norm == RUN_NORM_AUTO ? "auto" : nn_norm_name(info.norm),
+                 info.norm_why);
+    else
+        util_copy(m->norm_why, sizeof m->norm_why, "a built-in net takes pixels in [0, 1]");
     if ((rc = load_weights(ckpt, m, e)) != PT_OK)
         return rc;
     /* Validation's decode settings, from the same builder validation uses. */
@@ -337,6 +349,12 @@ static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
 
 int rm_open(const char *path, int image_size_override, rm_model *out, pt_err *e)
 {
+    return rm_open_norm(path, image_size_override, RUN_NORM_AUTO, out, e);
+}
+
+int rm_open_norm(const char *path, int image_size_override, run_input_norm norm,
+                 rm_model *out, pt_err *e)
+{
     pt_err local;
     if (!e)
         e = &local;
@@ -345,10 +363,14 @@ int rm_open(const char *path, int image_size_override, rm_model *out, pt_err *e)
     if (!(out->source = strdup(path)))
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     int rc;
-    if (util_is_dir(path))
+    if (util_is_dir(path) && norm != RUN_NORM_AUTO)
+        rc = err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                     "a run folder predicts with the input convention it trained with "
+                     "(its config's input-norm): --input-norm is for an .onnx file");
+    else if (util_is_dir(path))
         rc = open_run(path, image_size_override, out, e);
     else if (run_model_is_onnx(path))
-        rc = open_onnx(path, image_size_override, out, e);
+        rc = open_onnx(path, image_size_override, norm, out, e);
     else
         rc = err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
                      util_is_file(path) ? "not an .onnx file nor a run folder"

@@ -6,8 +6,11 @@
  * kept one), the run's image size (its config's, else its dataset's), its class names
  * (classes.txt; for runs made before it existed the dataset's names, else "class N")
  * and its validation decode settings. A run of an imported ONNX model needs that file
- * again to rebuild the graph: a missing one is an error naming it. An ONNX file is
- * imported with its own classifier, as an ImageNet-normalised model.
+ * again to rebuild the graph: a missing one is an error naming it, and the run's
+ * --input-norm is the one it trained with. An ONNX file is imported with its own
+ * classifier, with the input convention asked for, or by default the file's own
+ * (nn_import_norm_auto: a petal-tui export or a graph that normalises itself takes
+ * pixels 0-255, anything else ImageNet's mean and std).
  *
  * Ownership: rm_open() fills a caller-owned rm_model whose net, class_names and source
  * are malloc'd; rm_close() frees them (and is safe on a zeroed or failed one).
@@ -32,11 +35,18 @@ typedef struct rm_model {
     int tta_flip;           /* the run validated with --tta flip */
     char *data;             /* the run's dataset folder ("" for the demo data), malloc'd;
                                NULL for an ONNX file */
+    nn_norm norm;           /* the input convention the net's first layer applies */
+    char norm_why[160];     /* why that one ("as asked", "the run's --input-norm", ...) */
 } rm_model;
 
 /* path: a run folder or an .onnx file. image_size_override > 0 builds the net for
  * that side instead of the run's (an ONNX file's default is 224). */
 int rm_open(const char *path, int image_size_override, rm_model *out, pt_err *e);
+/* The same with an ONNX file's input convention: RUN_NORM_AUTO for the file's own,
+ * else the one named. A run folder takes only RUN_NORM_AUTO (it trained with its
+ * own): another is PT_EUSAGE naming the folder. */
+int rm_open_norm(const char *path, int image_size_override, run_input_norm norm,
+                 rm_model *out, pt_err *e);
 void rm_close(rm_model *m);
 
 /* The net of a run of cfg for img x img images and k classes, as the trainer builds it

@@ -49,6 +49,14 @@ static void log_import(trn *r, const nn_import_info *info)
                    "head of %d classes",
                 r->cfg->model, info->seconds, info->onnx_nodes, info->mapped,
                 info->quantized ? " (int8 weights dequantized)" : "", info->cut, r->n_classes);
+    /* Which input convention, and why: a wrong one trains, only worse. */
+    int asked = r->cfg->input_norm != RUN_NORM_AUTO;
+    trn_log(r, "input %s (%s): %s", nn_norm_name(info->norm), nn_norm_formula(info->norm),
+            info->norm_why);
+    run_snapshot *s = prg_lock(r->env->progress);
+    snprintf(s->input_norm, sizeof s->input_norm, "%s%s", nn_norm_name(info->norm),
+             asked ? "" : " (auto)");
+    prg_unlock(r->env->progress);
 }
 
 /* Parameters, for the header: 6405, 64.1k, 2.21M. */
