@@ -246,6 +246,13 @@ static int step_scan_labels(trn *r, pt_err *e)
                        "%d classes found; between 2 and %d are supported", r->n_classes,
                        RUN_MAX_CLASSES);
     }
+    r->readable[DS_TRAIN] = tn;
+    r->readable[DS_VAL] = vn;
+    /* The scan's errors reach the screen before the run folder (and its log.txt) is
+     * made: training's first meeting with each logs it again, there, once. */
+    pthread_mutex_lock(&r->err_lock);
+    r->n_err_seen = 0;
+    pthread_mutex_unlock(&r->err_lock);
     smp_count_labels(tl, (size_t)tn, r->n_classes, r->train_counts);
     smp_count_labels(vl, (size_t)vn, r->n_classes, r->val_counts);
 
@@ -431,13 +438,19 @@ static int step_log_plan(trn *r, pt_err *e)
 {
     (void)e;
     const run_config *cfg = r->cfg;
-    char summary[512];
+    char summary[768], lost[160] = "";
+    /* The files' names say how many records they hold; the label scan, how many read. */
+    long long named = r->ds->split[DS_TRAIN].count + r->ds->split[DS_VAL].count;
+    long long read = r->readable[DS_TRAIN] + r->readable[DS_VAL];
+    if (read < named)
+        snprintf(lost, sizeof lost, " (%lld unreadable of the %lld train and val records the "
+                 "files' names count)", named - read, named);
     snprintf(summary, sizeof summary,
-             "%s: %lld train / %lld val / %lld test records, %d classes, %dx%d; %d replicas x %d "
-             "x %d accumulation = %d per update, %lld updates per epoch%s",
-             r->ds->root, r->ds->split[DS_TRAIN].count, r->ds->split[DS_VAL].count,
-             r->ds->split[DS_TEST].count, r->n_classes, r->img, r->img, r->G, r->B, r->A, r->U,
-             r->updates_per_epoch, r->oversampling ? " (oversampled)" : "");
+             "%s: %lld train / %lld val / %lld test records%s, %d classes, %dx%d; %d replicas x "
+             "%d x %d accumulation = %d per update, %lld updates per epoch%s",
+             r->ds->root, r->readable[DS_TRAIN], r->readable[DS_VAL], r->ds->split[DS_TEST].count,
+             lost, r->n_classes, r->img, r->img, r->G, r->B, r->A, r->U, r->updates_per_epoch,
+             r->oversampling ? " (oversampled)" : "");
     trn_log(r, "%s", summary);
     if (cfg->replicas == 0 && util_cores() < util_cores_online())
         trn_log(r, "--replicas 0: one replica per core this process may run on, %d of the "
@@ -731,12 +744,15 @@ static void free_run(trn *r)
     free(r->train_cm);
     free(r->preds);
     crv_free(&r->curves);
+    pthread_mutex_destroy(&r->err_lock);
     free(r);
 }
 
 run_state trn_run(const trn_env *env, pt_err *e)
 {
     trn *r = calloc(1, sizeof *r);
+    if (r)
+        pthread_mutex_init(&r->err_lock, NULL);
     if (!r) {
         err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
         prg_set_state(env->progress, RUN_FAILED, "failed: out of memory");
@@ -835,9 +851,28 @@ run_state trn_run(const trn_env *env, pt_err *e)
     return final;
 }
 
+/* FNV-1a of a message. */
+static uint64_t msg_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
 void trn_data_error(void *ctx, const pt_err *err)
 {
     trn *r = ctx;
     r->data_errors++;
-    trn_log(r, "data error: %s", err->msg);
+    uint64_t h = msg_hash(err->msg);
+    int seen = 0;
+    pthread_mutex_lock(&r->err_lock);
+    for (int i = 0; i < r->n_err_seen && !seen; i++)
+        seen = r->err_seen[i] == h;
+    int cap = (int)(sizeof r->err_seen / sizeof r->err_seen[0]);
+    if (!seen && r->n_err_seen < cap)
+        r->err_seen[r->n_err_seen++] = h;
+    pthread_mutex_unlock(&r->err_lock);
+    if (!seen)
+        trn_log(r, "data error: %s", err->msg);
 }

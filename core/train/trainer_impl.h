@@ -16,6 +16,7 @@
 #ifndef PT_TRAINER_IMPL_H
 #define PT_TRAINER_IMPL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -71,6 +72,13 @@ typedef struct trn {
     int32_t *preds;
     /* bad records: counted by the pipelines' worker threads as they meet them */
     atomic_llong data_errors;
+    /* Each bad record is logged once a run: the pipeline repeats its shards every
+     * pass, and meets the same ones again (hashes of the messages logged, under
+     * err_lock; past 256 different ones, the rest are logged each time). */
+    pthread_mutex_t err_lock;
+    uint64_t err_seen[256];
+    int n_err_seen;
+    long long readable[DS_NSPLITS]; /* records the label scan could read, per split */
 
     crv curves;                 /* the history and the per-update curves (curves.h) */
 
