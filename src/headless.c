@@ -198,9 +198,11 @@ int headless_run(const run_config *cfg)
         if (got_signal && !stopping) {
             stopping = 1;
             if (!quiet)
-                fprintf(stderr, "%spetal-tui: %s: stopping at the next update and writing a "
-                            "checkpoint\n",
-                    tty && shown ? "\r\033[K" : "", strsignal(got_signal));
+                fprintf(stderr, "%spetal-tui: %s: %s\n", tty && shown ? "\r\033[K" : "",
+                        strsignal(got_signal),
+                        s.state == RUN_PREPARING
+                            ? "stopping before training begins (nothing is kept)"
+                            : "stopping at the next update and writing a checkpoint");
             shown = 0;
             eng_stop(g);
         }

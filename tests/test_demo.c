@@ -63,7 +63,7 @@ TEST(demo_dataset_is_generated_as_configured_and_identically)
     T_EQ_INT(d->split[DS_TEST].count, (long long)p.test_per_class * p.n_classes);
     int32_t *labels;
     long long n, bad;
-    T_REQUIRE(ds_scan_labels(&d->split[DS_TRAIN], &labels, &n, &bad, NULL, NULL, &e) == PT_OK);
+    T_REQUIRE(ds_scan_labels(&d->split[DS_TRAIN], &labels, &n, &bad, NULL, NULL, NULL, &e) == PT_OK);
     T_EQ_INT(bad, 0);
     long long cnt[64];
     smp_count_labels(labels, (size_t)n, p.n_classes, cnt);

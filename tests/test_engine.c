@@ -870,3 +870,43 @@ TEST(engine_warns_of_an_image_size_that_upsamples_the_shards)
         eng_destroy(g);
     }
 }
+
+/* A stop while a large model's memory is first touched (gigabytes: seconds to a
+ * minute) lands there, not after it, and a new run stopped before its first update
+ * leaves no run folder behind (issue 30, defect 2). */
+TEST(engine_a_stop_while_allocating_lands_there_and_keeps_no_folder)
+{
+    run_config c;
+    char out[4200];
+    util_path(out, sizeof out, "%s/stopped-early", t_tmpdir());
+    small_config(&c, out);
+    util_copy(c.model, sizeof c.model, "mobilenetv2");
+    c.image_size = 320;
+    c.replicas = 1;
+    c.batch_per_replica = 16;
+    eng *g;
+    pt_err e;
+    T_REQUIRE(eng_create(&c, &g, &e) == PT_OK);
+    run_snapshot *s = calloc(1, sizeof *s);
+    T_REQUIRE(s != NULL);
+    eng_start(g);
+    int seen = 0;
+    for (int i = 0; i < 20000 && !seen; i++) {
+        eng_snapshot_get(g, s);
+        seen = strstr(s->message, "allocating the replicas' memory") != NULL;
+        if (!seen && s->state != RUN_IDLE && s->state != RUN_PREPARING)
+            break;
+        usleep(2000);
+    }
+    T_CHECKF(seen, "never allocating: %s", s->message);
+    eng_stop(g);
+    T_CHECK(eng_wait(g, 120));
+    eng_snapshot_get(g, s);
+    T_CHECKF(s->state == RUN_STOPPED, "state %d: %s", (int)s->state, s->message);
+    T_CHECKF(strstr(s->message, "stopped before training began, in the step: ") &&
+                 strstr(s->message, "nothing kept"),
+             "%s", s->message);
+    T_CHECKF(!util_is_dir(out), "%s is still there", out);
+    eng_destroy(g);
+    free(s);
+}

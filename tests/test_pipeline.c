@@ -78,7 +78,7 @@ TEST(dataset_discovers_layout_counts_and_class_names)
     /* Labels scan agrees with what was written. */
     int32_t *labels;
     long long n, bad;
-    T_REQUIRE(ds_scan_labels(&d->split[DS_TRAIN], &labels, &n, &bad, NULL, NULL, &e) == PT_OK);
+    T_REQUIRE(ds_scan_labels(&d->split[DS_TRAIN], &labels, &n, &bad, NULL, NULL, NULL, &e) == PT_OK);
     T_EQ_INT(n, 85);
     T_EQ_INT(bad, 0);
     long long cnt[5];
@@ -348,7 +348,7 @@ TEST(pipeline_oversampling_balances_classes_within_a_few_percent)
     /* The label counter's simulation of a pass agrees in the same way. */
     int32_t *labels;
     long long n, bad;
-    T_REQUIRE(ds_scan_labels(&d->split[DS_TRAIN], &labels, &n, &bad, NULL, NULL, &e) == PT_OK);
+    T_REQUIRE(ds_scan_labels(&d->split[DS_TRAIN], &labels, &n, &bad, NULL, NULL, NULL, &e) == PT_OK);
     long long sim[6];
     smp_count_pass(&t, labels, (size_t)n, 5, sim);
     for (int k = 0; k < 6; k++)

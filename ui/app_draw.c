@@ -165,7 +165,9 @@ void app_frame(app *a)
         f.note = a->note;
         f.note_role = a->note_role;
     } else if (a->stopping) {
-        f.note = "stopping: finishing the update and writing a checkpoint...";
+        f.note = s->state == RUN_PREPARING
+                     ? "stopping: nothing trained yet, nothing kept..."
+                     : "stopping: finishing the update and writing a checkpoint...";
         f.note_role = UI_R_WARN;
     } else {
         f.note = s->message;

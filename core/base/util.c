@@ -63,6 +63,17 @@ void util_slice(size_t from, size_t to, int parts, int k, size_t *lo, size_t *hi
     *hi = b < to ? b : to;
 }
 
+void *util_aligned_alloc_raw(size_t n)
+{
+    if (n == 0)
+        n = 64;
+    size_t rounded = (n + 63) & ~(size_t)63;
+    void *p = NULL;
+    if (rounded < n || posix_memalign(&p, 64, rounded) != 0)
+        return NULL;
+    return p;
+}
+
 void *util_aligned_alloc(size_t n)
 {
     if (n == 0)

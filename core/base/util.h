@@ -30,6 +30,8 @@ double util_thread_cpu(void);
 
 /* 64-byte aligned, zeroed; NULL on failure or n == 0 overflow. */
 void *util_aligned_alloc(size_t n);
+/* The same, not zeroed (the caller writes every byte it reads). */
+void *util_aligned_alloc_raw(size_t n);
 void util_aligned_free(void *p);
 
 /* Part k of [from, to) cut in `parts` parts of the same whole multiple of 16 elements

@@ -355,7 +355,7 @@ static int note_bad(long long *bad, ds_error_fn on_error, void *ctx, const pt_er
 }
 
 int ds_scan_labels(const ds_split *s, int32_t **labels, long long *n, long long *bad,
-                   ds_error_fn on_error, void *ctx, pt_err *e)
+                   ds_error_fn on_error, ds_stop_fn stop_fn, void *ctx, pt_err *e)
 {
     *labels = NULL;
     *n = 0;
@@ -379,6 +379,12 @@ int ds_scan_labels(const ds_split *s, int32_t **labels, long long *n, long long 
         size_t len;
         int rc;
         while (!stop && (rc = tfr_next(r, &p, &len, &re)) != 0) {
+            if (stop_fn && (tfr_index(r) & 255) == 0 && stop_fn(ctx)) {
+                err_set(&re, PT_ESTOPPED, s->shards[i].path, tfr_index(r), tfr_offset(r),
+                        "stopped on request");
+                stop = 1;
+                break;
+            }
             if (rc < 0) {
                 if (note_bad(bad, on_error, ctx, &re))
                     stop = 1;

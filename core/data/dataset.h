@@ -64,12 +64,16 @@ const char *ds_class_name(const ds_dataset *d, int k);
 /* Called for every bad record met during a scan; return nonzero to stop the scan. */
 typedef int (*ds_error_fn)(void *ctx, const pt_err *err);
 
+/* Asked now and then during a long scan; nonzero stops it (PT_ESTOPPED). */
+typedef int (*ds_stop_fn)(void *ctx);
+
 /* Read every record of a labeled split in file order, collecting the "class" of
  * each. Bad records are reported through on_error (may be NULL) and skipped;
- * *bad counts them. Returns PT_OK, or the error of the bad record at which on_error
- * asked to stop. */
+ * *bad counts them. stop (may be NULL) is asked every few hundred records. Returns
+ * PT_OK, the error of the bad record at which on_error asked to stop, or
+ * PT_ESTOPPED. */
 int ds_scan_labels(const ds_split *s, int32_t **labels, long long *n, long long *bad,
-                   ds_error_fn on_error, void *ctx, pt_err *e);
+                   ds_error_fn on_error, ds_stop_fn stop_fn, void *ctx, pt_err *e);
 
 /* Size of the first decodable image of the split (when the folder name did not say). */
 int ds_probe_image_size(const ds_split *s, int *w, int *h, pt_err *e);

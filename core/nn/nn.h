@@ -236,6 +236,12 @@ size_t nn_model_summary(const nn_model *m, char *buf, size_t size);
 /* Allocates every activation, gradient and workspace for batches of up to max_batch
  * examples; nothing is allocated later. m must be finalized. */
 nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e);
+/* nn_ctx_new() that asks stop(stop_ctx) between the chunks it first-touches (zeroing
+ * gigabytes at a large image size takes seconds to a minute): when it answers nonzero,
+ * everything is freed and NULL comes back with PT_ESTOPPED. */
+typedef int (*nn_stop_fn)(void *stop_ctx);
+nn_ctx *nn_ctx_new_cancel(const nn_model *m, int max_batch, nn_stop_fn stop, void *stop_ctx,
+                          pt_err *e);
 /* An inference-only context: no gradient arena, no gradient array, no dropout masks,
  * and activations that share one arena by lifetime (a node's output lives from the
  * node to its last reader), a fraction of nn_ctx_new's memory. nn_forward with

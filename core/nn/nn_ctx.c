@@ -159,11 +159,27 @@ static size_t plan_act(const nn_model *m, int max_batch, size_t *off, int *fail)
     return total;
 }
 
+/* Zeroed in chunks this large, asking c->stop between them. */
+#define NN_TOUCH_CHUNK ((size_t)16 << 20)
+
 static void *track(nn_ctx *c, size_t bytes)
 {
-    void *p = util_aligned_alloc(bytes);
-    if (p)
-        c->bytes += bytes;
+    if (c->stopped)
+        return NULL;
+    int chunked = c->stop && bytes > NN_TOUCH_CHUNK;
+    void *p = chunked ? util_aligned_alloc_raw(bytes) : util_aligned_alloc(bytes);
+    if (!p)
+        return NULL;
+    for (size_t at = 0; chunked && at < bytes; at += NN_TOUCH_CHUNK) {
+        if (c->stop(c->stop_ctx)) {
+            c->stopped = 1;
+            util_aligned_free(p);
+            return NULL;
+        }
+        size_t k = bytes - at < NN_TOUCH_CHUNK ? bytes - at : NN_TOUCH_CHUNK;
+        memset((char *)p + at, 0, k);
+    }
+    c->bytes += bytes;
     return p;
 }
 
@@ -256,7 +272,8 @@ static int alloc_infer(nn_ctx *c, size_t *off)
     return 1;
 }
 
-static nn_ctx *ctx_new(const nn_model *m, int max_batch, int infer, pt_err *e)
+static nn_ctx *ctx_new(const nn_model *m, int max_batch, int infer, nn_stop_fn stop,
+                       void *stop_ctx, pt_err *e)
 {
     if (!m || !m->finalized || max_batch < 1) {
         err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
@@ -270,6 +287,8 @@ static nn_ctx *ctx_new(const nn_model *m, int max_batch, int infer, pt_err *e)
     c->m = m;
     c->max_batch = max_batch;
     c->infer = infer;
+    c->stop = stop;
+    c->stop_ctx = stop_ctx;
     size_t ws = 0;
     for (int i = 0; i < m->n_nodes; i++) {
         const nn_node *nd = &m->nodes[i];
@@ -283,9 +302,16 @@ static nn_ctx *ctx_new(const nn_model *m, int max_batch, int infer, pt_err *e)
     if (!alloc_common(c, ws) || !(infer ? alloc_infer(c, off) : alloc_training(c, off)))
         goto oom;
     free(off);
+    c->stop = NULL;
     return c;
 oom:
     free(off);
+    if (c && c->stopped) {
+        nn_ctx_free(c);
+        err_set(e, PT_ESTOPPED, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                "stopped while allocating a context of batch %d", max_batch);
+        return NULL;
+    }
     nn_ctx_free(c);
     err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET,
             "nn: out of memory for a context of batch %d", max_batch);
@@ -294,12 +320,18 @@ oom:
 
 nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e)
 {
-    return ctx_new(m, max_batch, 0, e);
+    return ctx_new(m, max_batch, 0, NULL, NULL, e);
+}
+
+nn_ctx *nn_ctx_new_cancel(const nn_model *m, int max_batch, nn_stop_fn stop, void *stop_ctx,
+                          pt_err *e)
+{
+    return ctx_new(m, max_batch, 0, stop, stop_ctx, e);
 }
 
 nn_ctx *nn_ctx_new_infer(const nn_model *m, int max_batch, pt_err *e)
 {
-    return ctx_new(m, max_batch, 1, e);
+    return ctx_new(m, max_batch, 1, NULL, NULL, e);
 }
 
 int nn_ctx_is_infer(const nn_ctx *c)

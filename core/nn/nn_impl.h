@@ -73,6 +73,9 @@ struct nn_ctx {
     const nn_model *m;
     int max_batch;
     int infer;               /* nn_ctx_new_infer: no gradients, masks or backward */
+    nn_stop_fn stop;         /* nn_ctx_new_cancel's, while allocating; then NULL */
+    void *stop_ctx;
+    int stopped;             /* stop answered nonzero while allocating */
     int n;                   /* examples in the last forward */
     int training;            /* the last forward was a training one */
     int backward_ok;         /* a training forward ran and nothing invalidated it */

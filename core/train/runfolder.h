@@ -115,12 +115,16 @@ int rf_tag_of(const char *tag);
 typedef struct rf_writer {
     char dir[4096];
     int on;                     /* 1: this process writes the folder */
+    int made;                   /* 1: rf_make created it (it did not exist) */
 } rf_writer;
 
 /* The folder of a run of cfg: --resume's (it must exist), --out's (it must not
  * hold a run), or runs/MODEL-DATE; made, and the temporary files a killed run
  * left there removed (*stale: how many). Nothing when !on. */
 int rf_make(rf_writer *w, int on, const run_config *cfg, int *stale, pt_err *e);
+/* Removes the folder with everything in it when rf_make created it (a run stopped
+ * before its first update); 1 when it did. */
+int rf_discard(rf_writer *w);
 /* path of NAME in the folder (the folder's name when NAME is NULL); -1 too long. */
 int rf_path(const rf_writer *w, const char *name, char *buf, size_t n);
 /* A line of log.txt, after the local date and time it is written at. */

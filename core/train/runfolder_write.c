@@ -65,6 +65,7 @@ int rf_make(rf_writer *w, int on, const run_config *cfg, int *stale, pt_err *e)
         for (int k = 2; util_is_dir(w->dir) && k < 100; k++)
             snprintf(w->dir, sizeof w->dir, "runs/%s-%s-%d", name, stamp, k);
     }
+    w->made = !util_is_dir(w->dir);
     int rc = util_mkdirs(w->dir, e);
     if (rc != PT_OK)
         return rc;
@@ -72,6 +73,14 @@ int rf_make(rf_writer *w, int on, const run_config *cfg, int *stale, pt_err *e)
      * cleared here, before this run writes its own. */
     *stale = util_remove_stale_temps(w->dir, NULL);
     return PT_OK;
+}
+
+int rf_discard(rf_writer *w)
+{
+    if (!w->on || !w->made || !w->dir[0])
+        return 0;
+    w->made = 0;
+    return util_remove_tree(w->dir) == 0;
 }
 
 int rf_write_text(const rf_writer *w, const char *name, const char *text, size_t len, pt_err *e)

@@ -408,7 +408,7 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
         replica *p = &s->rep[r];
         p->s = s;
         p->r = r;
-        p->ctx = nn_ctx_new(cfg->model, max_batch, e);
+        p->ctx = nn_ctx_new_cancel(cfg->model, max_batch, cfg->stop, cfg->stop_ctx, e);
         p->input = util_aligned_alloc((size_t)max_batch * img * sizeof(float));
         p->dlogits = util_aligned_alloc((size_t)max_batch * s->k * sizeof(float));
         p->pred = calloc((size_t)max_batch, sizeof *p->pred);

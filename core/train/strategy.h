@@ -61,6 +61,10 @@ typedef struct strat_config {
     /* A rank of a job: send the gradient in buckets as the backward finishes them
      * (the last layers' first), instead of after it. Same bits either way. */
     int overlap;
+    /* Asked while the replicas' memory is first touched (NULL: never): nonzero stops
+     * strat_new with PT_ESTOPPED (nn_ctx_new_cancel). */
+    nn_stop_fn stop;
+    void *stop_ctx;
 } strat_config;
 
 int strat_new(const strat_config *cfg, strat **out, pt_err *e);

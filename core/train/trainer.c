@@ -214,6 +214,13 @@ static int step_open_data(trn *r, pt_err *e)
     return PT_OK;
 }
 
+/* 1 when the user asked the run to stop (nn_stop_fn for long preparing steps). */
+static int stop_asked(void *ctx)
+{
+    trn *r = ctx;
+    return r->env->control && r->env->control(r->env->ctx) == TRN_STOP;
+}
+
 /* The classes, the label counts of both splits, and the oversampling table (the
  * examples of an epoch: as many as the table draws). */
 static int step_scan_labels(trn *r, pt_err *e)
@@ -223,9 +230,9 @@ static int step_scan_labels(trn *r, pt_err *e)
                   r->ds->split[DS_TRAIN].count, r->ds->split[DS_VAL].count);
     int32_t *tl = NULL, *vl = NULL;
     long long tn = 0, vn = 0, bad = 0;
-    int rc = ds_scan_labels(&r->ds->split[DS_TRAIN], &tl, &tn, &bad, scan_error, r, e);
+    int rc = ds_scan_labels(&r->ds->split[DS_TRAIN], &tl, &tn, &bad, scan_error, stop_asked, r, e);
     if (rc == PT_OK && r->ds->split[DS_VAL].count > 0)
-        rc = ds_scan_labels(&r->ds->split[DS_VAL], &vl, &vn, &bad, scan_error, r, e);
+        rc = ds_scan_labels(&r->ds->split[DS_VAL], &vl, &vn, &bad, scan_error, stop_asked, r, e);
     if (rc != PT_OK) {
         free(tl);
         free(vl);
@@ -323,7 +330,8 @@ static int step_build_model(trn *r, pt_err *e)
 
 static int step_start_replicas(trn *r, pt_err *e)
 {
-    strat_config sc = { .model = r->model, .optimizer = &r->optim, .decay_mask = r->decay,
+    trn_set_state(r, RUN_PREPARING, "allocating the replicas' memory");
+    strat_config sc = { .stop = stop_asked, .stop_ctx = r, .model = r->model, .optimizer = &r->optim, .decay_mask = r->decay,
                         .replicas = r->R, .batch_per_replica = r->B, .grad_acc = r->A,
                         .predict_batch = r->P,
                         .label_smoothing = (float)r->cfg->label_smoothing,
@@ -492,10 +500,14 @@ static const struct {
     { "log the plan", step_log_plan },
 };
 
+/* Each step in order; a stop asked for lands between steps (and inside the long
+ * ones: the label scan, the replicas' memory), named in r->stopped_in. */
 static int prepare(trn *r, pt_err *e)
 {
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
-        int rc = steps[i].run(r, e);
+        int rc = stop_asked(r) ? PT_ESTOPPED : steps[i].run(r, e);
+        if (rc == PT_ESTOPPED)
+            r->stopped_in = steps[i].name;
         if (rc != PT_OK)
             return rc;
     }
@@ -557,6 +569,9 @@ static int pause_point(trn *r, pt_err *e, int *stopped)
         }
     }
     *stopped = 1;
+    /* Nothing trained yet in a new run: nothing to keep (trn_run removes its folder). */
+    if (r->update == 0 && !r->cfg->resume[0])
+        return PT_OK;
     return trn_save_checkpoint(r, "stop", e);
 }
 
@@ -830,7 +845,8 @@ run_state trn_run(const trn_env *env, pt_err *e)
     if (rc == PT_ESTOPPED) {
         /* Stopped while preparing (e.g. during the demo data's generation). */
         final = RUN_STOPPED;
-        trn_set_state(r, RUN_STOPPED, "stopped before training began");
+        trn_set_state(r, RUN_STOPPED, "stopped before training began%s%s",
+                      r->stopped_in ? ", in the step: " : "", r->stopped_in ? r->stopped_in : "");
     } else if (rc != PT_OK) {
         final = RUN_FAILED;
         if (r->folder.dir[0])
@@ -844,6 +860,14 @@ run_state trn_run(const trn_env *env, pt_err *e)
         util_copy(msg, sizeof msg, s->message);
         prg_unlock(r->env->progress);
         trn_log_end(r, msg);
+    }
+    /* A new run stopped before its first update leaves no half folder behind. */
+    if (final == RUN_STOPPED && r->update == 0 && !cfg->resume[0] && rf_discard(&r->folder)) {
+        run_snapshot *s = prg_lock(r->env->progress);
+        size_t k = strlen(s->message);
+        util_fmt(s->message + k, sizeof s->message - k, "; nothing kept (%s removed)",
+                 r->folder.dir);
+        prg_unlock(r->env->progress);
     }
     trn_publish_history(r);
     free(batches);

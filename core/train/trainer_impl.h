@@ -79,6 +79,7 @@ typedef struct trn {
     uint64_t err_seen[256];
     int n_err_seen;
     long long readable[DS_NSPLITS]; /* records the label scan could read, per split */
+    const char *stopped_in;     /* the preparing step a stop landed in (NULL: none) */
 
     crv curves;                 /* the history and the per-update curves (curves.h) */
 
