@@ -112,7 +112,7 @@ static void scale_shift_act(long rows, int c, const float *restrict x, const flo
  * unbiased variance in var_u), then applies act (enum nn_act). */
 static void nn_bn_fwd_train(long rows, int c, float eps, const float *x, const float *gamma,
                             const float *beta, int act, float *y, float *mean, float *invstd,
-                            float *var_u, double *dscratch, float *fscratch)
+                            float *var_u, float *a, float *b, double *dscratch, float *fscratch)
 {
     /* Per block: exact two-pass mean and sum of squared deviations in float (the block
      * is in L1 for the second pass), merged into double totals with Chan's formula.
@@ -139,7 +139,6 @@ static void nn_bn_fwd_train(long rows, int c, float eps, const float *x, const f
         }
         seen += nb;
     }
-    float *a = fscratch, *b = fscratch + c;
     for (int j = 0; j < c; j++) {
         double var = m2[j] / (double)rows;
         double is = 1.0 / sqrt(var + (double)eps);
@@ -154,9 +153,8 @@ static void nn_bn_fwd_train(long rows, int c, float eps, const float *x, const f
 
 static void nn_bn_fwd_infer(long rows, int c, float eps, const float *x, const float *gamma,
                             const float *beta, const float *rmean, const float *rvar, int act,
-                            float *y, float *fscratch)
+                            float *y, float *a, float *b)
 {
-    float *a = fscratch, *b = fscratch + c;
     for (int j = 0; j < c; j++) {
         double is = 1.0 / sqrt((double)rvar[j] + (double)eps);
         a[j] = (float)((double)gamma[j] * is);
@@ -301,7 +299,8 @@ static void bn_forward(const nn_fwd *f)
         float *mean = c->bn_mean + nd->bn_coff, *is = c->bn_invstd + nd->bn_coff;
         float *var_u = c->fscratch + 2 * m->max_c;
         nn_bn_fwd_train(f->rows, nd->c, nd->bn_eps, f->x, P, P + nd->c, nd->fused_act, f->y,
-                        mean, is, var_u, c->dscratch, c->fscratch);
+                        mean, is, var_u, c->bn_a + nd->bn_coff, c->bn_b + nd->bn_coff,
+                        c->dscratch, c->fscratch);
         double *rm = c->rec_mean + nd->bn_coff, *rv = c->rec_var + nd->bn_coff;
         for (int j = 0; j < nd->c; j++) {
             rm[j] += (double)f->n * mean[j];
@@ -311,8 +310,24 @@ static void bn_forward(const nn_fwd *f)
     } else {
         const float *rb = m->bufs + nd->buf_off;
         nn_bn_fwd_infer(f->rows, nd->c, nd->bn_eps, f->x, P, P + nd->c, rb, rb + nd->c,
-                        nd->fused_act, f->y, c->fscratch);
+                        nd->fused_act, f->y, c->bn_a + nd->bn_coff, c->bn_b + nd->bn_coff);
     }
+}
+
+/* The forward's output again from its input and the per-channel a and b it kept. */
+static void bn_replay(const nn_fwd *f)
+{
+    const nn_node *nd = f->nd;
+    scale_shift_act(f->rows, nd->c, f->x, f->c->bn_a + nd->bn_coff, f->c->bn_b + nd->bn_coff,
+                    nd->fused_act, f->y);
+}
+
+/* One multiply-add per value: always cheaper to recompute than to keep. */
+static int bn_replayable(const nn_model *m, const nn_node *nd)
+{
+    (void)m;
+    (void)nd;
+    return 1;
 }
 
 static void bn_backward(const nn_bwd *b)
@@ -384,4 +399,6 @@ const nn_layer nn_layer_bn = {
     .init = bn_init,
     .grad = &bn_grad,
     .onnx_write = bn_onnx,
+    .replayable = bn_replayable,
+    .replay = bn_replay,
 };

@@ -255,6 +255,17 @@ void nn_ctx_free(nn_ctx *c);
 int nn_ctx_max_batch(const nn_ctx *c);
 /* Bytes the context allocated. */
 size_t nn_ctx_bytes(const nn_ctx *c);
+/* Where a context's bytes go (nn_ctx_mem_get), for max_batch examples. kept[op]: the
+ * activations of that layer kind kept from a training forward for the backward (an
+ * inference context's by-lifetime arena counts under shared instead); masks: dropout's;
+ * shared: the arena laid out by lifetime (gradients of activations, and in training the
+ * outputs the backward recomputes instead of keeping); params: the gradient array;
+ * other: workspace and per-channel arrays. They sum to nn_ctx_bytes(). */
+typedef struct nn_ctx_mem {
+    size_t kept[NN_OP_COUNT];
+    size_t masks, shared, params, other;
+} nn_ctx_mem;
+void nn_ctx_mem_get(const nn_ctx *c, nn_ctx_mem *out);
 
 /* Forward n (1..max_batch) examples, NHWC floats. training: BN uses batch statistics
  * (and records them, see nn_model_update_bn) and dropout is active, keeping what

@@ -2,7 +2,14 @@
  * nodes that call each kind's hooks, nn_layer.h), profile and progress.
  *
  * Memory: in a training context every node that produces a value gets its own
- * activation storage (training keeps them all for backward). Gradients of activations
+ * activation storage (training keeps them for backward), except the outputs that are
+ * cheap to recompute (nn_layer.replayable: a BN's is one multiply-add per value from
+ * the conv output it reads, which is kept anyway, and the per-channel a and b it keeps;
+ * in-place activated batch-norm, Rota Bulo et al. 2018, is the same idea). Those
+ * "replayed" outputs live in the gradient arena: in the forward from the node to its
+ * last reader; in the backward recomputed (replay) just before the first backward step
+ * that reads them, and alive down to their own node's step. The arena is laid out once
+ * for each phase and is as large as the larger. Gradients of activations
  * are short-lived: the one of node i is written by its first reader's backward and
  * dead after node i's own backward, so they share one arena, laid out once from those
  * lifetimes (a first-fit placement, largest first). In a chain that needs about two of
@@ -72,9 +79,9 @@ static size_t place_spans(span *sp, int ns, size_t *off)
 
 /* Lays out the gradient arena; returns its size in floats (0 on allocation failure,
  * with *fail set). */
-static size_t plan_dy(const nn_model *m, int max_batch, size_t *off, int *fail)
+static size_t plan_dy(const nn_model *m, const nn_ctx *c, int max_batch, size_t *off, int *fail)
 {
-    span *sp = calloc((size_t)m->n_nodes, sizeof *sp);
+    span *sp = calloc(2 * (size_t)m->n_nodes, sizeof *sp);
     if (!sp) {
         *fail = 1;
         return 0;
@@ -99,6 +106,12 @@ static size_t plan_dy(const nn_model *m, int max_batch, size_t *off, int *fail)
             if (sp[k].node == nd->alias && nd->last_use > sp[k].t1)
                 sp[k].t1 = nd->last_use;
     }
+    /* A replayed output, from the step that recomputes it down to its own node's. Its
+     * offset goes to off[n_nodes + i]. */
+    for (int i = 0; i < m->n_nodes; i++)
+        if (c->replayed[i])
+            sp[ns++] = (span){ .node = m->n_nodes + i, .t0 = i, .t1 = c->replay_at[i],
+                               .size = round16(m->nodes[i].len * (size_t)max_batch) };
     size_t total = place_spans(sp, ns, off);
     free(sp);
     return total;
@@ -159,6 +172,83 @@ static size_t plan_act(const nn_model *m, int max_batch, size_t *off, int *fail)
     return total;
 }
 
+/* The fused activation that shares node i's output (there is at most one), or -1. */
+static int alias_of(const nn_model *m, int i)
+{
+    for (int j = i + 1; j < m->n_nodes; j++)
+        if (m->nodes[j].live && m->nodes[j].alias == i)
+            return j;
+    return -1;
+}
+
+/* Whether live node j reads node i's output (directly, or through i's fused
+ * activation a), not counting a itself. */
+static int reads(const nn_model *m, int j, int i, int a)
+{
+    const nn_node *r = &m->nodes[j];
+    if (!r->live || j == a)
+        return 0;
+    for (int k = 0; k < 2; k++)
+        if (r->in[k] >= 0 && (r->in[k] == i || r->in[k] == a))
+            return 1;
+    return 0;
+}
+
+/* Picks the replayed outputs of a training context and, from the last node down, the
+ * backward step before which each is recomputed: its last reader's, or for a reader
+ * that is itself replayed, that reader's replay step (it reads this one then). Not
+ * replayed: the model's output, and a value a dropout reads (an inactive one passes
+ * its input on, which would then outlive the replayed storage). */
+static void plan_replay(const nn_model *m, uint8_t *rep, int *at)
+{
+    for (int i = m->n_nodes - 1; i >= 0; i--) {
+        const nn_node *nd = &m->nodes[i];
+        const nn_layer *L = nn_layers[nd->op];
+        rep[i] = 0;
+        at[i] = i;
+        if (!nd->live || nd->alias >= 0 || i == m->out || !L->replay || !L->replayable ||
+            !L->replayable(m, nd))
+            continue;
+        int a = alias_of(m, i), ok = a != m->out;
+        for (int j = i + 1; j < m->n_nodes && ok; j++) {
+            if (!reads(m, j, i, a))
+                continue;
+            ok = m->nodes[j].op != NN_OP_DROPOUT;
+            int t = rep[j] ? at[j] : j;
+            if (t > at[i])
+                at[i] = t;
+        }
+        rep[i] = ok && at[i] > i;
+        if (!rep[i])
+            at[i] = i;
+    }
+}
+
+/* The forward's layout of the replayed outputs (each alive from its node to its last
+ * reader) at off[i]; the size in floats. */
+static size_t plan_fwd(const nn_model *m, const uint8_t *rep, int max_batch, size_t *off,
+                       int *fail)
+{
+    span *sp = calloc((size_t)m->n_nodes, sizeof *sp);
+    if (!sp) {
+        *fail = 1;
+        return 0;
+    }
+    int ns = 0;
+    for (int i = 0; i < m->n_nodes; i++) {
+        if (!rep[i])
+            continue;
+        int a = alias_of(m, i), t1 = m->nodes[i].last_use;
+        if (a >= 0 && m->nodes[a].last_use > t1)
+            t1 = m->nodes[a].last_use;
+        sp[ns++] = (span){ .node = i, .t0 = i, .t1 = t1,
+                           .size = round16(m->nodes[i].len * (size_t)max_batch) };
+    }
+    size_t total = place_spans(sp, ns, off);
+    free(sp);
+    return total;
+}
+
 /* Zeroed in chunks this large, asking c->stop between them. */
 #define NN_TOUCH_CHUNK ((size_t)16 << 20)
 
@@ -201,28 +291,38 @@ static int alloc_common(nn_ctx *c, size_t ws)
     size_t bnc = m->bn_channels ? m->bn_channels : 1;
     c->bn_mean = track(c, bnc * sizeof(float));
     c->bn_invstd = track(c, bnc * sizeof(float));
+    c->bn_a = track(c, bnc * sizeof(float));
+    c->bn_b = track(c, bnc * sizeof(float));
     c->rec_mean = track(c, bnc * sizeof(double));
     c->rec_var = track(c, bnc * sizeof(double));
     c->rec_w = track(c, (size_t)(m->n_bn ? m->n_bn : 1) * sizeof(double));
     c->fscratch = track(c, 4 * (size_t)m->max_c * sizeof(float));
     c->dscratch = track(c, 4 * (size_t)m->max_c * sizeof(double));
     return c->outp && c->act && c->dy && c->fresh && c->dy_done && c->drop_mask && c->t_fwd &&
-           c->t_bwd && c->ws && c->bn_mean && c->bn_invstd && c->rec_mean && c->rec_var &&
+           c->t_bwd && c->ws && c->bn_mean && c->bn_invstd && c->bn_a && c->bn_b && c->rec_mean && c->rec_var &&
            c->rec_w && c->fscratch && c->dscratch;
 }
 
-/* Training's activations (one block per node, all alive at once), dropout masks,
- * gradient arena and gradient array. off: n_nodes scratch entries. */
+/* Training's kept activations (one block per node, all alive at once), dropout masks,
+ * the arena of gradients and replayed outputs, and the gradient array. off: 3 *
+ * n_nodes scratch entries (the forward's layout, then the backward's). */
 static int alloc_training(nn_ctx *c, size_t *off)
 {
     const nn_model *m = c->m;
-    const size_t B = (size_t)c->max_batch;
+    const size_t B = (size_t)c->max_batch, nn = (size_t)m->n_nodes;
+    c->replayed = calloc(nn, 1);
+    c->replay_at = calloc(nn, sizeof *c->replay_at);
+    c->ract = calloc(nn, sizeof *c->ract);
+    c->replay_need = calloc(nn, 1);
+    if (!c->replayed || !c->replay_at || !c->ract || !c->replay_need)
+        return 0;
+    plan_replay(m, c->replayed, c->replay_at);
     size_t n_act = 0, n_mask = 0;
     for (int i = 0; i < m->n_nodes; i++) {
         const nn_node *nd = &m->nodes[i];
         if (!nd->live)
             continue;
-        if (nd->op != NN_OP_INPUT && nd->alias < 0)
+        if (nd->op != NN_OP_INPUT && nd->alias < 0 && !c->replayed[i])
             n_act += round16(nd->len * B);
         if (nn_layers[nd->op]->flags & NN_LAYER_MASK)
             n_mask += round16(nd->len * B);
@@ -230,7 +330,13 @@ static int alloc_training(nn_ctx *c, size_t *off)
     c->act_arena = track(c, (n_act ? n_act : 1) * sizeof(float));
     c->mask_arena = track(c, (n_mask ? n_mask : 1) * sizeof(float));
     int fail = 0;
-    size_t n_dy = plan_dy(m, c->max_batch, off, &fail);
+    size_t *off_f = off, *off_b = off + nn;
+    size_t n_fwd = plan_fwd(m, c->replayed, c->max_batch, off_f, &fail);
+    size_t n_dy = fail ? 0 : plan_dy(m, c, c->max_batch, off_b, &fail);
+    if (n_fwd > n_dy)
+        n_dy = n_fwd;
+    c->shared_floats = n_dy ? n_dy : 1;
+    c->mask_floats = n_mask ? n_mask : 1;
     c->dy_arena = fail ? NULL : track(c, (n_dy ? n_dy : 1) * sizeof(float));
     c->grads = track(c, (m->n_params ? m->n_params : 1) * sizeof(float));
     if (!c->act_arena || !c->mask_arena || !c->dy_arena || !c->grads)
@@ -240,7 +346,10 @@ static int alloc_training(nn_ctx *c, size_t *off)
         const nn_node *nd = &m->nodes[i];
         if (!nd->live)
             continue;
-        if (nd->op != NN_OP_INPUT && nd->alias < 0) {
+        if (c->replayed[i]) {
+            c->act[i] = c->dy_arena + off_f[i];
+            c->ract[i] = c->dy_arena + off_b[nn + (size_t)i];
+        } else if (nd->op != NN_OP_INPUT && nd->alias < 0) {
             c->act[i] = c->act_arena + a;
             a += round16(nd->len * B);
         }
@@ -251,7 +360,7 @@ static int alloc_training(nn_ctx *c, size_t *off)
     }
     for (int i = 0; i < m->n_nodes; i++)
         if (m->nodes[i].live)
-            c->dy[i] = c->dy_arena + off[nn_owner(m, i)];
+            c->dy[i] = c->dy_arena + off_b[nn_owner(m, i)];
     return 1;
 }
 
@@ -263,6 +372,7 @@ static int alloc_infer(nn_ctx *c, size_t *off)
     size_t n_act = plan_act(m, c->max_batch, off, &fail);
     if (fail)
         return 0;
+    c->shared_floats = n_act ? n_act : 1;
     c->act_arena = track(c, (n_act ? n_act : 1) * sizeof(float));
     if (!c->act_arena)
         return 0;
@@ -281,7 +391,7 @@ static nn_ctx *ctx_new(const nn_model *m, int max_batch, int infer, nn_stop_fn s
         return NULL;
     }
     nn_ctx *c = calloc(1, sizeof *c);
-    size_t *off = calloc((size_t)m->n_nodes, sizeof *off);
+    size_t *off = calloc(3 * (size_t)m->n_nodes, sizeof *off);
     if (!c || !off)
         goto oom;
     c->m = m;
@@ -350,6 +460,8 @@ void nn_ctx_free(nn_ctx *c)
     util_aligned_free(c->grads);
     util_aligned_free(c->bn_mean);
     util_aligned_free(c->bn_invstd);
+    util_aligned_free(c->bn_a);
+    util_aligned_free(c->bn_b);
     util_aligned_free(c->rec_mean);
     util_aligned_free(c->rec_var);
     util_aligned_free(c->rec_w);
@@ -363,6 +475,10 @@ void nn_ctx_free(nn_ctx *c)
     free(c->drop_mask);
     free(c->t_fwd);
     free(c->t_bwd);
+    free(c->replayed);
+    free(c->replay_at);
+    free(c->ract);
+    free(c->replay_need);
     free(c);
 }
 
@@ -374,6 +490,26 @@ int nn_ctx_max_batch(const nn_ctx *c)
 size_t nn_ctx_bytes(const nn_ctx *c)
 {
     return c->bytes;
+}
+
+void nn_ctx_mem_get(const nn_ctx *c, nn_ctx_mem *out)
+{
+    const nn_model *m = c->m;
+    memset(out, 0, sizeof *out);
+    size_t used = 0;
+    for (int i = 0; i < m->n_nodes && !c->infer; i++)
+        if (c->act[i] && !c->replayed[i]) {
+            size_t b = round16(m->nodes[i].len * (size_t)c->max_batch) * sizeof(float);
+            out->kept[m->nodes[i].op] += b;
+            used += b;
+        }
+    out->masks = c->infer ? 0 : c->mask_floats * sizeof(float);
+    out->shared = c->shared_floats * sizeof(float);
+    out->params = c->infer ? 0 : (m->n_params ? m->n_params : 1) * sizeof(float);
+    if (!c->infer && used == 0)
+        used = sizeof(float);   /* the one float an empty activation arena holds */
+    used += out->masks + out->shared + out->params;
+    out->other = c->bytes > used ? c->bytes - used : 0;
 }
 
 float *nn_grads(nn_ctx *c)
@@ -391,6 +527,8 @@ void nn_zero_grads(nn_ctx *c)
 const float *nn_ctx_output(const nn_ctx *c, int node)
 {
     if (node < 0 || node >= c->m->n_nodes || c->n == 0)
+        return NULL;
+    if (c->replayed && c->replayed[nn_owner(c->m, node)])
         return NULL;
     return c->outp[node];
 }
@@ -512,6 +650,53 @@ static void backward_node(nn_ctx *c, int i, int n)
     nn_layers[nd->op]->backward(&b);
 }
 
+/* Whether replayed node d's output is read in this backward: by its own backward or a
+ * reader's (one where backward runs), or by a replayed reader's replay. need[] holds
+ * the answers for the nodes after d. */
+static int replay_needed(const nn_ctx *c, const uint8_t *need, int d)
+{
+    const nn_model *m = c->m;
+    if (m->nodes[d].grad)
+        return 1;
+    int a = alias_of(m, d);
+    for (int j = d + 1; j <= c->replay_at[d]; j++)
+        if (reads(m, j, d, a) && (m->nodes[j].grad || need[j]))
+            return 1;
+    return 0;
+}
+
+/* Recomputes replayed node d's output into its backward storage and points its
+ * readers there (c->outp of it and of its fused activation). */
+static void replay_node(nn_ctx *c, int d, int n)
+{
+    const nn_model *m = c->m;
+    const nn_node *nd = &m->nodes[d];
+    const nn_fwd f = {
+        .c = c, .m = m, .nd = nd, .i = d, .n = n, .training = 1,
+        .src = &m->nodes[nd->in[0]], .x = c->outp[nd->in[0]],
+        .P = m->params + nd->p_off, .y = c->ract[d], .rows = (long)n * nd->h * nd->w,
+    };
+    nn_layers[nd->op]->replay(&f);
+    c->outp[d] = c->ract[d];
+    int a = alias_of(m, d);
+    if (a >= 0)
+        c->outp[a] = c->ract[d];
+}
+
+/* Before backward step i: the replays due then and needed, in node order (a replayed
+ * input of a replayed node comes first). */
+static void replays_before(nn_ctx *c, int i, int n)
+{
+    for (int d = 0; d < i; d++) {
+        if (!c->replayed[d] || c->replay_at[d] != i || !c->replay_need[d])
+            continue;
+        double t0 = c->profile ? util_thread_cpu() : 0.0;
+        replay_node(c, d, n);
+        if (c->profile)
+            c->t_bwd[d] += util_thread_cpu() - t0;
+    }
+}
+
 int nn_backward(nn_ctx *c, const float *dlogits)
 {
     const nn_model *m = c->m;
@@ -524,7 +709,10 @@ int nn_backward(nn_ctx *c, const float *dlogits)
     memcpy(c->dy[o], dlogits, (size_t)n * m->nodes[out].len * sizeof *dlogits);
     c->fresh[o] = 1;
     size_t told = m->n_params;
+    for (int d = m->n_nodes - 1; d >= 0; d--)
+        c->replay_need[d] = c->replayed[d] && replay_needed(c, c->replay_need, d);
     for (int i = out; i >= 0; i--) {
+        replays_before(c, i, n);
         const nn_node *nd = &m->nodes[i];
         /* A fused activation's gradient already sits in its BN's storage. */
         if (nd->live && nd->grad && nd->alias < 0 && c->fresh[i]) {

@@ -90,6 +90,14 @@ struct nn_ctx {
     float *ws;               /* im2col / col2im workspace */
     size_t ws_floats;
     float *bn_mean, *bn_invstd;       /* batch statistics of the last training forward */
+    float *bn_a, *bn_b;               /* per BN channel: the last forward's y = act(x * a + b) */
+    /* Outputs a training context recomputes in the backward instead of keeping (see
+     * nn_ctx.c): per node, whether it is one; the backward step before which it is
+     * recomputed; where (its forward storage, c->act[i], is shared by lifetime). */
+    uint8_t *replayed;
+    int *replay_at;
+    float **ract;
+    uint8_t *replay_need;    /* per node: replayed and read in the current backward */
     double *rec_mean, *rec_var;       /* recorded sums (weighted by examples) */
     double *rec_w;                    /* per BN layer: examples recorded */
     float *fscratch;                  /* 4 * max_c floats */
@@ -99,6 +107,7 @@ struct nn_ctx {
     nn_backward_progress on_progress; /* NULL: none */
     void *progress_arg;
     size_t bytes;
+    size_t shared_floats, mask_floats;   /* the dy (or inference) arena, the masks */
     /* The storage blocks behind the pointers above. */
     float *act_arena, *dy_arena, *mask_arena;
 };

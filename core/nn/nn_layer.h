@@ -127,6 +127,13 @@ typedef struct nn_layer {
     size_t (*ws_floats)(const nn_model *m, const nn_node *nd, int max_batch);
     const nn_grad_case *grad;
     nn_onnx_write_fn onnx_write;
+    /* Recompute instead of keep (nn_ctx.c): whether a training context may drop this
+     * node's output after the forward and recompute it in the backward from its inputs
+     * (only what is cheap: NULL, never), and replay, which writes f->y bit for bit as
+     * the last training forward did, without the forward's side effects (statistics,
+     * records). f is as the forward's, f->training 1. */
+    int (*replayable)(const nn_model *m, const nn_node *nd);
+    void (*replay)(const nn_fwd *f);
 } nn_layer;
 
 #define NN_LAYER(ID, name) extern const nn_layer nn_layer_##name;
