@@ -1,8 +1,9 @@
 /* bench_mem — a training context's memory by layer kind, and the speed of its forward
  * plus backward, for the built-in MobileNetV2 and the imported zoo model.
  *
- *   build/bench/bench_mem [size [batch [steps]]]     (default 512 16 2)
+ *   build/bench/bench_mem [size [batch [steps [keep]]]]     (default 512 16 2)
  *
+ * With `keep`, contexts keep every output (nn_set_recompute(0)), as before issue 30.
  * For each model: the bytes per image each layer kind keeps from the forward for the
  * backward, dropout's masks, the arena shared by lifetime (activation gradients and
  * the outputs the backward recomputes), the parameter gradients and the rest
@@ -60,7 +61,10 @@ static void one(const char *kind, int size, int batch, int steps, const char *zo
     }
     nn_ctx_mem mem;
     nn_ctx_mem_get(c, &mem);
-    printf("%s at %d px, batch %d: %.1f MiB per image in all (%.2f GiB)\n", kind, size, batch,
+    const int keep = !nn_set_recompute(1);
+    nn_set_recompute(!keep);
+    printf("%s%s at %d px, batch %d: %.1f MiB per image in all (%.2f GiB)\n", kind,
+           keep ? " (keeping every output)" : "", size, batch,
            mib(nn_ctx_bytes(c), batch), (double)nn_ctx_bytes(c) / (1 << 30));
     printf("  %-10s %10s\n", "kept", "MiB/image");
     for (int op = 0; op < NN_OP_COUNT; op++)
@@ -109,9 +113,11 @@ int main(int argc, char **argv)
     int batch = argc > 2 ? atoi(argv[2]) : 16;
     int steps = argc > 3 ? atoi(argv[3]) : 2;
     if (size < 32 || batch < 1 || steps < 1) {
-        fprintf(stderr, "usage: bench_mem [size [batch [steps]]]\n");
+        fprintf(stderr, "usage: bench_mem [size [batch [steps [keep]]]]\n");
         return 2;
     }
+    if (argc > 4 && !strcmp(argv[4], "keep"))
+        nn_set_recompute(0);
     bench_header("bench_mem");
     nn_init();
     char zoo[4096];

@@ -44,6 +44,17 @@ static double max_rel(const float *a, const double *ref, size_t n)
     return err;
 }
 
+/* A training context that keeps every output: these tests read the convs' outputs,
+ * which a depthwise conv's context would otherwise recompute in the backward instead
+ * of keeping (test_nn_recompute.c checks that it gives the same bits). */
+static nn_ctx *keeping_ctx(const nn_model *m, int n)
+{
+    int was = nn_set_recompute(0);
+    nn_ctx *c = nn_ctx_new(m, n, NULL);
+    nn_set_recompute(was);
+    return c;
+}
+
 static int out_size(int in, int k, int s, int lead, int trail)
 {
     return (in + lead + trail - k) / s + 1;
@@ -151,7 +162,7 @@ static void check_case(const fcfg *c, int portable)
     double *dx = calloc(in_len, sizeof *dx), *dw = calloc(ni.weight_count, sizeof *dw);
     double *db = calloc(c->cout, sizeof *db);
 
-    nn_ctx *ctx = nn_ctx_new(m, c->n, NULL);
+    nn_ctx *ctx = keeping_ctx(m, c->n);
     T_REQUIRE(ctx != NULL);
     const float *y = nn_forward(ctx, x, c->n, 1, 0, 0);
     T_REQUIRE(y != NULL);
@@ -271,7 +282,7 @@ static void check_chain(const char *name, fcfg a, fcfg b, int portable)
     double *dwb = calloc(nb.weight_count, sizeof *dwb);
     double *dba = calloc(na.c, sizeof *dba), *dbb = calloc(nb.c, sizeof *dbb);
 
-    nn_ctx *ctx = nn_ctx_new(m, a.n, NULL);
+    nn_ctx *ctx = keeping_ctx(m, a.n);
     T_REQUIRE(ctx != NULL);
     T_REQUIRE(nn_forward(ctx, x, a.n, 1, 0, 0) != NULL);
     const float *ya = nn_ctx_output(ctx, aa), *yb = nn_ctx_output(ctx, ab);

@@ -163,27 +163,34 @@ static void nn_bn_fwd_infer(long rows, int c, float eps, const float *x, const f
     scale_shift_act(rows, c, x, a, b, act, y);
 }
 
-/* Over nb rows: s1 += dz, s2 += dz * (x - mean), with dz = dy * act'(y). One loop
+/* The activation's mask is taken from the pre-activation v = x * a + b, computed as
+ * the forward computed it (scale_shift_act), so the backward needs neither the output
+ * nor a copy of it: v > 0 exactly where y > 0, and v < 6 where y < 6. */
+
+/* Over nb rows: s1 += dz, s2 += dz * (x - mean), with dz = dy * act'(v). One loop
  * per activation with the mask written out as a select, so it vectorises: a scalar
  * branch on a ReLU mask mispredicts half the time. */
 static void bn_bwd_sums(long nb, int c, int act, const float *restrict x,
-                        const float *restrict y, const float *restrict dy,
-                        const float *restrict mean, float *restrict s1, float *restrict s2)
+                        const float *restrict a, const float *restrict b,
+                        const float *restrict dy, const float *restrict mean,
+                        float *restrict s1, float *restrict s2)
 {
     for (int j = 0; j < c; j++)
         s1[j] = s2[j] = 0.0f;
     const size_t n = (size_t)nb * (size_t)c;
     for (size_t r = 0; r < n; r += (size_t)c) {
-        const float *restrict xr = x + r, *restrict yr = y + r, *restrict g = dy + r;
+        const float *restrict xr = x + r, *restrict g = dy + r;
         if (act == NN_ACT_RELU) {
             for (int j = 0; j < c; j++) {
-                float dz = g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f);
+                float v = xr[j] * a[j] + b[j];
+                float dz = g[j] * (v > 0.0f ? 1.0f : 0.0f);
                 s1[j] += dz;
                 s2[j] += dz * (xr[j] - mean[j]);
             }
         } else if (act == NN_ACT_RELU6) {
             for (int j = 0; j < c; j++) {
-                float dz = g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) * (yr[j] < 6.0f ? 1.0f : 0.0f);
+                float v = xr[j] * a[j] + b[j];
+                float dz = g[j] * (v > 0.0f ? 1.0f : 0.0f) * (v < 6.0f ? 1.0f : 0.0f);
                 s1[j] += dz;
                 s2[j] += dz * (xr[j] - mean[j]);
             }
@@ -196,30 +203,32 @@ static void bn_bwd_sums(long nb, int c, int act, const float *restrict x,
     }
 }
 
-/* dx (=, or += when accum) p * dy * act'(y) + q * x + r, per channel. */
+/* The activation's mask of pre-activation v, as a factor. */
+static inline float act_mask(int act, float v)
+{
+    if (act == NN_ACT_RELU)
+        return v > 0.0f ? 1.0f : 0.0f;
+    return (v > 0.0f ? 1.0f : 0.0f) * (v < 6.0f ? 1.0f : 0.0f);
+}
+
+/* dx (=, or += when accum) p * dy * act'(v) + q * x + r, per channel, with v = x * a + b
+ * (a, b unused without act). */
 static void bn_bwd_dx(long rows, int c, int act, const float *restrict x,
-                      const float *restrict y, const float *restrict dy, const float *restrict p,
+                      const float *restrict a, const float *restrict b,
+                      const float *restrict dy, const float *restrict p,
                       const float *restrict q, const float *restrict r, float *restrict dx,
                       int accum)
 {
     const size_t n = (size_t)rows * (size_t)c;
     for (size_t o = 0; o < n; o += (size_t)c) {
-        const float *restrict xr = x + o, *restrict yr = y + o, *restrict g = dy + o;
+        const float *restrict xr = x + o, *restrict g = dy + o;
         float *restrict d = dx + o;
-        if (act == NN_ACT_RELU && !accum) {
+        if (act != NN_ACT_NONE && !accum) {
             for (int j = 0; j < c; j++)
-                d[j] = p[j] * g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) + q[j] * xr[j] + r[j];
-        } else if (act == NN_ACT_RELU) {
+                d[j] = p[j] * g[j] * act_mask(act, xr[j] * a[j] + b[j]) + q[j] * xr[j] + r[j];
+        } else if (act != NN_ACT_NONE) {
             for (int j = 0; j < c; j++)
-                d[j] += p[j] * g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) + q[j] * xr[j] + r[j];
-        } else if (act == NN_ACT_RELU6 && !accum) {
-            for (int j = 0; j < c; j++)
-                d[j] = p[j] * g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) * (yr[j] < 6.0f ? 1.0f : 0.0f) +
-                       q[j] * xr[j] + r[j];
-        } else if (act == NN_ACT_RELU6) {
-            for (int j = 0; j < c; j++)
-                d[j] += p[j] * g[j] * (yr[j] > 0.0f ? 1.0f : 0.0f) * (yr[j] < 6.0f ? 1.0f : 0.0f) +
-                        q[j] * xr[j] + r[j];
+                d[j] += p[j] * g[j] * act_mask(act, xr[j] * a[j] + b[j]) + q[j] * xr[j] + r[j];
         } else if (!accum) {
             for (int j = 0; j < c; j++)
                 d[j] = p[j] * g[j] + q[j] * xr[j] + r[j];
@@ -231,12 +240,13 @@ static void bn_bwd_dx(long rows, int c, int act, const float *restrict x,
 }
 
 /* dgamma/dbeta (NULL: frozen) are added to; dx (NULL: not needed) written or added. */
-static void nn_bn_bwd(long rows, int c, const float *x, const float *y, const float *dy,
-                      const float *gamma, const float *mean, const float *invstd, int act,
+static void nn_bn_bwd(long rows, int c, const float *x, const float *a, const float *b,
+                      const float *dy, const float *gamma, const float *mean,
+                      const float *invstd, int act,
                       float *dx, int accum, float *dgamma, float *dbeta, double *dscratch,
                       float *fscratch)
 {
-    /* dz = dy * act'(z); with xhat = (x - mean) * invstd and R rows:
+    /* dz = dy * act'(x * a + b); with xhat = (x - mean) * invstd and R rows:
      *   dbeta = sum dz, dgamma = sum dz * xhat,
      *   dx = gamma * invstd * (dz - dbeta / R - xhat * dgamma / R),
      * which is linear per channel: dx = p * dz + q * x + r. Sums run in float over
@@ -248,7 +258,7 @@ static void nn_bn_bwd(long rows, int c, const float *x, const float *y, const fl
     const long B = block_rows(c);
     for (long r0 = 0; r0 < rows; r0 += B) {
         const long nb = rows - r0 < B ? rows - r0 : B;
-        bn_bwd_sums(nb, c, act, x + r0 * c, y + r0 * c, dy + r0 * c, mean, b1, b2);
+        bn_bwd_sums(nb, c, act, x + r0 * c, a, b, dy + r0 * c, mean, b1, b2);
         for (int j = 0; j < c; j++) {
             s1[j] += b1[j];
             s2[j] += b2[j];
@@ -270,21 +280,21 @@ static void nn_bn_bwd(long rows, int c, const float *x, const float *y, const fl
         q[j] = (float)(-k * is * mdzx);
         rr[j] = (float)(-k * mdz + k * is * mdzx * (double)mean[j]);
     }
-    bn_bwd_dx(rows, c, act, x, y, dy, p, q, rr, dx, accum);
+    bn_bwd_dx(rows, c, act, x, a, b, dy, p, q, rr, dx, accum);
 }
 
 /* Backward through a BN that ran in inference mode (frozen). */
-static void nn_bn_bwd_frozen(long rows, int c, float eps, const float *y, const float *dy,
-                             const float *gamma, const float *rvar, int act, float *dx, int accum,
-                             float *fscratch)
+static void nn_bn_bwd_frozen(long rows, int c, float eps, const float *x, const float *a,
+                             const float *b, const float *dy, const float *gamma,
+                             const float *rvar, int act, float *dx, int accum, float *fscratch)
 {
-    float *a = fscratch, *zero = fscratch + c;
+    float *p = fscratch, *zero = fscratch + c;
     for (int j = 0; j < c; j++) {
-        a[j] = (float)((double)gamma[j] / sqrt((double)rvar[j] + (double)eps));
+        p[j] = (float)((double)gamma[j] / sqrt((double)rvar[j] + (double)eps));
         zero[j] = 0.0f;
     }
-    /* Same form as training's dx with q = r = 0 (y stands in for the unused x). */
-    bn_bwd_dx(rows, c, act, y, y, dy, a, zero, zero, dx, accum);
+    /* Same form as training's dx with q = r = 0. */
+    bn_bwd_dx(rows, c, act, x, a, b, dy, p, zero, zero, dx, accum);
 }
 
 /* ---- forward and backward ---- */
@@ -322,12 +332,13 @@ static void bn_replay(const nn_fwd *f)
                     nd->fused_act, f->y);
 }
 
-/* One multiply-add per value: always cheaper to recompute than to keep. */
+/* One multiply-add per value: always cheaper to recompute than to keep. Its own
+ * backward reads its input, not its output (the activation's mask comes from x, a, b). */
 static int bn_replayable(const nn_model *m, const nn_node *nd)
 {
     (void)m;
     (void)nd;
-    return 1;
+    return NN_REPLAY_READERS;
 }
 
 static void bn_backward(const nn_bwd *b)
@@ -335,12 +346,13 @@ static void bn_backward(const nn_bwd *b)
     nn_ctx *c = b->c;
     const nn_node *nd = b->nd;
     float *G = b->G;
+    const float *a = c->bn_a + nd->bn_coff, *sh = c->bn_b + nd->bn_coff;
     if (nd->trainable)
-        nn_bn_bwd(b->rows, nd->c, b->x, b->y, b->dy, b->P, c->bn_mean + nd->bn_coff,
+        nn_bn_bwd(b->rows, nd->c, b->x, a, sh, b->dy, b->P, c->bn_mean + nd->bn_coff,
                   c->bn_invstd + nd->bn_coff, nd->fused_act, b->dx, b->acc, G,
                   G ? G + nd->c : NULL, c->dscratch, c->fscratch);
     else if (b->dx)
-        nn_bn_bwd_frozen(b->rows, nd->c, nd->bn_eps, b->y, b->dy, b->P,
+        nn_bn_bwd_frozen(b->rows, nd->c, nd->bn_eps, b->x, a, sh, b->dy, b->P,
                          b->m->bufs + nd->buf_off + nd->c, nd->fused_act, b->dx, b->acc,
                          c->fscratch);
 }

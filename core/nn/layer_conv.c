@@ -93,6 +93,18 @@ static void conv_backward(const nn_bwd *b)
                     through ? &xa : NULL);
 }
 
+/* A depthwise conv is kh * kw multiply-adds per value, a small share of a step, and
+ * its forward has no side effects: a training context recomputes its output in the
+ * backward (conv_forward again) rather than keep it (nn_ctx.c). */
+static int conv_replayable(const nn_model *m, const nn_node *nd)
+{
+    const int cin = m->nodes[nd->in[0]].c;
+    if (nd->groups <= 1 || nd->groups != cin || nd->groups != nd->c)
+        return 0;
+    /* Its own backward reads its output only for the mask of a fused activation. */
+    return nd->fused_act ? NN_REPLAY_OWN : NN_REPLAY_READERS;
+}
+
 static size_t conv_ws_floats(const nn_model *m, const nn_node *nd, int max_batch)
 {
     nn_conv_shape s;
@@ -202,4 +214,6 @@ const nn_layer nn_layer_conv = {
     .ws_floats = conv_ws_floats,
     .grad = &conv_grad,
     .onnx_write = conv_onnx,
+    .replayable = conv_replayable,
+    .replay = conv_forward,
 };

@@ -234,7 +234,9 @@ size_t nn_model_summary(const nn_model *m, char *buf, size_t size);
 /* ---- running a model: one context per replica ---------------------------------------- */
 
 /* Allocates every activation, gradient and workspace for batches of up to max_batch
- * examples; nothing is allocated later. m must be finalized. */
+ * examples; nothing is allocated later. m must be finalized. The outputs that are
+ * cheap to recompute (BN, depthwise conv) are not kept for the backward but recomputed
+ * there, bit for bit (nn_set_recompute, nn_ctx_mem_get). */
 nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e);
 /* nn_ctx_new() that asks stop(stop_ctx) between the chunks it first-touches (zeroing
  * gigabytes at a large image size takes seconds to a minute): when it answers nonzero,
@@ -266,6 +268,11 @@ typedef struct nn_ctx_mem {
     size_t masks, shared, params, other;
 } nn_ctx_mem;
 void nn_ctx_mem_get(const nn_ctx *c, nn_ctx_mem *out);
+/* A training context recomputes cheap outputs (BN, depthwise conv) in the backward
+ * instead of keeping them, with bit-identical results; nn_set_recompute(0) makes the
+ * contexts created after it keep every output as before (for tests and benchmarks;
+ * not while another thread creates a context). Returns the previous setting. */
+int nn_set_recompute(int on);
 
 /* Forward n (1..max_batch) examples, NHWC floats. training: BN uses batch statistics
  * (and records them, see nn_model_update_bn) and dropout is active, keeping what
@@ -292,7 +299,8 @@ void nn_ctx_on_backward_progress(nn_ctx *c, nn_backward_progress fn, void *arg);
 float *nn_grads(nn_ctx *c);
 void nn_zero_grads(nn_ctx *c);
 /* Output of any node in the last forward ([n][h*w*c]), for tests and inspection (a
- * BN or conv with a fused activation shows the activated values). */
+ * BN or conv with a fused activation shows the activated values); NULL for a node a
+ * training context recomputes in the backward instead of keeping (nn_set_recompute). */
 const float *nn_ctx_output(const nn_ctx *c, int node);
 /* The gradient of the loss with respect to the input of the last backward
  * ([n][h*w*c]), or NULL unless nn_model_set_input_grad(m, 1) was called. */

@@ -106,11 +106,12 @@ static size_t plan_dy(const nn_model *m, const nn_ctx *c, int max_batch, size_t 
             if (sp[k].node == nd->alias && nd->last_use > sp[k].t1)
                 sp[k].t1 = nd->last_use;
     }
-    /* A replayed output, from the step that recomputes it down to its own node's. Its
-     * offset goes to off[n_nodes + i]. */
+    /* A replayed output, from the step that recomputes it down to the last that reads
+     * it (its own node's, or its lowest reader's). Its offset goes to off[n_nodes + i]. */
     for (int i = 0; i < m->n_nodes; i++)
         if (c->replayed[i])
-            sp[ns++] = (span){ .node = m->n_nodes + i, .t0 = i, .t1 = c->replay_at[i],
+            sp[ns++] = (span){ .node = m->n_nodes + i, .t0 = c->replay_lo[i],
+                               .t1 = c->replay_at[i],
                                .size = round16(m->nodes[i].len * (size_t)max_batch) };
     size_t total = place_spans(sp, ns, off);
     free(sp);
@@ -199,15 +200,28 @@ static int reads(const nn_model *m, int j, int i, int a)
  * that is itself replayed, that reader's replay step (it reads this one then). Not
  * replayed: the model's output, and a value a dropout reads (an inactive one passes
  * its input on, which would then outlive the replayed storage). */
-static void plan_replay(const nn_model *m, uint8_t *rep, int *at)
+static int recompute_on = 1;
+
+int nn_set_recompute(int on)
+{
+    int was = recompute_on;
+    recompute_on = on != 0;
+    return was;
+}
+
+static void plan_replay(const nn_model *m, uint8_t *rep, int *at, int *lo)
 {
     for (int i = m->n_nodes - 1; i >= 0; i--) {
         const nn_node *nd = &m->nodes[i];
         const nn_layer *L = nn_layers[nd->op];
+        const int how = recompute_on && nd->live && nd->alias < 0 && i != m->out &&
+                                L->replay && L->replayable
+                            ? L->replayable(m, nd)
+                            : 0;
         rep[i] = 0;
         at[i] = i;
-        if (!nd->live || nd->alias >= 0 || i == m->out || !L->replay || !L->replayable ||
-            !L->replayable(m, nd))
+        lo[i] = how == NN_REPLAY_READERS ? m->n_nodes : i;
+        if (!how)
             continue;
         int a = alias_of(m, i), ok = a != m->out;
         for (int j = i + 1; j < m->n_nodes && ok; j++) {
@@ -217,10 +231,12 @@ static void plan_replay(const nn_model *m, uint8_t *rep, int *at)
             int t = rep[j] ? at[j] : j;
             if (t > at[i])
                 at[i] = t;
+            if (j < lo[i])
+                lo[i] = j;
         }
         rep[i] = ok && at[i] > i;
         if (!rep[i])
-            at[i] = i;
+            at[i] = lo[i] = i;
     }
 }
 
@@ -312,11 +328,12 @@ static int alloc_training(nn_ctx *c, size_t *off)
     const size_t B = (size_t)c->max_batch, nn = (size_t)m->n_nodes;
     c->replayed = calloc(nn, 1);
     c->replay_at = calloc(nn, sizeof *c->replay_at);
+    c->replay_lo = calloc(nn, sizeof *c->replay_lo);
     c->ract = calloc(nn, sizeof *c->ract);
     c->replay_need = calloc(nn, 1);
-    if (!c->replayed || !c->replay_at || !c->ract || !c->replay_need)
+    if (!c->replayed || !c->replay_at || !c->replay_lo || !c->ract || !c->replay_need)
         return 0;
-    plan_replay(m, c->replayed, c->replay_at);
+    plan_replay(m, c->replayed, c->replay_at, c->replay_lo);
     size_t n_act = 0, n_mask = 0;
     for (int i = 0; i < m->n_nodes; i++) {
         const nn_node *nd = &m->nodes[i];
@@ -477,6 +494,7 @@ void nn_ctx_free(nn_ctx *c)
     free(c->t_bwd);
     free(c->replayed);
     free(c->replay_at);
+    free(c->replay_lo);
     free(c->ract);
     free(c->replay_need);
     free(c);

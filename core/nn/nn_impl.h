@@ -93,9 +93,10 @@ struct nn_ctx {
     float *bn_a, *bn_b;               /* per BN channel: the last forward's y = act(x * a + b) */
     /* Outputs a training context recomputes in the backward instead of keeping (see
      * nn_ctx.c): per node, whether it is one; the backward step before which it is
-     * recomputed; where (its forward storage, c->act[i], is shared by lifetime). */
+     * recomputed and the last step that reads it; where (its forward storage, c->act[i],
+     * is shared by lifetime). */
     uint8_t *replayed;
-    int *replay_at;
+    int *replay_at, *replay_lo;
     float **ract;
     uint8_t *replay_need;    /* per node: replayed and read in the current backward */
     double *rec_mean, *rec_var;       /* recorded sums (weighted by examples) */

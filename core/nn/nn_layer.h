@@ -99,6 +99,10 @@ typedef struct nn_grad_case {
     int (*build)(nn_model *m, int in);   /* returns the output node (or an error) */
 } nn_grad_case;
 
+/* What nn_layer.replayable answers when it does. */
+#define NN_REPLAY_OWN 1
+#define NN_REPLAY_READERS 2
+
 /* Flags of a kind. */
 #define NN_LAYER_FUSES_ACT 1u   /* applies a ReLU/ReLU6 reading it alone (fused_act) */
 #define NN_LAYER_MASK 2u        /* keeps a per-element mask of its output's size
@@ -129,9 +133,10 @@ typedef struct nn_layer {
     nn_onnx_write_fn onnx_write;
     /* Recompute instead of keep (nn_ctx.c): whether a training context may drop this
      * node's output after the forward and recompute it in the backward from its inputs
-     * (only what is cheap: NULL, never), and replay, which writes f->y bit for bit as
-     * the last training forward did, without the forward's side effects (statistics,
-     * records). f is as the forward's, f->training 1. */
+     * (only what is cheap: NULL or 0, never; NN_REPLAY_OWN when the node's own backward
+     * reads its output, NN_REPLAY_READERS when only its readers' do), and replay,
+     * which writes f->y bit for bit as the last training forward did, without the
+     * forward's side effects (statistics, records). f is as the forward's. */
     int (*replayable)(const nn_model *m, const nn_node *nd);
     void (*replay)(const nn_fwd *f);
 } nn_layer;
