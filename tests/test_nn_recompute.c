@@ -4,7 +4,7 @@
  * the BN records must be the same bits, on the built-in MobileNetV2 and on a graph
  * with every case the planner tells apart (a BN with a fused activation read by a
  * depthwise conv and an add, a depthwise conv with a fused ReLU6 and no BN, BN after
- * BN, a BN read by a dropout, a BN as the output), trained, frozen and with the input
+ * BN, a BN or a conv only an add reads, an add a dropout reads, a BN as the output), trained, frozen and with the input
  * gradient; and the built-in MobileNetV2's training context must keep no BN output
  * and take at most 55% of the memory. */
 #include "tests/t.h"
@@ -107,8 +107,9 @@ TEST(nn_recompute_mobilenetv2_same_bits)
 }
 
 /* in -> conv -> BN+ReLU -> (dw conv+ReLU6 -> conv -> BN) + that ReLU -> BN -> BN ->
- * dropout -> conv -> gap -> dense -> BN (the output). */
-static nn_model *odd_graph(int *bn_relu, int *dw, int *bn_drop, int *bn_out)
+ * (+ a 1x1 conv of it) -> dropout -> conv -> gap -> dense -> BN (the output). */
+static nn_model *odd_graph(int *bn_relu, int *dw, int *bn_add, int *conv_add, int *bn_drop,
+                           int *bn_out)
 {
     nn_model *m = nn_model_new(6, 6, 4);
     int x = nn_input(m);
@@ -118,10 +119,12 @@ static nn_model *odd_graph(int *bn_relu, int *dw, int *bn_drop, int *bn_out)
     *dw = nn_conv2d(m, r, 8, 3, 3, 1, NN_PAD_SAME, 8, 1);
     int r6 = nn_relu6(m, *dw);
     int p = nn_conv2d(m, r6, 8, 1, 1, 1, 0, 1, 0);
-    int b2 = nn_batchnorm(m, p);
-    int s = nn_add(m, b2, r);
+    *bn_add = nn_batchnorm(m, p);
+    int s = nn_add(m, *bn_add, r);
     int b3 = nn_batchnorm(m, s);
-    *bn_drop = nn_batchnorm(m, b3);
+    int b4 = nn_batchnorm(m, b3);
+    *conv_add = nn_conv2d(m, b4, 8, 1, 1, 1, 0, 1, 1);
+    *bn_drop = nn_add(m, *conv_add, b4);
     int d = nn_dropout(m, *bn_drop, 0.3f);
     int c = nn_conv2d(m, d, 6, 3, 3, 2, NN_PAD_SAME, 1, 1);
     int g = nn_gap(m, c);
@@ -138,8 +141,8 @@ static nn_model *odd_graph(int *bn_relu, int *dw, int *bn_drop, int *bn_out)
 
 TEST(nn_recompute_odd_graph_same_bits)
 {
-    int bn_relu, dw, bn_drop, bn_out;
-    nn_model *m = odd_graph(&bn_relu, &dw, &bn_drop, &bn_out);
+    int bn_relu, dw, bn_add, conv_add, add_drop, bn_out;
+    nn_model *m = odd_graph(&bn_relu, &dw, &bn_add, &conv_add, &add_drop, &bn_out);
     T_REQUIRE(m != NULL);
     int bad = same_bits(m, 3);
     T_CHECKF(bad == 0, "trained: %d results differ", bad);
@@ -149,8 +152,8 @@ TEST(nn_recompute_odd_graph_same_bits)
     T_CHECK(nn_model_freeze_backbone(m) == PT_OK);
     bad = same_bits(m, 3);
     T_CHECKF(bad == 0, "frozen: %d results differ", bad);
-    /* What was recomputed shows no output (it is not kept); a BN a dropout reads and
-     * the output BN are kept. */
+    /* What is recomputed, or read by no backward (a BN or conv only an add reads),
+     * shows no output: it is not kept. An add a dropout reads and the output BN are. */
     nn_ctx *c = ctx_with(m, 2, 1);
     T_REQUIRE(c != NULL);
     float x[2 * 6 * 6 * 4];
@@ -158,7 +161,9 @@ TEST(nn_recompute_odd_graph_same_bits)
     T_REQUIRE(nn_forward(c, x, 2, 1, 1, 0) != NULL);
     T_CHECK(nn_ctx_output(c, bn_relu) == NULL);
     T_CHECK(nn_ctx_output(c, dw) == NULL);
-    T_CHECK(nn_ctx_output(c, bn_drop) != NULL);
+    T_CHECK(nn_ctx_output(c, bn_add) == NULL);
+    T_CHECK(nn_ctx_output(c, conv_add) == NULL);
+    T_CHECK(nn_ctx_output(c, add_drop) != NULL);
     T_CHECK(nn_ctx_output(c, bn_out) != NULL);
     nn_ctx_free(c);
     nn_model_free(m);

@@ -62,6 +62,8 @@ static int add_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
 }
 
 const nn_layer nn_layer_add = {
+    .flags = NN_LAYER_BWD_NO_INPUT,
+    .reads_output = nn_reads_no_output,
     .forward = add_forward,
     .backward = add_backward,
     .grad = &add_grad,

@@ -90,6 +90,8 @@ static int affine_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
 }
 
 const nn_layer nn_layer_affine = {
+    .flags = NN_LAYER_BWD_NO_INPUT,
+    .reads_output = nn_reads_no_output,
     .forward = affine_forward,
     .backward = affine_backward,
     .grad = &affine_grad,

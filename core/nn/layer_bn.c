@@ -332,13 +332,20 @@ static void bn_replay(const nn_fwd *f)
                     nd->fused_act, f->y);
 }
 
-/* One multiply-add per value: always cheaper to recompute than to keep. Its own
- * backward reads its input, not its output (the activation's mask comes from x, a, b). */
+/* One multiply-add per value: always cheaper to recompute than to keep. */
 static int bn_replayable(const nn_model *m, const nn_node *nd)
 {
     (void)m;
     (void)nd;
-    return NN_REPLAY_READERS;
+    return 1;
+}
+
+/* Its backward reads its input, not its output (the activation's mask comes from x,
+ * a and b). */
+static int bn_reads_output(const nn_node *nd)
+{
+    (void)nd;
+    return 0;
 }
 
 static void bn_backward(const nn_bwd *b)
@@ -411,6 +418,7 @@ const nn_layer nn_layer_bn = {
     .init = bn_init,
     .grad = &bn_grad,
     .onnx_write = bn_onnx,
+    .reads_output = bn_reads_output,
     .replayable = bn_replayable,
     .replay = bn_replay,
 };

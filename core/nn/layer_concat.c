@@ -98,6 +98,8 @@ static int concat_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
 }
 
 const nn_layer nn_layer_concat = {
+    .flags = NN_LAYER_BWD_NO_INPUT,
+    .reads_output = nn_reads_no_output,
     .forward = concat_forward,
     .backward = concat_backward,
     .grad = &concat_grad,

@@ -99,10 +99,13 @@ static void conv_backward(const nn_bwd *b)
 static int conv_replayable(const nn_model *m, const nn_node *nd)
 {
     const int cin = m->nodes[nd->in[0]].c;
-    if (nd->groups <= 1 || nd->groups != cin || nd->groups != nd->c)
-        return 0;
-    /* Its own backward reads its output only for the mask of a fused activation. */
-    return nd->fused_act ? NN_REPLAY_OWN : NN_REPLAY_READERS;
+    return nd->groups > 1 && nd->groups == cin && nd->groups == nd->c;
+}
+
+/* Only for the mask of a fused activation. */
+static int conv_reads_output(const nn_node *nd)
+{
+    return nd->fused_act != NN_ACT_NONE;
 }
 
 static size_t conv_ws_floats(const nn_model *m, const nn_node *nd, int max_batch)
@@ -214,6 +217,7 @@ const nn_layer nn_layer_conv = {
     .ws_floats = conv_ws_floats,
     .grad = &conv_grad,
     .onnx_write = conv_onnx,
+    .reads_output = conv_reads_output,
     .replayable = conv_replayable,
     .replay = conv_forward,
 };

@@ -77,7 +77,8 @@ static int dropout_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
 }
 
 const nn_layer nn_layer_dropout = {
-    .flags = NN_LAYER_MASK,
+    .flags = NN_LAYER_MASK | NN_LAYER_BWD_NO_INPUT,
+    .reads_output = nn_reads_no_output,
     .forward = dropout_forward,
     .backward = dropout_backward,
     .describe = dropout_describe,

@@ -403,6 +403,8 @@ const nn_layer nn_layer_maxpool = {
 };
 
 const nn_layer nn_layer_avgpool = {
+    .flags = NN_LAYER_BWD_NO_INPUT,
+    .reads_output = nn_reads_no_output,
     .forward = avgpool_forward,
     .backward = avgpool_backward,
     .describe = pool_describe,
@@ -411,6 +413,8 @@ const nn_layer nn_layer_avgpool = {
 };
 
 const nn_layer nn_layer_gap = {
+    .flags = NN_LAYER_BWD_NO_INPUT,
+    .reads_output = nn_reads_no_output,
     .forward = gap_forward,
     .backward = gap_backward,
     .grad = &gap_grad,

@@ -109,7 +109,7 @@ static size_t plan_dy(const nn_model *m, const nn_ctx *c, int max_batch, size_t 
     /* A replayed output, from the step that recomputes it down to the last that reads
      * it (its own node's, or its lowest reader's). Its offset goes to off[n_nodes + i]. */
     for (int i = 0; i < m->n_nodes; i++)
-        if (c->replayed[i])
+        if (c->replayed[i] == NN_REPLAYED)
             sp[ns++] = (span){ .node = m->n_nodes + i, .t0 = c->replay_lo[i],
                                .t1 = c->replay_at[i],
                                .size = round16(m->nodes[i].len * (size_t)max_batch) };
@@ -195,11 +195,19 @@ static int reads(const nn_model *m, int j, int i, int a)
     return 0;
 }
 
-/* Picks the replayed outputs of a training context and, from the last node down, the
- * backward step before which each is recomputed: its last reader's, or for a reader
- * that is itself replayed, that reader's replay step (it reads this one then). Not
- * replayed: the model's output, and a value a dropout reads (an inactive one passes
- * its input on, which would then outlive the replayed storage). */
+/* Whether node j's backward, or its replay, reads the value of its input (an input
+ * node's value). */
+static int uses_input(const uint8_t *rep, const nn_model *m, int j)
+{
+    return rep[j] == NN_REPLAYED || !(nn_layers[m->nodes[j].op]->flags & NN_LAYER_BWD_NO_INPUT);
+}
+
+static int reads_own_output(const nn_node *nd)
+{
+    const nn_layer *L = nn_layers[nd->op];
+    return !L->reads_output || L->reads_output(nd);
+}
+
 static int recompute_on = 1;
 
 int nn_set_recompute(int on)
@@ -209,34 +217,46 @@ int nn_set_recompute(int on)
     return was;
 }
 
+/* What a training context does with each output (rep[i], from the last node down):
+ * NN_KEPT; NN_TRANSIENT when no backward reads it (an add's, a conv's read only by an
+ * add); NN_REPLAYED when it is cheap to recompute (nn_layer.replayable), at[i] being
+ * the backward step before which it is recomputed (its last reader's that reads it,
+ * or for a replayed reader that reader's replay step) and lo[i] the last step that
+ * reads it (its own when its backward reads its output, else its lowest such reader's).
+ * Always kept: the model's output, and a value a dropout reads (an inactive one passes
+ * its input on, so its readers would read the dropped storage). */
 static void plan_replay(const nn_model *m, uint8_t *rep, int *at, int *lo)
 {
     for (int i = m->n_nodes - 1; i >= 0; i--) {
         const nn_node *nd = &m->nodes[i];
         const nn_layer *L = nn_layers[nd->op];
-        const int how = recompute_on && nd->live && nd->alias < 0 && i != m->out &&
-                                L->replay && L->replayable
-                            ? L->replayable(m, nd)
-                            : 0;
-        rep[i] = 0;
-        at[i] = i;
-        lo[i] = how == NN_REPLAY_READERS ? m->n_nodes : i;
-        if (!how)
+        const int a = nd->live ? alias_of(m, i) : -1;
+        rep[i] = NN_KEPT;
+        at[i] = lo[i] = i;
+        if (!recompute_on || !nd->live || nd->alias >= 0 || nd->op == NN_OP_INPUT ||
+            i == m->out || a == m->out)
             continue;
-        int a = alias_of(m, i), ok = a != m->out;
+        int need = reads_own_output(nd), hi = i, low = need ? i : m->n_nodes, ok = 1;
         for (int j = i + 1; j < m->n_nodes && ok; j++) {
             if (!reads(m, j, i, a))
                 continue;
             ok = m->nodes[j].op != NN_OP_DROPOUT;
-            int t = rep[j] ? at[j] : j;
-            if (t > at[i])
-                at[i] = t;
-            if (j < lo[i])
-                lo[i] = j;
+            if (!uses_input(rep, m, j))
+                continue;
+            need = 1;
+            int t = rep[j] == NN_REPLAYED ? at[j] : j;
+            hi = t > hi ? t : hi;
+            low = j < low ? j : low;
         }
-        rep[i] = ok && at[i] > i;
-        if (!rep[i])
-            at[i] = lo[i] = i;
+        if (!ok)
+            continue;
+        if (!need) {
+            rep[i] = NN_TRANSIENT;
+        } else if (L->replay && L->replayable && L->replayable(m, nd)) {
+            rep[i] = NN_REPLAYED;
+            at[i] = hi;
+            lo[i] = low;
+        }
     }
 }
 
@@ -339,7 +359,7 @@ static int alloc_training(nn_ctx *c, size_t *off)
         const nn_node *nd = &m->nodes[i];
         if (!nd->live)
             continue;
-        if (nd->op != NN_OP_INPUT && nd->alias < 0 && !c->replayed[i])
+        if (nd->op != NN_OP_INPUT && nd->alias < 0 && c->replayed[i] == NN_KEPT)
             n_act += round16(nd->len * B);
         if (nn_layers[nd->op]->flags & NN_LAYER_MASK)
             n_mask += round16(nd->len * B);
@@ -363,9 +383,10 @@ static int alloc_training(nn_ctx *c, size_t *off)
         const nn_node *nd = &m->nodes[i];
         if (!nd->live)
             continue;
-        if (c->replayed[i]) {
+        if (c->replayed[i] != NN_KEPT) {
             c->act[i] = c->dy_arena + off_f[i];
-            c->ract[i] = c->dy_arena + off_b[nn + (size_t)i];
+            if (c->replayed[i] == NN_REPLAYED)
+                c->ract[i] = c->dy_arena + off_b[nn + (size_t)i];
         } else if (nd->op != NN_OP_INPUT && nd->alias < 0) {
             c->act[i] = c->act_arena + a;
             a += round16(nd->len * B);
@@ -516,7 +537,7 @@ void nn_ctx_mem_get(const nn_ctx *c, nn_ctx_mem *out)
     memset(out, 0, sizeof *out);
     size_t used = 0;
     for (int i = 0; i < m->n_nodes && !c->infer; i++)
-        if (c->act[i] && !c->replayed[i]) {
+        if (c->act[i] && c->replayed[i] == NN_KEPT) {
             size_t b = round16(m->nodes[i].len * (size_t)c->max_batch) * sizeof(float);
             out->kept[m->nodes[i].op] += b;
             used += b;
@@ -546,7 +567,7 @@ const float *nn_ctx_output(const nn_ctx *c, int node)
 {
     if (node < 0 || node >= c->m->n_nodes || c->n == 0)
         return NULL;
-    if (c->replayed && c->replayed[nn_owner(c->m, node)])
+    if (c->replayed && c->replayed[nn_owner(c->m, node)] != NN_KEPT)
         return NULL;
     return c->outp[node];
 }
@@ -674,11 +695,12 @@ static void backward_node(nn_ctx *c, int i, int n)
 static int replay_needed(const nn_ctx *c, const uint8_t *need, int d)
 {
     const nn_model *m = c->m;
-    if (m->nodes[d].grad)
+    if (m->nodes[d].grad && reads_own_output(&m->nodes[d]))
         return 1;
     int a = alias_of(m, d);
     for (int j = d + 1; j <= c->replay_at[d]; j++)
-        if (reads(m, j, d, a) && (m->nodes[j].grad || need[j]))
+        if (reads(m, j, d, a) && uses_input(c->replayed, m, j) &&
+            (m->nodes[j].grad || need[j]))
             return 1;
     return 0;
 }
@@ -702,11 +724,12 @@ static void replay_node(nn_ctx *c, int d, int n)
 }
 
 /* Before backward step i: the replays due then and needed, in node order (a replayed
- * input of a replayed node comes first). */
+ * input of a replayed node comes first; a node that only its own backward reads is
+ * due at its own step). */
 static void replays_before(nn_ctx *c, int i, int n)
 {
-    for (int d = 0; d < i; d++) {
-        if (!c->replayed[d] || c->replay_at[d] != i || !c->replay_need[d])
+    for (int d = 0; d <= i; d++) {
+        if (c->replay_at[d] != i || !c->replay_need[d])
             continue;
         double t0 = c->profile ? util_thread_cpu() : 0.0;
         replay_node(c, d, n);
@@ -728,7 +751,7 @@ int nn_backward(nn_ctx *c, const float *dlogits)
     c->fresh[o] = 1;
     size_t told = m->n_params;
     for (int d = m->n_nodes - 1; d >= 0; d--)
-        c->replay_need[d] = c->replayed[d] && replay_needed(c, c->replay_need, d);
+        c->replay_need[d] = c->replayed[d] == NN_REPLAYED && replay_needed(c, c->replay_need, d);
     for (int i = out; i >= 0; i--) {
         replays_before(c, i, n);
         const nn_node *nd = &m->nodes[i];

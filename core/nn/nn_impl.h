@@ -17,6 +17,11 @@
 /* Largest kernel / pool window side the builder accepts. */
 #define NN_MAX_KERNEL 15
 
+/* What a training context does with a node's output (nn_ctx.c): keeps it for the
+ * backward; keeps it only while the forward needs it (no backward reads it); or that,
+ * and recomputes it in the backward (nn_layer.replay). */
+enum nn_keep { NN_KEPT, NN_TRANSIENT, NN_REPLAYED };
+
 /* An activation a kernel applies to its own result (a ReLU/ReLU6 node fused into the
  * BN or conv before it), or none. Kernels take these, never layer kinds. */
 enum nn_act { NN_ACT_NONE, NN_ACT_RELU, NN_ACT_RELU6 };
@@ -91,10 +96,10 @@ struct nn_ctx {
     size_t ws_floats;
     float *bn_mean, *bn_invstd;       /* batch statistics of the last training forward */
     float *bn_a, *bn_b;               /* per BN channel: the last forward's y = act(x * a + b) */
-    /* Outputs a training context recomputes in the backward instead of keeping (see
-     * nn_ctx.c): per node, whether it is one; the backward step before which it is
-     * recomputed and the last step that reads it; where (its forward storage, c->act[i],
-     * is shared by lifetime). */
+    /* Outputs a training context does not keep (nn_ctx.c): per node, its enum nn_keep;
+     * for a replayed one, the backward step before which it is recomputed and the last
+     * step that reads it, and where (c->act[i], its forward storage, is shared by
+     * lifetime). */
     uint8_t *replayed;
     int *replay_at, *replay_lo;
     float **ract;

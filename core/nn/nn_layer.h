@@ -99,14 +99,11 @@ typedef struct nn_grad_case {
     int (*build)(nn_model *m, int in);   /* returns the output node (or an error) */
 } nn_grad_case;
 
-/* What nn_layer.replayable answers when it does. */
-#define NN_REPLAY_OWN 1
-#define NN_REPLAY_READERS 2
-
 /* Flags of a kind. */
 #define NN_LAYER_FUSES_ACT 1u   /* applies a ReLU/ReLU6 reading it alone (fused_act) */
 #define NN_LAYER_MASK 2u        /* keeps a per-element mask of its output's size
                                    (c->drop_mask[i]) */
+#define NN_LAYER_BWD_NO_INPUT 4u   /* its backward reads none of its inputs' values */
 
 /* A kind's ONNX writer (nn_export.h): writes node's ONNX nodes and initializers through
  * the nn_onnx_* calls below and returns PT_OK, or the writer's error. */
@@ -131,12 +128,13 @@ typedef struct nn_layer {
     size_t (*ws_floats)(const nn_model *m, const nn_node *nd, int max_batch);
     const nn_grad_case *grad;
     nn_onnx_write_fn onnx_write;
-    /* Recompute instead of keep (nn_ctx.c): whether a training context may drop this
-     * node's output after the forward and recompute it in the backward from its inputs
-     * (only what is cheap: NULL or 0, never; NN_REPLAY_OWN when the node's own backward
-     * reads its output, NN_REPLAY_READERS when only its readers' do), and replay,
-     * which writes f->y bit for bit as the last training forward did, without the
-     * forward's side effects (statistics, records). f is as the forward's. */
+    /* What a training context keeps (nn_ctx.c). reads_output: whether this node's
+     * backward reads its own output (NULL: it does). replayable: whether its output may
+     * be dropped after the forward and recomputed in the backward from its inputs (only
+     * what is cheap; NULL: never); replay then writes f->y bit for bit as the last
+     * training forward did, without the forward's side effects (statistics, records),
+     * f being as the forward's. */
+    int (*reads_output)(const nn_node *nd);
     int (*replayable)(const nn_model *m, const nn_node *nd);
     void (*replay)(const nn_fwd *f);
 } nn_layer;
@@ -144,6 +142,13 @@ typedef struct nn_layer {
 #define NN_LAYER(ID, name) extern const nn_layer nn_layer_##name;
 #include "nn/nn_layers.def"
 #undef NN_LAYER
+
+/* A reads_output hook for the kinds whose backward never reads their output. */
+static inline int nn_reads_no_output(const nn_node *nd)
+{
+    (void)nd;
+    return 0;
+}
 
 /* Every kind's entry, indexed by nn_op. */
 extern const nn_layer *const nn_layers[NN_OP_COUNT];
