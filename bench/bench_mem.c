@@ -154,6 +154,29 @@ static void one(const char *kind, int size, int batch, int steps, const char *zo
            "best %.3f | recomputing median %.3f best %.3f (%+.1f%% median, %+.1f%% best)\n",
            steps, med[0], best[0], med[1], best[1], 100.0 * (med[1] / med[0] - 1.0),
            100.0 * (best[1] / best[0] - 1.0));
+    /* Where the time goes, by kind (a replay counts in its node's backward). */
+    double tf[2][NN_OP_COUNT] = { { 0 } }, tb[2][NN_OP_COUNT] = { { 0 } };
+    for (int v = 0; v < 2; v++) {
+        nn_ctx_set_profile(ctx[v], 1);
+        nn_ctx_reset_profile(ctx[v]);
+    }
+    for (int s = 0; s < steps; s++)
+        for (int v = 0; v < 2; v++)
+            step(ctx[(s + v) % 2], x, dl, batch);
+    for (int v = 0; v < 2; v++)
+        for (int i = 0; i < nn_node_count(m); i++) {
+            nn_node_info ni;
+            double f, b;
+            nn_node_get(m, i, &ni);
+            nn_ctx_node_time(ctx[v], i, &f, &b);
+            tf[v][ni.op] += f / steps;
+            tb[v][ni.op] += b / steps;
+        }
+    printf("  per step by kind, forward / backward s: keeping | recomputing\n");
+    for (int op = 0; op < NN_OP_COUNT; op++)
+        if (tf[0][op] + tb[0][op] + tf[1][op] + tb[1][op] > 0.001)
+            printf("    %-10s %.3f / %.3f | %.3f / %.3f\n", nn_op_name((nn_op)op), tf[0][op],
+                   tb[0][op], tf[1][op], tb[1][op]);
     uint64_t h0 = grad_hash(ctx[0], nn_param_count(m)), h1 = grad_hash(ctx[1], nn_param_count(m));
     printf("  gradient hash %016llx | %016llx: %s\n", (unsigned long long)h0,
            (unsigned long long)h1, h0 == h1 ? "the same bits" : "DIFFERENT");

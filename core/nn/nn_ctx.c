@@ -223,8 +223,9 @@ int nn_set_recompute(int on)
  * the backward step before which it is recomputed (its last reader's that reads it,
  * or for a replayed reader that reader's replay step) and lo[i] the last step that
  * reads it (its own when its backward reads its output, else its lowest such reader's).
- * Always kept: the model's output, and a value a dropout reads (an inactive one passes
- * its input on, so its readers would read the dropped storage). */
+ * Always kept: the model's output, a value a dropout reads (an inactive one passes
+ * its input on, so its readers would read the dropped storage), and a dropout's own
+ * (small, after the pooling, and what tests of its masks inspect). */
 static void plan_replay(const nn_model *m, uint8_t *rep, int *at, int *lo)
 {
     for (int i = m->n_nodes - 1; i >= 0; i--) {
@@ -234,7 +235,7 @@ static void plan_replay(const nn_model *m, uint8_t *rep, int *at, int *lo)
         rep[i] = NN_KEPT;
         at[i] = lo[i] = i;
         if (!recompute_on || !nd->live || nd->alias >= 0 || nd->op == NN_OP_INPUT ||
-            i == m->out || a == m->out)
+            nd->op == NN_OP_DROPOUT || i == m->out || a == m->out)
             continue;
         int need = reads_own_output(nd), hi = i, low = need ? i : m->n_nodes, ok = 1;
         for (int j = i + 1; j < m->n_nodes && ok; j++) {
