@@ -8,8 +8,9 @@
  * in-place activated batch-norm, Rota Bulo et al. 2018, is the same idea). Those
  * "replayed" outputs live in the gradient arena: in the forward from the node to its
  * last reader; in the backward recomputed (replay) just before the first backward step
- * that reads them, and alive down to their own node's step. The arena is laid out once
- * for each phase and is as large as the larger. Gradients of activations
+ * that reads them, and alive down to the last that does. An output no backward reads
+ * (a BN or conv only an add reads) is only there in the forward ("transient"). The arena
+ * is laid out once for each phase and is as large as the larger. Gradients of activations
  * are short-lived: the one of node i is written by its first reader's backward and
  * dead after node i's own backward, so they share one arena, laid out once from those
  * lifetimes (a first-fit placement, largest first). In a chain that needs about two of
@@ -336,8 +337,8 @@ static int alloc_common(nn_ctx *c, size_t ws)
     c->fscratch = track(c, 4 * (size_t)m->max_c * sizeof(float));
     c->dscratch = track(c, 4 * (size_t)m->max_c * sizeof(double));
     return c->outp && c->act && c->dy && c->fresh && c->dy_done && c->drop_mask && c->t_fwd &&
-           c->t_bwd && c->ws && c->bn_mean && c->bn_invstd && c->bn_a && c->bn_b && c->rec_mean && c->rec_var &&
-           c->rec_w && c->fscratch && c->dscratch;
+           c->t_bwd && c->ws && c->bn_mean && c->bn_invstd && c->bn_a && c->bn_b &&
+           c->rec_mean && c->rec_var && c->rec_w && c->fscratch && c->dscratch;
 }
 
 /* Training's kept activations (one block per node, all alive at once), dropout masks,

@@ -24,7 +24,10 @@
  *      - backward(const nn_bwd *b): when b->dx, writes it (adds to it when b->acc)
  *        from b->dy; with parameters, adds their gradients into b->G (NULL when
  *        frozen); a second input's target comes from nn_grad_target(b->c, b->i, 1, &a);
- *      - the hooks it needs among init, macs, describe, ws_floats (NULL: none);
+ *      - the hooks it needs among init, macs, describe, ws_floats (NULL: none), and
+ *        for what a training context keeps: reads_output, replayable and replay
+ *        (NULL: its output is kept whenever a backward reads it), and the flag
+ *        NN_LAYER_BWD_NO_INPUT when its backward reads no input value;
  *      - grad: a tiny graph that uses the kind, with its parameters if it has any.
  *        tests/test_nn_grad.c checks every kind's gradients on it against central
  *        differences; a kind without one fails that test.
