@@ -874,29 +874,3 @@ run_state trn_run(const trn_env *env, pt_err *e)
     free_run(r);
     return final;
 }
-
-/* FNV-1a of a message. */
-static uint64_t msg_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-void trn_data_error(void *ctx, const pt_err *err)
-{
-    trn *r = ctx;
-    r->data_errors++;
-    uint64_t h = msg_hash(err->msg);
-    int seen = 0;
-    pthread_mutex_lock(&r->err_lock);
-    for (int i = 0; i < r->n_err_seen && !seen; i++)
-        seen = r->err_seen[i] == h;
-    int cap = (int)(sizeof r->err_seen / sizeof r->err_seen[0]);
-    if (!seen && r->n_err_seen < cap)
-        r->err_seen[r->n_err_seen++] = h;
-    pthread_mutex_unlock(&r->err_lock);
-    if (!seen)
-        trn_log(r, "data error: %s", err->msg);
-}
