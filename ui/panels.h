@@ -92,6 +92,10 @@ void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v
  * there under the plot. */
 void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
 void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
+/* The labels panel's rows for C classes in at most rows rows (binned: v->label_bins):
+ * C, or bins of equal class counts where a divisor of C allows, else of sizes that
+ * differ by one; *lo and *hi the fewest and most classes in a bin. */
+int ui_panel_label_bins(int C, int rows, int binned, int *lo, int *hi);
 void ui_panel_log(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
 /* The preview panel's frame and title; returns the inside, where the pictures go. */
 ui_rect ui_panel_preview(WINDOW *w, ui_rect r, const ui_frame *f, int focused, uint64_t batch);
