@@ -348,7 +348,8 @@ static void legend_compared(const curves *c, int ly, int lx)
         fixed += 2 + (int)strlen(miss[k]) + 2;
         names += ui_draw_width(c->f->compare[k]->name);
     }
-    const char *lead = c->metric == UI_METRIC_LR ? "compared: " : "compared (val line, train dots): ";
+    const char *lead =
+        c->metric == UI_METRIC_LR ? "compared: " : "compared (val line, train dots): ";
     if ((int)strlen(lead) + fixed + names > in.x + in.w - lx)
         lead = "compared: ";
     lx += ui_draw_text(w, ly, lx, in.x + in.w - lx, UI_R_DIM, lead);
