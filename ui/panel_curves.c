@@ -278,6 +278,8 @@ static void ticks(const curves *c)
                  c->auto_ratio);
         if ((int)strlen(why) > c->pw - lw - 4)
             snprintf(why, sizeof why, " updates differ %.0fx ", c->auto_ratio);
+        if ((int)strlen(why) > c->pw - lw - 4)
+            snprintf(why, sizeof why, " updates %.0fx ", c->auto_ratio);
         int ww = (int)strlen(why);
         if (ww <= c->pw - lw - 4)
             ui_draw_text(w, ay, in.x + YW + (c->pw - lw - ww) / 2, ww, UI_R_TITLE, why);
