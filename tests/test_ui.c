@@ -1519,7 +1519,7 @@ TEST(ui_config_dialog_order_values_and_edits)
         "width", "widths", "convs", "init", "bn-momentum", "image-size", "optimizer", "lr-scaling",
         "momentum", "weight-decay", "dropout",
         "ema", "tta", "label-smoothing", "freeze-epochs", "backbone-lr-scale", "freeze-backbone",
-        "input-norm", "reinit",
+        "input-norm", "backbone-bn", "reinit",
         "seed", "deterministic",
         "shuffle-buffer", "workers", "prefetch",
         "stop-on-data-error", "overlap", "checkpoint-every",

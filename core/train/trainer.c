@@ -84,6 +84,8 @@ static void set_phase(trn *r)
         opt_set_slow(&r->optim, NULL, 1.0, 0);
     } else {
         nn_model_unfreeze(r->model);
+        if (cfg->backbone_bn == RUN_BN_FROZEN)
+            nn_model_freeze_bn(r->model);
         /* The backbone's moments start at zero here, after the frozen epochs' updates
          * (a resumed run finds the same count: every epoch has as many updates). */
         opt_set_slow(&r->optim, r->slow, cfg->backbone_lr_scale,
@@ -122,6 +124,8 @@ static int build_model(trn *r, pt_err *e)
                                                                    : NN_INIT_HE_NORMAL);
         nn_model_init_params(r->model, r->cfg->seed);
     }
+    if (onnx && r->cfg->backbone_bn == RUN_BN_FROZEN)
+        nn_model_freeze_bn(r->model);
     if (r->cfg->freeze_backbone) {
         int rc = nn_model_freeze_backbone(r->model);
         if (rc != PT_OK)
