@@ -123,9 +123,12 @@ class OnnxBackbone(nn.Module):
         rm, rv = getattr(self, "bn_mean_%d" % k), getattr(self, "bn_var_%d" % k)
         if not self.training or self.frozen:
             return F.batch_norm(x, rm, rv, self.weights[g], self.weights[b], False, 0.0, eps)
-        with torch.no_grad():
-            self._records[k].append((x.mean((0, 2, 3)), x.var((0, 2, 3), unbiased=True)))
-        return F.batch_norm(x, None, None, self.weights[g], self.weights[b], True, 0.0, eps)
+        # With momentum 1 the "running" pair receives this batch's mean and unbiased
+        # variance: the record, from the same pass.
+        mean, var = torch.zeros_like(rm), torch.ones_like(rv)
+        y = F.batch_norm(x, mean, var, self.weights[g], self.weights[b], True, 1.0, eps)
+        self._records[k].append((mean, var))
+        return y
 
     def _features(self, x):
         if self.nhwc:
@@ -140,6 +143,8 @@ class OnnxBackbone(nn.Module):
                                 stride, 0, dil, groups)
             elif kind == "bn":
                 v[o] = self._bn(v[s], op[3])
+            elif kind == "clip" and op[3] is not None and op[4] is not None:
+                v[o] = F.hardtanh(v[s], op[3], op[4])  # ReLU6: one kernel each way
             elif kind == "clip":
                 v[o] = torch.clamp(v[s], op[3], op[4])
             elif kind == "relu":
