@@ -99,13 +99,15 @@ static void set_phase(trn *r)
         snprintf(s->phase, sizeof s->phase, "head only to epoch %d: %s of %s", cfg->freeze_epochs,
                  tr, all);
     else
-        snprintf(s->phase, sizeof s->phase, "all %s, backbone lr x%g", all,
-                 cfg->backbone_lr_scale);
+        snprintf(s->phase, sizeof s->phase, "%s %s, backbone lr x%g",
+                 strcmp(tr, all) ? "BN frozen," : "all", tr, cfg->backbone_lr_scale);
     prg_unlock(r->env->progress);
     if (!frozen && r->epoch == cfg->freeze_epochs)
-        trn_log(r, "epoch %d on: the whole net trains (%s parameters), the backbone at %g x the "
-                   "learning rate",
-                r->epoch + 1, all, cfg->backbone_lr_scale);
+        trn_log(r, "epoch %d on: the whole net trains (%s of %s parameters%s), the backbone at "
+                   "%g x the learning rate",
+                r->epoch + 1, tr, all,
+                cfg->backbone_bn == RUN_BN_FROZEN ? "; its batch norm frozen, as imported" : "",
+                cfg->backbone_lr_scale);
 }
 
 static int build_model(trn *r, pt_err *e)
