@@ -201,25 +201,17 @@ static void open_log_line(void *ctx, const char *line)
  * whatever its data folder now holds): its class count before any results. */
 static void open_names(app *a, const char *dir)
 {
-    char path[4200];
-    uint8_t *data;
-    size_t len;
-    pt_err e;
+    char path[4200], **lines;
+    int n;
     util_path(path, sizeof path, "%s/classes.txt", dir);
-    if (util_read_file(path, &data, &len, &e) != PT_OK)
+    if (util_read_lines(path, &lines, &n, NULL) != PT_OK)
         return;
-    int k = 0;
-    for (size_t i = 0; i < len && k < RUN_MAX_CLASSES;) {
-        size_t j = i;
-        while (j < len && data[j] != '\n')
-            j++;
-        size_t n = j - i - (j > i && data[j - 1] == '\r');
-        util_fmt(a->name[k], RUN_NAME_MAX, "%.*s", (int)n, (const char *)data + i);
-        a->name_ptr[k] = a->name[k];
-        k++;
-        i = j + 1;
+    int k = n < RUN_MAX_CLASSES ? n : RUN_MAX_CLASSES;
+    for (int i = 0; i < k; i++) {
+        util_fmt(a->name[i], RUN_NAME_MAX, "%s", lines[i]);
+        a->name_ptr[i] = a->name[i];
     }
-    free(data);
+    util_free_list(lines, n);
     if (k < 2)
         return; /* not a run's list of classes */
     a->n_names = k;
