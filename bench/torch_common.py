@@ -167,6 +167,19 @@ def augment(images, size, gen, flip=0.5, crop_scale=0.6, imagenet=True):
     return (out - MEAN) / STD if imagenet else out
 
 
+NORMS = ("imagenet", "tf", "unit")
+
+
+def normalise(x, norm):
+    """[0, 1] pixels in the convention petal-tui's --input-norm names: ImageNet's mean
+    and std, 2x - 1 (tf: a Keras MobileNet's [-1, 1]) or as they are (unit)."""
+    if norm == "imagenet":
+        return (x - MEAN) / STD
+    if norm == "tf":
+        return x * 2 - 1
+    return x
+
+
 def mixup(x, y, gen, prob, alpha):
     """petal-tui's mixup:P:alpha=A, in place on the batch x: each example is, with
     probability P, mixed with its partner in a random cycle (nobody with itself),

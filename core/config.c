@@ -21,7 +21,7 @@ _Static_assert(RUN_SCHED_EXP == (int)SCHED_EXP && RUN_SCHED_LINEAR == (int)SCHED
                "run_schedule and sched_kind must agree");
 /* CFG_CHOICE rows store their index as an int. */
 _Static_assert(sizeof(run_optimizer) == sizeof(int) && sizeof(run_schedule) == sizeof(int) &&
-                   sizeof(run_tta) == sizeof(int),
+                   sizeof(run_tta) == sizeof(int) && sizeof(run_backbone_bn) == sizeof(int),
                "the enums of the choices must be int-sized");
 
 /* A CFG_CHOICE row stores the index, so its list follows the enum's order. The
@@ -32,6 +32,7 @@ static const char *const OPTIMIZERS[] = { "adam", "sgd", NULL };
 static const char *const INITS[] = { "he", "torch pytorch", NULL };
 static const char *const SCHEDULES[] = { "exp exponential", "linear", "cosine", NULL };
 static const char *const TTAS[] = { "none off", "flip", NULL };
+static const char *const BACKBONE_BNS[] = { "train", "frozen", NULL };
 /* run_input_norm's order: auto, then nn_norm's (its names, nn_norm_name). */
 static const char *const INPUT_NORMS[] = { "auto", "imagenet torch", "unit", "tf", "raw", "caffe",
                                            NULL };
@@ -90,6 +91,7 @@ static const cfg_option OPTIONS[] = {
     { "backbone-lr-scale", CFG_NUM, F(backbone_lr_scale), "0.1", 0, 1, NULL, "F", "after them, the backbone's learning rate as a fraction", NULL, ALL, 0, NULL },
     { "freeze-backbone", CFG_BOOL, F(freeze_backbone), "no", 0, 0, NULL, NULL, "train only the head", NULL, ALL, 0, NULL },
     { "input-norm", CFG_CHOICE, F(input_norm), "auto", 0, 0, INPUT_NORMS, NULL, "an ONNX model's input: pixels x in [0, 1] as (x - mean) / std (imagenet), x (unit), 2x - 1 (tf), 255x (raw), BGR 255x - mean (caffe); auto: what the model says, else imagenet", NULL, ALL, 0, NULL },
+    { "backbone-bn", CFG_CHOICE, F(backbone_bn), "train", 0, 0, BACKBONE_BNS, NULL, "an ONNX model's batch norm once its backbone trains: train (batch statistics; gamma, beta and the running statistics move) or frozen (running statistics, gamma and beta kept as imported: for a handful of images per replica)", NULL, ALL, 0, NULL },
     { "reinit", CFG_BOOL, F(reinit), "no", 0, 0, NULL, NULL, "an ONNX model's architecture from scratch, not its weights", NULL, ALL, 0, NULL },
     { "augment", CFG_AUGMENT, F(augment), AUG_DEFAULT_SPEC, 0, 0, NULL, "SPEC", "the augmentation chain (none = off)", NULL, ALL, 12, NULL },
     { "seed", CFG_U64, F(seed), "42", 0, 1LL << 62, NULL, "S", "the random seed", NULL, ALL, 0, NULL },

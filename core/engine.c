@@ -282,6 +282,11 @@ static int model_check(const run_config *cfg, pt_err *e)
                        "(auto or unit) and its batch norm learns the rest",
                        v, cfg->model);
     }
+    if (cfg->backbone_bn == RUN_BN_FROZEN && (!run_model_is_onnx(cfg->model) || cfg->reinit))
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--backbone-bn frozen keeps a pretrained batch norm's statistics: it "
+                       "needs an ONNX model's weights (not %s)",
+                       cfg->reinit ? "--reinit" : "a built-in net from scratch");
     /* A head trained on a backbone of random weights learns nothing that lasts. */
     if (cfg->reinit && (cfg->freeze_epochs > 0 || cfg->freeze_backbone))
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,

@@ -31,6 +31,7 @@ typedef enum run_schedule { RUN_SCHED_EXP = 0, RUN_SCHED_LINEAR, RUN_SCHED_COSIN
 typedef enum run_optimizer { RUN_OPT_ADAM = 0, RUN_OPT_SGD } run_optimizer;
 typedef enum run_init { RUN_INIT_HE = 0, RUN_INIT_TORCH } run_init;
 typedef enum run_tta { RUN_TTA_NONE = 0, RUN_TTA_FLIP } run_tta;
+typedef enum run_backbone_bn { RUN_BN_TRAIN = 0, RUN_BN_FROZEN } run_backbone_bn;
 /* An ONNX model's input convention: the model's own (auto), or nn_norm's value + 1. */
 typedef enum run_input_norm {
     RUN_NORM_AUTO = 0, RUN_NORM_IMAGENET, RUN_NORM_UNIT, RUN_NORM_TF, RUN_NORM_RAW, RUN_NORM_CAFFE
@@ -64,6 +65,7 @@ typedef struct run_config {
     int freeze_backbone;
     int reinit;                 /* an ONNX model: its architecture with fresh weights */
     run_input_norm input_norm;  /* an ONNX model: how pixels become its input */
+    run_backbone_bn backbone_bn; /* an ONNX model's batch norm: trained, or frozen */
     double label_smoothing;     /* of the training targets (not of validation's loss) */
     double ema;                 /* decay of the weights' moving average; 0 = off */
     run_tta tta;                /* test-time augmentation of validation and test */

@@ -67,9 +67,15 @@ const char *fx_dataset(const char *out, int n_classes, const long long *train_co
         }
     }
     shd_make_ids(items, n, 7);
-    char names[64][16];
-    const char *np[64];
-    for (int k = 0; k < n_classes && k < 64; k++) {
+    /* Up to the competition's 104 classes and beyond (names for 256). */
+    static char names[256][16];
+    const char *np[256];
+    if (n_classes > 256) {
+        free(items);
+        fprintf(stderr, "fixture: at most 256 classes\n");
+        return NULL;
+    }
+    for (int k = 0; k < n_classes; k++) {
         snprintf(names[k], sizeof names[k], "flower%02d", k);
         np[k] = names[k];
     }

@@ -39,6 +39,7 @@ static const char DEFAULT_TEXT[] =
     "backbone-lr-scale = 0.1\n"
     "freeze-backbone = no\n"
     "input-norm = auto\n"
+    "backbone-bn = train\n"
     "reinit = no\n"
     "augment = flip:0.5,crop:1:scale=0.6:ratio=1:interp=bilinear\n"
     "seed = 42\n"
@@ -82,6 +83,7 @@ static const char OTHER_TEXT[] =
     "backbone-lr-scale = 0.25\n"
     "freeze-backbone = yes\n"
     "input-norm = tf\n"
+    "backbone-bn = frozen\n"
     "reinit = yes\n"
     "augment = perspective:0.35,flip:0.5,mixup:0.2\n"
     "seed = 12345678901234\n"
@@ -131,6 +133,7 @@ static void other_config(run_config *c)
     c->freeze_backbone = 1;
     c->reinit = 1;
     c->input_norm = RUN_NORM_TF;
+    c->backbone_bn = RUN_BN_FROZEN;
     snprintf(c->augment, sizeof c->augment, "perspective:0.35,flip:0.5,mixup:0.2");
     c->seed = 12345678901234ull;
     c->deterministic = 0;

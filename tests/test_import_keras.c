@@ -41,7 +41,8 @@ static double worst_rel(const float *mine, const float *want, int n, int k)
 }
 
 /* The fixture's features for its saved NHWC input (2 examples of 9 x 9) against
- * PyTorch's: the worst relative difference (1e9 when it could not run). */
+ * PyTorch's and ONNX Runtime's (NAME.out, NAME.ort): the worst relative difference
+ * (1e9 when it could not run). */
 static double keras_fixture(const char *name, int n_classes, int *classes, nn_import_info *info)
 {
     char path[256];
@@ -53,24 +54,30 @@ static double keras_fixture(const char *name, int n_classes, int *classes, nn_im
     if (!m)
         return 1e9;
     *classes = nn_model_classes(m);
-    uint8_t *in = NULL, *out = NULL;
-    size_t li = 0, lo = 0;
+    uint8_t *in = NULL, *out = NULL, *ort = NULL;
+    size_t li = 0, lo = 0, lr = 0;
     snprintf(path, sizeof path, "tests/data/import/%s.in", name);
     T_CHECK(util_read_file(path, &in, &li, &e) == PT_OK);
     snprintf(path, sizeof path, "tests/data/import/%s.out", name);
     T_CHECK(util_read_file(path, &out, &lo, &e) == PT_OK);
+    snprintf(path, sizeof path, "tests/data/import/%s.ort", name);
+    T_CHECK(util_read_file(path, &ort, &lr, &e) == PT_OK);
     double worst = 1e9;
     nn_ctx *c = nn_ctx_new(m, 2, &e);
-    if (n_classes == 0 && in && out && c && li == 2 * 9 * 9 * 3 * 4 &&
-        lo == 2 * (size_t)*classes * 4) {
-        float *x = malloc(li), *want = malloc(lo);
+    if (n_classes == 0 && in && out && ort && c && li == 2 * 9 * 9 * 3 * 4 &&
+        lo == 2 * (size_t)*classes * 4 && lr == lo) {
+        float *x = malloc(li), *want = malloc(lo), *theirs = malloc(lr);
         memcpy(x, in, li); /* little-endian floats, as this host */
         memcpy(want, out, lo);
+        memcpy(theirs, ort, lr);
         const float *y = nn_forward(c, x, 2, 0, 0, 0);
-        if (y)
-            worst = worst_rel(y, want, 2, *classes);
+        if (y) {
+            double a = worst_rel(y, want, 2, *classes), b = worst_rel(y, theirs, 2, *classes);
+            worst = a > b ? a : b;
+        }
         free(x);
         free(want);
+        free(theirs);
     } else if (n_classes > 0 && c) {
         float x[2 * 9 * 9 * 3] = { 0 };
         worst = nn_forward(c, x, 2, 0, 0, 0) ? 0.0 : 1e9;
@@ -79,6 +86,7 @@ static double keras_fixture(const char *name, int n_classes, int *classes, nn_im
     nn_model_free(m);
     free(in);
     free(out);
+    free(ort);
     return worst;
 }
 

@@ -213,6 +213,23 @@ static tfr_writer *event_file(const char *dir, const char *sub, double t0)
     return w;
 }
 
+/* run/train/ with an event file of n epoch_loss scalars (1, 1/2, ...), its path in path. */
+static int loss_events(const char *run, int n, char *path, size_t size)
+{
+    tfr_writer *w = event_file(run, "train", 1700000000);
+    if (!w)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (put_scalar(w, "epoch_loss", i, 1700000000 + i, 1.0 / (i + 1), 0) != PT_OK) {
+            tfr_writer_abort(w);
+            return -1;
+        }
+    if (tfr_writer_close(w, NULL) != PT_OK)
+        return -1;
+    util_path(path, size, "%s/train/events.out.tfevents.1700000000.test.1.v2", run);
+    return 0;
+}
+
 TEST(runlog_reads_scalars_as_simple_value_float_val_double_val_and_tensor_content)
 {
     const char *dir = t_tmpdir();
@@ -282,12 +299,7 @@ TEST(runlog_bad_input_is_named_by_file_record_and_offset)
 
     /* A damaged record after good ones: its number and offset. */
     util_path(sub, sizeof sub, "%s/cut", dir);
-    tfr_writer *w = event_file(sub, "train", 1700000000);
-    T_REQUIRE(w);
-    for (int i = 0; i < 3; i++)
-        T_EQ_INT(put_scalar(w, "epoch_loss", i, 1700000000 + i, 1.0 / (i + 1), 0), PT_OK);
-    T_EQ_INT(tfr_writer_close(w, NULL), PT_OK);
-    util_path(path, sizeof path, "%s/train/events.out.tfevents.1700000000.test.1.v2", sub);
+    T_REQUIRE(loss_events(sub, 3, path, sizeof path) == 0);
     uint8_t *d;
     size_t n;
     T_REQUIRE(util_read_file(path, &d, &n, NULL) == PT_OK);
@@ -343,12 +355,7 @@ TEST(runlog_a_torn_event_file_end_reads_up_to_it)
     const char *dir = t_tmpdir();
     char sub[4300], path[4400];
     util_path(sub, sizeof sub, "%s/killed", dir);
-    tfr_writer *w = event_file(sub, "train", 1700000000);
-    T_REQUIRE(w);
-    for (int i = 0; i < 4; i++)
-        T_EQ_INT(put_scalar(w, "epoch_loss", i, 1700000000 + i, 1.0 / (i + 1), 0), PT_OK);
-    T_EQ_INT(tfr_writer_close(w, NULL), PT_OK);
-    util_path(path, sizeof path, "%s/train/events.out.tfevents.1700000000.test.1.v2", sub);
+    T_REQUIRE(loss_events(sub, 4, path, sizeof path) == 0);
     uint8_t *d;
     size_t n;
     T_REQUIRE(util_read_file(path, &d, &n, NULL) == PT_OK);

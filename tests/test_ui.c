@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "ui/chart.h"
 #include "ui/config.h"
 #include "ui/draw.h"
@@ -1518,7 +1519,7 @@ TEST(ui_config_dialog_order_values_and_edits)
         "width", "widths", "convs", "init", "bn-momentum", "image-size", "optimizer", "lr-scaling",
         "momentum", "weight-decay", "dropout",
         "ema", "tta", "label-smoothing", "freeze-epochs", "backbone-lr-scale", "freeze-backbone",
-        "input-norm", "reinit",
+        "input-norm", "backbone-bn", "reinit",
         "seed", "deterministic",
         "shuffle-buffer", "workers", "prefetch",
         "stop-on-data-error", "overlap", "checkpoint-every",
@@ -1634,4 +1635,267 @@ TEST(ui_rows_may_move_predicts_curses_scrolling)
     /* Children started by later tests must see their real terminal size. */
     unsetenv("LINES");
     unsetenv("COLUMNS");
+}
+
+/* ---- issue 30, defects 8 and 9: 104 classes; runs whose update counts differ ------ */
+
+/* Screen rows holding text. */
+static int rows_with(const char *text)
+{
+    int n = 0;
+    char line[2048];
+    for (int y = 0; y < LINES; y++) {
+        row_text(y, line, sizeof line);
+        n += strstr(line, text) != NULL;
+    }
+    return n;
+}
+
+static void print_screen(void)
+{
+    char line[2048];
+    for (int y = 0; y < LINES; y++) {
+        row_text(y, line, sizeof line);
+        printf("  |%s|\n", line);
+    }
+}
+
+/* --open's inspect has no images: their box is as tall as its text, and the
+ * confusion matrix of 104 classes takes the rest of the height (it had two fifths:
+ * 15 rows of 45). */
+TEST(ui_inspect_without_images_gives_the_confusion_matrix_the_height)
+{
+    enum { K = 104, N = 2 * K };
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "48", "160"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    run_snapshot *s = fake_snapshot();
+    s->state = RUN_DONE;
+    ui_inspect *v = calloc(1, sizeof *v);
+    ui_preview *pv = calloc(1, sizeof *pv);
+    int *lab = malloc(sizeof(int) * N), *pred = malloc(sizeof(int) * N);
+    T_REQUIRE(v && pv && lab && pred);
+    ui_inspect_init(v);
+    ui_preview_init(pv, UI_PIX_ASCII, 1, 2, 0, 0, NULL);
+    run_val_report r = { .n_classes = K, .n = N, .epoch = 1 };
+    r.precision = calloc(K, sizeof(double));
+    r.recall = calloc(K, sizeof(double));
+    r.f1 = calloc(K, sizeof(double));
+    r.support = calloc(K, sizeof(long long));
+    r.confusion = calloc((size_t)K * K, sizeof(long long));
+    T_REQUIRE(r.precision && r.recall && r.f1 && r.support && r.confusion);
+    for (int i = 0; i < N; i++) {
+        lab[i] = i % K;
+        pred[i] = i < K ? i % K : (i + 3) % K;
+        r.confusion[(size_t)lab[i] * K + pred[i]]++;
+    }
+    const char *why = "The run's folder keeps no images: inspect shows the last epoch's per-class "
+                      "scores and confusion matrix, from valid_labels.json and valid_preds.jsonl.";
+    ui_inspect_set_results(v, &r, lab, pred, N, why);
+    ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0, NULL, NULL, NULL, 0, "/runs/x" };
+    ui_rect body = { 2, 0, 45, 160 };
+    werase(stdscr);
+    ui_inspect_draw(v, stdscr, body, &f, pv);
+    /* 45 rows: the text's box (2 lines), the matrix's frame and column head. */
+    T_CHECKF(v->cm_rows >= 45 - 4 - 3, "the matrix shows %d rows of 104", v->cm_rows);
+    char want[96];
+    snprintf(want, sizeof want, "rows 0-%d, columns 0-%d of 104", v->cm_rows - 1, v->cm_cols - 1);
+    T_CHECKF(screen_has(want), "no \"%s\"", want);
+    /* The text whole, and the box closed on the row after it. */
+    T_CHECK(screen_has("The run's folder keeps no images") && screen_has("valid_preds.jsonl."));
+    T_CHECK(screen_has(", 104 wrong") && !screen_has("all 1-1 of"));
+    int last = -1;
+    char line[2048];
+    for (int y = 0; y < LINES; y++) {
+        row_text(y, line, sizeof line);
+        if (strstr(line, "valid_preds.jsonl."))
+            last = y;
+    }
+    row_text(last + 1, line, sizeof line);
+    /* (The corner reads back as its ACS letter, or as itself in UTF-8.) */
+    T_CHECKF(last > 0 && (line[0] == 'm' || !strncmp(line, "\xe2\x94\x94", 3)),
+             "row after the text: |%s|", line);
+    if (t_failed_now())
+        print_screen();
+    ui_preview_free(pv);
+    ui_inspect_free(v);
+    free(pv);
+    free(v);
+    free(lab);
+    free(pred);
+    free(s);
+    null_screen_close(&ns);
+}
+
+/* The Labels panel before the label scan and in --open: the class count from the
+ * dataset's names or the opened run; with counts, 104 classes in bins of equal
+ * class counts where 104 allows, and a bin's bars per class where it does not. */
+TEST(ui_labels_know_the_classes_before_counts_and_bin_them_evenly)
+{
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "48", "160"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    run_snapshot *s = fake_snapshot();
+    ui_view v;
+    ui_panel_view_defaults(&v);
+    static char name_buf[104][16];
+    const char *names[104];
+    for (int k = 0; k < 104; k++) {
+        snprintf(name_buf[k], sizeof name_buf[k], "flower %d", k);
+        names[k] = name_buf[k];
+    }
+    ui_rect r = { 0, 0, 40, 44 };
+    /* Before start: no counts; the dataset's names say how many classes. */
+    s->state = RUN_IDLE;
+    s->n_classes = s->label_classes = 0;
+    ui_frame f = { s, names, 104, NULL, "flip", NULL, 0, "text", 0, NULL, NULL, NULL, 0, NULL };
+    werase(stdscr);
+    ui_panel_labels(stdscr, r, &f, &v, 0);
+    T_CHECK(screen_has("Labels: 104 classes") && screen_has("come with the label"));
+    T_CHECK(!screen_has("0 classes"));
+    if (t_failed_now())
+        print_screen();
+    /* --open: the run's class count (its snapshot's), no names needed. */
+    s->state = RUN_DONE;
+    s->n_classes = 104;
+    f.n_names = 0;
+    f.opened = "/runs/x";
+    werase(stdscr);
+    ui_panel_labels(stdscr, r, &f, &v, 0);
+    T_CHECK(screen_has("Labels: 104 classes") && screen_has("keeps no label counts"));
+    f.opened = NULL;
+
+    /* 104 classes in 37 rows: 26 bins of 4 (not 34 of 3 and one of 2). */
+    int lo, hi;
+    T_EQ_INT(ui_panel_label_bins(104, 37, 1, &lo, &hi), 26);
+    T_CHECK(lo == 4 && hi == 4);
+    T_EQ_INT(ui_panel_label_bins(104, 37, 0, &lo, &hi), 104);
+    T_EQ_INT(ui_panel_label_bins(12, 37, 1, &lo, &hi), 12);
+    /* 103 (a prime): sizes that differ by one. */
+    T_EQ_INT(ui_panel_label_bins(103, 37, 1, &lo, &hi), 35);
+    T_CHECK(lo == 2 && hi == 3);
+    s->state = RUN_RUNNING;
+    s->oversampling = 0;
+    for (int C = 103; C <= 104; C++) {
+        s->n_classes = s->label_classes = C;
+        for (int k = 0; k < C; k++) {
+            s->train_counts[k] = s->train_oversampled[k] = 40;
+            s->val_counts[k] = 10;
+        }
+        f.n_names = C;
+        werase(stdscr);
+        ui_panel_labels(stdscr, r, &f, &v, 0);
+        char title[64];
+        snprintf(title, sizeof title, "Labels: %d classes in bins of %s", C,
+                 C == 104 ? "4" : "2-3");
+        T_CHECKF(screen_has(title), "no \"%s\"", title);
+        T_CHECK(screen_has("(mean per class)"));
+        /* Every class holds as many: every bin's figures and bars read the same. */
+        int bins = ui_panel_label_bins(C, 37, 1, &lo, &hi);
+        T_EQ_INT(rows_with("   40  "), bins);
+        T_EQ_INT(rows_with("   10 "), bins);
+        T_CHECK(!screen_has("102-103") || C == 104);
+        if (t_failed_now())
+            print_screen();
+    }
+    free(s);
+    null_screen_close(&ns);
+}
+
+TEST(ui_draw_elide_middle_keeps_both_ends)
+{
+    char out[64];
+    setlocale(LC_CTYPE, "C.UTF-8");
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    T_EQ_STR(ui_draw_elide_middle("20250321-152714", 20, out, sizeof out), "20250321-152714");
+    T_EQ_STR(ui_draw_elide_middle("20250321-152714-xyz", 16, out, sizeof out),
+             "20250321\xe2\x80\xa6" "714-xyz");
+    T_EQ_INT(ui_draw_width(out), 16);
+    T_EQ_STR(ui_draw_elide_middle("abcdef", 2, out, sizeof out), "ab");
+    /* Wide characters count by their columns. */
+    const char *wide = "\xe8\x8a\xb1\xe8\x8a\xb1\xe8\x8a\xb1\xe8\x8a\xb1-end"; /* 4 x 2 columns */
+    ui_draw_elide_middle(wide, 8, out, sizeof out);
+    T_CHECKF(ui_draw_width(out) <= 8 && strstr(out, "end"), "%s", out);
+    ui_draw_setup(UI_COLOR_NONE, 0);
+    T_EQ_STR(ui_draw_elide_middle("20250321-152714-xyz", 16, out, sizeof out), "2025032...14-xyz");
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    setlocale(LC_CTYPE, "C");
+}
+
+/* A Keras run (23,200 updates... here 24,000: 30 epochs of 800) beside a run of a
+ * few hundred: by update the short one is one column at x = 0, so the curves go
+ * by epoch and say why; x still picks any axis. Long names in the legend keep both
+ * ends. */
+TEST(ui_curves_pick_epochs_for_runs_whose_updates_differ_and_elide_names)
+{
+    T_NEED_DATA();
+    const char *keras = t_data("tf-written-tfrecords/tfevents-petals/20250321-152714");
+    char cmd[20000], d1[4300], d2[4300];
+    util_path(d1, sizeof d1, "%s/20250321-152714-keras-mobilenet-rerun-first-xyz1", t_tmpdir());
+    util_path(d2, sizeof d2, "%s/20250321-152714-keras-mobilenet-rerun-second-xyz2", t_tmpdir());
+    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s' && cp -r '%s' '%s'", keras, d1, keras, d2);
+    T_REQUIRE(system(cmd) == 0);
+    run_figures *r[3] = { NULL, NULL, NULL };
+    pt_err e;
+    T_REQUIRE(eng_run_open(keras, &r[0], &e) == PT_OK);
+    T_REQUIRE(eng_run_open(d1, &r[1], &e) == PT_OK);
+    T_REQUIRE(eng_run_open(d2, &r[2], &e) == PT_OK);
+    null_screen ns;
+    T_REQUIRE(null_screen_open(&ns, "48", "160"));
+    ui_draw_setup(UI_COLOR_NONE, 1);
+    run_snapshot *s = fake_snapshot(); /* 400 updates planned */
+    ui_view v;
+    ui_panel_view_defaults(&v);
+    ui_frame f = { s, NULL, 0, NULL, "flip", NULL, 0, "text", 0,
+                   NULL, NULL, (const run_figures *const *)r, 1, NULL };
+    double ratio;
+    T_EQ_INT(ui_panel_curves_axis(&f, &v, &ratio), UI_X_EPOCH);
+    T_NEAR(ratio, 24000.0 / 400, 0.5);
+    ui_rect big = { 0, 0, 40, 160 };
+    werase(stdscr);
+    ui_panel_curves(stdscr, big, &f, &v, 1);
+    T_CHECK(screen_has("Curves: loss by epoch") && screen_has("updates differ 60x"));
+    T_CHECK(screen_has("epoch 30"));
+    /* Within 10x: by update, as before. */
+    s->total_steps = 24000 / 9;
+    T_EQ_INT(ui_panel_curves_axis(&f, &v, &ratio), UI_X_UPDATE);
+    T_CHECK(ratio == 0);
+    s->total_steps = 400;
+    /* x: from the axis shown to the next one, which then stays. */
+    ui_panel_keys k = { &v, &f, big, 1, "", UI_R_DIM };
+    T_CHECK(ui_panel_curves_key(&k, UI_ACT_XAXIS));
+    T_EQ_INT(v.xaxis, UI_X_TIME);
+    T_CHECK(ui_panel_curves_key(&k, UI_ACT_XAXIS));
+    T_EQ_INT(v.xaxis, UI_X_UPDATE);
+    T_EQ_INT(ui_panel_curves_axis(&f, &v, &ratio), UI_X_UPDATE);
+    werase(stdscr);
+    ui_panel_curves(stdscr, big, &f, &v, 1);
+    T_CHECK(screen_has("Curves: loss by update") && !screen_has("updates differ"));
+
+    /* Three names that do not fit 160 columns whole: each keeps its start and end. */
+    f.n_compare = 3;
+    werase(stdscr);
+    ui_panel_curves(stdscr, big, &f, &v, 1);
+    char line[2048] = "";
+    for (int y = 0; y < LINES && !strstr(line, "compared: ") && !strstr(line, "compared (val");
+         y++)
+        row_text(y, line, sizeof line);
+    T_CHECKF(strstr(line, "20250321-152714  ") && strstr(line, "-xyz1  ") &&
+             strstr(line, "-xyz2  ") && strstr(line, "20250321-152714-ke"),
+             "legend: |%s|", line);
+    /* Narrow (the panel beside the others): the names still end as they do. */
+    werase(stdscr);
+    ui_panel_curves(stdscr, (ui_rect){ 0, 0, 30, 70 }, &f, &v, 1);
+    line[0] = 0;
+    for (int y = 0; y < LINES && !strstr(line, "compared: ") && !strstr(line, "compared (val");
+         y++)
+        row_text(y, line, sizeof line);
+    T_CHECKF(strstr(line, "2025") && strstr(line, "xyz1") && strstr(line, "xyz2"), "legend: |%s|",
+             line);
+    if (t_failed_now())
+        print_screen();
+    free(s);
+    null_screen_close(&ns);
+    for (int i = 0; i < 3; i++)
+        eng_run_close(r[i]);
 }

@@ -197,6 +197,28 @@ static void open_log_line(void *ctx, const char *line)
     ui_log_add(a->log, app_now(a), -1, line);
 }
 
+/* The opened run's class names, from its classes.txt (what it was trained with,
+ * whatever its data folder now holds): its class count before any results. */
+static void open_names(app *a, const char *dir)
+{
+    char path[4200], **lines;
+    int n;
+    util_path(path, sizeof path, "%s/classes.txt", dir);
+    if (util_read_lines(path, &lines, &n, NULL) != PT_OK)
+        return;
+    int k = n < RUN_MAX_CLASSES ? n : RUN_MAX_CLASSES;
+    for (int i = 0; i < k; i++) {
+        util_fmt(a->name[i], RUN_NAME_MAX, "%s", lines[i]);
+        a->name_ptr[i] = a->name[i];
+    }
+    util_free_list(lines, n);
+    if (k < 2)
+        return; /* not a run's list of classes */
+    a->n_names = k;
+    if (a->snap->n_classes <= 0)
+        a->snap->n_classes = k;
+}
+
 /* --open RUN_DIR: read the run; an engine for its configuration (class names and
  * the augmentation preview of its data), never started; the snapshot, the log and
  * the inspect view's results from the folder. */
@@ -223,6 +245,7 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
             return rc;
     }
     eng_run_snapshot(a->opened, a->snap);
+    open_names(a, dir);
     if (eng_run_log_lines(dir, open_log_line, a, &ce) < 0)
         ui_log_add(a->log, app_now(a), UI_R_DIM, "no log.txt in the run's folder");
     if (a->opened->note[0])

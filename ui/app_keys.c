@@ -151,6 +151,8 @@ static int key_panels(app *a, ui_act act)
     ui_frame f = { 0 };
     f.s = a->snap;
     f.log = a->log;
+    f.compare = (const run_figures *const *)a->cmp; /* the curves' axis follows the runs */
+    f.n_compare = a->n_cmp;
     int n;
     const ui_panel_class *pc = ui_panel_classes(&n);
     for (int i = 0; i < n; i++) {

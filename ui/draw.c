@@ -342,6 +342,59 @@ int ui_draw_text_cut(WINDOW *w, int y, int x, int maxw, ui_role r, const char *s
     return ui_draw_text(w, y, x, maxw, r, buf);
 }
 
+/* Byte offsets of s's characters: *n of them (at most max), off[i] where
+ * character i starts and col[i] the columns before it; off[*n] is the end. */
+static void char_offsets(const char *s, size_t *off, int *col, int max, int *n)
+{
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    size_t len = strlen(s), at = 0;
+    int k = 0, cols = 0;
+    while (at < len && k < max) {
+        wchar_t wc;
+        size_t b = next_char(s + at, len - at, &st, &wc);
+        if (b == 0)
+            break;
+        off[k] = at;
+        col[k++] = cols;
+        int cw = wcwidth(wc);
+        cols += cw > 0 ? cw : 0;
+        at += b;
+    }
+    off[k] = at;
+    col[k] = cols;
+    *n = k;
+}
+
+const char *ui_draw_elide_middle(const char *s, int maxw, char *out, size_t n)
+{
+    enum { MAXC = 512 };
+    size_t off[MAXC + 1];
+    int col[MAXC + 1], nc;
+    const char *ell = g_unicode ? "\xe2\x80\xa6" : "...";
+    int ew = g_unicode ? 1 : 3;
+    char_offsets(s, off, col, MAXC, &nc);
+    if (col[nc] <= maxw || maxw <= ew + 1) {
+        /* Whole; or, with no room for an ellipsis and a character each side, its
+         * first columns. */
+        int k = nc;
+        while (k > 0 && col[k] > maxw)
+            k--;
+        snprintf(out, n, "%.*s", (int)off[k], s);
+        return out;
+    }
+    /* The head keeps the odd column: the start of a name tells more. */
+    int keep = maxw - ew, head = (keep + 1) / 2, tail = keep - head;
+    int h = 0;
+    while (h < nc && col[h + 1] <= head)
+        h++;
+    int t = nc;
+    while (t > h && col[nc] - col[t - 1] <= tail)
+        t--;
+    snprintf(out, n, "%.*s%s%s", (int)off[h], s, ell, s + off[t]);
+    return out;
+}
+
 int ui_draw_textf(WINDOW *w, int y, int x, int maxw, ui_role r, const char *fmt, ...)
 {
     char buf[1024];

@@ -96,6 +96,10 @@ int ui_draw_wrap_count(const char *utf8, int width);
  * ("\u2026", or "..." without UTF-8) as its last column(s). Returns the columns
  * written. */
 int ui_draw_text_cut(WINDOW *w, int y, int x, int maxw, ui_role r, const char *utf8);
+/* s in at most maxw columns, into out (n bytes): whole when it fits, else its
+ * start and its end with an ellipsis between ("2025032\u202615271-xyz"), so that
+ * names that differ at either end stay apart. Returns out. */
+const char *ui_draw_elide_middle(const char *s, int maxw, char *out, size_t n);
 /* Display columns of a UTF-8 string. */
 int ui_draw_width(const char *utf8);
 /* One code point at (y, x) (ASCII stand-in when it cannot be shown). */

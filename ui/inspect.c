@@ -424,6 +424,51 @@ static void draw_matrix(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
     }
 }
 
+/* Images and the per-class table above; the confusion matrix beside the most
+ * confused pairs below, as tall as the classes need within two fifths. Without
+ * images (a run's folder keeps none), the images' box is as tall as its text and
+ * the matrix takes the rest of the height. */
+static void place(const ui_inspect *v, ui_rect body, ui_rect *left, ui_rect *table,
+                  ui_rect *matrix, ui_rect *pairs)
+{
+    int tw = body.w >= 100 ? 48 : body.w * 2 / 5;
+    int sh = v->rep.n_classes + 3;
+    int sh_max = body.h * 2 / 5;
+    sh = sh > sh_max ? sh_max : sh < 6 ? 6 : sh;
+    *table = (ui_rect){ body.y, body.x + body.w - tw, body.h - sh, tw };
+    *pairs = (ui_rect){ body.y + body.h - sh, body.x + body.w - tw, sh, tw };
+    int lh = body.h - sh;
+    if (v->no_images[0]) {
+        /* The text's lines and the box; the matrix keeps 6 rows at least. */
+        int want = ui_draw_wrap_count(v->no_images, body.w - tw - 4) + 2;
+        lh = want < body.h - 6 ? want : body.h - 6;
+        lh = lh < 3 ? 3 : lh;
+    }
+    *left = (ui_rect){ body.y, body.x, lh, body.w - tw };
+    *matrix = (ui_rect){ body.y + lh, body.x, body.h - lh, body.w - tw };
+}
+
+/* The images' box with the results in its title; returns its inside. */
+static ui_rect draw_images_box(ui_inspect *v, WINDOW *w, ui_rect left)
+{
+    long long count = ui_inspect_count(v);
+    long long right = v->scanned - v->n_wrong;
+    char title[256], acc[32] = "";
+    if (v->scanned == v->n && v->n > 0)
+        snprintf(acc, sizeof acc, ", accuracy %.1f%%", 100.0 * (double)right / (double)v->n);
+    long long last = v->pos + v->per_page < count ? v->pos + v->per_page : count;
+    if (v->no_images[0])
+        /* No pages to turn: how many were wrong instead. */
+        snprintf(title, sizeof title, "Validation after epoch %d: %lld images%s, %lld wrong",
+                 v->rep.epoch, v->n, acc, v->n_wrong);
+    else
+        snprintf(title, sizeof title,
+                 "Validation after epoch %d: %lld images%s | %s %lld-%lld of %lld%s",
+                 v->rep.epoch, v->n, acc, v->mistakes ? "mistakes" : "all",
+                 count ? v->pos + 1 : 0, last, count, v->scanned < v->n ? " (reading)" : "");
+    return ui_draw_box(w, left, title, v->focus == UI_INSPECT_IMAGES);
+}
+
 void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, ui_preview *pv)
 {
     if (v->rep.epoch <= 0 || v->n == 0) {
@@ -446,42 +491,23 @@ void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, 
         ui_preview_hide(pv);
         return;
     }
-    /* Images and the per-class table above; the confusion matrix beside the most
-     * confused pairs below, as tall as the classes need within two fifths. */
-    int tw = body.w >= 100 ? 48 : body.w * 2 / 5;
-    int sh = v->rep.n_classes + 3;
-    int sh_max = body.h * 2 / 5;
-    sh = sh > sh_max ? sh_max : sh < 6 ? 6 : sh;
-    ui_rect left = { body.y, body.x, body.h - sh, body.w - tw };
-    ui_rect table = { body.y, body.x + body.w - tw, body.h - sh, tw };
-    ui_rect matrix = { body.y + body.h - sh, body.x, sh, body.w - tw };
-    ui_rect pairs = { body.y + body.h - sh, body.x + body.w - tw, sh, tw };
+    ui_rect left, table, matrix, pairs;
+    place(v, body, &left, &table, &matrix, &pairs);
     draw_table(v, w, table, f);
     draw_matrix(v, w, matrix, f);
     draw_pairs(v, w, pairs, f);
-
-    long long count = ui_inspect_count(v);
-    long long right = v->scanned - v->n_wrong;
-    char title[256], acc[32] = "";
-    if (v->scanned == v->n && v->n > 0)
-        snprintf(acc, sizeof acc, ", accuracy %.1f%%", 100.0 * (double)right / (double)v->n);
-    long long last = v->pos + v->per_page < count ? v->pos + v->per_page : count;
-    snprintf(title, sizeof title, "Validation after epoch %d: %lld images%s | %s %lld-%lld of %lld%s",
-             v->rep.epoch, v->n, acc, v->mistakes ? "mistakes" : "all", count ? v->pos + 1 : 0,
-             last, count,
-             v->scanned < v->n ? " (reading)" : "");
-    ui_rect in = ui_draw_box(w, left, title, v->focus == UI_INSPECT_IMAGES);
+    ui_rect in = draw_images_box(v, w, left);
+    if (v->no_images[0]) {
+        ui_preview_hide(pv);
+        v->per_page = 1;
+        ui_draw_wrapped(w, (ui_rect){ in.y, in.x + 1, in.h, in.w - 2 }, UI_R_DIM, v->no_images);
+        return;
+    }
     if (in.h < 4 || in.w < 10) {
         ui_preview_hide(pv);
         return;
     }
-    if (v->no_images[0]) {
-        ui_preview_hide(pv);
-        v->per_page = 1;
-        ui_draw_wrapped(w, (ui_rect){ in.y + 1, in.x + 1, in.h - 1, in.w - 2 }, UI_R_DIM,
-                        v->no_images);
-        return;
-    }
+    long long count = ui_inspect_count(v);
     ui_preview_geom g;
     int sixel = pv->mode == UI_PIX_SIXEL;
     int cw = sixel ? pv->cell_w : 1, ch = sixel ? pv->cell_h : 2;

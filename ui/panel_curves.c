@@ -9,10 +9,39 @@
 
 #include "ui/chart.h"
 
-/* The curves' x axis (UI_X_*) and smoothing factor of the view. */
-static int x_axis(const ui_view *v)
+/* A run's updates: the furthest update any of its series reaches (0: none). */
+static double run_updates(const run_figures *r)
 {
-    return v->xaxis >= 0 && v->xaxis < UI_X_COUNT ? v->xaxis : UI_X_UPDATE;
+    double u = 0;
+    for (int k = 0; k < RUN_SERIES_COUNT; k++)
+        for (int i = 0; i < r->s[k].n; i++) {
+            double x = r->s[k].x[RUN_X_UPDATE][i];
+            u = isfinite(x) && x > u ? x : u;
+        }
+    return u;
+}
+
+int ui_panel_curves_axis(const ui_frame *f, const ui_view *v, double *ratio)
+{
+    *ratio = 0;
+    if (v->xaxis >= 0 && v->xaxis < UI_X_COUNT)
+        return v->xaxis;
+    /* This run's whole length (planned), so the axis does not flip as it trains. */
+    const run_snapshot *s = f->s;
+    double lo = 0, hi = 0, u = s ? (double)(s->total_steps > 0 ? s->total_steps : s->update) : 0;
+    int nc = f->compare ? (f->n_compare < UI_MAX_COMPARE ? f->n_compare : UI_MAX_COMPARE) : 0;
+    for (int k = -1; k < nc; k++) {
+        if (k >= 0)
+            u = run_updates(f->compare[k]);
+        if (u <= 0)
+            continue;
+        lo = lo <= 0 || u < lo ? u : lo;
+        hi = u > hi ? u : hi;
+    }
+    if (lo <= 0 || hi / lo < UI_X_AUTO_RATIO)
+        return UI_X_UPDATE;
+    *ratio = hi / lo;
+    return UI_X_EPOCH;
 }
 
 static double smoothing(const ui_view *v)
@@ -69,6 +98,7 @@ typedef struct curves {
     const ui_view *v;
     int metric, axis, logy, nc, mono, cursor_on;
     double sm;
+    double auto_ratio;                  /* > 0: epochs chosen, the runs' updates differ so */
     ui_rect in;
     int ph, pw, legend_rows, readout;
     run_series live[RUN_SERIES_COUNT];  /* this run's (eng_snapshot_series) */
@@ -241,6 +271,19 @@ static void ticks(const curves *c)
     fmt_x(c->axis, c->xmax, lab, sizeof lab);
     int lw = (int)strlen(lab);
     ui_draw_text(w, ay, in.x + in.w - lw, lw, UI_R_DIM, lab);
+    if (c->auto_ratio > 0) {
+        /* Why epochs: on the rule, the long form where it fits. */
+        char why[96];
+        snprintf(why, sizeof why, " by epoch: the runs' updates differ %.0fx (x changes it) ",
+                 c->auto_ratio);
+        if ((int)strlen(why) > c->pw - lw - 4)
+            snprintf(why, sizeof why, " updates differ %.0fx ", c->auto_ratio);
+        if ((int)strlen(why) > c->pw - lw - 4)
+            snprintf(why, sizeof why, " updates %.0fx ", c->auto_ratio);
+        int ww = (int)strlen(why);
+        if (ww <= c->pw - lw - 4)
+            ui_draw_text(w, ay, in.x + YW + (c->pw - lw - ww) / 2, ww, UI_R_TITLE, why);
+    }
 }
 
 static double value_at(const curves *c, int k, double x)
@@ -292,20 +335,43 @@ static void legend_compared(const curves *c, int ly, int lx)
 {
     WINDOW *w = c->w;
     ui_rect in = c->in;
-    lx += ui_draw_text(w, ly, lx, in.x + in.w - lx, UI_R_DIM,
-                       c->metric == UI_METRIC_LR ? "compared: "
-                                                 : "compared (val line, train dots): ");
-    for (int k = 0; k < c->nc && lx < in.x + in.w; k++) {
-        char item[300];
-        const run_figures *r = c->f->compare[k];
+    /* Each item: its mark, the name, what is missing, two spaces. The names share
+     * what the lead and the marks leave (the lead shorter when they do not fit); a
+     * longer one keeps its start and end. */
+    const char *miss[UI_MAX_COMPARE];
+    int fixed = 0, names = 0;
+    for (int k = 0; k < c->nc; k++) {
         int drawn = (c->cmp_k[k][0] >= 0 || c->cmp_k[k][1] >= 0);
         int on_axis = 0;
         for (int j = 0; j < 2; j++)
             for (int i = 0; c->cmp_k[k][j] >= 0 && i < c->ser[c->cmp_k[k][j]].n && !on_axis; i++)
                 on_axis = isfinite(c->ser[c->cmp_k[k][j]].x[i]);
+        miss[k] = !drawn ? " (none)" : !on_axis ? " (no x)" : "";
+        fixed += 2 + (int)strlen(miss[k]) + 2;
+        names += ui_draw_width(c->f->compare[k]->name);
+    }
+    const char *lead =
+        c->metric == UI_METRIC_LR ? "compared: " : "compared (val line, train dots): ";
+    if ((int)strlen(lead) + fixed + names > in.x + in.w - lx)
+        lead = "compared: ";
+    lx += ui_draw_text(w, ly, lx, in.x + in.w - lx, UI_R_DIM, lead);
+    int room = in.x + in.w - lx - fixed, share = names;
+    if (names > room && c->nc > 0) {
+        /* The fair share, and what short names leave over for the long ones. */
+        share = room / c->nc;
+        int spare = 0, longer = 0;
+        for (int k = 0; k < c->nc; k++) {
+            int nw = ui_draw_width(c->f->compare[k]->name);
+            spare += nw < share ? share - nw : 0;
+            longer += nw > share;
+        }
+        share += longer > 0 ? spare / longer : 0;
+    }
+    for (int k = 0; k < c->nc && lx < in.x + in.w; k++) {
+        char item[400], name[300];
+        ui_draw_elide_middle(c->f->compare[k]->name, share > 7 ? share : 7, name, sizeof name);
         snprintf(item, sizeof item, "%s%s %s%s  ", c->mono ? "" : "\xe2\x94\x81",
-                 c->mono ? (char[2]){ (char)('1' + k), 0 } : "", r->name,
-                 !drawn ? " (none)" : !on_axis ? " (no x)" : "");
+                 c->mono ? (char[2]){ (char)('1' + k), 0 } : "", name, miss[k]);
         lx += ui_draw_text(w, ly, lx, in.x + in.w - lx, ui_panel_compare_role(k), item);
     }
 }
@@ -373,7 +439,7 @@ void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, 
     c.f = f;
     c.v = v;
     c.metric = v->metric;
-    c.axis = x_axis(v);
+    c.axis = ui_panel_curves_axis(f, v, &c.auto_ratio);
     c.logy = v->logy && (c.metric == UI_METRIC_LOSS || c.metric == UI_METRIC_LR);
     c.sm = smoothing(v);
     c.nc = f->compare ? (f->n_compare < UI_MAX_COMPARE ? f->n_compare : UI_MAX_COMPARE) : 0;
@@ -416,11 +482,13 @@ int ui_panel_curves_key(ui_panel_keys *k, ui_act act)
             return 0;
         move_cursor(v, k->r, act == UI_ACT_LEFT ? -1 : 1);
         return 1;
-    case UI_ACT_XAXIS:
-        v->xaxis = (v->xaxis + 1) % UI_X_COUNT;
+    case UI_ACT_XAXIS: {
+        double ratio;
+        v->xaxis = (ui_panel_curves_axis(k->f, v, &ratio) + 1) % UI_X_COUNT;
         snprintf(k->note, sizeof k->note, "curves by %s", names[v->xaxis]);
         k->note_role = UI_R_DIM;
         return 1;
+    }
     case UI_ACT_METRIC:
         v->metric = (v->metric + 1) % UI_METRIC_COUNT;
         return 1;

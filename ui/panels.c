@@ -24,6 +24,7 @@ void ui_panel_view_defaults(ui_view *v)
     v->smooth = 3;
     v->label_bins = 1;
     v->cursor = -1;
+    v->xaxis = UI_X_AUTO;
 }
 
 ui_role ui_panel_state_role(run_state st)

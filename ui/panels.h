@@ -25,9 +25,13 @@
 
 enum { UI_METRIC_LOSS = 0, UI_METRIC_ACC, UI_METRIC_F1, UI_METRIC_LR, UI_METRIC_COUNT };
 
-/* The curves' x axis: updates, epochs or wall-clock seconds (RUN_X_*'s order). */
-enum { UI_X_UPDATE = RUN_X_UPDATE, UI_X_EPOCH = RUN_X_EPOCH, UI_X_TIME = RUN_X_TIME,
-       UI_X_COUNT = RUN_X_COUNT };
+/* The curves' x axis: updates, epochs or wall-clock seconds (RUN_X_*'s order), or
+ * the one that fits the runs shown (UI_X_AUTO, until x picks one): updates, unless
+ * their update counts differ UI_X_AUTO_RATIO times or more (a Keras run of 23,200
+ * beside one of 183), where one would be squeezed into x = 0: then epochs. */
+enum { UI_X_AUTO = -1, UI_X_UPDATE = RUN_X_UPDATE, UI_X_EPOCH = RUN_X_EPOCH,
+       UI_X_TIME = RUN_X_TIME, UI_X_COUNT = RUN_X_COUNT };
+#define UI_X_AUTO_RATIO 10.0
 
 /* Runs compared at once (each has a colour, UI_R_C1 ...). */
 #define UI_MAX_COMPARE 6
@@ -45,7 +49,7 @@ typedef struct ui_view {
     int label_top;          /* first class shown in per-class rows */
     int log_back;           /* log lines scrolled back from the end (0 = follow) */
     int help_top;           /* first line of the help overlay */
-    int xaxis;              /* UI_X_* of the curves */
+    int xaxis;              /* UI_X_* of the curves; UI_X_AUTO at first */
     int cursor;             /* the zoomed curves' value cursor: a column of the plot
                                from its left, or -1 (none); clamped when drawn */
 } ui_view;
@@ -91,7 +95,15 @@ void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v
  * x axis v->xaxis. Zoomed, v->cursor draws a column and the values of every run
  * there under the plot. */
 void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
+/* The x axis the curves use (UI_X_*, never UI_X_AUTO): v->xaxis, or under UI_X_AUTO
+ * the one that fits this run and the compared ones; *ratio is then how many times
+ * the most updates exceed the fewest when that chose epochs, else 0. */
+int ui_panel_curves_axis(const ui_frame *f, const ui_view *v, double *ratio);
 void ui_panel_labels(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
+/* The labels panel's rows for C classes in at most rows rows (binned: v->label_bins):
+ * C, or bins of equal class counts where a divisor of C allows, else of sizes that
+ * differ by one; *lo and *hi the fewest and most classes in a bin. */
+int ui_panel_label_bins(int C, int rows, int binned, int *lo, int *hi);
 void ui_panel_log(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused);
 /* The preview panel's frame and title; returns the inside, where the pictures go. */
 ui_rect ui_panel_preview(WINDOW *w, ui_rect r, const ui_frame *f, int focused, uint64_t batch);

@@ -63,6 +63,40 @@ void util_slice(size_t from, size_t to, int parts, int k, size_t *lo, size_t *hi
     *hi = b < to ? b : to;
 }
 
+int util_read_lines(const char *path, char ***lines, int *n, pt_err *e)
+{
+    *lines = NULL;
+    *n = 0;
+    uint8_t *d;
+    size_t len;
+    int rc = util_read_file(path, &d, &len, e);
+    if (rc != PT_OK)
+        return rc;
+    int k = 0;
+    for (size_t i = 0; i < len; i++)
+        k += d[i] == '\n' || i + 1 == len;
+    char **v = calloc((size_t)(k ? k : 1), sizeof *v);
+    int got = 0;
+    for (size_t i = 0; v && i < len;) {
+        size_t j = i;
+        while (j < len && d[j] != '\n')
+            j++;
+        size_t l = j > i && d[j - 1] == '\r' ? j - i - 1 : j - i;
+        if (!(v[got] = strndup((const char *)d + i, l)))
+            break;
+        got++;
+        i = j + 1;
+    }
+    free(d);
+    if (!v || got != k) {
+        util_free_list(v, got);
+        return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    }
+    *lines = v;
+    *n = k;
+    return PT_OK;
+}
+
 void *util_aligned_alloc_raw(size_t n)
 {
     if (n == 0)

@@ -41,6 +41,10 @@ void util_slice(size_t from, size_t to, int parts, int k, size_t *lo, size_t *hi
 
 /* Whole file into memory (NUL-terminated for convenience; *len excludes the NUL). */
 int util_read_file(const char *path, uint8_t **data, size_t *len, pt_err *e);
+/* A text file's lines (each without its '\n' and one '\r' before it; a last line
+ * without '\n' counts), malloc'd: the caller frees them with util_free_list(*lines,
+ * *n). Errors as util_read_file's, or PT_ENOMEM naming the file. */
+int util_read_lines(const char *path, char ***lines, int *n, pt_err *e);
 
 /* Write data to path atomically: PATH.tmp.PID, fsync, rename, fsync the folder.
  * Whatever stops it (a full disk, a file-size limit, a kill) leaves path as it

@@ -183,6 +183,12 @@ void nn_model_init_params(nn_model *m, uint64_t seed);
 int nn_model_freeze_backbone(nn_model *m);
 /* Every parameter trainable again. */
 void nn_model_unfreeze(nn_model *m);
+/* Every batch norm non-trainable (after nn_model_unfreeze, for the rest of a
+ * fine-tune): running statistics in training forwards too, gamma and beta kept, as
+ * torchvision's FrozenBatchNorm2d and Keras's BatchNormalization called with
+ * training=False: what a pretrained backbone needs when a replica sees a handful of
+ * images, whose batch statistics are noise. Same rule of when as freezing. */
+void nn_model_freeze_bn(nn_model *m);
 /* Make backward also compute the gradient with respect to the model's input
  * (off by default: nothing needs it in training). */
 void nn_model_set_input_grad(nn_model *m, int on);

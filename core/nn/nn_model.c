@@ -227,6 +227,15 @@ void nn_model_unfreeze(nn_model *m)
     update_grad_flags(m);
 }
 
+void nn_model_freeze_bn(nn_model *m)
+{
+    for (int i = 0; i < m->n_nodes; i++)
+        if (m->nodes[i].op == NN_OP_BN)
+            m->nodes[i].trainable = 0;
+    update_mask(m);
+    update_grad_flags(m);
+}
+
 void nn_model_set_input_grad(nn_model *m, int on)
 {
     m->input_grad = on != 0;

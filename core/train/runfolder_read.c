@@ -387,6 +387,48 @@ static int runs_inside(const char *dir, char *buf, size_t n)
     return found;
 }
 
+/* A folder's history.json, event files, config and log's end. */
+static int read_folder(run_figures *r, const char *dir, const char *path, hist_row **hp_rows,
+                       int *hp_n, char ***hp_files, int *hp_nf, pt_err *e)
+{
+    hist_row *h = NULL;
+    int nh = 0, nf = 0, rc = PT_OK;
+    char **files = NULL;
+    char hp[4200], cfgp[4200];
+    util_path(hp, sizeof hp, "%s/" RF_HISTORY, dir);
+    util_path(cfgp, sizeof cfgp, "%s/" RF_CONFIG, dir);
+    if (util_is_file(hp)) {
+        char *t = rf_read_text(hp, NULL, e);
+        rc = t ? parse_history(hp, t, &h, &nh, e) : (e ? e->code : PT_EIO);
+        free(t);
+        r->from_history = rc == PT_OK;
+    }
+    if (rc == PT_OK)
+        rc = rf_event_files(dir, &files, &nf, e);
+    if (rc == PT_OK && !r->from_history && nf == 0 && !util_is_file(cfgp)) {
+        char inside[600];
+        int k = runs_inside(dir, inside, sizeof inside);
+        if (k > 0)
+            rc = err_set(e, PT_ENODATA, path, PT_NO_RECORD, PT_NO_OFFSET,
+                         "holds %d run%s (%s%s), not one: name one of them", k,
+                         k == 1 ? "" : "s", inside, k > 3 ? ", ..." : "");
+        else
+            rc = err_set(e, PT_ENODATA, path, PT_NO_RECORD, PT_NO_OFFSET,
+                         "not a run: no history.json and no TensorBoard event files "
+                         "(" TBE_FILE_PREFIX "*) here or in train/ and validation/");
+    }
+    if (rc == PT_OK) {
+        read_config(r, dir);
+        r->run_folder = r->n_opts > 0;
+        rf_log_lines(dir, last_log_line, r, NULL);
+    }
+    *hp_rows = h;
+    *hp_n = nh;
+    *hp_files = files;
+    *hp_nf = nf;
+    return rc;
+}
+
 int rf_load(const char *path, run_figures **out, pt_err *e)
 {
     *out = NULL;
@@ -433,34 +475,7 @@ int rf_load(const char *path, run_figures **out, pt_err *e)
             nf = 1;
         }
     } else {
-        char hp[4200], cfgp[4200];
-        util_path(hp, sizeof hp, "%s/" RF_HISTORY, dir);
-        util_path(cfgp, sizeof cfgp, "%s/" RF_CONFIG, dir);
-        if (util_is_file(hp)) {
-            char *t = rf_read_text(hp, NULL, e);
-            rc = t ? parse_history(hp, t, &h, &nh, e) : (e ? e->code : PT_EIO);
-            free(t);
-            r->from_history = rc == PT_OK;
-        }
-        if (rc == PT_OK)
-            rc = rf_event_files(dir, &files, &nf, e);
-        if (rc == PT_OK && !r->from_history && nf == 0 && !util_is_file(cfgp)) {
-            char inside[600];
-            int k = runs_inside(dir, inside, sizeof inside);
-            if (k > 0)
-                rc = err_set(e, PT_ENODATA, path, PT_NO_RECORD, PT_NO_OFFSET,
-                             "holds %d run%s (%s%s), not one: name one of them", k,
-                             k == 1 ? "" : "s", inside, k > 3 ? ", ..." : "");
-            else
-                rc = err_set(e, PT_ENODATA, path, PT_NO_RECORD, PT_NO_OFFSET,
-                             "not a run: no history.json and no TensorBoard event files "
-                             "(" TBE_FILE_PREFIX "*) here or in train/ and validation/");
-        }
-        if (rc == PT_OK) {
-            read_config(r, dir);
-            r->run_folder = r->n_opts > 0;
-            rf_log_lines(dir, last_log_line, r, NULL);
-        }
+        rc = read_folder(r, dir, path, &h, &nh, &files, &nf, e);
     }
     if (rc == PT_OK && nf > 0)
         rc = rf_events_read(r, files, nf, &ev, e);

@@ -149,35 +149,8 @@ static int read_classes(const char *dir, char ***names, pt_err *e)
     util_path(path, sizeof path, "%s/%s", dir, RF_CLASSES);
     if (!util_is_file(path))
         return 0;
-    uint8_t *d;
-    size_t len;
-    if (util_read_file(path, &d, &len, e) != PT_OK)
-        return -1;
-    int k = 0;
-    for (size_t i = 0; i < len; i++)
-        k += d[i] == '\n' || (i + 1 == len);
-    char **v = calloc((size_t)(k ? k : 1), sizeof *v);
-    int got = 0;
-    for (size_t i = 0; v && i < len;) {
-        size_t j = i;
-        while (j < len && d[j] != '\n')
-            j++;
-        size_t l = j > i && d[j - 1] == '\r' ? j - i - 1 : j - i;
-        if (!(v[got] = strndup((const char *)d + i, l)))
-            break;
-        got++;
-        i = j + 1;
-    }
-    free(d);
-    if (!v || got != k) {
-        for (int c = 0; v && c < got; c++)
-            free(v[c]);
-        free(v);
-        err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-        return -1;
-    }
-    *names = v;
-    return k;
+    int k;
+    return util_read_lines(path, names, &k, e) == PT_OK ? k : -1;
 }
 
 /* A run made before classes.txt: its checkpoint's class count, named as the trainer

@@ -84,6 +84,8 @@ static void set_phase(trn *r)
         opt_set_slow(&r->optim, NULL, 1.0, 0);
     } else {
         nn_model_unfreeze(r->model);
+        if (cfg->backbone_bn == RUN_BN_FROZEN)
+            nn_model_freeze_bn(r->model);
         /* The backbone's moments start at zero here, after the frozen epochs' updates
          * (a resumed run finds the same count: every epoch has as many updates). */
         opt_set_slow(&r->optim, r->slow, cfg->backbone_lr_scale,
@@ -97,13 +99,15 @@ static void set_phase(trn *r)
         snprintf(s->phase, sizeof s->phase, "head only to epoch %d: %s of %s", cfg->freeze_epochs,
                  tr, all);
     else
-        snprintf(s->phase, sizeof s->phase, "all %s, backbone lr x%g", all,
-                 cfg->backbone_lr_scale);
+        snprintf(s->phase, sizeof s->phase, "%s %s, backbone lr x%g",
+                 strcmp(tr, all) ? "BN frozen," : "all", tr, cfg->backbone_lr_scale);
     prg_unlock(r->env->progress);
     if (!frozen && r->epoch == cfg->freeze_epochs)
-        trn_log(r, "epoch %d on: the whole net trains (%s parameters), the backbone at %g x the "
-                   "learning rate",
-                r->epoch + 1, all, cfg->backbone_lr_scale);
+        trn_log(r, "epoch %d on: the whole net trains (%s of %s parameters%s), the backbone at "
+                   "%g x the learning rate",
+                r->epoch + 1, tr, all,
+                cfg->backbone_bn == RUN_BN_FROZEN ? "; its batch norm frozen, as imported" : "",
+                cfg->backbone_lr_scale);
 }
 
 static int build_model(trn *r, pt_err *e)
@@ -122,6 +126,8 @@ static int build_model(trn *r, pt_err *e)
                                                                    : NN_INIT_HE_NORMAL);
         nn_model_init_params(r->model, r->cfg->seed);
     }
+    if (onnx && r->cfg->backbone_bn == RUN_BN_FROZEN)
+        nn_model_freeze_bn(r->model);
     if (r->cfg->freeze_backbone) {
         int rc = nn_model_freeze_backbone(r->model);
         if (rc != PT_OK)
@@ -873,30 +879,4 @@ run_state trn_run(const trn_env *env, pt_err *e)
     free(batches);
     free_run(r);
     return final;
-}
-
-/* FNV-1a of a message. */
-static uint64_t msg_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-void trn_data_error(void *ctx, const pt_err *err)
-{
-    trn *r = ctx;
-    r->data_errors++;
-    uint64_t h = msg_hash(err->msg);
-    int seen = 0;
-    pthread_mutex_lock(&r->err_lock);
-    for (int i = 0; i < r->n_err_seen && !seen; i++)
-        seen = r->err_seen[i] == h;
-    int cap = (int)(sizeof r->err_seen / sizeof r->err_seen[0]);
-    if (!seen && r->n_err_seen < cap)
-        r->err_seen[r->n_err_seen++] = h;
-    pthread_mutex_unlock(&r->err_lock);
-    if (!seen)
-        trn_log(r, "data error: %s", err->msg);
 }

@@ -1,7 +1,7 @@
 /* trainer_folder — the trainer's side of its run folder (train/runfolder.h owns
- * the format): the log (on screen and in log.txt), the folder's making, and the
- * checkpoint's save and restore (with the history and curves it carries so that a
- * resumed run shows its whole past). In a job of several ranks, rank 0 alone has a
+ * the format): the log (on screen and in log.txt; each bad record once a run), the
+ * folder's making, and the checkpoint's save and restore (with the history and curves
+ * it carries so that a resumed run shows its whole past). In a job of several ranks, rank 0 alone has a
  * run folder: on the others nothing here writes. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -131,4 +131,30 @@ int trn_restore_checkpoint(trn *r, pt_err *e)
     trn_log(r, "resumed %s at update %lld (epoch %d, step %lld)", r->folder.dir, r->update,
             r->epoch + 1, r->in_epoch);
     return PT_OK;
+}
+
+/* FNV-1a of a message. */
+static uint64_t msg_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+void trn_data_error(void *ctx, const pt_err *err)
+{
+    trn *r = ctx;
+    r->data_errors++;
+    uint64_t h = msg_hash(err->msg);
+    int seen = 0;
+    pthread_mutex_lock(&r->err_lock);
+    for (int i = 0; i < r->n_err_seen && !seen; i++)
+        seen = r->err_seen[i] == h;
+    int cap = (int)(sizeof r->err_seen / sizeof r->err_seen[0]);
+    if (!seen && r->n_err_seen < cap)
+        r->err_seen[r->n_err_seen++] = h;
+    pthread_mutex_unlock(&r->err_lock);
+    if (!seen)
+        trn_log(r, "data error: %s", err->msg);
 }

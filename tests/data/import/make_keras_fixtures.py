@@ -401,9 +401,9 @@ def caffe_of(unit):
     return bgr - t32(*CAFFE_BGR_MEAN)
 
 
-def ort_run(onnx_path, x_nhwc, out_path):
+def ort_run(onnx_path, x_nhwc, out_path, output='probabilities'):
     """ONNX Runtime's output on x: tests/ort/ort_run.js (node, with onnxruntime-node
-    installed by `make ort-deps`), its single output copied to out_path."""
+    installed by `make ort-deps`), its output called output copied to out_path."""
     import shutil
     import subprocess
     import tempfile
@@ -415,7 +415,7 @@ def ort_run(onnx_path, x_nhwc, out_path):
         dims = ','.join(str(d) for d in x_nhwc.shape)
         subprocess.run(['node', runner, onnx_path, inp, dims, os.path.join(tmp, 'out')],
                        check=True, stdout=subprocess.DEVNULL)
-        shutil.copyfile(os.path.join(tmp, 'out', 'probabilities.f32'), out_path)
+        shutil.copyfile(os.path.join(tmp, 'out', output + '.f32'), out_path)
 
 
 # ---- gradient references (tests/data/conform/make_conform.py's PTREF1 format) -----------
@@ -486,6 +486,7 @@ def main():
         onnx.save(graph(p, keep), name + '.onnx')
         f32(name + '.in', x)
         f32(name + '.out', y)
+        ort_run(name + '.onnx', x, name + '.ort', 'features')
     bad = graph(p, 0)
     last = bad.graph.node[-1]
     last.CopyFrom(helper.make_node('Relu', ['features_nhwc'], ['features'], name='not_a_pool'))
@@ -493,6 +494,7 @@ def main():
     onnx.save(se_graph(p), 'keras_se.onnx')
     f32('keras_se.in', x)
     f32('keras_se.out', torch_se(p, x))
+    ort_run('keras_se.onnx', x, 'keras_se.ort', 'features')
 
     torch.set_num_threads(2)
     g = torch.Generator().manual_seed(2029)
