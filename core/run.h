@@ -80,6 +80,9 @@ typedef struct run_config {
                                    after it with the optimizer sliced (0), or -1: the
                                    first when the ranks span hosts, else the second */
     int prefetch;
+    int recompute;              /* training: recompute cheap outputs in the backward (1),
+                                   keep them (0), or -1: when keeping would take more
+                                   than a quarter of the machine's memory */
     int stop_on_data_error;
     int checkpoint_every;       /* epochs between checkpoints (>= 1) */
 } run_config;

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "data/batch.h"
 #include "nn/nn.h"
+#include "nn/nn_models.h"
 #include "train/checkpoint.h"
 #include "train/ema.h"
 #include "train/metrics.h"
@@ -644,4 +645,54 @@ TEST(checkpoint_with_a_section_twice_is_refused)
     T_CHECK(!l.confusion && !l.history && !l.config);
     free(twice);
     free(data);
+}
+
+/* --recompute: the choice auto makes, and a MobileNetV2 trained either way ends with
+ * the same weights, the recomputing replicas holding less. */
+TEST(strategy_recompute_is_chosen_by_memory_and_changes_no_bits)
+{
+    const size_t gib = (size_t)1 << 30;
+    T_EQ_INT(strat_recompute_auto(5 * gib, 2, 24 * gib), 1);   /* 512 px, 2 x 16 */
+    T_EQ_INT(strat_recompute_auto(gib, 2, 24 * gib), 0);       /* 224 px */
+    T_EQ_INT(strat_recompute_auto(3 * gib, 2, 24 * gib), 0);   /* exactly a quarter */
+    T_EQ_INT(strat_recompute_auto(5 * gib, 2, 0), 0);          /* memory unknown */
+    const int size = 32, classes = 4, R = 2, B = 4;
+    float *w[2] = { NULL, NULL };
+    size_t bytes[2] = { 0, 0 }, np = 0;
+    char note[2][512];
+    for (int k = 0; k < 2; k++) {
+        pt_err e;
+        nn_model *m = nn_build_mobilenetv2(size, size, classes, 0.35f, 0.0f, &e);
+        T_REQUIRE(m);
+        nn_model_init_params(m, 5);
+        np = nn_param_count(m);
+        opt o;
+        opt_init(&o, OPT_ADAM, np, 0, 0);
+        strat_config c = { .model = m, .optimizer = &o, .replicas = R, .batch_per_replica = B,
+                           .grad_acc = 1, .recompute = k };
+        strat *s;
+        T_REQUIRE(strat_new(&c, &s, &e) == PT_OK);
+        strat_memory_note(s, note[k], sizeof note[k]);
+        batch *b = batch_new(R * B, size, size);
+        for (int t = 1; t <= 2; t++) {
+            fill_batch(b, t * R * B, R * B, classes);
+            strat_result res;
+            T_REQUIRE(strat_update(s, &b, 1e-2, t, 5, &res, NULL, &e) == PT_OK);
+        }
+        batch_free(b);
+        bytes[k] = strat_replica_bytes(s);
+        strat_free(s);
+        w[k] = malloc(np * sizeof *w[k]);
+        memcpy(w[k], nn_params(m), np * sizeof *w[k]);
+        opt_free(&o);
+        nn_model_free(m);
+    }
+    T_CHECK(memcmp(w[0], w[1], np * sizeof *w[0]) == 0);
+    T_CHECKF(bytes[1] < bytes[0] * 4 / 5, "keeping %zu bytes, recomputing %zu", bytes[0],
+             bytes[1]);
+    T_CHECKF(strstr(note[0], "every output kept") && strstr(note[1], "recomputed in the backward"),
+             "%s | %s", note[0], note[1]);
+    T_CHECK(strstr(note[1], "as --recompute says") != NULL);
+    free(w[0]);
+    free(w[1]);
 }

@@ -1521,7 +1521,7 @@ TEST(ui_config_dialog_order_values_and_edits)
         "ema", "tta", "label-smoothing", "freeze-epochs", "backbone-lr-scale", "freeze-backbone",
         "input-norm", "backbone-bn", "reinit",
         "seed", "deterministic",
-        "shuffle-buffer", "workers", "prefetch",
+        "shuffle-buffer", "workers", "prefetch", "recompute",
         "stop-on-data-error", "overlap", "checkpoint-every",
     };
     const size_t n_order = sizeof order / sizeof order[0];
@@ -1565,7 +1565,7 @@ TEST(ui_config_dialog_order_values_and_edits)
     /* Drawn: every key in order, each value or what an empty one means (a screen tall
      * enough for all of them). */
     null_screen ns;
-    int up = null_screen_open(&ns, "50", "100");
+    int up = null_screen_open(&ns, "60", "100");
     if (!up)
         free(d);
     T_REQUIRE(up);

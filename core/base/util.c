@@ -32,6 +32,12 @@ int util_cores_online(void)
     return n > 0 ? (int)n : 1;
 }
 
+size_t util_phys_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && size > 0 ? (size_t)pages * (size_t)size : 0;
+}
+
 double util_now(void)
 {
     struct timespec ts;

@@ -20,6 +20,8 @@
 int util_cores(void);
 /* The host's online cores, at least 1. */
 int util_cores_online(void);
+/* The machine's physical memory in bytes (0 if unknown). */
+size_t util_phys_bytes(void);
 
 /* Seconds on the monotonic clock. */
 double util_now(void);

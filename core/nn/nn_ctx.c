@@ -227,7 +227,7 @@ int nn_set_recompute(int on)
  * Always kept: the model's output, a value a dropout reads (an inactive one passes
  * its input on, so its readers would read the dropped storage), and a dropout's own
  * (small, after the pooling, and what tests of its masks inspect). */
-static void plan_replay(const nn_model *m, uint8_t *rep, int *at, int *lo)
+static void plan_replay(const nn_model *m, int recompute, uint8_t *rep, int *at, int *lo)
 {
     for (int i = m->n_nodes - 1; i >= 0; i--) {
         const nn_node *nd = &m->nodes[i];
@@ -235,7 +235,7 @@ static void plan_replay(const nn_model *m, uint8_t *rep, int *at, int *lo)
         const int a = nd->live ? alias_of(m, i) : -1;
         rep[i] = NN_KEPT;
         at[i] = lo[i] = i;
-        if (!recompute_on || !nd->live || nd->alias >= 0 || nd->op == NN_OP_INPUT ||
+        if (!recompute || !nd->live || nd->alias >= 0 || nd->op == NN_OP_INPUT ||
             nd->op == NN_OP_DROPOUT || i == m->out || a == m->out)
             continue;
         int need = reads_own_output(nd), hi = i, low = need ? i : m->n_nodes, ok = 1;
@@ -355,7 +355,7 @@ static int alloc_training(nn_ctx *c, size_t *off)
     c->replay_need = calloc(nn, 1);
     if (!c->replayed || !c->replay_at || !c->replay_lo || !c->ract || !c->replay_need)
         return 0;
-    plan_replay(m, c->replayed, c->replay_at, c->replay_lo);
+    plan_replay(m, c->recompute, c->replayed, c->replay_at, c->replay_lo);
     size_t n_act = 0, n_mask = 0;
     for (int i = 0; i < m->n_nodes; i++) {
         const nn_node *nd = &m->nodes[i];
@@ -422,8 +422,8 @@ static int alloc_infer(nn_ctx *c, size_t *off)
     return 1;
 }
 
-static nn_ctx *ctx_new(const nn_model *m, int max_batch, int infer, nn_stop_fn stop,
-                       void *stop_ctx, pt_err *e)
+static nn_ctx *ctx_new(const nn_model *m, int max_batch, int infer, int recompute,
+                       nn_stop_fn stop, void *stop_ctx, pt_err *e)
 {
     if (!m || !m->finalized || max_batch < 1) {
         err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
@@ -437,6 +437,7 @@ static nn_ctx *ctx_new(const nn_model *m, int max_batch, int infer, nn_stop_fn s
     c->m = m;
     c->max_batch = max_batch;
     c->infer = infer;
+    c->recompute = recompute;
     c->stop = stop;
     c->stop_ctx = stop_ctx;
     size_t ws = 0;
@@ -470,18 +471,18 @@ oom:
 
 nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e)
 {
-    return ctx_new(m, max_batch, 0, NULL, NULL, e);
+    return ctx_new(m, max_batch, 0, recompute_on, NULL, NULL, e);
 }
 
-nn_ctx *nn_ctx_new_cancel(const nn_model *m, int max_batch, nn_stop_fn stop, void *stop_ctx,
-                          pt_err *e)
+nn_ctx *nn_ctx_new_cancel(const nn_model *m, int max_batch, int recompute, nn_stop_fn stop,
+                          void *stop_ctx, pt_err *e)
 {
-    return ctx_new(m, max_batch, 0, stop, stop_ctx, e);
+    return ctx_new(m, max_batch, 0, recompute != 0, stop, stop_ctx, e);
 }
 
 nn_ctx *nn_ctx_new_infer(const nn_model *m, int max_batch, pt_err *e)
 {
-    return ctx_new(m, max_batch, 1, NULL, NULL, e);
+    return ctx_new(m, max_batch, 1, 0, NULL, NULL, e);
 }
 
 int nn_ctx_is_infer(const nn_ctx *c)
@@ -531,6 +532,17 @@ int nn_ctx_max_batch(const nn_ctx *c)
 size_t nn_ctx_bytes(const nn_ctx *c)
 {
     return c->bytes;
+}
+
+size_t nn_ctx_keep_all_bytes(const nn_model *m, int max_batch)
+{
+    size_t n = 0;
+    for (int i = 0; i < m->n_nodes; i++) {
+        const nn_node *nd = &m->nodes[i];
+        if (nd->live && nd->op != NN_OP_INPUT && nd->alias < 0)
+            n += round16(nd->len * (size_t)max_batch);
+    }
+    return n * sizeof(float);
 }
 
 void nn_ctx_mem_get(const nn_ctx *c, nn_ctx_mem *out)

@@ -100,6 +100,7 @@ struct nn_ctx {
      * for a replayed one, the backward step before which it is recomputed and the last
      * step that reads it, and where (c->act[i], its forward storage, is shared by
      * lifetime). */
+    int recompute;           /* training: replay what is cheap (nn_ctx_new_cancel) */
     uint8_t *replayed;
     int *replay_at, *replay_lo;
     float **ract;

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +62,8 @@ struct strat {
     int G, g0;              /* replicas of the job, and this process's first's index */
     int dist;               /* a rank of a job of several */
     int overlap;            /* dist: buckets of the gradient sent during the backward */
+    int recompute;          /* the replicas' contexts recompute cheap outputs */
+    size_t keep_all;        /* a context's activations if it kept every output */
     /* dist without overlap: the optimizer is sliced across the ranks; this rank
      * steps parameters [rank_lo, rank_hi) and the weights are gathered after */
     int sliced;
@@ -404,11 +407,15 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
     split(s->rank_lo, s->rank_hi, s->R, s->step_lo, s->step_hi);
     int max_batch = s->B > s->P ? s->B : s->P;
     size_t img = (size_t)s->h * s->w * 3;
+    s->keep_all = nn_ctx_keep_all_bytes(cfg->model, max_batch);
+    s->recompute = cfg->recompute >= 0 ? cfg->recompute != 0
+                                       : strat_recompute_auto(s->keep_all, s->R, util_phys_bytes());
     for (int r = 0; r < s->R; r++) {
         replica *p = &s->rep[r];
         p->s = s;
         p->r = r;
-        p->ctx = nn_ctx_new_cancel(cfg->model, max_batch, cfg->stop, cfg->stop_ctx, e);
+        p->ctx = nn_ctx_new_cancel(cfg->model, max_batch, s->recompute, cfg->stop,
+                                   cfg->stop_ctx, e);
         p->input = util_aligned_alloc((size_t)max_batch * img * sizeof(float));
         p->dlogits = util_aligned_alloc((size_t)max_batch * s->k * sizeof(float));
         p->pred = calloc((size_t)max_batch, sizeof *p->pred);
@@ -718,6 +725,40 @@ void strat_get_counters(strat *s, int r, strat_counters *c)
     c->wait = p->wait;
     c->flops = p->flops;
     c->examples = p->trained;
+}
+
+int strat_recompute_auto(size_t keep_all, int replicas, size_t phys)
+{
+    /* A quarter leaves the rest to the decoded batches, the pipeline and whatever
+     * else the machine runs; unknown memory keeps the faster layout. */
+    return phys > 0 && (double)keep_all * replicas > 0.25 * (double)phys;
+}
+
+size_t strat_replica_bytes(const strat *s)
+{
+    return nn_ctx_bytes(s->rep[0].ctx);
+}
+
+void strat_memory_note(const strat *s, char *buf, size_t size)
+{
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    const double each = (double)strat_replica_bytes(s) / gib;
+    const double keep = (double)s->keep_all / gib, phys = (double)util_phys_bytes() / gib;
+    const char *why = s->cfg.recompute >= 0 ? "as --recompute says"
+                      : s->recompute        ? "--recompute auto: keeping them would take more "
+                                              "than a quarter of this machine's memory"
+                                            : "--recompute auto: they fit in a quarter of this "
+                                              "machine's memory";
+    if (s->recompute)
+        snprintf(buf, size, "memory: %d replica%s x %.2f GiB, batch-norm and depthwise outputs "
+                 "recomputed in the backward instead of kept (kept, the activations alone would "
+                 "take %.2f GiB each; the machine has %.1f GiB; %s)",
+                 s->R, s->R == 1 ? "" : "s", each, keep, phys, why);
+    else
+        snprintf(buf, size, "memory: %d replica%s x %.2f GiB, every output kept for the "
+                 "backward (the machine has %.1f GiB; %s; --recompute yes needs less, "
+                 "at some speed)",
+                 s->R, s->R == 1 ? "" : "s", each, phys, why);
 }
 
 void strat_get_overlap(const strat *s, int *buckets, long long *sent, long long *early)

@@ -65,6 +65,10 @@ typedef struct strat_config {
      * strat_new with PT_ESTOPPED (nn_ctx_new_cancel). */
     nn_stop_fn stop;
     void *stop_ctx;
+    /* Recompute the cheap outputs in the backward instead of keeping them (1), keep
+     * them (0), or -1: recompute when keeping them would take more than a quarter of
+     * the machine's memory (strat_recompute_auto). */
+    int recompute;
 } strat_config;
 
 int strat_new(const strat_config *cfg, strat **out, pt_err *e);
@@ -100,6 +104,14 @@ void strat_get_counters(strat *s, int r, strat_counters *c);
  * since creation, and how many of those were started while a replica's backward
  * pass still ran (the rest waited for its end). */
 void strat_get_overlap(const strat *s, int *buckets, long long *sent, long long *early);
+/* recompute -1's choice: 1 when `replicas` contexts keeping every output, keep_all
+ * bytes each (nn_ctx_keep_all_bytes), would take more than a quarter of phys bytes. */
+int strat_recompute_auto(size_t keep_all, int replicas, size_t phys);
+/* One sentence for the run's log: each replica's memory, whether it recomputes, and
+ * why (NUL-terminated, cut to size). */
+void strat_memory_note(const strat *s, char *buf, size_t size);
+/* Bytes one replica's context holds (nn_ctx_bytes). */
+size_t strat_replica_bytes(const strat *s);
 
 /* A rank of a job without overlap steps only its slice of the optimizer, so each
  * rank's moments are current in its slice alone: this gathers them, so that every

@@ -342,7 +342,7 @@ static int step_start_replicas(trn *r, pt_err *e)
                         .predict_batch = r->P,
                         .label_smoothing = (float)r->cfg->label_smoothing,
                         .first_replica = r->g0, .all_replicas = r->ranks > 1 ? r->G : 0,
-                        .overlap = trn_dist_overlap(r) };
+                        .overlap = trn_dist_overlap(r), .recompute = r->cfg->recompute };
     return strat_new(&sc, &r->st, e);
 }
 
@@ -479,6 +479,8 @@ static int step_log_plan(trn *r, pt_err *e)
                "peak %.1f GFLOP/s (%s)",
             cfg->model, nn_param_count(r->model), nn_trainable_count(r->model),
             nn_flops(r->model, 1, 0) * 1e-6, r->peak, nn_blas_corename());
+    strat_memory_note(r->st, summary, sizeof summary);
+    trn_log(r, "%s", summary);
     if (ema_on(&r->avg))
         trn_log(r, "validation and predictions use a moving average of the weights (--ema %g)",
                 cfg->ema);
