@@ -2,32 +2,46 @@
 # The learning side-by-side of bench/RESULTS.md: petal-tui and PyTorch train the same
 # net with the same recipe on the same shards, seed by seed, and bench/learning_table.py
 # prints both curves per epoch (validation macro F1 and training loss, mean and range
-# over the seeds). The recipe is bench/torch_scratch.py's arguments; that script
-# prints the petal-tui command with the same recipe, which is what runs here.
+# over the seeds) and each side's wall time to given validation F1s. The recipe is the
+# PyTorch twin's arguments (TWIN: scratch = bench/torch_scratch.py, the default, or
+# finetune = bench/torch_finetune.py); the twin prints the petal-tui command with the
+# same recipe, which is what runs here.
 #
-#   bench/learning.sh OUTDIR "1 2 3" --data photos --size 64 --epochs 10 --augment none --lr 1e-3
+#   bench/learning.sh OUTDIR "1 2 3" --data photos --size 128 --epochs 10
+#   TWIN=finetune bench/learning.sh OUTDIR "1 2 3" --data photos320 --size 224 ...
+#   SIDES=petal bench/learning.sh ...     one side only (petal or torch)
+#   TARGETS="0.75 0.80" bench/learning.sh ...   the F1s the table times (default 0.75 0.80)
 #
-# Takes long: a 10-epoch run of `small` at 128 px is about 6 minutes for petal-tui and
-# 16 for PyTorch on two cores. Run it alone on the machine (PyTorch slows down badly
-# beside another process; petal-tui's figures do not change, only its times).
+# Each log ends with "wall_s S": the seconds from the command's start to its exit, so
+# the table's times count start-up and decoding too. Takes long (RESULTS.md gives each
+# recipe's minutes); run it alone on the machine: PyTorch slows down badly beside
+# another process, and both sides' times are compared.
 set -eu
-[ $# -ge 2 ] || { sed -n '2,12p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,19p' "$0"; exit 2; }
 out=$1 seeds=$2
 shift 2
 here=$(dirname "$0")
 petal=${PETAL:-$here/../build/petal-tui}
+twin=$here/torch_${TWIN:-scratch}.py
+sides=${SIDES:-"petal torch"}
 mkdir -p "$out"
+now() { date +%s.%N; }
+# A finished log is kept: run the command again to add seeds or finish an interrupted set.
 for s in $seeds; do
-    cmd=$(/usr/bin/python3 "$here/torch_scratch.py" "$@" --seed "$s" --print-command)
-    # shellcheck disable=SC2086 # the command is words by design
-    # A finished log is kept: run the command again to add seeds or finish an interrupted set.
-    if [ ! -f "$out/petal-$s.log" ]; then
+    cmd=$(/usr/bin/python3 "$twin" "$@" --seed "$s" --print-command)
+    if echo "$sides" | grep -q petal && [ ! -f "$out/petal-$s.log" ]; then
+        rm -rf "$out/petal-run-$s"
+        t0=$(now)
+        # shellcheck disable=SC2086 # the command is words by design
         $petal ${cmd#petal-tui} --out "$out/petal-run-$s" > "$out/petal-$s.tmp" 2>&1
+        echo "wall_s $(/usr/bin/python3 -c "print('%.1f' % ($(now) - $t0))")" >> "$out/petal-$s.tmp"
         mv "$out/petal-$s.tmp" "$out/petal-$s.log"
     fi
-    if [ ! -f "$out/torch-$s.log" ]; then
-        /usr/bin/python3 "$here/torch_scratch.py" "$@" --seed "$s" > "$out/torch-$s.tmp" 2>&1
+    if echo "$sides" | grep -q torch && [ ! -f "$out/torch-$s.log" ]; then
+        t0=$(now)
+        /usr/bin/python3 "$twin" "$@" --seed "$s" > "$out/torch-$s.tmp" 2>&1
+        echo "wall_s $(/usr/bin/python3 -c "print('%.1f' % ($(now) - $t0))")" >> "$out/torch-$s.tmp"
         mv "$out/torch-$s.tmp" "$out/torch-$s.log"
     fi
 done
-/usr/bin/python3 "$here/learning_table.py" "$out"
+/usr/bin/python3 "$here/learning_table.py" "$out" ${TARGETS:-0.75 0.80}

@@ -1,25 +1,36 @@
 #!/usr/bin/python3
 """The table of bench/learning.sh: per epoch, validation macro F1 and training loss of
 petal-tui and of PyTorch, each the mean over the seeds with its range, and the gap
-between the means. Reads OUTDIR/petal-SEED.log and OUTDIR/torch-SEED.log (or any logs
-named on the command line after OUTDIR's, petal-*.log and torch-*.log)."""
+between the means; then each side's wall time to reach each target F1 (from the
+command's start: the log's wall_s minus its epochs' seconds is the start-up, then the
+epochs' seconds up to the first epoch at or above the target).
+
+    learning_table.py OUTDIR [TARGET ...]     (default targets 0.75 0.80)
+
+Reads OUTDIR/petal-SEED.log and OUTDIR/torch-SEED.log. Either side may be missing."""
 import glob
 import os
 import re
 import sys
 
-EPOCH = re.compile(r"^epoch (\d+)/\d+\b.*?\bloss ([0-9.]+) - acc ([0-9.]+).*\bval_f1 ([0-9.]+)")
+EPOCH = re.compile(r"^epoch (\d+)/\d+\b.*? - ([0-9.]+)s\b.*?\bloss ([0-9.]+) - acc ([0-9.]+)"
+                   r".*\bval_f1 ([0-9.]+)")
+WALL = re.compile(r"^wall_s ([0-9.]+)")
 
 
 def curves(path):
-    """{epoch: (train loss, train acc, val F1)} of one log."""
-    out = {}
+    """({epoch: (train loss, train acc, val F1, seconds)}, wall seconds or None)."""
+    out, wall = {}, None
     with open(path) as f:
         for line in f:
             m = EPOCH.match(line)
             if m:
-                out[int(m.group(1))] = (float(m.group(2)), float(m.group(3)), float(m.group(4)))
-    return out
+                out[int(m.group(1))] = (float(m.group(3)), float(m.group(4)),
+                                        float(m.group(5)), float(m.group(2)))
+            m = WALL.match(line)
+            if m:
+                wall = float(m.group(1))
+    return out, wall
 
 
 def stats(runs, epoch, k):
@@ -29,28 +40,60 @@ def stats(runs, epoch, k):
     return sum(v) / len(v), min(v), max(v), len(v)
 
 
+def time_to(run, wall, target):
+    """Seconds from the command's start to the end of the first epoch at F1 >= target."""
+    epochs = sorted(run)
+    start = wall - sum(run[e][3] for e in epochs) if wall is not None else 0.0
+    t = start
+    for e in epochs:
+        t += run[e][3]
+        if run[e][2] >= target:
+            return t, e
+    return None, None
+
+
+def fmt(s):
+    return "-" if s is None else "%.3f [%.3f, %.3f]" % (s[0], s[1], s[2])
+
+
+def side(d, name):
+    got = [curves(p) for p in sorted(glob.glob(os.path.join(d, name + "-*.log")))]
+    return [g for g in got if g[0]]
+
+
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "."
-    petal = [curves(p) for p in sorted(glob.glob(os.path.join(d, "petal-*.log")))]
-    torch = [curves(p) for p in sorted(glob.glob(os.path.join(d, "torch-*.log")))]
-    petal = [r for r in petal if r]
-    torch = [r for r in torch if r]
-    if not petal or not torch:
+    targets = [float(t) for t in sys.argv[2:]] or [0.75, 0.80]
+    petal, torch = side(d, "petal"), side(d, "torch")
+    if not petal and not torch:
         raise SystemExit("no finished epochs in %s" % d)
-    print("%d petal-tui and %d PyTorch runs; mean [min, max] over the seeds" % (len(petal), len(torch)))
+    pr, tr = [r for r, _ in petal], [r for r, _ in torch]
+    print("%d petal-tui and %d PyTorch runs; mean [min, max] over the seeds" % (len(pr), len(tr)))
     print("%5s | %-22s %-22s %7s | %-22s %-22s" % ("epoch", "val F1 petal-tui", "val F1 PyTorch",
                                                   "gap", "train loss petal-tui",
                                                   "train loss PyTorch"))
-    worst, epochs = 0.0, sorted(set().union(*petal) & set().union(*torch))
+    epochs = sorted(set().union(*pr, *tr))
     for e in epochs:
-        p, t = stats(petal, e, 2), stats(torch, e, 2)
-        pl, tl = stats(petal, e, 0), stats(torch, e, 0)
-        gap = p[0] - t[0]
-        worst = max(worst, abs(gap))
-        print("%5d | %.3f [%.3f, %.3f]    %.3f [%.3f, %.3f]    %+.3f | %.3f [%.3f, %.3f]    "
-              "%.3f [%.3f, %.3f]" % (e, p[0], p[1], p[2], t[0], t[1], t[2], gap, pl[0], pl[1],
-                                     pl[2], tl[0], tl[1], tl[2]))
-    print("largest gap between the mean F1s: %.3f" % worst)
+        p, t = stats(pr, e, 2), stats(tr, e, 2)
+        gap = "%+.3f" % (p[0] - t[0]) if p and t else "-"
+        print("%5d | %-22s %-22s %7s | %-22s %-22s" % (e, fmt(p), fmt(t), gap,
+                                                      fmt(stats(pr, e, 0)), fmt(stats(tr, e, 0))))
+    print("wall time to a validation F1 (s, from the command's start; per seed, then the mean "
+          "of the seeds that reached it):")
+    for target in targets:
+        for name, runs in (("petal-tui", petal), ("PyTorch", torch)):
+            if not runs:
+                continue
+            got = [time_to(r, w, target) for r, w in runs]
+            secs = [t for t, _ in got if t is not None]
+            each = " ".join("-" if t is None else "%.0f (epoch %d)" % (t, e) for t, e in got)
+            mean = "%.0f s, %d of %d seeds" % (sum(secs) / len(secs), len(secs), len(got)) \
+                if secs else "not reached"
+            print("  F1 %.2f %-9s %s: %s" % (target, name, each, mean))
+    for name, runs in (("petal-tui", petal), ("PyTorch", torch)):
+        walls = [w for _, w in runs if w is not None]
+        if walls:
+            print("  whole run %-9s %s s" % (name, " ".join("%.0f" % w for w in walls)))
 
 
 if __name__ == "__main__":
