@@ -2,10 +2,13 @@
  * and either the workbench (default) or the headless runner (--headless). */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "nn/nn.h"
 #include "src/args.h"
+#include "src/blas_core.h"
 #include "src/cli.h"
 #include "src/headless.h"
 #include "train/dist.h"
@@ -173,10 +176,15 @@ int main(int argc, char **argv)
      * reported like a full disk, instead of killing the program half-way through a
      * file. */
     signal(SIGXFSZ, SIG_IGN);
+    blas_core_pick(argv);
     if (argc > 1) {
         const char *c = argv[1];
         if (!strcmp(c, "--version")) {
-            printf("petal-tui %s\n", PT_VERSION);
+            printf("petal-tui %s\nOpenBLAS kernels: %s%s\n", PT_VERSION, nn_blas_corename(),
+                   getenv("PT_BLAS_PICKED")      ? " (picked for this CPU's features: "
+                                                   "OpenBLAS fell back to Prescott)"
+                   : getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE)"
+                                                 : "");
             return 0;
         }
         if (!strcmp(c, "--help") || !strcmp(c, "-h")) {

@@ -521,3 +521,21 @@ TEST(cli_errors_are_said_once_on_stderr_as_petal_tui_what_why)
              "last line of log.txt: %s", last ? last : "(none)");
     free(last);
 }
+
+/* Debian's OpenBLAS falls back to Prescott's SSE3 kernels on a CPU newer than it
+ * knows: petal-tui picks the kernels the CPU's features allow (src/blas_core.c), and
+ * a user's own OPENBLAS_CORETYPE wins. */
+TEST(cli_openblas_runs_the_kernels_the_cpu_can)
+{
+    char *out;
+    T_EQ_INT(run(&out, "%s --version", NULL, NULL), 0);
+    const char *k = strstr(out, "OpenBLAS kernels: ");
+    T_REQUIRE(k != NULL);
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        T_CHECKF(strncmp(k + 18, "Prescott", 8) != 0, "%s", out);
+    free(out);
+    T_EQ_INT(run(&out, "OPENBLAS_CORETYPE=Prescott %s --version", NULL, NULL), 0);
+    T_CHECKF(strstr(out, "OpenBLAS kernels: Prescott (OPENBLAS_CORETYPE)") != NULL, "%s", out);
+    free(out);
+}
