@@ -38,8 +38,8 @@ static void usage(FILE *f)
             "                  with the photo's mean colour\n"
             "  --fit stretch   the whole photo squeezed to a square, aspect ratio ignored\n"
             "  --keep-aspect   the whole photo, SHORT side SIZE, long side in proportion (at\n"
-            "                  most 4 x SIZE); training and validation take their square from\n"
-            "                  it. Goes only with --fit crop.\n");
+            "                  most 4 x SIZE); validation takes its centred square, training\n"
+            "                  a square at a random place. Goes only with --fit crop.\n");
 }
 
 int cmd_shards(int argc, char **argv)

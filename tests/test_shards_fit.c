@@ -6,7 +6,9 @@
 #include <stdlib.h>
 
 #include "base/util.h"
+#include "data/dataset.h"
 #include "data/jpeg.h"
+#include "data/pipeline.h"
 #include "io/example.h"
 #include "io/tfrecord.h"
 
@@ -112,14 +114,17 @@ static int shards_with(const char *src, const char *out, const char *opts, char 
     return t_run(cmd, text);
 }
 
+/* The dataset one_record() wrote last. */
+static char one_out[1024];
+
 /* The one 60x40 band photo through `opts`, its record decoded into *r. */
 static int one_record(const char *opts, rec_img *r)
 {
     static const int wide[1][2] = { { 60, 40 } };
     const char *dir = t_tmpdir();
     const char *src = band_folder(dir, wide, 1);
-    char out[1024], *text;
-    snprintf(out, sizeof out, "%s/out", dir);
+    char *out = one_out, *text;
+    snprintf(one_out, sizeof one_out, "%s/out", dir);
     if (!src)
         return -1;
     int rc = shards_with(src, out, opts, &text);
@@ -303,4 +308,59 @@ TEST(shards_keep_aspect_dataset_trains_and_validates)
     rc = t_run(cmd, &text);
     T_CHECKF(rc == 0 && strstr(text, "48x32") && strstr(text, "32x48"), "exit %d: %s", rc, text);
     free(text);
+}
+
+/* Over passes of a keep-aspect dataset of one 60x40 band photo (a 48x32 record) at
+ * 32x32: how many images showed the red band at the left edge and the blue one at the
+ * right edge, with the training window (crop_anywhere) or the centred one. */
+static int edges_seen(const char *out, int anywhere, int *red, int *blue)
+{
+    *red = *blue = 0;
+    ds_dataset *d;
+    pt_err e;
+    int seen = 0;
+    if (ds_open(out, 0, &d, &e) != PT_OK)
+        return 0;
+    pipe_config c;
+    pipe_config_defaults(&c);
+    c.split = &d->split[DS_TRAIN];
+    c.labeled = 1;
+    c.n_classes = 1;
+    c.image_w = c.image_h = 32;
+    c.batch_size = 1;
+    c.repeat = 1;
+    c.crop_anywhere = anywhere;
+    pipeline *pl;
+    if (pipe_create(&c, &pl, &e) == PT_OK) {
+        for (int k = 0; k < 40; k++) {
+            batch *b;
+            if (pipe_next(pl, &b, &e) != 1)
+                break;
+            rec_img r = { .rgb = batch_image(b, 0), .w = 32, .h = 32 };
+            *red += band_at(&r, 0, 16) == 0;
+            *blue += band_at(&r, 31, 16) == 2;
+            seen++;
+            pipe_release(pl, b);
+        }
+        pipe_destroy(pl);
+    }
+    ds_free(d);
+    return seen;
+}
+
+TEST(shards_keep_aspect_records_train_on_windows_all_along_the_long_side)
+{
+    rec_img r;
+    T_REQUIRE(one_record("--keep-aspect", &r) == 0);
+    T_EQ_INT(r.w, 48);
+    free(r.rgb);
+    const char *out = one_out;
+    int red, blue;
+    T_EQ_INT(edges_seen(out, 0, &red, &blue), 40);
+    T_CHECKF(red == 0 && blue == 0, "centred window: red %d, blue %d of 40", red, blue);
+    /* The window starts at x in 0..16 of 48; the 8-px red band covers its left edge
+     * for x <= 7, the blue one (40..47) its right edge for x >= 9: about half the draws
+     * each (seeded: the same counts every run). */
+    T_EQ_INT(edges_seen(out, 1, &red, &blue), 40);
+    T_CHECKF(red > 0 && blue > 0, "training window: red %d, blue %d of 40", red, blue);
 }

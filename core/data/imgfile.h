@@ -10,11 +10,12 @@
  *   stretch  the whole photo resized to S x S, the aspect ratio ignored
  *   keep_aspect (crop only): the whole photo, SHORT side S and the long side in
  *            proportion (at most IMF_MAX_ASPECT x S; a longer one is centre-cropped to
- *            that). Every reader of records (pipeline, validation, predict, preview)
- *            centre-crops a record to its square input, so short side S keeps today's
- *            crop at full resolution there, and the sides are stored for any reader
- *            that takes other windows; a long side of S would leave a centre square of
- *            only 3/4 S for a 4:3 photo, upsampled back to the model's input.
+ *            that). Validation, predict and the previews centre-crop a record to
+ *            their square input, so short side S gives them crop's pixels at full
+ *            resolution; training takes its square at a random place along the long
+ *            side (pipeline's crop_anywhere), so over the epochs it sees the whole
+ *            photo. A long side of S would leave a centre square of only 3/4 S of a
+ *            4:3 photo, upsampled back to the model's input.
  * Every resize is img_resize()'s area / bilinear resampler (or libjpeg-turbo's
  * decode-time scaling in front of it).
  *
