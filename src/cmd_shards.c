@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "data/imgfile.h"
 #include "data/shards.h"
 #include "src/cli.h"
 
@@ -26,11 +27,19 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: petal-tui shards SRC_DIR OUT_DIR [--size 192] [--val 0.2] [--test 0.0]\n"
+            "                        [--fit crop|pad|stretch] [--keep-aspect]\n"
             "                        [--per-shard 256] [--seed 42] [--quality 95] [--workers N]\n"
             "Turns SRC_DIR/<class>/*.jpg (and .jpeg, .png) into\n"
             "OUT_DIR/tfrecords-jpeg-SIZExSIZE/{train,val,test}/NN-SIZExSIZE-COUNT.tfrec with a\n"
-            "stratified, seeded split, centre crop and resize, and OUT_DIR/classes.txt. Test\n"
-            "records carry a 9-hex-digit id instead of a class.\n");
+            "stratified, seeded split, each photo resized to SIZE x SIZE, and\n"
+            "OUT_DIR/classes.txt. Test records carry a 9-hex-digit id instead of a class.\n"
+            "  --fit crop      the largest centred square of the photo (the default)\n"
+            "  --fit pad       the whole photo, long side SIZE, centred on a square filled\n"
+            "                  with the photo's mean colour\n"
+            "  --fit stretch   the whole photo squeezed to a square, aspect ratio ignored\n"
+            "  --keep-aspect   the whole photo, SHORT side SIZE, long side in proportion (at\n"
+            "                  most 4 x SIZE); validation takes its centred square, training\n"
+            "                  a square at a random place. Goes only with --fit crop.\n");
 }
 
 int cmd_shards(int argc, char **argv)
@@ -53,6 +62,15 @@ int cmd_shards(int argc, char **argv)
             if (cli_int(a, argv[++i], 8, 4096, &v))
                 return 1;
             c.size = (int)v;
+        } else if (!strcmp(a, "--fit") && i + 1 < argc) {
+            c.fit = imf_fit_parse(argv[++i]);
+            if (c.fit < 0) {
+                fprintf(stderr, "petal-tui: shards: --fit takes crop, pad or stretch, not '%s'\n",
+                        argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(a, "--keep-aspect")) {
+            c.keep_aspect = 1;
         } else if (!strcmp(a, "--val") && i + 1 < argc) {
             if (cli_double(a, argv[++i], 0, 0.99, &f))
                 return 1;
@@ -89,6 +107,11 @@ int cmd_shards(int argc, char **argv)
         usage(stderr);
         return 1;
     }
+    if (c.keep_aspect && c.fit != IMF_FIT_CROP) {
+        fprintf(stderr, "petal-tui: shards: --keep-aspect keeps each photo's shape; it goes "
+                        "only with --fit crop, not --fit %s\n", imf_fit_name((imf_fit_mode)c.fit));
+        return 2;
+    }
     c.src_dir = pos[0];
     c.out_dir = pos[1];
     pt_err e;
@@ -108,7 +131,8 @@ int cmd_shards(int argc, char **argv)
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         return rc == PT_EUSAGE ? 1 : 2;
     }
-    printf("wrote %s in %.1fs\n", r.root, util_now() - t0);
+    printf("wrote %s in %.1fs (fit %s%s)\n", r.root, util_now() - t0,
+           imf_fit_name((imf_fit_mode)c.fit), c.keep_aspect ? ", keep aspect" : "");
     for (int s = 0; s < DS_NSPLITS; s++)
         if (r.shards[s])
             printf("  %-5s %6lld records in %d shards\n", s == DS_TRAIN ? "train" : s == DS_VAL ? "val" : "test",

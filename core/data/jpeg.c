@@ -148,13 +148,23 @@ int jpg_decode_into(jpg_codec *c, const uint8_t *buf, size_t len, uint8_t *out, 
 int jpg_decode_sized(jpg_codec *c, const uint8_t *buf, size_t len, int w, int h, uint8_t *out,
                      int out_w, int out_h, int crop, int fast, pt_err *e)
 {
-    int rc = have_dec(c, e);
-    if (rc != PT_OK)
-        return rc;
     /* The window of the source that maps onto the target. */
     int cx = 0, cy = 0, cw = w, ch = h;
     if (crop)
         img_crop_box(w, h, out_w, out_h, &cx, &cy, &cw, &ch);
+    return jpg_decode_window(c, buf, len, w, h, cx, cy, cw, ch, out, out_w, out_h, fast, e);
+}
+
+int jpg_decode_window(jpg_codec *c, const uint8_t *buf, size_t len, int w, int h, int cx, int cy,
+                      int cw, int ch, uint8_t *out, int out_w, int out_h, int fast, pt_err *e)
+{
+    int rc = have_dec(c, e);
+    if (rc != PT_OK)
+        return rc;
+    if (cx < 0 || cy < 0 || cw < 1 || ch < 1 || cx + cw > w || cy + ch > h)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "window %dx%d at %d,%d is not inside the %dx%d image", cw, ch, cx, cy, w,
+                       h);
 
     /* Smallest scaling factor whose scaled window still covers the target, so the
      * final resize only ever shrinks (or is exact). */

@@ -45,6 +45,11 @@ int jpg_decode_into(jpg_codec *c, const uint8_t *buf, size_t len, uint8_t *out, 
 int jpg_decode_sized(jpg_codec *c, const uint8_t *buf, size_t len, int w, int h, uint8_t *out,
                      int out_w, int out_h, int crop, int fast, pt_err *e);
 
+/* As jpg_decode_sized() for the source window of ww x wh pixels at (wx, wy) (inside the
+ * w x h image), resized to out_w x out_h whatever its aspect. */
+int jpg_decode_window(jpg_codec *c, const uint8_t *buf, size_t len, int w, int h, int wx, int wy,
+                      int ww, int wh, uint8_t *out, int out_w, int out_h, int fast, pt_err *e);
+
 /* Decode at full size into codec-owned memory valid until the next call. */
 int jpg_decode_full(jpg_codec *c, const uint8_t *buf, size_t len, const uint8_t **rgb, int *w,
                     int *h, pt_err *e);

@@ -8,6 +8,7 @@
 
 #include "base/rng.h"
 #include "base/util.h"
+#include "data/image.h"
 #include "data/jpeg.h"
 #include "io/example.h"
 #include "io/tfrecord.h"
@@ -385,6 +386,27 @@ static void keep_slice(batch *b, int first, int count)
     b->planned = planned_hi - planned_lo;
 }
 
+/* Record r into out: the window of the output's aspect at the centre or, with
+ * crop_anywhere, at a place drawn from (seed, batch seq, slot i), so a run resumed at a
+ * batch draws the same places. */
+static int decode_rec(const pipeline *p, jpg_codec *codec, const rec *r, uint64_t seq, int i,
+                      uint8_t *out, int ow, int oh, pt_err *e)
+{
+    if (!p->cfg.crop || !p->cfg.crop_anywhere)
+        return jpg_decode_sized(codec, r->jpeg, r->len, r->w, r->h, out, ow, oh, p->cfg.crop,
+                                p->cfg.fast_decode, e);
+    int x, y, cw, ch;
+    img_crop_box(r->w, r->h, ow, oh, &x, &y, &cw, &ch);
+    if (cw < r->w || ch < r->h) {
+        rng g;
+        rng_derive(&g, p->cfg.seed ^ 0x63726f70ULL /* "crop" */, seq, (uint64_t)i);
+        x = (int)rng_below(&g, (uint64_t)(r->w - cw) + 1);
+        y = (int)rng_below(&g, (uint64_t)(r->h - ch) + 1);
+    }
+    return jpg_decode_window(codec, r->jpeg, r->len, r->w, r->h, x, y, cw, ch, out, ow, oh,
+                             p->cfg.fast_decode, e);
+}
+
 static void *worker_main(void *arg)
 {
     pipeline *p = arg;
@@ -438,8 +460,7 @@ static void *worker_main(void *arg)
                 rec_unref(r);
                 continue;
             }
-            if (jpg_decode_sized(codec, r->jpeg, r->len, r->w, r->h, batch_image(b, m), b->w,
-                                 b->h, p->cfg.crop, p->cfg.fast_decode, &je) == PT_OK) {
+            if (decode_rec(p, codec, r, seq, i, batch_image(b, m), b->w, b->h, &je) == PT_OK) {
                 b->label[m] = r->label;
                 memcpy(b->id[m], r->id, BATCH_ID_MAX);
                 b->src[m] = r->src;

@@ -62,6 +62,11 @@ typedef struct pipe_config {
     int n_classes;          /* labels must be in [0, n_classes) */
     int image_w, image_h;   /* output size */
     int crop;               /* centre-crop to the output aspect before resizing */
+    int crop_anywhere;      /* crop: the window at a random place instead (seeded by seed,
+                             * batch and example), so a record wider or taller than the
+                             * output (shards --keep-aspect) gives all of itself over the
+                             * epochs; the same as centred for a record of the output's
+                             * aspect */
     int fast_decode;        /* faster IDCT / upsampling */
     int batch_size;
     int drop_remainder;

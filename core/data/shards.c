@@ -98,12 +98,36 @@ typedef struct shard_job {
     int oom;
 } shard_job;
 
+/* One item drawn (at size x size, or any size with draw_any) and encoded into *out. */
+static int draw_encode(const shd_writer_config *cfg, const shd_item *item, jpg_codec *codec,
+                       uint8_t **rgb, size_t *cap, encoded *out, int *oom, pt_err *e)
+{
+    int w = cfg->size, h = cfg->size;
+    int rc = cfg->draw_any ? cfg->draw_any(cfg->draw_ctx, item, codec, rgb, cap, &w, &h, e)
+                           : cfg->draw(cfg->draw_ctx, item, codec, *rgb, cfg->size, e);
+    const uint8_t *jp;
+    size_t len;
+    if (rc == PT_OK)
+        rc = jpg_encode(codec, *rgb, w, h, cfg->quality, &jp, &len, e);
+    if (rc != PT_OK)
+        return rc;
+    out->jpeg = malloc(len);
+    if (out->jpeg) {
+        memcpy(out->jpeg, jp, len);
+        out->len = len;
+    } else {
+        *oom = 1;
+    }
+    return PT_OK;
+}
+
 static void *encode_worker(void *arg)
 {
     shard_job *j = arg;
     const shd_writer_config *cfg = j->cfg;
     jpg_codec *codec = jpg_codec_new();
-    uint8_t *rgb = malloc((size_t)cfg->size * cfg->size * 3);
+    size_t cap = (size_t)cfg->size * cfg->size * 3;
+    uint8_t *rgb = malloc(cap);
     if (!codec || !rgb) {
         j->oom = 1;
         goto out;
@@ -114,20 +138,11 @@ static void *encode_worker(void *arg)
             break;
         pt_err e;
         err_clear(&e);
-        int rc = cfg->draw(cfg->draw_ctx, &j->items[i], codec, rgb, cfg->size, &e);
-        const uint8_t *jp;
-        size_t len;
-        if (rc == PT_OK)
-            rc = jpg_encode(codec, rgb, cfg->size, cfg->size, cfg->quality, &jp, &len, &e);
-        if (rc == PT_OK) {
-            j->out[i].jpeg = malloc(len);
-            if (j->out[i].jpeg) {
-                memcpy(j->out[i].jpeg, jp, len);
-                j->out[i].len = len;
-            } else {
-                j->oom = 1;
-            }
-        } else if (cfg->on_skip) {
+        int oom = 0;
+        int rc = draw_encode(cfg, &j->items[i], codec, &rgb, &cap, &j->out[i], &oom, &e);
+        if (oom)
+            j->oom = 1;
+        if (rc != PT_OK && cfg->on_skip) {
             pthread_mutex_lock(&j->skip_lock);
             cfg->on_skip(cfg->cb_ctx, &e);
             pthread_mutex_unlock(&j->skip_lock);
@@ -302,7 +317,7 @@ int shd_write_dataset(const shd_writer_config *cfg, const shd_item *items, long 
                       shd_result *res, pt_err *e)
 {
     memset(res, 0, sizeof *res);
-    if (cfg->size < 8 || cfg->size > 4096 || cfg->per_shard < 1 || !cfg->draw)
+    if (cfg->size < 8 || cfg->size > 4096 || cfg->per_shard < 1 || (!cfg->draw && !cfg->draw_any))
         return err_set(e, PT_EUSAGE, cfg->out_dir, PT_NO_RECORD, PT_NO_OFFSET,
                        "bad writer settings (size %d, per shard %d)", cfg->size,
                        cfg->per_shard);
@@ -345,10 +360,11 @@ int shd_write_dataset(const shd_writer_config *cfg, const shd_item *items, long 
 
 /* ---- from a folder of class folders --------------------------------------------- */
 
-static int draw_from_file(void *ctx, const shd_item *it, jpg_codec *codec, uint8_t *rgb,
-                          int size, pt_err *e)
+/* One photo fitted as the folder config says (ctx). */
+static int draw_from_file(void *ctx, const shd_item *it, jpg_codec *codec, uint8_t **rgb,
+                          size_t *cap, int *w, int *h, pt_err *e)
 {
-    (void)ctx;
+    const shd_folder_config *cfg = ctx;
     uint8_t *buf;
     size_t len;
     int rc = util_read_file(it->path, &buf, &len, e);
@@ -356,7 +372,9 @@ static int draw_from_file(void *ctx, const shd_item *it, jpg_codec *codec, uint8
         return rc;
     pt_err je;
     img_scratch scratch = { 0 };
-    rc = imf_decode(codec, &scratch, buf, len, rgb, size, 1, 0, &je);
+    imf_fit fit = { .size = cfg->size, .mode = (imf_fit_mode)cfg->fit,
+                    .keep_aspect = cfg->keep_aspect };
+    rc = imf_decode_fit(codec, &scratch, buf, len, &fit, rgb, cap, w, h, &je);
     img_scratch_free(&scratch);
     free(buf);
     if (rc != PT_OK)
@@ -499,7 +517,8 @@ static int write_gathered(const shd_folder_config *cfg, const gathered *g, shd_i
         .workers = cfg->workers,
         .class_names = g->names,
         .n_classes = g->k_used,
-        .draw = draw_from_file,
+        .draw_any = draw_from_file,
+        .draw_ctx = (void *)cfg,
         .progress = cfg->progress,
         .on_skip = cfg->on_skip,
         .cb_ctx = cfg->cb_ctx,
@@ -517,6 +536,10 @@ int shd_from_folders(const shd_folder_config *cfg, shd_result *res, pt_err *e)
     if (cfg->val_frac < 0 || cfg->test_frac < 0 || cfg->val_frac + cfg->test_frac >= 1)
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                        "--val and --test must be >= 0 and leave some training data");
+    if (cfg->fit < IMF_FIT_CROP || cfg->fit > IMF_FIT_STRETCH ||
+        (cfg->keep_aspect && cfg->fit != IMF_FIT_CROP))
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--keep-aspect keeps each photo's shape: it goes only with --fit crop");
     int nc;
     char **classes;
     int lrc = util_list_dir(cfg->src_dir, UTIL_LIST_DIRS, &classes, &nc, e);

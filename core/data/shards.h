@@ -6,8 +6,9 @@
  *   OUT/tfrecords-jpeg-SxS/test/...                   (image, id: unlabeled)
  *
  * shd_from_folders() builds that from a folder of class sub-folders of JPEGs and PNGs
- * (any sizes, data/imgfile.h): a stratified, seeded split, centre crop and resize to
- * S x S, re-encode. A sub-folder with no images is no class (on_skip says so); when
+ * (any sizes, data/imgfile.h): a stratified, seeded split, each photo fitted to
+ * S x S (centre crop by default; pad or stretch) or kept in its shape with the short
+ * side S (keep_aspect; the folder keeps the name tfrecords-jpeg-SxS), re-encoded. A sub-folder with no images is no class (on_skip says so); when
  * no image at all (or no training image) could be read, nothing is written.
  * shd_write_dataset() is the general writer it uses: the caller supplies the items
  * and a function that draws each one's pixels (the demo generator uses it too).
@@ -41,6 +42,10 @@ typedef struct shd_item {
  * with its own codec. Return PT_OK, or an error (the item is then skipped). */
 typedef int (*shd_draw_fn)(void *ctx, const shd_item *item, jpg_codec *codec, uint8_t *rgb,
                            int size, pt_err *e);
+/* The same at a size the drawer chooses: *w x *h RGB into *rgb, a buffer of *cap bytes
+ * that the writer owns and the drawer grows with realloc when too small. */
+typedef int (*shd_draw_any_fn)(void *ctx, const shd_item *item, jpg_codec *codec,
+                               uint8_t **rgb, size_t *cap, int *w, int *h, pt_err *e);
 /* Called after each shard; a nonzero return stops the writing (PT_ESTOPPED, and
  * nothing is left behind). */
 typedef int (*shd_progress_fn)(void *ctx, long long done, long long total);
@@ -55,6 +60,7 @@ typedef struct shd_writer_config {
     const char *const *class_names;
     int n_classes;
     shd_draw_fn draw;
+    shd_draw_any_fn draw_any; /* when set, instead of draw: records of any size */
     void *draw_ctx;
     shd_progress_fn progress;
     shd_skip_fn on_skip;
@@ -75,6 +81,8 @@ int shd_write_dataset(const shd_writer_config *cfg, const shd_item *items, long 
 typedef struct shd_folder_config {
     const char *src_dir, *out_dir;
     int size;
+    int fit;                /* imf_fit_mode: crop (0, the default), pad, stretch */
+    int keep_aspect;        /* short side size, long side in proportion; fit must be crop */
     double val_frac, test_frac;
     int per_shard;
     int quality;

@@ -64,6 +64,9 @@ void feed_pipe_config(const feed *s, feed_use use, const ds_split *split, int la
         c->prefetch = cfg->prefetch > 0 ? cfg->prefetch : 4;
         c->deterministic = cfg->deterministic;
         c->stop_on_error = cfg->stop_on_data_error;
+        /* Training sees all of a record wider than its input (shards --keep-aspect), a
+         * square window at a new place each time; validation keeps the centred one. */
+        c->crop_anywhere = 1;
         if (s->aug) {
             c->augment = aug_pipe_hook;
             c->augment_ctx = s->aug;
