@@ -67,7 +67,7 @@ int cmd_shards(int argc, char **argv)
             if (c.fit < 0) {
                 fprintf(stderr, "petal-tui: shards: --fit takes crop, pad or stretch, not '%s'\n",
                         argv[i]);
-                return 2;
+                return 1;
             }
         } else if (!strcmp(a, "--keep-aspect")) {
             c.keep_aspect = 1;
@@ -110,7 +110,7 @@ int cmd_shards(int argc, char **argv)
     if (c.keep_aspect && c.fit != IMF_FIT_CROP) {
         fprintf(stderr, "petal-tui: shards: --keep-aspect keeps each photo's shape; it goes "
                         "only with --fit crop, not --fit %s\n", imf_fit_name((imf_fit_mode)c.fit));
-        return 2;
+        return 1;
     }
     c.src_dir = pos[0];
     c.out_dir = pos[1];

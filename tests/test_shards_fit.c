@@ -247,7 +247,7 @@ TEST(shards_keep_aspect_stores_the_short_side_at_size_and_caps_the_long_side)
         free(r[i].rgb);
 }
 
-TEST(shards_fit_bad_values_are_refused_with_exit_2)
+TEST(shards_fit_bad_values_are_refused_as_usage_errors)
 {
     static const int wide[1][2] = { { 60, 40 } };
     const char *dir = t_tmpdir();
@@ -255,10 +255,10 @@ TEST(shards_fit_bad_values_are_refused_with_exit_2)
     T_REQUIRE(src != NULL);
     char out[1024], *text;
     snprintf(out, sizeof out, "%s/out", dir);
-    T_EQ_INT(shards_with(src, out, "--fit squash", &text), 2);
+    T_EQ_INT(shards_with(src, out, "--fit squash", &text), 1);
     T_CHECKF(strstr(text, "--fit takes crop, pad or stretch, not 'squash'") != NULL, "%s", text);
     free(text);
-    T_EQ_INT(shards_with(src, out, "--fit pad --keep-aspect", &text), 2);
+    T_EQ_INT(shards_with(src, out, "--fit pad --keep-aspect", &text), 1);
     T_CHECKF(strstr(text, "--keep-aspect") && strstr(text, "only with --fit crop"), "%s", text);
     free(text);
     T_CHECK(!util_is_dir(out));
