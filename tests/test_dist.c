@@ -247,7 +247,8 @@ TEST(dist_plain_run_starts_no_mpi)
     T_EQ_INT(y, 5);
     T_REQUIRE(dataset()[0]);
     /* And the program alone never execs Open MPI's daemon (its singleton start
-     * would): strace sees one execve, the program's own. */
+     * would): strace sees one execve, the program's own (and, where OpenBLAS fell
+     * back to Prescott's kernels, its one restart with the CPU's, src/blas_core.c). */
     T_NEED_TOOL("strace");
     char out[4200], trace[4200];
     util_path(out, sizeof out, "%s/plain", t_tmpdir());
@@ -259,7 +260,8 @@ TEST(dist_plain_run_starts_no_mpi)
     T_EQ_INT(st, 0);
     char *t = fx_slurp(trace);
     T_REQUIRE(t);
-    T_EQ_INT(count_lines_with(trace, "execve("), 1);
+    T_EQ_INT(count_lines_with(trace, "execve(") -
+                 count_lines_with(trace, "execve(\"/proc/self/exe\""), 1);
     T_CHECKF(!strstr(t, "orted") && !strstr(t, "prted"), "an MPI daemon was started:\n%s", t);
     free(t);
 }
