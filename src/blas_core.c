@@ -6,7 +6,9 @@
 
 #include "nn/nn.h"
 
-const char *blas_core_for(int avx512, int avx2_fma, int avx)
+/* The kernels for a CPU with these features (AVX-512 F/BW/DQ/VL, AVX2 with FMA, AVX),
+ * or NULL where Prescott's are what it can run. */
+static const char *blas_core_for(int avx512, int avx2_fma, int avx)
 {
     /* SkylakeX's sgemm is the AVX-512 one every later Intel core uses as well
      * (Cooperlake and Sapphire Rapids add bf16 kernels, not float ones). */

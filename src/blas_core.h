@@ -10,9 +10,6 @@
 #ifndef PT_BLAS_CORE_H
 #define PT_BLAS_CORE_H
 
-/* The kernels for a CPU with these features (AVX-512 F/BW/DQ/VL, AVX2 with FMA, AVX),
- * or NULL where Prescott's are what it can run. */
-const char *blas_core_for(int avx512, int avx2_fma, int avx);
 /* When OpenBLAS fell back to Prescott, OPENBLAS_CORETYPE is unset and the CPU can run
  * better kernels: sets it and re-executes this program with argv. Returns (doing
  * nothing) otherwise, when PT_BLAS_KEEP is set, or when the exec fails. The new

@@ -64,6 +64,7 @@ struct strat {
     int overlap;            /* dist: buckets of the gradient sent during the backward */
     int recompute;          /* the replicas' contexts recompute cheap outputs */
     size_t keep_all;        /* a context's activations if it kept every output */
+    size_t phys;            /* the machine's memory, as auto judged it */
     /* dist without overlap: the optimizer is sliced across the ranks; this rank
      * steps parameters [rank_lo, rank_hi) and the weights are gathered after */
     int sliced;
@@ -408,8 +409,9 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
     int max_batch = s->B > s->P ? s->B : s->P;
     size_t img = (size_t)s->h * s->w * 3;
     s->keep_all = nn_ctx_keep_all_bytes(cfg->model, max_batch);
+    s->phys = util_phys_bytes();
     s->recompute = cfg->recompute >= 0 ? cfg->recompute != 0
-                                       : strat_recompute_auto(s->keep_all, s->R, util_phys_bytes());
+                                       : strat_recompute_auto(s->keep_all, s->R, s->phys);
     for (int r = 0; r < s->R; r++) {
         replica *p = &s->rep[r];
         p->s = s;
@@ -743,7 +745,7 @@ void strat_memory_note(const strat *s, char *buf, size_t size)
 {
     const double gib = 1024.0 * 1024.0 * 1024.0;
     const double each = (double)strat_replica_bytes(s) / gib;
-    const double keep = (double)s->keep_all / gib, phys = (double)util_phys_bytes() / gib;
+    const double keep = (double)s->keep_all / gib, phys = (double)s->phys / gib;
     const char *why = s->cfg.recompute >= 0 ? "as --recompute says"
                       : s->recompute        ? "--recompute auto: keeping them would take more "
                                               "than a quarter of this machine's memory"
