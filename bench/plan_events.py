@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """bench/plan.sh's reader of a run's event file: prints "START IPS", the seconds from
-T0 (the command's start, epoch seconds) to the first event (written once the replicas
-are ready) and the training images per second over the updates after the first two.
+T0 (the command's start, epoch seconds) to the event file's creation (once the replicas
+are ready; its birth time, to the nanosecond) and the training images per second over the updates after the first two.
 
     plan_events.py RUN_DIR T0 IMAGES_PER_UPDATE
 
 The event file is TFRecord framing (length, its CRC, data, its CRC) around Event
 protos whose field 1 is wall_time (a double) and field 2 the step (a varint)."""
 import glob
+import re
 import struct
+import subprocess
 import sys
 
 
@@ -35,6 +37,21 @@ def walltimes(path):
     return out
 
 
+def born(path):
+    """The file's creation time to the nanosecond (statx's birth time, which `stat`
+    prints), or None where the file system does not keep it. The first record's own
+    wall time carries whole seconds only, as TensorFlow writes it."""
+    try:
+        out = subprocess.run(["stat", "-c", "%W %w", path], capture_output=True,
+                             text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    frac = re.search(r"\.(\d+)", out[2]) if len(out) > 2 else None
+    if not out or out[0] in ("0", "-") or not frac:
+        return None
+    return int(out[0]) + float("0." + frac.group(1))
+
+
 def main():
     run, t0, per = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
     files = glob.glob(run + "/train/events*")
@@ -43,7 +60,8 @@ def main():
         return
     w = walltimes(files[0])
     steps = sorted(w)
-    start = "%.1f" % (w[steps[0]] - t0)
+    b = born(files[0])
+    start = "%.1f" % ((b if b is not None else w[steps[0]]) - t0)
     later = [s for s in steps if s >= 2]
     if len(later) < 2:
         print(start, "-")
