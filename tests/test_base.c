@@ -155,3 +155,31 @@ TEST(util_write_file_atomic_cut_short_keeps_the_old_file)
     T_EQ_INT(n, 1);
     util_free_list(v, n);
 }
+
+/* Large blocks start on a 2 MiB boundary (where a transparent huge page can back them)
+ * and are zeroed to the end; small ones keep the 64-byte alignment; raw ones are
+ * writable to their last byte. */
+TEST(util_aligned_alloc_large_blocks_are_huge_page_aligned_and_zeroed)
+{
+    const size_t sizes[] = { 1, 64, 100, (size_t)4 << 20, ((size_t)9 << 20) + 3 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n = sizes[i];
+        unsigned char *p = util_aligned_alloc(n);
+        T_REQUIRE(p != NULL);
+        size_t align = n >= ((size_t)4 << 20) ? ((size_t)2 << 20) : 64;
+        T_CHECKF((uintptr_t)p % align == 0, "%zu bytes at %p", n, (void *)p);
+        size_t nonzero = 0;
+        for (size_t k = 0; k < n; k++)
+            nonzero += p[k] != 0;
+        T_CHECKF(nonzero == 0, "%zu of %zu bytes not zero", nonzero, n);
+        memset(p, 0xab, n);
+        util_aligned_free(p);
+        unsigned char *q = util_aligned_alloc_raw(n);
+        T_REQUIRE(q != NULL);
+        T_CHECK((uintptr_t)q % align == 0);
+        q[0] = 1;
+        q[n - 1] = 2;
+        T_CHECK((n == 1 || q[0] == 1) && q[n - 1] == 2);
+        util_aligned_free(q);
+    }
+}

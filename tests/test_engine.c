@@ -882,7 +882,9 @@ TEST(engine_a_stop_while_allocating_lands_there_and_keeps_no_folder)
     small_config(&c, out);
     util_copy(c.model, sizeof c.model, "mobilenetv2");
     c.image_size = 320;
-    c.replicas = 1;
+    /* Two replicas: their contexts are built at once, one on a thread of its own, and
+     * the stop must reach both. */
+    c.replicas = 2;
     c.batch_per_replica = 16;
     eng *g;
     pt_err e;
