@@ -396,7 +396,6 @@ static int build_replicas(strat *s, pt_err *e)
     return bad->rc;
 }
 
-
 int strat_new(const strat_config *cfg, strat **out, pt_err *e)
 {
     *out = NULL;
