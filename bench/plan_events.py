@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """bench/plan.sh's reader of a run's event file: prints "START IPS", the seconds from
-T0 (the command's start, epoch seconds) to the event file's creation (once the replicas
-are ready; its birth time, to the nanosecond) and the training images per second over the updates after the first two.
+T0 (the command's start, epoch seconds) to the event file's creation (once the
+replicas are ready; its birth time, to the nanosecond) and the training images per
+second over the updates after the first two.
 
     plan_events.py RUN_DIR T0 IMAGES_PER_UPDATE
 

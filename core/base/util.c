@@ -111,7 +111,8 @@ int util_read_lines(const char *path, char ***lines, int *n, pt_err *e)
 #define UTIL_HUGE_FROM ((size_t)4 << 20)
 #define UTIL_HUGE_ALIGN ((size_t)2 << 20)
 
-static void *aligned_block(size_t n)
+/* *size: the bytes the block holds (n rounded up to 64; 64 for n == 0). */
+static void *aligned_block(size_t n, size_t *size)
 {
     if (n == 0)
         n = 64;
@@ -119,9 +120,10 @@ static void *aligned_block(size_t n)
     void *p = NULL;
     if (rounded < n)
         return NULL;
+    *size = rounded;
     if (rounded >= UTIL_HUGE_FROM) {
         rounded = (rounded + UTIL_HUGE_ALIGN - 1) & ~(UTIL_HUGE_ALIGN - 1);
-        if (posix_memalign(&p, UTIL_HUGE_ALIGN, rounded) != 0)
+        if (rounded < n || posix_memalign(&p, UTIL_HUGE_ALIGN, rounded) != 0)
             return NULL;
 #ifdef MADV_HUGEPAGE
         /* Only advice: where THP is off (or "never") the pages stay 4 KiB. */
@@ -136,14 +138,16 @@ static void *aligned_block(size_t n)
 
 void *util_aligned_alloc_raw(size_t n)
 {
-    return aligned_block(n);
+    size_t size;
+    return aligned_block(n, &size);
 }
 
 void *util_aligned_alloc(size_t n)
 {
-    void *p = aligned_block(n);
+    size_t size;
+    void *p = aligned_block(n, &size);
     if (p)
-        memset(p, 0, n == 0 ? 64 : (n + 63) & ~(size_t)63);
+        memset(p, 0, size);
     return p;
 }
 

@@ -65,6 +65,7 @@ struct strat {
     int recompute;          /* the replicas' contexts recompute cheap outputs */
     size_t keep_all;        /* a context's activations if it kept every output */
     size_t phys;            /* the machine's memory, as auto judged it */
+    int max_batch;          /* examples a replica's context is built for: max(B, P) */
     /* dist without overlap: the optimizer is sliced across the ranks; this rank
      * steps parameters [rank_lo, rank_hi) and the weights are gathered after */
     int sliced;
@@ -338,7 +339,7 @@ static void *build_replica(void *arg)
 {
     replica *p = arg;
     strat *s = p->s;
-    int max_batch = s->B > s->P ? s->B : s->P;
+    const int max_batch = s->max_batch;
     size_t img = (size_t)s->h * s->w * 3;
     err_clear(&p->err);
     p->rc = PT_OK;
@@ -469,8 +470,8 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
     if (s->sliced)
         dist_slice(s->n_params, dist_rank(), &s->rank_lo, &s->rank_hi);
     split(s->rank_lo, s->rank_hi, s->R, s->step_lo, s->step_hi);
-    int max_batch = s->B > s->P ? s->B : s->P;
-    s->keep_all = nn_ctx_keep_all_bytes(cfg->model, max_batch);
+    s->max_batch = s->B > s->P ? s->B : s->P;
+    s->keep_all = nn_ctx_keep_all_bytes(cfg->model, s->max_batch);
     s->phys = util_phys_bytes();
     s->recompute = cfg->recompute >= 0 ? cfg->recompute != 0
                                        : strat_recompute_auto(s->keep_all, s->R, s->phys);
