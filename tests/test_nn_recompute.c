@@ -15,6 +15,7 @@
 
 #include "base/rng.h"
 #include "nn/nn.h"
+#include "nn/nn_impl.h"
 #include "nn/nn_models.h"
 
 static void fill(float *p, size_t n, uint64_t seed, float lo, float hi)
@@ -167,6 +168,75 @@ TEST(nn_recompute_odd_graph_same_bits)
     T_CHECK(nn_ctx_output(c, add_drop) != NULL);
     T_CHECK(nn_ctx_output(c, bn_out) != NULL);
     nn_ctx_free(c);
+    nn_model_free(m);
+}
+
+/* MobileNet-like blocks at 40 x 40 x 96, large enough that the readers of a BN left to
+ * them (NN_READERS) compute its output in more than one block: a depthwise conv at
+ * stride 1 and 2 in two bands of rows, a 1x1 conv in two chunks of rows (batch 2).
+ *   in -> 1x1 -> BN+ReLU6 -> dw -> BN+ReLU6 -> 1x1 -> BN -> 1x1 -> BN+ReLU -> dw/2 ->
+ *   BN+ReLU6 -> (3x3 conv) + (dw -> BN -> 1x1) -> gap -> dense
+ * ids[] gets the BNs, then the depthwise convs. */
+static nn_model *xform_graph(int ids[9])
+{
+    nn_model *m = nn_model_new(40, 40, 3);
+    int x = nn_input(m);
+    int e = nn_conv2d(m, x, 96, 1, 1, 1, 0, 1, 0);
+    ids[0] = nn_batchnorm(m, e);
+    ids[6] = nn_conv2d(m, nn_relu6(m, ids[0]), 96, 3, 3, 1, NN_PAD_SAME, 96, 0);
+    ids[1] = nn_batchnorm(m, ids[6]);
+    int p = nn_conv2d(m, nn_relu6(m, ids[1]), 24, 1, 1, 1, 0, 1, 0);
+    ids[2] = nn_batchnorm(m, p);
+    int e2 = nn_conv2d(m, ids[2], 96, 1, 1, 1, 0, 1, 0);
+    ids[3] = nn_batchnorm(m, e2);
+    ids[7] = nn_conv2d(m, nn_relu(m, ids[3]), 96, 3, 3, 2, NN_PAD_SAME, 96, 0);
+    ids[4] = nn_batchnorm(m, ids[7]);
+    int r5 = nn_relu6(m, ids[4]);
+    int f = nn_conv2d(m, r5, 16, 3, 3, 1, NN_PAD_SAME, 1, 1);
+    ids[8] = nn_conv2d(m, r5, 96, 3, 3, 1, NN_PAD_SAME, 96, 1);
+    ids[5] = nn_batchnorm(m, ids[8]);
+    int p2 = nn_conv2d(m, ids[5], 16, 1, 1, 1, 0, 1, 0);
+    int out = nn_dense(m, nn_gap(m, nn_add(m, f, p2)), 4);
+    if (nn_model_finalize(m, out, NULL) != PT_OK) {
+        nn_model_free(m);
+        return NULL;
+    }
+    nn_model_init_params(m, 5);
+    fill(nn_buffers(m), nn_buffer_count(m), 6, 0.5f, 1.5f);
+    return m;
+}
+
+TEST(nn_recompute_bn_left_to_its_readers_same_bits)
+{
+    int ids[9];
+    nn_model *m = xform_graph(ids);
+    T_REQUIRE(m != NULL);
+    /* What each output becomes: the BNs read only by depthwise and 1x1 convs are left
+     * to them; one read by a 3x3 conv is replayed, as are the depthwise convs. */
+    const int want[9] = { NN_READERS, NN_READERS, NN_READERS, NN_READERS, NN_REPLAYED,
+                          NN_READERS, NN_REPLAYED, NN_REPLAYED, NN_REPLAYED };
+    nn_ctx *c = ctx_with(m, 2, 1), *k = ctx_with(m, 2, 0);
+    T_REQUIRE(c != NULL && k != NULL);
+    for (int j = 0; j < 9; j++) {
+        T_CHECKF(nn_ctx_keep(c, ids[j]) == want[j], "node %d: %d, not %d", ids[j],
+                 nn_ctx_keep(c, ids[j]), want[j]);
+        T_CHECK(nn_ctx_keep(k, ids[j]) == NN_KEPT);
+    }
+    nn_ctx_free(c);
+    nn_ctx_free(k);
+    for (int portable = 0; portable < 2; portable++) {
+        nn_simd_force_portable(portable);
+        int bad = same_bits(m, 2);
+        T_CHECKF(bad == 0, "trained (portable %d): %d results differ", portable, bad);
+    }
+    nn_simd_force_portable(0);
+    T_CHECK(nn_model_freeze_backbone(m) == PT_OK);
+    nn_model_set_input_grad(m, 1);
+    int bad = same_bits(m, 2);
+    T_CHECKF(bad == 0, "frozen, with the input gradient: %d results differ", bad);
+    nn_model_unfreeze(m);
+    bad = same_bits(m, 1);
+    T_CHECKF(bad == 0, "one example, with the input gradient: %d results differ", bad);
     nn_model_free(m);
 }
 

@@ -83,31 +83,6 @@ static void col_sq_dev(long nb, int c, const float *restrict x, const float *res
         }
 }
 
-/* y = act(x * a + b) per channel. */
-static void scale_shift_act(long rows, int c, const float *restrict x, const float *restrict a,
-                            const float *restrict b, int act, float *restrict y)
-{
-    const size_t n = (size_t)rows * (size_t)c;
-    if (act == NN_ACT_RELU) {
-        for (size_t r = 0; r < n; r += (size_t)c)
-            for (int j = 0; j < c; j++) {
-                float v = x[r + j] * a[j] + b[j];
-                y[r + j] = v > 0.0f ? v : 0.0f;
-            }
-    } else if (act == NN_ACT_RELU6) {
-        for (size_t r = 0; r < n; r += (size_t)c)
-            for (int j = 0; j < c; j++) {
-                float v = x[r + j] * a[j] + b[j];
-                v = v > 0.0f ? v : 0.0f;
-                y[r + j] = v < 6.0f ? v : 6.0f;
-            }
-    } else {
-        for (size_t r = 0; r < n; r += (size_t)c)
-            for (int j = 0; j < c; j++)
-                y[r + j] = x[r + j] * a[j] + b[j];
-    }
-}
-
 /* Training: normalises with the batch statistics (returned in mean, invstd, and the
  * unbiased variance in var_u), then applies act (enum nn_act). */
 static void nn_bn_fwd_train(long rows, int c, float eps, const float *x, const float *gamma,
@@ -148,7 +123,7 @@ static void nn_bn_fwd_train(long rows, int c, float eps, const float *x, const f
         a[j] = (float)((double)gamma[j] * is);
         b[j] = (float)((double)beta[j] - mu[j] * (double)gamma[j] * is);
     }
-    scale_shift_act(rows, c, x, a, b, act, y);
+    nn_scale_shift_act(rows, c, x, a, b, act, y);
 }
 
 static void nn_bn_fwd_infer(long rows, int c, float eps, const float *x, const float *gamma,
@@ -160,11 +135,11 @@ static void nn_bn_fwd_infer(long rows, int c, float eps, const float *x, const f
         a[j] = (float)((double)gamma[j] * is);
         b[j] = (float)((double)beta[j] - (double)rmean[j] * (double)gamma[j] * is);
     }
-    scale_shift_act(rows, c, x, a, b, act, y);
+    nn_scale_shift_act(rows, c, x, a, b, act, y);
 }
 
 /* The activation's mask is taken from the pre-activation v = x * a + b, computed as
- * the forward computed it (scale_shift_act), so the backward needs neither the output
+ * the forward computed it (nn_scale_shift_act), so the backward needs neither the output
  * nor a copy of it: v > 0 exactly where y > 0, and v < 6 where y < 6. */
 
 /* Over nb rows: s1 += dz, s2 += dz * (x - mean), with dz = dy * act'(v). One loop
@@ -328,8 +303,15 @@ static void bn_forward(const nn_fwd *f)
 static void bn_replay(const nn_fwd *f)
 {
     const nn_node *nd = f->nd;
-    scale_shift_act(f->rows, nd->c, f->x, f->c->bn_a + nd->bn_coff, f->c->bn_b + nd->bn_coff,
-                    nd->fused_act, f->y);
+    nn_scale_shift_act(f->rows, nd->c, f->x, f->c->bn_a + nd->bn_coff,
+                       f->c->bn_b + nd->bn_coff, nd->fused_act, f->y);
+}
+
+static void bn_as_xform(const nn_ctx *c, const nn_node *nd, nn_xform *t)
+{
+    t->a = c->bn_a + nd->bn_coff;
+    t->b = c->bn_b + nd->bn_coff;
+    t->act = nd->fused_act;
 }
 
 /* One multiply-add per value: always cheaper to recompute than to keep. */
@@ -421,4 +403,5 @@ const nn_layer nn_layer_bn = {
     .reads_output = bn_reads_output,
     .replayable = bn_replayable,
     .replay = bn_replay,
+    .as_xform = bn_as_xform,
 };

@@ -56,8 +56,12 @@ static void conv_forward(const nn_fwd *f)
     const nn_node *nd = f->nd;
     nn_conv_shape s;
     nn_conv_shape_of(f->m, nd, f->n, &s);
-    nn_conv_fwd(&s, f->x, f->P, nd->has_bias ? f->P + nd->w_len : NULL, nd->fused_act, f->y,
-                f->c->ws);
+    const float *bias = nd->has_bias ? f->P + nd->w_len : NULL;
+    /* Only a replay gets an xform, and only a depthwise conv is replayed. */
+    if (f->xf)
+        nn_dw_fwd_xf(&s, f->xf, f->P, bias, nd->fused_act, f->y, f->c->ws);
+    else
+        nn_conv_fwd(&s, f->x, f->P, bias, nd->fused_act, f->y, f->c->ws);
 }
 
 /* Whether conv i's input gradient can go on through the activation fused into the
@@ -90,7 +94,7 @@ static void conv_backward(const nn_bwd *b)
     if (b->dx || b->G)
         nn_conv_bwd(&s, b->x, b->P, b->y, b->dy, nd->fused_act, b->c->dy_done[b->i], b->dx,
                     b->acc, b->G, b->G && nd->has_bias ? b->G + nd->w_len : NULL, b->c->ws,
-                    through ? &xa : NULL);
+                    through ? &xa : NULL, b->xf);
 }
 
 /* A depthwise conv is kh * kw multiply-adds per value, a small share of a step, and
@@ -100,6 +104,20 @@ static int conv_replayable(const nn_model *m, const nn_node *nd)
 {
     const int cin = m->nodes[nd->in[0]].c;
     return nd->groups > 1 && nd->groups == cin && nd->groups == nd->c;
+}
+
+static int is_pointwise(const nn_model *m, const nn_node *nd)
+{
+    const nn_node *in = &m->nodes[nd->in[0]];
+    return nd->kh == 1 && nd->kw == 1 && nd->stride == 1 && nd->pad_t == 0 &&
+           nd->pad_l == 0 && nd->h == in->h && nd->w == in->w;
+}
+
+/* The depthwise kernels and the 1x1 path compute an xform input a block of rows at a
+ * time (nn_conv.c, nn_dw.c); im2col would need it whole. */
+static int conv_takes_xform(const nn_model *m, const nn_node *nd)
+{
+    return conv_replayable(m, nd) || is_pointwise(m, nd);
 }
 
 /* Only for the mask of a fused activation. */
@@ -112,7 +130,14 @@ static size_t conv_ws_floats(const nn_model *m, const nn_node *nd, int max_batch
 {
     nn_conv_shape s;
     nn_conv_shape_of(m, nd, max_batch, &s);
-    return nn_conv_ws_floats(&s);
+    size_t k = nn_conv_ws_floats(&s);
+    /* Room for an xform input when the node feeding it could leave it to its readers. */
+    const nn_node *p = &m->nodes[nn_owner(m, nd->in[0])];
+    if (conv_takes_xform(m, nd) && nn_layers[p->op]->as_xform) {
+        size_t x = nn_conv_ws_floats_xf(&s);
+        k = x > k ? x : k;
+    }
+    return k;
 }
 
 /* ---- initialisation, FLOPs, summary ---- */
@@ -220,4 +245,5 @@ const nn_layer nn_layer_conv = {
     .reads_output = conv_reads_output,
     .replayable = conv_replayable,
     .replay = conv_forward,
+    .takes_xform = conv_takes_xform,
 };

@@ -309,6 +309,13 @@ void nn_ctx_on_backward_progress(nn_ctx *c, nn_backward_progress fn, void *arg);
  * NULL for an inference context (nn_zero_grads does nothing there). */
 float *nn_grads(nn_ctx *c);
 void nn_zero_grads(nn_ctx *c);
+/* What a training context does with a node's output (nn_ctx_keep): keeps it for the
+ * backward; holds it only while the forward needs it (no backward reads it); or that,
+ * and recomputes it in the backward; or that, and the backward and replays of its
+ * readers compute it from its input as they load it (a BN read only by depthwise and
+ * 1x1 convs). An inference context, and a node without storage, answer NN_KEPT. */
+enum nn_keep { NN_KEPT, NN_TRANSIENT, NN_REPLAYED, NN_READERS };
+int nn_ctx_keep(const nn_ctx *c, int node);
 /* Output of any node in the last forward ([n][h*w*c]), for tests and inspection (a
  * BN or conv with a fused activation shows the activated values); NULL for a node a
  * training context recomputes in the backward instead of keeping (nn_set_recompute). */

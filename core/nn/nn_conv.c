@@ -290,6 +290,21 @@ static void act_bias_grad_rows(long rows, int c, int act, const float *restrict 
     }
 }
 
+/* Where the 1x1 path's backward computes an xform input's chunk: after the
+ * transposed weights. */
+static size_t pw_xf_at(const nn_conv_shape *s)
+{
+    return ((size_t)s->cin * (size_t)s->cout + 15) & ~(size_t)15;
+}
+
+size_t nn_conv_ws_floats_xf(const nn_conv_shape *s)
+{
+    if (is_depthwise(s))
+        return nn_dw_xf_floats(s);
+    const long M = (long)s->n * s->oh * s->ow;
+    return pw_xf_at(s) + (size_t)(M < PW_CHUNK_ROWS ? M : PW_CHUNK_ROWS) * (size_t)s->cin;
+}
+
 /* ---- entry points ---- */
 
 void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
@@ -338,7 +353,7 @@ void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const 
 
 void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const float *y,
                  float *dy, int act, int dy_done, float *dx, int dx_accum, float *dw, float *db,
-                 float *ws, const nn_dx_act *xa)
+                 float *ws, const nn_dx_act *xa, const nn_xform *xf)
 {
     const long M = (long)s->n * s->oh * s->ow;
     const int cig = s->cin / s->groups, cog = s->cout / s->groups;
@@ -354,8 +369,12 @@ void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const 
         for (int img = 0; img < s->n; img++) {
             float *dz = dy + img * out;
             act_bias_grad_rows((long)s->oh * s->ow, s->cout, act, y + img * out, dz, db);
-            if (dw)
+            if (dw && xf) {
+                const nn_xform t = { xf->x + img * in, xf->a, xf->b, xf->act };
+                nn_dw_bwd_dw_xf(&one, &t, dz, dw, ws);
+            } else if (dw) {
                 nn_dw_bwd_dw(&one, x + img * in, dz, dw);
+            }
             if (dx) {
                 const nn_dx_act xi = { xa ? xa->act : 0, xa ? xa->x + img * in : NULL,
                                        xa ? xa->db : NULL };
@@ -375,7 +394,11 @@ void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const 
             transpose(s->cin, s->cout, wt, ws);
         for (long m0 = 0; m0 < M; m0 += PW_CHUNK_ROWS) {
             const int mr = (int)(M - m0 < PW_CHUNK_ROWS ? M - m0 : PW_CHUNK_ROWS);
-            const float *xc = x + m0 * s->cin;
+            const float *xc = xf ? ws + pw_xf_at(s) : x + m0 * s->cin;
+            /* Only the weight gradient reads x (xa comes only with a conv producer). */
+            if (xf && dw)
+                nn_scale_shift_act(mr, s->cin, xf->x + m0 * s->cin, xf->a, xf->b, xf->act,
+                                   ws + pw_xf_at(s));
             float *gc = dy + m0 * s->cout, *dxc = dx ? dx + m0 * s->cin : NULL;
             act_bias_grad_rows(mr, s->cout, act, y + m0 * s->cout, gc, db);
             if (g_dw)

@@ -200,13 +200,29 @@ static int reads(const nn_model *m, int j, int i, int a)
  * node's value). */
 static int uses_input(const uint8_t *rep, const nn_model *m, int j)
 {
-    return rep[j] == NN_REPLAYED || !(nn_layers[m->nodes[j].op]->flags & NN_LAYER_BWD_NO_INPUT);
+    return rep[j] == NN_REPLAYED || rep[j] == NN_READERS ||
+           !(nn_layers[m->nodes[j].op]->flags & NN_LAYER_BWD_NO_INPUT);
 }
 
 static int reads_own_output(const nn_node *nd)
 {
     const nn_layer *L = nn_layers[nd->op];
     return !L->reads_output || L->reads_output(nd);
+}
+
+/* Whether every reader of node i (or of its fused activation a) that reads the value
+ * in a backward or a replay can take it as an nn_xform, as its first input only. */
+static int readers_take_xform(const nn_model *m, const uint8_t *rep, int i, int a)
+{
+    for (int j = i + 1; j < m->n_nodes; j++) {
+        const nn_node *r = &m->nodes[j];
+        const nn_layer *L = nn_layers[r->op];
+        if (!reads(m, j, i, a) || !uses_input(rep, m, j))
+            continue;
+        if (!L->takes_xform || !L->takes_xform(m, r) || r->in[1] == i || (a >= 0 && r->in[1] == a))
+            return 0;
+    }
+    return 1;
 }
 
 static int recompute_on = 1;
@@ -224,6 +240,8 @@ int nn_set_recompute(int on)
  * the backward step before which it is recomputed (its last reader's that reads it,
  * or for a replayed reader that reader's replay step) and lo[i] the last step that
  * reads it (its own when its backward reads its output, else its lowest such reader's).
+ * NN_READERS instead of NN_REPLAYED when its readers can compute it themselves
+ * (nn_layer.as_xform, takes_xform): planned as replayed, but never stored.
  * Always kept: the model's output, a value a dropout reads (an inactive one passes
  * its input on, so its readers would read the dropped storage), and a dropout's own
  * (small, after the pooling, and what tests of its masks inspect). */
@@ -246,7 +264,7 @@ static void plan_replay(const nn_model *m, int recompute, uint8_t *rep, int *at,
             if (!uses_input(rep, m, j))
                 continue;
             need = 1;
-            int t = rep[j] == NN_REPLAYED ? at[j] : j;
+            int t = rep[j] == NN_REPLAYED || rep[j] == NN_READERS ? at[j] : j;
             hi = t > hi ? t : hi;
             low = j < low ? j : low;
         }
@@ -255,7 +273,7 @@ static void plan_replay(const nn_model *m, int recompute, uint8_t *rep, int *at,
         if (!need) {
             rep[i] = NN_TRANSIENT;
         } else if (L->replay && L->replayable && L->replayable(m, nd)) {
-            rep[i] = NN_REPLAYED;
+            rep[i] = L->as_xform && readers_take_xform(m, rep, i, a) ? NN_READERS : NN_REPLAYED;
             at[i] = hi;
             lo[i] = low;
         }
@@ -586,6 +604,13 @@ const float *nn_ctx_output(const nn_ctx *c, int node)
     return c->outp[node];
 }
 
+int nn_ctx_keep(const nn_ctx *c, int node)
+{
+    if (c->infer || node < 0 || node >= c->m->n_nodes)
+        return NN_KEPT;
+    return c->replayed[nn_owner(c->m, node)];
+}
+
 const float *nn_ctx_input_grad(const nn_ctx *c)
 {
     if (c->infer || !c->m->input_grad || !c->fresh[0])
@@ -683,6 +708,20 @@ float *nn_grad_target(nn_ctx *c, int i, int k, int *accum)
     return c->dy[o];
 }
 
+/* Node i's first input as an nn_xform when the node producing it leaves it to its
+ * readers (NN_READERS): t filled in and returned; else NULL. */
+static const nn_xform *input_xform(const nn_ctx *c, int i, nn_xform *t)
+{
+    const nn_model *m = c->m;
+    const int in = m->nodes[i].in[0];
+    if (in < 0 || c->replayed[nn_owner(m, in)] != NN_READERS)
+        return NULL;
+    const nn_node *p = &m->nodes[nn_owner(m, in)];
+    nn_layers[p->op]->as_xform(c, p, t);
+    t->x = c->outp[p->in[0]];
+    return t;
+}
+
 static void backward_node(nn_ctx *c, int i, int n)
 {
     const nn_model *m = c->m;
@@ -699,6 +738,10 @@ static void backward_node(nn_ctx *c, int i, int n)
         .rows = (long)n * nd->h * nd->w,
         .len = (size_t)n * nd->len,
     };
+    nn_xform t;
+    b.xf = input_xform(c, i, &t);
+    if (b.xf)
+        b.x = NULL;
     b.dx = nn_grad_target(c, i, 0, &b.acc);
     nn_layers[nd->op]->backward(&b);
 }
@@ -725,10 +768,13 @@ static void replay_node(nn_ctx *c, int d, int n)
 {
     const nn_model *m = c->m;
     const nn_node *nd = &m->nodes[d];
+    nn_xform t;
+    const nn_xform *xf = input_xform(c, d, &t);
     const nn_fwd f = {
         .c = c, .m = m, .nd = nd, .i = d, .n = n, .training = 1,
-        .src = &m->nodes[nd->in[0]], .x = c->outp[nd->in[0]],
+        .src = &m->nodes[nd->in[0]], .x = xf ? NULL : c->outp[nd->in[0]],
         .P = m->params + nd->p_off, .y = c->ract[d], .rows = (long)n * nd->h * nd->w,
+        .xf = xf,
     };
     nn_layers[nd->op]->replay(&f);
     c->outp[d] = c->ract[d];
@@ -743,7 +789,7 @@ static void replay_node(nn_ctx *c, int d, int n)
 static void replays_before(nn_ctx *c, int i, int n)
 {
     for (int d = 0; d <= i; d++) {
-        if (c->replay_at[d] != i || !c->replay_need[d])
+        if (c->replay_at[d] != i || !c->replay_need[d] || c->replayed[d] != NN_REPLAYED)
             continue;
         double t0 = c->profile ? util_thread_cpu() : 0.0;
         replay_node(c, d, n);
@@ -764,8 +810,18 @@ int nn_backward(nn_ctx *c, const float *dlogits)
     memcpy(c->dy[o], dlogits, (size_t)n * m->nodes[out].len * sizeof *dlogits);
     c->fresh[o] = 1;
     size_t told = m->n_params;
-    for (int d = m->n_nodes - 1; d >= 0; d--)
-        c->replay_need[d] = c->replayed[d] == NN_REPLAYED && replay_needed(c, c->replay_need, d);
+    for (int d = m->n_nodes - 1; d >= 0; d--) {
+        const int r = c->replayed[d];
+        c->replay_need[d] = (r == NN_REPLAYED || r == NN_READERS) &&
+                            replay_needed(c, c->replay_need, d);
+        /* What only the readers compute has no storage now: a stray read fails loudly. */
+        if (r == NN_READERS) {
+            const int a = alias_of(m, d);
+            c->outp[d] = NULL;
+            if (a >= 0)
+                c->outp[a] = NULL;
+        }
+    }
     for (int i = out; i >= 0; i--) {
         replays_before(c, i, n);
         const nn_node *nd = &m->nodes[i];

@@ -581,3 +581,77 @@ void nn_dw_bwd_dw(const nn_conv_shape *s, const float *x, const float *dz, float
             }
     }
 }
+
+/* ---- an input given as an nn_xform ----
+ *
+ * The input rows a band of output rows reads are computed into the workspace
+ * (nn_scale_shift_act) and the kernels above run on the band as on an image of
+ * those rows, its top padding what is left of the image's: every output sums the
+ * same taps in the same order, and the weight gradient adds the same rows in the same
+ * order, so the bits are those of the input whole. A band's rows are about
+ * DW_BAND_FLOATS (512 KiB), so the kernel reads them from L2 rather than memory. */
+
+#define DW_BAND_FLOATS (128L * 1024)
+
+/* Output rows per band. */
+static int band_rows(const nn_conv_shape *s)
+{
+    const long in_rows = DW_BAND_FLOATS / ((long)s->w * s->cin);
+    const long ob = in_rows > s->kh ? (in_rows - s->kh) / s->stride + 1 : 1;
+    return ob < s->oh ? (int)ob : s->oh;
+}
+
+size_t nn_dw_xf_floats(const nn_conv_shape *s)
+{
+    long rows = (long)(band_rows(s) - 1) * s->stride + s->kh;
+    if (rows > s->h)
+        rows = s->h;
+    return (size_t)rows * (size_t)s->w * (size_t)s->cin;
+}
+
+/* Computes the input rows of output rows [oy0, oy1) of image img into ws, and *b the
+ * shape that runs the kernels on them. */
+static void band(const nn_conv_shape *s, const nn_xform *t, int img, int oy0, int oy1,
+                 float *ws, nn_conv_shape *b)
+{
+    int r0 = oy0 * s->stride - s->pt, r1 = (oy1 - 1) * s->stride - s->pt + s->kh;
+    r0 = r0 < 0 ? 0 : r0;
+    r1 = r1 > s->h ? s->h : r1;
+    r1 = r1 < r0 ? r0 : r1;
+    *b = *s;
+    b->n = 1;
+    b->h = r1 - r0;
+    b->pt = s->pt + r0 - oy0 * s->stride;
+    b->oh = oy1 - oy0;
+    const size_t row = (size_t)s->w * (size_t)s->cin;
+    nn_scale_shift_act((long)(r1 - r0) * s->w, s->cin, t->x + ((size_t)img * s->h + r0) * row,
+                       t->a, t->b, t->act, ws);
+}
+
+void nn_dw_fwd_xf(const nn_conv_shape *s, const nn_xform *t, const float *wt,
+                  const float *bias, int act, float *y, float *ws)
+{
+    const int ob = band_rows(s);
+    const size_t orow = (size_t)s->ow * (size_t)s->cout;
+    for (int img = 0; img < s->n; img++)
+        for (int oy0 = 0; oy0 < s->oh; oy0 += ob) {
+            const int oy1 = s->oh - oy0 < ob ? s->oh : oy0 + ob;
+            nn_conv_shape b;
+            band(s, t, img, oy0, oy1, ws, &b);
+            nn_dw_fwd(&b, ws, wt, bias, act, y + ((size_t)img * s->oh + oy0) * orow);
+        }
+}
+
+void nn_dw_bwd_dw_xf(const nn_conv_shape *s, const nn_xform *t, const float *dz, float *dw,
+                     float *ws)
+{
+    const int ob = band_rows(s);
+    const size_t orow = (size_t)s->ow * (size_t)s->cout;
+    for (int img = 0; img < s->n; img++)
+        for (int oy0 = 0; oy0 < s->oh; oy0 += ob) {
+            const int oy1 = s->oh - oy0 < ob ? s->oh : oy0 + ob;
+            nn_conv_shape b;
+            band(s, t, img, oy0, oy1, ws, &b);
+            nn_dw_bwd_dw(&b, ws, dz + ((size_t)img * s->oh + oy0) * orow, dw);
+        }
+}

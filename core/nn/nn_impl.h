@@ -17,11 +17,6 @@
 /* Largest kernel / pool window side the builder accepts. */
 #define NN_MAX_KERNEL 15
 
-/* What a training context does with a node's output (nn_ctx.c): keeps it for the
- * backward; keeps it only while the forward needs it (no backward reads it); or that,
- * and recomputes it in the backward (nn_layer.replay). */
-enum nn_keep { NN_KEPT, NN_TRANSIENT, NN_REPLAYED };
-
 /* An activation a kernel applies to its own result (a ReLU/ReLU6 node fused into the
  * BN or conv before it), or none. Kernels take these, never layer kinds. */
 enum nn_act { NN_ACT_NONE, NN_ACT_RELU, NN_ACT_RELU6 };
@@ -139,6 +134,17 @@ typedef struct nn_dx_act {
     float *db;
 } nn_dx_act;
 
+/* A reader's input given as the node that would have produced it computes it: y =
+ * act(x * a + b) per channel (a BN with its fused activation whose output a training
+ * context neither keeps nor replays, NN_READERS). The reader computes the rows it
+ * needs into a workspace block as it goes (nn_scale_shift_act), a cache-sized block at
+ * a time, instead of reading a whole tensor written by a separate pass. */
+typedef struct nn_xform {
+    const float *x;          /* the producer's input, laid out as its output */
+    const float *a, *b;      /* per channel */
+    int act;                 /* enum nn_act */
+} nn_xform;
+
 typedef struct nn_conv_shape {
     int n, h, w, cin;        /* input */
     int oh, ow, cout;        /* output */
@@ -148,6 +154,8 @@ typedef struct nn_conv_shape {
 void nn_conv_shape_of(const nn_model *m, const nn_node *nd, int n, nn_conv_shape *s);
 /* Workspace floats the conv needs (0 for depthwise and stride-1 1x1). */
 size_t nn_conv_ws_floats(const nn_conv_shape *s);
+/* The same for a depthwise or 1x1 stride-1 conv whose input comes as an nn_xform. */
+size_t nn_conv_ws_floats_xf(const nn_conv_shape *s);
 /* y = act(conv(x) + bias): bias may be NULL, act one of enum nn_act. */
 void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
                  int act, float *y, float *ws);
@@ -156,10 +164,11 @@ void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const 
  * says the layer after did that already (nn_dx_act), bias gradient included. dx
  * (NULL: not needed) is overwritten, or added to when dx_accum, then taken through
  * xa when not NULL (dx_accum is 0 then). dw/db (NULL: not trainable / no bias) are
- * added to. */
+ * added to. xf (or NULL): the input as an nn_xform, x being NULL (a depthwise or 1x1
+ * stride-1 conv only, with nn_conv_ws_floats_xf of workspace). */
 void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const float *y,
                  float *dy, int act, int dy_done, float *dx, int dx_accum, float *dw, float *db,
-                 float *ws, const nn_dx_act *xa);
+                 float *ws, const nn_dx_act *xa, const nn_xform *xf);
 
 /* ---- depthwise kernels (nn_dw.c), for shapes with groups == cin == cout ---- */
 
@@ -171,6 +180,14 @@ void nn_dw_bwd_dx(const nn_conv_shape *s, const float *dz, const float *wt, floa
                   int accum, const nn_dx_act *xa);
 /* dw += the weight gradient of dz. */
 void nn_dw_bwd_dw(const nn_conv_shape *s, const float *x, const float *dz, float *dw);
+/* nn_dw_fwd and nn_dw_bwd_dw with the input as an nn_xform: computed into ws
+ * (nn_dw_xf_floats of it) a band of rows at a time, with the same bits as the
+ * input whole. */
+size_t nn_dw_xf_floats(const nn_conv_shape *s);
+void nn_dw_fwd_xf(const nn_conv_shape *s, const nn_xform *t, const float *wt,
+                  const float *bias, int act, float *y, float *ws);
+void nn_dw_bwd_dw_xf(const nn_conv_shape *s, const nn_xform *t, const float *dz, float *dw,
+                     float *ws);
 
 /* Whether the AVX2 + FMA kernels run: the CPU has both and they are not turned off.
  * nn_simd_force_portable(1) turns them off (the portable kernels and sgemm instead),
@@ -219,6 +236,12 @@ void nn_gemm_tn(long M, int N, int K, const float *X, long ldx, const float *G, 
 
 /* ---- elementwise kernels more than one kind uses (nn_elem.c) ----
  * A kind's own kernels are static in its layer_*.c. */
+
+/* y = act(x * a + b) per channel over rows of c channels: a BN's output from its
+ * input and the a, b of its last forward. The one place this is computed, so a
+ * reader that computes it from an nn_xform gets the BN's bits. */
+void nn_scale_shift_act(long rows, int c, const float *x, const float *a, const float *b,
+                        int act, float *y);
 
 /* y = x * mask elementwise (dropout's mask, or mul's second operand). */
 void nn_mul_fwd(size_t len, const float *x, const float *mask, float *y);

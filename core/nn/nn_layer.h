@@ -26,8 +26,9 @@
  *        frozen); a second input's target comes from nn_grad_target(b->c, b->i, 1, &a);
  *      - the hooks it needs among init, macs, describe, ws_floats (NULL: none), and
  *        for what a training context keeps: reads_output, replayable and replay
- *        (NULL: its output is kept whenever a backward reads it), and the flag
- *        NN_LAYER_BWD_NO_INPUT when its backward reads no input value;
+ *        (NULL: its output is kept whenever a backward reads it), as_xform and
+ *        takes_xform (a per-channel output its readers compute as they load it),
+ *        and the flag NN_LAYER_BWD_NO_INPUT when its backward reads no input value;
  *      - grad: a tiny graph that uses the kind, with its parameters if it has any.
  *        tests/test_nn_grad.c checks every kind's gradients on it against central
  *        differences; a kind without one fails that test.
@@ -64,6 +65,8 @@ typedef struct nn_fwd {
     const float *P;          /* the node's parameters (weights, then bias) */
     float *y;                /* the node's own output storage */
     long rows;               /* output pixels, n * h * w */
+    const nn_xform *xf;      /* replay only, or NULL: the first input as its producer
+                                would compute it (x is NULL then; takes_xform) */
 } nn_fwd;
 
 /* What a backward hook gets. */
@@ -83,6 +86,7 @@ typedef struct nn_bwd {
     size_t len;              /* output floats, n * len */
     float *dx;               /* first input's gradient, NULL when not needed; */
     int acc;                 /*   add to it (1) or overwrite it (0) */
+    const nn_xform *xf;      /* or NULL: the first input as nn_fwd.xf */
 } nn_bwd;
 
 /* The finite-difference test's graph for a kind (tests/test_nn_grad.c): n examples of
@@ -140,6 +144,14 @@ typedef struct nn_layer {
     int (*reads_output)(const nn_node *nd);
     int (*replayable)(const nn_model *m, const nn_node *nd);
     void (*replay)(const nn_fwd *f);
+    /* A replayable kind whose replay is y = act(x * a + b) per channel of its one
+     * input: fills t's a, b and act as the last forward left them (the caller sets
+     * t->x). When every reader that needs its output in the backward takes_xform, a
+     * training context neither keeps nor replays it (NN_READERS). NULL: not such. */
+    void (*as_xform)(const nn_ctx *c, const nn_node *nd, nn_xform *t);
+    /* Whether this node's backward and replay can take their first input as an
+     * nn_xform (nn_fwd.xf, nn_bwd.xf). NULL: never. */
+    int (*takes_xform)(const nn_model *m, const nn_node *nd);
 } nn_layer;
 
 #define NN_LAYER(ID, name) extern const nn_layer nn_layer_##name;
