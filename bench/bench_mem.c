@@ -3,7 +3,9 @@
  * every output (nn_set_recompute(0), as before issue 30) beside recomputing the cheap
  * ones (the default).
  *
- *   build/bench/bench_mem [size [batch [steps]]]     (default 512 16 4)
+ *   build/bench/bench_mem [size [batch [steps [model]]]]  (default 512 16 4 both)
+ *
+ * model: builtin, import or both.
  *
  * For each model and both layouts: the bytes per image each layer kind keeps from the
  * forward for the backward, dropout's masks, the arena shared by lifetime (activation
@@ -193,8 +195,11 @@ int main(int argc, char **argv)
     int size = argc > 1 ? atoi(argv[1]) : 512;
     int batch = argc > 2 ? atoi(argv[2]) : 16;
     int steps = argc > 3 ? atoi(argv[3]) : 4;
-    if (size < 32 || batch < 1 || steps < 1 || steps > 64) {
-        fprintf(stderr, "usage: bench_mem [size [batch [steps (1..64)]]]\n");
+    const char *which = argc > 4 ? argv[4] : "both";
+    if (size < 32 || batch < 1 || steps < 1 || steps > 64 ||
+        (strcmp(which, "both") && strcmp(which, "builtin") && strcmp(which, "import"))) {
+        fprintf(stderr,
+                "usage: bench_mem [size [batch [steps (1..64) [builtin|import|both]]]]\n");
         return 2;
     }
     bench_header("bench_mem");
@@ -203,7 +208,10 @@ int main(int argc, char **argv)
     const char *sd = getenv("PT_SHARED_DATA");
     util_path(zoo, sizeof zoo, "%s/weights/mobilenetv2-12-int8.onnx",
               sd && *sd ? sd : "../shared/data");
-    one("builtin", size, batch, steps, zoo);
+    if (strcmp(which, "import"))
+        one("builtin", size, batch, steps, zoo);
+    if (!strcmp(which, "builtin"))
+        return 0;
     if (util_is_file(zoo))
         one("import", size, batch, steps, zoo);
     else

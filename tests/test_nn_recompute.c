@@ -10,6 +10,7 @@
  * most 55% of the memory. */
 #include "tests/t.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -212,9 +213,11 @@ TEST(nn_recompute_bn_left_to_its_readers_same_bits)
     nn_model *m = xform_graph(ids);
     T_REQUIRE(m != NULL);
     /* What each output becomes: the BNs read only by depthwise and 1x1 convs are left
-     * to them; one read by a 3x3 conv is replayed, as are the depthwise convs. */
+     * to them; one read by a 3x3 conv is replayed, as are the depthwise convs at
+     * stride 1; the one at stride 2 is kept (a quarter of its input, read whole to
+     * make it). */
     const int want[9] = { NN_READERS, NN_READERS, NN_READERS, NN_READERS, NN_REPLAYED,
-                          NN_READERS, NN_REPLAYED, NN_REPLAYED, NN_REPLAYED };
+                          NN_READERS, NN_REPLAYED, NN_KEPT, NN_REPLAYED };
     nn_ctx *c = ctx_with(m, 2, 1), *k = ctx_with(m, 2, 0);
     T_REQUIRE(c != NULL && k != NULL);
     for (int j = 0; j < 9; j++) {
@@ -263,4 +266,35 @@ TEST(nn_recompute_halves_mobilenetv2_training_memory)
     nn_ctx_free(keep);
     nn_ctx_free(re);
     nn_model_free(m);
+}
+
+/* A BN's output and what its readers compute of it (nn_xform) come from one function,
+ * whose AVX2 and portable forms must give the same bits, NaN, -0, 6 and infinities
+ * included, with a channel count that leaves a tail after the vectors. */
+TEST(nn_scale_shift_act_avx2_and_portable_same_bits)
+{
+    enum { ROWS = 7, C = 13 };
+    const float special[] = { 0.0f, -0.0f, 6.0f, -6.0f, 5.9999995f, 1e-40f, -1e-40f,
+                              3.4e38f, -3.4e38f, (float)INFINITY, -(float)INFINITY, NAN };
+    const int ns = (int)(sizeof special / sizeof *special);
+    float x[ROWS * C], a[C], b[C], y[2][ROWS * C];
+    fill(x, ROWS * C, 3, -8.0f, 8.0f);
+    fill(a, C, 4, -2.0f, 2.0f);
+    fill(b, C, 5, -1.0f, 1.0f);
+    for (int i = 0; i < ROWS * C; i += 3)
+        x[i] = special[(i / 3) % ns];
+    a[1] = 0.0f;
+    a[2] = 1.0f;
+    b[2] = 0.0f;
+    b[3] = -0.0f;
+    int bad = 0;
+    for (int act = NN_ACT_NONE; act <= NN_ACT_RELU6; act++) {
+        for (int portable = 0; portable < 2; portable++) {
+            nn_simd_force_portable(portable);
+            nn_scale_shift_act(ROWS, C, x, a, b, act, y[portable]);
+        }
+        bad += memcmp(y[0], y[1], sizeof y[0]) != 0;
+    }
+    nn_simd_force_portable(0);
+    T_CHECKF(bad == 0, "%d of 3 activations differ", bad);
 }
