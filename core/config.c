@@ -99,7 +99,7 @@ static const cfg_option OPTIONS[] = {
     { "shuffle-buffer", CFG_INT, F(shuffle_buffer), "2048", 0, 1 << 22, NULL, "N", "records in the shuffle buffer", NULL, ALL, 0, NULL },
     { "workers", CFG_INT, F(workers), "0", 0, 64, NULL, "N", "decode threads; 0 = automatic", NULL, ALL, 0, NULL },
     { "prefetch", CFG_INT, F(prefetch), "4", 1, 256, NULL, "N", "ready batches kept ahead", NULL, ALL, 0, NULL },
-    { "recompute", CFG_BOOL_AUTO, F(recompute), "auto", 0, 0, NULL, NULL, "training: recompute batch-norm and depthwise outputs in the backward instead of keeping them (about half the memory of a MobileNetV2, 5-20% slower; auto: when keeping them would take more than a quarter of the machine's memory)", NULL, ALL, 0, NULL },
+    { "recompute", CFG_BOOL_AUTO, F(recompute), "auto", 0, 0, NULL, NULL, "training: recompute batch-norm and depthwise outputs in the backward instead of keeping them (about half the memory of a MobileNetV2, about 5% slower; auto: when keeping them would take more than a quarter of the machine's memory)", NULL, ALL, 0, NULL },
     { "stop-on-data-error", CFG_BOOL, F(stop_on_data_error), "no", 0, 0, NULL, NULL, "stop at a bad record, not skip it", NULL, ALL, 0, NULL },
     { "overlap", CFG_BOOL_AUTO, F(overlap), "auto", 0, 0, NULL, NULL, "mpirun jobs: send gradients during the backward pass (--no-overlap: after it, each process stepping its slice of the optimizer; auto: overlap when the ranks span hosts)", NULL, ALL, 0, NULL },
     { "checkpoint-every", CFG_INT, F(checkpoint_every), "1", 1, RUN_MAX_EPOCHS, NULL, "N", "epochs between checkpoints", NULL, ALL, 0, NULL },

@@ -241,8 +241,9 @@ size_t nn_model_summary(const nn_model *m, char *buf, size_t size);
 
 /* Allocates every activation, gradient and workspace for batches of up to max_batch
  * examples; nothing is allocated later. m must be finalized. The outputs that are
- * cheap to recompute (BN, depthwise conv) are not kept for the backward but recomputed
- * there, bit for bit (nn_set_recompute, nn_ctx_mem_get). */
+ * cheap to recompute (BN, depthwise conv at stride 1) are not kept for the backward
+ * but recomputed there, bit for bit, a BN's by its readers as they load it where
+ * they can (nn_set_recompute, nn_ctx_keep, nn_ctx_mem_get). */
 nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e);
 /* nn_ctx_new() that asks stop(stop_ctx) between the chunks it first-touches (zeroing
  * gigabytes at a large image size takes seconds to a minute): when it answers nonzero,
@@ -251,7 +252,7 @@ typedef int (*nn_stop_fn)(void *stop_ctx);
 nn_ctx *nn_ctx_new_cancel(const nn_model *m, int max_batch, int recompute, nn_stop_fn stop,
                           void *stop_ctx, pt_err *e);
 /* recompute above: 1 recomputes the cheap outputs in the backward (about half the
- * memory of a MobileNetV2, 5-20% slower at 512 px: memory-bound passes), 0 keeps every
+ * memory of a MobileNetV2, about 5% slower at 512 px: memory-bound passes), 0 keeps every
  * output (nn_set_recompute's setting is only nn_ctx_new's). What a training context
  * keeping every output holds in activations, without building one: for choosing. */
 size_t nn_ctx_keep_all_bytes(const nn_model *m, int max_batch);
