@@ -8,13 +8,16 @@
  * in-place activated batch-norm, Rota Bulo et al. 2018, is the same idea). Those
  * "replayed" outputs live in the gradient arena: in the forward from the node to its
  * last reader; in the backward recomputed (replay) just before the first backward step
- * that reads them, and alive down to the last that does. An output no backward reads
- * (a BN or conv only an add reads) is only there in the forward ("transient"). The arena
- * is laid out once for each phase and is as large as the larger. Gradients of activations
- * are short-lived: the one of node i is written by its first reader's backward and
- * dead after node i's own backward, so they share one arena, laid out once from those
- * lifetimes (a first-fit placement, largest first). In a chain that needs about two of
- * the largest tensors instead of one per node.
+ * that reads them, and alive down to the last that does; a BN's output whose every
+ * reader can compute it as it loads it (nn_layer.takes_xform: depthwise and 1x1 convs)
+ * is not even replayed: those readers get it as an nn_xform of the BN's input
+ * (NN_READERS). An output no backward reads (a BN or conv only an add reads) is only
+ * there in the forward ("transient"). The arena is laid out once for each phase and
+ * is as large as the larger. Gradients of activations are short-lived: the one of
+ * node i is written by its first reader's backward and dead after node i's own
+ * backward, so they share one arena, laid out once from those lifetimes (a first-fit
+ * placement, largest first). In a chain that needs about two of the largest tensors
+ * instead of one per node.
  *
  * An inference context (nn_ctx_new_infer) has no gradient arena, no gradient array and
  * no dropout masks, and lays its activations out the same way as the gradients: a
