@@ -109,6 +109,20 @@ TEST(nn_recompute_mobilenetv2_same_bits)
     nn_model_free(m);
 }
 
+/* Finalizes m with output out, its parameters drawn from seed and running statistics
+ * that differ from a batch's (so a frozen BN is not a training one by accident);
+ * NULL, m freed, when it does not finalize. */
+static nn_model *finish(nn_model *m, int out, uint64_t seed)
+{
+    if (nn_model_finalize(m, out, NULL) != PT_OK) {
+        nn_model_free(m);
+        return NULL;
+    }
+    nn_model_init_params(m, seed);
+    fill(nn_buffers(m), nn_buffer_count(m), seed + 1, 0.5f, 1.5f);
+    return m;
+}
+
 /* in -> conv -> BN+ReLU -> (dw conv+ReLU6 -> conv -> BN) + that ReLU -> BN -> BN ->
  * (+ a 1x1 conv of it) -> dropout -> conv -> gap -> dense -> BN (the output). */
 static nn_model *odd_graph(int *bn_relu, int *dw, int *bn_add, int *conv_add, int *bn_drop,
@@ -133,13 +147,7 @@ static nn_model *odd_graph(int *bn_relu, int *dw, int *bn_add, int *conv_add, in
     int g = nn_gap(m, c);
     int fc = nn_dense(m, g, 4);
     *bn_out = nn_batchnorm(m, fc);
-    if (nn_model_finalize(m, *bn_out, NULL) != PT_OK) {
-        nn_model_free(m);
-        return NULL;
-    }
-    nn_model_init_params(m, 9);
-    fill(nn_buffers(m), nn_buffer_count(m), 8, 0.5f, 1.5f);
-    return m;
+    return finish(m, *bn_out, 9);
 }
 
 TEST(nn_recompute_odd_graph_same_bits)
@@ -197,14 +205,7 @@ static nn_model *xform_graph(int ids[9])
     ids[8] = nn_conv2d(m, r5, 96, 3, 3, 1, NN_PAD_SAME, 96, 1);
     ids[5] = nn_batchnorm(m, ids[8]);
     int p2 = nn_conv2d(m, ids[5], 16, 1, 1, 1, 0, 1, 0);
-    int out = nn_dense(m, nn_gap(m, nn_add(m, f, p2)), 4);
-    if (nn_model_finalize(m, out, NULL) != PT_OK) {
-        nn_model_free(m);
-        return NULL;
-    }
-    nn_model_init_params(m, 5);
-    fill(nn_buffers(m), nn_buffer_count(m), 6, 0.5f, 1.5f);
-    return m;
+    return finish(m, nn_dense(m, nn_gap(m, nn_add(m, f, p2)), 4), 5);
 }
 
 TEST(nn_recompute_bn_left_to_its_readers_same_bits)

@@ -628,30 +628,42 @@ static void band(const nn_conv_shape *s, const nn_xform *t, int img, int oy0, in
                        t->a, t->b, t->act, ws);
 }
 
-void nn_dw_fwd_xf(const nn_conv_shape *s, const nn_xform *t, const float *wt,
-                  const float *bias, int act, float *y, float *ws)
+/* What runs on each band: the forward into y, or the weight gradient of dz into dw. */
+typedef struct band_job {
+    const float *wt, *bias;
+    int act;
+    float *y;
+    const float *dz;
+    float *dw;
+} band_job;
+
+static void run_bands(const nn_conv_shape *s, const nn_xform *t, float *ws, const band_job *j)
 {
     const int ob = band_rows(s);
     const size_t orow = (size_t)s->ow * (size_t)s->cout;
     for (int img = 0; img < s->n; img++)
         for (int oy0 = 0; oy0 < s->oh; oy0 += ob) {
             const int oy1 = s->oh - oy0 < ob ? s->oh : oy0 + ob;
+            const size_t at = ((size_t)img * s->oh + oy0) * orow;
             nn_conv_shape b;
             band(s, t, img, oy0, oy1, ws, &b);
-            nn_dw_fwd(&b, ws, wt, bias, act, y + ((size_t)img * s->oh + oy0) * orow);
+            if (j->y)
+                nn_dw_fwd(&b, ws, j->wt, j->bias, j->act, j->y + at);
+            else
+                nn_dw_bwd_dw(&b, ws, j->dz + at, j->dw);
         }
+}
+
+void nn_dw_fwd_xf(const nn_conv_shape *s, const nn_xform *t, const float *wt,
+                  const float *bias, int act, float *y, float *ws)
+{
+    const band_job j = { wt, bias, act, y, NULL, NULL };
+    run_bands(s, t, ws, &j);
 }
 
 void nn_dw_bwd_dw_xf(const nn_conv_shape *s, const nn_xform *t, const float *dz, float *dw,
                      float *ws)
 {
-    const int ob = band_rows(s);
-    const size_t orow = (size_t)s->ow * (size_t)s->cout;
-    for (int img = 0; img < s->n; img++)
-        for (int oy0 = 0; oy0 < s->oh; oy0 += ob) {
-            const int oy1 = s->oh - oy0 < ob ? s->oh : oy0 + ob;
-            nn_conv_shape b;
-            band(s, t, img, oy0, oy1, ws, &b);
-            nn_dw_bwd_dw(&b, ws, dz + ((size_t)img * s->oh + oy0) * orow, dw);
-        }
+    const band_job j = { NULL, NULL, 0, NULL, dz, dw };
+    run_bands(s, t, ws, &j);
 }
