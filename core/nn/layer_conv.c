@@ -97,17 +97,17 @@ static void conv_backward(const nn_bwd *b)
                     through ? &xa : NULL, b->xf);
 }
 
-/* A depthwise conv is kh * kw multiply-adds per value, a small share of a step, and
- * its forward has no side effects: a training context recomputes its output in the
- * backward (conv_forward again) rather than keep it (nn_ctx.c). Only at stride 1: at
- * stride 2 the replay reads four times what it saves (a memory-bound pass; for the
- * built-in MobileNetV2 at 512 px, 4% of the memory, bench/RESULTS.md). */
 static int is_depthwise(const nn_model *m, const nn_node *nd)
 {
     const int cin = m->nodes[nd->in[0]].c;
     return nd->groups > 1 && nd->groups == cin && nd->groups == nd->c;
 }
 
+/* A depthwise conv is kh * kw multiply-adds per value, a small share of a step, and
+ * its forward has no side effects: a training context recomputes its output in the
+ * backward (conv_forward again) rather than keep it (nn_ctx.c). Only at stride 1: at
+ * stride 2 the replay reads four times what it saves (a memory-bound pass; for the
+ * built-in MobileNetV2 at 512 px, 3% of the memory, bench/RESULTS.md). */
 static int conv_replayable(const nn_model *m, const nn_node *nd)
 {
     return is_depthwise(m, nd) && nd->stride == 1;
