@@ -99,8 +99,9 @@ static void conv_backward(const nn_bwd *b)
 
 static int is_depthwise(const nn_model *m, const nn_node *nd)
 {
-    const int cin = m->nodes[nd->in[0]].c;
-    return nd->groups > 1 && nd->groups == cin && nd->groups == nd->c;
+    nn_conv_shape s;
+    nn_conv_shape_of(m, nd, 1, &s);
+    return nn_conv_is_depthwise(&s);
 }
 
 /* A depthwise conv is kh * kw multiply-adds per value, a small share of a step, and
@@ -113,18 +114,14 @@ static int conv_replayable(const nn_model *m, const nn_node *nd)
     return is_depthwise(m, nd) && nd->stride == 1;
 }
 
-static int is_pointwise(const nn_model *m, const nn_node *nd)
-{
-    const nn_node *in = &m->nodes[nd->in[0]];
-    return nd->kh == 1 && nd->kw == 1 && nd->stride == 1 && nd->pad_t == 0 &&
-           nd->pad_l == 0 && nd->h == in->h && nd->w == in->w;
-}
-
 /* The depthwise kernels and the 1x1 path compute an xform input a block of rows at a
- * time (nn_conv.c, nn_dw.c); im2col would need it whole. */
+ * time (nn_conv.c, nn_dw.c); im2col would need it whole. The shapes are nn_conv.c's
+ * own tests, so what takes an xform is what its backward routes to those paths. */
 static int conv_takes_xform(const nn_model *m, const nn_node *nd)
 {
-    return is_depthwise(m, nd) || is_pointwise(m, nd);
+    nn_conv_shape s;
+    nn_conv_shape_of(m, nd, 1, &s);
+    return nn_conv_is_depthwise(&s) || nn_conv_is_pointwise(&s);
 }
 
 /* Only for the mask of a fused activation. */

@@ -46,12 +46,12 @@
  * to the two products (1024 to 4096 rows measured alike, within the noise). */
 #define PW_CHUNK_ROWS 2048L
 
-static int is_depthwise(const nn_conv_shape *s)
+int nn_conv_is_depthwise(const nn_conv_shape *s)
 {
     return s->groups > 1 && s->groups == s->cin && s->groups == s->cout;
 }
 
-static int is_pointwise(const nn_conv_shape *s)
+int nn_conv_is_pointwise(const nn_conv_shape *s)
 {
     return s->kh == 1 && s->kw == 1 && s->stride == 1 && s->pt == 0 && s->pl == 0 &&
            s->oh == s->h && s->ow == s->w;
@@ -93,9 +93,9 @@ static int pw_gemm_dx(const nn_conv_shape *s)
 
 size_t nn_conv_ws_floats(const nn_conv_shape *s)
 {
-    if (is_depthwise(s))
+    if (nn_conv_is_depthwise(s))
         return 0;
-    if (is_pointwise(s))
+    if (nn_conv_is_pointwise(s))
         return s->groups == 1 && (long)s->cin * s->cout <= NN_GEMM_MAX_KN
                    ? (size_t)s->cin * (size_t)s->cout
                    : 0;
@@ -299,7 +299,7 @@ static size_t pw_xf_at(const nn_conv_shape *s)
 
 size_t nn_conv_ws_floats_xf(const nn_conv_shape *s)
 {
-    if (is_depthwise(s))
+    if (nn_conv_is_depthwise(s))
         return nn_dw_xf_floats(s);
     const long M = (long)s->n * s->oh * s->ow;
     return pw_xf_at(s) + (size_t)(M < PW_CHUNK_ROWS ? M : PW_CHUNK_ROWS) * (size_t)s->cin;
@@ -312,16 +312,16 @@ void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const 
 {
     const long M = (long)s->n * s->oh * s->ow;
     const int cig = s->cin / s->groups, cog = s->cout / s->groups;
-    if (is_depthwise(s)) {
+    if (nn_conv_is_depthwise(s)) {
         nn_dw_fwd(s, x, wt, bias, act, y);
         return;
     }
     const nn_gemm_out out = { 0, bias, act, NULL, 0, NULL };
-    if (is_pointwise(s) && s->groups == 1 && nn_gemm_fwd_ok(s->cin, s->cout)) {
+    if (nn_conv_is_pointwise(s) && s->groups == 1 && nn_gemm_fwd_ok(s->cin, s->cout)) {
         nn_gemm_nn(M, s->cout, s->cin, x, s->cin, wt, s->cout, y, s->cout, &out);
         return;
     }
-    if (is_pointwise(s)) {
+    if (nn_conv_is_pointwise(s)) {
         for (long m0 = 0; m0 < M; m0 += PW_CHUNK_ROWS) {
             const int mr = (int)(M - m0 < PW_CHUNK_ROWS ? M - m0 : PW_CHUNK_ROWS);
             for (int g = 0; g < s->groups; g++)
@@ -361,7 +361,7 @@ void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const 
         act = 0, db = NULL;
     if (!dx)
         xa = NULL;
-    if (is_depthwise(s)) {
+    if (nn_conv_is_depthwise(s)) {
         /* Image by image, so dz is still in cache for the two gradients. */
         nn_conv_shape one = *s;
         one.n = 1;
@@ -383,9 +383,9 @@ void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const 
         }
         return;
     }
-    if (dx && !dx_accum && !is_pointwise(s))
+    if (dx && !dx_accum && !nn_conv_is_pointwise(s))
         memset(dx, 0, (size_t)s->n * s->h * s->w * s->cin * sizeof *dx);
-    if (is_pointwise(s)) {
+    if (nn_conv_is_pointwise(s)) {
         /* nn_gemm for what it can do (by the shape of each product), sgemm for the
          * rest. */
         const int g_dw = dw && s->groups == 1 && nn_gemm_ok(s->cin, s->cout);

@@ -152,6 +152,10 @@ typedef struct nn_conv_shape {
 } nn_conv_shape;
 
 void nn_conv_shape_of(const nn_model *m, const nn_node *nd, int n, nn_conv_shape *s);
+/* The shapes with kernels of their own: depthwise (groups == cin == cout, nn_dw.c),
+ * and 1x1 at stride 1 without padding (row-chunked products). */
+int nn_conv_is_depthwise(const nn_conv_shape *s);
+int nn_conv_is_pointwise(const nn_conv_shape *s);
 /* Workspace floats the conv needs (0 for depthwise and stride-1 1x1). */
 size_t nn_conv_ws_floats(const nn_conv_shape *s);
 /* The same for a depthwise or 1x1 stride-1 conv whose input comes as an nn_xform. */
