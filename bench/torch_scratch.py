@@ -68,17 +68,48 @@ class ReplicaBatchNorm(nn.Module):
                                        self.eps) for p in parts])
 
 
+class Residual(nn.Module):
+    """petal-tui's `--residual yes` block: ResNet's basic block (He et al. 2016), two 3x3
+    convs with batch-norm and the block's input added before the last ReLU; a 1x1
+    conv with batch-norm on the shortcut where the channels or the stride change."""
+
+    def __init__(self, cin, cout, strided, bn):
+        super().__init__()
+        if strided:
+            self.conv1 = nn.Sequential(nn.ZeroPad2d((0, 1, 0, 1)),
+                                       nn.Conv2d(cin, cout, 3, stride=2, padding=0, bias=False))
+        else:
+            self.conv1 = nn.Conv2d(cin, cout, 3, padding=1, bias=False)
+        self.bn1, self.bn2 = bn(cout), bn(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.short = None
+        if strided or cin != cout:
+            self.short = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride=2 if strided else 1, bias=False), bn(cout))
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        return F.relu(y + (x if self.short is None else self.short(x)))
+
+
 class Small(nn.Module):
-    def __init__(self, widths, classes, dropout, replicas, init, bn_momentum, convs=1):
+    def __init__(self, widths, classes, dropout, replicas, init, bn_momentum, convs=1,
+                 residual=False):
         super().__init__()
         layers, cin = [], 3
+
+        def bn(c):
+            return ReplicaBatchNorm(c, replicas, momentum=1 - bn_momentum)
         for width in widths:
             if width == "a":  # an average-pool block: no conv, the channels pass through
                 layers.append(nn.AvgPool2d(2))
                 continue
             strided = width.endswith("s")
             cout = int(width.rstrip("s"))
-            for k in range(convs):
+            if residual:
+                layers.append(Residual(cin, cout, strided, bn))
+                cin = cout
+            for k in range(0 if residual else convs):
                 if strided and k == 0:
                     # petal-tui's (Keras's) "same" padding at stride 2: the extra row and
                     # column go at the bottom and right, not one on each side
@@ -86,8 +117,7 @@ class Small(nn.Module):
                                nn.Conv2d(cin, cout, 3, stride=2, padding=0, bias=False)]
                 else:
                     layers.append(nn.Conv2d(cin, cout, 3, padding=1, bias=False))
-                layers += [ReplicaBatchNorm(cout, replicas, momentum=1 - bn_momentum),
-                           nn.ReLU()]
+                layers += [bn(cout), nn.ReLU()]
                 cin = cout
             if not strided:
                 layers.append(nn.MaxPool2d(2))
@@ -118,6 +148,8 @@ def main():
                         "a: an average pool)")
     p.add_argument("--convs", type=int, default=1, choices=(1, 2),
                    help="3x3 convs per block, as petal-tui's --convs")
+    p.add_argument("--residual", action="store_true",
+                   help="each block a ResNet basic block, as petal-tui's --residual yes")
     p.add_argument("--init", default="he", choices=("he", "torch"))
     p.add_argument("--bn-momentum", type=float, default=0.99,
                    help="Keras's convention, as petal-tui's (PyTorch's momentum is 1 - M)")
@@ -159,16 +191,18 @@ def main():
           "--image-size %d "
           "--epochs %d --replicas %d --batch-per-replica %d --lr-start %g --lr-max %g "
           "--lr-end %g --warmup %g --schedule %s --dropout %g --label-smoothing %g "
-          "--weight-decay %g --ema %g --augment %s --seed %d"
+          "--weight-decay %g --ema %g --augment %s --seed %d%s"
           % (a.data, a.widths, a.convs, a.init, a.bn_momentum, a.size, a.epochs, a.replicas, a.batch_per_replica,
              a.lr_start, a.lr_max, a.lr_end, a.warmup, a.schedule, a.dropout,
-             a.label_smoothing, a.weight_decay, a.ema, aug, a.seed), flush=True)
+             a.label_smoothing, a.weight_decay, a.ema, aug, a.seed,
+             " --residual yes" if a.residual else ""), flush=True)
     if a.print_command:
         return
     xtr, ytr = tc.load_split(a.data, "train")
     xva, yva = tc.load_split(a.data, "val")
     classes = int(max(ytr.max(), yva.max())) + 1
-    model = Small(widths, classes, a.dropout, a.replicas, a.init, a.bn_momentum, a.convs)
+    model = Small(widths, classes, a.dropout, a.replicas, a.init, a.bn_momentum, a.convs,
+                  a.residual)
     print("torch %s, %d threads; %d train / %d val images, %d classes; %d parameters"
           % (torch.__version__, a.threads, len(ytr), len(yva), classes,
              sum(t.numel() for t in model.parameters())), flush=True)

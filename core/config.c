@@ -66,6 +66,7 @@ static const cfg_option OPTIONS[] = {
     { "width", CFG_NUM, F(width), "1", 0.1, 4.0, NULL, "W", "mobilenetv2 width multiplier", NULL, ALL, 0, NULL },
     { "widths", CFG_WIDTHS, F(widths), "auto", 0, 0, NULL, "auto|C,C,...", "small: channels of each conv block (one block per count; Cs: a strided block; a: a 2x2 average pool)", NULL, ALL, 0, NULL },
     { "convs", CFG_INT, F(convs), "1", 1, 2, NULL, "N", "small: 3x3 conv layers per block (2 = VGG's)", NULL, ALL, 0, NULL },
+    { "residual", CFG_BOOL, F(residual), "no", 0, 0, NULL, NULL, "small: each block ResNet's basic block (two 3x3 convs and a shortcut; --convs is not read)", NULL, ALL, 0, NULL },
     { "init", CFG_CHOICE, F(init), "torch", 0, 0, INITS, NULL, "weights from scratch: He-normal (Keras) or PyTorch's default", NULL, ALL, 0, NULL },
     { "bn-momentum", CFG_NUM, F(bn_momentum), "0.99", 0, 0.9999, NULL, "M", "batch-norm running statistics: M x old + (1 - M) x batch", NULL, ALL, 0, NULL },
     { "image-size", CFG_INT, F(image_size), "0", 0, 1024, NULL, "S", "model input side; 0 = the dataset's", NULL, ALL, 0, image_size_check },

@@ -48,6 +48,7 @@ typedef struct run_config {
     double width;               /* mobilenetv2 width multiplier */
     char widths[64];            /* small: channels per block, "32,64,128,256" */
     int convs;                  /* small: conv layers per block, 1 or 2 */
+    int residual;               /* small: ResNet basic blocks instead (convs not read) */
     run_init init;              /* how a net trained from scratch starts */
     double bn_momentum;         /* of BN's running statistics (Keras's convention) */
     int image_size;             /* model input side; 0 = the dataset's size */

@@ -14,6 +14,7 @@ static const char DEFAULT_TEXT[] =
     "width = 1\n"
     "widths = auto\n"
     "convs = 1\n"
+    "residual = no\n"
     "init = torch\n"
     "bn-momentum = 0.99\n"
     "image-size = 0\n"
@@ -59,6 +60,7 @@ static const char OTHER_TEXT[] =
     "width = 0.75\n"
     "widths = 16,32,64,128,256,512\n"
     "convs = 2\n"
+    "residual = yes\n"
     "init = he\n"
     "bn-momentum = 0.9\n"
     "image-size = 192\n"
@@ -109,6 +111,7 @@ static void other_config(run_config *c)
     c->width = 0.75;
     snprintf(c->widths, sizeof c->widths, "16,32,64,128,256,512");
     c->convs = 2;
+    c->residual = 1;
     c->init = RUN_INIT_HE;
     c->bn_momentum = 0.9;
     c->image_size = 192;

@@ -379,6 +379,41 @@ TEST(engine_builds_small_from_widths_convs_init_and_bn_momentum_and_resumes_it)
     T_CHECKF(strstr(snap.message, "checkpoint") != NULL, "%s", snap.message);
 }
 
+/* --residual yes reaches the net (ResNet basic blocks: two 3x3 convs, and a 1x1
+ * shortcut where the channels or the stride change), the run folder's config keeps it,
+ * and a resumed run rebuilds the same net from it. */
+TEST(engine_builds_small_residual_and_resumes_it)
+{
+    char out[4200], path[4300];
+    util_path(out, sizeof out, "%s/residual", t_tmpdir());
+    run_config c;
+    small_config(&c, out);
+    c.epochs = 1;
+    T_REQUIRE(cfg_set(&c, "widths", "8,16s", NULL) == PT_OK);
+    T_REQUIRE(cfg_set(&c, "residual", "yes", NULL) == PT_OK);
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
+    /* Block 1, 3->8: 3x3 convs 3->8 and 8->8, 1x1 shortcut 3->8, each with BN gamma +
+     * beta; block 2, 8->16 at stride 2: the same at 16; dense 16->4 + bias. */
+    const int params = 27 * 8 + 72 * 8 + 3 * 8 + 3 * 16 + 72 * 16 + 144 * 16 + 8 * 16 + 3 * 32 +
+                       16 * 4 + 4;
+    uint8_t *text;
+    size_t len;
+    char want[128];
+    util_path(path, sizeof path, "%s/log.txt", out);
+    T_REQUIRE(util_read_file(path, &text, &len, NULL) == PT_OK);
+    snprintf(want, sizeof want, "model small: %d parameters", params);
+    T_CHECKF(strstr((char *)text, want) != NULL, "no '%s' in\n%s", want, (char *)text);
+    free(text);
+    util_path(path, sizeof path, "%s/config", out);
+    T_REQUIRE(util_read_file(path, &text, &len, NULL) == PT_OK);
+    T_CHECK(strstr((char *)text, "residual = yes\n") != NULL);
+    free(text);
+    c.epochs = 2;
+    util_copy(c.resume, sizeof c.resume, out);
+    T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
+    T_EQ_INT(snap.history_n, 2);
+}
+
 TEST(engine_pause_resume_and_stop_from_another_thread)
 {
     if (t_slow_mode()) {

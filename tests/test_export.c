@@ -274,6 +274,8 @@ TEST(export_round_trip_small_widths)
         { "8s,16s,16", 16, 1 },   /* strided blocks ("same" pads at the bottom-right) */
         { "8,16", 16, 2 },        /* --convs 2 */
         { "auto", 32, 1 },        /* the default at 32 px */
+        /* --residual yes: 1x1 shortcuts at stride 1 and 2, an identity one, adds */
+        { "8,16s,16", 16, NN_SMALL_RESIDUAL },
     };
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         pt_err e;

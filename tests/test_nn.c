@@ -524,6 +524,37 @@ TEST(nn_small_widths_builds_the_net_it_names)
     T_CHECK(nn_build_small_widths(64, 64, 5, 0.2f, five, NULL, 0, 1, &e) == NULL && e.code == PT_EUSAGE);
 }
 
+/* --residual yes: each block ResNet's basic block, with the parameter count PyTorch's
+ * copy of the net has (bench/torch_scratch.py --residual prints 2,399,237 for
+ * a,32,64,128,256,256 and 5 classes), two 3x3 convs and an add a block, a 1x1 conv on
+ * each shortcut whose channels change and none on the one that keeps 256. */
+TEST(nn_small_residual_builds_basic_blocks)
+{
+    const int widths[] = { 0, 32, 64, 128, 256, 256 };
+    const int kinds[] = { NN_BLOCK_AVGPOOL, 0, 0, 0, 0, 0 };
+    pt_err e;
+    nn_model *m = nn_build_small_widths(128, 128, 5, 0.2f, widths, kinds, 6, NN_SMALL_RESIDUAL,
+                                        &e);
+    T_REQUIRE(m);
+    T_EQ_INT((long long)nn_param_count(m), 2399237);
+    int k3 = 0, k1 = 0, adds = 0, pools = 0;
+    for (int i = 0; i < nn_node_count(m); i++) {
+        nn_node_info ni;
+        nn_node_get(m, i, &ni);
+        k3 += ni.op == NN_OP_CONV && ni.kh == 3;
+        k1 += ni.op == NN_OP_CONV && ni.kh == 1;
+        adds += ni.op == NN_OP_ADD;
+        pools += ni.op == NN_OP_MAXPOOL;
+    }
+    T_EQ_INT(k3, 10);
+    T_EQ_INT(k1, 4);
+    T_EQ_INT(adds, 5);
+    T_EQ_INT(pools, 5);
+    nn_model_free(m);
+    T_CHECK(nn_build_small_widths(64, 64, 5, 0.2f, widths + 1, NULL, 5, NN_SMALL_RESIDUAL + 1,
+                                  &e) == NULL && e.code == PT_EUSAGE);
+}
+
 /* A strided block (--widths 16s,...): a stride-2 convolution in place of its max-pool,
  * with Keras's "same" padding (the extra row and column at the bottom and right). */
 TEST(nn_small_strided_block_halves_with_its_convolution)

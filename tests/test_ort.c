@@ -765,6 +765,12 @@ TEST(onnxruntime_live_small)
     check_live("small 16,a,32s", "--image-size 32 --widths 16,a,32s --epochs 4", 1);
 }
 
+TEST(onnxruntime_live_small_residual)
+{
+    check_live("small 8,a,16s,16 residual",
+               "--image-size 32 --widths 8,a,16s,16 --residual yes --epochs 2", 1);
+}
+
 TEST(onnxruntime_live_mobilenetv2)
 {
     check_live("mobilenetv2 0.35", "--image-size 32 --model mobilenetv2 --width 0.35 --epochs 2",

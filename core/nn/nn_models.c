@@ -50,13 +50,26 @@ static nn_model *start(int h, int w, int n_classes, int min_hw, int *x, pt_err *
     return m;
 }
 
+/* ResNet's basic block: the shortcut's 1x1 conv where the channels or the stride change
+ * (its "same" padding is none at stride 1 and 2 on even sides, as PyTorch's). */
+static int basic_block(nn_model *m, int x, int cin, int cout, int stride)
+{
+    int y = nn_conv2d(m, x, cout, 3, 3, stride, NN_PAD_SAME, 1, 0);
+    y = nn_relu(m, nn_batchnorm(m, y));
+    y = nn_batchnorm(m, nn_conv2d(m, y, cout, 3, 3, 1, NN_PAD_SAME, 1, 0));
+    if (stride != 1 || cin != cout)
+        x = nn_batchnorm(m, nn_conv2d(m, x, cout, 1, 1, stride, NN_PAD_SAME, 1, 0));
+    return nn_relu(m, nn_add(m, x, y));
+}
+
 nn_model *nn_build_small_widths(int h, int w, int n_classes, float dropout, const int *widths,
                                 const int *strided, int n_blocks, int convs_per_block,
                                 pt_err *e)
 {
-    if (convs_per_block < 1 || convs_per_block > 2) {
+    if (convs_per_block < 1 || convs_per_block > NN_SMALL_RESIDUAL) {
         err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                "nn: small takes 1 or 2 convs per block, not %d", convs_per_block);
+                "nn: small takes 1 or 2 convs per block or residual blocks, not %d",
+                convs_per_block);
         return NULL;
     }
     if (n_blocks < 1 || n_blocks > NN_SMALL_MAX_BLOCKS) {
@@ -78,7 +91,7 @@ nn_model *nn_build_small_widths(int h, int w, int n_classes, float dropout, cons
             return NULL;
         }
     }
-    int x;
+    int x, c = 3;
     nn_model *m = start(h, w, n_classes, 1 << n_blocks, &x, e);
     if (!m)
         return NULL;
@@ -88,12 +101,15 @@ nn_model *nn_build_small_widths(int h, int w, int n_classes, float dropout, cons
             x = nn_avgpool(m, x, 2, 2, 0);
             continue;
         }
-        for (int k = 0; k < convs_per_block; k++) {
+        if (convs_per_block == NN_SMALL_RESIDUAL)
+            x = basic_block(m, x, c, widths[b], kind == NN_BLOCK_STRIDED ? 2 : 1);
+        for (int k = 0; convs_per_block != NN_SMALL_RESIDUAL && k < convs_per_block; k++) {
             int stride = kind == NN_BLOCK_STRIDED && k == 0 ? 2 : 1;
             x = nn_conv2d(m, x, widths[b], 3, 3, stride, NN_PAD_SAME, 1, 0);
             x = nn_batchnorm(m, x);
             x = nn_relu(m, x);
         }
+        c = widths[b];
         if (kind == NN_BLOCK_POOL)
             x = nn_maxpool(m, x, 2, 2, 0);
     }

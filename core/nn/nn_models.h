@@ -35,8 +35,13 @@ nn_model *nn_build_small_ex(int h, int w, int n_classes, float dropout, int conv
  * the map: NN_BLOCK_POOL, its convolutions then a 2x2 max-pool; NN_BLOCK_STRIDED, a
  * stride-2 first convolution ("same" padding: the extra row and column at the bottom
  * and right) and no max-pool; NN_BLOCK_AVGPOOL, no convolution at all, only a 2x2
- * average pool (its widths[b] is not read; the channels pass through). */
+ * average pool (its widths[b] is not read; the channels pass through).
+ * convs_per_block 1 or 2 gives that many 3x3 conv -> BN -> ReLU a block;
+ * NN_SMALL_RESIDUAL gives each block ResNet's basic block (He et al. 2016) instead:
+ * 3x3 conv -> BN -> ReLU -> 3x3 conv -> BN, plus the block's input (through a 1x1
+ * conv -> BN where the channels or the stride change), then ReLU (--residual yes). */
 enum { NN_BLOCK_POOL = 0, NN_BLOCK_STRIDED = 1, NN_BLOCK_AVGPOOL = 2 };
+#define NN_SMALL_RESIDUAL 3
 #define NN_SMALL_MAX_BLOCKS 8
 #define NN_SMALL_MAX_WIDTH 4096
 nn_model *nn_build_small_widths(int h, int w, int n_classes, float dropout, const int *widths,

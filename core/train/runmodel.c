@@ -208,7 +208,7 @@ nn_model *rm_build_net(const run_config *cfg, int img, int k, nn_import_info *in
         if (n < 0)
             return NULL;
         return nn_build_small_widths(img, img, k, (float)cfg->dropout, widths, strided, n,
-                                     cfg->convs, e);
+                                     cfg->residual ? NN_SMALL_RESIDUAL : cfg->convs, e);
     }
     if (!strcmp(cfg->model, "mobilenetv2"))
         return nn_build_mobilenetv2(img, img, k, (float)cfg->width, (float)cfg->dropout, e);
