@@ -75,6 +75,8 @@ def main():
     p.add_argument("--ema", type=float, default=0.99,
                    help="validate on the moving average of the weights, decay "
                         "min(EMA, (1+t)/(10+t)) after update t, as petal-tui's --ema (0: off)")
+    p.add_argument("--backbone-bn", default="train", choices=("train", "frozen"),
+                   help="a float backbone's batch-norm: trained, or kept as imported")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--channels-last", type=int, default=0)
     p.add_argument("--seed", type=int, default=42)
@@ -94,8 +96,8 @@ def main():
              a.lr_start, a.lr_max, a.lr_end, a.warmup, a.schedule, a.dropout,
              a.label_smoothing, a.weight_decay, a.input_norm, a.ema, a.batch // a.replicas,
              a.seed, a.flip, a.crop_scale,
-             ",mixup:%g:alpha=%g" % (a.mixup, a.mixup_alpha) if a.mixup > 0 else ""),
-          flush=True)
+             ",mixup:%g:alpha=%g" % (a.mixup, a.mixup_alpha) if a.mixup > 0 else "")
+          + (" --backbone-bn frozen" if a.backbone_bn == "frozen" else ""), flush=True)
     if a.print_command:
         return
     t0 = time.time()
@@ -106,7 +108,7 @@ def main():
         model = tc.ZooMobileNetV2(a.model, classes, a.dropout)
     else:
         model = torch_onnx.OnnxBackbone(a.model, classes, a.dropout, a.bn_momentum,
-                                        a.batch // a.replicas)
+                                        a.batch // a.replicas, a.backbone_bn == "frozen")
     fmt = torch.channels_last if a.channels_last else torch.contiguous_format
     model = model.to(memory_format=fmt)
     print("torch %s, %d threads, %s; %d train / %d val images, %d classes; %d parameters; "

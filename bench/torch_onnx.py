@@ -18,7 +18,10 @@ Batch-norm as petal-tui trains it (core/nn/layer_bn.c, nn_model_update_bn):
   (`update_bn()`), by the node's momentum towards the mean over the slices of the
   batch mean and unbiased variance;
 - a frozen backbone (`set_frozen(True)`) and eval mode use the running statistics,
-  as Keras does with trainable=False.
+  as Keras does with trainable=False;
+- `bn_frozen` (petal-tui's --backbone-bn frozen, torchvision's FrozenBatchNorm2d):
+  the batch-norm keeps its running statistics, gamma and beta in training too, while
+  the convolutions learn.
 
 Input: N x 3 x H x W pixels in the convention the graph takes (the caller scales;
 [-1, 1] for a Keras MobileNet, petal-tui's `--input-norm tf`). An NHWC graph input
@@ -33,7 +36,7 @@ CLASSIFIER_OPS = ("Flatten", "Reshape", "Gemm", "MatMul")
 
 
 class OnnxBackbone(nn.Module):
-    def __init__(self, path, classes, dropout=0.2, bn_momentum=None, ghost=0):
+    def __init__(self, path, classes, dropout=0.2, bn_momentum=None, ghost=0, bn_frozen=False):
         super().__init__()
         import onnx
         from onnx import numpy_helper
@@ -41,7 +44,7 @@ class OnnxBackbone(nn.Module):
         init = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()) for t in g.initializer}
         self.weights = nn.ParameterList()
         self.ops, self.bn = [], []  # bn: (gamma, beta index, mean, var buffer names, eps, mom)
-        self.ghost, self.frozen = ghost, False
+        self.ghost, self.frozen, self.bn_frozen = ghost, False, bn_frozen
         self._records = []
         inputs = [i for i in g.input if i.name not in init]
         self.input = inputs[0].name
@@ -117,11 +120,15 @@ class OnnxBackbone(nn.Module):
         self.frozen = frozen
         for w in self.weights:
             w.requires_grad_(not frozen)
+        if self.bn_frozen:
+            for g, b, _, _ in self.bn:
+                self.weights[g].requires_grad_(False)
+                self.weights[b].requires_grad_(False)
 
     def _bn(self, x, k):
         g, b, eps, _ = self.bn[k]
         rm, rv = getattr(self, "bn_mean_%d" % k), getattr(self, "bn_var_%d" % k)
-        if not self.training or self.frozen:
+        if not self.training or self.frozen or self.bn_frozen:
             return F.batch_norm(x, rm, rv, self.weights[g], self.weights[b], False, 0.0, eps)
         # With momentum 1 the "running" pair receives this batch's mean and unbiased
         # variance: the record, from the same pass.
@@ -161,8 +168,9 @@ class OnnxBackbone(nn.Module):
 
     def features(self, x):
         """The backbone's output (N x C): eval mode gives what ONNX Runtime gives."""
-        if not self.training or self.frozen or not self.ghost or x.shape[0] <= self.ghost:
-            if self.training and not self.frozen and not self._records:
+        still = self.frozen or self.bn_frozen
+        if not self.training or still or not self.ghost or x.shape[0] <= self.ghost:
+            if self.training and not still and not self._records:
                 self._records = [[] for _ in self.bn]
             return self._features(x)
         if not self._records:
