@@ -335,13 +335,32 @@ TEST(engine_tta_flip_validates_images_and_their_mirrors)
     train_with_and_without(t_tmpdir(), tta_flip, flip, none, sizeof flip);
 }
 
+/* The run folder in out says what was built: its log the parameter count, its config
+ * each of the lines in want (NULL-terminated). */
+static void check_small_run_files(const char *out, int params, const char *const *want)
+{
+    char path[4300], line[128];
+    uint8_t *text;
+    size_t len;
+    util_path(path, sizeof path, "%s/log.txt", out);
+    T_REQUIRE(util_read_file(path, &text, &len, NULL) == PT_OK);
+    snprintf(line, sizeof line, "model small: %d parameters", params);
+    T_CHECKF(strstr((char *)text, line) != NULL, "no '%s' in\n%s", line, (char *)text);
+    free(text);
+    util_path(path, sizeof path, "%s/config", out);
+    T_REQUIRE(util_read_file(path, &text, &len, NULL) == PT_OK);
+    for (int i = 0; want[i]; i++)
+        T_CHECKF(strstr((char *)text, want[i]) != NULL, "no '%s' in the config", want[i]);
+    free(text);
+}
+
 /* --widths, --convs, --init and --bn-momentum reach the net: the parameter count is the one
  * the widths give, the run folder's config keeps them, and a resumed run rebuilds the
  * same net from it (its checkpoint would not load into another). */
 TEST(engine_builds_small_from_widths_convs_init_and_bn_momentum_and_resumes_it)
 {
     const char *dir = t_tmpdir();
-    char out[4200], path[4300];
+    char out[4200];
     util_path(out, sizeof out, "%s/widths", dir);
     run_config c;
     small_config(&c, out);
@@ -354,19 +373,9 @@ TEST(engine_builds_small_from_widths_convs_init_and_bn_momentum_and_resumes_it)
     /* Two 3x3 convs per block without bias, each with BN gamma + beta: 3->8, 8->8,
      * 8->16, 16->16, 16->16, 16->16; then dense 16->4 + bias. */
     const int params = 27 * 8 + 16 + 72 * 8 + 16 + 72 * 16 + 32 + 3 * (144 * 16 + 32) + 16 * 4 + 4;
-    uint8_t *text;
-    size_t len;
-    char want[128];
-    util_path(path, sizeof path, "%s/log.txt", out);
-    T_REQUIRE(util_read_file(path, &text, &len, NULL) == PT_OK);
-    snprintf(want, sizeof want, "model small: %d parameters", params);
-    T_CHECKF(strstr((char *)text, want) != NULL, "no '%s' in\n%s", want, (char *)text);
-    free(text);
-    util_path(path, sizeof path, "%s/config", out);
-    T_REQUIRE(util_read_file(path, &text, &len, NULL) == PT_OK);
-    T_CHECK(strstr((char *)text, "widths = 8,16,16\n") && strstr((char *)text, "init = torch\n") &&
-            strstr((char *)text, "bn-momentum = 0.9\n") && strstr((char *)text, "convs = 2\n"));
-    free(text);
+    static const char *const want[] = { "widths = 8,16,16\n", "init = torch\n",
+                                        "bn-momentum = 0.9\n", "convs = 2\n", NULL };
+    check_small_run_files(out, params, want);
     c.epochs = 2;
     util_copy(c.resume, sizeof c.resume, out);
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
@@ -384,7 +393,7 @@ TEST(engine_builds_small_from_widths_convs_init_and_bn_momentum_and_resumes_it)
  * and a resumed run rebuilds the same net from it. */
 TEST(engine_builds_small_residual_and_resumes_it)
 {
-    char out[4200], path[4300];
+    char out[4200];
     util_path(out, sizeof out, "%s/residual", t_tmpdir());
     run_config c;
     small_config(&c, out);
@@ -396,18 +405,8 @@ TEST(engine_builds_small_residual_and_resumes_it)
      * beta; block 2, 8->16 at stride 2: the same at 16; dense 16->4 + bias. */
     const int params = 27 * 8 + 72 * 8 + 3 * 8 + 3 * 16 + 72 * 16 + 144 * 16 + 8 * 16 + 3 * 32 +
                        16 * 4 + 4;
-    uint8_t *text;
-    size_t len;
-    char want[128];
-    util_path(path, sizeof path, "%s/log.txt", out);
-    T_REQUIRE(util_read_file(path, &text, &len, NULL) == PT_OK);
-    snprintf(want, sizeof want, "model small: %d parameters", params);
-    T_CHECKF(strstr((char *)text, want) != NULL, "no '%s' in\n%s", want, (char *)text);
-    free(text);
-    util_path(path, sizeof path, "%s/config", out);
-    T_REQUIRE(util_read_file(path, &text, &len, NULL) == PT_OK);
-    T_CHECK(strstr((char *)text, "residual = yes\n") != NULL);
-    free(text);
+    static const char *const want[] = { "residual = yes\n", NULL };
+    check_small_run_files(out, params, want);
     c.epochs = 2;
     util_copy(c.resume, sizeof c.resume, out);
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);

@@ -537,19 +537,31 @@ TEST(nn_small_residual_builds_basic_blocks)
                                         &e);
     T_REQUIRE(m);
     T_EQ_INT((long long)nn_param_count(m), 2399237);
-    int k3 = 0, k1 = 0, adds = 0, pools = 0;
+    int k3 = 0, k1 = 0, adds = 0, pools = 0, relus = 0, relus_after_add = 0;
     for (int i = 0; i < nn_node_count(m); i++) {
-        nn_node_info ni;
+        nn_node_info ni, in;
         nn_node_get(m, i, &ni);
         k3 += ni.op == NN_OP_CONV && ni.kh == 3;
         k1 += ni.op == NN_OP_CONV && ni.kh == 1;
         adds += ni.op == NN_OP_ADD;
         pools += ni.op == NN_OP_MAXPOOL;
+        relus += ni.op == NN_OP_RELU;
+        /* Each block's last ReLU after its add; the add's operands the residual branch's
+         * BN and the shortcut's: a BN, or the previous block's max-pool itself. */
+        if (ni.op == NN_OP_RELU && nn_node_get(m, ni.in[0], &in) == PT_OK && in.op == NN_OP_ADD) {
+            nn_node_info a, b;
+            nn_node_get(m, in.in[0], &a);
+            nn_node_get(m, in.in[1], &b);
+            T_CHECK(b.op == NN_OP_BN && (a.op == NN_OP_BN || a.op == NN_OP_MAXPOOL));
+            relus_after_add++;
+        }
     }
     T_EQ_INT(k3, 10);
     T_EQ_INT(k1, 4);
     T_EQ_INT(adds, 5);
     T_EQ_INT(pools, 5);
+    T_EQ_INT(relus, 10);
+    T_EQ_INT(relus_after_add, 5);
     nn_model_free(m);
     T_CHECK(nn_build_small_widths(64, 64, 5, 0.2f, widths + 1, NULL, 5, NN_SMALL_RESIDUAL + 1,
                                   &e) == NULL && e.code == PT_EUSAGE);
