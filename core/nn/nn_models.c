@@ -50,6 +50,17 @@ static nn_model *start(int h, int w, int n_classes, int min_hw, int *x, pt_err *
     return m;
 }
 
+/* convs x (3x3 conv -> BN -> ReLU), the first at the block's stride. */
+static int plain_block(nn_model *m, int x, int cout, int stride, int convs)
+{
+    for (int k = 0; k < convs; k++) {
+        x = nn_conv2d(m, x, cout, 3, 3, k == 0 ? stride : 1, NN_PAD_SAME, 1, 0);
+        x = nn_batchnorm(m, x);
+        x = nn_relu(m, x);
+    }
+    return x;
+}
+
 /* ResNet's basic block: the shortcut's 1x1 conv where the channels or the stride change
  * (its "same" padding is none at stride 1 and 2 on even sides, as PyTorch's). */
 static int basic_block(nn_model *m, int x, int cin, int cout, int stride)
@@ -101,14 +112,11 @@ nn_model *nn_build_small_widths(int h, int w, int n_classes, float dropout, cons
             x = nn_avgpool(m, x, 2, 2, 0);
             continue;
         }
+        int stride = kind == NN_BLOCK_STRIDED ? 2 : 1;
         if (convs_per_block == NN_SMALL_RESIDUAL)
-            x = basic_block(m, x, c, widths[b], kind == NN_BLOCK_STRIDED ? 2 : 1);
-        for (int k = 0; convs_per_block != NN_SMALL_RESIDUAL && k < convs_per_block; k++) {
-            int stride = kind == NN_BLOCK_STRIDED && k == 0 ? 2 : 1;
-            x = nn_conv2d(m, x, widths[b], 3, 3, stride, NN_PAD_SAME, 1, 0);
-            x = nn_batchnorm(m, x);
-            x = nn_relu(m, x);
-        }
+            x = basic_block(m, x, c, widths[b], stride);
+        else
+            x = plain_block(m, x, widths[b], stride, convs_per_block);
         c = widths[b];
         if (kind == NN_BLOCK_POOL)
             x = nn_maxpool(m, x, 2, 2, 0);
