@@ -538,4 +538,17 @@ TEST(cli_openblas_runs_the_kernels_the_cpu_can)
     T_EQ_INT(run(&out, "OPENBLAS_CORETYPE=Prescott %s --version", NULL, NULL), 0);
     T_CHECKF(strstr(out, "OpenBLAS kernels: Prescott (OPENBLAS_CORETYPE)") != NULL, "%s", out);
     free(out);
+    /* The same under another name: a binary installed as something else (not run by
+     * another program, as valgrind runs it) is still restarted with the CPU's kernels. */
+    char copy[4200], cmd[8600];
+    util_path(copy, sizeof copy, "%s/flowers", t_tmpdir());
+    T_EQ_INT(run(&out, "cp '%s' '%s'", copy, NULL), 0);
+    free(out);
+    util_path(cmd, sizeof cmd, "'%s' --version", copy);
+    T_EQ_INT(t_run(cmd, &out), 0);
+    k = strstr(out, "OpenBLAS kernels: ");
+    T_REQUIRE(k != NULL);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        T_CHECKF(strncmp(k + 18, "Prescott", 8) != 0, "%s", out);
+    free(out);
 }
