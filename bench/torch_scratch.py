@@ -68,6 +68,15 @@ class ReplicaBatchNorm(nn.Module):
                                        self.eps) for p in parts])
 
 
+def conv3x3(cin, cout, strided):
+    """A 3x3 conv without bias, as petal-tui's: at stride 2 with its (Keras's) "same"
+    padding, the extra row and column at the bottom and right, not one on each side."""
+    if strided:
+        return [nn.ZeroPad2d((0, 1, 0, 1)),
+                nn.Conv2d(cin, cout, 3, stride=2, padding=0, bias=False)]
+    return [nn.Conv2d(cin, cout, 3, padding=1, bias=False)]
+
+
 class Residual(nn.Module):
     """petal-tui's `--residual yes` block: ResNet's basic block (He et al. 2016), two 3x3
     convs with batch-norm and the block's input added before the last ReLU; a 1x1
@@ -75,11 +84,7 @@ class Residual(nn.Module):
 
     def __init__(self, cin, cout, strided, bn):
         super().__init__()
-        if strided:
-            self.conv1 = nn.Sequential(nn.ZeroPad2d((0, 1, 0, 1)),
-                                       nn.Conv2d(cin, cout, 3, stride=2, padding=0, bias=False))
-        else:
-            self.conv1 = nn.Conv2d(cin, cout, 3, padding=1, bias=False)
+        self.conv1 = nn.Sequential(*conv3x3(cin, cout, strided))
         self.bn1, self.bn2 = bn(cout), bn(cout)
         self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
         self.short = None
@@ -108,17 +113,11 @@ class Small(nn.Module):
             cout = int(width.rstrip("s"))
             if residual:
                 layers.append(Residual(cin, cout, strided, bn))
-                cin = cout
-            for k in range(0 if residual else convs):
-                if strided and k == 0:
-                    # petal-tui's (Keras's) "same" padding at stride 2: the extra row and
-                    # column go at the bottom and right, not one on each side
-                    layers += [nn.ZeroPad2d((0, 1, 0, 1)),
-                               nn.Conv2d(cin, cout, 3, stride=2, padding=0, bias=False)]
-                else:
-                    layers.append(nn.Conv2d(cin, cout, 3, padding=1, bias=False))
-                layers += [bn(cout), nn.ReLU()]
-                cin = cout
+            else:
+                for k in range(convs):
+                    layers += conv3x3(cin if k == 0 else cout, cout, strided and k == 0)
+                    layers += [bn(cout), nn.ReLU()]
+            cin = cout
             if not strided:
                 layers.append(nn.MaxPool2d(2))
         self.features = nn.Sequential(*layers)
