@@ -285,7 +285,10 @@ TEST(export_round_trip_small_widths)
             continue;
         randomize(m, 7 + i);
         char what[64];
-        snprintf(what, sizeof what, "small %s --convs %d", forms[i].widths, forms[i].convs);
+        if (forms[i].convs == NN_SMALL_RESIDUAL)
+            snprintf(what, sizeof what, "small %s --residual yes", forms[i].widths);
+        else
+            snprintf(what, sizeof what, "small %s --convs %d", forms[i].widths, forms[i].convs);
         round_trip(what, m, NULL);
         nn_model_free(m);
     }
