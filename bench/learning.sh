@@ -12,18 +12,49 @@
 #   SIDES=petal bench/learning.sh ...     one side only (petal or torch)
 #   TARGETS="0.75 0.80" bench/learning.sh ...   the F1s the table times (default 0.75 0.80)
 #
+# Without --data it makes (once) and uses the benchmark of record's shards of
+# $PT_SHARED_DATA/flower-jpegs-320 (default ../shared/data): `petal-tui shards ... --size N
+# --val 0.2` in $PT_BENCH_DATA/flowers320-N (default build/bench-data), N the smallest of
+# 128, 192 and 256 at least --size (default 128); it skips (status 0) without the photos,
+# and without /usr/bin/python3's torch, which both twins need.
+#
 # Each log ends with "wall_s S": the seconds from the command's start to its exit, so
 # the table's times count start-up and decoding too. Takes long (RESULTS.md gives each
 # recipe's minutes); run it alone on the machine: PyTorch slows down badly beside
 # another process, and both sides' times are compared.
 set -eu
-[ $# -ge 2 ] || { sed -n '2,19p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,25p' "$0"; exit 2; }
 out=$1 seeds=$2
 shift 2
 here=$(dirname "$0")
 petal=${PETAL:-$here/../build/petal-tui}
 twin=$here/torch_${TWIN:-scratch}.py
 sides=${SIDES:-"petal torch"}
+if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    echo "learning: skipped: /usr/bin/python3 has no torch (Debian 12: apt-get install python3-torch)"
+    exit 0
+fi
+size=128 data=
+prev=
+for a in "$@"; do
+    case $prev in
+    --size) size=$a ;;
+    --data) data=$a ;;
+    esac
+    prev=$a
+done
+if [ -z "$data" ]; then
+    photos=${PT_SHARED_DATA:-$here/../../shared/data}/flower-jpegs-320
+    if [ ! -d "$photos" ]; then
+        echo "learning: skipped: no $photos (the photos of the benchmark of record)"
+        exit 0
+    fi
+    n=$size
+    for c in 256 192 128; do if [ "$size" -le $c ]; then n=$c; fi; done
+    data=${PT_BENCH_DATA:-$here/../build/bench-data}/flowers320-$n
+    [ -d "$data" ] || "$petal" shards "$photos" "$data" --size "$n" --val 0.2 || exit 1
+    set -- --data "$data" "$@"
+fi
 mkdir -p "$out"
 now() { date +%s.%N; }
 # A finished log is kept: run the command again to add seeds or finish an interrupted set.
