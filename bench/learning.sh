@@ -52,7 +52,12 @@ if [ -z "$data" ]; then
     n=$size
     for c in 256 192 128; do if [ "$size" -le $c ]; then n=$c; fi; done
     data=${PT_BENCH_DATA:-$here/../build/bench-data}/flowers320-$n
-    [ -d "$data" ] || "$petal" shards "$photos" "$data" --size "$n" --val 0.2 || exit 1
+    if [ ! -d "$data" ]; then
+        # Made beside and renamed: a run stopped half-way leaves no folder taken for whole.
+        rm -rf "$data.part"
+        "$petal" shards "$photos" "$data.part" --size "$n" --val 0.2
+        mv "$data.part" "$data"
+    fi
     set -- --data "$data" "$@"
 fi
 mkdir -p "$out"
