@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "data/grid.h"
+#include "picture/grid.h"
 #include "engine.h"
 #include "io/png.h"
 #include "src/cli.h"

@@ -9,7 +9,7 @@
 #include "base/rng.h"
 #include "data/augment.h"
 #include "data/batch.h"
-#include "data/grid.h"
+#include "picture/grid.h"
 
 /* Random bytes, so any misplaced pixel shows. */
 static void fill_random(uint8_t *p, size_t n, uint64_t seed)

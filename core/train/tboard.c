@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "data/grid.h"
+#include "picture/grid.h"
 #include "train/runfolder.h"
 
 enum { PREVIEW_IMAGES = 8 };

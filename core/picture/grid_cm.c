@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "data/grid.h"
+#include "picture/grid.h"
 
 enum { CM_MARGIN = 8, CM_PAD = 4, CM_SIDE = 560, CM_NAME_CHARS = 14 };
 

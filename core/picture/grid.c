@@ -1,4 +1,4 @@
-#include "data/grid.h"
+#include "picture/grid.h"
 
 #include <stdlib.h>
 #include <string.h>
