@@ -15,7 +15,7 @@
 
 #include "base/util.h"
 #include "ui/chart.h"
-#include "ui/config.h"
+#include "ui/settings.h"
 #include "ui/draw.h"
 #include "ui/inspect.h"
 #include "ui/keys.h"
@@ -1511,7 +1511,7 @@ TEST(ui_log_keeps_long_lines_whole_and_marks_a_cut)
 
 /* The configure dialog: the settings in the order users know, their values as the
  * run folder's config writes them, an edit checked by the options' own parser. */
-TEST(ui_config_dialog_order_values_and_edits)
+TEST(ui_settings_dialog_order_values_and_edits)
 {
     static const char *const order[] = {
         "model", "replicas", "batch-per-replica", "grad-acc", "epochs", "lr-start", "lr-max",
@@ -1529,9 +1529,9 @@ TEST(ui_config_dialog_order_values_and_edits)
     cfg_defaults(&cfg);
     snprintf(cfg.out, sizeof cfg.out, "runs/mine");
     cfg.oversample = -1;
-    ui_config *d = calloc(1, sizeof *d);
+    ui_settings *d = calloc(1, sizeof *d);
     T_REQUIRE(d != NULL);
-    ui_config_open(d, &cfg);
+    ui_settings_open(d, &cfg);
     T_EQ_INT(d->n_opt, (int)n_order);
     for (size_t i = 0; i < n_order && i < (size_t)d->n_opt; i++)
         T_EQ_STR(d->opt[i]->name, order[i]);
@@ -1543,23 +1543,23 @@ TEST(ui_config_dialog_order_values_and_edits)
     };
     char v[600];
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
-        ui_config_value(d, values[i][0], v, sizeof v);
+        ui_settings_value(d, values[i][0], v, sizeof v);
         T_EQ_STR(v, values[i][1]);
     }
 
     /* Edit epochs (the fifth row): a bad value stays with the message, a good one sets. */
     for (int i = 0; i < 4; i++)
-        ui_config_key(d, KEY_DOWN);
-    ui_config_key(d, '\n');
+        ui_settings_key(d, KEY_DOWN);
+    ui_settings_key(d, '\n');
     T_EQ_STR(d->edit, "10");
-    ui_config_key(d, KEY_BACKSPACE);
-    ui_config_key(d, KEY_BACKSPACE);
-    ui_config_key(d, '0');
-    ui_config_key(d, '\n');
+    ui_settings_key(d, KEY_BACKSPACE);
+    ui_settings_key(d, KEY_BACKSPACE);
+    ui_settings_key(d, '0');
+    ui_settings_key(d, '\n');
     T_CHECK(d->editing && strstr(d->error, "epochs wants a whole number from 1") != NULL);
-    ui_config_key(d, ('u' & 0x1f));
-    ui_config_key(d, '7');
-    ui_config_key(d, '\n');
+    ui_settings_key(d, ('u' & 0x1f));
+    ui_settings_key(d, '7');
+    ui_settings_key(d, '\n');
     T_CHECK(!d->editing && d->changed && d->work.epochs == 7);
 
     /* Drawn: every key in order, each value or what an empty one means (a screen tall
@@ -1570,7 +1570,7 @@ TEST(ui_config_dialog_order_values_and_edits)
         free(d);
     T_REQUIRE(up);
     ui_draw_setup(UI_COLOR_NONE, 1);
-    ui_config_draw(d, stdscr, LINES, COLS);
+    ui_settings_draw(d, stdscr, LINES, COLS);
     char line[2048];
     size_t next = 0;
     for (int y = 0; y < LINES && next < n_order; y++) {

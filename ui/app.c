@@ -19,7 +19,7 @@
 #include "base/util.h"
 #include "ui/app_impl.h"
 #include "ui/chart.h"
-#include "ui/config.h"
+#include "ui/settings.h"
 #include "ui/draw.h"
 #include "ui/inspect.h"
 #include "ui/keys.h"

@@ -211,7 +211,7 @@ void app_frame(app *a)
             cover = ui_panel_dialog(stdscr, rows, cols, "Ctrl-C", l, 1, UI_CTX_ASK, 0);
         }
     } else if (a->modal == MODAL_CONFIG) {
-        cover = ui_config_draw(&a->cfgd, stdscr, rows, cols);
+        cover = ui_settings_draw(&a->cfgd, stdscr, rows, cols);
     } else if (a->modal == MODAL_RUNS) {
         cover = ui_runs_draw(&a->runs, stdscr, rows, cols, compared_role, a);
     }

@@ -19,7 +19,7 @@
 #include <stdio.h>
 
 #include "engine.h"
-#include "ui/config.h"
+#include "ui/settings.h"
 #include "ui/draw.h"
 #include "ui/inspect.h"
 #include "ui/layout.h"
@@ -86,7 +86,7 @@ typedef struct app {
     /* dialogs */
     int modal;
     int int_paused;         /* Ctrl-C paused the run */
-    ui_config cfgd;
+    ui_settings cfgd;
     /* the screen */
     uint64_t scene;
     int repaint;            /* set by the keys and SIGCONT, cleared by app_frame() */

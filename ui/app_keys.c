@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ui/config.h"
+#include "ui/settings.h"
 #include "ui/inspect.h"
 #include "ui/keys.h"
 #include "ui/layout.h"
@@ -195,7 +195,7 @@ static void configure(app *a)
     } else if (app_active(a->snap->state)) {
         note(a, UI_R_WARN, "configure is for before a run: q stops this one");
     } else {
-        ui_config_open(&a->cfgd, &a->cfg);
+        ui_settings_open(&a->cfgd, &a->cfg);
         a->modal = MODAL_CONFIG;
     }
 }
@@ -385,10 +385,10 @@ void app_key(app *a, int ch)
         return;
     }
     case MODAL_CONFIG: {
-        int r = ui_config_key(&a->cfgd, ch);
-        if (r == UI_CONFIG_CANCEL) {
+        int r = ui_settings_key(&a->cfgd, ch);
+        if (r == UI_SETTINGS_CANCEL) {
             a->modal = MODAL_NONE;
-        } else if (r == UI_CONFIG_APPLY) {
+        } else if (r == UI_SETTINGS_APPLY) {
             pt_err e;
             if (app_make_engine(a, &a->cfgd.work, &e) != PT_OK) {
                 snprintf(a->cfgd.error, sizeof a->cfgd.error, "%s", e.msg);

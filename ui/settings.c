@@ -1,4 +1,4 @@
-#include "ui/config.h"
+#include "ui/settings.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -7,14 +7,14 @@
 #include "ui/panels.h"
 
 /* The rows with a dialog place, by that place, then the others in table order. */
-void ui_config_open(ui_config *d, const run_config *cur)
+void ui_settings_open(ui_settings *d, const run_config *cur)
 {
     memset(d, 0, sizeof *d);
     d->work = *cur;
     size_t n;
     const cfg_option *t = cfg_options(&n);
     for (int placed = 1; placed >= 0; placed--)
-        for (size_t j = 0; j < n && d->n_opt < UI_CONFIG_KEYS; j++) {
+        for (size_t j = 0; j < n && d->n_opt < UI_SETTINGS_KEYS; j++) {
             const cfg_option *o = &t[j];
             if (!(o->where & CFG_DIALOG) || (o->dialog > 0) != placed)
                 continue;
@@ -25,7 +25,7 @@ void ui_config_open(ui_config *d, const run_config *cur)
         }
 }
 
-void ui_config_value(const ui_config *d, const char *key, char *buf, size_t n)
+void ui_settings_value(const ui_settings *d, const char *key, char *buf, size_t n)
 {
     const cfg_option *o = cfg_find(key);
     if (o)
@@ -34,7 +34,7 @@ void ui_config_value(const ui_config *d, const char *key, char *buf, size_t n)
         buf[0] = 0;
 }
 
-int ui_config_key(ui_config *d, int ch)
+int ui_settings_key(ui_settings *d, int ch)
 {
     if (d->editing) {
         size_t len = strlen(d->edit);
@@ -64,7 +64,7 @@ int ui_config_key(ui_config *d, int ch)
             d->edit[len] = (char)ch;
             d->edit[len + 1] = 0;
         }
-        return UI_CONFIG_STAY;
+        return UI_SETTINGS_STAY;
     }
     switch (ui_keys_action(UI_CTX_CONFIG, ch)) {
     case UI_ACT_UP:
@@ -89,16 +89,16 @@ int ui_config_key(ui_config *d, int ch)
         }
         break;
     case UI_ACT_APPLY:
-        return UI_CONFIG_APPLY;
+        return UI_SETTINGS_APPLY;
     case UI_ACT_BACK:
-        return UI_CONFIG_CANCEL;
+        return UI_SETTINGS_CANCEL;
     default:
         break;
     }
-    return UI_CONFIG_STAY;
+    return UI_SETTINGS_STAY;
 }
 
-ui_rect ui_config_draw(ui_config *d, WINDOW *w, int rows, int cols)
+ui_rect ui_settings_draw(ui_settings *d, WINDOW *w, int rows, int cols)
 {
     int wd = cols - 4 < 96 ? cols - 4 : 96;
     int h = rows - 2 < d->n_opt + 6 ? rows - 2 : d->n_opt + 6;
