@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/cpu.h"
 #include "nn/nn.h"
 
 /* The kernels for a CPU with these features (AVX-512 F/BW/DQ/VL, AVX2 with FMA, AVX),
@@ -66,15 +67,10 @@ void blas_core_pick(char **argv)
     if (getenv("OPENBLAS_CORETYPE") || getenv("PT_BLAS_KEEP") ||
         strcmp(nn_blas_corename(), "Prescott") != 0 || !exe_is_ours())
         return;
-    /* __builtin_cpu_supports also asks the OS (XGETBV) that it saves the registers. */
-    __builtin_cpu_init();
-    const char *core = blas_core_for(__builtin_cpu_supports("avx512f") &&
-                                         __builtin_cpu_supports("avx512bw") &&
-                                         __builtin_cpu_supports("avx512dq") &&
-                                         __builtin_cpu_supports("avx512vl"),
-                                     __builtin_cpu_supports("avx2") &&
-                                         __builtin_cpu_supports("fma"),
-                                     __builtin_cpu_supports("avx"));
+    /* cpu_hw also asks the OS (XGETBV) that it saves the registers. */
+    const cpu_features *f = cpu_hw();
+    const char *core = blas_core_for(f->avx512f && f->avx512bw && f->avx512dq && f->avx512vl,
+                                     f->avx2 && f->fma, f->avx);
     if (!core || setenv("OPENBLAS_CORETYPE", core, 1) != 0 ||
         setenv("PT_BLAS_PICKED", core, 1) != 0)
         return;

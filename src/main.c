@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/cpu.h"
 #include "nn/nn.h"
 #include "src/args.h"
 #include "src/blas_core.h"
@@ -185,6 +186,9 @@ int main(int argc, char **argv)
                                                    "OpenBLAS fell back to Prescott)"
                    : getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE)"
                                                  : "");
+            char feats[256];
+            cpu_text(cpu_hw(), feats, sizeof feats);
+            printf("CPU features: %s\n", feats[0] ? feats : "(none that petal-tui looks for)");
             return 0;
         }
         if (!strcmp(c, "--help") || !strcmp(c, "-h")) {

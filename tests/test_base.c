@@ -1,12 +1,14 @@
-/* Tests of core/base: folder listing, atomic writes and their leftovers. */
+/* Tests of core/base: folder listing, atomic writes and their leftovers, CPU features. */
 #include "tests/t.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/cpu.h"
 #include "base/util.h"
 
 static void touch(const char *dir, const char *name)
@@ -182,4 +184,91 @@ TEST(util_aligned_alloc_large_blocks_are_huge_page_aligned_and_zeroed)
         T_CHECK((n == 1 || q[0] == 1) && q[n - 1] == 2);
         util_aligned_free(q);
     }
+}
+
+/* The features as /proc/cpuinfo's flags line names them, in cpu_features' order. */
+static const char *const CPUINFO_NAMES[] = { "ssse3",       "sse4_2",      "avx",      "avx2",
+                                             "fma",         "avx512f",     "avx512bw", "avx512dq",
+                                             "avx512vl",    "avx512_bf16", "avx512_vnni",
+                                             "amx_tile",    "amx_bf16",    "amx_int8" };
+
+static void features_as_array(const cpu_features *f, unsigned char out[14])
+{
+    const unsigned char v[14] = { f->ssse3,    f->sse42,       f->avx,         f->avx2,
+                                  f->fma,      f->avx512f,     f->avx512bw,    f->avx512dq,
+                                  f->avx512vl, f->avx512_bf16, f->avx512_vnni, f->amx_tile,
+                                  f->amx_bf16, f->amx_int8 };
+    memcpy(out, v, sizeof v);
+}
+
+/* Whether the space-separated list holds word. */
+static int has_word(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ' || p[-1] == '\t') &&
+            (p[n] == ' ' || p[n] == '\n' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+/* base/cpu: CPUID and XGETBV say what Linux says (the kernel lists a feature only
+ * when it saves its registers, as cpu_hw asks); the text names what is there;
+ * PT_GEMM_AVX2 and the portable hook take the wide ones from what kernels may use. */
+TEST(cpu_features_agree_with_proc_cpuinfo_and_the_switches_turn_them_off)
+{
+    const cpu_features *hw = cpu_hw();
+    unsigned char have[14];
+    features_as_array(hw, have);
+    char text[256];
+    T_EQ_INT(cpu_text(hw, text, sizeof text), 0);
+    static const char *const TEXT_NAMES[] = { "ssse3",    "sse4.2",      "avx",        "avx2",
+                                              "fma",      "avx512f",     "avx512bw",   "avx512dq",
+                                              "avx512vl", "avx512_bf16", "avx512_vnni", "amx-tile",
+                                              "amx-bf16", "amx-int8" };
+    for (int i = 0; i < 14; i++)
+        T_CHECKF(has_word(text, TEXT_NAMES[i]) == have[i], "%s in '%s'", TEXT_NAMES[i], text);
+    if (hw->ssse3)
+        T_EQ_INT(cpu_text(hw, text, 4), -1); /* "ssse3" does not fit */
+
+    cpu_features f = *hw;
+    cpu_mask_env(&f, "0");
+    T_CHECK(memcmp(&f, hw, sizeof f) == 0);
+    cpu_mask_env(&f, "");
+    cpu_mask_env(&f, NULL);
+    T_CHECK(memcmp(&f, hw, sizeof f) == 0);
+    cpu_mask_env(&f, "1");
+    T_CHECK(!f.avx512f && !f.avx512bw && !f.avx512dq && !f.avx512vl && !f.avx512_bf16 &&
+            !f.avx512_vnni && !f.amx_tile && !f.amx_bf16 && !f.amx_int8);
+    T_EQ_INT(f.avx2, hw->avx2);
+    T_EQ_INT(f.fma, hw->fma);
+    cpu_force_portable(1);
+    const cpu_features *u = cpu_usable();
+    T_CHECK(!u->avx && !u->avx2 && !u->fma && !u->avx512f && !u->amx_tile);
+    T_EQ_INT(u->sse42, hw->sse42);
+    cpu_force_portable(0);
+    T_EQ_INT(cpu_usable()->avx2, hw->avx2);
+    const char *env = getenv("PT_GEMM_AVX2");
+    T_EQ_INT(cpu_usable()->avx512f, hw->avx512f && !(env && env[0] && env[0] != '0'));
+    T_CHECK(!cpu_amx_enable() || hw->amx_tile);
+
+    FILE *in = fopen("/proc/cpuinfo", "r");
+    if (!in) {
+        t_skip("no /proc/cpuinfo");
+        return;
+    }
+    static char line[65536];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, in))
+        found = strncmp(line, "flags", 5) == 0;
+    fclose(in);
+    if (!found) {
+        t_skip("no flags line in /proc/cpuinfo (not x86)");
+        return;
+    }
+    const char *colon = strchr(line, ':');
+    T_REQUIRE(colon != NULL);
+    for (int i = 0; i < 14; i++)
+        T_CHECKF(has_word(colon + 1, CPUINFO_NAMES[i]) == have[i], "%s: cpuinfo %d, cpu_hw %d",
+                 CPUINFO_NAMES[i], has_word(colon + 1, CPUINFO_NAMES[i]), have[i]);
 }

@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "base/cpu.h"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PT_CRC_X86 1
 #include <nmmintrin.h>
@@ -31,8 +33,7 @@ static void init_tables(void)
         }
     }
 #ifdef PT_CRC_X86
-    __builtin_cpu_init();
-    have_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+    have_hw = cpu_hw()->sse42 ? 1 : 0;
 #else
     have_hw = 0;
 #endif

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "base/cpu.h"
 #include "data/aug_impl.h"
 
 #ifdef AUG_X86
@@ -243,8 +244,8 @@ static void cpu_init(void)
 {
     simd_detected = 0;
 #ifdef AUG_X86
-    __builtin_cpu_init();
-    simd_detected = __builtin_cpu_supports("avx2") ? 3 : __builtin_cpu_supports("ssse3") ? 2 : 1;
+    const cpu_features *f = cpu_hw();
+    simd_detected = f->avx2 ? 3 : f->ssse3 ? 2 : 1;
 #endif
 }
 

@@ -62,24 +62,6 @@ typedef struct fin {
 typedef void (*dot_fn)(int C, const taps *t, const float *d, const float *w,
                        const float *init, const fin *f, float *out);
 
-static int portable_only;
-
-void nn_simd_force_portable(int on)
-{
-    portable_only = on != 0;
-}
-
-int nn_simd_avx2(void)
-{
-#if DW_X86 && defined(__AVX2__) && defined(__FMA__)
-    return !portable_only;
-#elif DW_X86
-    return !portable_only && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return 0;
-#endif
-}
-
 static inline float act1(float v, int act)
 {
     if (act) {

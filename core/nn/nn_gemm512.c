@@ -16,7 +16,7 @@
  * the AVX2 kernels for those calls, and the backward pass's arithmetic is unchanged.
  *
  * Chosen at run time when the CPU has AVX-512F (GCC or clang on x86-64); the
- * environment variable PT_GEMM_AVX2=1 (read once) or nn_gemm_force_avx2(1) (tests)
+ * environment variable PT_GEMM_AVX2=1 (read once, by base/cpu.c) or nn_gemm_force_avx2(1) (tests)
  * keeps the AVX2 kernels. No memory is allocated; nothing is freed.
  */
 #include <stdlib.h>
@@ -48,16 +48,8 @@ void nn_gemm_force_avx2(int on)
 int nn_gemm512_ok(void)
 {
 #if G512_X86
-    /* 0: not asked yet, 1: yes, 2: no. Every thread computes the same answer. */
-    static int cpu;
-    int have = __atomic_load_n(&cpu, __ATOMIC_RELAXED);
-    if (!have) {
-        const char *v = getenv("PT_GEMM_AVX2");
-        const int off = v && v[0] && v[0] != '0';
-        have = !off && __builtin_cpu_supports("avx512f") ? 1 : 2;
-        __atomic_store_n(&cpu, have, __ATOMIC_RELAXED);
-    }
-    return have == 1 && !forced_avx2 && nn_simd_avx2();
+    /* cpu_usable() has no AVX-512F under PT_GEMM_AVX2. */
+    return cpu_usable()->avx512f && !forced_avx2 && nn_simd_avx2();
 #else
     return 0;
 #endif

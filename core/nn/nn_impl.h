@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/cpu.h"
 #include "nn/nn.h"
 
 /* Largest kernel / pool window side the builder accepts. */
@@ -193,11 +194,18 @@ void nn_dw_fwd_xf(const nn_conv_shape *s, const nn_xform *t, const float *wt,
 void nn_dw_bwd_dw_xf(const nn_conv_shape *s, const nn_xform *t, const float *dz, float *dw,
                      float *ws);
 
-/* Whether the AVX2 + FMA kernels run: the CPU has both and they are not turned off.
- * nn_simd_force_portable(1) turns them off (the portable kernels and sgemm instead),
- * for tests; never while a forward or backward runs. */
-int nn_simd_avx2(void);
-void nn_simd_force_portable(int on);
+/* Whether the AVX2 + FMA kernels run: the CPU has both and they are not turned off
+ * (base/cpu.h's cpu_usable()). nn_simd_force_portable(1) turns them off (the portable
+ * kernels and sgemm instead), for tests; never while a forward or backward runs. */
+static inline int nn_simd_avx2(void)
+{
+    const cpu_features *f = cpu_usable();
+    return f->avx2 && f->fma;
+}
+static inline void nn_simd_force_portable(int on)
+{
+    cpu_force_portable(on);
+}
 
 /* ---- matrix products with a small weight matrix (nn_gemm.c) ----
  * Row-major. They run when nn_gemm_ok(K, N): AVX2 + FMA, N % 8 == 0 and K * N <=
