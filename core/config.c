@@ -7,18 +7,14 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "data/augment.h"
-#include "nn/nn_import.h"
-#include "nn/nn_models.h"
-#include "train/schedule.h"
 
-/* --widths: the config's limit is the small net's (nn_parse_widths). */
-_Static_assert(RUN_MAX_BLOCKS == NN_SMALL_MAX_BLOCKS, "RUN_MAX_BLOCKS and NN_SMALL_MAX_BLOCKS");
+/* The table names values and takes no header from the modules that read them (data/,
+ * nn/, train/: floors above it). What it cannot check itself, they check: an
+ * augmentation chain and a --widths list through cfg_set_check(); that
+ * run_schedule is the trainer's sched_kind and run_input_norm nn_norm + 1, and that
+ * RUN_MAX_BLOCKS is the small net's limit, by static assertions beside the modules'
+ * enums (nn/nn_widths.c, and tests/test_config.c for the two enums). */
 
-/* The config's schedule names are the trainer's: the values are passed across. */
-_Static_assert(RUN_SCHED_EXP == (int)SCHED_EXP && RUN_SCHED_LINEAR == (int)SCHED_LINEAR &&
-                   RUN_SCHED_COSINE == (int)SCHED_COSINE,
-               "run_schedule and sched_kind must agree");
 /* CFG_CHOICE rows store their index as an int. */
 _Static_assert(sizeof(run_optimizer) == sizeof(int) && sizeof(run_schedule) == sizeof(int) &&
                    sizeof(run_tta) == sizeof(int) && sizeof(run_backbone_bn) == sizeof(int),
@@ -36,10 +32,28 @@ static const char *const BACKBONE_BNS[] = { "train", "frozen", NULL };
 /* run_input_norm's order: auto, then nn_norm's (its names, nn_norm_name). */
 static const char *const INPUT_NORMS[] = { "auto", "imagenet torch", "unit", "tf", "raw", "caffe",
                                            NULL };
-_Static_assert(RUN_NORM_IMAGENET == NN_NORM_IMAGENET + 1 && RUN_NORM_UNIT == NN_NORM_UNIT + 1 &&
-                   RUN_NORM_TF == NN_NORM_TF + 1 && RUN_NORM_RAW == NN_NORM_RAW + 1 &&
-                   RUN_NORM_CAFFE == NN_NORM_CAFFE + 1 && sizeof(run_input_norm) == sizeof(int),
-               "run_input_norm is nn_norm + 1");
+_Static_assert(sizeof(run_input_norm) == sizeof(int), "run_input_norm is int-sized");
+
+/* The augmentation chain's default (aug_default_spec() reads it from here). Chosen by
+ * the bench figures (bench/bench_augment.c, 192x192, one core of the 2-core AMD EPYC
+ * build machine): an applied op costs about perspective 32 us, affine 28 us, colour
+ * 23 us, flip 6 us, against 75 us for decoding one JPEG. Geometric ops drawn together
+ * are resampled once, so the expected cost is P(perspective) 32 + P(affine only) 28 +
+ * P(flip only) 6 + P(colour) 23 = 16-17 us, about 22% of a decode, inside the 25%
+ * budget with some margin for noise. The notebook's perspective gets the largest
+ * share; the suggested 0.35 / 0.5 / 0.5 / 0.5 would cost about 45%. */
+#define AUGMENT_DEFAULT "flip:0.5,crop:1:scale=0.6:ratio=1:interp=bilinear"
+
+/* The checks the modules that read a kind's values registered (cfg_set_check), by
+ * kind; CFG_WIDTHS is the last kind. Written when the program starts, before any
+ * thread; read after. */
+static cfg_check_fn checks[CFG_WIDTHS + 1];
+
+void cfg_set_check(cfg_kind kind, cfg_check_fn fn)
+{
+    if ((unsigned)kind <= CFG_WIDTHS)
+        checks[kind] = fn;
+}
 
 static int image_size_check(long long v, pt_err *e)
 {
@@ -94,7 +108,7 @@ static const cfg_option OPTIONS[] = {
     { "input-norm", CFG_CHOICE, F(input_norm), "auto", 0, 0, INPUT_NORMS, NULL, "an ONNX model's input: pixels x in [0, 1] as (x - mean) / std (imagenet), x (unit), 2x - 1 (tf), 255x (raw), BGR 255x - mean (caffe); auto: what the model says, else imagenet", NULL, ALL, 0, NULL },
     { "backbone-bn", CFG_CHOICE, F(backbone_bn), "train", 0, 0, BACKBONE_BNS, NULL, "an ONNX model's batch norm once its backbone trains: train (batch statistics; gamma, beta and the running statistics move) or frozen (running statistics, gamma and beta kept as imported: for a handful of images per replica)", NULL, ALL, 0, NULL },
     { "reinit", CFG_BOOL, F(reinit), "no", 0, 0, NULL, NULL, "an ONNX model's architecture from scratch, not its weights", NULL, ALL, 0, NULL },
-    { "augment", CFG_AUGMENT, F(augment), AUG_DEFAULT_SPEC, 0, 0, NULL, "SPEC", "the augmentation chain (none = off)", NULL, ALL, 12, NULL },
+    { "augment", CFG_AUGMENT, F(augment), AUGMENT_DEFAULT, 0, 0, NULL, "SPEC", "the augmentation chain (none = off)", NULL, ALL, 12, NULL },
     { "seed", CFG_U64, F(seed), "42", 0, 1LL << 62, NULL, "S", "the random seed", NULL, ALL, 0, NULL },
     { "deterministic", CFG_BOOL, F(deterministic), "yes", 0, 0, NULL, NULL, "batches in order: same seed, same run", NULL, ALL, 0, NULL },
     { "shuffle-buffer", CFG_INT, F(shuffle_buffer), "2048", 0, 1 << 22, NULL, "N", "records in the shuffle buffer", NULL, ALL, 0, NULL },
@@ -235,13 +249,13 @@ static int parse_oversample(const cfg_option *o, const char *v, long long *out, 
                    "%s wants a target count, max (the largest class) or off, not '%s'", o->name, v);
 }
 
-static int parse_augment(const cfg_option *o, const char *v, pt_err *e)
+/* A text kind checked by the module that reads it (cfg_set_check), then its length. */
+static int parse_checked_text(const cfg_option *o, const char *v, pt_err *e)
 {
-    aug_chain *ch;
-    int rc = aug_parse(v, &ch, e);
+    const cfg_check_fn check = checks[o->kind];
+    int rc = check ? check(v, e) : PT_OK;
     if (rc != PT_OK)
         return rc;
-    aug_free(ch);
     if (strlen(v) >= o->size)
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s: too long", o->name);
     return PT_OK;
@@ -268,19 +282,10 @@ static int set_option(run_config *c, const cfg_option *o, const char *v, pt_err 
         util_copy(p, o->size, v);
         return PT_OK;
     case CFG_AUGMENT:
-        if ((rc = parse_augment(o, v, e)) == PT_OK)
+    case CFG_WIDTHS:
+        if ((rc = parse_checked_text(o, v, e)) == PT_OK)
             util_copy(p, o->size, v);
         return rc;
-    case CFG_WIDTHS: {
-        int widths[RUN_MAX_BLOCKS];
-        if (nn_parse_widths(v, 128, widths, NULL, e) < 0)
-            return PT_EUSAGE;
-        if (strlen(v) >= o->size)
-            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s: too long",
-                           o->name);
-        util_copy(p, o->size, v);
-        return PT_OK;
-    }
     case CFG_CHOICE:
         if ((f.b = choice_of(o, v)) < 0)
             return bad_choice(o, v, e);

@@ -26,9 +26,21 @@ typedef enum cfg_kind {
     CFG_BOOL_AUTO,      /* int 1, 0 or -1: what CFG_BOOL takes, or auto (the program
                            decides when it knows more) */
     CFG_OVERSAMPLE,     /* long long: a count from lo to hi, max (-1) or off (0) */
-    CFG_AUGMENT,        /* char[]: a chain spec that aug_parse() accepts */
-    CFG_WIDTHS,         /* char[]: a channel list that nn_parse_widths() accepts */
+    CFG_AUGMENT,        /* char[]: a chain spec (checked by data/aug_spec.c's check) */
+    CFG_WIDTHS,         /* char[]: a channel list (checked by nn/nn_widths.c's check);
+                           the last kind */
 } cfg_kind;
+
+/* The check of what a text kind's value means (CFG_AUGMENT, CFG_WIDTHS), by the
+ * module that reads it: PT_OK, or PT_EUSAGE with the module's message (e may be
+ * NULL). The table takes no header from those modules (they sit on floors above
+ * it), so they register their checks when the program starts (a constructor in
+ * data/aug_spec.c and in nn/nn_widths.c), and cfg_set() runs a kind's check before it
+ * stores the value. A program linked without the module (a fuzz harness of config.c
+ * alone) takes any text that fits unless it registers the check itself. Call it
+ * before any thread reads options. */
+typedef int (*cfg_check_fn)(const char *value, pt_err *e);
+void cfg_set_check(cfg_kind kind, cfg_check_fn fn);
 
 /* Where an option shows (cfg_option.where). */
 enum {

@@ -2,10 +2,22 @@
  * reads it back, and users diff it), and every option read back from it. */
 #include "tests/t.h"
 
+#include "data/augment.h"
 #include "engine.h"
 #include "nn/nn_import.h"
 #include "nn/nn_models.h"
 #include "train/schedule.h"
+
+/* The options' table passes these enums across as ints without the headers that
+ * define the modules' own (core/config.c takes none from above its floor): the
+ * trainer's schedule and the importer's input convention must agree with them. */
+_Static_assert(RUN_SCHED_EXP == (int)SCHED_EXP && RUN_SCHED_LINEAR == (int)SCHED_LINEAR &&
+                   RUN_SCHED_COSINE == (int)SCHED_COSINE,
+               "run_schedule and sched_kind must agree");
+_Static_assert(RUN_NORM_IMAGENET == NN_NORM_IMAGENET + 1 && RUN_NORM_UNIT == NN_NORM_UNIT + 1 &&
+                   RUN_NORM_TF == NN_NORM_TF + 1 && RUN_NORM_RAW == NN_NORM_RAW + 1 &&
+                   RUN_NORM_CAFFE == NN_NORM_CAFFE + 1,
+               "run_input_norm is nn_norm + 1");
 
 static const char DEFAULT_TEXT[] =
     "# petal-tui configuration (keys as the long options; see petal-tui(1))\n"
@@ -564,4 +576,25 @@ TEST(config_numbers_read_back_exactly_from_the_run_folder_config)
     c.lr_max = 0.1 + 0.2;
     T_REQUIRE(cfg_value(&c, cfg_find("lr-max"), v, sizeof v) == 0);
     T_EQ_STR(v, "0.30000000000000004");
+}
+
+/* The modules that read --augment and --widths check them for the table (their
+ * checks registered before main): cfg_set refuses with their messages, and the
+ * augmentation default is the table's. */
+TEST(config_checks_of_the_modules_that_read_the_values_are_registered)
+{
+    run_config c;
+    cfg_defaults(&c);
+    pt_err e;
+    T_EQ_INT(cfg_set(&c, "augment", "bogus:0.5", &e), PT_EUSAGE);
+    T_CHECKF(strstr(e.msg, "augment: unknown op 'bogus'") == e.msg, "%s", e.msg);
+    T_EQ_STR(c.augment, cfg_find("augment")->def);
+    T_EQ_STR(aug_default_spec(), cfg_find("augment")->def);
+    pt_err e2;
+    T_EQ_INT(aug_check_spec("bogus:0.5", &e2), PT_EUSAGE);
+    T_EQ_STR(e.msg, e2.msg);
+    T_EQ_INT(cfg_set(&c, "widths", "64,5000", &e), PT_EUSAGE);
+    T_EQ_INT(nn_check_widths("64,5000", &e2), PT_EUSAGE);
+    T_EQ_STR(e.msg, e2.msg);
+    T_EQ_INT(nn_check_widths("a,32,64s", NULL), PT_OK);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "data/aug_impl.h"
 
 /* ===================================================================================
@@ -60,7 +61,23 @@ const aug_op_def aug_ops[AUG_OP_COUNT] = {
 
 const char *aug_default_spec(void)
 {
-    return AUG_DEFAULT_SPEC;
+    return cfg_find("augment")->def;
+}
+
+int aug_check_spec(const char *spec, pt_err *e)
+{
+    aug_chain *ch;
+    int rc = aug_parse(spec, &ch, e);
+    if (rc == PT_OK)
+        aug_free(ch);
+    return rc;
+}
+
+/* The options' table cannot take this module's header (it is a floor below data/):
+ * the check is handed to it before main runs, wherever this file is linked in. */
+__attribute__((constructor)) static void register_check(void)
+{
+    cfg_set_check(CFG_AUGMENT, aug_check_spec);
 }
 
 int aug_count(const aug_chain *c)
@@ -173,27 +190,40 @@ static int parse_num(const char *s, size_t len, double *out)
     return 0;
 }
 
-static int parse_item(const char *item, size_t ilen, aug_op *op, pt_err *e)
+#define MAX_FIELDS (2 + AUG_MAX_PARAMS * 2)
+
+/* An item's ':'-separated fields, trimmed, into tok and tlen (split by hand: the item
+ * is not NUL-terminated). Their count, or -1 with e filled when there are too many. */
+static int split_fields(const char *item, size_t ilen, const char *tok[MAX_FIELDS],
+                        size_t tlen[MAX_FIELDS], pt_err *e)
 {
-    /* Split on ':' by hand: the item is not NUL-terminated. */
-    const char *tok[2 + AUG_MAX_PARAMS * 2];
-    size_t tlen[2 + AUG_MAX_PARAMS * 2];
     int nt = 0;
     const char *p = item, *end = item + ilen;
     for (;;) {
         const char *c = memchr(p, ':', (size_t)(end - p));
         const char *stop = c ? c : end;
-        if (nt == (int)(sizeof tok / sizeof tok[0]))
-            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                           "augment: too many fields in '%.*s'", (int)ilen, item);
+        if (nt == MAX_FIELDS) {
+            err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                    "augment: too many fields in '%.*s'", (int)ilen, item);
+            return -1;
+        }
         tok[nt] = p;
         tlen[nt] = (size_t)(stop - p);
         trim(&tok[nt], &tlen[nt]);
         nt++;
         if (!c)
-            break;
+            return nt;
         p = c + 1;
     }
+}
+
+static int parse_item(const char *item, size_t ilen, aug_op *op, pt_err *e)
+{
+    const char *tok[MAX_FIELDS];
+    size_t tlen[MAX_FIELDS];
+    const int nt = split_fields(item, ilen, tok, tlen, e);
+    if (nt < 0)
+        return PT_EUSAGE;
     int id = find_op(tok[0], tlen[0]);
     if (id < 0) {
         char known[256];

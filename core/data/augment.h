@@ -103,18 +103,13 @@ enum { AUG_NEAREST = 0, AUG_BILINEAR = 1 };
  * the bad token. */
 int aug_parse(const char *spec, aug_chain **out, pt_err *e);
 void aug_free(aug_chain *c);
-/* Chosen by the bench figures (bench/bench_augment.c, 192x192, one core of the
- * 2-core AMD EPYC build machine): an applied op costs about perspective 32 us,
- * affine 28 us, colour 23 us, flip 6 us, against 75 us for decoding one JPEG.
- * Geometric ops drawn together are resampled once, so the expected cost is
- * P(perspective) 32 + P(affine only) 28 + P(flip only) 6 + P(colour) 23 = 16-17 us,
- * about 22% of a decode, inside the 25% budget with some margin for noise. The
- * notebook's perspective gets the largest share; the suggested 0.35 / 0.5 / 0.5 /
- * 0.5 would cost about 45%. A macro, so that the options' table (core/config.c) can
- * hold it as its default text. */
-#define AUG_DEFAULT_SPEC "flip:0.5,crop:1:scale=0.6:ratio=1:interp=bilinear"
-/* The default chain's spec (AUG_DEFAULT_SPEC). */
+/* The default chain's spec: the options' table's default for augment (core/config.c
+ * says why it is what it is). */
 const char *aug_default_spec(void);
+/* Whether spec parses (aug_parse, the chain freed): PT_OK, or PT_EUSAGE with its
+ * message. The options' table runs it on an --augment value (registered with
+ * cfg_set_check when the program starts). */
+int aug_check_spec(const char *spec, pt_err *e);
 /* Canonical spec ("none" for an empty chain). Returns PT_OK, or PT_EUSAGE when buf is
  * too small (buf then holds a truncated, NUL-terminated string). */
 int aug_format(const aug_chain *c, char *buf, size_t n);

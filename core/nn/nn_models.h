@@ -58,6 +58,10 @@ nn_model *nn_build_small_widths(int h, int w, int n_classes, float dropout, cons
  * The count, or -1 with e filled. */
 int nn_parse_widths(const char *s, int side, int out[NN_SMALL_MAX_BLOCKS],
                     int strided[NN_SMALL_MAX_BLOCKS], pt_err *e);
+/* Whether s is a --widths list nn_parse_widths takes: PT_OK, or PT_EUSAGE with its
+ * message. The options' table runs it on a --widths value (registered with
+ * cfg_set_check when the program starts). */
+int nn_check_widths(const char *s, pt_err *e);
 
 /* MobileNetV2 (Sandler et al. 2018, as in keras.applications) with width multiplier
  * alpha (e.g. 0.35, 0.5, 0.75, 1.0, 1.3, 1.4): channel counts rounded to multiples of

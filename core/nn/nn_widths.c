@@ -4,7 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "nn/nn_models.h"
+
+/* --widths: the options' table's limit is the small net's. */
+_Static_assert(RUN_MAX_BLOCKS == NN_SMALL_MAX_BLOCKS, "RUN_MAX_BLOCKS and NN_SMALL_MAX_BLOCKS");
 
 int nn_parse_widths(const char *s, int side, int out[NN_SMALL_MAX_BLOCKS],
                     int strided[NN_SMALL_MAX_BLOCKS], pt_err *e)
@@ -63,4 +67,17 @@ int nn_parse_widths(const char *s, int side, int out[NN_SMALL_MAX_BLOCKS],
     if (strided)
         memcpy(strided, stride, sizeof stride);
     return n;
+}
+
+int nn_check_widths(const char *s, pt_err *e)
+{
+    int widths[NN_SMALL_MAX_BLOCKS];
+    return nn_parse_widths(s, 128, widths, NULL, e) < 0 ? PT_EUSAGE : PT_OK;
+}
+
+/* The options' table cannot take this module's header (it is a floor below nn/): the
+ * check is handed to it before main runs, wherever this file is linked in. */
+__attribute__((constructor)) static void register_check(void)
+{
+    cfg_set_check(CFG_WIDTHS, nn_check_widths);
 }

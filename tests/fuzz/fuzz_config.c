@@ -16,6 +16,8 @@
 #include "tests/fuzz/fuzz.h"
 
 #include "config.h"
+#include "data/augment.h"
+#include "nn/nn_models.h"
 
 #define FILE_NAME "fuzz.conf"
 #define TEXT_MAX 65536
@@ -55,6 +57,10 @@ static void same(const run_config *a, const run_config *b)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static run_config c, back;
+    /* The table takes the checks of --augment and --widths from the modules that read
+     * them, registered when they are linked in: name them, so they are. */
+    cfg_set_check(CFG_AUGMENT, aug_check_spec);
+    cfg_set_check(CFG_WIDTHS, nn_check_widths);
     cfg_defaults(&c);
     pt_err e;
     int rc = cfg_read_text(&c, (const char *)data, size, FILE_NAME, &e);
