@@ -5,7 +5,9 @@
  * - no .c or .h file in core/ or ui/ is over 900 lines, and no function in core/, ui/
  *   or src/ is over 120 (a body: a line starting with '{' to the next line starting
  *   with '}', both counted; the code's style puts them there). Every offender is
- *   named, not just the first.
+ *   named, not just the first;
+ * - the floors of core/ (issue 41): no file includes a header from a floor above its
+ *   own (FLOORS below, low to high); every offending line is named.
  * The tree is the working folder under `make test`; elsewhere it is found from the
  * test binary's path (build/tests/run-tests). */
 #include "tests/t.h"
@@ -261,6 +263,77 @@ TEST(source_ui_includes_only_engine_h_from_core)
     }
     paths_free(&allowed);
     paths_free(&ui);
+}
+
+/* ---- floors ------------------------------------------------------------------------ */
+
+/* The floors of core/, low to high: a file may include headers from its own floor and
+ * those below. A folder is a floor; core/config.h and core/run.h (plain types that
+ * anyone may include; they include only base/) are one, with their .c files; every
+ * other file at the top of core/ (engine, series) is the highest. Folders not made yet
+ * (pool, run, infer) are simply absent. */
+static const char *const FLOORS[] = {
+    "core/base/", "core/config.h core/config.c core/run.h core/run.c", "core/io/",
+    "core/data/", "core/picture/", "core/nn/", "core/pool/", "core/run/", "core/infer/",
+    "core/train/", "the rest of core/",
+};
+#define N_FLOORS ((int)(sizeof FLOORS / sizeof FLOORS[0]))
+
+/* The floor of a repository path in core/: an index into FLOORS, or -1 for a path
+ * outside core/ or in a folder of core/ that is on no floor. */
+static int floor_of(const char *rel)
+{
+    if (strncmp(rel, "core/", 5) != 0)
+        return -1;
+    const char *slash = strchr(rel + 5, '/');
+    for (int f = 0; f < N_FLOORS - 1; f++) {
+        const char *fl = FLOORS[f];
+        size_t n = strlen(fl);
+        if (fl[n - 1] == '/') {
+            if (slash && strncmp(rel, fl, n) == 0)
+                return f;
+            continue;
+        }
+        for (const char *p = fl; *p;) {  /* a list of files */
+            size_t k = strcspn(p, " ");
+            if (strlen(rel) == k && strncmp(rel, p, k) == 0)
+                return f;
+            p += k + (p[k] == ' ');
+        }
+    }
+    return slash ? -1 : N_FLOORS - 1;
+}
+
+TEST(source_floors)
+{
+    const char *root = source_root();
+    T_REQUIRE(root != NULL); /* the sources, beside or above the test binary */
+    paths core = { 0 };
+    list_sources(root, "core", 1, &core);
+    T_CHECKF(core.n > 50, "only %d source files in core/", core.n);
+    int n_includes = 0;
+    for (int i = 0; i < core.n; i++) {
+        const int from = floor_of(core.v[i]);
+        T_CHECKF(from >= 0, "%s: its folder is on no floor (add it to FLOORS in "
+                 "tests/test_source.c)", core.v[i]);
+        lines L;
+        if (from < 0 || read_lines(root, core.v[i], &L) != 0)
+            continue;
+        for (int k = 0; k < L.n; k++) {
+            char inc[512], rel[4200];
+            /* What does not resolve (build/gen's protobuf-c headers) is not in core/. */
+            if (!quoted_include(L.at[k], inc, sizeof inc) ||
+                resolve_include(root, core.v[i], inc, rel, sizeof rel) != 0)
+                continue;
+            const int to = floor_of(rel);
+            n_includes++;
+            T_CHECKF(to <= from, "%s:%d: #include \"%s\": floor %s includes floor %s above it",
+                     core.v[i], k + 1, inc, FLOORS[from], to < 0 ? rel : FLOORS[to]);
+        }
+        lines_free(&L);
+    }
+    T_CHECKF(n_includes > 100, "only %d includes within core/ found", n_includes);
+    paths_free(&core);
 }
 
 /* ---- sizes ------------------------------------------------------------------------- */
