@@ -238,9 +238,9 @@ static void near_idx_proj(int32_t *idx, int lo, int hi, const near_row_args *a)
 /* Which vector code may run: 0 portable C only; 1 SSE2 (every x86-64); 2 SSSE3 too;
  * 3 AVX2 too. Every path gives the same bytes; the tests hold them to that. */
 static int simd_detected = -1, simd_enabled = 1;
-static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
 
-static void cpu_init(void)
+static void simd_init(void)
 {
     simd_detected = 0;
 #ifdef AUG_X86
@@ -251,13 +251,13 @@ static void cpu_init(void)
 
 int aug_simd(void)
 {
-    pthread_once(&cpu_once, cpu_init);
+    pthread_once(&simd_once, simd_init);
     return simd_enabled ? simd_detected : 0;
 }
 
 int aug_vector_paths(int enable)
 {
-    pthread_once(&cpu_once, cpu_init);
+    pthread_once(&simd_once, simd_init);
     int prev = simd_enabled;
     if (enable >= 0)
         simd_enabled = enable != 0;
