@@ -87,8 +87,8 @@ int nn_imp_in_node_padded(imp *I, const onnx_node *n, size_t k, int *node, int p
 /* n names its input's layer as its own output, flattened as its input is (Identity,
  * Dropout, the Quantize/DequantizeLinear pairs, a final Softmax): no layer. */
 int nn_imp_pass(imp *I, const onnx_node *n);
-/* A layer whose weights the second pass copies from n (nn_import_weights.c); NULL
- * when out of memory (the error set). */
+/* Layer node, whose weights the second pass copies from node src of the file
+ * (nn_import_weights.c); NULL when out of memory (the error set). */
 fill *nn_imp_add_fill(imp *I, fkind kind, int node, const onnx_node *src);
 
 /* Attributes and shared forms of the kinds' importers (nn_import.c). */

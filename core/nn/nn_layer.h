@@ -40,7 +40,9 @@
  *        (#include "nn/nn_import_impl.h": nn_imp_in_node, nn_imp_built,
  *        nn_imp_out_node, ...). The importer asks the kinds in table order; a hook
  *        returns NN_IMP_DECLINE for a form of the op that is another kind's (Clip:
- *        relu, relu6, then clip), so the first kind that names an op has the first say.
+ *        relu, relu6, then clip), so the first kind that names an op has the first say:
+ *        a new kind, last in the table, gets only the forms no earlier kind takes
+ *        (square's Mul(x, x) comes back as mul(x, x), which computes the same);
  *        tests/test_export.c checks that every kind has a writer and names an op
  *        it imports (the input and the affine say why not there), and round-trips
  *        every kind's grad graph through the writer and the importer;
