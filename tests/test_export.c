@@ -198,6 +198,36 @@ TEST(export_every_kind_has_an_onnx_writer)
                  nn_op_name((nn_op)k));
 }
 
+/* The kinds whose writer's ops another form reads back, and why. */
+static const char *no_import_why(nn_op op)
+{
+    if (op == NN_OP_INPUT)
+        return "the graph's input, not a node: nn_import_layout.c and nn_import_front.c";
+    if (op == NN_OP_AFFINE)
+        return "its Mul and Add by constants are the importer's per-channel constants "
+               "(nn_import_front.c), which merge a chain of them, the front's, into one";
+    return NULL;
+}
+
+TEST(export_every_kind_names_the_onnx_ops_it_imports)
+{
+    for (int k = 0; k < NN_OP_COUNT; k++) {
+        const nn_layer *kind = nn_layers[k];
+        const char *why = no_import_why((nn_op)k);
+        int named = kind->onnx_ops && kind->onnx_ops[0] && kind->onnx_ops[0][0];
+        if (why) {
+            T_CHECKF(!named, "layer kind %s names ONNX ops but is listed as importing none (%s)",
+                     nn_op_name((nn_op)k), why);
+            continue;
+        }
+        if (!kind->onnx_write)
+            continue;
+        T_CHECKF(named && kind->onnx_import != NULL,
+                 "layer kind %s: it has an ONNX writer but names no ONNX op it imports "
+                 "(onnx_ops and onnx_import, nn_layer.h)", nn_op_name((nn_op)k));
+    }
+}
+
 /* How many nodes of op_type op the ONNX model has. */
 static int count_op(const onnx_model *om, const char *op)
 {
@@ -314,6 +344,39 @@ TEST(export_round_trip_every_kind)
     randomize(m, 5);
     round_trip("every kind", m, NULL);
     nn_model_free(m);
+}
+
+/* Each kind's finite-difference graph (nn_layer.h) on a square 3-channel input (the
+ * export's image) of its larger side, with a global average pool and a dense head:
+ * written and read back by the kinds' own writers and importers. */
+TEST(export_round_trip_every_kinds_grad_graph)
+{
+    for (int k = 0; k < NN_OP_COUNT; k++) {
+        const nn_grad_case *g = nn_layers[k]->grad;
+        if (!g)
+            continue;
+        pt_err e;
+        int side = g->h > g->w ? g->h : g->w;
+        nn_model *m = nn_model_new(side, side, 3);
+        T_REQUIRE(m != NULL);
+        int x = g->build(m, nn_input(m));
+        nn_node_info ni;
+        if (x >= 0) {
+            nn_node_get(m, x, &ni);
+            if (ni.h * ni.w > 1)
+                x = nn_gap(m, x);
+        }
+        x = nn_dense(m, x, 3);
+        int rc = nn_model_finalize(m, x, &e);
+        T_CHECKF(rc == PT_OK, "%s: %s", nn_op_name((nn_op)k), e.msg);
+        if (rc == PT_OK) {
+            randomize(m, 17 + (uint64_t)k);
+            char what[64];
+            snprintf(what, sizeof what, "%s's grad graph", nn_op_name((nn_op)k));
+            round_trip(what, m, NULL);
+        }
+        nn_model_free(m);
+    }
 }
 
 TEST(export_round_trip_zoo_int8_new_head)

@@ -1,10 +1,13 @@
 /* layer_act — the pointwise activations, four kinds with a table entry each:
  * NN_OP_RELU and NN_OP_RELU6 (which a BN or conv reading into them alone applies
  * itself: the node then only shares that layer's output, see nn_model_finalize),
- * NN_OP_SIGMOID and NN_OP_CLIP. No parameters. */
+ * NN_OP_SIGMOID and NN_OP_CLIP. No parameters. ONNX: Relu, Sigmoid and Clip both ways
+ * (ReLU6 is Clip(0, 6)). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "nn/nn_import_impl.h"
 #include "nn/nn_layer.h"
 
 /* ---- builders ---- */
@@ -270,12 +273,79 @@ static int clip_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
     return clip_bounds_onnx(w, i, m->nodes[i].lo, m->nodes[i].hi);
 }
 
+/* ---- ONNX import ---- */
+
+/* Clip's bounds: scalar inputs (opset 11 on) or attributes (before), absent ones
+ * infinite. */
+static int clip_bounds(struct imp *I, const onnx_node *n, float *lo, float *hi)
+{
+    int rc = nn_imp_const_scalar(I, n, 1, "min", -INFINITY, lo);
+    return rc ? rc : nn_imp_const_scalar(I, n, 2, "max", INFINITY, hi);
+}
+
+/* Relu, and a Clip to [0, inf). (Each Clip's input is checked before its bounds, as
+ * the errors have always come.) */
+static int relu_import(struct imp *I, const onnx_node *n)
+{
+    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
+    if (rc)
+        return rc;
+    if (!strcmp(n->op_type, "Clip")) {
+        float lo, hi;
+        if ((rc = clip_bounds(I, n, &lo, &hi)) != PT_OK)
+            return rc;
+        if (!(lo == 0.0f && isinf(hi)))
+            return NN_IMP_DECLINE;
+    }
+    int id = nn_imp_built(I, n, nn_relu(I->m, in));
+    return id < 0 ? id : nn_imp_out_node(I, n, id, 0);
+}
+
+/* A Clip to [0, 6]. */
+static int relu6_import(struct imp *I, const onnx_node *n)
+{
+    float lo, hi;
+    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
+    if (rc || (rc = clip_bounds(I, n, &lo, &hi)) != PT_OK)
+        return rc;
+    if (!(lo == 0.0f && hi == 6.0f))
+        return NN_IMP_DECLINE;
+    int id = nn_imp_built(I, n, nn_relu6(I->m, in));
+    return id < 0 ? id : nn_imp_out_node(I, n, id, 0);
+}
+
+static int sigmoid_import(struct imp *I, const onnx_node *n)
+{
+    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
+    if (rc)
+        return rc;
+    int id = nn_imp_built(I, n, nn_sigmoid(I->m, in));
+    return id < 0 ? id : nn_imp_out_node(I, n, id, 0);
+}
+
+/* Any other Clip (relu and relu6, earlier in the table, take theirs). */
+static int clip_import(struct imp *I, const onnx_node *n)
+{
+    float lo, hi;
+    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
+    if (rc || (rc = clip_bounds(I, n, &lo, &hi)) != PT_OK)
+        return rc;
+    int id = nn_imp_built(I, n, nn_clip(I->m, in, lo, hi));
+    return id < 0 ? id : nn_imp_out_node(I, n, id, 0);
+}
+
+static const char *const relu_ops[] = { "Relu", "Clip", NULL };
+static const char *const clip_ops[] = { "Clip", NULL };
+static const char *const sigmoid_ops[] = { "Sigmoid", NULL };
+
 const nn_layer nn_layer_relu = {
     .act = NN_ACT_RELU,
     .forward = relu_forward,
     .backward = relu_backward,
     .grad = &relu_grad,
     .onnx_write = relu_onnx,
+    .onnx_ops = relu_ops,
+    .onnx_import = relu_import,
 };
 
 const nn_layer nn_layer_relu6 = {
@@ -284,6 +354,8 @@ const nn_layer nn_layer_relu6 = {
     .backward = relu6_backward,
     .grad = &relu6_grad,
     .onnx_write = relu6_onnx,
+    .onnx_ops = clip_ops,
+    .onnx_import = relu6_import,
 };
 
 const nn_layer nn_layer_sigmoid = {
@@ -291,6 +363,8 @@ const nn_layer nn_layer_sigmoid = {
     .backward = sigmoid_backward,
     .grad = &sigmoid_grad,
     .onnx_write = sigmoid_onnx,
+    .onnx_ops = sigmoid_ops,
+    .onnx_import = sigmoid_import,
 };
 
 const nn_layer nn_layer_clip = {
@@ -299,4 +373,6 @@ const nn_layer nn_layer_clip = {
     .describe = clip_describe,
     .grad = &clip_grad,
     .onnx_write = clip_onnx,
+    .onnx_ops = clip_ops,
+    .onnx_import = clip_import,
 };

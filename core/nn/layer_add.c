@@ -1,5 +1,8 @@
 /* layer_add — NN_OP_ADD: the sum of two tensors of one shape (residual connections).
  * No parameters; both inputs get the output's gradient (nn_copy_grad, nn_elem.c). */
+#include <string.h>
+
+#include "nn/nn_import_impl.h"
 #include "nn/nn_layer.h"
 
 int nn_add(nn_model *m, int a, int b)
@@ -61,6 +64,29 @@ static int add_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
     return nn_onnx_simple(w, i, "Add", 2);
 }
 
+/* Add of two maps, and QLinearAdd (a, a_scale, a_zp, b, b_scale, b_zp, c_scale, c_zp)
+ * of two with the activation its range carries. With a constant operand it is a dense
+ * layer's bias (layer_dense.c, asked first) or per-channel constants
+ * (nn_import_front.c). */
+static int add_import(struct imp *I, const onnx_node *n)
+{
+    int quant = !strcmp(n->op_type, "QLinearAdd");
+    size_t kb = quant ? 3 : 1;
+    if (quant)
+        I->quantized = 1;
+    if (nn_imp_const(I, n, 0) || nn_imp_const(I, n, kb))
+        return NN_IMP_DECLINE;
+    int a, b, rc;
+    if ((rc = nn_imp_in_node(I, n, 0, 0, &a)) || (rc = nn_imp_in_node(I, n, kb, 0, &b)))
+        return rc;
+    int id = nn_imp_built(I, n, nn_add(I->m, a, b));
+    if (id >= 0 && quant)
+        id = nn_imp_q_act(I, n, id, 6, 7);
+    return id < 0 ? id : nn_imp_out_node(I, n, id, 0);
+}
+
+static const char *const add_ops[] = { "Add", "QLinearAdd", NULL };
+
 const nn_layer nn_layer_add = {
     .flags = NN_LAYER_BWD_NO_INPUT,
     .reads_output = nn_reads_no_output,
@@ -68,4 +94,6 @@ const nn_layer nn_layer_add = {
     .backward = add_backward,
     .grad = &add_grad,
     .onnx_write = add_onnx,
+    .onnx_ops = add_ops,
+    .onnx_import = add_import,
 };

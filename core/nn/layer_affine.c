@@ -71,7 +71,10 @@ static int affine_grad_graph(nn_model *m, int in)
 
 static const nn_grad_case affine_grad = {2, 3, 3, 3, NN_GRAD_UNIFORM, affine_grad_graph};
 
-/* Mul then Add by per-channel constants; nothing when folded into the front. */
+/* Mul then Add by per-channel constants; nothing when folded into the front. No
+ * import hook: any Mul, Add, Sub or Div by constants that no kind takes is read back
+ * by the importer's per-channel constants (nn_import_front.c), which also merge a
+ * chain of them, the front's, into one affine layer. */
 static int affine_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
 {
     const nn_node *nd = &m->nodes[i];

@@ -9,6 +9,7 @@
  */
 #include <math.h>
 
+#include "nn/nn_import_impl.h"
 #include "nn/nn_layer.h"
 
 /* ---- builder ---- */
@@ -393,6 +394,30 @@ static int bn_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
     return nn_onnx_status(w);
 }
 
+/* BatchNormalization (X, scale, B, mean, var): its constants are filled in after the
+ * model is laid out (nn_imp_fill_bn). */
+static int bn_import(struct imp *I, const onnx_node *n)
+{
+    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
+    if (rc)
+        return rc;
+    nn_node_info ni = nn_imp_info(I, in);
+    for (size_t k = 1; k <= 4; k++) {
+        const onnx_tensor *t = nn_imp_const(I, n, k);
+        if (!t || t->count != ni.c)
+            return nn_imp_err(I, n, "input %zu must be a constant of %d values", k, ni.c);
+    }
+    float eps = onnx_attr_float(n, "epsilon", 1e-5f), mom = onnx_attr_float(n, "momentum", 0.9f);
+    int id = nn_imp_built(I, n, nn_batchnorm_ex(I->m, in, eps, mom));
+    if (id < 0)
+        return id;
+    if (!nn_imp_add_fill(I, F_BN, id, n))
+        return PT_ENOMEM;
+    return nn_imp_out_node(I, n, id, 0);
+}
+
+static const char *const bn_ops[] = { "BatchNormalization", NULL };
+
 const nn_layer nn_layer_bn = {
     .flags = NN_LAYER_FUSES_ACT,
     .forward = bn_forward,
@@ -404,4 +429,6 @@ const nn_layer nn_layer_bn = {
     .replayable = bn_replayable,
     .replay = bn_replay,
     .as_xform = bn_as_xform,
+    .onnx_ops = bn_ops,
+    .onnx_import = bn_import,
 };

@@ -3,6 +3,7 @@
  * parameters. */
 #include <string.h>
 
+#include "nn/nn_import_impl.h"
 #include "nn/nn_layer.h"
 
 int nn_concat(nn_model *m, int a, int b)
@@ -97,6 +98,30 @@ static int concat_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
     return nn_onnx_status(w);
 }
 
+/* Concat along channels of any number of maps: a chain of two-input layers. (A Concat
+ * in a Reshape's shape computation is the importer's, nn_import.c.) */
+static int concat_import(struct imp *I, const onnx_node *n)
+{
+    int64_t axis = onnx_attr_int(n, "axis", 1);
+    if (axis != 1 && axis != -3)
+        return nn_imp_err(I, n, "only concatenation along channels (axis 1) is supported");
+    if (n->n_inputs < 1)
+        return nn_imp_err(I, n, "has no inputs");
+    int acc, rc = nn_imp_in_node(I, n, 0, 0, &acc);
+    if (rc)
+        return rc;
+    for (size_t k = 1; k < n->n_inputs; k++) {
+        int b;
+        if ((rc = nn_imp_in_node(I, n, k, 0, &b)) != PT_OK)
+            return rc;
+        if ((acc = nn_imp_built(I, n, nn_concat(I->m, acc, b))) < 0)
+            return acc;
+    }
+    return nn_imp_out_node(I, n, acc, 0);
+}
+
+static const char *const concat_ops[] = { "Concat", NULL };
+
 const nn_layer nn_layer_concat = {
     .flags = NN_LAYER_BWD_NO_INPUT,
     .reads_output = nn_reads_no_output,
@@ -104,4 +129,6 @@ const nn_layer nn_layer_concat = {
     .backward = concat_backward,
     .grad = &concat_grad,
     .onnx_write = concat_onnx,
+    .onnx_ops = concat_ops,
+    .onnx_import = concat_import,
 };

@@ -4,7 +4,9 @@
  * nn_gemm.c (1x1 products). Weights HWIO [kh][kw][cin/groups][cout], then cout biases. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "nn/nn_import_impl.h"
 #include "nn/nn_layer.h"
 
 /* ---- builder ---- */
@@ -236,6 +238,62 @@ static int conv_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
     return nn_onnx_status(w);
 }
 
+/* ---- ONNX import ---- */
+
+/* Conv (X, W, B) and QLinearConv (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp,
+ * B): the only reader of a Pad's zeros, which it adds to its own padding; on the
+ * caffe input (BGR) its weights are read for RGB (nn_imp_fill_conv). */
+static int conv_import(struct imp *I, const onnx_node *n)
+{
+    int quant = !strcmp(n->op_type, "QLinearConv");
+    int in, extra[4], bgr, rc = nn_imp_in_node_padded(I, n, 0, &in, extra, &bgr);
+    if (rc)
+        return rc;
+    const onnx_tensor *w = nn_imp_const(I, n, quant ? 3 : 1);
+    if (!w || w->rank != 4)
+        return nn_imp_err(I, n, "the weights must be a constant 4-D tensor");
+    nn_node_info ni = nn_imp_info(I, in);
+    int64_t g = onnx_attr_int(n, "group", 1);
+    int64_t cout = w->dims[0], cg = w->dims[1], kh = w->dims[2], kw = w->dims[3];
+    if (g < 1 || cg * g != ni.c || cout % g != 0)
+        return nn_imp_err(I, n, "weights [%lld, %lld, %lld, %lld] with group %lld do not fit %d "
+                        "input channels",
+                        (long long)cout, (long long)cg, (long long)kh, (long long)kw,
+                        (long long)g, ni.c);
+    if (bgr && g != 1)
+        return nn_imp_err(I, n, "a grouped convolution of the caffe input's BGR order: only "
+                          "per-channel constants and convolutions may read it");
+    int64_t k[2] = { kh, kw }, s[2] = { 1, 1 }, p[4] = { 0, 0, 0, 0 };
+    if ((rc = nn_imp_window(I, n, in, k, s, p)) != PT_OK)
+        return rc;
+    if (extra[0] || extra[1] || extra[2] || extra[3]) {
+        /* A Pad of zeros before it (tf2onnx writes them for TensorFlow's "same"):
+         * the same as padding the conv itself, which the kernels do for free. */
+        if (strcmp(onnx_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") != 0)
+            return nn_imp_err(I, n, "a Pad before a Conv with auto_pad is not supported");
+        for (int a = 0; a < 4; a++)
+            p[a] += extra[a];
+    }
+    int bias = quant ? nn_imp_const(I, n, 8) != NULL : nn_imp_const(I, n, 2) != NULL;
+    int id = nn_conv2d_ex(I->m, in, (int)cout, (int)kh, (int)kw, (int)s[0], (int)s[1], (int)p[0],
+                          (int)p[1], (int)p[2], (int)p[3], (int)g, bias);
+    id = nn_imp_built(I, n, id);
+    if (id < 0)
+        return id;
+    fill *f = nn_imp_add_fill(I, quant ? F_QCONV : F_CONV, id, n);
+    if (!f)
+        return PT_ENOMEM;
+    f->rev_cin = bgr; /* the file's BGR input: weights read for RGB (nn_imp_fill_conv) */
+    if (quant) {
+        I->quantized = 1;
+        if ((id = nn_imp_q_act(I, n, id, 6, 7)) < 0)
+            return id;
+    }
+    return nn_imp_out_node(I, n, id, 0);
+}
+
+static const char *const conv_ops[] = { "Conv", "QLinearConv", NULL };
+
 const nn_layer nn_layer_conv = {
     .flags = NN_LAYER_FUSES_ACT,
     .forward = conv_forward,
@@ -250,4 +308,6 @@ const nn_layer nn_layer_conv = {
     .replayable = conv_replayable,
     .replay = conv_forward,
     .takes_xform = conv_takes_xform,
+    .onnx_ops = conv_ops,
+    .onnx_import = conv_import,
 };

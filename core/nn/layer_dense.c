@@ -2,9 +2,12 @@
  * h*w*c -> cout. Weights [h*w*c][cout] row-major, then cout biases; the products are
  * sgemm's. */
 #include <cblas.h>
+/* cblas.h may bring complex.h, whose I is the importers' name for their state. */
+#undef I
 #include <math.h>
 #include <string.h>
 
+#include "nn/nn_import_impl.h"
 #include "nn/nn_layer.h"
 
 int nn_dense(nn_model *m, int in, int cout)
@@ -122,6 +125,110 @@ static int dense_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
     return nn_onnx_status(w);
 }
 
+/* ---- ONNX import ---- */
+
+/* Gemm (A, B, C), MatMul (A, B) and QLinearMatMul (a, a_s, a_zp, b, b_s, b_zp, y_s,
+ * y_zp) after a flattened map or a vector; the weights are converted after the model
+ * is laid out (nn_imp_fill_dense). */
+static int dense_import_gemm(struct imp *I, const onnx_node *n)
+{
+    int kind = !strcmp(n->op_type, "Gemm") ? 0 : !strcmp(n->op_type, "MatMul") ? 1 : 2;
+    int in, rc = nn_imp_in_node(I, n, 0, 1, &in);
+    if (rc)
+        return rc;
+    const val *v = nn_imp_find_val(I, n->inputs[0]);
+    const onnx_tensor *b = nn_imp_const(I, n, kind == 2 ? 3 : 1);
+    if (!b || b->rank != 2)
+        return nn_imp_err(I, n, "the weights must be a constant 2-D tensor");
+    int trans_b = kind == 0 && onnx_attr_int(n, "transB", 0) != 0;
+    if (kind == 0 && onnx_attr_int(n, "transA", 0) != 0)
+        return nn_imp_err(I, n, "transA = 1 is not supported");
+    nn_node_info ni = nn_imp_info(I, in);
+    int64_t cin = trans_b ? b->dims[1] : b->dims[0], cout = trans_b ? b->dims[0] : b->dims[1];
+    if (cin != (int64_t)ni.h * ni.w * ni.c)
+        return nn_imp_err(I, n, "weights for %lld inputs after a map of %dx%dx%d (%d values)",
+                        (long long)cin, ni.h, ni.w, ni.c, ni.h * ni.w * ni.c);
+    int id = nn_imp_built(I, n, nn_dense(I->m, in, (int)cout));
+    if (id < 0)
+        return id;
+    fill *f = nn_imp_add_fill(I, F_DENSE, id, n);
+    if (!f)
+        return PT_ENOMEM;
+    f->trans_b = trans_b;
+    f->quant = kind == 2;
+    if (kind == 0) {
+        f->alpha = onnx_attr_float(n, "alpha", 1.0f);
+        f->beta = onnx_attr_float(n, "beta", 1.0f);
+        if (nn_imp_const(I, n, 2)) {
+            f->bias_src = n;
+            f->bias_slot = 2;
+        }
+    }
+    if (v && v->flat == FLAT_NCHW) { /* FLAT_NHWC is the library's own order */
+        f->flat_h = ni.h;
+        f->flat_w = ni.w;
+        f->flat_c = ni.c;
+    }
+    if (kind == 2)
+        I->quantized = 1;
+    return nn_imp_out_node(I, n, id, 0);
+}
+
+/* The fill of the dense layer input slot k of n is, when that layer has no bias yet. */
+static fill *bias_target(struct imp *I, const onnx_node *n, size_t k)
+{
+    const val *v = k < n->n_inputs ? nn_imp_find_val(I, n->inputs[k]) : NULL;
+    for (size_t i = 0; v && v->kind == V_NODE && i < I->nf; i++)
+        if (I->f[i].node == v->node && I->f[i].kind == F_DENSE && !I->f[i].bias_src)
+            return &I->f[i];
+    return NULL;
+}
+
+/* An Add (or QLinearAdd) of a constant to a dense layer's output is that layer's
+ * bias: note where it comes from on the layer's fill, and let the Add's output
+ * name the layer. */
+static int fold_bias(struct imp *I, const onnx_node *n, size_t const_slot, size_t other_slot)
+{
+    int other;
+    int rc = nn_imp_in_node(I, n, other_slot, 1, &other);
+    if (rc)
+        return rc;
+    fill *f = bias_target(I, n, other_slot);
+    if (!f)
+        return nn_imp_err(I, n, "adding a constant is supported only as the bias of a Gemm or "
+                          "MatMul");
+    f->bias_src = n;
+    f->bias_slot = (int)const_slot;
+    const val *v = nn_imp_find_val(I, n->inputs[other_slot]);
+    return nn_imp_out_node(I, n, other, v ? v->flat : 0);
+}
+
+/* Gemm, MatMul, QLinearMatMul; and an Add of a constant to a dense layer without a
+ * bias (an Add of a constant to anything else is not dense's), a QLinearAdd of a
+ * constant (to nothing but a dense layer). */
+static int dense_import(struct imp *I, const onnx_node *n)
+{
+    if (!strcmp(n->op_type, "QLinearAdd")) {
+        /* a, a_scale, a_zp, b, b_scale, b_zp, c_scale, c_zp */
+        I->quantized = 1;
+        if (nn_imp_const(I, n, 0))
+            return fold_bias(I, n, 0, 3);
+        if (nn_imp_const(I, n, 3))
+            return fold_bias(I, n, 3, 0);
+        return NN_IMP_DECLINE;
+    }
+    if (!strcmp(n->op_type, "Add")) {
+        int ck = nn_imp_const(I, n, 0) ? 0 : nn_imp_const(I, n, 1) ? 1 : -1;
+        if (ck < 0 || !bias_target(I, n, (size_t)(1 - ck)))
+            return NN_IMP_DECLINE;
+        return fold_bias(I, n, (size_t)ck, (size_t)(1 - ck));
+    }
+    return dense_import_gemm(I, n);
+}
+
+static const char *const dense_ops[] = { "Gemm", "MatMul", "QLinearMatMul", "Add", "QLinearAdd",
+                                         NULL };
+
 const nn_layer nn_layer_dense = {
     .forward = dense_forward,
     .backward = dense_backward,
@@ -129,4 +236,6 @@ const nn_layer nn_layer_dense = {
     .macs = dense_macs,
     .grad = &dense_grad,
     .onnx_write = dense_onnx,
+    .onnx_ops = dense_ops,
+    .onnx_import = dense_import,
 };

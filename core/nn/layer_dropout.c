@@ -4,6 +4,7 @@
  * input on untouched. No parameters. */
 #include <stdio.h>
 
+#include "nn/nn_import_impl.h"
 #include "nn/nn_layer.h"
 
 int nn_dropout(nn_model *m, int in, float rate)
@@ -76,6 +77,14 @@ static int dropout_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
     return nn_onnx_status(w);
 }
 
+/* Dropout: the identity in inference, so no layer (the value its input's). */
+static int dropout_import(struct imp *I, const onnx_node *n)
+{
+    return nn_imp_pass(I, n);
+}
+
+static const char *const dropout_ops[] = { "Dropout", NULL };
+
 const nn_layer nn_layer_dropout = {
     .flags = NN_LAYER_MASK | NN_LAYER_BWD_NO_INPUT,
     .reads_output = nn_reads_no_output,
@@ -84,4 +93,6 @@ const nn_layer nn_layer_dropout = {
     .describe = dropout_describe,
     .grad = &dropout_grad,
     .onnx_write = dropout_onnx,
+    .onnx_ops = dropout_ops,
+    .onnx_import = dropout_import,
 };

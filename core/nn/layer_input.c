@@ -43,7 +43,8 @@ static int input_grad_graph(nn_model *m, int in)
 static const nn_grad_case input_grad = {2, 3, 3, 2, NN_GRAD_UNIFORM, input_grad_graph};
 
 /* The front: pixels 0-255 to the model's [0, 1] input, the affine layer after it
- * folded in when that layer alone reads the input (nn_export.h). */
+ * folded in when that layer alone reads the input (nn_export.h). No import hook: the
+ * graph's input is not a node (nn_imp_graph_input, nn_imp_first_layer). */
 static int input_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
 {
     int a = nn_onnx_fold_next(w, i);

@@ -9,6 +9,7 @@
  */
 #include <stdio.h>
 
+#include "nn/nn_import_impl.h"
 #include "nn/nn_layer.h"
 
 int nn_mul(nn_model *m, int a, int b)
@@ -136,10 +137,27 @@ static int mul_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
     return nn_onnx_simple(w, i, "Mul", 2);
 }
 
+/* Mul of two maps (or of a map and a 1x1xC one). With a constant operand it is the
+ * importer's per-channel constants (nn_import_front.c). */
+static int mul_import(struct imp *I, const onnx_node *n)
+{
+    if (nn_imp_const(I, n, 0) || nn_imp_const(I, n, 1))
+        return NN_IMP_DECLINE;
+    int a, b, rc;
+    if ((rc = nn_imp_in_node(I, n, 0, 0, &a)) || (rc = nn_imp_in_node(I, n, 1, 0, &b)))
+        return rc;
+    int id = nn_imp_built(I, n, nn_mul(I->m, a, b));
+    return id < 0 ? id : nn_imp_out_node(I, n, id, 0);
+}
+
+static const char *const mul_ops[] = { "Mul", NULL };
+
 const nn_layer nn_layer_mul = {
     .forward = mul_forward,
     .backward = mul_backward,
     .describe = mul_describe,
     .grad = &mul_grad,
     .onnx_write = mul_onnx,
+    .onnx_ops = mul_ops,
+    .onnx_import = mul_import,
 };

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "nn/nn_import_impl.h"
 #include "nn/nn_layer.h"
 
 /* ---- builders ---- */
@@ -394,12 +395,65 @@ static int gap_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
     return nn_onnx_op(w, "GlobalAveragePool", 1, in, nn_onnx_out(w, i, 4));
 }
 
+/* ---- ONNX import ---- */
+
+/* MaxPool and AveragePool (2-D, no ceil_mode). */
+static int pool_import(struct imp *I, const onnx_node *n, int max)
+{
+    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
+    if (rc)
+        return rc;
+    int64_t k[2] = { 0, 0 }, s[2] = { 1, 1 }, p[4] = { 0, 0, 0, 0 };
+    if ((rc = nn_imp_window(I, n, in, k, s, p)) != PT_OK)
+        return rc;
+    /* Without padding every window counts k x k pixels either way. */
+    if (!max && onnx_attr_int(n, "count_include_pad", 0) != 0 && (p[0] || p[1] || p[2] || p[3]))
+        return nn_imp_err(I, n, "count_include_pad = 1 with padding is not supported");
+    int kh = (int)k[0], kw = (int)k[1];
+    int id = max ? nn_maxpool_ex(I->m, in, kh, kw, (int)s[0], (int)s[1], (int)p[0], (int)p[1],
+                                 (int)p[2], (int)p[3])
+                 : nn_avgpool_ex(I->m, in, kh, kw, (int)s[0], (int)s[1], (int)p[0], (int)p[1],
+                                 (int)p[2], (int)p[3]);
+    if ((id = nn_imp_built(I, n, id)) < 0)
+        return id;
+    return nn_imp_out_node(I, n, id, 0);
+}
+
+static int maxpool_import(struct imp *I, const onnx_node *n)
+{
+    return pool_import(I, n, 1);
+}
+
+static int avgpool_import(struct imp *I, const onnx_node *n)
+{
+    return pool_import(I, n, 0);
+}
+
+/* GlobalAveragePool, and its quantized form (values stay float). A ReduceMean over H
+ * and W is one too: the importer's NHWC forms (nn_import_layout.c). */
+static int gap_import(struct imp *I, const onnx_node *n)
+{
+    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
+    if (rc)
+        return rc;
+    if (n->op_type[0] == 'Q' && onnx_attr_int(n, "channels_last", 0) != 0)
+        return nn_imp_err(I, n, "channels_last = 1 is not supported");
+    int id = nn_imp_built(I, n, nn_gap(I->m, in));
+    return id < 0 ? id : nn_imp_out_node(I, n, id, 0);
+}
+
+static const char *const maxpool_ops[] = { "MaxPool", NULL };
+static const char *const avgpool_ops[] = { "AveragePool", NULL };
+static const char *const gap_ops[] = { "GlobalAveragePool", "QLinearGlobalAveragePool", NULL };
+
 const nn_layer nn_layer_maxpool = {
     .forward = maxpool_forward,
     .backward = maxpool_backward,
     .describe = pool_describe,
     .grad = &maxpool_grad,
     .onnx_write = maxpool_onnx,
+    .onnx_ops = maxpool_ops,
+    .onnx_import = maxpool_import,
 };
 
 const nn_layer nn_layer_avgpool = {
@@ -410,6 +464,8 @@ const nn_layer nn_layer_avgpool = {
     .describe = pool_describe,
     .grad = &avgpool_grad,
     .onnx_write = avgpool_onnx,
+    .onnx_ops = avgpool_ops,
+    .onnx_import = avgpool_import,
 };
 
 const nn_layer nn_layer_gap = {
@@ -419,4 +475,6 @@ const nn_layer nn_layer_gap = {
     .backward = gap_backward,
     .grad = &gap_grad,
     .onnx_write = gap_onnx,
+    .onnx_ops = gap_ops,
+    .onnx_import = gap_import,
 };

@@ -5,7 +5,12 @@
  * after nn_model_finalize() lays the parameters out, a second pass copies and
  * converts them. Every ONNX value name maps to a layer (or to a shape computation,
  * the Shape -> Gather -> Unsqueeze -> Concat chains exporters write to feed a
- * Reshape). */
+ * Reshape). A node goes to the first layer kind (table order) whose onnx_import
+ * takes it (nn_layer.h: each kind's mapping lives in its layer_*.c); this file keeps
+ * the graph-level forms no kind owns (Pad, Identity, Softmax, the quantize /
+ * dequantize plumbing, shape computations; per-channel constants, layouts and
+ * vectors through nn_import_front.c, _layout.c and _vector.c) and the helpers the
+ * kinds' importers share (nn_import_impl.h). */
 #include "nn/nn_import_impl.h"
 
 #include <math.h>
@@ -15,20 +20,20 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "nn/nn_layer.h"
 
 /* A Pad's largest side read (so the file's int64 pads fit an int); the Conv that
  * takes them refuses any not below its kernel anyway. */
 #define NN_PAD_LIMIT 64
 
-#define SUPPORTED                                                                              \
-    "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add (of two maps, a bias after a "  \
-    "Gemm, or one constant per channel), Sub and Div (by constants), Concat, MaxPool, "     \
-    "AveragePool, GlobalAveragePool, ReduceMean (over H and W), Transpose (NHWC <-> NCHW), " \
-    "Flatten, Reshape, Squeeze and Unsqueeze (of an N x C vector), Gemm, MatMul, Dropout, " \
-    "Identity, Constant, Pad (zeros, spatial), Softmax "                                  \
-    "(last), QuantizeLinear, DequantizeLinear, QLinearConv, QLinearAdd, "                     \
-    "QLinearGlobalAveragePool, QLinearMatMul; Shape, Gather, Unsqueeze, Squeeze, Cast and "   \
-    "Concat where they compute a Reshape's shape"
+/* What the importer takes besides the layer kinds' op types (their onnx_ops, listed
+ * first in the error naming what is supported). */
+#define GRAPH_FORMS                                                                        \
+    "Mul, Add, Sub and Div by constants (one per channel), ReduceMean (over H and W), "    \
+    "Transpose (NHWC <-> NCHW), Flatten, Reshape, Squeeze and Unsqueeze (of an N x C "    \
+    "vector), Identity, Constant, Pad (zeros, spatial), Softmax (last), QuantizeLinear, "   \
+    "DequantizeLinear; Shape, Gather, Unsqueeze, Squeeze, Cast and Concat where they "     \
+    "compute a Reshape's shape"
 
 /* ------------------------------------------------------------------------------ */
 /* errors */
@@ -41,7 +46,7 @@ int nn_imp_err(imp *I, const onnx_node *n, const char *fmt, ...)
 
 int nn_imp_err(imp *I, const onnx_node *n, const char *fmt, ...)
 {
-    char msg[768];
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -90,7 +95,7 @@ static int padded(const val *v)
     return v->pad[0] || v->pad[1] || v->pad[2] || v->pad[3];
 }
 
-static fill *add_fill(imp *I, fkind kind, int node, const onnx_node *src)
+fill *nn_imp_add_fill(imp *I, fkind kind, int node, const onnx_node *src)
 {
     if (I->nf == I->fcap) {
         size_t cap = I->fcap ? 2 * I->fcap : 128;
@@ -159,6 +164,11 @@ int nn_imp_in_node_bgr(imp *I, const onnx_node *n, size_t k, int *node, int *bgr
     return in_node_padded(I, n, k, 0, node, NULL, bgr);
 }
 
+int nn_imp_in_node_padded(imp *I, const onnx_node *n, size_t k, int *node, int pad[4], int *bgr)
+{
+    return in_node_padded(I, n, k, 0, node, pad, bgr);
+}
+
 const onnx_tensor *nn_imp_const(imp *I, const onnx_node *n, size_t k)
 {
     if (k >= n->n_inputs || !n->inputs[k][0])
@@ -200,10 +210,7 @@ static int ints_attr(imp *I, const onnx_node *n, const char *name, size_t want, 
     return PT_OK;
 }
 
-/* Kernel, strides and pads of a 2-D conv or pool; the rest refused. k comes in from
- * the weights (conv) or as 0 (pools: kernel_shape is required); pads come back as
- * top, left, bottom, right, which is also ONNX's order. */
-static int window(imp *I, const onnx_node *n, int in, int64_t k[2], int64_t s[2], int64_t p[4])
+int nn_imp_window(imp *I, const onnx_node *n, int in, int64_t k[2], int64_t s[2], int64_t p[4])
 {
     int64_t kk[2] = { 0, 0 }, d[2] = { 1, 1 };
     int rc;
@@ -248,7 +255,7 @@ static int window(imp *I, const onnx_node *n, int in, int64_t k[2], int64_t s[2]
 }
 
 /* ------------------------------------------------------------------------------ */
-/* the ops */
+/* shared by the kinds' importers */
 
 /* A quantized output's range: the clamp that carries the graph's activation. */
 static int q_range(imp *I, const onnx_node *n, size_t scale_k, size_t zp_k, double *lo,
@@ -277,9 +284,9 @@ static int q_range(imp *I, const onnx_node *n, size_t scale_k, size_t zp_k, doub
     return PT_OK;
 }
 
-/* After a quantized op: a range from 0 is the graph's ReLU6 (or ReLU when it
- * reaches past 6); any other range is no activation. */
-static int q_act(imp *I, const onnx_node *n, int id, size_t scale_k, size_t zp_k)
+/* A range from 0 is the graph's ReLU6 (or ReLU when it reaches past 6); any other
+ * range is no activation. */
+int nn_imp_q_act(imp *I, const onnx_node *n, int id, size_t scale_k, size_t zp_k)
 {
     double lo = 0.0, hi = 0.0;
     int rc = q_range(I, n, scale_k, zp_k, &lo, &hi);
@@ -290,75 +297,7 @@ static int q_act(imp *I, const onnx_node *n, int id, size_t scale_k, size_t zp_k
     return nn_imp_built(I, n, hi <= 6.0 + 1e-3 ? nn_relu6(I->m, id) : nn_relu(I->m, id));
 }
 
-static int op_conv(imp *I, const onnx_node *n, int quant)
-{
-    int in, extra[4], bgr, rc = in_node_padded(I, n, 0, 0, &in, extra, &bgr);
-    if (rc)
-        return rc;
-    const onnx_tensor *w = nn_imp_const(I, n, quant ? 3 : 1);
-    if (!w || w->rank != 4)
-        return nn_imp_err(I, n, "the weights must be a constant 4-D tensor");
-    nn_node_info ni = nn_imp_info(I, in);
-    int64_t g = onnx_attr_int(n, "group", 1);
-    int64_t cout = w->dims[0], cg = w->dims[1], kh = w->dims[2], kw = w->dims[3];
-    if (g < 1 || cg * g != ni.c || cout % g != 0)
-        return nn_imp_err(I, n, "weights [%lld, %lld, %lld, %lld] with group %lld do not fit %d "
-                        "input channels",
-                        (long long)cout, (long long)cg, (long long)kh, (long long)kw,
-                        (long long)g, ni.c);
-    if (bgr && g != 1)
-        return nn_imp_err(I, n, "a grouped convolution of the caffe input's BGR order: only "
-                          "per-channel constants and convolutions may read it");
-    int64_t k[2] = { kh, kw }, s[2] = { 1, 1 }, p[4] = { 0, 0, 0, 0 };
-    if ((rc = window(I, n, in, k, s, p)) != PT_OK)
-        return rc;
-    if (extra[0] || extra[1] || extra[2] || extra[3]) {
-        /* A Pad of zeros before it (tf2onnx writes them for TensorFlow's "same"):
-         * the same as padding the conv itself, which the kernels do for free. */
-        if (strcmp(onnx_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") != 0)
-            return nn_imp_err(I, n, "a Pad before a Conv with auto_pad is not supported");
-        for (int a = 0; a < 4; a++)
-            p[a] += extra[a];
-    }
-    int bias = quant ? nn_imp_const(I, n, 8) != NULL : nn_imp_const(I, n, 2) != NULL;
-    int id = nn_conv2d_ex(I->m, in, (int)cout, (int)kh, (int)kw, (int)s[0], (int)s[1], (int)p[0],
-                          (int)p[1], (int)p[2], (int)p[3], (int)g, bias);
-    id = nn_imp_built(I, n, id);
-    if (id < 0)
-        return id;
-    fill *f = add_fill(I, quant ? F_QCONV : F_CONV, id, n);
-    if (!f)
-        return PT_ENOMEM;
-    f->rev_cin = bgr; /* the file's BGR input: weights read for RGB (nn_imp_fill_conv) */
-    if (quant) {
-        I->quantized = 1;
-        if ((id = q_act(I, n, id, 6, 7)) < 0)
-            return id;
-    }
-    return nn_imp_out_node(I, n, id, 0);
-}
-
-static int op_bn(imp *I, const onnx_node *n)
-{
-    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
-    if (rc)
-        return rc;
-    nn_node_info ni = nn_imp_info(I, in);
-    for (size_t k = 1; k <= 4; k++) {
-        const onnx_tensor *t = nn_imp_const(I, n, k);
-        if (!t || t->count != ni.c)
-            return nn_imp_err(I, n, "input %zu must be a constant of %d values", k, ni.c);
-    }
-    float eps = onnx_attr_float(n, "epsilon", 1e-5f), mom = onnx_attr_float(n, "momentum", 0.9f);
-    int id = nn_imp_built(I, n, nn_batchnorm_ex(I->m, in, eps, mom));
-    if (id < 0)
-        return id;
-    if (!add_fill(I, F_BN, id, n))
-        return PT_ENOMEM;
-    return nn_imp_out_node(I, n, id, 0);
-}
-
-static int const_scalar(imp *I, const onnx_node *n, size_t k, const char *attr, float dflt,
+int nn_imp_const_scalar(imp *I, const onnx_node *n, size_t k, const char *attr, float dflt,
                         float *out)
 {
     const onnx_tensor *t = nn_imp_const(I, n, k);
@@ -378,144 +317,8 @@ static int const_scalar(imp *I, const onnx_node *n, size_t k, const char *attr, 
     return PT_OK;
 }
 
-static int op_clip(imp *I, const onnx_node *n)
-{
-    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
-    if (rc)
-        return rc;
-    float lo, hi;
-    if ((rc = const_scalar(I, n, 1, "min", -INFINITY, &lo)) ||
-        (rc = const_scalar(I, n, 2, "max", INFINITY, &hi)))
-        return rc;
-    int id;
-    if (lo == 0.0f && hi == 6.0f)
-        id = nn_relu6(I->m, in);
-    else if (lo == 0.0f && isinf(hi))
-        id = nn_relu(I->m, in);
-    else
-        id = nn_clip(I->m, in, lo, hi);
-    if ((id = nn_imp_built(I, n, id)) < 0)
-        return id;
-    return nn_imp_out_node(I, n, id, 0);
-}
-
-/* An Add (or QLinearAdd) of a constant to a dense layer's output is that layer's
- * bias: note where it comes from on the layer's fill, and let the Add's output
- * name the layer. */
-static int fold_bias(imp *I, const onnx_node *n, size_t const_slot, size_t other_slot)
-{
-    int other;
-    int rc = nn_imp_in_node(I, n, other_slot, 1, &other);
-    if (rc)
-        return rc;
-    for (size_t i = 0; i < I->nf; i++) {
-        fill *f = &I->f[i];
-        if (f->node == other && f->kind == F_DENSE && !f->bias_src) {
-            f->bias_src = n;
-            f->bias_slot = (int)const_slot;
-            const val *v = nn_imp_find_val(I, n->inputs[other_slot]);
-            return nn_imp_out_node(I, n, other, v ? v->flat : 0);
-        }
-    }
-    return nn_imp_err(I, n, "adding a constant is supported only as the bias of a Gemm or MatMul");
-}
-
-/* Whether input slot k of n is a dense layer with no bias yet. */
-static int bias_target(imp *I, const onnx_node *n, size_t k)
-{
-    const val *v = k < n->n_inputs ? nn_imp_find_val(I, n->inputs[k]) : NULL;
-    for (size_t i = 0; v && v->kind == V_NODE && i < I->nf; i++)
-        if (I->f[i].node == v->node && I->f[i].kind == F_DENSE && !I->f[i].bias_src)
-            return 1;
-    return 0;
-}
-
-static int op_binary(imp *I, const onnx_node *n)
-{
-    /* A constant operand of an Add after a dense layer is its bias: fold it in. */
-    int ck = nn_imp_const(I, n, 0) ? 0 : nn_imp_const(I, n, 1) ? 1 : -1;
-    int mul = !strcmp(n->op_type, "Mul");
-    if (!strcmp(n->op_type, "Add") && ck >= 0 && bias_target(I, n, (size_t)(1 - ck)))
-        return fold_bias(I, n, (size_t)ck, (size_t)(1 - ck));
-    if (ck >= 0) /* per-channel constants: an affine layer (nn_import_front.c) */
-        return nn_imp_const_affine(I, n, (size_t)ck);
-    if (!mul && strcmp(n->op_type, "Add") != 0)
-        return nn_imp_err(I, n, "%s of two feature maps is not supported; only by a constant",
-                          n->op_type);
-    int a, b, rc;
-    if ((rc = nn_imp_in_node(I, n, 0, 0, &a)) || (rc = nn_imp_in_node(I, n, 1, 0, &b)))
-        return rc;
-    int id = nn_imp_built(I, n, mul ? nn_mul(I->m, a, b) : nn_add(I->m, a, b));
-    if (id < 0)
-        return id;
-    return nn_imp_out_node(I, n, id, 0);
-}
-
-static int op_qadd(imp *I, const onnx_node *n)
-{
-    /* a, a_scale, a_zp, b, b_scale, b_zp, c_scale, c_zp */
-    I->quantized = 1;
-    if (nn_imp_const(I, n, 0))
-        return fold_bias(I, n, 0, 3);
-    if (nn_imp_const(I, n, 3))
-        return fold_bias(I, n, 3, 0);
-    int a, b, rc;
-    if ((rc = nn_imp_in_node(I, n, 0, 0, &a)) || (rc = nn_imp_in_node(I, n, 3, 0, &b)))
-        return rc;
-    int id = nn_imp_built(I, n, nn_add(I->m, a, b));
-    if (id < 0 || (id = q_act(I, n, id, 6, 7)) < 0)
-        return id;
-    return nn_imp_out_node(I, n, id, 0);
-}
-
-static int op_concat(imp *I, const onnx_node *n)
-{
-    int shape = 0;
-    for (size_t k = 0; k < n->n_inputs; k++) {
-        const val *v = nn_imp_find_val(I, n->inputs[k]);
-        if (!v || v->kind == V_SHAPE)
-            shape = 1;
-    }
-    if (shape) /* part of a Reshape's shape computation */
-        return nn_imp_set_val(I, n->outputs[0], V_SHAPE, -1, 0);
-    int64_t axis = onnx_attr_int(n, "axis", 1);
-    if (axis != 1 && axis != -3)
-        return nn_imp_err(I, n, "only concatenation along channels (axis 1) is supported");
-    if (n->n_inputs < 1)
-        return nn_imp_err(I, n, "has no inputs");
-    int acc, rc = nn_imp_in_node(I, n, 0, 0, &acc);
-    if (rc)
-        return rc;
-    for (size_t k = 1; k < n->n_inputs; k++) {
-        int b;
-        if ((rc = nn_imp_in_node(I, n, k, 0, &b)) != PT_OK)
-            return rc;
-        if ((acc = nn_imp_built(I, n, nn_concat(I->m, acc, b))) < 0)
-            return acc;
-    }
-    return nn_imp_out_node(I, n, acc, 0);
-}
-
-static int op_pool(imp *I, const onnx_node *n, int max)
-{
-    int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
-    if (rc)
-        return rc;
-    int64_t k[2] = { 0, 0 }, s[2] = { 1, 1 }, p[4] = { 0, 0, 0, 0 };
-    if ((rc = window(I, n, in, k, s, p)) != PT_OK)
-        return rc;
-    /* Without padding every window counts k x k pixels either way. */
-    if (!max && onnx_attr_int(n, "count_include_pad", 0) != 0 && (p[0] || p[1] || p[2] || p[3]))
-        return nn_imp_err(I, n, "count_include_pad = 1 with padding is not supported");
-    int kh = (int)k[0], kw = (int)k[1];
-    int id = max ? nn_maxpool_ex(I->m, in, kh, kw, (int)s[0], (int)s[1], (int)p[0], (int)p[1],
-                                 (int)p[2], (int)p[3])
-                 : nn_avgpool_ex(I->m, in, kh, kw, (int)s[0], (int)s[1], (int)p[0], (int)p[1],
-                                 (int)p[2], (int)p[3]);
-    if ((id = nn_imp_built(I, n, id)) < 0)
-        return id;
-    return nn_imp_out_node(I, n, id, 0);
-}
+/* ------------------------------------------------------------------------------ */
+/* the graph-level forms */
 
 /* Pad: zeros around the spatial axes. None at all (PyTorch writes such a Pad
  * before the AveragePool of AvgPool2d's count_include_pad) is no layer; others wait
@@ -545,7 +348,7 @@ static int op_pad(imp *I, const onnx_node *n)
     }
     float value = 0.0f;
     if (n->n_inputs > 2 && n->inputs[2][0]) {
-        if ((rc = const_scalar(I, n, 2, "value", 0.0f, &value)) != PT_OK)
+        if ((rc = nn_imp_const_scalar(I, n, 2, "value", 0.0f, &value)) != PT_OK)
             return rc;
     } else {
         value = onnx_attr_float(n, "value", 0.0f);
@@ -567,49 +370,26 @@ static int op_pad(imp *I, const onnx_node *n)
     return PT_OK;
 }
 
-static int op_dense(imp *I, const onnx_node *n, int kind)
+/* A Mul, Add, Sub or Div with a constant operand that no kind took (the Add that is a
+ * dense layer's bias is dense's): per-channel constants (nn_import_front.c). */
+static int const_binary(imp *I, const onnx_node *n)
 {
-    /* kind 0 Gemm (A, B, C), 1 MatMul (A, B), 2 QLinearMatMul (a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp) */
+    int ck = nn_imp_const(I, n, 0) ? 0 : nn_imp_const(I, n, 1) ? 1 : -1;
+    if (ck >= 0)
+        return nn_imp_const_affine(I, n, (size_t)ck);
+    return nn_imp_err(I, n, "%s of two feature maps is not supported; only by a constant",
+                      n->op_type);
+}
+
+int nn_imp_pass(imp *I, const onnx_node *n)
+{
     int in, rc = nn_imp_in_node(I, n, 0, 1, &in);
     if (rc)
         return rc;
     const val *v = nn_imp_find_val(I, n->inputs[0]);
-    const onnx_tensor *b = nn_imp_const(I, n, kind == 2 ? 3 : 1);
-    if (!b || b->rank != 2)
-        return nn_imp_err(I, n, "the weights must be a constant 2-D tensor");
-    int trans_b = kind == 0 && onnx_attr_int(n, "transB", 0) != 0;
-    if (kind == 0 && onnx_attr_int(n, "transA", 0) != 0)
-        return nn_imp_err(I, n, "transA = 1 is not supported");
-    nn_node_info ni = nn_imp_info(I, in);
-    int64_t cin = trans_b ? b->dims[1] : b->dims[0], cout = trans_b ? b->dims[0] : b->dims[1];
-    if (cin != (int64_t)ni.h * ni.w * ni.c)
-        return nn_imp_err(I, n, "weights for %lld inputs after a map of %dx%dx%d (%d values)",
-                        (long long)cin, ni.h, ni.w, ni.c, ni.h * ni.w * ni.c);
-    int id = nn_imp_built(I, n, nn_dense(I->m, in, (int)cout));
-    if (id < 0)
-        return id;
-    fill *f = add_fill(I, F_DENSE, id, n);
-    if (!f)
-        return PT_ENOMEM;
-    f->trans_b = trans_b;
-    f->quant = kind == 2;
-    if (kind == 0) {
-        f->alpha = onnx_attr_float(n, "alpha", 1.0f);
-        f->beta = onnx_attr_float(n, "beta", 1.0f);
-        if (nn_imp_const(I, n, 2)) {
-            f->bias_src = n;
-            f->bias_slot = 2;
-        }
-    }
-    if (v && v->flat == FLAT_NCHW) { /* FLAT_NHWC is the library's own order */
-        f->flat_h = ni.h;
-        f->flat_w = ni.w;
-        f->flat_c = ni.c;
-    }
-    if (kind == 2)
-        I->quantized = 1;
-    return nn_imp_out_node(I, n, id, 0);
+    return nn_imp_out_node(I, n, in, v->flat);
 }
+
 
 static int is_shape_op(const char *op)
 {
@@ -645,63 +425,99 @@ static const onnx_node *classifier(const onnx_model *om)
     return NULL;
 }
 
+/* Whether op is one of ops (NULL-terminated; NULL: none). */
+static int names_op(const char *const *ops, const char *op)
+{
+    for (size_t k = 0; ops && ops[k]; k++)
+        if (!strcmp(ops[k], op))
+            return 1;
+    return 0;
+}
+
+/* The kinds' op types, in table order, each once: the first part of what the error
+ * for an unknown operator names as supported. */
+static void kinds_ops(char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < NN_OP_COUNT; k++) {
+        const char *const *ops = nn_layers[k]->onnx_ops;
+        for (size_t j = 0; ops && ops[j]; j++) {
+            int seen = 0;
+            for (int b = 0; b < k && !seen; b++)
+                seen = names_op(nn_layers[b]->onnx_ops, ops[j]);
+            for (size_t b = 0; b < j && !seen; b++)
+                seen = !strcmp(ops[b], ops[j]);
+            int w = seen ? 0 : snprintf(buf + at, size - at, "%s%s", at ? ", " : "", ops[j]);
+            if (w > 0 && (size_t)w < size - at)
+                at += (size_t)w;
+        }
+    }
+}
+
+/* The error for what the importer does not take ("operator X is not"), naming what it
+ * does: the kinds' op types, then the graph-level forms. */
+static int unsupported(imp *I, const onnx_node *n, const char *what)
+{
+    char ops[320];
+    kinds_ops(ops, sizeof ops);
+    return nn_imp_err(I, n, "%s supported; supported: %s; " GRAPH_FORMS, what, ops);
+}
+
+/* The layer kinds that name n's op type, in table order, until one takes it
+ * (nn_layer.h); NN_IMP_DECLINE when none does. */
+static int map_kind(imp *I, const onnx_node *n)
+{
+    for (int k = 0; k < NN_OP_COUNT; k++) {
+        const nn_layer *kind = nn_layers[k];
+        if (!kind->onnx_import || !names_op(kind->onnx_ops, n->op_type))
+            continue;
+        int rc = kind->onnx_import(I, n);
+        if (rc != NN_IMP_DECLINE)
+            return rc;
+    }
+    return NN_IMP_DECLINE;
+}
+
+/* Whether the Concat n is part of a Reshape's shape computation. */
+static int shape_concat(imp *I, const onnx_node *n)
+{
+    for (size_t k = 0; k < n->n_inputs; k++) {
+        const val *v = nn_imp_find_val(I, n->inputs[k]);
+        if (!v || v->kind == V_SHAPE)
+            return 1;
+    }
+    return 0;
+}
+
 static int map_node(imp *I, const onnx_node *n)
 {
     const char *op = n->op_type;
-    if (n->domain[0] && strcmp(n->domain, "ai.onnx") && strcmp(n->domain, "com.microsoft"))
-        return nn_imp_err(I, n, "operators of domain '%s' are not supported; supported: " SUPPORTED,
-                        n->domain);
+    if (n->domain[0] && strcmp(n->domain, "ai.onnx") && strcmp(n->domain, "com.microsoft")) {
+        char what[160];
+        snprintf(what, sizeof what, "operators of domain '%s' are not", n->domain);
+        return unsupported(I, n, what);
+    }
     if (!strcmp(op, "Constant"))
         return PT_OK; /* read through onnx_find_tensor where used */
     if (!strcmp(op, "Identity") && nn_imp_const(I, n, 0))
         return PT_OK; /* another name for a constant, which onnx_find_tensor knows */
     if (!strcmp(op, "Pad"))
         return op_pad(I, n);
-    if (!strcmp(op, "Conv"))
-        return op_conv(I, n, 0);
-    if (!strcmp(op, "QLinearConv"))
-        return op_conv(I, n, 1);
-    if (!strcmp(op, "BatchNormalization"))
-        return op_bn(I, n);
-    if (!strcmp(op, "Relu") || !strcmp(op, "Sigmoid")) {
-        int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
-        if (rc)
-            return rc;
-        int id = nn_imp_built(I, n, op[0] == 'R' ? nn_relu(I->m, in) : nn_sigmoid(I->m, in));
-        return id < 0 ? id : nn_imp_out_node(I, n, id, 0);
-    }
-    if (!strcmp(op, "Clip"))
-        return op_clip(I, n);
+    if (!strcmp(op, "Concat") && shape_concat(I, n))
+        return nn_imp_set_val(I, n->outputs[0], V_SHAPE, -1, 0);
+    int rc = map_kind(I, n);
+    if (rc != NN_IMP_DECLINE)
+        return rc;
     if (!strcmp(op, "Mul") || !strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Div"))
-        return op_binary(I, n);
-    if (!strcmp(op, "QLinearAdd"))
-        return op_qadd(I, n);
-    if (!strcmp(op, "Concat"))
-        return op_concat(I, n);
-    if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool"))
-        return op_pool(I, n, op[0] == 'M');
-    if (!strcmp(op, "GlobalAveragePool") || !strcmp(op, "QLinearGlobalAveragePool")) {
-        int in, rc = nn_imp_in_node(I, n, 0, 0, &in);
-        if (rc)
-            return rc;
-        if (op[0] == 'Q' && onnx_attr_int(n, "channels_last", 0) != 0)
-            return nn_imp_err(I, n, "channels_last = 1 is not supported");
-        int id = nn_imp_built(I, n, nn_gap(I->m, in));
-        return id < 0 ? id : nn_imp_out_node(I, n, id, 0);
-    }
+        return const_binary(I, n);
     if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape") || nn_imp_is_vector_op(I, n))
         return nn_imp_reshape(I, n);
     if (!strcmp(op, "Transpose"))
         return nn_imp_transpose(I, n);
     if (!strcmp(op, "ReduceMean"))
         return nn_imp_reduce_mean(I, n);
-    if (!strcmp(op, "Gemm"))
-        return op_dense(I, n, 0);
-    if (!strcmp(op, "MatMul"))
-        return op_dense(I, n, 1);
-    if (!strcmp(op, "QLinearMatMul"))
-        return op_dense(I, n, 2);
-    if (!strcmp(op, "Dropout") || !strcmp(op, "Identity") || !strcmp(op, "QuantizeLinear") ||
+    if (!strcmp(op, "Identity") || !strcmp(op, "QuantizeLinear") ||
         !strcmp(op, "DequantizeLinear") || !strcmp(op, "Softmax")) {
         /* Values stay float: quantize/dequantize pairs are where the file's integers
          * were; the layers hold the dequantized weights. Softmax ends a classifier
@@ -710,18 +526,17 @@ static int map_node(imp *I, const onnx_node *n)
             return nn_imp_err(I, n, "Softmax is supported only at the graph's end");
         if (op[0] == 'Q' || op[0] == 'D')
             I->quantized |= op[0] == 'Q';
-        int in, rc = nn_imp_in_node(I, n, 0, 1, &in);
-        if (rc)
-            return rc;
-        const val *v = nn_imp_find_val(I, n->inputs[0]);
-        return nn_imp_out_node(I, n, in, v->flat);
+        return nn_imp_pass(I, n);
     }
     if (is_shape_op(op)) {
         /* Shape of a map, or arithmetic on one: only ever feeds a Reshape's shape. */
         return nn_imp_set_val(I, n->outputs[0], V_SHAPE, -1, 0);
     }
-    return nn_imp_err(I, n, "operator %s is not supported; supported: " SUPPORTED, op);
+    char what[160];
+    snprintf(what, sizeof what, "operator %s is not", op);
+    return unsupported(I, n, what);
 }
+
 
 /* ------------------------------------------------------------------------------ */
 
@@ -737,6 +552,30 @@ static int new_head(imp *I, int feat)
     if (I->o->dropout > 0)
         out = nn_dropout(I->m, out, I->o->dropout);
     return nn_dense(I->m, out, I->o->n_classes);
+}
+
+/* The second pass, after nn_model_finalize(): every filled layer's weights from the
+ * file, and its entries in the map. */
+static int fill_weights(imp *I)
+{
+    float *params = nn_params(I->m), *bufs = nn_buffers(I->m);
+    int rc = PT_OK;
+    for (size_t i = 0; i < I->nf && rc == PT_OK; i++) {
+        const fill *f = &I->f[i];
+        nn_node_info ni = nn_imp_info(I, f->node);
+        float *P = params + ni.param_offset;
+        if (f->kind == F_CONV || f->kind == F_QCONV)
+            rc = nn_imp_fill_conv(I, f, P);
+        else if (f->kind == F_BN)
+            rc = nn_imp_fill_bn(I, f, P, bufs + ni.buffer_offset);
+        else
+            rc = nn_imp_fill_dense(I, f, P);
+        if (rc == PT_OK)
+            rc = nn_imp_map_add(I, f);
+    }
+    if (rc == PT_OK)
+        nn_model_set_bn_warm_start(I->m, 0); /* its running statistics are trained ones */
+    return rc;
 }
 
 nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_import_info *info,
@@ -821,25 +660,8 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
     if ((rc = nn_model_finalize(I.m, out, e)) != PT_OK)
         goto fail;
     nn_model_init_params(I.m, o->seed);
-    if (!o->reinit) {
-        float *params = nn_params(I.m), *bufs = nn_buffers(I.m);
-        for (size_t i = 0; i < I.nf && rc == PT_OK; i++) {
-            const fill *f = &I.f[i];
-            nn_node_info ni = nn_imp_info(&I, f->node);
-            float *P = params + ni.param_offset;
-            if (f->kind == F_CONV || f->kind == F_QCONV)
-                rc = nn_imp_fill_conv(&I, f, P);
-            else if (f->kind == F_BN)
-                rc = nn_imp_fill_bn(&I, f, P, bufs + ni.buffer_offset);
-            else
-                rc = nn_imp_fill_dense(&I, f, P);
-            if (rc == PT_OK)
-                rc = nn_imp_map_add(&I, f);
-        }
-        if (rc)
-            goto fail;
-        nn_model_set_bn_warm_start(I.m, 0); /* its running statistics are trained ones */
-    }
+    if (!o->reinit && (rc = fill_weights(&I)) != PT_OK)
+        goto fail;
     info->mapped = nn_node_count(I.m);
     info->quantized = I.quantized;
     free(I.v);

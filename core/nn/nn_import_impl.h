@@ -1,4 +1,6 @@
-/* nn_import_impl — internals shared by nn_import.c (the graph walk), nn_import_front.c
+/* nn_import_impl — internals shared by nn_import.c (the graph walk and the graph-level
+ * forms: Pad, Identity, Softmax, Quantize/DequantizeLinear, shape computations),
+ * the layer kinds' importers (onnx_import in layer_*.c: nn_layer.h), nn_import_front.c
  * (the input normalisation and per-channel constants), nn_import_layout.c (tf2onnx's
  * NHWC input, Transposes and ReduceMean), nn_import_vector.c (Reshape, Flatten,
  * Squeeze, Unsqueeze),
@@ -64,6 +66,10 @@ typedef struct imp {
     nn_import_map *map;     /* NULL when the caller wants none */
 } imp;
 
+/* What a kind's onnx_import returns for a form of its op that is not its own (the
+ * importer then asks the next kind that names the op; nn_layer.h). Not a PT_ code. */
+#define NN_IMP_DECLINE 1
+
 /* The graph walk's values (nn_import.c): the value called name (the latest), a new
  * one, input slot k of n as a layer (not a flattened map unless allow_flat), n's
  * output as node, and a builder result turned into an error naming n. */
@@ -75,6 +81,28 @@ int nn_imp_in_node(imp *I, const onnx_node *n, size_t k, int allow_flat, int *no
 int nn_imp_in_node_bgr(imp *I, const onnx_node *n, size_t k, int *node, int *bgr);
 int nn_imp_out_node(imp *I, const onnx_node *n, int node, int flat);
 int nn_imp_built(imp *I, const onnx_node *n, int id);
+/* Input slot k of n for a Conv, the one reader of a padded value (val.pad): pad
+ * receives the zeros of a Pad still to add and *bgr whether it is the caffe input. */
+int nn_imp_in_node_padded(imp *I, const onnx_node *n, size_t k, int *node, int pad[4], int *bgr);
+/* n names its input's layer as its own output, flattened as its input is (Identity,
+ * Dropout, the Quantize/DequantizeLinear pairs, a final Softmax): no layer. */
+int nn_imp_pass(imp *I, const onnx_node *n);
+/* Layer node, whose weights the second pass copies from node src of the file
+ * (nn_import_weights.c); NULL when out of memory (the error set). */
+fill *nn_imp_add_fill(imp *I, fkind kind, int node, const onnx_node *src);
+
+/* Attributes and shared forms of the kinds' importers (nn_import.c). */
+/* Kernel k, strides s and pads p (top, left, bottom, right: ONNX's order) of a 2-D
+ * conv or pool reading layer in; k comes in from the weights (conv) or as 0 (pools:
+ * kernel_shape is required). Dilations, ceil_mode and unknown auto_pads refused. */
+int nn_imp_window(imp *I, const onnx_node *n, int in, int64_t k[2], int64_t s[2], int64_t p[4]);
+/* Input slot k of n as one constant float, or (slot absent) attribute attr or dflt. */
+int nn_imp_const_scalar(imp *I, const onnx_node *n, size_t k, const char *attr, float dflt,
+                        float *out);
+/* After a quantized op that made layer id: the activation its output's range (scale
+ * in slot scale_k, zero point in zp_k) carries: ReLU6 or ReLU from 0, else none.
+ * Returns the last layer's id, or the error. */
+int nn_imp_q_act(imp *I, const onnx_node *n, int id, size_t scale_k, size_t zp_k);
 
 /* nn_import_front.c: the first layer (the input normalisation o->norm) on the graph
  * input in, and a Mul, Add, Sub or Div of input slot 1 - ck of n by the constant in

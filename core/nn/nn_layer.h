@@ -4,12 +4,14 @@
  * one: layer_act.c, layer_pool.c), holding all that is particular to it: its builder
  * (argument and shape checks, the parameter layout: w_len, b_len, buf_len), forward,
  * backward, parameter initialisation, FLOP count, summary text, a small graph for the
- * finite-difference test and its ONNX writer (onnx_write, through the nn_onnx_* calls
- * below; nn_export.h). The file defines
+ * finite-difference test, its ONNX writer (onnx_write, through the nn_onnx_* calls
+ * below; nn_export.h) and its ONNX importer mapping (onnx_ops and onnx_import, through
+ * the nn_imp_* calls of nn_import_impl.h). The file defines
  * one `const nn_layer nn_layer_<name>`; nn_layers[] (nn_layer.c) lists them by nn_op.
- * The context's forward and backward (nn_ctx.c) and the model's init, FLOPs and
- * summary (nn_model.c) are loops that call these hooks. Kernels shared by several
- * kinds live in kernel files: nn_conv.c, nn_dw.c, nn_gemm.c (conv) and nn_elem.c.
+ * The context's forward and backward (nn_ctx.c), the model's init, FLOPs and
+ * summary (nn_model.c) and the importer's walk over the ONNX nodes (nn_import.c) are
+ * loops that call these hooks. Kernels shared by several kinds live in kernel files:
+ * nn_conv.c, nn_dw.c, nn_gemm.c (conv) and nn_elem.c.
  *
  * How to add a layer kind, say "square" (y = x * x):
  *   1. One line at the END of nn_layers.def: NN_LAYER(SQUARE, square). That makes
@@ -32,8 +34,18 @@
  *      - grad: a tiny graph that uses the kind, with its parameters if it has any.
  *        tests/test_nn_grad.c checks every kind's gradients on it against central
  *        differences; a kind without one fails that test.
- *      - onnx_write: its ONNX nodes (nn_export.h); tests/test_export.c checks that
- *        every kind has one and round-trips it through the importer.
+ *      - onnx_write: its ONNX nodes (nn_export.h);
+ *      - onnx_ops and onnx_import: the ONNX op types it reads back (the quantized
+ *        QLinear* forms of them too) and the mapping of such a node onto its builder
+ *        (#include "nn/nn_import_impl.h": nn_imp_in_node, nn_imp_built,
+ *        nn_imp_out_node, ...). The importer asks the kinds in table order; a hook
+ *        returns NN_IMP_DECLINE for a form of the op that is another kind's (Clip:
+ *        relu, relu6, then clip), so the first kind that names an op has the first say:
+ *        a new kind, last in the table, gets only the forms no earlier kind takes
+ *        (square's Mul(x, x) comes back as mul(x, x), which computes the same);
+ *        tests/test_export.c checks that every kind has a writer and names an op
+ *        it imports (the input and the affine say why not there), and round-trips
+ *        every kind's grad graph through the writer and the importer;
  *      - const nn_layer nn_layer_square = {.forward = ...};
  *      (its name, "square", is the one nn_layers.def gives: nn_op_name()).
  *   Nothing else changes.
@@ -117,6 +129,15 @@ typedef struct nn_grad_case {
 struct nn_onnx_writer;
 typedef int (*nn_onnx_write_fn)(struct nn_onnx_writer *w, const nn_model *m, int node);
 
+/* A kind's ONNX importer (nn_import_impl.h): maps node n of the file, whose op_type
+ * is one of the kind's onnx_ops, onto the model being built and names n's output
+ * (nn_imp_out_node). Returns PT_OK, the error, or NN_IMP_DECLINE when n is a form
+ * of that op this kind does not take (the next kind in the table that names the op
+ * is asked, then the importer's graph-level forms). */
+struct imp;
+struct onnx_node;
+typedef int (*nn_onnx_import_fn)(struct imp *im, const struct onnx_node *n);
+
 typedef struct nn_layer {
     int act;                 /* an activation kind: what a BN or conv applies in its
                                 place (enum nn_act); NN_ACT_NONE for the others */
@@ -135,6 +156,9 @@ typedef struct nn_layer {
     size_t (*ws_floats)(const nn_model *m, const nn_node *nd, int max_batch);
     const nn_grad_case *grad;
     nn_onnx_write_fn onnx_write;
+    /* The ONNX op types (NULL-terminated) whose nodes onnx_import maps; NULL: none. */
+    const char *const *onnx_ops;
+    nn_onnx_import_fn onnx_import;
     /* What a training context keeps (nn_ctx.c). reads_output: whether this node's
      * backward reads its own output (NULL: it does). replayable: whether its output may
      * be dropped after the forward and recomputed in the backward from its inputs (only
