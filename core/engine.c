@@ -23,7 +23,7 @@
 #include "data/demo.h"
 #include "train/feed.h"
 #include "train/progress.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 #include "train/runmodel.h"
 #include "train/trainer.h"
 

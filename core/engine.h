@@ -99,7 +99,7 @@ int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e);
 
 /* ---- runs on disk: the run folder read back ---------------------------------------
  * For --open, --compare and the runs list; no engine is needed. What is read, and its
- * errors, are the run folder module's (core/train/runfolder.h). */
+ * errors, are the run folder module's (core/run/runfolder.h). */
 
 /* Read the run at path (a run folder, a folder of event files, or one event file);
  * free it with eng_run_close(). */

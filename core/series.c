@@ -7,7 +7,7 @@
 
 #include "base/util.h"
 #include "engine.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 
 /* ---- a live run's series ----------------------------------------------------- */
 

@@ -19,7 +19,7 @@
 #include "src/predict_out.h"
 #include "train/metrics.h"
 #include "train/predict.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 #include "train/runmodel.h"
 
 #define EN_MAX 32

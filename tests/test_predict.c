@@ -93,7 +93,7 @@ TEST(predict_infer_ctx_mobilenetv2)
 #include "io/png.h"
 #include "io/tfrecord.h"
 #include "train/predict.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 #include "train/runmodel.h"
 
 static const long long PD_TRAIN[3] = { 24, 24, 24 }, PD_VAL[3] = { 8, 8, 8 };

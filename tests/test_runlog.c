@@ -1,4 +1,4 @@
-/* runfolder (core/train/runfolder.h): a run's curves read back from a folder the test
+/* runfolder (core/run/runfolder.h): a run's curves read back from a folder the test
  * makes with short demo runs, from the Keras-written event files of ../shared/data,
  * and from event files written here with protobuf-c in every form a scalar takes
  * (simple_value, float_val, double_val, tensor_content); bad input named by file,
@@ -17,7 +17,7 @@
 #include "io/tbevent.h"
 #include "io/tfrecord.h"
 #include "tests/fixtures.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 #include "ui/chart.h"
 
 #define KERAS_RUNS "tf-written-tfrecords/tfevents-petals"

@@ -12,7 +12,7 @@
 
 #include "base/util.h"
 #include "tests/fixtures.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 
 typedef struct tmux_srv {
     char sock[1024];

@@ -10,9 +10,9 @@
 #include "data/pipeline.h"
 #include "nn/nn_import.h"
 #include "nn/nn_models.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "train/feed.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 #include "train/runmodel.h"
 #include "train/trainer.h"
 

@@ -1,4 +1,4 @@
-/* trainer_folder — the trainer's side of its run folder (train/runfolder.h owns
+/* trainer_folder — the trainer's side of its run folder (run/runfolder.h owns
  * the format): the log (on screen and in log.txt; each bad record once a run), the
  * folder's making, and the checkpoint's save and restore (with the history and curves
  * it carries so that a resumed run shows its whole past). In a job of several ranks, rank 0 alone has a
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "train/trainer_impl.h"
 
 void trn_log(trn *r, const char *fmt, ...)

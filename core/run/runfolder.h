@@ -6,10 +6,10 @@
  * A run folder holds: config ("key = value" lines), history.json (an array of one
  * flat object per epoch, rf_history_keys[] in that order), log.txt (lines after
  * the local date and time), valid_labels.json and valid_preds.jsonl (a line per
- * epoch), test_preds.json, submission.csv, checkpoint.ckpt (train/checkpoint.h),
+ * epoch), test_preds.json, submission.csv, checkpoint.ckpt (run/checkpoint.h),
  * classes.txt (the class names, one a line: what predict names its labels with),
  * and TensorBoard event files in train/ and validation/ (rf_tags[], written by
- * train/tboard.c as Keras's TensorBoard callback writes them).
+ * run/tboard.c as Keras's TensorBoard callback writes them).
  *
  * Files: runfolder_format.c (the tables), runfolder_write.c (rf_writer),
  * runfolder_read.c (history.json, config, a run as a whole, the runs list),

@@ -3,7 +3,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 
 #define K_INT(name, field) { name, offsetof(run_epoch, field), 1, -1 }
 #define K_NUM(name, field, series) { name, offsetof(run_epoch, field), 0, series }

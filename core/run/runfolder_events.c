@@ -6,7 +6,7 @@
 
 #include "base/util.h"
 #include "io/tbevent.h"
-#include "train/runfolder_impl.h"
+#include "run/runfolder_impl.h"
 
 /* y at x by linear interpolation in a table of n increasing xs (clamped at the
  * ends: extrapolated with the last segment's slope); NaN when n == 0. */

@@ -1,4 +1,4 @@
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 
 #include "base/util.h"
 #include "io/tbevent.h"
-#include "train/runfolder_impl.h"
+#include "run/runfolder_impl.h"
 
 /* ---- growing series ------------------------------------------------------------ */
 

@@ -3,7 +3,7 @@
 #ifndef PT_RUNFOLDER_IMPL_H
 #define PT_RUNFOLDER_IMPL_H
 
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 
 /* The capacity of each series of a run_figures being filled. */
 typedef struct rf_builder {

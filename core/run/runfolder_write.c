@@ -8,7 +8,7 @@
 
 #include "base/json.h"
 #include "base/util.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 
 int rf_path(const rf_writer *w, const char *name, char *buf, size_t n)
 {

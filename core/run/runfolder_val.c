@@ -6,7 +6,7 @@
 
 #include "base/util.h"
 #include "train/metrics.h"
-#include "train/runfolder_impl.h"
+#include "run/runfolder_impl.h"
 
 /* ---- validation results ------------------------------------------------------------ */
 

@@ -1,5 +1,5 @@
 /* tboard — a run's TensorBoard event files (see tboard.h). */
-#include "train/tboard.h"
+#include "run/tboard.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 
 #include "base/util.h"
 #include "data/grid.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 
 enum { PREVIEW_IMAGES = 8 };
 
