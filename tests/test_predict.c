@@ -8,6 +8,7 @@
 
 #include "base/rng.h"
 #include "base/util.h"
+#include "runs.h"
 #include "nn/nn.h"
 #include "nn/nn_models.h"
 #include "t.h"
@@ -688,7 +689,7 @@ TEST(predict_ensemble_two_runs)
     int *labels, *preds;
     long long n;
     pt_err e;
-    T_CHECK(rf_val_load(dir, 3, &rep, &labels, &preds, &n, &e) == PT_OK && n == 24);
+    T_CHECK(runs_val_load(dir, 3, &rep, &labels, &preds, &n, &e) == PT_OK && n == 24);
     if (n == 24) {
         run_val_report_free(&rep);
         free(labels);

@@ -57,7 +57,7 @@ typedef struct trn {
     pipeline *train;
     sched sch;
     double peak;
-    rf_writer folder;           /* the run folder (rank 0's; empty on the others) */
+    run_handle folder;           /* the run folder (rank 0's; empty on the others) */
 
     /* progress */
     long long update;           /* updates done */
