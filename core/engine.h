@@ -1,4 +1,5 @@
-/* engine — the one API that the workbench (ui/) and the headless runner (src/) use.
+/* engine — the live run: one of the two doors the workbench (ui/) and the headless
+ * runner (src/) use (the other, runs.h, is the runs on disk).
  *
  * An engine trains one model on one dataset with one configuration. eng_create()
  * checks the configuration and finds the data (cheap); eng_start() begins the run

@@ -186,7 +186,7 @@ typedef struct run_snapshot {
 
 /* ---- a run read back from its folder ----------------------------------------
  * What the run folder module gives the comparison overlay, the runs list and --open
- * (engine.h: runs_open and the others): the curves, each point at three x
+ * (runs.h: runs_open and the others): the curves, each point at three x
  * positions, and what the runs list shows. Freed with runs_close(). */
 
 enum {

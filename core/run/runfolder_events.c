@@ -74,7 +74,8 @@ static int in_validation(const char *file)
     const char *p = slash;
     while (p > file && p[-1] != '/')
         p--;
-    return (size_t)(slash - p) == strlen(RUN_N_VAL_DIR) && !strncmp(p, RUN_N_VAL_DIR, strlen(RUN_N_VAL_DIR));
+    return (size_t)(slash - p) == strlen(RUN_N_VAL_DIR) &&
+           !strncmp(p, RUN_N_VAL_DIR, strlen(RUN_N_VAL_DIR));
 }
 
 /* A file that ends inside a record is what a crash (or a writer still at work) leaves:
