@@ -1,15 +1,21 @@
-/* runfolder — the run folder's format, in one place: its file names, the keys of
- * history.json and the TensorBoard tags of its event files (one table each, used
- * by the writer and the reader alike), the writer the trainer fills it through,
- * and the reader that gives a finished (or running) run's figures back.
+/* runfolder — the run on disk (core/run/, prefix run_): the only code that knows a
+ * run folder's file names and formats. Its file names (by run_file: RUN_F_*; the
+ * names themselves are runfolder_impl.h's), the keys of history.json and the
+ * TensorBoard tags of its event files (one table each, used by the writer and the
+ * reader alike), the run handle (run_create: the folder of a new or resumed run;
+ * run_open: one that exists) the trainer writes through, and the reader that gives a
+ * finished (or running) run's figures back. ui/ and src/ reach it through the door,
+ * core/runs.h.
  *
  * A run folder holds: config ("key = value" lines), history.json (an array of one
  * flat object per epoch, run_history_keys[] in that order), log.txt (lines after
  * the local date and time), valid_labels.json and valid_preds.jsonl (a line per
  * epoch), test_preds.json, submission.csv, checkpoint.ckpt (run/checkpoint.h),
  * classes.txt (the class names, one a line: what predict names its labels with),
- * and TensorBoard event files in train/ and validation/ (run_tags[], written by
- * run/tboard.c as Keras's TensorBoard callback writes them).
+ * model.onnx once exported, and TensorBoard event files in train/ and validation/
+ * (run_tags[], written by run/tboard.c as Keras's TensorBoard callback writes them).
+ * An ensemble's folder holds report.json, valid_labels.json, valid_preds.jsonl and
+ * submission.csv.
  *
  * Files: runfolder_format.c (the tables), runfolder_write.c (run_handle),
  * runfolder_read.c (history.json, config, a run as a whole, the runs list),
