@@ -23,8 +23,7 @@
 #include "data/demo.h"
 #include "train/feed.h"
 #include "train/progress.h"
-#include "train/runfolder.h"
-#include "train/runmodel.h"
+#include "run/runfolder.h"
 #include "train/trainer.h"
 
 #define LOG_LINES 512
@@ -215,9 +214,7 @@ int eng_check_run_folder(const run_config *cfg, pt_err *e)
                            why.msg);
         return PT_OK;
     }
-    char probe[4200];
-    util_path(probe, sizeof probe, "%s/checkpoint.ckpt", cfg->out);
-    if (util_is_file(probe))
+    if (run_holds_run(cfg->out))
         return err_set(e, PT_EUSAGE, cfg->out, PT_NO_RECORD, PT_NO_OFFSET,
                        "holds a run already; continue it with --resume or choose another --out");
     if (util_can_make_dir(cfg->out, &why) != PT_OK)
@@ -699,60 +696,4 @@ int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e)
     }
     pthread_mutex_unlock(&g->lock);
     return 0;
-}
-
-/* ---- runs on disk ---- */
-
-int eng_run_open(const char *path, run_figures **out, pt_err *e)
-{
-    return rf_load(path, out, e);
-}
-
-void eng_run_close(run_figures *r)
-{
-    rf_free(r);
-}
-
-const char *eng_run_opt(const run_figures *r, const char *key)
-{
-    return rf_opt_get(r, key);
-}
-
-int eng_run_diff_text(run_figures *const *runs, int n, int i, char *buf, size_t len)
-{
-    return rf_diff_text(runs, n, i, buf, len);
-}
-
-int eng_runs_scan(const char *parent, run_figures ***runs, int *n, int *skipped, pt_err *e)
-{
-    return rf_scan(parent, runs, n, skipped, e);
-}
-
-void eng_runs_free(run_figures **runs, int n)
-{
-    rf_free_list(runs, n);
-}
-
-int eng_run_val_load(const char *run_dir, int n_classes, run_val_report *rep, int **labels,
-                     int **preds, long long *n, pt_err *e)
-{
-    return rf_val_load(run_dir, n_classes, rep, labels, preds, n, e);
-}
-
-int eng_run_log_lines(const char *run_dir, void (*fn)(void *ctx, const char *line), void *ctx,
-                      pt_err *e)
-{
-    return rf_log_lines(run_dir, fn, ctx, e);
-}
-
-int eng_run_export(const char *run_dir, char *msg, size_t n, pt_err *e)
-{
-    rm_export_info in;
-    int rc = rm_export(run_dir, NULL, &in, e);
-    if (rc == PT_OK)
-        snprintf(msg, n, "%s: %d classes, %d px, epoch %d, %s (%.1f MB, %.2f s)", in.path,
-                 in.classes, in.image_size, in.epoch,
-                 in.ema ? "the moving average of the weights" : "the weights as trained",
-                 (double)in.bytes / 1e6, in.seconds);
-    return rc;
 }

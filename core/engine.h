@@ -1,4 +1,5 @@
-/* engine — the one API that the workbench (ui/) and the headless runner (src/) use.
+/* engine — the live run: one of the two doors the workbench (ui/) and the headless
+ * runner (src/) use (the other, runs.h, is the runs on disk).
  *
  * An engine trains one model on one dataset with one configuration. eng_create()
  * checks the configuration and finds the data (cheap); eng_start() begins the run
@@ -97,40 +98,6 @@ long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, f
  * be read. */
 int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e);
 
-/* ---- runs on disk: the run folder read back ---------------------------------------
- * For --open, --compare and the runs list; no engine is needed. What is read, and its
- * errors, are the run folder module's (core/train/runfolder.h). */
-
-/* Read the run at path (a run folder, a folder of event files, or one event file);
- * free it with eng_run_close(). */
-int eng_run_open(const char *path, run_figures **out, pt_err *e);
-void eng_run_close(run_figures *r);
-/* The value of option key of the run's config, or NULL when it does not name it. */
-const char *eng_run_opt(const run_figures *r, const char *key);
-/* The options whose values differ between the n runs, for run i as "key=value ..."
- * (at most len bytes); how many keys differ. */
-int eng_run_diff_text(run_figures *const *runs, int n, int i, char *buf, size_t len);
-/* Every run folder in parent, sorted by name; those refused are counted in *skipped
- * (may be NULL). Free the list with eng_runs_free(). */
-int eng_runs_scan(const char *parent, run_figures ***runs, int *n, int *skipped, pt_err *e);
-void eng_runs_free(run_figures **runs, int n);
-/* The last epoch's validation results of a petal-tui run folder (PT_ENODATA when it
- * has none): the report (free with run_val_report_free) and n labels and predictions
- * (free with free()). */
-int eng_run_val_load(const char *run_dir, int n_classes, run_val_report *rep, int **labels,
-                     int **preds, long long *n, pt_err *e);
-/* The run's log.txt lines without their date and time, oldest first, through fn; how
- * many, or < 0 with e filled when there is no log. */
-int eng_run_log_lines(const char *run_dir, void (*fn)(void *ctx, const char *line), void *ctx,
-                      pt_err *e);
-
-/* Writes run_dir's trained net as RUN_DIR/model.onnx (train/runmodel.h's rm_export:
- * the weights validation used, the class names and image size in its metadata) and
- * says what was written in msg ("RUN/model.onnx: 5 classes, 224 px, epoch 10, ...").
- * Runs on the caller's thread: opening the run and writing the file take about a
- * second for the largest built-in net. */
-int eng_run_export(const char *run_dir, char *msg, size_t n, pt_err *e);
-
 /* ---- curves: live and finished runs as one series type ---------------------------
  * The workbench draws a live run's curves and the compared runs' the same way: as
  * run_series (run.h), each point at three x positions. Bodies in core/series.c. */
@@ -142,7 +109,7 @@ int eng_run_export(const char *run_dir, char *msg, size_t n, pt_err *e);
  * eng_series_free(). PT_OK, or PT_ENOMEM. */
 int eng_snapshot_series(const run_snapshot *s, run_series set[RUN_SERIES_COUNT]);
 void eng_series_free(run_series set[RUN_SERIES_COUNT]);
-/* The snapshot that shows a finished run read back (eng_run_open()) in the
+/* The snapshot that shows a finished run read back (runs.h: runs_open()) in the
  * workbench (--open): its state, epochs, per-update curves, totals and names. Fields
  * it does not name keep their values. */
 void eng_run_snapshot(const run_figures *r, run_snapshot *s);

@@ -186,8 +186,8 @@ typedef struct run_snapshot {
 
 /* ---- a run read back from its folder ----------------------------------------
  * What the run folder module gives the comparison overlay, the runs list and --open
- * (engine.h: eng_run_open and the others): the curves, each point at three x
- * positions, and what the runs list shows. Freed with eng_run_close(). */
+ * (runs.h: runs_open and the others): the curves, each point at three x
+ * positions, and what the runs list shows. Freed with runs_close(). */
 
 enum {
     RUN_S_TRAIN_LOSS = 0,

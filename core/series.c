@@ -7,7 +7,7 @@
 
 #include "base/util.h"
 #include "engine.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 
 /* ---- a live run's series ----------------------------------------------------- */
 
@@ -79,7 +79,7 @@ static double xmap_of(const xmap *m, int axis, double u)
 static int epoch_key(int k)
 {
     int j = 0;
-    while (j < RF_H_COUNT - 1 && rf_history_keys[j].series != k)
+    while (j < RUN_H_COUNT - 1 && run_history_keys[j].series != k)
         j++;
     return j;
 }
@@ -99,7 +99,7 @@ static void epoch_series(const run_snapshot *s, const xmap *xm,
             continue;
         set[k].n = ne;
         for (int i = 0; i < ne; i++)
-            set[k].y[i] = (float)rf_history_get(&s->history[i], epoch_key(k));
+            set[k].y[i] = (float)run_history_get(&s->history[i], epoch_key(k));
         if (k != RUN_S_TRAIN_LOSS)
             for (int a = 0; a < RUN_X_COUNT; a++)
                 memcpy(set[k].x[a], first->x[a], (size_t)ne * sizeof(float));
@@ -212,7 +212,7 @@ void ser_to_snapshot(const run_figures *r, run_snapshot *s)
             int e = (int)lround(ex) - 1;
             run_epoch *h = &s->history[e];
             double v = se->y[i];
-            memcpy((char *)h + rf_history_keys[epoch_key(row_of[k])].offset, &v, sizeof v);
+            memcpy((char *)h + run_history_keys[epoch_key(row_of[k])].offset, &v, sizeof v);
             if (isfinite(se->x[RUN_X_UPDATE][i]))
                 cum_u[e] = se->x[RUN_X_UPDATE][i];
             if (isfinite(se->x[RUN_X_TIME][i]))

@@ -15,7 +15,7 @@
  * Ownership: ser_from_snapshot() fills the caller's set of RUN_SERIES_COUNT
  * series; its arrays are allocated at their largest on the first call (the set
  * zeroed before it) and reused by later ones; ser_free() releases them. A set
- * from a run's folder is the run's (eng_run_close()), never ser_free()'s.
+ * from a run's folder is the run's (runs_close()), never ser_free()'s.
  * ser_to_snapshot() writes into the caller's snapshot and keeps nothing.
  */
 #ifndef PT_SERIES_H

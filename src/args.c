@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "runs.h"
 
 /* getopt_long's codes for the options outside the table; table row i is ROW + i,
  * and the "no-" form of a yes/no row ROW + n + i. */
@@ -203,8 +204,8 @@ static int apply(args *a, const char *cfile, const char *resume, const setting *
     }
     if (resume) {
         char path[4200];
-        util_path(path, sizeof path, "%s/config", resume);
-        if (!util_is_file(path) && util_is_dir(resume)) {
+        int has = runs_config_path(resume, path, sizeof path);
+        if (has != 1 && util_is_dir(resume)) {
             /* A run killed in its first moments, before its configuration was written,
              * left nothing to continue: its folder takes a new run. */
             fprintf(stderr,
@@ -213,7 +214,7 @@ static int apply(args *a, const char *cfile, const char *resume, const setting *
                     resume, resume);
             return 1;
         }
-        if (!util_is_file(path)) {
+        if (has != 1) {
             fprintf(stderr, "petal-tui: %s: no run folder with a config file to resume\n", resume);
             return 1;
         }

@@ -19,7 +19,7 @@
 #include "src/predict_out.h"
 #include "train/metrics.h"
 #include "train/predict.h"
-#include "train/runfolder.h"
+#include "runs.h"
 #include "train/runmodel.h"
 
 #define EN_MAX 32
@@ -229,18 +229,6 @@ static void report_row(json_w *j, const char *name, double weight, const en_scor
     json_obj_end(j);
 }
 
-static int write_text(const char *dir, const char *name, const char *s, size_t len)
-{
-    char path[4200];
-    pt_err e;
-    util_path(path, sizeof path, "%s/%s", dir, name);
-    if (util_write_file_atomic(path, s, len, &e) != PT_OK) {
-        fprintf(stderr, "petal-tui: %s\n", e.msg);
-        return -1;
-    }
-    return 0;
-}
-
 /* The weighted mean of the members' probabilities (n x k), malloc'd; NULL (said) when
  * the members did not predict the same records. */
 static double *mix(prd_results *r, int n, const double *w)
@@ -304,18 +292,14 @@ static int validate(const en_args *a, rm_model *m, const double *w, const ds_dat
         char *text = json_take(&j, &len);
         for (long long i = 0; i < r[0].n; i++)
             labels[i] = r[0].items[i].label;
-        rf_writer wr = { .on = 1 };
-        util_copy(wr.dir, sizeof wr.dir, dir);
-        size_t ll;
-        char *lt = rf_int_list(labels, r[0].n, &ll);
         pt_err e;
-        status = text && lt && write_text(dir, "report.json", text, len) == 0 &&
-                         write_text(dir, RF_VALID_LABELS, lt, ll) == 0 &&
-                         rf_append_valid_preds(&wr, 1, preds, r[0].n, &e) == PT_OK
+        status = text && runs_write_val_outputs(dir, text, len, labels, preds, r[0].n, &e) ==
+                             PT_OK
                      ? 0
                      : -1;
+        if (text && status != 0)
+            fprintf(stderr, "petal-tui: %s\n", e.msg);
         free(text);
-        free(lt);
         json_free(&j);
     }
     free(p);
@@ -350,7 +334,7 @@ static int test_split(const en_args *a, rm_model *m, const double *w, const ds_d
             po_printf(&b, ",%d\n", prd_argmax(p + (size_t)i * r[0].k, r[0].k));
         }
         char path[4200];
-        util_path(path, sizeof path, "%s/%s", dir, RF_SUBMISSION);
+        runs_submission_path(dir, path, sizeof path);
         status = po_write(&b, path);
         if (status == 0)
             printf("test: %lld images -> %s\n", r[0].n, path);

@@ -1,19 +1,17 @@
-/* petal-tui export: a run's trained net as a standard ONNX file (train/runmodel.h's
- * rm_export; the file's form is nn/nn_export.h's). */
+/* petal-tui export: a run's trained net as a standard ONNX file (the runs-on-disk
+ * door's runs_export, core/runs.h; the file's form is nn/nn_export.h's). */
 #include <stdio.h>
 #include <string.h>
 
-#include "nn/nn_export.h"
+#include "runs.h"
 #include "src/cli.h"
-#include "train/runmodel.h"
 
 static const char *usage = "usage: petal-tui export RUN_DIR [--out FILE.onnx]\n";
 
 static void help(void)
 {
     printf("%s"
-           "Writes the run's trained net as an ONNX file (opset 13), RUN_DIR/" RM_EXPORT_NAME
-           " unless\n"
+           "Writes the run's trained net as an ONNX file (opset 13), RUN_DIR/model.onnx unless\n"
            "--out names another: the weights validation used (the moving average when the\n"
            "run kept one), dropout removed, batch norm folded into the convolutions.\n"
            "Input 'image': float32 [N, 3, S, S], RGB 0-255 as decoded, centre-cropped to a\n"
@@ -54,9 +52,9 @@ int cmd_export(int argc, char **argv)
         fprintf(stderr, "%s", usage);
         return 1;
     }
-    rm_export_info info;
+    runs_export_info info;
     pt_err e;
-    if (rm_export(run, out, &info, &e) != PT_OK) {
+    if (runs_export(run, out, &info, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: export: %s\n", e.msg);
         return 2;
     }

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "tests/fixtures.h"
 
 static const long long TC[3] = { 8, 8, 8 }, VC[3] = { 3, 3, 3 };

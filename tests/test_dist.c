@@ -17,7 +17,7 @@
 
 #include "base/le.h"
 #include "base/util.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "train/dist.h"
 #include "tests/fixtures.h"
 

@@ -11,7 +11,7 @@
 #include "base/util.h"
 #include "engine.h"
 #include "nn/nn_models.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "tests/fixtures.h"
 
 static const long long TC[4] = { 30, 12, 20, 8 };

@@ -14,7 +14,7 @@
 #include "nn/nn.h"
 #include "nn/nn_import.h"
 #include "tests/fixtures.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "train/optim.h"
 #include "train/strategy.h"
 

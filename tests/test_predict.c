@@ -8,6 +8,7 @@
 
 #include "base/rng.h"
 #include "base/util.h"
+#include "runs.h"
 #include "nn/nn.h"
 #include "nn/nn_models.h"
 #include "t.h"
@@ -93,7 +94,7 @@ TEST(predict_infer_ctx_mobilenetv2)
 #include "io/png.h"
 #include "io/tfrecord.h"
 #include "train/predict.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 #include "train/runmodel.h"
 
 static const long long PD_TRAIN[3] = { 24, 24, 24 }, PD_VAL[3] = { 8, 8, 8 };
@@ -688,7 +689,7 @@ TEST(predict_ensemble_two_runs)
     int *labels, *preds;
     long long n;
     pt_err e;
-    T_CHECK(rf_val_load(dir, 3, &rep, &labels, &preds, &n, &e) == PT_OK && n == 24);
+    T_CHECK(runs_val_load(dir, 3, &rep, &labels, &preds, &n, &e) == PT_OK && n == 24);
     if (n == 24) {
         run_val_report_free(&rep);
         free(labels);

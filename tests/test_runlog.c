@@ -1,4 +1,4 @@
-/* runfolder (core/train/runfolder.h): a run's curves read back from a folder the test
+/* runfolder (core/run/runfolder.h): a run's curves read back from a folder the test
  * makes with short demo runs, from the Keras-written event files of ../shared/data,
  * and from event files written here with protobuf-c in every form a scalar takes
  * (simple_value, float_val, double_val, tensor_content); bad input named by file,
@@ -13,11 +13,12 @@
 
 #include "base/util.h"
 #include "engine.h"
+#include "runs.h"
 #include "event.pb-c.h"
 #include "io/tbevent.h"
 #include "io/tfrecord.h"
 #include "tests/fixtures.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 #include "ui/chart.h"
 
 #define KERAS_RUNS "tf-written-tfrecords/tfevents-petals"
@@ -37,7 +38,7 @@ TEST(runlog_reads_a_demo_run_folder_from_history_and_event_files)
     util_path(dir, sizeof dir, "%s/a", parent);
     run_figures *r;
     pt_err e;
-    T_REQUIRE(rf_load(dir, &r, &e) == PT_OK);
+    T_REQUIRE(run_load(dir, &r, &e) == PT_OK);
     T_EQ_STR(r->name, "a");
     T_EQ_STR(r->writer, "petal-tui");
     T_EQ_STR(r->model, "small");
@@ -47,7 +48,7 @@ TEST(runlog_reads_a_demo_run_folder_from_history_and_event_files)
     T_EQ_INT(r->epochs_planned, 2);
     T_EQ_INT(r->event_files, 2);
     T_CHECK(strlen(r->date) == 16);
-    T_EQ_STR(rf_opt_get(r, "image-size"), "32");
+    T_EQ_STR(run_opt_get(r, "image-size"), "32");
 
     /* The epochs' figures are the run's own (history.json in full precision; the
      * event files hold the same rounded to float), at the updates the validation
@@ -82,7 +83,7 @@ TEST(runlog_reads_a_demo_run_folder_from_history_and_event_files)
     T_NEAR(bl->x[RUN_X_EPOCH][bl->n - 1], 2, 1e-6);
     T_NEAR(bl->x[RUN_X_EPOCH][it[0] - 1], 1, 1e-6);
     T_NEAR(bl->x[RUN_X_TIME][bl->n - 1], f1->x[RUN_X_TIME][1], 1e-3);
-    rf_free(r);
+    run_free(r);
 }
 
 TEST(runlog_reads_the_keras_event_files_and_refuses_a_folder_of_runs)
@@ -90,7 +91,7 @@ TEST(runlog_reads_the_keras_event_files_and_refuses_a_folder_of_runs)
     T_NEED_DATA();
     run_figures *r;
     pt_err e;
-    T_REQUIRE(rf_load(t_data(KERAS_RUN), &r, &e) == PT_OK);
+    T_REQUIRE(run_load(t_data(KERAS_RUN), &r, &e) == PT_OK);
     T_EQ_STR(r->name, "20250321-152714");
     T_EQ_STR(r->writer, "tensorflow.core.util.events_writer");
     T_CHECK(!r->from_history);
@@ -115,24 +116,24 @@ TEST(runlog_reads_the_keras_event_files_and_refuses_a_folder_of_runs)
     }
     T_EQ_INT(vl->x[RUN_X_EPOCH][1], 3);
     T_NEAR(vl->x[RUN_X_UPDATE][1], 2400, 1e-3);
-    rf_free(r);
+    run_free(r);
 
     /* One of its files: the same run's train curve. */
     char path[4400];
     util_path(path, sizeof path, "%s/train/events.out.tfevents.1742585234.DESKTOP-25C2BHD.22116.0.v2",
               t_data(KERAS_RUN));
-    T_REQUIRE(rf_load(path, &r, &e) == PT_OK);
+    T_REQUIRE(run_load(path, &r, &e) == PT_OK);
     T_EQ_STR(r->name, "20250321-152714");
     T_EQ_INT(r->s[RUN_S_TRAIN_LOSS].n, 30);
     T_EQ_INT(r->s[RUN_S_VAL_LOSS].n, 0);
     T_CHECK(isnan(r->s[RUN_S_TRAIN_LOSS].x[RUN_X_UPDATE][0])); /* no validation said */
-    rf_free(r);
+    run_free(r);
 
     /* The folder of the four runs is not one run; a run with no curve is refused. */
-    T_EQ_INT(rf_load(t_data(KERAS_RUNS), &r, &e), PT_ENODATA);
+    T_EQ_INT(run_load(t_data(KERAS_RUNS), &r, &e), PT_ENODATA);
     T_CHECKF(strstr(e.msg, "holds 4 runs (20250321-152615, 20250321-152714, 20250325-155448, ...), "
                            "not one") != NULL, "%s", e.msg);
-    T_EQ_INT(rf_load(t_data(KERAS_RUNS "/20250321-152615"), &r, &e), PT_ENODATA);
+    T_EQ_INT(run_load(t_data(KERAS_RUNS "/20250321-152615"), &r, &e), PT_ENODATA);
     T_CHECKF(strstr(e.msg, "no loss, accuracy or F1 in its 2 event files") != NULL, "%s", e.msg);
 }
 
@@ -255,7 +256,7 @@ TEST(runlog_reads_scalars_as_simple_value_float_val_double_val_and_tensor_conten
 
     run_figures *r;
     pt_err e;
-    T_REQUIRE(rf_load(dir, &r, &e) == PT_OK);
+    T_REQUIRE(run_load(dir, &r, &e) == PT_OK);
     T_EQ_INT(r->epochs, 5);
     const run_series *tl = &r->s[RUN_S_TRAIN_LOSS], *vl = &r->s[RUN_S_VAL_LOSS];
     T_REQUIRE(tl->n == 5 && vl->n == 2);
@@ -267,7 +268,7 @@ TEST(runlog_reads_scalars_as_simple_value_float_val_double_val_and_tensor_conten
     T_CHECK(vl->y[0] == (float)vloss[0] && vl->y[1] == (float)vloss[1]);
     T_EQ_INT(vl->x[RUN_X_EPOCH][1], 4);
     T_NEAR(r->started, t0, 1e-9);
-    rf_free(r);
+    run_free(r);
 }
 
 TEST(runlog_bad_input_is_named_by_file_record_and_offset)
@@ -277,13 +278,13 @@ TEST(runlog_bad_input_is_named_by_file_record_and_offset)
     pt_err e;
     char path[4400], sub[4300];
     util_path(path, sizeof path, "%s/none", dir);
-    T_EQ_INT(rf_load(path, &r, &e), PT_EIO);
+    T_EQ_INT(run_load(path, &r, &e), PT_EIO);
     T_CHECKF(strstr(e.msg, "/none: no such file or folder") != NULL, "%s", e.msg);
 
     /* An empty folder is no run. */
     util_path(sub, sizeof sub, "%s/empty", dir);
     T_REQUIRE(util_mkdirs(sub, NULL) == PT_OK);
-    T_EQ_INT(rf_load(sub, &r, &e), PT_ENODATA);
+    T_EQ_INT(run_load(sub, &r, &e), PT_ENODATA);
     T_CHECKF(strstr(e.msg, "not a run: no history.json and no TensorBoard event files") != NULL,
              "%s", e.msg);
 
@@ -294,7 +295,7 @@ TEST(runlog_bad_input_is_named_by_file_record_and_offset)
     static const char junk[] = "this is not a TFRecord file, only words in it; more words";
     T_REQUIRE(util_write_file_atomic(path, junk, sizeof junk - 1, NULL) == PT_OK);
     util_path(sub, sizeof sub, "%s/garbage", dir);
-    T_CHECK(rf_load(sub, &r, &e) < 0);
+    T_CHECK(run_load(sub, &r, &e) < 0);
     T_CHECKF(strstr(e.msg, path) && strstr(e.msg, "record 0 at byte 0"), "%s", e.msg);
 
     /* A damaged record after good ones: its number and offset. */
@@ -306,7 +307,7 @@ TEST(runlog_bad_input_is_named_by_file_record_and_offset)
     d[n - 6] ^= 0x40; /* the last record's payload: its data CRC fails */
     T_REQUIRE(util_write_file_atomic(path, d, n, NULL) == PT_OK);
     free(d);
-    T_CHECK(rf_load(sub, &r, &e) < 0);
+    T_CHECK(run_load(sub, &r, &e) < 0);
     T_CHECKF(strstr(e.msg, path) && strstr(e.msg, "record 3 at byte "), "%s", e.msg);
 
     /* history.json that breaks off in its second epoch. */
@@ -315,7 +316,7 @@ TEST(runlog_bad_input_is_named_by_file_record_and_offset)
     util_path(path, sizeof path, "%s/history.json", sub);
     static const char hist[] = "[\n {\"epoch\": 1, \"val_loss\": 0.5},\n {\"epoch\": 2, \"val_loss\": x}\n]\n";
     T_REQUIRE(util_write_file_atomic(path, hist, sizeof hist - 1, NULL) == PT_OK);
-    T_EQ_INT(rf_load(sub, &r, &e), PT_EFORMAT);
+    T_EQ_INT(run_load(sub, &r, &e), PT_EFORMAT);
     long long at = (long long)(strchr(hist, 'x') - hist);
     char want[128];
     snprintf(want, sizeof want, "record 1 at byte %lld: history.json: expected a number or null",
@@ -365,21 +366,21 @@ TEST(runlog_a_torn_event_file_end_reads_up_to_it)
     T_REQUIRE(util_write_file_atomic(path, "", 0, NULL) == PT_OK);
     run_figures *r = NULL;
     pt_err e;
-    T_EQ_INT(rf_load(sub, &r, &e), PT_OK);
+    T_EQ_INT(run_load(sub, &r, &e), PT_OK);
     T_REQUIRE(r != NULL);
     T_EQ_INT(r->s[RUN_S_TRAIN_LOSS].n, 3);
     T_EQ_INT(r->torn, 2);
     T_CHECKF(strstr(r->note, "record 4 at byte ") && strstr(r->note, "truncated") &&
                  strstr(r->note, "read up to it"),
              "%s", r->note);
-    rf_free(r);
+    run_free(r);
     /* The runs list keeps it, and --compare reads it (then wants a terminal). */
     run_figures **runs;
     int nr, skipped;
-    T_EQ_INT(rf_scan(dir, &runs, &nr, &skipped, &e), PT_OK);
+    T_EQ_INT(run_scan(dir, &runs, &nr, &skipped, &e), PT_OK);
     T_EQ_INT(nr, 1);
     T_EQ_INT(skipped, 0);
-    rf_free_list(runs, nr);
+    run_free_list(runs, nr);
     char cmd[9000], *out;
     snprintf(cmd, sizeof cmd, "%s --compare '%s' 2>&1 </dev/null", t_bin(), sub);
     T_EQ_INT(t_run(cmd, &out), 1);
@@ -452,7 +453,7 @@ TEST(runlog_an_unfinished_run_opens_as_stopped_with_how_far_it_got)
         util_path(sub, sizeof sub, "%s/%s", dir, want[i].name);
         run_figures *r;
         pt_err e;
-        T_REQUIRE(rf_load(sub, &r, &e) == PT_OK);
+        T_REQUIRE(run_load(sub, &r, &e) == PT_OK);
         run_snapshot *s = calloc(1, sizeof *s);
         T_REQUIRE(s);
         eng_run_snapshot(r, s);
@@ -462,7 +463,7 @@ TEST(runlog_an_unfinished_run_opens_as_stopped_with_how_far_it_got)
         T_CHECKF(strstr(s->message, want[i].says) != NULL, "%s: %s", want[i].name, s->message);
         T_CHECK(s->state == RUN_DONE || (s->total_steps == 0 || s->update < s->total_steps));
         free(s);
-        rf_free(r);
+        run_free(r);
     }
 }
 
@@ -482,7 +483,7 @@ TEST(runlog_scan_lists_the_runs_and_the_options_that_differ)
     run_figures **runs;
     int n, skipped;
     pt_err e;
-    T_REQUIRE(rf_scan(dir, &runs, &n, &skipped, &e) == PT_OK);
+    T_REQUIRE(run_scan(dir, &runs, &n, &skipped, &e) == PT_OK);
     T_EQ_INT(n, 2);
     T_EQ_INT(skipped, 1);
     T_REQUIRE(n == 2);
@@ -494,11 +495,11 @@ TEST(runlog_scan_lists_the_runs_and_the_options_that_differ)
     T_NEAR(runs[1]->s[RUN_S_VAL_F1].x[RUN_X_TIME][2], 7.5, 1e-6);
     T_EQ_STR(runs[0]->dataset, "");
     char diff[512];
-    T_EQ_INT(rf_diff_text(runs, n, 0, diff, sizeof diff), 3);
+    T_EQ_INT(run_diff_text(runs, n, 0, diff, sizeof diff), 3);
     T_EQ_STR(diff, "epochs=2 lr-max=0.002 ema=?");
-    T_EQ_INT(rf_diff_text(runs, n, 1, diff, sizeof diff), 3);
+    T_EQ_INT(run_diff_text(runs, n, 1, diff, sizeof diff), 3);
     T_EQ_STR(diff, "epochs=3 lr-max=0.004 ema=0.99");
-    rf_free_list(runs, n);
+    run_free_list(runs, n);
 }
 
 TEST(runlog_validation_results_of_a_demo_run)
@@ -511,7 +512,7 @@ TEST(runlog_validation_results_of_a_demo_run)
     int *lab, *pred;
     long long n;
     pt_err e;
-    T_REQUIRE(rf_val_load(dir, 0, &rep, &lab, &pred, &n, &e) == PT_OK);
+    T_REQUIRE(runs_val_load(dir, 0, &rep, &lab, &pred, &n, &e) == PT_OK);
     T_EQ_INT(rep.epoch, 2);
     T_EQ_INT(rep.n, n);
     T_CHECK(n > 100 && rep.n_classes >= 2);
@@ -529,14 +530,14 @@ TEST(runlog_validation_results_of_a_demo_run)
     T_EQ_INT(total, n);
     T_EQ_INT(right, right2);
     run_figures *r;
-    T_REQUIRE(rf_load(dir, &r, &e) == PT_OK);
+    T_REQUIRE(run_load(dir, &r, &e) == PT_OK);
     T_NEAR((double)right / (double)n, r->s[RUN_S_VAL_ACC].y[1], 1e-6);
-    rf_free(r);
+    run_free(r);
     run_val_report_free(&rep);
     free(lab);
     free(pred);
     /* A Keras-like folder has none. */
-    T_EQ_INT(rf_val_load(t_tmpdir(), 0, &rep, &lab, &pred, &n, &e), PT_ENODATA);
+    T_EQ_INT(runs_val_load(t_tmpdir(), 0, &rep, &lab, &pred, &n, &e), PT_ENODATA);
 }
 
 TEST(runlog_chart_value_at_interpolates_between_points)

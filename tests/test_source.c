@@ -1,7 +1,10 @@
 /* Checks on the source tree itself, the bounds issue 27 set:
- * - the UI reaches the engine only through core/engine.h (and what it includes) and
- *   core/base/: a ui/ file that includes anything else from core/ fails, named with
- *   its line and header;
+ * - the UI reaches the engine only through core/engine.h and core/runs.h (and what
+ *   they include) and core/base/: a ui/ file that includes anything else from core/
+ *   fails, named with its line and header;
+ * - the run folder's file names are known only under core/run/ (issue 41): outside
+ *   it, in core/, ui/ and src/, no string literal names one as a path or a path's
+ *   part, and no code uses core/run/'s private name macros;
  * - no .c or .h file in core/ or ui/ is over 900 lines, and no function in core/, ui/
  *   or src/ is over 120 (a body: a line starting with '{' to the next line starting
  *   with '}', both counted; the code's style puts them there). Every offender is
@@ -209,10 +212,12 @@ static int resolve_include(const char *root, const char *from, const char *inc, 
     return -1;
 }
 
-/* core/engine.h and every header it includes, on down, as repository paths. */
+/* The two doors, core/engine.h (the live run) and core/runs.h (the runs on disk), and
+ * every header they include, on down, as repository paths. */
 static void engine_headers(const char *root, paths *out)
 {
     paths_add(out, "core/engine.h");
+    paths_add(out, "core/runs.h");
     for (int i = 0; i < out->n; i++) {
         lines L;
         if (read_lines(root, out->v[i], &L) != 0)
@@ -256,7 +261,7 @@ TEST(source_ui_includes_only_engine_h_from_core)
             T_CHECKF(strncmp(rel, "ui/", 3) == 0 || strncmp(rel, "core/base/", 10) == 0 ||
                          paths_has(&allowed, rel),
                      "%s:%d: #include \"%s\" (%s): the UI may include from core/ only "
-                     "engine.h, what engine.h includes, and base/",
+                     "engine.h, runs.h, what they include, and base/",
                      ui.v[i], k + 1, inc, rel);
         }
         lines_free(&L);
@@ -408,5 +413,130 @@ TEST(source_sizes_within_bounds)
     }
     T_CHECKF(n_funcs > 500, "only %d functions found", n_funcs);
     paths_free(&bounded);
+    paths_free(&all);
+}
+
+/* ---- the run folder's names ---------------------------------------------------------- */
+
+/* The files of a run folder (core/run/runfolder_impl.h's RUN_N_*). "config" is left
+ * out: it is also an option's name and the user's configuration file. */
+static const char *const run_names[] = {
+    "history.json", "checkpoint.ckpt", "valid_preds.jsonl", "valid_labels.json",
+    "test_preds.json", "submission.csv", "log.txt", "model.onnx", "report.json",
+    "classes.txt",
+};
+
+/* 1 when the literal's text s (n bytes) names file name as a path or a part of one:
+ * the whole text, or name after a '/' or before one, in a text without spaces. Prose
+ * that mentions a file ("no submission.csv", a help line's "RUN/model.onnx") is not
+ * a path a program opens. */
+static int literal_names(const char *s, size_t n, const char *name)
+{
+    size_t m = strlen(name);
+    if (memchr(s, ' ', n))
+        return 0;
+    for (size_t at = 0; at + m <= n; at++) {
+        if (memcmp(s + at, name, m) != 0)
+            continue;
+        int before = at == 0 ? 0 : s[at - 1] == '/' ? 1 : -1;
+        int after = at + m == n ? 0 : s[at + m] == '/' ? 1 : -1;
+        if (before >= 0 && after >= 0 && (before || after || n == m))
+            return 1;
+    }
+    return 0;
+}
+
+/* The macros of the run folder's names: the old RF_ tables, core/run/'s private
+ * RUN_N_*, the old export name. */
+static int name_macro(const char *id, size_t n)
+{
+    return (n > 3 && !strncmp(id, "RF_", 3)) || (n > 6 && !strncmp(id, "RUN_N_", 6)) ||
+           (n == 14 && !strncmp(id, "RM_EXPORT_NAME", 14));
+}
+
+/* Every offence of file rel (its text t, len bytes): literals naming a run folder's
+ * file, name macros in code; comments skipped. Returns how many. */
+static int run_name_offences(const char *rel, const char *t, size_t len)
+{
+    int bad = 0, line = 1, data = !strncmp(rel, "core/data/", 10);
+    for (size_t i = 0; i < len;) {
+        char c = t[i];
+        if (c == '\n') {
+            line++;
+            i++;
+        } else if (c == '/' && i + 1 < len && t[i + 1] == '/') {
+            while (i < len && t[i] != '\n')
+                i++;
+        } else if (c == '/' && i + 1 < len && t[i + 1] == '*') {
+            for (i += 2; i + 1 < len && !(t[i] == '*' && t[i + 1] == '/'); i++)
+                line += t[i] == '\n';
+            i += 2;
+        } else if (c == '"' || c == '\'') {
+            size_t b = ++i;
+            while (i < len && t[i] != c && t[i] != '\n')
+                i += t[i] == '\\' ? 2 : 1;
+            for (size_t k = 0; c == '"' && k < sizeof run_names / sizeof run_names[0]; k++) {
+                if (data && !strcmp(run_names[k], "classes.txt"))
+                    continue; /* the dataset folder's own file */
+                if (literal_names(t + b, i - b, run_names[k])) {
+                    bad++;
+                    T_CHECKF(0, "%s:%d: the string \"%.*s\" names the run folder's %s: "
+                             "only core/run/ builds paths in a run folder",
+                             rel, line, (int)(i - b), t + b, run_names[k]);
+                }
+            }
+            i++;
+        } else if (isalpha((unsigned char)c) || c == '_') {
+            size_t b = i;
+            while (i < len && (isalnum((unsigned char)t[i]) || t[i] == '_'))
+                i++;
+            if (name_macro(t + b, i - b)) {
+                bad++;
+                T_CHECKF(0, "%s:%d: %.*s: the run folder's names are core/run/'s alone "
+                         "(name its files by run_file: RUN_F_*)",
+                         rel, line, (int)(i - b), t + b);
+            }
+        } else {
+            i++;
+        }
+    }
+    return bad;
+}
+
+TEST(source_run_folder_names_only_in_core_run)
+{
+    const char *root = source_root();
+    T_REQUIRE(root != NULL); /* the sources, beside or above the test binary */
+    paths all = { 0 };
+    list_sources(root, "core", 1, &all);
+    list_sources(root, "ui", 1, &all);
+    list_sources(root, "src", 1, &all);
+    T_CHECKF(all.n > 100, "only %d source files found", all.n);
+    int checked = 0, inside = 0;
+    for (int i = 0; i < all.n; i++) {
+        if (!strncmp(all.v[i], "core/run/", 9)) {
+            inside++;
+            continue;
+        }
+        char path[8400];
+        snprintf(path, sizeof path, "%s/%s", root, all.v[i]);
+        uint8_t *data;
+        size_t len;
+        int ok = util_read_file(path, &data, &len, NULL) == PT_OK;
+        T_CHECKF(ok, "%s: cannot be read", all.v[i]);
+        if (!ok)
+            continue;
+        run_name_offences(all.v[i], (const char *)data, len);
+        free(data);
+        checked++;
+    }
+    T_CHECKF(inside >= 8 && checked > 100, "%d files under core/run/, %d checked outside it",
+             inside, checked);
+    /* The check itself: a path is caught, prose is not. */
+    T_EQ_INT(literal_names("%s/model.onnx", 13, "model.onnx"), 1);
+    T_EQ_INT(literal_names("no model.onnx here", 18, "model.onnx"), 0);
+    T_EQ_INT(literal_names("as RUN/model.onnx", 17, "model.onnx"), 0);
+    T_EQ_INT(literal_names("model.onnx", 10, "model.onnx"), 1);
+    T_EQ_INT(literal_names("my.model.onnx", 13, "model.onnx"), 0);
     paths_free(&all);
 }

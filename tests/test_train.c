@@ -15,7 +15,7 @@
 #include "data/batch.h"
 #include "nn/nn.h"
 #include "nn/nn_models.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "train/ema.h"
 #include "train/metrics.h"
 #include "train/optim.h"

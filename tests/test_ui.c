@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "runs.h"
 #include "ui/chart.h"
 #include "ui/settings.h"
 #include "ui/draw.h"
@@ -1837,9 +1838,9 @@ TEST(ui_curves_pick_epochs_for_runs_whose_updates_differ_and_elide_names)
     T_REQUIRE(system(cmd) == 0);
     run_figures *r[3] = { NULL, NULL, NULL };
     pt_err e;
-    T_REQUIRE(eng_run_open(keras, &r[0], &e) == PT_OK);
-    T_REQUIRE(eng_run_open(d1, &r[1], &e) == PT_OK);
-    T_REQUIRE(eng_run_open(d2, &r[2], &e) == PT_OK);
+    T_REQUIRE(runs_open(keras, &r[0], &e) == PT_OK);
+    T_REQUIRE(runs_open(d1, &r[1], &e) == PT_OK);
+    T_REQUIRE(runs_open(d2, &r[2], &e) == PT_OK);
     null_screen ns;
     T_REQUIRE(null_screen_open(&ns, "48", "160"));
     ui_draw_setup(UI_COLOR_NONE, 1);
@@ -1897,5 +1898,5 @@ TEST(ui_curves_pick_epochs_for_runs_whose_updates_differ_and_elide_names)
     free(s);
     null_screen_close(&ns);
     for (int i = 0; i < 3; i++)
-        eng_run_close(r[i]);
+        runs_close(r[i]);
 }

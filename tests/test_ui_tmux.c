@@ -12,7 +12,7 @@
 
 #include "base/util.h"
 #include "tests/fixtures.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 
 typedef struct tmux_srv {
     char sock[1024];
@@ -999,7 +999,7 @@ TEST(ui_tmux_compare_overlays_runs_by_update_epoch_time_with_value_cursor_and_lo
     pt_err e;
     char dir[4300];
     util_path(dir, sizeof dir, "%s/a", parent);
-    T_REQUIRE(rf_load(dir, &r, &e) == PT_OK);
+    T_REQUIRE(run_load(dir, &r, &e) == PT_OK);
     const run_series *vl = &r->s[RUN_S_VAL_LOSS];
     int k = 0;
     while (k + 1 < vl->n && vl->x[RUN_X_EPOCH][k + 1] < x1)
@@ -1011,7 +1011,7 @@ TEST(ui_tmux_compare_overlays_runs_by_update_epoch_time_with_value_cursor_and_lo
         T_CHECKF(val_a >= lo * 0.99 && val_a <= hi * 1.01, "a's val %g at epoch %g, not in [%g, %g]",
                  val_a, x1, lo, hi);
     }
-    rf_free(r);
+    run_free(r);
     tmx_keys(&t, "Left Left Left Left");
     double x2 = x1;
     double end = util_now() + 30;

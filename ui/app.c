@@ -201,10 +201,9 @@ static void open_log_line(void *ctx, const char *line)
  * whatever its data folder now holds): its class count before any results. */
 static void open_names(app *a, const char *dir)
 {
-    char path[4200], **lines;
+    char **lines;
     int n;
-    util_path(path, sizeof path, "%s/classes.txt", dir);
-    if (util_read_lines(path, &lines, &n, NULL) != PT_OK)
+    if (runs_class_names(dir, &lines, &n, NULL) != PT_OK)
         return;
     int k = n < RUN_MAX_CLASSES ? n : RUN_MAX_CLASSES;
     for (int i = 0; i < k; i++) {
@@ -224,15 +223,14 @@ static void open_names(app *a, const char *dir)
  * the inspect view's results from the folder. */
 static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
 {
-    int rc = eng_run_open(dir, &a->opened, e);
+    int rc = runs_open(dir, &a->opened, e);
     if (rc != PT_OK)
         return rc;
     run_config c = *cfg;
     char path[4200];
-    util_path(path, sizeof path, "%s/config", dir);
     char why[1200] = "";
     pt_err ce;
-    if (util_is_file(path) && cfg_read_file(&c, path, &ce) != PT_OK) {
+    if (runs_config_path(dir, path, sizeof path) == 1 && cfg_read_file(&c, path, &ce) != PT_OK) {
         util_fmt(why, sizeof why, "its configuration cannot be read (%s)", ce.msg);
         c = *cfg;
     }
@@ -246,7 +244,7 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
     }
     eng_run_snapshot(a->opened, a->snap);
     open_names(a, dir);
-    if (eng_run_log_lines(dir, open_log_line, a, &ce) < 0)
+    if (runs_log_lines(dir, open_log_line, a, &ce) < 0)
         ui_log_add(a->log, app_now(a), UI_R_DIM, "no log.txt in the run's folder");
     if (a->opened->note[0])
         ui_log_add(a->log, app_now(a), UI_R_WARN, a->opened->note);
@@ -258,7 +256,7 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
     run_val_report rep;
     int *lab, *pred;
     long long n;
-    if (eng_run_val_load(dir, 0, &rep, &lab, &pred, &n, &ce) == PT_OK) {
+    if (runs_val_load(dir, 0, &rep, &lab, &pred, &n, &ce) == PT_OK) {
         a->snap->n_classes = rep.n_classes;
         ui_inspect_set_results(&a->insp, &rep, lab, pred, n,
                                "The run's folder keeps no images: inspect shows the last "
@@ -430,8 +428,8 @@ static void free_app(app *a)
 {
     close_terminal(a);
     for (int i = 0; i < a->n_cmp; i++)
-        eng_run_close(a->cmp[i]);
-    eng_run_close(a->opened);
+        runs_close(a->cmp[i]);
+    runs_close(a->opened);
     ui_runs_free(&a->runs);
     ui_preview_free(&a->pview);
     ui_preview_free(&a->iview);
@@ -490,7 +488,7 @@ static int prepare(app *a, const run_config *cfg, const ui_options *opt)
         return rc == PT_EUSAGE ? 1 : 2;
     }
     for (int i = 0; i < opt->n_compare && a->n_cmp < UI_MAX_COMPARE; i++) {
-        if (eng_run_open(opt->compare[i], &a->cmp[a->n_cmp], &e) != PT_OK) {
+        if (runs_open(opt->compare[i], &a->cmp[a->n_cmp], &e) != PT_OK) {
             fprintf(stderr, "petal-tui: %s\n", e.msg);
             return 2;
         }

@@ -26,7 +26,7 @@
 #include "ui/log.h"
 #include "ui/panels.h"
 #include "ui/preview.h"
-#include "ui/runs.h"
+#include "ui/runlist.h"
 #include "ui/sysmon.h"
 #include "ui/term.h"
 #include "ui/ui.h"

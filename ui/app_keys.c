@@ -122,7 +122,7 @@ static void toggle_compared(app *a)
         if (!same)
             continue;
         note(a, UI_R_DIM, "%s is no longer compared", a->cmp[i]->name);
-        eng_run_close(a->cmp[i]);
+        runs_close(a->cmp[i]);
         for (int k = i + 1; k < a->n_cmp; k++)
             a->cmp[k - 1] = a->cmp[k];
         a->n_cmp--;
@@ -135,7 +135,7 @@ static void toggle_compared(app *a)
         return;
     }
     pt_err e;
-    if (eng_run_open(r->path, &a->cmp[a->n_cmp], &e) != PT_OK) {
+    if (runs_open(r->path, &a->cmp[a->n_cmp], &e) != PT_OK) {
         note(a, UI_R_BAD, "%s", e.msg);
         return;
     }
@@ -223,7 +223,7 @@ static void export_run(app *a)
     }
     char msg[4600];
     pt_err e;
-    if (eng_run_export(dir, msg, sizeof msg, &e) != PT_OK) {
+    if (runs_export_msg(dir, msg, sizeof msg, &e) != PT_OK) {
         ui_log_add(a->log, app_now(a), UI_R_BAD, e.msg);
         note(a, UI_R_BAD, "export failed: see the log");
         return;

@@ -23,7 +23,7 @@
  * refuses (options, an empty dataset folder, a run folder that cannot be made)
  * before the screen opens; why a run failed after the screen is restored.
  *
- * --compare's runs are read (engine.h: eng_run_open) before the screen opens; one
+ * --compare's runs are read (engine.h: runs_open) before the screen opens; one
  * that cannot be read is refused there ("petal-tui: PATH: WHY", status 2). The
  * runs list (r) adds and removes compared runs while the workbench runs.
  *
@@ -34,6 +34,7 @@
 #define PT_UI_H
 
 #include "engine.h"
+#include "runs.h"
 
 typedef struct ui_options {
     int no_sixel;       /* --no-sixel: force the text (half-block) preview */

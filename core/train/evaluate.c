@@ -136,13 +136,13 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
     {
         /* valid_labels.json: the labels, in the split's order (rewritten each epoch: cheap). */
         size_t len;
-        char *text = rf_int_list(labels, n, &len);
+        char *text = run_int_list(labels, n, &len);
         if (text) {
-            rf_write_text(&r->folder, RF_VALID_LABELS, text, len, NULL);
+            run_write_file(&r->folder, RUN_F_VALID_LABELS, text, len, NULL);
             free(text);
         }
     }
-    rf_append_valid_preds(&r->folder, row->epoch, preds, n, NULL);
+    run_append_valid_preds(&r->folder, row->epoch, preds, n, NULL);
     /* Hand the arrays to the run's progress (for inspect and the report). */
     {
         prg_val v = { .epoch = row->epoch, .n = n, .n_classes = r->n_classes, .labels = labels,
@@ -218,7 +218,7 @@ static int predict_test(trn *r, pt_err *e)
         q += sprintf(q, "id,label\n");
         for (long long i = 0; i < n; i++)
             q += sprintf(q, "%s,%d\n", ids[i], preds[i]);
-        rc = rf_write_text(&r->folder, RF_SUBMISSION, csv, (size_t)(q - csv), e);
+        rc = run_write_file(&r->folder, RUN_F_SUBMISSION, csv, (size_t)(q - csv), e);
         free(csv);
         json_w j;
         json_init(&j, 0);
@@ -235,10 +235,13 @@ static int predict_test(trn *r, pt_err *e)
         size_t len;
         char *text = json_take(&j, &len);
         if (text && rc == PT_OK)
-            rc = rf_write_text(&r->folder, RF_TEST_PREDS, text, len, e);
+            rc = run_write_file(&r->folder, RUN_F_TEST_PREDS, text, len, e);
         free(text);
-        if (rc == PT_OK)
-            trn_log(r, "test predictions: %lld images -> %s/" RF_SUBMISSION, n, r->folder.dir);
+        if (rc == PT_OK) {
+            char sub[4200];
+            run_path(&r->folder, RUN_F_SUBMISSION, sub, sizeof sub);
+            trn_log(r, "test predictions: %lld images -> %s", n, sub);
+        }
     }
 out:
     free(preds);

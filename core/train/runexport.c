@@ -9,6 +9,7 @@
 
 #include "base/util.h"
 #include "nn/nn_export.h"
+#include "run/runfolder.h"
 #include "train/runmodel.h"
 
 int rm_export(const char *run_dir, const char *out, rm_export_info *info, pt_err *e)
@@ -27,8 +28,14 @@ int rm_export(const char *run_dir, const char *out, rm_export_info *info, pt_err
                           .epoch = m.epoch, .ema = m.ema };
     if (out && out[0])
         snprintf(in.path, sizeof in.path, "%s", out);
-    else
-        snprintf(in.path, sizeof in.path, "%s/%s", run_dir, RM_EXPORT_NAME);
+    else {
+        run_handle h;
+        if ((rc = run_open(&h, run_dir, 1, e)) != PT_OK) {
+            rm_close(&m);
+            return rc;
+        }
+        run_path(&h, RUN_F_EXPORT, in.path, sizeof in.path);
+    }
     char real[PATH_MAX];
     const char *source = realpath(run_dir, real) ? real : run_dir;
     nn_export_meta meta = { .class_names = (const char *const *)m.class_names,

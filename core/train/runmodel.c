@@ -10,9 +10,9 @@
 #include "data/pipeline.h"
 #include "nn/nn_import.h"
 #include "nn/nn_models.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "train/feed.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 #include "train/runmodel.h"
 #include "train/trainer.h"
 
@@ -143,14 +143,12 @@ static const char *list_name(void *ctx, int c, char *buf, size_t n)
 
 /* RUN/classes.txt's lines into names (malloc'd array of malloc'd strings): its count,
  * 0 when the run has no such file, < 0 on error. */
-static int read_classes(const char *dir, char ***names, pt_err *e)
+static int read_classes(const run_handle *h, char ***names, pt_err *e)
 {
-    char path[4200];
-    util_path(path, sizeof path, "%s/%s", dir, RF_CLASSES);
-    if (!util_is_file(path))
+    if (!run_has(h, RUN_F_CLASSES))
         return 0;
     int k;
-    return util_read_lines(path, names, &k, e) == PT_OK ? k : -1;
+    return run_read_lines(h, RUN_F_CLASSES, names, &k, e) == PT_OK ? k : -1;
 }
 
 /* A run made before classes.txt: its checkpoint's class count, named as the trainer
@@ -170,10 +168,11 @@ static const char *dataset_name(void *ctx, int c, char *buf, size_t n)
     return generic_name(NULL, c, buf, n);
 }
 
-static int run_names(const char *dir, const char *ckpt, rm_model *m, ds_dataset *ds, pt_err *e)
+static int run_names(const run_handle *h, const char *ckpt, rm_model *m, ds_dataset *ds,
+                     pt_err *e)
 {
     char **names = NULL;
-    int k = read_classes(dir, &names, e);
+    int k = read_classes(h, &names, e);
     if (k < 0)
         return e->code;
     if (k > 0) {
@@ -254,29 +253,31 @@ static ds_dataset *run_dataset(const run_config *cfg, pt_err *e)
 
 static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
 {
+    run_handle h;
     char cpath[4200], ckpt[4200];
-    util_path(cpath, sizeof cpath, "%s/%s", dir, RF_CONFIG);
-    util_path(ckpt, sizeof ckpt, "%s/%s", dir, RF_CHECKPOINT);
-    if (!util_is_file(cpath))
-        return err_set(e, PT_EUSAGE, dir, PT_NO_RECORD, PT_NO_OFFSET,
-                       "not a petal-tui run folder (no %s) nor an .onnx file", RF_CONFIG);
-    run_config cfg;
-    cfg_defaults(&cfg);
-    int rc = cfg_read_file(&cfg, cpath, e);
+    int rc = run_open(&h, dir, 0, e);
     if (rc != PT_OK)
         return rc;
-    if (!util_is_file(ckpt))
+    run_path(&h, RUN_F_CONFIG, cpath, sizeof cpath);
+    run_path(&h, RUN_F_CHECKPOINT, ckpt, sizeof ckpt);
+    if (!run_has(&h, RUN_F_CONFIG))
+        return err_set(e, PT_EUSAGE, dir, PT_NO_RECORD, PT_NO_OFFSET,
+                       "not a petal-tui run folder (no %s) nor an .onnx file",
+                       run_file_name(RUN_F_CONFIG));
+    run_config cfg;
+    cfg_defaults(&cfg);
+    if ((rc = cfg_read_file(&cfg, cpath, e)) != PT_OK)
+        return rc;
+    if (!run_has(&h, RUN_F_CHECKPOINT))
         return err_set(e, PT_ENODATA, dir, PT_NO_RECORD, PT_NO_OFFSET,
                        "the run has no %s (it ended before its first epoch, or ran with "
                        "--checkpoint-every 0): nothing to predict with",
-                       RF_CHECKPOINT);
+                       run_file_name(RUN_F_CHECKPOINT));
     if (!(m->data = strdup(cfg.data)))
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    char cls[4200];
-    util_path(cls, sizeof cls, "%s/%s", dir, RF_CLASSES);
     ds_dataset *ds = NULL;
     pt_err de;
-    if (cfg.image_size <= 0 || !util_is_file(cls))
+    if (cfg.image_size <= 0 || !run_has(&h, RUN_F_CLASSES))
         ds = run_dataset(&cfg, &de);
     m->image_size = size > 0 ? size : cfg.image_size;
     if (m->image_size <= 0 && (!ds || trn_image_size(&cfg, ds, &m->image_size, &de) != PT_OK)) {
@@ -291,7 +292,7 @@ static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
         return err_set(e, PT_EIO, cfg.model, PT_NO_RECORD, PT_NO_OFFSET,
                        "the run's model file is gone: its graph is needed to rebuild the net");
     }
-    rc = run_names(dir, ckpt, m, ds, e);
+    rc = run_names(&h, ckpt, m, ds, e);
     ds_free(ds);
     if (rc != PT_OK)
         return rc;

@@ -62,9 +62,6 @@ int rm_data_path(const char *data, char *buf, size_t n, pt_err *e);
 
 /* ---- export (runexport.c) ---- */
 
-/* The file export writes into a run folder when no other is named. */
-#define RM_EXPORT_NAME "model.onnx"
-
 typedef struct rm_export_info {
     char path[4200];        /* the file written */
     long long bytes;
@@ -74,8 +71,9 @@ typedef struct rm_export_info {
 } rm_export_info;
 
 /* Writes run_dir's trained net (as rm_open gives it) as an ONNX file at out, or at
- * RUN_DIR/model.onnx when out is NULL or "": atomically, with the run's class names,
- * image size, folder and epoch in its metadata (nn/nn_export.h). A run folder only;
+ * the run folder's export file (run/runfolder.h's RUN_F_EXPORT, model.onnx) when out
+ * is NULL or "": atomically, with the run's class names, image size, folder and
+ * epoch in its metadata (nn/nn_export.h). A run folder only;
  * a net the exporter cannot write is refused naming what, and nothing is written.
  * info (may be NULL) says what was written. */
 int rm_export(const char *run_dir, const char *out, rm_export_info *info, pt_err *e);

@@ -169,7 +169,8 @@ static int build_model(trn *r, pt_err *e)
 /* The configuration and the class names (classes.txt: what predict labels with). */
 static int write_config(trn *r, pt_err *e)
 {
-    int rc = rf_write_text(&r->folder, RF_CONFIG, r->env->cfg_text, strlen(r->env->cfg_text), e);
+    int rc = run_write_file(&r->folder, RUN_F_CONFIG, r->env->cfg_text,
+                            strlen(r->env->cfg_text), e);
     if (rc != PT_OK || !r->folder.on)
         return rc;
     size_t cap = (size_t)r->n_classes * RUN_NAME_MAX + 1, len = 0;
@@ -185,7 +186,7 @@ static int write_config(trn *r, pt_err *e)
                 *q = ' ';
         len += (size_t)snprintf(text + len, cap - len, "%s\n", name);
     }
-    rc = rf_write_text(&r->folder, RF_CLASSES, text, len, e);
+    rc = run_write_file(&r->folder, RUN_F_CLASSES, text, len, e);
     free(text);
     return rc;
 }
@@ -379,7 +380,7 @@ static int step_resume(trn *r, pt_err *e)
     int rc = PT_OK;
     if (r->cfg->resume[0] && r->rank == 0 &&
         ((rc = trn_restore_checkpoint(r, e)) != PT_OK || (rc = write_config(r, e)) != PT_OK ||
-         (rc = rf_write_history(&r->folder, r->curves.hist, r->curves.hist_n, e)) != PT_OK))
+         (rc = run_write_history(&r->folder, r->curves.hist, r->curves.hist_n, e)) != PT_OK))
         return rc;
     return PT_OK;
 }
@@ -707,7 +708,7 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
                  row.seconds - r->epoch_time_before);
     r->epoch_time_before = 0;
     r->t_epoch = util_now();
-    if ((rc = rf_write_history(&r->folder, r->curves.hist, r->curves.hist_n, e)) != PT_OK)
+    if ((rc = run_write_history(&r->folder, r->curves.hist, r->curves.hist_n, e)) != PT_OK)
         return rc;
     tb_epoch(&r->tb, &row, r->update, sched_lr(&r->sch, r->update > 0 ? r->update - 1 : 0),
              images_per_sec);
@@ -870,7 +871,7 @@ run_state trn_run(const trn_env *env, pt_err *e)
         trn_log_end(r, msg);
     }
     /* A new run stopped before its first update leaves no half folder behind. */
-    if (final == RUN_STOPPED && r->update == 0 && !cfg->resume[0] && rf_discard(&r->folder)) {
+    if (final == RUN_STOPPED && r->update == 0 && !cfg->resume[0] && run_discard(&r->folder)) {
         run_snapshot *s = prg_lock(r->env->progress);
         size_t k = strlen(s->message);
         util_fmt(s->message + k, sizeof s->message - k, "; nothing kept (%s removed)",

@@ -1,4 +1,4 @@
-/* trainer_folder — the trainer's side of its run folder (train/runfolder.h owns
+/* trainer_folder — the trainer's side of its run folder (run/runfolder.h owns
  * the format): the log (on screen and in log.txt; each bad record once a run), the
  * folder's making, and the checkpoint's save and restore (with the history and curves
  * it carries so that a resumed run shows its whole past). In a job of several ranks, rank 0 alone has a
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "train/trainer_impl.h"
 
 void trn_log(trn *r, const char *fmt, ...)
@@ -20,18 +20,18 @@ void trn_log(trn *r, const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     r->env->log(r->env->ctx, line);
-    rf_log_line(&r->folder, line);
+    run_log_line(&r->folder, line);
 }
 
 void trn_log_end(trn *r, const char *line)
 {
-    rf_log_line(&r->folder, line);
+    run_log_line(&r->folder, line);
 }
 
 int trn_make_run_dir(trn *r, pt_err *e)
 {
     int gone;
-    int rc = rf_make(&r->folder, r->rank == 0, r->cfg, &gone, e);
+    int rc = run_create(&r->folder, r->rank == 0, r->cfg, &gone, e);
     if (rc == PT_OK && gone > 0)
         trn_log(r, "removed %d temporary file%s left by a run that was killed while writing", gone,
                 gone == 1 ? "" : "s");
@@ -46,7 +46,7 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
     if (rc != PT_OK || r->rank != 0)
         return rc;
     char path[4200];
-    rf_path(&r->folder, RF_CHECKPOINT, path, sizeof path);
+    run_path(&r->folder, RUN_F_CHECKPOINT, path, sizeof path);
     uint8_t *hist = NULL;
     size_t hist_bytes = crv_pack(&r->curves, &hist);
     ckpt_data d = {
@@ -83,7 +83,7 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
 int trn_restore_checkpoint(trn *r, pt_err *e)
 {
     char path[4200];
-    rf_path(&r->folder, RF_CHECKPOINT, path, sizeof path);
+    run_path(&r->folder, RUN_F_CHECKPOINT, path, sizeof path);
     if (!util_is_file(path)) {
         /* Stopped (killed) before its first checkpoint: nothing was kept but the
          * configuration, and the run starts again from the beginning. */

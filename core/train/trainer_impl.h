@@ -26,10 +26,10 @@
 #include "train/curves.h"
 #include "train/ema.h"
 #include "train/optim.h"
-#include "train/runfolder.h"
+#include "run/runfolder.h"
 #include "train/schedule.h"
 #include "train/strategy.h"
-#include "train/tboard.h"
+#include "run/tboard.h"
 #include "train/telemetry.h"
 #include "train/trainer.h"
 
@@ -57,7 +57,7 @@ typedef struct trn {
     pipeline *train;
     sched sch;
     double peak;
-    rf_writer folder;           /* the run folder (rank 0's; empty on the others) */
+    run_handle folder;           /* the run folder (rank 0's; empty on the others) */
 
     /* progress */
     long long update;           /* updates done */
@@ -159,7 +159,7 @@ void trn_telemetry_idle(trn *r);
 double trn_elapsed(const trn *r);
 double trn_epoch_elapsed(const trn *r);
 
-/* ---- trainer_folder.c: the trainer's side of the run folder (train/runfolder.h) ---- */
+/* ---- trainer_folder.c: the trainer's side of the run folder (run/runfolder.h) ---- */
 
 /* A line for the log panel and the run folder's log.txt (there after the local
  * date and time). */

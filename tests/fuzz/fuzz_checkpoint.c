@@ -1,4 +1,4 @@
-/* fuzz_checkpoint — the checkpoint loader (core/train/checkpoint.c) on any bytes.
+/* fuzz_checkpoint — the checkpoint loader (core/run/checkpoint.c) on any bytes.
  *
  * The bytes are a run folder's checkpoint.ckpt. ckpt_load() reads it for a model
  * whose sizes match the file's own sections (as when resuming the same run), and
@@ -15,7 +15,7 @@
 
 #include "base/crc32c.h"
 #include "base/le.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 /* Caller arrays above this many floats are not allocated: the load then meets a
  * size it does not expect, which is also a path worth taking. */

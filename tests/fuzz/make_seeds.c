@@ -23,7 +23,7 @@
 #include "io/example.h"
 #include "io/png.h"
 #include "io/tfrecord.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 static const char *g_out;
 

@@ -1,7 +1,7 @@
 /* tboard — a run's TensorBoard event files (io/tbevent.h) in its run folder's
  * train/ and validation/, written as Keras's TensorBoard callback writes them, so
  * that `tensorboard --logdir runs` shows every run and the competition's Keras
- * runs beside them. The tags are train/runfolder.h's rf_tags[].
+ * runs beside them. The tags are run/runfolder.h's run_tags[].
  *
  * train/: per update batch_loss, batch_sparse_categorical_accuracy and
  * batch_learning_rate at step = updates done; per epoch epoch_loss,

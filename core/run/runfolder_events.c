@@ -1,12 +1,12 @@
 /* runfolder_events — a run's TensorBoard event files read back (see
- * runfolder.h): their scalars by rf_tag_of(), placed on the three x axes. */
+ * runfolder.h): their scalars by run_tag_of(), placed on the three x axes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
 #include "io/tbevent.h"
-#include "train/runfolder_impl.h"
+#include "run/runfolder_impl.h"
 
 /* y at x by linear interpolation in a table of n increasing xs (clamped at the
  * ends: extrapolated with the last segment's slope); NaN when n == 0. */
@@ -27,17 +27,17 @@ static double interp(const double *xs, const double *ys, int n, double x)
     return x1 > x0 ? ys[i - 1] + (ys[i] - ys[i - 1]) * (x - x0) / (x1 - x0) : ys[i];
 }
 
-static int ev_push(rf_ev_list *l, long long step, double wall, double value)
+static int ev_push(run_ev_list *l, long long step, double wall, double value)
 {
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 64;
-        rf_ev_point *nv = realloc(l->v, (size_t)cap * sizeof *nv);
+        run_ev_point *nv = realloc(l->v, (size_t)cap * sizeof *nv);
         if (!nv)
             return PT_ENOMEM;
         l->v = nv;
         l->cap = cap;
     }
-    l->v[l->n++] = (rf_ev_point){ step, wall, value };
+    l->v[l->n++] = (run_ev_point){ step, wall, value };
     return PT_OK;
 }
 
@@ -45,20 +45,20 @@ static int ev_push(rf_ev_list *l, long long step, double wall, double value)
 /* Which list a tag goes to (-1: none), for a train/ or a validation/ file. */
 static int tag_slot(const char *tag, int val)
 {
-    switch (rf_tag_of(tag)) {
-    case RF_T_EPOCH_LOSS:
+    switch (run_tag_of(tag)) {
+    case RUN_T_EPOCH_LOSS:
         return val ? EV_V_LOSS : EV_T_LOSS;
-    case RF_T_EPOCH_ACC:
+    case RUN_T_EPOCH_ACC:
         return val ? EV_V_ACC : EV_T_ACC;
-    case RF_T_EPOCH_F1:
+    case RUN_T_EPOCH_F1:
         return val ? EV_V_F1 : EV_T_F1;
-    case RF_T_EVAL_LOSS_ITER:
+    case RUN_T_EVAL_LOSS_ITER:
         return val ? EV_ITER : -1;
-    case RF_T_BATCH_LOSS:
+    case RUN_T_BATCH_LOSS:
         return val ? -1 : EV_B_LOSS;
-    case RF_T_BATCH_ACC:
+    case RUN_T_BATCH_ACC:
         return val ? -1 : EV_B_ACC;
-    case RF_T_BATCH_LR:
+    case RUN_T_BATCH_LR:
         return val ? -1 : EV_B_LR;
     default:
         return -1;
@@ -74,7 +74,8 @@ static int in_validation(const char *file)
     const char *p = slash;
     while (p > file && p[-1] != '/')
         p--;
-    return (size_t)(slash - p) == strlen(RF_VAL_DIR) && !strncmp(p, RF_VAL_DIR, strlen(RF_VAL_DIR));
+    return (size_t)(slash - p) == strlen(RUN_N_VAL_DIR) &&
+           !strncmp(p, RUN_N_VAL_DIR, strlen(RUN_N_VAL_DIR));
 }
 
 /* A file that ends inside a record is what a crash (or a writer still at work) leaves:
@@ -87,9 +88,9 @@ static int torn_end(run_figures *r, const pt_err *e)
     return PT_OK;
 }
 
-int rf_events_read(run_figures *r, char **files, int nf, rf_events *evs, pt_err *e)
+int run_events_read(run_figures *r, char **files, int nf, run_events *evs, pt_err *e)
 {
-    rf_ev_list *ev = evs->l;
+    run_ev_list *ev = evs->l;
     double *started = &evs->started;
     *started = 0;
     for (int f = 0; f < nf; f++) {
@@ -128,11 +129,11 @@ int rf_events_read(run_figures *r, char **files, int nf, rf_events *evs, pt_err 
     return PT_OK;
 }
 
-int rf_event_files(const char *dir, char ***files, int *n, pt_err *e)
+int run_event_files(const char *dir, char ***files, int *n, pt_err *e)
 {
     *files = NULL;
     *n = 0;
-    const char *subs[3] = { "", "/" RF_TRAIN_DIR, "/" RF_VAL_DIR };
+    const char *subs[3] = { "", "/" RUN_N_TRAIN_DIR, "/" RUN_N_VAL_DIR };
     for (int s = 0; s < 3; s++) {
         char d[4200];
         if (util_path(d, sizeof d, "%s%s", dir, subs[s]) != 0 || !util_is_dir(d))
@@ -167,7 +168,7 @@ int rf_event_files(const char *dir, char ***files, int *n, pt_err *e)
 /* Updates at the end of epoch e (1-based) of an events-only run: the update count
  * of the validation nearest to it in epochs, at that validation's updates per
  * epoch; NaN when no validation said. */
-static double updates_at(const rf_ev_list *it, const rf_ev_list *vl, double epoch)
+static double updates_at(const run_ev_list *it, const run_ev_list *vl, double epoch)
 {
     int n = it->n < vl->n ? it->n : vl->n;
     double best = NAN, dist = INFINITY;
@@ -182,10 +183,10 @@ static double updates_at(const rf_ev_list *it, const rf_ev_list *vl, double epoc
     return best;
 }
 
-int rf_events_place(run_figures *r, rf_builder *b, const rf_events *evs, int with_epochs,
+int run_events_place(run_figures *r, run_builder *b, const run_events *evs, int with_epochs,
                     const double *cum_u, const double *cum_t, const double *ep_no, int nh)
 {
-    const rf_ev_list *ev = evs->l;
+    const run_ev_list *ev = evs->l;
     double started = evs->started;
     static const int map[6][2] = { { EV_T_LOSS, RUN_S_TRAIN_LOSS }, { EV_V_LOSS, RUN_S_VAL_LOSS },
                                    { EV_T_ACC, RUN_S_TRAIN_ACC },   { EV_V_ACC, RUN_S_VAL_ACC },
@@ -198,19 +199,19 @@ int rf_events_place(run_figures *r, rf_builder *b, const rf_events *evs, int wit
             upe = (double)ev[EV_ITER].v[n - 1].step / ((double)ev[EV_V_LOSS].v[n - 1].step + 1);
     }
     for (int m = 0; with_epochs && m < 6; m++) {
-        const rf_ev_list *l = &ev[map[m][0]];
+        const run_ev_list *l = &ev[map[m][0]];
         for (int i = 0; i < l->n; i++) {
             double epoch = (double)l->v[i].step + 1;
             double u = updates_at(&ev[EV_ITER], &ev[EV_V_LOSS], epoch);
             double t = started > 0 ? l->v[i].wall - started : NAN;
-            if (rf_push(r, b, map[m][1], l->v[i].value, u, epoch, t) != PT_OK)
+            if (run_push(r, b, map[m][1], l->v[i].value, u, epoch, t) != PT_OK)
                 return PT_ENOMEM;
         }
     }
     static const int bmap[3][2] = { { EV_B_LOSS, RUN_S_BATCH_LOSS }, { EV_B_ACC, RUN_S_BATCH_ACC },
                                     { EV_B_LR, RUN_S_BATCH_LR } };
     for (int m = 0; m < 3; m++) {
-        const rf_ev_list *l = &ev[bmap[m][0]];
+        const run_ev_list *l = &ev[bmap[m][0]];
         for (int i = 0; i < l->n; i++) {
             double u = (double)l->v[i].step;
             double epoch, t;
@@ -222,14 +223,14 @@ int rf_events_place(run_figures *r, rf_builder *b, const rf_events *evs, int wit
                 epoch = upe > 0 ? u / upe : NAN;
                 t = started > 0 ? l->v[i].wall - started : NAN;
             }
-            if (rf_push(r, b, bmap[m][1], l->v[i].value, u, epoch, t) != PT_OK)
+            if (run_push(r, b, bmap[m][1], l->v[i].value, u, epoch, t) != PT_OK)
                 return PT_ENOMEM;
         }
     }
     return PT_OK;
 }
 
-void rf_events_free(rf_events *ev)
+void run_events_free(run_events *ev)
 {
     for (int k = 0; k < EV_N; k++)
         free(ev->l[k].v);

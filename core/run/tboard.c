@@ -1,5 +1,5 @@
 /* tboard — a run's TensorBoard event files (see tboard.h). */
-#include "train/tboard.h"
+#include "run/tboard.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 
 #include "base/util.h"
 #include "picture/grid.h"
-#include "train/runfolder.h"
+#include "run/runfolder_impl.h"
 
 enum { PREVIEW_IMAGES = 8 };
 
@@ -39,7 +39,7 @@ static tbe_writer *writer(tb_run *t, int val)
         return *w;
     char dir[4200];
     pt_err e;
-    if (util_path(dir, sizeof dir, "%s/%s", t->dir, val ? RF_VAL_DIR : RF_TRAIN_DIR) != 0) {
+    if (util_path(dir, sizeof dir, "%s/%s", t->dir, val ? RUN_N_VAL_DIR : RUN_N_TRAIN_DIR) != 0) {
         err_set(&e, PT_EUSAGE, t->dir, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
         give_up(t, &e);
         return NULL;
@@ -63,7 +63,7 @@ static void scalar(tb_run *t, int val, int tag, long long step, double v)
 {
     tbe_writer *w = writer(t, val);
     pt_err e;
-    if (w && tbe_write_scalar(w, rf_tags[tag], step, v, &e) != PT_OK)
+    if (w && tbe_write_scalar(w, run_tags[tag], step, v, &e) != PT_OK)
         give_up(t, &e);
 }
 
@@ -72,15 +72,15 @@ static void image(tb_run *t, int val, int tag, long long step, const uint8_t *rg
 {
     tbe_writer *w = writer(t, val);
     pt_err e;
-    if (w && tbe_write_image(w, rf_tags[tag], step, rgb, width, height, &e) != PT_OK)
+    if (w && tbe_write_image(w, run_tags[tag], step, rgb, width, height, &e) != PT_OK)
         give_up(t, &e);
 }
 
 void tb_update(tb_run *t, long long update, double loss, double acc, double lr)
 {
-    scalar(t, 0, RF_T_BATCH_LOSS, update, loss);
-    scalar(t, 0, RF_T_BATCH_ACC, update, acc);
-    scalar(t, 0, RF_T_BATCH_LR, update, lr);
+    scalar(t, 0, RUN_T_BATCH_LOSS, update, loss);
+    scalar(t, 0, RUN_T_BATCH_ACC, update, acc);
+    scalar(t, 0, RUN_T_BATCH_LR, update, lr);
 }
 
 /* The augmentation preview of this epoch: the grid `petal-tui preview` draws. */
@@ -113,7 +113,7 @@ static void preview_image(tb_run *t, long long step)
     uint8_t *sheet;
     int w, h;
     if (grid_compose(orig, aug, caps, n, p.h, p.w, 0, &sheet, &w, &h) == PT_OK) {
-        image(t, 0, RF_T_AUGMENTATION_PREVIEW, step, sheet, w, h);
+        image(t, 0, RUN_T_AUGMENTATION_PREVIEW, step, sheet, w, h);
         free(sheet);
     }
     run_preview_free(&p);
@@ -135,7 +135,7 @@ static void confusion_image(tb_run *t, long long step)
             np[c] = names[c];
         }
         if (grid_confusion(t->val_cm, k, np, title, &rgb, &w, &h) == PT_OK)
-            image(t, 1, RF_T_CONFUSION_MATRIX, step, rgb, w, h);
+            image(t, 1, RUN_T_CONFUSION_MATRIX, step, rgb, w, h);
     }
     free(rgb);
     free(np);
@@ -154,23 +154,23 @@ void tb_epoch(tb_run *t, const run_epoch *row, long long update, double lr,
     if (t->off)
         return;
     long long step = row->epoch - 1;
-    scalar(t, 0, RF_T_EPOCH_LOSS, step, row->train_loss);
-    scalar(t, 0, RF_T_EPOCH_ACC, step, row->train_acc);
-    scalar(t, 0, RF_T_EPOCH_PRECISION, step, row->train_precision);
-    scalar(t, 0, RF_T_EPOCH_RECALL, step, row->train_recall);
-    scalar(t, 0, RF_T_EPOCH_F1, step, row->train_f1);
-    scalar(t, 0, RF_T_EPOCH_LR, step, lr);
-    scalar(t, 0, RF_T_EPOCH_IMAGES_PER_SEC, step, images_per_sec);
+    scalar(t, 0, RUN_T_EPOCH_LOSS, step, row->train_loss);
+    scalar(t, 0, RUN_T_EPOCH_ACC, step, row->train_acc);
+    scalar(t, 0, RUN_T_EPOCH_PRECISION, step, row->train_precision);
+    scalar(t, 0, RUN_T_EPOCH_RECALL, step, row->train_recall);
+    scalar(t, 0, RUN_T_EPOCH_F1, step, row->train_f1);
+    scalar(t, 0, RUN_T_EPOCH_LR, step, lr);
+    scalar(t, 0, RUN_T_EPOCH_IMAGES_PER_SEC, step, images_per_sec);
     if (!t->off)
         preview_image(t, step);
     if (!isnan(row->val_loss)) {
-        scalar(t, 1, RF_T_EVAL_LOSS_ITER, update, row->val_loss);
-        scalar(t, 1, RF_T_EVAL_ACC_ITER, update, row->val_acc);
-        scalar(t, 1, RF_T_EPOCH_LOSS, step, row->val_loss);
-        scalar(t, 1, RF_T_EPOCH_ACC, step, row->val_acc);
-        scalar(t, 1, RF_T_EPOCH_PRECISION, step, row->val_precision);
-        scalar(t, 1, RF_T_EPOCH_RECALL, step, row->val_recall);
-        scalar(t, 1, RF_T_EPOCH_F1, step, row->val_f1);
+        scalar(t, 1, RUN_T_EVAL_LOSS_ITER, update, row->val_loss);
+        scalar(t, 1, RUN_T_EVAL_ACC_ITER, update, row->val_acc);
+        scalar(t, 1, RUN_T_EPOCH_LOSS, step, row->val_loss);
+        scalar(t, 1, RUN_T_EPOCH_ACC, step, row->val_acc);
+        scalar(t, 1, RUN_T_EPOCH_PRECISION, step, row->val_precision);
+        scalar(t, 1, RUN_T_EPOCH_RECALL, step, row->val_recall);
+        scalar(t, 1, RUN_T_EPOCH_F1, step, row->val_f1);
         if (!t->off && t->val_cm && t->val_cm_epoch == row->epoch)
             confusion_image(t, step);
     }

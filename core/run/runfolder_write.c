@@ -1,5 +1,5 @@
 /* runfolder_write — the run folder written (see runfolder.h): its creation,
- * log.txt, history.json from rf_history_keys[], the validation predictions and
+ * log.txt, history.json from run_history_keys[], the validation predictions and
  * any other file by name. Every file is written atomically. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,16 +8,49 @@
 
 #include "base/json.h"
 #include "base/util.h"
-#include "train/runfolder.h"
+#include "run/runfolder_impl.h"
 
-int rf_path(const rf_writer *w, const char *name, char *buf, size_t n)
+int run_path(const run_handle *w, run_file f, char *buf, size_t n)
 {
-    if (!name)
-        return util_path(buf, n, "%s", w->dir);
-    return util_path(buf, n, "%s/%s", w->dir, name);
+    return util_path(buf, n, "%s/%s", w->dir, run_file_name(f));
 }
 
-void rf_log_line(const rf_writer *w, const char *line)
+int run_has(const run_handle *h, run_file f)
+{
+    char path[4200];
+    if (run_path(h, f, path, sizeof path) != 0)
+        return 0;
+    return f == RUN_F_TRAIN_DIR || f == RUN_F_VAL_DIR ? util_is_dir(path) : util_is_file(path);
+}
+
+int run_read_lines(const run_handle *h, run_file f, char ***lines, int *n, pt_err *e)
+{
+    char path[4200];
+    if (run_path(h, f, path, sizeof path) != 0)
+        return err_set(e, PT_EUSAGE, h->dir, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
+    return util_read_lines(path, lines, n, e);
+}
+
+int run_open(run_handle *h, const char *dir, int on, pt_err *e)
+{
+    memset(h, 0, sizeof *h);
+    if (strlen(dir) >= sizeof h->dir)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
+    util_copy(h->dir, sizeof h->dir, dir);
+    if (!util_is_dir(dir))
+        return err_set(e, PT_EUSAGE, dir, PT_NO_RECORD, PT_NO_OFFSET, "no such run folder");
+    h->on = on;
+    return PT_OK;
+}
+
+int run_holds_run(const char *dir)
+{
+    char probe[4200];
+    return util_path(probe, sizeof probe, "%s/" RUN_N_CHECKPOINT, dir) == 0 &&
+           util_is_file(probe);
+}
+
+void run_log_line(const run_handle *w, const char *line)
 {
     if (!w->dir[0])
         return;
@@ -26,7 +59,7 @@ void rf_log_line(const rf_writer *w, const char *line)
     struct tm tm;
     if (!localtime_r(&now, &tm) || !strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm))
         util_copy(stamp, sizeof stamp, "?");
-    rf_path(w, RF_LOG, path, sizeof path);
+    run_path(w, RUN_F_LOG, path, sizeof path);
     FILE *f = fopen(path, "a");
     if (f) {
         fprintf(f, "%s %s\n", stamp, line);
@@ -34,7 +67,7 @@ void rf_log_line(const rf_writer *w, const char *line)
     }
 }
 
-int rf_make(rf_writer *w, int on, const run_config *cfg, int *stale, pt_err *e)
+int run_create(run_handle *w, int on, const run_config *cfg, int *stale, pt_err *e)
 {
     w->on = on;
     *stale = 0;
@@ -48,9 +81,7 @@ int rf_make(rf_writer *w, int on, const run_config *cfg, int *stale, pt_err *e)
     } else if (cfg->out[0]) {
         util_copy(w->dir, sizeof w->dir, cfg->out);
         if (util_is_dir(w->dir)) {
-            char probe[4200];
-            rf_path(w, RF_CHECKPOINT, probe, sizeof probe);
-            if (util_is_file(probe))
+            if (run_holds_run(w->dir))
                 return err_set(e, PT_EUSAGE, w->dir, PT_NO_RECORD, PT_NO_OFFSET,
                                "holds a run already; continue it with --resume or choose another "
                                "--out");
@@ -75,7 +106,7 @@ int rf_make(rf_writer *w, int on, const run_config *cfg, int *stale, pt_err *e)
     return PT_OK;
 }
 
-int rf_discard(rf_writer *w)
+int run_discard(run_handle *w)
 {
     if (!w->on || !w->made || !w->dir[0])
         return 0;
@@ -83,29 +114,29 @@ int rf_discard(rf_writer *w)
     return util_remove_tree(w->dir) == 0;
 }
 
-int rf_write_text(const rf_writer *w, const char *name, const char *text, size_t len, pt_err *e)
+int run_write_file(const run_handle *w, run_file f, const char *text, size_t len, pt_err *e)
 {
     if (!w->on)
         return PT_OK;
     char path[4200];
-    if (rf_path(w, name, path, sizeof path) != 0)
+    if (run_path(w, f, path, sizeof path) != 0)
         return err_set(e, PT_EUSAGE, w->dir, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
     return util_write_file_atomic(path, text, len, e);
 }
 
-int rf_write_history(const rf_writer *w, const run_epoch *rows, int n, pt_err *e)
+int run_write_history(const run_handle *w, const run_epoch *rows, int n, pt_err *e)
 {
     json_w j;
     json_init(&j, 1);
     json_arr(&j);
     for (int i = 0; i < n; i++) {
         json_obj(&j);
-        for (int k = 0; k < RF_H_COUNT; k++) {
-            json_key(&j, rf_history_keys[k].name);
-            if (rf_history_keys[k].is_int)
-                json_int(&j, (long long)rf_history_get(&rows[i], k));
+        for (int k = 0; k < RUN_H_COUNT; k++) {
+            json_key(&j, run_history_keys[k].name);
+            if (run_history_keys[k].is_int)
+                json_int(&j, (long long)run_history_get(&rows[i], k));
             else
-                json_num(&j, rf_history_get(&rows[i], k));
+                json_num(&j, run_history_get(&rows[i], k));
         }
         json_obj_end(&j);
     }
@@ -114,12 +145,12 @@ int rf_write_history(const rf_writer *w, const run_epoch *rows, int n, pt_err *e
     char *text = json_take(&j, &len);
     if (!text)
         return err_set(e, PT_ENOMEM, w->dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    int rc = rf_write_text(w, RF_HISTORY, text, len, e);
+    int rc = run_write_file(w, RUN_F_HISTORY, text, len, e);
     free(text);
     return rc;
 }
 
-char *rf_int_list(const int32_t *v, long long n, size_t *len)
+char *run_int_list(const int32_t *v, long long n, size_t *len)
 {
     json_w j;
     json_init(&j, 0);
@@ -132,13 +163,13 @@ char *rf_int_list(const int32_t *v, long long n, size_t *len)
 
 /* valid_preds.jsonl: one line per epoch, {"epoch": N, "preds": [...]}. Lines of epochs
  * after `keep` (left by a run that stopped before its checkpoint) are dropped. */
-int rf_append_valid_preds(const rf_writer *w, int epoch, const int32_t *preds, long long n,
-                          pt_err *e)
+int run_append_valid_preds(const run_handle *w, int epoch, const int32_t *preds, long long n,
+                           pt_err *e)
 {
     if (!w->on)
         return PT_OK;
     char path[4200];
-    rf_path(w, RF_VALID_PREDS, path, sizeof path);
+    run_path(w, RUN_F_VALID_PREDS, path, sizeof path);
     uint8_t *old = NULL;
     size_t olen = 0;
     if (util_is_file(path) && util_read_file(path, &old, &olen, NULL) != PT_OK)
@@ -157,7 +188,7 @@ int rf_append_valid_preds(const rf_writer *w, int epoch, const int32_t *preds, l
         }
     }
     size_t plen;
-    char *list = rf_int_list(preds, n, &plen);
+    char *list = run_int_list(preds, n, &plen);
     if (!list) {
         free(old);
         return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");

@@ -1,4 +1,4 @@
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +224,68 @@ int ckpt_peek(const char *path, ckpt_progress *progress, pt_err *e)
     return rc;
 }
 
+/* A section whose copy the loaded checkpoint owns (malloc'd into out): the confusion
+ * matrix, the history, the configuration text, the moving average. at: the section's
+ * offset, for errors. */
+static int load_owned(const char *path, uint32_t tag, const uint8_t *p, uint64_t sl,
+                      long long at, ckpt_loaded *out, pt_err *e)
+{
+    int rc = PT_OK;
+    switch (tag) {
+    case SEC_CONFUSION: {
+        uint32_t k = sl >= 4 ? le_get_u32(p) : 0;
+        if (k == 0 || k > 65536 || sl != 4 + (uint64_t)k * k * sizeof(long long)) {
+            rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, at,
+                         "bad confusion matrix section");
+            break;
+        }
+        out->confusion = malloc((size_t)k * k * sizeof(long long));
+        if (!out->confusion) {
+            rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, at, "out of memory");
+            break;
+        }
+        memcpy(out->confusion, p + 4, (size_t)k * k * sizeof(long long));
+        out->n_classes = (int)k;
+        break;
+    }
+    case SEC_HISTORY:
+        out->history = malloc(sl ? sl : 1);
+        if (!out->history) {
+            rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, at, "out of memory");
+            break;
+        }
+        memcpy(out->history, p, sl);
+        out->history_bytes = sl;
+        break;
+    case SEC_CONFIG:
+        out->config = malloc(sl + 1);
+        if (!out->config) {
+            rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, at, "out of memory");
+            break;
+        }
+        memcpy(out->config, p, sl);
+        out->config[sl] = '\0';
+        break;
+    case SEC_EMA:
+        if (sl % sizeof(float) != 0) {
+            rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, at,
+                         "bad moving-average section");
+            break;
+        }
+        out->ema = malloc(sl ? sl : 1);
+        if (!out->ema) {
+            rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, at, "out of memory");
+            break;
+        }
+        memcpy(out->ema, p, sl);
+        out->n_ema = sl / sizeof(float);
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
 int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
               size_t n_buffers, float *opt_m, float *opt_v, size_t n_opt, ckpt_loaded *out,
               pt_err *e)
@@ -280,53 +342,11 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
                 memcpy(&out->progress, p, sl);
             seen_progress = 1;
             break;
-        case SEC_CONFUSION: {
-            uint32_t k = sl >= 4 ? le_get_u32(p) : 0;
-            if (k == 0 || k > 65536 || sl != 4 + (uint64_t)k * k * sizeof(long long)) {
-                rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
-                             "bad confusion matrix section");
-                break;
-            }
-            out->confusion = malloc((size_t)k * k * sizeof(long long));
-            if (!out->confusion) {
-                rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, (long long)at, "out of memory");
-                break;
-            }
-            memcpy(out->confusion, p + 4, (size_t)k * k * sizeof(long long));
-            out->n_classes = (int)k;
-            break;
-        }
+        case SEC_CONFUSION:
         case SEC_HISTORY:
-            out->history = malloc(sl ? sl : 1);
-            if (!out->history) {
-                rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, (long long)at, "out of memory");
-                break;
-            }
-            memcpy(out->history, p, sl);
-            out->history_bytes = sl;
-            break;
         case SEC_CONFIG:
-            out->config = malloc(sl + 1);
-            if (!out->config) {
-                rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, (long long)at, "out of memory");
-                break;
-            }
-            memcpy(out->config, p, sl);
-            out->config[sl] = '\0';
-            break;
         case SEC_EMA:
-            if (sl % sizeof(float) != 0) {
-                rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
-                             "bad moving-average section");
-                break;
-            }
-            out->ema = malloc(sl ? sl : 1);
-            if (!out->ema) {
-                rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, (long long)at, "out of memory");
-                break;
-            }
-            memcpy(out->ema, p, sl);
-            out->n_ema = sl / sizeof(float);
+            rc = load_owned(path, tag, p, sl, (long long)at, out, e);
             break;
         default:
             break; /* unknown sections from newer writers are skipped */

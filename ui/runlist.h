@@ -1,14 +1,14 @@
-/* runs — the runs list (r): the run folders in one folder (runs/, or the one the
+/* runlist — the runs list (r): the run folders in one folder (runs/, or the one the
  * run's --out or --open lies in) with model, dataset, date, epochs, best
  * validation F1 and the options that differ between them; sorted by a column the
  * user picks; the selected run goes into the curves' comparison or out of it.
  *
  * The folder is read when the list opens (and on n), never per frame: the rows
- * are the summaries eng_runs_scan made then. Drawing only reads
+ * are the summaries runs_scan (core/runs.h) made then. Drawing only reads
  * them.
  *
  * Ownership: ui_runs_init() / ui_runs_free(); the runs read belong to the list.
- * The app's compared runs are separate copies (eng_run_open()) it owns.
+ * The app's compared runs are separate copies (runs_open()) it owns.
  */
 #ifndef PT_UI_RUNS_H
 #define PT_UI_RUNS_H
@@ -16,6 +16,7 @@
 #include <curses.h>
 
 #include "engine.h"
+#include "runs.h"
 #include "ui/keys.h"
 #include "ui/layout.h"
 

@@ -1,5 +1,5 @@
-/* runs — the runs list (see runs.h). */
-#include "ui/runs.h"
+/* runlist — the runs list (see runlist.h). */
+#include "ui/runlist.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +19,7 @@ void ui_runs_init(ui_runs *l)
 
 static void drop(ui_runs *l)
 {
-    eng_runs_free(l->run, l->n);
+    runs_free(l->run, l->n);
     free(l->order);
     l->run = NULL;
     l->order = NULL;
@@ -44,7 +44,7 @@ void ui_runs_scan(ui_runs *l, const char *dir)
     util_copy(l->dir, sizeof l->dir, dir);
     l->err[0] = '\0';
     pt_err e;
-    if (eng_runs_scan(dir, &l->run, &l->n, &l->skipped, &e) != PT_OK) {
+    if (runs_scan(dir, &l->run, &l->n, &l->skipped, &e) != PT_OK) {
         util_copy(l->err, sizeof l->err, e.msg);
         l->run = NULL;
         l->n = 0;
@@ -221,7 +221,7 @@ ui_rect ui_runs_draw(ui_runs *l, WINDOW *w, int rows, int cols,
         if (cx[6] < x0 + W)
             ui_draw_textf(w, y, cx[6], x0 + W - cx[6], tr, "%6s", num);
         if (cx[7] < x0 + W) {
-            eng_run_diff_text(l->run, l->n, l->order[row], diff, sizeof diff);
+            runs_diff_text(l->run, l->n, l->order[row], diff, sizeof diff);
             ui_draw_text_cut(w, y, cx[7], x0 + W - cx[7], sel ? UI_R_SEL : UI_R_DIM, diff);
         }
     }

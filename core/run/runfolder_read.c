@@ -1,5 +1,5 @@
 /* runfolder_read — a run read back from its folder (see runfolder.h):
- * history.json by rf_history_keys[], config, the event files through
+ * history.json by run_history_keys[], config, the event files through
  * runfolder_events.c, the summary the runs list shows, and the runs list. */
 #include <ctype.h>
 #include <math.h>
@@ -11,11 +11,11 @@
 
 #include "base/util.h"
 #include "io/tbevent.h"
-#include "train/runfolder_impl.h"
+#include "run/runfolder_impl.h"
 
 /* ---- growing series ------------------------------------------------------------ */
 
-int rf_push(run_figures *r, rf_builder *b, int k, double y, double xu, double xe, double xt)
+int run_push(run_figures *r, run_builder *b, int k, double y, double xu, double xe, double xt)
 {
     run_series *s = &r->s[k];
     if (s->n == b->cap[k]) {
@@ -40,7 +40,7 @@ int rf_push(run_figures *r, rf_builder *b, int k, double y, double xu, double xe
     return PT_OK;
 }
 
-void rf_free(run_figures *r)
+void run_free(run_figures *r)
 {
     if (!r)
         return;
@@ -53,7 +53,7 @@ void rf_free(run_figures *r)
 }
 /* ---- files --------------------------------------------------------------------- */
 
-char *rf_read_text(const char *path, size_t *len, pt_err *e)
+char *run_read_text(const char *path, size_t *len, pt_err *e)
 {
     uint8_t *d;
     size_t n;
@@ -100,9 +100,9 @@ static void last_log_line(void *ctx, const char *line)
 static void read_config(run_figures *r, const char *dir)
 {
     char path[4200];
-    if (util_path(path, sizeof path, "%s/" RF_CONFIG, dir) != 0)
+    if (util_path(path, sizeof path, "%s/" RUN_N_CONFIG, dir) != 0)
         return;
-    char *t = rf_read_text(path, NULL, NULL);
+    char *t = run_read_text(path, NULL, NULL);
     if (!t)
         return;
     for (char *line = t; *line && r->n_opts < RUN_MAX_OPTS;) {
@@ -131,8 +131,8 @@ static void read_config(run_figures *r, const char *dir)
         line += ll + (save == '\n');
     }
     free(t);
-    const char *m = rf_opt_get(r, "model"), *d = rf_opt_get(r, "data"),
-               *ep = rf_opt_get(r, "epochs");
+    const char *m = run_opt_get(r, "model"), *d = run_opt_get(r, "data"),
+               *ep = run_opt_get(r, "epochs");
     if (m) {
         /* A path to an .onnx file: its name, as run folders and the header say. */
         const char *slash = strrchr(m, '/');
@@ -147,7 +147,7 @@ static void read_config(run_figures *r, const char *dir)
         r->started = (double)st.st_mtime;
 }
 
-const char *rf_opt_get(const run_figures *r, const char *key)
+const char *run_opt_get(const run_figures *r, const char *key)
 {
     for (int i = 0; i < r->n_opts; i++)
         if (!strcmp(r->opt[i].key, key))
@@ -159,9 +159,9 @@ const char *rf_opt_get(const run_figures *r, const char *key)
  * The run's own file: an array of flat objects of numbers (null for a figure
  * that is not finite). Read strictly; any other shape is an error at its byte. */
 
-/* An epoch's entry: the value of each of rf_history_keys[] (NaN when absent). */
+/* An epoch's entry: the value of each of run_history_keys[] (NaN when absent). */
 typedef struct hist_row {
-    double v[RF_H_COUNT];
+    double v[RUN_H_COUNT];
 } hist_row;
 
 typedef struct jp {
@@ -184,7 +184,7 @@ static int fail(jp *j, const char *what)
     else
         util_fmt(got, sizeof got, "'%c'", isprint((unsigned char)*j->p) ? *j->p : '?');
     return err_set(j->e, PT_EFORMAT, j->path, j->entry, (long long)(j->p - j->t),
-                   RF_HISTORY ": expected %s, found %s", what, got);
+                   RUN_N_HISTORY ": expected %s, found %s", what, got);
 }
 
 static int expect(jp *j, char c, const char *what)
@@ -248,7 +248,7 @@ static int parse_history(const char *path, const char *t, hist_row **rows, int *
         if ((rc = expect(&j, '{', "'{' (an epoch)")) != PT_OK)
             break;
         hist_row h;
-        for (int k = 0; k < RF_H_COUNT; k++)
+        for (int k = 0; k < RUN_H_COUNT; k++)
             h.v[k] = NAN;
         ws(&j);
         int firstk = 1;
@@ -261,17 +261,17 @@ static int parse_history(const char *path, const char *t, hist_row **rows, int *
             if ((rc = string(&j, key, sizeof key)) != PT_OK ||
                 (rc = expect(&j, ':', "':'")) != PT_OK || (rc = number(&j, &v)) != PT_OK)
                 break;
-            for (int k = 0; k < RF_H_COUNT; k++)
-                if (!strcmp(key, rf_history_keys[k].name))
+            for (int k = 0; k < RUN_H_COUNT; k++)
+                if (!strcmp(key, run_history_keys[k].name))
                     h.v[k] = v;
             ws(&j);
         }
         if (rc != PT_OK)
             break;
         j.p++; /* '}' */
-        if (!(h.v[RF_H_EPOCH] >= 1)) {
+        if (!(h.v[RUN_H_EPOCH] >= 1)) {
             rc = err_set(e, PT_EFORMAT, path, j.entry, (long long)(j.p - t),
-                         RF_HISTORY ": an epoch without a number 1 or more");
+                         RUN_N_HISTORY ": an epoch without a number 1 or more");
             break;
         }
         if (*nrows == cap) {
@@ -303,19 +303,19 @@ static int parse_history(const char *path, const char *t, hist_row **rows, int *
 
 /* ---- loading ------------------------------------------------------------------- */
 
-static int from_history(run_figures *r, rf_builder *b, const hist_row *h, int nh,
+static int from_history(run_figures *r, run_builder *b, const hist_row *h, int nh,
                         double *cum_u, double *cum_t)
 {
     double u = 0, t = 0;
     for (int i = 0; i < nh; i++) {
-        double du = h[i].v[RF_H_UPDATES], dt = h[i].v[RF_H_TIMING];
+        double du = h[i].v[RUN_H_UPDATES], dt = h[i].v[RUN_H_TIMING];
         u += isfinite(du) ? du : 0;
         t += isfinite(dt) ? dt : 0;
         cum_u[i] = u;
         cum_t[i] = t;
-        for (int k = 0; k < RF_H_COUNT; k++)
-            if (rf_history_keys[k].series >= 0 &&
-                rf_push(r, b, rf_history_keys[k].series, h[i].v[k], u, h[i].v[RF_H_EPOCH], t) !=
+        for (int k = 0; k < RUN_H_COUNT; k++)
+            if (run_history_keys[k].series >= 0 &&
+                run_push(r, b, run_history_keys[k].series, h[i].v[k], u, h[i].v[RUN_H_EPOCH], t) !=
                     PT_OK)
                 return PT_ENOMEM;
     }
@@ -369,9 +369,9 @@ static int runs_inside(const char *dir, char *buf, size_t n)
         if (util_path(sub, sizeof sub, "%s/%s", dir, names[i]) != 0)
             continue;
         char hist[4500];
-        util_path(hist, sizeof hist, "%s/" RF_HISTORY, sub);
+        util_path(hist, sizeof hist, "%s/" RUN_N_HISTORY, sub);
         int is_run = util_is_file(hist);
-        if (!is_run && rf_event_files(sub, &files, &nf, NULL) == PT_OK) {
+        if (!is_run && run_event_files(sub, &files, &nf, NULL) == PT_OK) {
             is_run = nf > 0;
             util_free_list(files, nf);
         }
@@ -395,16 +395,16 @@ static int read_folder(run_figures *r, const char *dir, const char *path, hist_r
     int nh = 0, nf = 0, rc = PT_OK;
     char **files = NULL;
     char hp[4200], cfgp[4200];
-    util_path(hp, sizeof hp, "%s/" RF_HISTORY, dir);
-    util_path(cfgp, sizeof cfgp, "%s/" RF_CONFIG, dir);
+    util_path(hp, sizeof hp, "%s/" RUN_N_HISTORY, dir);
+    util_path(cfgp, sizeof cfgp, "%s/" RUN_N_CONFIG, dir);
     if (util_is_file(hp)) {
-        char *t = rf_read_text(hp, NULL, e);
+        char *t = run_read_text(hp, NULL, e);
         rc = t ? parse_history(hp, t, &h, &nh, e) : (e ? e->code : PT_EIO);
         free(t);
         r->from_history = rc == PT_OK;
     }
     if (rc == PT_OK)
-        rc = rf_event_files(dir, &files, &nf, e);
+        rc = run_event_files(dir, &files, &nf, e);
     if (rc == PT_OK && !r->from_history && nf == 0 && !util_is_file(cfgp)) {
         char inside[600];
         int k = runs_inside(dir, inside, sizeof inside);
@@ -420,7 +420,7 @@ static int read_folder(run_figures *r, const char *dir, const char *path, hist_r
     if (rc == PT_OK) {
         read_config(r, dir);
         r->run_folder = r->n_opts > 0;
-        rf_log_lines(dir, last_log_line, r, NULL);
+        run_log_lines(dir, last_log_line, r, NULL);
     }
     *hp_rows = h;
     *hp_n = nh;
@@ -429,7 +429,7 @@ static int read_folder(run_figures *r, const char *dir, const char *path, hist_r
     return rc;
 }
 
-int rf_load(const char *path, run_figures **out, pt_err *e)
+int run_load(const char *path, run_figures **out, pt_err *e)
 {
     *out = NULL;
     int is_file = util_is_file(path);
@@ -450,7 +450,7 @@ int rf_load(const char *path, run_figures **out, pt_err *e)
             util_copy(dir, sizeof dir, ".");
         char last[256];
         base_name(dir, last, sizeof last);
-        if (!strcmp(last, RF_TRAIN_DIR) || !strcmp(last, RF_VAL_DIR)) {
+        if (!strcmp(last, RUN_N_TRAIN_DIR) || !strcmp(last, RUN_N_VAL_DIR)) {
             char *s2 = strrchr(dir, '/');
             if (s2)
                 *s2 = '\0';
@@ -459,11 +459,11 @@ int rf_load(const char *path, run_figures **out, pt_err *e)
         }
     }
     base_name(is_file && !strcmp(dir, ".") ? path : dir, r->name, sizeof r->name);
-    rf_builder b = { { 0 } };
+    run_builder b = { { 0 } };
     char **files = NULL;
     int nf = 0, nh = 0, rc = PT_OK;
     hist_row *h = NULL;
-    rf_events ev = { { { 0 } }, 0 };
+    run_events ev = { { { 0 } }, 0 };
     double *cum_u = NULL, *cum_t = NULL, *ep_no = NULL;
     if (is_file) {
         files = malloc(sizeof *files);
@@ -478,7 +478,7 @@ int rf_load(const char *path, run_figures **out, pt_err *e)
         rc = read_folder(r, dir, path, &h, &nh, &files, &nf, e);
     }
     if (rc == PT_OK && nf > 0)
-        rc = rf_events_read(r, files, nf, &ev, e);
+        rc = run_events_read(r, files, nf, &ev, e);
     if (rc == PT_OK && ev.started > 0)
         r->started = ev.started;
     if (rc == PT_OK && nh > 0) {
@@ -489,13 +489,13 @@ int rf_load(const char *path, run_figures **out, pt_err *e)
             rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
         else {
             for (int i = 0; i < nh; i++)
-                ep_no[i] = h[i].v[RF_H_EPOCH];
+                ep_no[i] = h[i].v[RUN_H_EPOCH];
             if (from_history(r, &b, h, nh, cum_u, cum_t) != PT_OK)
                 rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
         }
     }
     if (rc == PT_OK &&
-        rf_events_place(r, &b, &ev, !r->from_history, cum_u, cum_t, ep_no, nh) != PT_OK)
+        run_events_place(r, &b, &ev, !r->from_history, cum_u, cum_t, ep_no, nh) != PT_OK)
         rc = err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     if (rc == PT_OK && r->from_history)
         util_copy(r->writer, sizeof r->writer, "petal-tui");
@@ -517,10 +517,10 @@ int rf_load(const char *path, run_figures **out, pt_err *e)
     free(cum_u);
     free(cum_t);
     free(ep_no);
-    rf_events_free(&ev);
+    run_events_free(&ev);
     util_free_list(files, nf);
     if (rc != PT_OK) {
-        rf_free(r);
+        run_free(r);
         return rc;
     }
     *out = r;
@@ -536,16 +536,16 @@ static int always_differs(const char *key)
 
 static int key_differs(run_figures *const *runs, int n, const char *key)
 {
-    const char *first = rf_opt_get(runs[0], key);
+    const char *first = run_opt_get(runs[0], key);
     for (int i = 1; i < n; i++) {
-        const char *v = rf_opt_get(runs[i], key);
+        const char *v = run_opt_get(runs[i], key);
         if (!v != !first || (v && strcmp(v, first) != 0))
             return 1;
     }
     return 0;
 }
 
-int rf_diff_text(run_figures *const *runs, int n, int i, char *buf, size_t len)
+int run_diff_text(run_figures *const *runs, int n, int i, char *buf, size_t len)
 {
     if (len)
         buf[0] = '\0';
@@ -571,11 +571,11 @@ int rf_diff_text(run_figures *const *runs, int n, int i, char *buf, size_t len)
             continue;
         for (int k = 0; k < runs[j]->n_opts; k++) {
             const char *key = runs[j]->opt[k].key;
-            if (always_differs(key) || rf_opt_get(r, key))
+            if (always_differs(key) || run_opt_get(r, key))
                 continue;
             int seen = 0;
             for (int jj = 0; jj < j && !seen; jj++)
-                seen = jj != i && rf_opt_get(runs[jj], key) != NULL;
+                seen = jj != i && run_opt_get(runs[jj], key) != NULL;
             if (seen)
                 continue;
             count++;
@@ -588,7 +588,7 @@ int rf_diff_text(run_figures *const *runs, int n, int i, char *buf, size_t len)
     return count;
 }
 
-int rf_scan(const char *parent, run_figures ***runs, int *n, int *skipped, pt_err *e)
+int run_scan(const char *parent, run_figures ***runs, int *n, int *skipped, pt_err *e)
 {
     *runs = NULL;
     *n = 0;
@@ -608,7 +608,7 @@ int rf_scan(const char *parent, run_figures ***runs, int *n, int *skipped, pt_er
     for (int i = 0; i < nn; i++) {
         char path[4400];
         if (util_path(path, sizeof path, "%s/%s", parent, names[i]) != 0 ||
-            rf_load(path, &v[k], NULL) != PT_OK) {
+            run_load(path, &v[k], NULL) != PT_OK) {
             if (skipped)
                 (*skipped)++;
             continue;
@@ -621,9 +621,9 @@ int rf_scan(const char *parent, run_figures ***runs, int *n, int *skipped, pt_er
     return PT_OK;
 }
 
-void rf_free_list(run_figures **runs, int n)
+void run_free_list(run_figures **runs, int n)
 {
     for (int i = 0; i < n; i++)
-        rf_free(runs[i]);
+        run_free(runs[i]);
     free(runs);
 }

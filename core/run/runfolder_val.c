@@ -5,8 +5,7 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "train/metrics.h"
-#include "train/runfolder_impl.h"
+#include "run/runfolder_impl.h"
 
 /* ---- validation results ------------------------------------------------------------ */
 
@@ -49,23 +48,22 @@ static long long int_array(const char *t, const char *from, int *out, long long 
     }
 }
 
-int rf_val_load(const char *run_dir, int n_classes, run_val_report *rep, int **labels,
-                  int **preds, long long *n, pt_err *e)
+int run_val_read(const char *run_dir, int n_classes, int **labels, int **preds, long long *n,
+                 int *k_out, int *epoch_out, pt_err *e)
 {
-    memset(rep, 0, sizeof *rep);
     *labels = *preds = NULL;
     *n = 0;
     char lp[4200], pp[4200];
-    util_path(lp, sizeof lp, "%s/" RF_VALID_LABELS, run_dir);
-    util_path(pp, sizeof pp, "%s/" RF_VALID_PREDS, run_dir);
+    util_path(lp, sizeof lp, "%s/" RUN_N_VALID_LABELS, run_dir);
+    util_path(pp, sizeof pp, "%s/" RUN_N_VALID_PREDS, run_dir);
     if (!util_is_file(lp) || !util_is_file(pp))
         return err_set(e, PT_ENODATA, run_dir, PT_NO_RECORD, PT_NO_OFFSET,
                        "no valid_labels.json and valid_preds.jsonl (validation results)");
     size_t llen, plen;
-    char *lt = rf_read_text(lp, &llen, e);
+    char *lt = run_read_text(lp, &llen, e);
     if (!lt)
         return e ? e->code : PT_EIO;
-    char *pt = rf_read_text(pp, &plen, e);
+    char *pt = run_read_text(pp, &plen, e);
     if (!pt) {
         free(lt);
         return e ? e->code : PT_EIO;
@@ -113,54 +111,27 @@ int rf_val_load(const char *run_dir, int n_classes, run_val_report *rep, int **l
     }
     if (rc == PT_OK && k <= 0)
         rc = err_set(e, PT_ENODATA, lp, PT_NO_RECORD, PT_NO_OFFSET, "no validation examples");
-    if (rc == PT_OK) {
-        rep->n_classes = k;
-        rep->n = nl;
-        rep->epoch = epoch > 0 ? epoch : 1;
-        rep->precision = malloc((size_t)k * sizeof(double));
-        rep->recall = malloc((size_t)k * sizeof(double));
-        rep->f1 = malloc((size_t)k * sizeof(double));
-        rep->support = malloc((size_t)k * sizeof(long long));
-        rep->confusion = malloc((size_t)k * k * sizeof(long long));
-        int32_t *l32 = malloc((size_t)(nl ? nl : 1) * sizeof *l32),
-                *p32 = malloc((size_t)(nl ? nl : 1) * sizeof *p32);
-        if (!rep->precision || !rep->recall || !rep->f1 || !rep->support || !rep->confusion ||
-            !l32 || !p32) {
-            rc = err_set(e, PT_ENOMEM, run_dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-        } else {
-            for (long long i = 0; i < nl; i++) {
-                l32[i] = lab[i];
-                p32[i] = pred[i];
-            }
-            met_confusion(l32, p32, (size_t)nl, k, rep->confusion);
-            met_summary ms;
-            met_from_confusion(rep->confusion, k, &ms, rep->precision, rep->recall, rep->f1,
-                               rep->support);
-        }
-        free(l32);
-        free(p32);
-    }
     free(lt);
     free(pt);
     if (rc != PT_OK) {
         free(lab);
         free(pred);
-        run_val_report_free(rep);
-        memset(rep, 0, sizeof *rep);
         return rc;
     }
     *labels = lab;
     *preds = pred;
     *n = nl;
+    *k_out = k;
+    *epoch_out = epoch > 0 ? epoch : 1;
     return PT_OK;
 }
 
-int rf_log_lines(const char *run_dir, void (*fn)(void *ctx, const char *line), void *ctx,
+int run_log_lines(const char *run_dir, void (*fn)(void *ctx, const char *line), void *ctx,
                    pt_err *e)
 {
     char path[4200];
-    util_path(path, sizeof path, "%s/" RF_LOG, run_dir);
-    char *t = rf_read_text(path, NULL, e);
+    util_path(path, sizeof path, "%s/" RUN_N_LOG, run_dir);
+    char *t = run_read_text(path, NULL, e);
     if (!t)
         return e ? e->code : PT_EIO;
     int n = 0;

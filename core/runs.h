@@ -1,0 +1,90 @@
+/* runs — the runs on disk: the one header ui/ and src/ include for what a run folder
+ * holds (engine.h is the other door: the live run). Behind it, core/run/ owns the
+ * folder's file names and formats; nothing above it builds a path inside a run folder.
+ *
+ * Read back: a run (a petal-tui run folder, a folder of Keras event files, or one
+ * event file) with its curves and options for --open, --compare and the runs list;
+ * the runs in a parent folder; a run folder's validation results, log lines and class
+ * names. Written: a run's model exported as ONNX; the outputs of a command that
+ * writes a folder as a run folder has them (ensemble). What is read, and its errors,
+ * are core/run/runfolder.h's.
+ *
+ * Ownership: runs_open() gives a run freed with runs_close(); runs_scan() a list freed
+ * with runs_free(). runs_val_load() fills a report (run_val_report_free) and two
+ * arrays the caller frees with free(); runs_class_names() a list freed with
+ * util_free_list(). Paths are the caller's, borrowed for the call.
+ */
+#ifndef PT_RUNS_H
+#define PT_RUNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "run.h"
+
+/* ---- a run read back ---- */
+
+/* Read the run at path (a run folder, a folder of event files, or one event file). */
+int runs_open(const char *path, run_figures **out, pt_err *e);
+void runs_close(run_figures *r);
+/* The value of option key of the run's config, or NULL when it does not name it. */
+const char *runs_opt(const run_figures *r, const char *key);
+/* The options whose values differ between the n runs, for run i as "key=value ..."
+ * (at most len bytes); how many keys differ. */
+int runs_diff_text(run_figures *const *runs, int n, int i, char *buf, size_t len);
+/* Every run folder in parent, sorted by name; those refused are counted in *skipped
+ * (may be NULL). PT_OK with *n == 0 when there is none. */
+int runs_scan(const char *parent, run_figures ***runs, int *n, int *skipped, pt_err *e);
+void runs_free(run_figures **runs, int n);
+
+/* ---- a petal-tui run folder's parts ---- */
+
+/* The last epoch's validation results of a run folder (PT_ENODATA when it has none:
+ * a Keras run): the report (per-class precision, recall, F1, support, the confusion
+ * matrix, its epoch) and the n labels and predictions. */
+int runs_val_load(const char *run_dir, int n_classes, run_val_report *rep, int **labels,
+                  int **preds, long long *n, pt_err *e);
+/* The run's log lines without their date and time, oldest first, through fn; how
+ * many, or < 0 with e filled when there is no log. */
+int runs_log_lines(const char *run_dir, void (*fn)(void *ctx, const char *line), void *ctx,
+                   pt_err *e);
+/* The class names the run trained with, in label order; PT_ENODATA when the folder
+ * keeps none (a run made before it kept them, a Keras run). */
+int runs_class_names(const char *run_dir, char ***names, int *n, pt_err *e);
+/* The path of the run's configuration file (whether or not it is there yet); 1 when
+ * it is there, 0 when not, -1 when the path is too long. */
+int runs_config_path(const char *run_dir, char *buf, size_t n);
+
+/* ---- written ---- */
+
+/* What runs_export wrote. */
+typedef struct runs_export_info {
+    char path[4200];        /* the file written */
+    long long bytes;
+    int classes, image_size, epoch;
+    int ema;                /* 1: the moving average of the weights was written */
+    double seconds;         /* opening the run and writing the file */
+} runs_export_info;
+
+/* Writes run_dir's trained net (the weights validation used, the class names and
+ * image size in its metadata) as an ONNX file at out, or in the run folder as its
+ * model.onnx when out is NULL or "" (core/train/runmodel.h's rm_export). info (may be
+ * NULL) says what was written. Runs on the caller's thread: about a second for the
+ * largest built-in net. */
+int runs_export(const char *run_dir, const char *out, runs_export_info *info, pt_err *e);
+/* The same into the run folder, saying what was written in msg ("RUN/model.onnx: 5
+ * classes, 224 px, epoch 10, ..."). */
+int runs_export_msg(const char *run_dir, char *msg, size_t n, pt_err *e);
+
+/* The validation outputs of a command that predicts as a run would (ensemble), into
+ * the folder dir (made already): its report.json (report_len bytes of JSON), and
+ * the labels and predictions of n examples as a run folder's validation results
+ * (epoch 1), which runs_val_load and the workbench's --open read back. */
+int runs_write_val_outputs(const char *dir, const char *report, size_t report_len,
+                           const int32_t *labels, const int32_t *preds, long long n,
+                           pt_err *e);
+/* The path of the submission file (id,label of a test split) in dir; -1 too long. */
+int runs_submission_path(const char *dir, char *buf, size_t n);
+
+#endif
