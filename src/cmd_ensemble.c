@@ -18,7 +18,7 @@
 #include "src/cli.h"
 #include "src/predict_out.h"
 #include "train/metrics.h"
-#include "train/predict.h"
+#include "infer/predict.h"
 #include "train/runfolder.h"
 #include "train/runmodel.h"
 

@@ -15,7 +15,7 @@
 #include "nn/nn_import.h"
 #include "run.h"
 #include "src/cli.h"
-#include "train/predict.h"
+#include "infer/predict.h"
 
 /* Imports path at size x size: n_classes 0 keeps the graph's classifier; norm is a
  * run_input_norm (auto: the graph's own convention). */

@@ -8,7 +8,7 @@
 #include "data/dataset.h"
 #include "src/cli.h"
 #include "src/predict_out.h"
-#include "train/predict.h"
+#include "infer/predict.h"
 #include "train/runmodel.h"
 
 static const char *const usage =

@@ -19,7 +19,7 @@
 #include "data/jpeg.h"
 #include "nn/nn_import.h"
 #include "tests/conform.h"
-#include "train/predict.h"
+#include "infer/predict.h"
 
 #define KERAS_MNV2 "weights/mobilenetv2-1.0-tfslim-float-notop.onnx"
 

@@ -36,7 +36,7 @@
 #include "io/png.h"
 #include "nn/nn.h"
 #include "t.h"
-#include "train/predict.h"
+#include "infer/predict.h"
 #include "train/runmodel.h"
 
 #define ORT_TOL 1e-4

@@ -92,7 +92,7 @@ TEST(predict_infer_ctx_mobilenetv2)
 #include "io/example.h"
 #include "io/png.h"
 #include "io/tfrecord.h"
-#include "train/predict.h"
+#include "infer/predict.h"
 #include "train/runfolder.h"
 #include "train/runmodel.h"
 

@@ -13,7 +13,7 @@
 #include <math.h>
 
 #include "nn/nn_models.h"
-#include "train/predict.h"
+#include "infer/predict.h"
 
 static rm_model model;
 

@@ -1,4 +1,5 @@
-#include "train/strategy.h"
+/* rpool — the replica pool (rpool.h): threads, jobs, the reduce and its plug-in. */
+#include "pool/rpool.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -7,32 +8,32 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "train/dist.h"
 
 /* The most replicas one rank of a job may have (its figures travel in a fixed-size
  * record). */
-#define STRAT_RANK_REPLICAS 64
+#define RPOOL_RANK_REPLICAS 64
 
 /* A rank's gradient crosses to the other ranks in buckets of about this many floats
- * (512 KB), at most STRAT_BUCKETS of them: each a sum started as soon as every
+ * (512 KB), at most RPOOL_BUCKETS of them: each a sum started as soon as every
  * replica's backward has passed its first parameter. Small enough that the last
  * layers' gradients travel while the first layers' are computed, large enough that
  * a collective's fixed cost (tens of microseconds on one host) stays small. */
-#define STRAT_BUCKET_FLOATS 131072
-#define STRAT_BUCKETS 16
+#define RPOOL_BUCKET_FLOATS 131072
+#define RPOOL_BUCKETS 16
 
 /* One rank's figures of an update, gathered by every rank. */
 typedef struct rank_figures {
     int n;                  /* replicas */
-    int finite[STRAT_RANK_REPLICAS];
-    double loss_sum[STRAT_RANK_REPLICAS];
-    long long correct[STRAT_RANK_REPLICAS], examples[STRAT_RANK_REPLICAS];
+    int finite[RPOOL_RANK_REPLICAS];
+    double loss_sum[RPOOL_RANK_REPLICAS];
+    long long correct[RPOOL_RANK_REPLICAS], examples[RPOOL_RANK_REPLICAS];
 } rank_figures;
 
-enum job { JOB_NONE = 0, JOB_TRAIN, JOB_REDUCE, JOB_STEP, JOB_PREDICT, JOB_EXIT };
+/* The jobs; JOB_TRAIN is each micro-batch's forward then its backward. */
+enum job { JOB_NONE = 0, JOB_TRAIN, JOB_REDUCE, JOB_STEP, JOB_INFER, JOB_EXIT };
 
 typedef struct replica {
-    struct strat *s;
+    struct rpool *s;
     int r;
     pthread_t thread;
     int started;
@@ -48,7 +49,7 @@ typedef struct replica {
     pt_err err;
     double finished_at;
     /* overlap: gradients [final_from, n_params) are final in this update (under the
-     * strategy's lock); the first bucket this replica has not announced yet */
+     * pool.s lock); the first bucket this replica has not announced yet */
     size_t final_from;
     int next_bucket;
     /* counters (written by the replica between jobs, read by the trainer after) */
@@ -56,11 +57,13 @@ typedef struct replica {
     long long trained;
 } replica;
 
-struct strat {
-    strat_config cfg;
+struct rpool {
+    rpool_config cfg;
     int R, B, A, P, U;
     int G, g0;              /* replicas of the job, and this process's first's index */
+    const rpool_reducer *red;   /* dist: the reduce job's plug-in */
     int dist;               /* a rank of a job of several */
+    int infer_only;         /* no optimizer: inference contexts, the inference job */
     int overlap;            /* dist: buckets of the gradient sent during the backward */
     int recompute;          /* the replicas' contexts recompute cheap outputs */
     size_t keep_all;        /* a context's activations if it kept every output */
@@ -74,8 +77,8 @@ struct strat {
     /* overlap: bucket b is parameters [bk_lo[b], bk_hi[b]); bucket 0 holds the last
      * parameters, the first whose gradients are final */
     int n_buckets;
-    size_t bk_lo[STRAT_BUCKETS], bk_hi[STRAT_BUCKETS];
-    dist_sum *bk_sum[STRAT_BUCKETS];
+    size_t bk_lo[RPOOL_BUCKETS], bk_hi[RPOOL_BUCKETS];
+    rpool_sum *bk_sum[RPOOL_BUCKETS];
     long long bk_sent, bk_early;    /* buckets sent; those while a backward ran */
     int h, w, k;
     size_t n_params;
@@ -97,7 +100,8 @@ struct strat {
     long long t;
     uint64_t seed;
     int32_t *preds;
-    const batch *pbatch;
+    const uint8_t *pimages;
+    int pn;
     float *plogits;
 };
 
@@ -113,7 +117,7 @@ static void to_float(const uint8_t *src, float *dst, size_t n)
 static void on_backward_progress(void *arg, size_t final_from)
 {
     replica *p = arg;
-    strat *s = p->s;
+    rpool *s = p->s;
     if (p->next_bucket >= s->n_buckets || final_from > s->bk_lo[p->next_bucket])
         return;
     while (p->next_bucket < s->n_buckets && final_from <= s->bk_lo[p->next_bucket])
@@ -126,7 +130,7 @@ static void on_backward_progress(void *arg, size_t final_from)
 
 static void run_train(replica *p)
 {
-    strat *s = p->s;
+    rpool *s = p->s;
     size_t img = (size_t)s->h * s->w * 3;
     float scale = 1.0f / (float)s->U;
     for (int a = 0; a < s->A; a++) {
@@ -183,7 +187,7 @@ static void run_train(replica *p)
 
 /* Parameters [lo, hi) of every replica's gradient summed in replica order into
  * s->sum, and cleared in the replicas. */
-static void sum_replicas(strat *s, size_t lo, size_t hi)
+static void sum_replicas(rpool *s, size_t lo, size_t hi)
 {
     memcpy(s->sum + lo, nn_grads(s->rep[0].ctx) + lo, (hi - lo) * sizeof(float));
     for (int q = 1; q < s->R; q++) {
@@ -198,7 +202,7 @@ static void sum_replicas(strat *s, size_t lo, size_t hi)
 /* Sum slice r of every replica's gradients, then clear them. */
 static void run_reduce(replica *p)
 {
-    strat *s = p->s;
+    rpool *s = p->s;
     size_t lo = s->lo[p->r], hi = s->hi[p->r];
     sum_replicas(s, lo, hi);
     for (size_t i = lo; i < hi; i++)
@@ -210,19 +214,18 @@ static void run_reduce(replica *p)
 
 static void run_step(replica *p)
 {
-    strat *s = p->s;
+    rpool *s = p->s;
     opt_step(s->cfg.optimizer, nn_params(s->cfg.model), s->sum, nn_param_mask(s->cfg.model),
              s->cfg.decay_mask, s->step_lo[p->r], s->step_hi[p->r], s->lr, s->t);
 }
 
-static void run_predict(replica *p)
+static void run_infer(replica *p)
 {
-    strat *s = p->s;
-    const batch *b = s->pbatch;
+    rpool *s = p->s;
     size_t img = (size_t)s->h * s->w * 3;
-    for (int lo = p->r * s->P; lo < b->n; lo += s->R * s->P) {
-        int n = lo + s->P < b->n ? s->P : b->n - lo;
-        to_float(b->images + (size_t)lo * img, p->input, (size_t)n * img);
+    for (int lo = p->r * s->P; lo < s->pn; lo += s->R * s->P) {
+        int n = lo + s->P < s->pn ? s->P : s->pn - lo;
+        to_float(s->pimages + (size_t)lo * img, p->input, (size_t)n * img);
         const float *logits = nn_forward(p->ctx, p->input, n, 0, 0, lo);
         if (!logits) {
             p->rc = err_set(&p->err, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
@@ -236,7 +239,7 @@ static void run_predict(replica *p)
 static void *replica_main(void *arg)
 {
     replica *p = arg;
-    strat *s = p->s;
+    rpool *s = p->s;
     uint64_t seen = 0;
     for (;;) {
         pthread_mutex_lock(&s->lock);
@@ -265,8 +268,8 @@ static void *replica_main(void *arg)
         case JOB_STEP:
             run_step(p);
             break;
-        case JOB_PREDICT:
-            run_predict(p);
+        case JOB_INFER:
+            run_infer(p);
             break;
         default:
             break;
@@ -285,7 +288,7 @@ static void *replica_main(void *arg)
 }
 
 /* Start one job on every replica (called with the lock held). */
-static void start_job(strat *s, int job)
+static void start_job(rpool *s, int job)
 {
     s->job = job;
     s->done = 0;
@@ -299,7 +302,7 @@ static void start_job(strat *s, int job)
 
 /* After every replica has ended a job: charge the waiting for the slowest replica
  * as "wait" (synchronisation), not busy time, and return the first error. */
-static int end_job(strat *s, pt_err *e)
+static int end_job(rpool *s, pt_err *e)
 {
     double last = 0;
     for (int r = 0; r < s->R; r++)
@@ -317,7 +320,7 @@ static int end_job(strat *s, pt_err *e)
 }
 
 /* Run one job on every replica and wait for all. */
-static int dispatch(strat *s, int job, pt_err *e)
+static int dispatch(rpool *s, int job, pt_err *e)
 {
     pthread_mutex_lock(&s->lock);
     start_job(s, job);
@@ -338,16 +341,22 @@ static void split(size_t from, size_t to, int R, size_t *lo, size_t *hi)
 static void *build_replica(void *arg)
 {
     replica *p = arg;
-    strat *s = p->s;
+    rpool *s = p->s;
     const int max_batch = s->max_batch;
     size_t img = (size_t)s->h * s->w * 3;
     err_clear(&p->err);
     p->rc = PT_OK;
-    p->ctx = nn_ctx_new_cancel(s->cfg.model, max_batch, s->recompute, s->cfg.stop,
-                               s->cfg.stop_ctx, &p->err);
     p->input = util_aligned_alloc((size_t)max_batch * img * sizeof(float));
-    p->dlogits = util_aligned_alloc((size_t)max_batch * s->k * sizeof(float));
-    p->pred = calloc((size_t)max_batch, sizeof *p->pred);
+    if (s->infer_only) {
+        p->ctx = nn_ctx_new_infer(s->cfg.model, max_batch, &p->err);
+        if (p->ctx && p->input)
+            return NULL;
+    } else {
+        p->ctx = nn_ctx_new_cancel(s->cfg.model, max_batch, s->recompute, s->cfg.stop,
+                                   s->cfg.stop_ctx, &p->err);
+        p->dlogits = util_aligned_alloc((size_t)max_batch * s->k * sizeof(float));
+        p->pred = calloc((size_t)max_batch, sizeof *p->pred);
+    }
     if (!p->ctx || !p->input || !p->dlogits || !p->pred) {
         p->rc = p->err.code != PT_OK ? p->err.code : PT_ENOMEM;
         if (p->err.code == PT_OK)
@@ -361,7 +370,7 @@ static void *build_replica(void *arg)
 /* Every replica's context at once, each on a thread of its own: building one is
  * mostly the kernel zeroing its pages (gigabytes at 512 px), which two cores do in
  * half the time one does. A stop asked for wins over any other failure. */
-static int build_replicas(strat *s, pt_err *e)
+static int build_replicas(rpool *s, pt_err *e)
 {
     int R = s->R;
     pthread_t *t = calloc((size_t)R, sizeof *t);
@@ -397,33 +406,36 @@ static int build_replicas(strat *s, pt_err *e)
     return bad->rc;
 }
 
-int strat_new(const strat_config *cfg, strat **out, pt_err *e)
+int rpool_new(const rpool_config *cfg, rpool **out, pt_err *e)
 {
     *out = NULL;
-    if (!cfg->model || !cfg->optimizer || cfg->replicas < 1 || cfg->batch_per_replica < 1 ||
-        cfg->grad_acc < 1)
+    const int infer_only = cfg->model && !cfg->optimizer;
+    if (!cfg->model || cfg->replicas < 1 ||
+        (infer_only ? cfg->predict_batch < 1 : cfg->batch_per_replica < 1 || cfg->grad_acc < 1))
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                       "strategy: model, optimizer, replicas, batch and accumulation needed");
+                       "replica pool: model, replicas and batch (training: accumulation) needed");
     nn_init();
-    strat *s = calloc(1, sizeof *s);
+    rpool *s = calloc(1, sizeof *s);
     if (!s)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     s->cfg = *cfg;
+    s->infer_only = infer_only;
     s->R = cfg->replicas;
-    s->B = cfg->batch_per_replica;
-    s->A = cfg->grad_acc;
+    s->B = infer_only ? cfg->predict_batch : cfg->batch_per_replica;
+    s->A = infer_only ? 1 : cfg->grad_acc;
     s->P = cfg->predict_batch > 0 ? cfg->predict_batch : cfg->batch_per_replica;
     s->G = cfg->all_replicas > 0 ? cfg->all_replicas : s->R;
     s->g0 = cfg->all_replicas > 0 ? cfg->first_replica : 0;
-    s->dist = cfg->all_replicas > 0 && dist_size() > 1;
+    s->red = cfg->reducer;
+    s->dist = !infer_only && cfg->all_replicas > 0 && s->red && s->red->ranks > 1;
     s->overlap = s->dist && cfg->overlap;
     s->sliced = s->dist && !s->overlap;
-    if (s->g0 < 0 || s->g0 + s->R > s->G || (s->dist && s->R > STRAT_RANK_REPLICAS)) {
+    if (s->g0 < 0 || s->g0 + s->R > s->G || (s->dist && s->R > RPOOL_RANK_REPLICAS)) {
         int g0 = s->g0, R = s->R, G = s->G;
         free(s);
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                       "strategy: replicas %d..%d of %d (at most %d per rank)", g0, g0 + R - 1,
-                       G, STRAT_RANK_REPLICAS);
+                       "replica pool: replicas %d..%d of %d (at most %d per rank)", g0, g0 + R - 1,
+                       G, RPOOL_RANK_REPLICAS);
     }
     s->U = s->G * s->B * s->A;
     int c;
@@ -447,19 +459,19 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
     if (!s->rep || !s->ctxs || !s->lo || !s->hi || !s->step_lo || !s->step_hi || !s->sum ||
         !s->batch_offset ||
         (s->dist && !s->bn_rec)) {
-        strat_free(s);
+        rpool_free(s);
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }
     if (s->overlap) {
         /* The parameters cut like the slices below, numbered from the end: bucket
          * 0 is the last slice. */
-        size_t nb = (s->n_params + STRAT_BUCKET_FLOATS - 1) / STRAT_BUCKET_FLOATS;
-        s->n_buckets = nb < 1 ? 1 : nb > STRAT_BUCKETS ? STRAT_BUCKETS : (int)nb;
+        size_t nb = (s->n_params + RPOOL_BUCKET_FLOATS - 1) / RPOOL_BUCKET_FLOATS;
+        s->n_buckets = nb < 1 ? 1 : nb > RPOOL_BUCKETS ? RPOOL_BUCKETS : (int)nb;
         for (int b = 0; b < s->n_buckets; b++) {
             util_slice(0, s->n_params, s->n_buckets, s->n_buckets - 1 - b, &s->bk_lo[b],
                        &s->bk_hi[b]);
-            if (!(s->bk_sum[b] = dist_sum_new(s->bk_hi[b] - s->bk_lo[b]))) {
-                strat_free(s);
+            if (!(s->bk_sum[b] = s->red->sum_new(s->bk_hi[b] - s->bk_lo[b]))) {
+                rpool_free(s);
                 return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
             }
         }
@@ -468,25 +480,25 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
     s->rank_lo = 0;
     s->rank_hi = s->n_params;
     if (s->sliced)
-        dist_slice(s->n_params, dist_rank(), &s->rank_lo, &s->rank_hi);
+        s->red->slice(s->n_params, s->red->rank, &s->rank_lo, &s->rank_hi);
     split(s->rank_lo, s->rank_hi, s->R, s->step_lo, s->step_hi);
     s->max_batch = s->B > s->P ? s->B : s->P;
     s->keep_all = nn_ctx_keep_all_bytes(cfg->model, s->max_batch);
     s->phys = util_phys_bytes();
     s->recompute = cfg->recompute >= 0 ? cfg->recompute != 0
-                                       : strat_recompute_auto(s->keep_all, s->R, s->phys);
+                                       : rpool_recompute_auto(s->keep_all, s->R, s->phys);
     for (int r = 0; r < s->R; r++) {
         s->rep[r].s = s;
         s->rep[r].r = r;
     }
     int rc = build_replicas(s, e);
     if (rc != PT_OK) {
-        strat_free(s);
+        rpool_free(s);
         return rc;
     }
     for (int r = 0; r < s->R; r++) {
         if (pthread_create(&s->rep[r].thread, NULL, replica_main, &s->rep[r]) != 0) {
-            strat_free(s);
+            rpool_free(s);
             return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                            "cannot start replica threads");
         }
@@ -496,7 +508,7 @@ int strat_new(const strat_config *cfg, strat **out, pt_err *e)
     return PT_OK;
 }
 
-void strat_free(strat *s)
+void rpool_free(rpool *s)
 {
     if (!s)
         return;
@@ -529,7 +541,7 @@ void strat_free(strat *s)
     free(s->batch_offset);
     free(s->bn_rec);
     for (int b = 0; b < s->n_buckets; b++)
-        dist_sum_free(s->bk_sum[b]);
+        s->red->sum_free(s->bk_sum[b]);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->go_cv);
     pthread_cond_destroy(&s->done_cv);
@@ -539,7 +551,7 @@ void strat_free(strat *s)
 /* The job's figures of this update in res (replica after replica across the ranks,
  * as one process with all the replicas would add them): 1 when every replica's
  * loss was finite. */
-static int gather_figures(strat *s, strat_result *res, pt_err *e)
+static int gather_figures(rpool *s, rpool_result *res, pt_err *e)
 {
     rank_figures mine;
     memset(&mine, 0, sizeof mine);
@@ -550,14 +562,14 @@ static int gather_figures(strat *s, strat_result *res, pt_err *e)
         mine.correct[r] = s->rep[r].correct;
         mine.examples[r] = s->rep[r].examples;
     }
-    int N = dist_size();
+    int N = s->red->ranks;
     rank_figures *all = malloc((size_t)N * sizeof *all);
     if (!all)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    int rc = dist_allgather(&mine, all, sizeof mine, e);
+    int rc = s->red->allgather(&mine, all, sizeof mine, e);
     int finite = 1;
     for (int k = 0; rc == PT_OK && k < N; k++)
-        for (int r = 0; r < all[k].n && r < STRAT_RANK_REPLICAS; r++) {
+        for (int r = 0; r < all[k].n && r < RPOOL_RANK_REPLICAS; r++) {
             res->loss_sum += all[k].loss_sum[r];
             res->correct += all[k].correct[r];
             res->examples += all[k].examples[r];
@@ -569,9 +581,9 @@ static int gather_figures(strat *s, strat_result *res, pt_err *e)
 
 /* After the rank's reduce: this rank's slice of the gradient summed across the
  * ranks; 1 when the whole sum is finite (the ranks agree). */
-static int sum_across_ranks(strat *s, pt_err *e)
+static int sum_across_ranks(rpool *s, pt_err *e)
 {
-    int rc = dist_reduce_scatter_floats(s->sum, s->n_params, e);
+    int rc = s->red->reduce_scatter_floats(s->sum, s->n_params, e);
     if (rc != PT_OK)
         return rc;
     int bad = 0;
@@ -580,16 +592,16 @@ static int sum_across_ranks(strat *s, pt_err *e)
             bad = 1;
             break;
         }
-    if ((rc = dist_max_int(&bad, e)) != PT_OK)
+    if ((rc = s->red->max_int(&bad, e)) != PT_OK)
         return rc;
     return !bad;
 }
 
 /* Bucket b summed over the rank's replicas, and its sum across the ranks started. */
-static int start_bucket(strat *s, int b, pt_err *e)
+static int start_bucket(rpool *s, int b, pt_err *e)
 {
     sum_replicas(s, s->bk_lo[b], s->bk_hi[b]);
-    return dist_sum_start(s->bk_sum[b], s->sum + s->bk_lo[b], s->bk_hi[b] - s->bk_lo[b], e);
+    return s->red->sum_start(s->bk_sum[b], s->sum + s->bk_lo[b], s->bk_hi[b] - s->bk_lo[b], e);
 }
 
 /* The training job with its gradient sent during the backward: as the replicas'
@@ -598,10 +610,10 @@ static int start_bucket(strat *s, int b, pt_err *e)
  * are still being computed; between news from the replicas the sums in flight are
  * tested (MPI moves them on only inside its calls). Returns with every bucket
  * summed across the ranks into s->sum. Only this thread calls MPI. */
-static int train_overlapped(strat *s, pt_err *e)
+static int train_overlapped(rpool *s, pt_err *e)
 {
     int started = 0, ended = 0, rc = PT_OK;
-    int done[STRAT_BUCKETS] = { 0 };
+    int done[RPOOL_BUCKETS] = { 0 };
     pthread_mutex_lock(&s->lock);
     start_job(s, JOB_TRAIN);
     for (;;) {
@@ -633,7 +645,7 @@ static int train_overlapped(strat *s, pt_err *e)
         }
         for (int b = ended; rc == PT_OK && b < started; b++)
             if (!done[b])
-                rc = dist_sum_test(s->bk_sum[b], &done[b], e);
+                rc = s->red->sum_test(s->bk_sum[b], &done[b], e);
         while (ended < started && done[ended])
             ended++;
         pthread_mutex_lock(&s->lock);
@@ -655,19 +667,19 @@ static int train_overlapped(strat *s, pt_err *e)
         if ((rc = start_bucket(s, started, e)) != PT_OK)
             return rc;
     for (int b = ended; b < s->n_buckets; b++)
-        if (!done[b] && (rc = dist_sum_wait(s->bk_sum[b], e)) != PT_OK)
+        if (!done[b] && (rc = s->red->sum_wait(s->bk_sum[b], e)) != PT_OK)
             return rc;
     s->bk_sent += s->n_buckets;
     return PT_OK;
 }
 
-/* An update of a rank of a job: as strat_update's below, with the figures, the
+/* An update of a rank of a job: as rpool_update's below, with the figures, the
  * gradient and the BN records summed across the ranks, so that every rank takes
  * the same step. With overlap the gradient is summed across the ranks before the
  * figures are known: a step is taken when both the figures and the sum are
  * finite, the same decision as without (a non-finite sum is a skipped step
  * either way). */
-static int update_dist(strat *s, strat_result *res, pt_err *e)
+static int update_dist(rpool *s, rpool_result *res, pt_err *e)
 {
     int rc = s->overlap ? train_overlapped(s, e) : dispatch(s, JOB_TRAIN, e);
     if (rc != PT_OK)
@@ -692,10 +704,10 @@ static int update_dist(strat *s, strat_result *res, pt_err *e)
         if ((rc = dispatch(s, JOB_STEP, e)) != PT_OK)
             return rc;
         if (s->sliced &&
-            (rc = dist_allgather_floats(nn_params(s->cfg.model), s->n_params, e)) != PT_OK)
+            (rc = s->red->allgather_floats(nn_params(s->cfg.model), s->n_params, e)) != PT_OK)
             return rc;
         nn_bn_records_take(s->ctxs, s->R, s->bn_rec);
-        if ((rc = dist_sum_doubles(s->bn_rec, nn_bn_record_count(s->cfg.model), e)) != PT_OK)
+        if ((rc = s->red->sum_doubles(s->bn_rec, nn_bn_record_count(s->cfg.model), e)) != PT_OK)
             return rc;
         nn_model_update_bn_records(s->cfg.model, s->bn_rec, s->t);
     } else {
@@ -706,10 +718,13 @@ static int update_dist(strat *s, strat_result *res, pt_err *e)
     return PT_OK;
 }
 
-int strat_update(strat *s, batch *const *batches, double lr, long long t, uint64_t seed,
-                 strat_result *res, int32_t *preds, pt_err *e)
+int rpool_update(rpool *s, batch *const *batches, double lr, long long t, uint64_t seed,
+                 rpool_result *res, int32_t *preds, pt_err *e)
 {
     memset(res, 0, sizeof *res);
+    if (s->infer_only)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "an inference-only replica pool takes no training update");
     long long off = 0;
     for (int a = 0; a < s->A; a++) {
         s->batch_offset[a] = off;
@@ -759,18 +774,20 @@ int strat_update(strat *s, batch *const *batches, double lr, long long t, uint64
     return PT_OK;
 }
 
-int strat_predict(strat *s, const batch *b, float *logits, pt_err *e)
+int rpool_infer(rpool *s, const uint8_t *images, int n, float *logits, pt_err *e)
 {
-    if (b->n > s->R * s->P)
+    if (n > s->R * s->P)
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                       "prediction batch of %d is larger than %d replicas x %d", b->n, s->R,
-                       s->P);
-    s->pbatch = b;
+                       "prediction batch of %d is larger than %d replicas x %d", n, s->R, s->P);
+    if (n <= 0)
+        return PT_OK;
+    s->pimages = images;
+    s->pn = n;
     s->plogits = logits;
-    return dispatch(s, JOB_PREDICT, e);
+    return dispatch(s, JOB_INFER, e);
 }
 
-void strat_get_counters(strat *s, int r, strat_counters *c)
+void rpool_get_counters(rpool *s, int r, rpool_counters *c)
 {
     memset(c, 0, sizeof *c);
     if (r < 0 || r >= s->R)
@@ -783,22 +800,22 @@ void strat_get_counters(strat *s, int r, strat_counters *c)
     c->examples = p->trained;
 }
 
-int strat_recompute_auto(size_t keep_all, int replicas, size_t phys)
+int rpool_recompute_auto(size_t keep_all, int replicas, size_t phys)
 {
     /* A quarter leaves the rest to the decoded batches, the pipeline and whatever
      * else the machine runs; unknown memory keeps the faster layout. */
     return phys > 0 && (double)keep_all * replicas > 0.25 * (double)phys;
 }
 
-size_t strat_replica_bytes(const strat *s)
+size_t rpool_replica_bytes(const rpool *s)
 {
     return nn_ctx_bytes(s->rep[0].ctx);
 }
 
-void strat_memory_note(const strat *s, char *buf, size_t size)
+void rpool_memory_note(const rpool *s, char *buf, size_t size)
 {
     const double gib = 1024.0 * 1024.0 * 1024.0;
-    const double each = (double)strat_replica_bytes(s) / gib;
+    const double each = (double)rpool_replica_bytes(s) / gib;
     const double keep = (double)s->keep_all / gib, phys = (double)s->phys / gib;
     const char *why = s->cfg.recompute >= 0 ? "as --recompute says"
                       : s->recompute        ? "--recompute auto: keeping them would take more "
@@ -817,23 +834,24 @@ void strat_memory_note(const strat *s, char *buf, size_t size)
                  s->R, s->R == 1 ? "" : "s", each, phys, why);
 }
 
-void strat_get_overlap(const strat *s, int *buckets, long long *sent, long long *early)
+void rpool_get_overlap(const rpool *s, int *buckets, long long *sent, long long *early)
 {
     *buckets = s->n_buckets;
     *sent = s->bk_sent;
     *early = s->bk_early;
 }
 
-int strat_share_optimizer(strat *s, pt_err *e)
+int rpool_share_optimizer(rpool *s, pt_err *e)
 {
     if (!s->sliced)
         return PT_OK;
     opt *o = s->cfg.optimizer;
-    int rc = dist_allgather_floats(o->m, o->n, e);
+    int rc = s->red->allgather_floats(o->m, o->n, e);
     if (rc == PT_OK && o->v)
-        rc = dist_allgather_floats(o->v, o->n, e);
+        rc = s->red->allgather_floats(o->v, o->n, e);
     return rc;
 }
 
-int strat_replicas(const strat *s) { return s->R; }
-int strat_update_size(const strat *s) { return s->U; }
+int rpool_replicas(const rpool *s) { return s->R; }
+int rpool_classes(const rpool *s) { return s->k; }
+int rpool_update_size(const rpool *s) { return s->U; }

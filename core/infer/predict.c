@@ -12,7 +12,7 @@
 #include "data/imgfile.h"
 #include "data/jpeg.h"
 #include "data/pipeline.h"
-#include "train/predict.h"
+#include "infer/predict.h"
 
 #define PRD_MAX_THREADS 64
 
