@@ -1,4 +1,4 @@
-/* rpool — the replica pool (rpool.h): threads, jobs, the reduce and its plug-in. */
+/* rpool — the replica pool (rpool.h): threads, jobs, one process's update, inference. */
 #include "pool/rpool.h"
 
 #include <math.h>
@@ -8,102 +8,7 @@
 #include <string.h>
 
 #include "base/util.h"
-
-/* The most replicas one rank of a job may have (its figures travel in a fixed-size
- * record). */
-#define RPOOL_RANK_REPLICAS 64
-
-/* A rank's gradient crosses to the other ranks in buckets of about this many floats
- * (512 KB), at most RPOOL_BUCKETS of them: each a sum started as soon as every
- * replica's backward has passed its first parameter. Small enough that the last
- * layers' gradients travel while the first layers' are computed, large enough that
- * a collective's fixed cost (tens of microseconds on one host) stays small. */
-#define RPOOL_BUCKET_FLOATS 131072
-#define RPOOL_BUCKETS 16
-
-/* One rank's figures of an update, gathered by every rank. */
-typedef struct rank_figures {
-    int n;                  /* replicas */
-    int finite[RPOOL_RANK_REPLICAS];
-    double loss_sum[RPOOL_RANK_REPLICAS];
-    long long correct[RPOOL_RANK_REPLICAS], examples[RPOOL_RANK_REPLICAS];
-} rank_figures;
-
-/* The jobs; JOB_TRAIN is each micro-batch's forward then its backward. */
-enum job { JOB_NONE = 0, JOB_TRAIN, JOB_REDUCE, JOB_STEP, JOB_INFER, JOB_EXIT };
-
-typedef struct replica {
-    struct rpool *s;
-    int r;
-    pthread_t thread;
-    int started;
-    nn_ctx *ctx;
-    float *input;           /* max_batch x H x W x 3 */
-    float *dlogits;         /* max_batch x classes */
-    int32_t *pred;          /* max_batch */
-    /* this job's results */
-    double loss_sum;
-    long long correct, examples;
-    int finite;
-    int rc;
-    pt_err err;
-    double finished_at;
-    /* overlap: gradients [final_from, n_params) are final in this update (under the
-     * pool.s lock); the first bucket this replica has not announced yet */
-    size_t final_from;
-    int next_bucket;
-    /* counters (written by the replica between jobs, read by the trainer after) */
-    double busy, wait, flops;
-    long long trained;
-} replica;
-
-struct rpool {
-    rpool_config cfg;
-    int R, B, A, P, U;
-    int G, g0;              /* replicas of the job, and this process's first's index */
-    const rpool_reducer *red;   /* dist: the reduce job's plug-in */
-    int dist;               /* a rank of a job of several */
-    int infer_only;         /* no optimizer: inference contexts, the inference job */
-    int overlap;            /* dist: buckets of the gradient sent during the backward */
-    int recompute;          /* the replicas' contexts recompute cheap outputs */
-    size_t keep_all;        /* a context's activations if it kept every output */
-    size_t phys;            /* the machine's memory, as auto judged it */
-    int max_batch;          /* examples a replica's context is built for: max(B, P) */
-    /* dist without overlap: the optimizer is sliced across the ranks; this rank
-     * steps parameters [rank_lo, rank_hi) and the weights are gathered after */
-    int sliced;
-    size_t rank_lo, rank_hi;
-    double *bn_rec;         /* dist: BN records summed across ranks */
-    /* overlap: bucket b is parameters [bk_lo[b], bk_hi[b]); bucket 0 holds the last
-     * parameters, the first whose gradients are final */
-    int n_buckets;
-    size_t bk_lo[RPOOL_BUCKETS], bk_hi[RPOOL_BUCKETS];
-    rpool_sum *bk_sum[RPOOL_BUCKETS];
-    long long bk_sent, bk_early;    /* buckets sent; those while a backward ran */
-    int h, w, k;
-    size_t n_params;
-    replica *rep;
-    nn_ctx **ctxs;          /* every replica's context, for the BN update */
-    size_t *lo, *hi;        /* parameter slice of each replica: its share of the reduce */
-    size_t *step_lo, *step_hi;  /* its share of the optimizer step (of the rank's slice) */
-    float *sum;             /* reduced gradients */
-
-    pthread_mutex_t lock;
-    pthread_cond_t go_cv, done_cv;
-    uint64_t gen;
-    int job, done;
-
-    /* job arguments */
-    batch *const *batches;
-    long long *batch_offset;
-    double lr;
-    long long t;
-    uint64_t seed;
-    int32_t *preds;
-    const uint8_t *pimages;
-    int pn;
-    float *plogits;
-};
+#include "pool/rpool_impl.h"
 
 static void to_float(const uint8_t *src, float *dst, size_t n)
 {
@@ -187,7 +92,7 @@ static void run_train(replica *p)
 
 /* Parameters [lo, hi) of every replica's gradient summed in replica order into
  * s->sum, and cleared in the replicas. */
-static void sum_replicas(rpool *s, size_t lo, size_t hi)
+void rpool_sum_replicas(rpool *s, size_t lo, size_t hi)
 {
     memcpy(s->sum + lo, nn_grads(s->rep[0].ctx) + lo, (hi - lo) * sizeof(float));
     for (int q = 1; q < s->R; q++) {
@@ -204,7 +109,7 @@ static void run_reduce(replica *p)
 {
     rpool *s = p->s;
     size_t lo = s->lo[p->r], hi = s->hi[p->r];
-    sum_replicas(s, lo, hi);
+    rpool_sum_replicas(s, lo, hi);
     for (size_t i = lo; i < hi; i++)
         if (!isfinite(s->sum[i])) {
             p->finite = 0;
@@ -288,7 +193,7 @@ static void *replica_main(void *arg)
 }
 
 /* Start one job on every replica (called with the lock held). */
-static void start_job(rpool *s, int job)
+void rpool_start_job(rpool *s, int job)
 {
     s->job = job;
     s->done = 0;
@@ -302,7 +207,7 @@ static void start_job(rpool *s, int job)
 
 /* After every replica has ended a job: charge the waiting for the slowest replica
  * as "wait" (synchronisation), not busy time, and return the first error. */
-static int end_job(rpool *s, pt_err *e)
+int rpool_end_job(rpool *s, pt_err *e)
 {
     double last = 0;
     for (int r = 0; r < s->R; r++)
@@ -320,14 +225,14 @@ static int end_job(rpool *s, pt_err *e)
 }
 
 /* Run one job on every replica and wait for all. */
-static int dispatch(rpool *s, int job, pt_err *e)
+int rpool_dispatch(rpool *s, int job, pt_err *e)
 {
     pthread_mutex_lock(&s->lock);
-    start_job(s, job);
+    rpool_start_job(s, job);
     while (s->done < s->R)
         pthread_cond_wait(&s->done_cv, &s->lock);
     pthread_mutex_unlock(&s->lock);
-    return end_job(s, e);
+    return rpool_end_job(s, e);
 }
 
 /* [from, to) in R slices, one a replica (util_slice). */
@@ -548,176 +453,6 @@ void rpool_free(rpool *s)
     free(s);
 }
 
-/* The job's figures of this update in res (replica after replica across the ranks,
- * as one process with all the replicas would add them): 1 when every replica's
- * loss was finite. */
-static int gather_figures(rpool *s, rpool_result *res, pt_err *e)
-{
-    rank_figures mine;
-    memset(&mine, 0, sizeof mine);
-    mine.n = s->R;
-    for (int r = 0; r < s->R; r++) {
-        mine.finite[r] = s->rep[r].finite;
-        mine.loss_sum[r] = s->rep[r].loss_sum;
-        mine.correct[r] = s->rep[r].correct;
-        mine.examples[r] = s->rep[r].examples;
-    }
-    int N = s->red->ranks;
-    rank_figures *all = malloc((size_t)N * sizeof *all);
-    if (!all)
-        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    int rc = s->red->allgather(&mine, all, sizeof mine, e);
-    int finite = 1;
-    for (int k = 0; rc == PT_OK && k < N; k++)
-        for (int r = 0; r < all[k].n && r < RPOOL_RANK_REPLICAS; r++) {
-            res->loss_sum += all[k].loss_sum[r];
-            res->correct += all[k].correct[r];
-            res->examples += all[k].examples[r];
-            finite &= all[k].finite[r];
-        }
-    free(all);
-    return rc == PT_OK ? finite : rc;
-}
-
-/* After the rank's reduce: this rank's slice of the gradient summed across the
- * ranks; 1 when the whole sum is finite (the ranks agree). */
-static int sum_across_ranks(rpool *s, pt_err *e)
-{
-    int rc = s->red->reduce_scatter_floats(s->sum, s->n_params, e);
-    if (rc != PT_OK)
-        return rc;
-    int bad = 0;
-    for (size_t i = s->rank_lo; i < s->rank_hi; i++)
-        if (!isfinite(s->sum[i])) {
-            bad = 1;
-            break;
-        }
-    if ((rc = s->red->max_int(&bad, e)) != PT_OK)
-        return rc;
-    return !bad;
-}
-
-/* Bucket b summed over the rank's replicas, and its sum across the ranks started. */
-static int start_bucket(rpool *s, int b, pt_err *e)
-{
-    sum_replicas(s, s->bk_lo[b], s->bk_hi[b]);
-    return s->red->sum_start(s->bk_sum[b], s->sum + s->bk_lo[b], s->bk_hi[b] - s->bk_lo[b], e);
-}
-
-/* The training job with its gradient sent during the backward: as the replicas'
- * backward passes finish the last layers, each finished bucket is summed over the
- * replicas and its sum across the ranks started, while the first layers' gradients
- * are still being computed; between news from the replicas the sums in flight are
- * tested (MPI moves them on only inside its calls). Returns with every bucket
- * summed across the ranks into s->sum. Only this thread calls MPI. */
-static int train_overlapped(rpool *s, pt_err *e)
-{
-    int started = 0, ended = 0, rc = PT_OK;
-    int done[RPOOL_BUCKETS] = { 0 };
-    pthread_mutex_lock(&s->lock);
-    start_job(s, JOB_TRAIN);
-    for (;;) {
-        size_t ready = 0;
-        for (int r = 0; r < s->R; r++)
-            if (s->rep[r].final_from > ready)
-                ready = s->rep[r].final_from;
-        int upto = started;
-        while (upto < s->n_buckets && s->bk_lo[upto] >= ready)
-            upto++;
-        int all_done = s->done == s->R;
-        if (all_done)
-            break;
-        if (upto == started) {
-            if (ended < started) {
-                /* Sums in flight: come back to test them within half a
-                 * millisecond. */
-                struct timespec ts;
-                util_realtime_after(5e-4, &ts);
-                pthread_cond_timedwait(&s->done_cv, &s->lock, &ts);
-            } else {
-                pthread_cond_wait(&s->done_cv, &s->lock);
-            }
-        }
-        pthread_mutex_unlock(&s->lock);
-        for (; rc == PT_OK && started < upto; started++) {
-            s->bk_early++;
-            rc = start_bucket(s, started, e);
-        }
-        for (int b = ended; rc == PT_OK && b < started; b++)
-            if (!done[b])
-                rc = s->red->sum_test(s->bk_sum[b], &done[b], e);
-        while (ended < started && done[ended])
-            ended++;
-        pthread_mutex_lock(&s->lock);
-        if (rc != PT_OK) {
-            /* This rank's run ends (and with it the job: dist_abort); let the
-             * replicas finish first. */
-            while (s->done < s->R)
-                pthread_cond_wait(&s->done_cv, &s->lock);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&s->lock);
-    int jr = end_job(s, rc == PT_OK ? e : NULL);
-    if (rc != PT_OK)
-        return rc;
-    if (jr != PT_OK)
-        return jr;
-    for (; started < s->n_buckets; started++)
-        if ((rc = start_bucket(s, started, e)) != PT_OK)
-            return rc;
-    for (int b = ended; b < s->n_buckets; b++)
-        if (!done[b] && (rc = s->red->sum_wait(s->bk_sum[b], e)) != PT_OK)
-            return rc;
-    s->bk_sent += s->n_buckets;
-    return PT_OK;
-}
-
-/* An update of a rank of a job: as rpool_update's below, with the figures, the
- * gradient and the BN records summed across the ranks, so that every rank takes
- * the same step. With overlap the gradient is summed across the ranks before the
- * figures are known: a step is taken when both the figures and the sum are
- * finite, the same decision as without (a non-finite sum is a skipped step
- * either way). */
-static int update_dist(rpool *s, rpool_result *res, pt_err *e)
-{
-    int rc = s->overlap ? train_overlapped(s, e) : dispatch(s, JOB_TRAIN, e);
-    if (rc != PT_OK)
-        return rc;
-    int finite = gather_figures(s, res, e);
-    if (finite < 0)
-        return finite;
-    if (s->overlap) {
-        for (size_t i = 0; finite && i < s->n_params; i++)
-            if (!isfinite(s->sum[i]))
-                finite = 0;
-    } else if (finite) {
-        if ((rc = dispatch(s, JOB_REDUCE, e)) != PT_OK)
-            return rc;
-        if ((finite = sum_across_ranks(s, e)) < 0)
-            return finite;
-    } else {
-        for (int r = 0; r < s->R; r++)
-            nn_zero_grads(s->rep[r].ctx);
-    }
-    if (finite) {
-        if ((rc = dispatch(s, JOB_STEP, e)) != PT_OK)
-            return rc;
-        if (s->sliced &&
-            (rc = s->red->allgather_floats(nn_params(s->cfg.model), s->n_params, e)) != PT_OK)
-            return rc;
-        nn_bn_records_take(s->ctxs, s->R, s->bn_rec);
-        if ((rc = s->red->sum_doubles(s->bn_rec, nn_bn_record_count(s->cfg.model), e)) != PT_OK)
-            return rc;
-        nn_model_update_bn_records(s->cfg.model, s->bn_rec, s->t);
-    } else {
-        for (int r = 0; r < s->R; r++)
-            nn_ctx_clear_bn_records(s->rep[r].ctx);
-    }
-    res->finite = finite;
-    return PT_OK;
-}
-
 int rpool_update(rpool *s, batch *const *batches, double lr, long long t, uint64_t seed,
                  rpool_result *res, int32_t *preds, pt_err *e)
 {
@@ -740,8 +475,8 @@ int rpool_update(rpool *s, batch *const *batches, double lr, long long t, uint64
     s->t = t;
     s->seed = seed;
     if (s->dist)
-        return update_dist(s, res, e);
-    int rc = dispatch(s, JOB_TRAIN, e);
+        return rpool_update_ranks(s, res, e);
+    int rc = rpool_dispatch(s, JOB_TRAIN, e);
     if (rc != PT_OK)
         return rc;
     int finite = 1;
@@ -752,7 +487,7 @@ int rpool_update(rpool *s, batch *const *batches, double lr, long long t, uint64
         finite &= s->rep[r].finite;
     }
     if (finite) {
-        rc = dispatch(s, JOB_REDUCE, e);
+        rc = rpool_dispatch(s, JOB_REDUCE, e);
         if (rc != PT_OK)
             return rc;
         for (int r = 0; r < s->R; r++)
@@ -762,7 +497,7 @@ int rpool_update(rpool *s, batch *const *batches, double lr, long long t, uint64
             nn_zero_grads(s->rep[r].ctx);
     }
     if (finite) {
-        rc = dispatch(s, JOB_STEP, e);
+        rc = rpool_dispatch(s, JOB_STEP, e);
         if (rc != PT_OK)
             return rc;
         nn_model_update_bn(s->cfg.model, s->ctxs, s->R, t);
@@ -784,7 +519,7 @@ int rpool_infer(rpool *s, const uint8_t *images, int n, float *logits, pt_err *e
     s->pimages = images;
     s->pn = n;
     s->plogits = logits;
-    return dispatch(s, JOB_INFER, e);
+    return rpool_dispatch(s, JOB_INFER, e);
 }
 
 void rpool_get_counters(rpool *s, int r, rpool_counters *c)
@@ -832,24 +567,6 @@ void rpool_memory_note(const rpool *s, char *buf, size_t size)
                  "backward (the machine has %.1f GiB; %s; --recompute yes needs less, "
                  "at some speed)",
                  s->R, s->R == 1 ? "" : "s", each, phys, why);
-}
-
-void rpool_get_overlap(const rpool *s, int *buckets, long long *sent, long long *early)
-{
-    *buckets = s->n_buckets;
-    *sent = s->bk_sent;
-    *early = s->bk_early;
-}
-
-int rpool_share_optimizer(rpool *s, pt_err *e)
-{
-    if (!s->sliced)
-        return PT_OK;
-    opt *o = s->cfg.optimizer;
-    int rc = s->red->allgather_floats(o->m, o->n, e);
-    if (rc == PT_OK && o->v)
-        rc = s->red->allgather_floats(o->v, o->n, e);
-    return rc;
 }
 
 int rpool_replicas(const rpool *s) { return s->R; }
