@@ -18,6 +18,7 @@
 #include "src/cli.h"
 #include "src/predict_out.h"
 #include "train/metrics.h"
+#include "infer/infer.h"
 #include "infer/predict.h"
 #include "train/runfolder.h"
 #include "train/runmodel.h"
@@ -188,7 +189,7 @@ static void score(const prd_results *r, const double *p, int32_t *preds, en_scor
     double loss = 0;
     for (long long i = 0; lab && pr && i < r->n; i++) {
         lab[i] = r->items[i].label;
-        pr[i] = prd_argmax(p + (size_t)i * k, k);
+        pr[i] = inf_argmax(p + (size_t)i * k, k);
         if (preds)
             preds[i] = pr[i];
         double q = lab[i] >= 0 && lab[i] < k ? p[(size_t)i * k + lab[i]] : 0;
@@ -347,7 +348,7 @@ static int test_split(const en_args *a, rm_model *m, const double *w, const ds_d
         po_printf(&b, "id,label\n");
         for (long long i = 0; i < r[0].n; i++) {
             po_field(&b, r[0].items[i].id);
-            po_printf(&b, ",%d\n", prd_argmax(p + (size_t)i * r[0].k, r[0].k));
+            po_printf(&b, ",%d\n", inf_argmax(p + (size_t)i * r[0].k, r[0].k));
         }
         char path[4200];
         util_path(path, sizeof path, "%s/%s", dir, RF_SUBMISSION);

@@ -36,6 +36,7 @@
 #include "io/png.h"
 #include "nn/nn.h"
 #include "t.h"
+#include "infer/infer.h"
 #include "infer/predict.h"
 #include "train/runmodel.h"
 
@@ -168,7 +169,7 @@ static void cmp_probs(const double *p, const float *q, int n, int k, ort_cmp *c)
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < k; j++)
             c->prob = fmax(c->prob, fabs(p[(size_t)i * k + j] - q[(size_t)i * k + j]));
-        c->top1_diff += prd_argmax(p + (size_t)i * k, k) != argmax_f(q + (size_t)i * k, k);
+        c->top1_diff += inf_argmax(p + (size_t)i * k, k) != argmax_f(q + (size_t)i * k, k);
     }
 }
 
@@ -659,7 +660,7 @@ static void live_compare(const char *what, const live_fix *f, const char *run,
         cx.top1_diff += top1_diff(labx, po, n, k);
         cmp_logits(lx, lo, n, k, &cx);
         for (int i = 0; i < n; i++)
-            prd_softmax(lr + (size_t)i * k, k, pin + (size_t)i * k);
+            inf_softmax(lr + (size_t)i * k, k, pin + (size_t)i * k);
         cmp_probs(pin, po, n, k, &cr);
         cmp_logits(lr, lo, n, k, &cr);
         cr.top1_diff += top1_diff(labr, po, n, k);

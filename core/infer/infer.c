@@ -38,19 +38,19 @@ void inf_top1(const float *logits, int k, int *arg, float *p)
     *p = (float)(1.0 / sum);
 }
 
-void inf_topk(const double *p, int k, int n, int *idx)
+void inf_topk(const double *p, int k, int n, int *order)
 {
-    /* Selection, n passes: k is a few hundred classes at most. */
-    for (int j = 0; j < n && j < k; j++) {
-        int best = -1;
-        for (int c = 0; c < k; c++) {
-            int taken = 0;
-            for (int q = 0; q < j && !taken; q++)
-                taken = idx[q] == c;
-            if (!taken && (best < 0 || p[c] > p[best]))
-                best = c;
-        }
-        idx[j] = best;
+    /* A partial selection sort over the classes: n passes, k is small. */
+    for (int j = 0; j < k; j++)
+        order[j] = j;
+    for (int t = 0; t < n && t < k; t++) {
+        int best = t;
+        for (int j = t + 1; j < k; j++)
+            if (p[order[j]] > p[order[best]])
+                best = j;
+        int tmp = order[t];
+        order[t] = order[best];
+        order[best] = tmp;
     }
 }
 
@@ -92,6 +92,13 @@ void inf_mean_softmax(float *a, const float *b, int n, int k)
             ra[c] = (float)log(p > 1e-30 ? p : 1e-30);
         }
     }
+}
+
+int inf_pool_new(nn_model *m, int replicas, int per_replica, rpool **out, pt_err *e)
+{
+    rpool_config c = { .model = m, .replicas = replicas, .predict_batch = per_replica,
+                       .recompute = 0 };
+    return rpool_new(&c, out, e);
 }
 
 int inf_logits(rpool *pool, uint8_t *images, int n, int h, int w, int flip, float *logits,

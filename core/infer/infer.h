@@ -27,14 +27,19 @@ void inf_softmax(const float *logits, int k, double *out);
 int inf_argmax(const double *p, int k);
 /* The largest logit's class (the first on a tie) and its softmax probability. */
 void inf_top1(const float *logits, int k, int *arg, float *p);
-/* The n (<= k) most probable classes, most probable first (the lower class first on
- * a tie), into idx. */
-void inf_topk(const double *p, int k, int n, int *idx);
+/* The n (<= k) most probable classes, most probable first, in order[0..n) (order has
+ * room for k; a partial selection sort, so on a tie the class met first wins). */
+void inf_topk(const double *p, int k, int n, int *order);
 /* Mirror each of n images (h x w x 3 bytes, packed) left to right, in place. */
 void inf_flip(uint8_t *images, int n, int h, int w);
 /* a[i] = log of the mean of softmax(a[i]) and softmax(b[i]) for n rows of k logits
  * (probabilities below 1e-30 are taken as 1e-30). */
 void inf_mean_softmax(float *a, const float *b, int n, int k);
+
+/* An inference-only replica pool for model m (borrowed: it must outlive the pool):
+ * replicas threads of inference contexts, each forwarding up to per_replica images
+ * at a time. Freed with rpool_free(). */
+int inf_pool_new(nn_model *m, int replicas, int per_replica, rpool **out, pt_err *e);
 
 /* Logits [n][k] of n images of h x w on the pool; with flip, the log of the mean of
  * the softmax of each image and of its mirror image (the images are mirrored, and

@@ -1,40 +1,26 @@
-/* predict — the prediction engine (predict.h): decode workers, replica threads with
- * inference contexts, softmax, test-time flip. */
-#include <math.h>
+/* predict — the prediction engine (predict.h): the input pipeline's workers decode,
+ * an inference-only replica pool forwards, infer.h turns logits into probabilities. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/util.h"
-#include "data/image.h"
-#include "data/imgfile.h"
-#include "data/jpeg.h"
 #include "data/pipeline.h"
+#include "infer/infer.h"
 #include "infer/predict.h"
 
 #define PRD_MAX_THREADS 64
-
-/* A decode worker's own codec and resize scratch. */
-typedef struct dec {
-    jpg_codec *jc;
-    img_scratch scratch;
-} dec;
-
-/* A replica: its inference context and input floats. */
-typedef struct rep {
-    nn_ctx *ctx;
-    float *x;
-} rep;
 
 struct prd {
     const rm_model *m;
     prd_opts o;
     int S, k, per_rep;
     size_t px;                  /* bytes per image */
-    dec dec[PRD_MAX_THREADS];
-    rep rep[PRD_MAX_THREADS];
+    rpool *pool;                /* inference-only: o.replicas x per_rep images */
+    uint8_t *packed;            /* a batch's images that decoded, packed */
+    float *logits;              /* batch x k */
+    double *probs;              /* batch x k, the packed images' */
     atomic_llong done, total;
     _Atomic double t0;
 };
@@ -43,12 +29,10 @@ void prd_free(prd *p)
 {
     if (!p)
         return;
-    for (int w = 0; w < PRD_MAX_THREADS; w++) {
-        jpg_codec_free(p->dec[w].jc);
-        img_scratch_free(&p->dec[w].scratch);
-        nn_ctx_free(p->rep[w].ctx);
-        free(p->rep[w].x);
-    }
+    rpool_free(p->pool);
+    free(p->packed);
+    free(p->logits);
+    free(p->probs);
     free(p);
 }
 
@@ -74,23 +58,23 @@ int prd_new(const rm_model *m, const prd_opts *o, prd **out, pt_err *e)
     p->S = m->image_size;
     p->k = m->n_classes;
     p->px = (size_t)p->S * p->S * 3;
+    /* Contiguous parts of at most per_rep images, replica 0 the first. */
     p->per_rep = (p->o.batch + p->o.replicas - 1) / p->o.replicas;
-    for (int w = 0; w < p->o.workers; w++)
-        if (!(p->dec[w].jc = jpg_codec_new()))
-            goto oom;
-    for (int r = 0; r < p->o.replicas; r++) {
-        if (!(p->rep[r].ctx = nn_ctx_new_infer(m->net, p->per_rep, e))) {
-            prd_free(p);
-            return e->code;
-        }
-        if (!(p->rep[r].x = malloc((size_t)p->per_rep * p->px * sizeof(float))))
-            goto oom;
+    int rc = inf_pool_new(m->net, p->o.replicas, p->per_rep, &p->pool, e);
+    if (rc != PT_OK) {
+        prd_free(p);
+        return rc;
+    }
+    const size_t B = (size_t)p->o.batch;
+    p->packed = malloc(B * p->px);
+    p->logits = malloc(B * (size_t)p->k * sizeof *p->logits);
+    p->probs = malloc(B * (size_t)p->k * sizeof *p->probs);
+    if (!p->packed || !p->logits || !p->probs) {
+        prd_free(p);
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }
     *out = p;
     return PT_OK;
-oom:
-    prd_free(p);
-    return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
 }
 
 void prd_progress(const prd *p, long long *done, long long *total, double *seconds)
@@ -104,225 +88,27 @@ void prd_progress(const prd *p, long long *done, long long *total, double *secon
         *seconds = util_now() - atomic_load(&q->t0);
 }
 
-int prd_argmax(const double *p, int k)
-{
-    int best = 0;
-    for (int c = 1; c < k; c++)
-        if (p[c] > p[best])
-            best = c;
-    return best;
-}
-
-/* ---- forward ---- */
-
-void prd_softmax(const float *logits, int k, double *out)
-{
-    double mx = logits[0], sum = 0;
-    for (int c = 1; c < k; c++)
-        mx = logits[c] > mx ? logits[c] : mx;
-    for (int c = 0; c < k; c++)
-        sum += out[c] = exp((double)logits[c] - mx);
-    for (int c = 0; c < k; c++)
-        out[c] /= sum;
-}
-
-/* Mirror each of n images left to right, in place (floats, 3 a pixel). */
-static void flip_floats(float *x, int n, int S)
-{
-    for (long row = 0; row < (long)n * S; row++) {
-        float *a = x + row * S * 3, *b = a + (S - 1) * 3;
-        for (; a < b; a += 3, b -= 3)
-            for (int c = 0; c < 3; c++) {
-                float t = a[c];
-                a[c] = b[c];
-                b[c] = t;
-            }
-    }
-}
-
-typedef struct fwd_job {
-    prd *p;
-    int r;
-    const uint8_t *images;  /* the batch */
-    const int *idx;         /* the batch's images to forward */
-    int lo, hi;             /* this replica's part of idx */
-    double *probs;          /* row per image of the batch */
-    int rc;
-} fwd_job;
-
-static void *forward_part(void *arg)
-{
-    fwd_job *j = arg;
-    prd *p = j->p;
-    rep *rp = &p->rep[j->r];
-    const int n = j->hi - j->lo, k = p->k;
-    if (n <= 0)
-        return NULL;
-    /* As training feeds images (train/strategy.c): bytes times the float 1 / 255. */
-    const float s = 1.0f / 255.0f;
-    for (int i = 0; i < n; i++) {
-        const uint8_t *src = j->images + (size_t)j->idx[j->lo + i] * p->px;
-        float *dst = rp->x + (size_t)i * p->px;
-        for (size_t q = 0; q < p->px; q++)
-            dst[q] = (float)src[q] * s;
-    }
-    const float *y = nn_forward(rp->ctx, rp->x, n, 0, 0, 0);
-    if (!y) {
-        j->rc = PT_EUSAGE;
-        return NULL;
-    }
-    for (int i = 0; i < n; i++)
-        prd_softmax(y + (size_t)i * k, k, j->probs + (size_t)j->idx[j->lo + i] * k);
-    if (!p->o.tta_flip)
-        return NULL;
-    flip_floats(rp->x, n, p->S);
-    if (!(y = nn_forward(rp->ctx, rp->x, n, 0, 0, 0))) {
-        j->rc = PT_EUSAGE;
-        return NULL;
-    }
-    double *q = malloc((size_t)k * sizeof *q);
-    if (!q) {
-        j->rc = PT_ENOMEM;
-        return NULL;
-    }
-    for (int i = 0; i < n; i++) {
-        double *row = j->probs + (size_t)j->idx[j->lo + i] * k;
-        prd_softmax(y + (size_t)i * k, k, q);
-        for (int c = 0; c < k; c++)
-            row[c] = 0.5 * (row[c] + q[c]);
-    }
-    free(q);
-    return NULL;
-}
-
-/* The probabilities of the images of a batch whose ok[i] is set, into probs (a row
- * per image, n_img rows); the others' rows are left alone. */
-static int forward_batch(prd *p, const uint8_t *images, const uint8_t *ok, int n_img,
+/* The probabilities of the images of a batch whose ok[i] is set (ok NULL: all), into
+ * probs (a row per image, n_img rows); the others' rows are left alone. The images
+ * may be mirrored on the way (the test-time flip). */
+static int forward_batch(prd *p, uint8_t *images, const uint8_t *ok, int n_img,
                          double *probs, pt_err *e)
 {
-    int idx[n_img > 0 ? n_img : 1], n = 0;
+    const int k = p->k;
+    int n = 0;
     for (int i = 0; i < n_img; i++)
-        if (ok[i])
-            idx[n++] = i;
-    const int R = p->o.replicas;
-    fwd_job jobs[PRD_MAX_THREADS];
-    pthread_t th[PRD_MAX_THREADS];
-    int started[PRD_MAX_THREADS] = { 0 };
-    for (int r = 0; r < R; r++) {
-        size_t lo, hi;
-        /* Contiguous parts of at most per_rep images, replica 0 the first. */
-        lo = (size_t)r * p->per_rep;
-        hi = lo + (size_t)p->per_rep;
-        lo = lo < (size_t)n ? lo : (size_t)n;
-        hi = hi < (size_t)n ? hi : (size_t)n;
-        jobs[r] = (fwd_job){ p, r, images, idx, (int)lo, (int)hi, probs, PT_OK };
-        if (r > 0 && hi > lo)
-            started[r] = pthread_create(&th[r], NULL, forward_part, &jobs[r]) == 0;
-        if (r > 0 && hi > lo && !started[r])
-            forward_part(&jobs[r]); /* no thread to be had: on this one */
-    }
-    forward_part(&jobs[0]);
-    int rc = PT_OK;
-    for (int r = 0; r < R; r++) {
-        if (started[r])
-            pthread_join(th[r], NULL);
-        if (jobs[r].rc != PT_OK && rc == PT_OK)
-            rc = jobs[r].rc;
-    }
+        if (!ok || ok[i])
+            memcpy(p->packed + (size_t)n++ * p->px, images + (size_t)i * p->px, p->px);
+    if (n == 0)
+        return PT_OK;
+    int rc = inf_probs(p->pool, p->packed, n, p->S, p->S, k, p->o.tta_flip, p->logits,
+                       p->probs, e);
     if (rc != PT_OK)
         return err_set(e, rc, NULL, PT_NO_RECORD, PT_NO_OFFSET, "the forward pass failed");
+    for (int i = 0, j = 0; i < n_img; i++)
+        if (!ok || ok[i])
+            memcpy(probs + (size_t)i * k, p->probs + (size_t)j++ * k, (size_t)k * sizeof *probs);
     return PT_OK;
-}
-
-/* ---- files ---- */
-
-static int decode_file(prd *p, dec *d, const char *path, uint8_t *out, pt_err *e)
-{
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    pt_err why;
-    err_clear(&why);
-    int rc = PT_OK;
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > PRD_MAX_FILE_BYTES)
-        return err_set(e, PT_ETOOBIG, path, PT_NO_RECORD, PT_NO_OFFSET,
-                       "%lld bytes: files over %lld MiB are refused", (long long)st.st_size,
-                       PRD_MAX_FILE_BYTES >> 20);
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "a folder, not an image");
-    if ((rc = util_read_file(path, &buf, &len, e)) != PT_OK)
-        return rc;
-    rc = imf_decode(d->jc, &d->scratch, buf, len, out, p->S, p->m->crop, p->m->fast_decode,
-                    &why);
-    free(buf);
-    if (rc != PT_OK)
-        return err_set(e, rc, path, PT_NO_RECORD, PT_NO_OFFSET, "%s", why.msg);
-    return PT_OK;
-}
-
-typedef struct dec_job {
-    prd *p;
-    char *const *paths;     /* the batch's */
-    int n;
-    uint8_t *images;
-    uint8_t *ok;
-    prd_item *items;
-    atomic_int next;
-} dec_job;
-
-typedef struct dec_arg {
-    dec_job *j;
-    int w;
-} dec_arg;
-
-static void *decode_part(void *arg)
-{
-    dec_arg *a = arg;
-    dec_job *j = a->j;
-    prd *p = j->p;
-    for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
-        prd_item *it = &j->items[i];
-        it->label = -1;
-        it->ok = decode_file(p, &p->dec[a->w], j->paths[i], j->images + (size_t)i * p->px,
-                             &it->err) == PT_OK;
-        j->ok[i] = (uint8_t)it->ok;
-    }
-    return NULL;
-}
-
-/* Decoding of a batch on the workers, started (decode_start) and waited for
- * (decode_wait) around the previous batch's forward. */
-typedef struct decoding {
-    dec_job job;
-    dec_arg args[PRD_MAX_THREADS];
-    pthread_t th[PRD_MAX_THREADS];
-    int started[PRD_MAX_THREADS];
-} decoding;
-
-static void decode_start(prd *p, decoding *d, char *const *paths, int n, uint8_t *images,
-                         uint8_t *ok, prd_item *items)
-{
-    d->job.p = p;
-    d->job.paths = paths;
-    d->job.n = n;
-    d->job.images = images;
-    d->job.ok = ok;
-    d->job.items = items;
-    atomic_store(&d->job.next, 0);
-    for (int w = 0; w < p->o.workers; w++) {
-        d->args[w] = (dec_arg){ &d->job, w };
-        d->started[w] = pthread_create(&d->th[w], NULL, decode_part, &d->args[w]) == 0;
-    }
-}
-
-static void decode_wait(prd *p, decoding *d)
-{
-    for (int w = 0; w < p->o.workers; w++)
-        if (d->started[w])
-            pthread_join(d->th[w], NULL);
-    /* Had no thread started, what is left is done here (worker 0's codec is free). */
-    dec_arg a = { &d->job, 0 };
-    decode_part(&a);
 }
 
 static int results_alloc(prd_results *r, long long n, int k, pt_err *e)
@@ -363,49 +149,67 @@ static void progress_add(prd *p, long long n)
         p->o.on_batch(p->o.ctx, done, atomic_load(&p->total));
 }
 
+/* The file source's pipeline: validation's decode settings, the files in order. */
+static int open_files(prd *p, char *const *paths, long long n, pt_err *errs, pipeline **pl,
+                      pt_err *e)
+{
+    pipe_config c;
+    pipe_config_defaults(&c);
+    c.files = paths;
+    c.n_files = n;
+    c.file_errors = errs;
+    c.max_file_bytes = PRD_MAX_FILE_BYTES;
+    c.labeled = 0;
+    c.image_w = c.image_h = p->S;
+    c.crop = p->m->crop;
+    c.fast_decode = p->m->fast_decode;
+    c.batch_size = p->o.batch;
+    c.workers = p->o.workers;
+    c.prefetch = 2;
+    c.deterministic = 1;
+    return pipe_create(&c, pl, e);
+}
+
 int prd_files(prd *p, char *const *paths, long long n, prd_results *out, pt_err *e)
 {
     int rc = results_alloc(out, n, p->k, e);
     if (rc != PT_OK)
         return rc;
     progress_start(p, n);
-    const int B = p->o.batch;
-    uint8_t *img[2] = { malloc((size_t)B * p->px), malloc((size_t)B * p->px) };
-    uint8_t *ok[2] = { calloc((size_t)B, 1), calloc((size_t)B, 1) };
-    decoding *dj = calloc(1, sizeof *dj);
-    if (!img[0] || !img[1] || !ok[0] || !ok[1] || !dj) {
-        rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-        goto out;
-    }
-    long long lo = 0;
-    int cur = 0, nb = (int)(n < B ? n : B);
-    if (n > 0) {
-        decode_start(p, dj, paths, nb, img[cur], ok[cur], out->items);
-        decode_wait(p, dj);
-    }
-    while (lo < n && rc == PT_OK) {
-        /* The next batch decodes while this one is forwarded. */
-        long long next = lo + nb;
-        int nn = (int)(n - next < B ? n - next : B);
-        if (nn > 0)
-            decode_start(p, dj, paths + next, nn, img[!cur], ok[!cur], out->items + next);
-        rc = forward_batch(p, img[cur], ok[cur], nb, out->probs + (size_t)lo * p->k, e);
-        if (nn > 0)
-            decode_wait(p, dj);
-        progress_add(p, nb);
-        lo = next;
-        nb = nn;
-        cur = !cur;
-    }
     out->n = n;
+    if (n == 0)
+        return PT_OK;
+    pt_err *errs = calloc((size_t)n, sizeof *errs);
+    uint8_t *ok = malloc((size_t)p->o.batch);
+    pipeline *pl = NULL;
+    if (!errs || !ok)
+        rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    else
+        rc = open_files(p, paths, n, errs, &pl, e);
+    batch *b;
+    int got = 0;
+    while (rc == PT_OK && (got = pipe_next(pl, &b, e)) == 1) {
+        /* The batch's files are consecutive, in order. */
+        long long lo = b->src[0].record;
+        for (int i = 0; i < b->n; i++) {
+            prd_item *it = &out->items[lo + i];
+            it->label = -1;
+            it->ok = errs[lo + i].code == PT_OK;
+            if (!it->ok)
+                it->err = errs[lo + i];
+            ok[i] = (uint8_t)it->ok;
+        }
+        rc = forward_batch(p, b->images, ok, b->n, out->probs + (size_t)lo * p->k, e);
+        progress_add(p, b->n);
+        pipe_release(pl, b);
+    }
+    if (rc == PT_OK && got < 0)
+        rc = e->code;
+    pipe_destroy(pl);
+    free(errs);
+    free(ok);
     for (long long i = 0; i < n; i++)
         out->n_failed += !out->items[i].ok;
-out:
-    free(img[0]);
-    free(img[1]);
-    free(ok[0]);
-    free(ok[1]);
-    free(dj);
     if (rc != PT_OK)
         prd_results_free(out);
     return rc;
@@ -486,16 +290,11 @@ int prd_split(prd *p, const ds_split *split, int labeled, prd_results *out, pt_e
     c.on_error = on_record_error;
     c.error_ctx = &re;
     pipeline *pl;
-    uint8_t *ok = malloc((size_t)p->o.batch);
-    if (!ok || (rc = pipe_create(&c, &pl, e)) != PT_OK) {
-        if (!ok)
-            rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-        free(ok);
+    if ((rc = pipe_create(&c, &pl, e)) != PT_OK) {
         pthread_mutex_destroy(&re.lock);
         prd_results_free(out);
         return rc;
     }
-    memset(ok, 1, (size_t)p->o.batch);
     batch *b;
     int got = 0;
     long long cap = split->count;
@@ -510,7 +309,7 @@ int prd_split(prd *p, const ds_split *split, int labeled, prd_results *out, pt_e
             it->label = labeled ? b->label[i] : -1;
             util_copy(it->id, sizeof it->id, labeled ? "" : b->id[i]);
         }
-        rc = forward_batch(p, b->images, ok, b->n, out->probs + (size_t)out->n * p->k, e);
+        rc = forward_batch(p, b->images, NULL, b->n, out->probs + (size_t)out->n * p->k, e);
         out->n += b->n;
         progress_add(p, b->planned > b->n ? b->planned : b->n);
         pipe_release(pl, b);
@@ -518,7 +317,6 @@ int prd_split(prd *p, const ds_split *split, int labeled, prd_results *out, pt_e
     if (rc == PT_OK && got < 0)
         rc = e->code;
     pipe_destroy(pl);
-    free(ok);
     pthread_mutex_destroy(&re.lock);
     if (rc != PT_OK)
         prd_results_free(out);
