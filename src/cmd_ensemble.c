@@ -3,7 +3,7 @@
  * precision, recall) and written for its test split (submission.csv), with the
  * validation predictions and a report, into one folder.
  *
- * Each member predicts as `petal-tui predict RUN --split ...` does (train/predict.h):
+ * Each member predicts as `petal-tui predict RUN --split ...` does (infer/predict.h):
  * at its own image size, with its own weights, input handling and decoding; the
  * records line up because every member reads the same split in file order. */
 #include <math.h>

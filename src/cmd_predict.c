@@ -1,5 +1,5 @@
 /* petal-tui predict: a trained model's classes for photos or a dataset's records, as
- * CSV (train/predict.h does the work; src/predict_out.h writes it). */
+ * CSV (infer/predict.h does the work; src/predict_out.h writes it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

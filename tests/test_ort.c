@@ -121,7 +121,7 @@ static int from_nchw(const float *x, int n, int S, uint8_t *rgb)
 }
 
 /* The logits of m's net for n S x S RGB images, fed as predict feeds them (bytes
- * times the float 1 / 255, train/predict.c). n x k, malloc'd; NULL on failure. */
+ * times the float 1 / 255, pool/rpool.c). n x k, malloc'd; NULL on failure. */
 static float *pt_logits(const rm_model *m, const uint8_t *rgb, int n)
 {
     size_t px = (size_t)m->image_size * m->image_size * 3;
@@ -390,7 +390,7 @@ static const live_fix *live_fixture(void)
     return &f;
 }
 
-/* The files' pixels as predict decodes them for m (train/predict.c, decode_file): a
+/* The files' pixels as predict decodes them for m (pipe_decode_file): a
  * JPEG by jpg_decode_into with m's crop and fast-decode settings, a PNG by
  * png_decode_rgb, img_crop_box and img_resize. n x S x S x 3 bytes, malloc'd; NULL
  * (the reason printed) when one fails. */

@@ -1,5 +1,5 @@
 /* Tests of inference: the inference-only context (nn_ctx_new_infer), opening a run
- * for inference (train/runmodel.h), the predict engine (train/predict.h) and the
+ * for inference (train/runmodel.h), the predict engine (infer/predict.h) and the
  * predict and ensemble commands. */
 #include <stdint.h>
 #include <stdio.h>

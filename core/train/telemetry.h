@@ -2,7 +2,7 @@
  * the counters at the last sample and the smoothed images/s, busy, idle and MXU
  * shares (time constant TELEMETRY_TAU), the images/s sparklines, and a job's
  * replica-to-rank-and-host map and collective time. It computes them from the
- * strategy's counters; the trainer publishes them (train/progress.h owns what the
+ * replica pool's counters; the trainer publishes them (train/progress.h owns what the
  * UI sees) and trainer_dist.c fills in the other ranks' replicas on rank 0.
  *
  * Ownership: a plain value inside the trainer's state; nothing to free.

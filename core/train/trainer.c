@@ -586,7 +586,7 @@ static int pause_point(trn *r, pt_err *e, int *stopped)
 
 /* One update: A batches from the pipeline, forward, backward, reduce, optimizer
  * step, then the training figures. *finite is 0 when the loss was not finite
- * (the strategy then leaves the weights as they were). */
+ * (the replica pool then leaves the weights as they were). */
 static int step(trn *r, batch **batches, int *finite, pt_err *e)
 {
     const run_config *cfg = r->cfg;

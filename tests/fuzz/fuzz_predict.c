@@ -1,4 +1,4 @@
-/* fuzz_predict — predict's file path (core/train/predict.c) on any bytes.
+/* fuzz_predict — predict's file path (core/infer/predict.c) on any bytes.
  *
  * The bytes are a file given to `petal-tui predict`: prd_files() reads it, tells JPEG
  * from PNG from neither, decodes (CMYK JPEGs through their own conversion), crops and
