@@ -33,11 +33,61 @@ static void on_backward_progress(void *arg, size_t final_from)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* The forward job's part for micro-batch a: examples [lo, lo + n) of its batch
+ * forwarded, the loss and its gradient in p->dlogits, the figures counted. */
+static int run_forward(replica *p, int a, int lo, int n)
+{
+    rpool *s = p->s;
+    const batch *b = s->batches[a];
+    size_t img = (size_t)s->h * s->w * 3;
+    to_float(b->images + (size_t)lo * img, p->input, (size_t)n * img);
+    /* The global index of an example within the update does not depend on how
+     * the update is split, so dropout masks don't either. */
+    int64_t first = (int64_t)a * s->G * s->B + (int64_t)s->g0 * s->B + lo;
+    const float *logits = nn_forward(p->ctx, p->input, n, 1, s->seed, first);
+    if (!logits)
+        return err_set(&p->err, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "replica %d: forward of %d examples failed", p->r, n);
+    double loss = 0;
+    int rc = nn_softmax_ce_smooth(logits, n, s->k, b->label + lo, b->label2 + lo, b->mix + lo,
+                                  s->cfg.label_smoothing, 1.0f / (float)s->U, &loss,
+                                  p->dlogits, p->pred, &p->err);
+    if (rc != PT_OK)
+        return rc;
+    if (!isfinite(loss))
+        p->finite = 0;
+    p->loss_sum += loss;
+    for (int i = 0; i < n; i++) {
+        if (p->pred[i] == batch_dominant_label(b, lo + i))
+            p->correct++;
+        if (s->preds)
+            s->preds[s->batch_offset[a] + lo + i] = p->pred[i];
+    }
+    p->examples += n;
+    return PT_OK;
+}
+
+/* The backward job's part for micro-batch a, from p->dlogits: gradients added to the
+ * replica's. Only the update's last micro-batch finishes gradients (overlap: news of
+ * them goes to the calling thread as they are). */
+static int run_backward(replica *p, int a)
+{
+    rpool *s = p->s;
+    nn_ctx_on_backward_progress(p->ctx, s->overlap && a == s->A - 1 ? on_backward_progress
+                                                                    : NULL, p);
+    int rc = nn_backward(p->ctx, p->dlogits);
+    nn_ctx_on_backward_progress(p->ctx, NULL, NULL);
+    if (rc != PT_OK)
+        return err_set(&p->err, rc, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "replica %d: backward failed", p->r);
+    return PT_OK;
+}
+
+/* JOB_TRAIN: forward then backward of each micro-batch, back to back on the replica
+ * (its context holds one micro-batch's activations, so no barrier between them). */
 static void run_train(replica *p)
 {
     rpool *s = p->s;
-    size_t img = (size_t)s->h * s->w * 3;
-    float scale = 1.0f / (float)s->U;
     for (int a = 0; a < s->A; a++) {
         const batch *b = s->batches[a];
         if (!b)
@@ -46,46 +96,10 @@ static void run_train(replica *p)
         int n = hi - lo;
         if (n <= 0)
             continue;
-        to_float(b->images + (size_t)lo * img, p->input, (size_t)n * img);
-        /* The global index of an example within the update does not depend on how
-         * the update is split, so dropout masks don't either. */
-        int64_t first = (int64_t)a * s->G * s->B + (int64_t)s->g0 * s->B + lo;
-        const float *logits = nn_forward(p->ctx, p->input, n, 1, s->seed, first);
-        if (!logits) {
-            p->rc = err_set(&p->err, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                            "replica %d: forward of %d examples failed", p->r, n);
+        if ((p->rc = run_forward(p, a, lo, n)) != PT_OK)
             return;
-        }
-        double loss = 0;
-        int rc = nn_softmax_ce_smooth(logits, n, s->k, b->label + lo, b->label2 + lo,
-                                      b->mix + lo, s->cfg.label_smoothing, scale, &loss,
-                                      p->dlogits, p->pred, &p->err);
-        if (rc != PT_OK) {
-            p->rc = rc;
+        if (p->finite && (p->rc = run_backward(p, a)) != PT_OK)
             return;
-        }
-        if (!isfinite(loss))
-            p->finite = 0;
-        p->loss_sum += loss;
-        for (int i = 0; i < n; i++) {
-            if (p->pred[i] == batch_dominant_label(b, lo + i))
-                p->correct++;
-            if (s->preds)
-                s->preds[s->batch_offset[a] + lo + i] = p->pred[i];
-        }
-        p->examples += n;
-        if (p->finite) {
-            /* Only the update's last micro-batch finishes gradients. */
-            nn_ctx_on_backward_progress(p->ctx, s->overlap && a == s->A - 1 ?
-                                        on_backward_progress : NULL, p);
-            rc = nn_backward(p->ctx, p->dlogits);
-            nn_ctx_on_backward_progress(p->ctx, NULL, NULL);
-            if (rc != PT_OK) {
-                p->rc = err_set(&p->err, rc, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                                "replica %d: backward failed", p->r);
-                return;
-            }
-        }
         p->flops += nn_flops(s->cfg.model, n, 1);
     }
 }
@@ -311,6 +325,21 @@ static int build_replicas(rpool *s, pt_err *e)
     return bad->rc;
 }
 
+/* Overlap: the parameters cut like the replicas' slices, numbered from the end (bucket
+ * 0 is the last slice), each with its sum across the ranks. */
+static int make_buckets(rpool *s)
+{
+    size_t nb = (s->n_params + RPOOL_BUCKET_FLOATS - 1) / RPOOL_BUCKET_FLOATS;
+    s->n_buckets = nb < 1 ? 1 : nb > RPOOL_BUCKETS ? RPOOL_BUCKETS : (int)nb;
+    for (int b = 0; b < s->n_buckets; b++) {
+        util_slice(0, s->n_params, s->n_buckets, s->n_buckets - 1 - b, &s->bk_lo[b],
+                   &s->bk_hi[b]);
+        if (!(s->bk_sum[b] = s->red->sum_new(s->bk_hi[b] - s->bk_lo[b])))
+            return PT_ENOMEM;
+    }
+    return PT_OK;
+}
+
 int rpool_new(const rpool_config *cfg, rpool **out, pt_err *e)
 {
     *out = NULL;
@@ -367,19 +396,9 @@ int rpool_new(const rpool_config *cfg, rpool **out, pt_err *e)
         rpool_free(s);
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }
-    if (s->overlap) {
-        /* The parameters cut like the slices below, numbered from the end: bucket
-         * 0 is the last slice. */
-        size_t nb = (s->n_params + RPOOL_BUCKET_FLOATS - 1) / RPOOL_BUCKET_FLOATS;
-        s->n_buckets = nb < 1 ? 1 : nb > RPOOL_BUCKETS ? RPOOL_BUCKETS : (int)nb;
-        for (int b = 0; b < s->n_buckets; b++) {
-            util_slice(0, s->n_params, s->n_buckets, s->n_buckets - 1 - b, &s->bk_lo[b],
-                       &s->bk_hi[b]);
-            if (!(s->bk_sum[b] = s->red->sum_new(s->bk_hi[b] - s->bk_lo[b]))) {
-                rpool_free(s);
-                return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-            }
-        }
+    if (s->overlap && make_buckets(s) != PT_OK) {
+        rpool_free(s);
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }
     split(0, s->n_params, s->R, s->lo, s->hi);
     s->rank_lo = 0;
