@@ -41,8 +41,8 @@
 #include "nn/nn.h"
 #include "nn/nn_import.h"
 #include "nn/nn_models.h"
-#include "train/optim.h"
-#include "train/strategy.h"
+#include "nn/optim.h"
+#include "pool/rpool.h"
 #include "train/trainer.h"
 
 #define CLASSES 5
@@ -93,10 +93,10 @@ static double petal_rate(const char *kind, int size, int R, double min_s, double
     pt_err e;
     opt o;
     opt_init(&o, OPT_ADAM, nn_param_count(m), 0, 0);
-    strat_config c = { .model = m, .optimizer = &o, .replicas = R, .batch_per_replica = BATCH,
+    rpool_config c = { .model = m, .optimizer = &o, .replicas = R, .batch_per_replica = BATCH,
                        .grad_acc = 1 };
-    strat *s;
-    if (strat_new(&c, &s, &e) != PT_OK) {
+    rpool *s;
+    if (rpool_new(&c, &s, &e) != PT_OK) {
         fprintf(stderr, "bench_finetune: %s\n", e.msg);
         opt_free(&o);
         nn_model_free(m);
@@ -112,13 +112,13 @@ static double petal_rate(const char *kind, int size, int R, double min_s, double
         b->label[i] = b->label2[i] = i % CLASSES;
         b->mix[i] = 1;
     }
-    strat_result sr;
+    rpool_result sr;
     for (int i = 0; i < 2; i++)
-        strat_update(s, &b, 1e-4, i + 1, 7, &sr, NULL, &e);
+        rpool_update(s, &b, 1e-4, i + 1, 7, &sr, NULL, &e);
     int n = 0;
     double t0 = util_now(), c0 = process_cpu(), dt;
     do {
-        strat_update(s, &b, 1e-4, n + 3, 7, &sr, NULL, &e);
+        rpool_update(s, &b, 1e-4, n + 3, 7, &sr, NULL, &e);
         n++;
         dt = util_now() - t0;
     } while (dt < min_s);
@@ -128,7 +128,7 @@ static double petal_rate(const char *kind, int size, int R, double min_s, double
     if (gflops)
         *gflops = nn_flops(m, BATCH, 1) * n / dt * 1e-9;
     batch_free(b);
-    strat_free(s);
+    rpool_free(s);
     opt_free(&o);
     nn_model_free(m);
     return ips;

@@ -3,7 +3,7 @@
  * precision, recall) and written for its test split (submission.csv), with the
  * validation predictions and a report, into one folder.
  *
- * Each member predicts as `petal-tui predict RUN --split ...` does (train/predict.h):
+ * Each member predicts as `petal-tui predict RUN --split ...` does (infer/predict.h):
  * at its own image size, with its own weights, input handling and decoding; the
  * records line up because every member reads the same split in file order. */
 #include <math.h>
@@ -18,7 +18,8 @@
 #include "src/cli.h"
 #include "src/predict_out.h"
 #include "train/metrics.h"
-#include "train/predict.h"
+#include "infer/infer.h"
+#include "infer/predict.h"
 #include "runs.h"
 #include "train/runmodel.h"
 
@@ -188,7 +189,7 @@ static void score(const prd_results *r, const double *p, int32_t *preds, en_scor
     double loss = 0;
     for (long long i = 0; lab && pr && i < r->n; i++) {
         lab[i] = r->items[i].label;
-        pr[i] = prd_argmax(p + (size_t)i * k, k);
+        pr[i] = inf_argmax(p + (size_t)i * k, k);
         if (preds)
             preds[i] = pr[i];
         double q = lab[i] >= 0 && lab[i] < k ? p[(size_t)i * k + lab[i]] : 0;
@@ -331,7 +332,7 @@ static int test_split(const en_args *a, rm_model *m, const double *w, const ds_d
         po_printf(&b, "id,label\n");
         for (long long i = 0; i < r[0].n; i++) {
             po_field(&b, r[0].items[i].id);
-            po_printf(&b, ",%d\n", prd_argmax(p + (size_t)i * r[0].k, r[0].k));
+            po_printf(&b, ",%d\n", inf_argmax(p + (size_t)i * r[0].k, r[0].k));
         }
         char path[4200];
         runs_submission_path(dir, path, sizeof path);

@@ -15,7 +15,8 @@
 #include "nn/nn_import.h"
 #include "run.h"
 #include "src/cli.h"
-#include "train/predict.h"
+#include "infer/infer.h"
+#include "infer/predict.h"
 
 /* Imports path at size x size: n_classes 0 keeps the graph's classifier; norm is a
  * run_input_norm (auto: the graph's own convention). */
@@ -126,16 +127,18 @@ int cmd_classify(int argc, char **argv)
     if (top > k)
         top = k;
     pt_err e;
-    nn_ctx *c = nn_ctx_new(m, 1, &e);
+    /* One image at a time on an inference-only replica pool of one. */
+    rpool *pool = NULL;
+    inf_pool_new(m, 1, 1, &pool, &e);
     jpg_codec *jc = jpg_codec_new();
     size_t px = (size_t)size * (size_t)size * 3;
     uint8_t *rgb = malloc(px);
-    float *x = malloc(px * sizeof *x);
+    float *y = malloc((size_t)k * sizeof *y);
     int *order = malloc((size_t)k * sizeof *order);
     double *p = malloc((size_t)k * sizeof *p);
     img_scratch scratch = { 0 };
     int status = 0;
-    if (!c || !jc || !rgb || !x || !order || !p) {
+    if (!pool || !jc || !rgb || !y || !order || !p) {
         fprintf(stderr, "petal-tui: out of memory\n");
         status = 2;
         goto out;
@@ -155,27 +158,15 @@ int cmd_classify(int argc, char **argv)
             status = 2;
             continue;
         }
-        for (size_t j = 0; j < px; j++)
-            x[j] = rgb[j] * (1.0f / 255.0f);
-        const float *y = nn_forward(c, x, 1, 0, 0, 0);
-        if (!y) {
+        if (inf_logits(pool, rgb, 1, (int)size, (int)size, 0, y, NULL, &e) != PT_OK) {
             fprintf(stderr, "petal-tui: %s: the forward pass failed\n", a);
             status = 2;
             continue;
         }
-        /* Softmax, then the top entries by a partial selection. */
-        prd_softmax(y, k, p);
-        for (int j = 0; j < k; j++)
-            order[j] = j;
+        inf_softmax(y, k, p);
+        inf_topk(p, k, (int)top, order);
         printf("%s\n", a);
         for (int t = 0; t < top; t++) {
-            int best = t;
-            for (int j = t + 1; j < k; j++)
-                if (p[order[j]] > p[order[best]])
-                    best = j;
-            int tmp = order[t];
-            order[t] = order[best];
-            order[best] = tmp;
             int cls = order[t];
             printf("  %4d  %-30s %6.2f%%\n", cls,
                    k == (int)ds_imagenet_class_count ? ds_imagenet_classes[cls] : "",
@@ -185,11 +176,11 @@ int cmd_classify(int argc, char **argv)
 out:
     img_scratch_free(&scratch);
     free(rgb);
-    free(x);
+    free(y);
     free(order);
     free(p);
     jpg_codec_free(jc);
-    nn_ctx_free(c);
+    rpool_free(pool);
     nn_model_free(m);
     return status;
 }

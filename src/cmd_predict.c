@@ -1,5 +1,5 @@
 /* petal-tui predict: a trained model's classes for photos or a dataset's records, as
- * CSV (train/predict.h does the work; src/predict_out.h writes it). */
+ * CSV (infer/predict.h does the work; src/predict_out.h writes it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +8,8 @@
 #include "data/dataset.h"
 #include "src/cli.h"
 #include "src/predict_out.h"
-#include "train/predict.h"
+#include "infer/infer.h"
+#include "infer/predict.h"
 #include "train/runmodel.h"
 
 static const char *const usage =
@@ -147,7 +148,7 @@ static int write_records(const pr_args *a, const rm_model *m, const prd_results 
         const double *p = r->probs + (size_t)i * r->k;
         po_row(&b, key, p, m->class_names, r->k, (int)a->top);
         po_field(&sub, key);
-        po_printf(&sub, ",%d\n", prd_argmax(p, r->k));
+        po_printf(&sub, ",%d\n", inf_argmax(p, r->k));
     }
     int rc = po_write(&b, a->out);
     if (rc == 0 && a->submission)

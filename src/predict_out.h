@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "train/predict.h"
+#include "infer/predict.h"
 
 typedef struct po_buf {
     char *s;

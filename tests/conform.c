@@ -485,7 +485,7 @@ int cf_check(const char *onnx_path, const char *ref_path, const cf_opts *o, cf_r
     const float *y = nn_forward(c, x, r->n, 0, 0, 0);
     memcpy(logits, y, nk * sizeof *logits);
     r->logits_err = logits_err(logits, want_logits->data, nk);
-    /* The training step, as core/train/strategy.c takes it for one replica holding
+    /* The training step, as core/pool/rpool.c takes it for one replica holding
      * the whole update: the summed loss, dlogits scaled by 1 / N. */
     y = nn_forward(c, x, r->n, 1, 0, 0);
     memcpy(train, y, nk * sizeof *train);

@@ -19,7 +19,8 @@
 #include "data/jpeg.h"
 #include "nn/nn_import.h"
 #include "tests/conform.h"
-#include "train/predict.h"
+#include "infer/infer.h"
+#include "infer/predict.h"
 
 #define KERAS_MNV2 "weights/mobilenetv2-1.0-tfslim-float-notop.onnx"
 
@@ -295,7 +296,7 @@ static int keras_probs(const char *name, nn_norm norm, int auto_norm, int swappe
     }
     for (int i = 0; y && i < 2; i++) {
         double p[KK];
-        prd_softmax(y + i * KK, KK, p);
+        inf_softmax(y + i * KK, KK, p);
         for (int k = 0; k < KK; k++)
             probs[i * KK + k] = (float)p[k];
     }

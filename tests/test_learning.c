@@ -15,8 +15,8 @@
 #include "nn/nn_import.h"
 #include "tests/fixtures.h"
 #include "run/checkpoint.h"
-#include "train/optim.h"
-#include "train/strategy.h"
+#include "nn/optim.h"
+#include "pool/rpool.h"
 
 static run_snapshot snap; /* large: keep it off the stack */
 
@@ -471,12 +471,12 @@ TEST(learn_strategy_gradient_is_that_of_the_mean_loss)
 
     opt o;
     T_REQUIRE(opt_init(&o, OPT_SGD, np, 0.0, 0.0) == 0);
-    strat_config sc = { .model = m, .optimizer = &o, .replicas = R, .batch_per_replica = B,
+    rpool_config sc = { .model = m, .optimizer = &o, .replicas = R, .batch_per_replica = B,
                         .grad_acc = A, .label_smoothing = smooth };
-    strat *s;
-    T_REQUIRE(strat_new(&sc, &s, &e) == PT_OK);
-    strat_result res;
-    T_REQUIRE(strat_update(s, bs, 1.0, 1, 9, &res, NULL, &e) == PT_OK);
+    rpool *s;
+    T_REQUIRE(rpool_new(&sc, &s, &e) == PT_OK);
+    rpool_result res;
+    T_REQUIRE(rpool_update(s, bs, 1.0, 1, 9, &res, NULL, &e) == PT_OK);
     T_CHECK(res.finite);
     T_EQ_INT(res.examples, U);
     T_NEAR(res.loss_sum, loss_ref, 1e-5 * loss_ref);
@@ -497,7 +497,7 @@ TEST(learn_strategy_gradient_is_that_of_the_mean_loss)
              "gradient %zu: strategy %.9g, mean-loss reference %.9g (largest %.3g); the "
              "strategy's gradient is %.4g x the reference's",
              at, P0[at] - (double)P[at], gref[at], gmax, scale_num / scale_den);
-    strat_free(s);
+    rpool_free(s);
     opt_free(&o);
     for (int a = 0; a < A; a++)
         batch_free(bs[a]);

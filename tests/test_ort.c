@@ -36,7 +36,8 @@
 #include "io/png.h"
 #include "nn/nn.h"
 #include "t.h"
-#include "train/predict.h"
+#include "infer/infer.h"
+#include "infer/predict.h"
 #include "train/runmodel.h"
 
 #define ORT_TOL 1e-4
@@ -120,7 +121,7 @@ static int from_nchw(const float *x, int n, int S, uint8_t *rgb)
 }
 
 /* The logits of m's net for n S x S RGB images, fed as predict feeds them (bytes
- * times the float 1 / 255, train/predict.c). n x k, malloc'd; NULL on failure. */
+ * times the float 1 / 255, pool/rpool.c). n x k, malloc'd; NULL on failure. */
 static float *pt_logits(const rm_model *m, const uint8_t *rgb, int n)
 {
     size_t px = (size_t)m->image_size * m->image_size * 3;
@@ -168,7 +169,7 @@ static void cmp_probs(const double *p, const float *q, int n, int k, ort_cmp *c)
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < k; j++)
             c->prob = fmax(c->prob, fabs(p[(size_t)i * k + j] - q[(size_t)i * k + j]));
-        c->top1_diff += prd_argmax(p + (size_t)i * k, k) != argmax_f(q + (size_t)i * k, k);
+        c->top1_diff += inf_argmax(p + (size_t)i * k, k) != argmax_f(q + (size_t)i * k, k);
     }
 }
 
@@ -389,7 +390,7 @@ static const live_fix *live_fixture(void)
     return &f;
 }
 
-/* The files' pixels as predict decodes them for m (train/predict.c, decode_file): a
+/* The files' pixels as predict decodes them for m (pipe_decode_file): a
  * JPEG by jpg_decode_into with m's crop and fast-decode settings, a PNG by
  * png_decode_rgb, img_crop_box and img_resize. n x S x S x 3 bytes, malloc'd; NULL
  * (the reason printed) when one fails. */
@@ -659,7 +660,7 @@ static void live_compare(const char *what, const live_fix *f, const char *run,
         cx.top1_diff += top1_diff(labx, po, n, k);
         cmp_logits(lx, lo, n, k, &cx);
         for (int i = 0; i < n; i++)
-            prd_softmax(lr + (size_t)i * k, k, pin + (size_t)i * k);
+            inf_softmax(lr + (size_t)i * k, k, pin + (size_t)i * k);
         cmp_probs(pin, po, n, k, &cr);
         cmp_logits(lr, lo, n, k, &cr);
         cr.top1_diff += top1_diff(labr, po, n, k);

@@ -814,3 +814,65 @@ TEST(class_name_tables_compiled_in_from_assets)
     for (size_t i = 0; i < ds_imagenet_class_count; i++)
         T_CHECKF(ds_imagenet_classes[i][0] != '\0', "class %zu has no name", i);
 }
+
+/* The file source (predict's): the files in order, batch after batch; a file that
+ * fails keeps its place (black, label -1) with its error in file_errors, the others
+ * decoded as pipe_decode_file decodes them. */
+TEST(pipeline_file_source_keeps_order_and_each_files_error)
+{
+    const char *dir = t_tmpdir();
+    char paths[5][4200];
+    const char *names[5] = { "a.jpg", "b.jpg", "c.jpg", "d", "e.jpg" };
+    for (int i = 0; i < 5; i++)
+        snprintf(paths[i], sizeof paths[i], "%s/%s", dir, names[i]);
+    pt_err e;
+    for (int i = 0; i < 5; i += 2) {
+        uint8_t *buf;
+        size_t len;
+        T_REQUIRE(fx_demo_jpeg(i, 7, 40, &buf, &len) == PT_OK);
+        T_REQUIRE(util_write_file_atomic(paths[i], buf, len, &e) == PT_OK);
+        free(buf);
+    }
+    T_REQUIRE(util_write_file_atomic(paths[1], "not an image", 12, &e) == PT_OK);
+    T_REQUIRE(util_mkdirs(paths[3], &e) == PT_OK);
+    char *files[5] = { paths[0], paths[1], paths[2], paths[3], paths[4] };
+    pt_err errs[5];
+    pipe_config c;
+    pipe_config_defaults(&c);
+    c.files = files;
+    c.n_files = 5;
+    c.file_errors = errs;
+    c.labeled = 0;
+    c.image_w = c.image_h = 16;
+    c.batch_size = 2;
+    c.workers = 2;
+    pipeline *p;
+    T_REQUIRE(pipe_create(&c, &p, &e) == PT_OK);
+    jpg_codec *jc = jpg_codec_new();
+    img_scratch sc = { 0 };
+    uint8_t want[16 * 16 * 3];
+    batch *b;
+    long long next = 0;
+    int got;
+    while ((got = pipe_next(p, &b, &e)) == 1) {
+        T_EQ_INT(b->n, next < 4 ? 2 : 1);
+        for (int i = 0; i < b->n; i++, next++) {
+            T_EQ_INT((int)b->src[i].record, (int)next);
+            T_EQ_INT(b->label[i], -1);
+            int ok = pipe_decode_file(jc, &sc, files[next], 0, want, 16, 1, 0, &e) == PT_OK;
+            T_EQ_INT(errs[next].code == PT_OK, ok);
+            if (ok)
+                T_CHECK(memcmp(batch_image(b, i), want, sizeof want) == 0);
+            else
+                T_EQ_STR(errs[next].file, files[next]);
+        }
+        pipe_release(p, b);
+    }
+    T_EQ_INT(got, 0);
+    T_EQ_INT((int)next, 5);
+    T_CHECK(errs[1].code != PT_OK && errs[3].code != PT_OK);
+    T_CHECK(strstr(errs[3].msg, "a folder") != NULL);
+    pipe_destroy(p);
+    jpg_codec_free(jc);
+    img_scratch_free(&sc);
+}

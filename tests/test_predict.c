@@ -1,5 +1,5 @@
 /* Tests of inference: the inference-only context (nn_ctx_new_infer), opening a run
- * for inference (train/runmodel.h), the predict engine (train/predict.h) and the
+ * for inference (train/runmodel.h), the predict engine (infer/predict.h) and the
  * predict and ensemble commands. */
 #include <stdint.h>
 #include <stdio.h>
@@ -93,7 +93,7 @@ TEST(predict_infer_ctx_mobilenetv2)
 #include "io/example.h"
 #include "io/png.h"
 #include "io/tfrecord.h"
-#include "train/predict.h"
+#include "infer/predict.h"
 #include "run/runfolder.h"
 #include "train/runmodel.h"
 

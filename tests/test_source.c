@@ -10,7 +10,11 @@
  *   with '}', both counted; the code's style puts them there). Every offender is
  *   named, not just the first;
  * - the floors of core/ (issue 41): no file includes a header from a floor above its
- *   own (FLOORS below, low to high); every offending line is named.
+ *   own (FLOORS below, low to high); every offending line is named;
+ * - pthread_create appears (outside comments) in core/, ui/ and src/ only in the
+ *   replica pool (core/pool/), the data pipeline's workers (core/data/pipeline.c),
+ *   core/data/shards.c and the engine's own threads (core/engine.c); never in
+ *   core/infer/. Every offender is named with its line.
  * The tree is the working folder under `make test`; elsewhere it is found from the
  * test binary's path (build/tests/run-tests). */
 #include "tests/t.h"
@@ -504,6 +508,50 @@ static int run_name_offences(const char *rel, const char *t, size_t len)
 }
 
 TEST(source_run_folder_names_only_in_core_run)
+/* ---- threads ----------------------------------------------------------------------- */
+
+/* Where a source file may start threads (issue 41): the pool, the pipeline's workers,
+ * shards' encoders, the engine's run and sampler threads. ui/ and src/ start none. */
+static int may_start_threads(const char *rel)
+{
+    return strncmp(rel, "core/pool/", 10) == 0 || strcmp(rel, "core/data/pipeline.c") == 0 ||
+           strcmp(rel, "core/data/shards.c") == 0 || strcmp(rel, "core/engine.c") == 0;
+}
+
+/* Occurrences of word on line, outside comments and string literals; *in_comment
+ * carries a block comment from line to line. */
+static int count_code_word(const char *line, const char *word, int *in_comment)
+{
+    size_t wl = strlen(word);
+    int n = 0;
+    for (const char *c = line; *c; c++) {
+        if (*in_comment) {
+            if (c[0] == '*' && c[1] == '/') {
+                *in_comment = 0;
+                c++;
+            }
+        } else if (c[0] == '/' && c[1] == '*') {
+            *in_comment = 1;
+            c++;
+        } else if (c[0] == '/' && c[1] == '/') {
+            break;
+        } else if (*c == '"' || *c == '\'') {
+            char q = *c;
+            for (c++; *c && *c != q; c++)
+                if (*c == '\\' && c[1])
+                    c++;
+            if (!*c)
+                break;
+        } else if (strncmp(c, word, wl) == 0 && (c == line || !(isalnum((unsigned char)c[-1]) ||
+                                                               c[-1] == '_'))) {
+            n++;
+            c += wl - 1;
+        }
+    }
+    return n;
+}
+
+TEST(source_threads_only_in_the_pool)
 {
     const char *root = source_root();
     T_REQUIRE(root != NULL); /* the sources, beside or above the test binary */
@@ -538,5 +586,30 @@ TEST(source_run_folder_names_only_in_core_run)
     T_EQ_INT(literal_names("as RUN/model.onnx", 17, "model.onnx"), 0);
     T_EQ_INT(literal_names("model.onnx", 10, "model.onnx"), 1);
     T_EQ_INT(literal_names("my.model.onnx", 13, "model.onnx"), 0);
+    T_CHECKF(all.n > 50, "only %d sources found", all.n);
+    int in_pool = 0;
+    for (int i = 0; i < all.n; i++) {
+        lines L;
+        int ok = read_lines(root, all.v[i], &L) == 0;
+        T_CHECKF(ok, "%s: cannot be read", all.v[i]);
+        if (!ok)
+            continue;
+        int in_comment = 0;
+        for (int k = 0; k < L.n; k++) {
+            int n = count_code_word(L.at[k], "pthread_create", &in_comment);
+            if (n == 0)
+                continue;
+            if (strncmp(all.v[i], "core/pool/", 10) == 0)
+                in_pool += n;
+            T_CHECKF(may_start_threads(all.v[i]),
+                     "%s:%d: pthread_create outside the replica pool, the pipeline's "
+                     "workers, shards and the engine%s", all.v[i], k + 1,
+                     strncmp(all.v[i], "core/infer/", 11) == 0 ? " (inference makes no threads: "
+                                                                  "it runs on the pool)" : "");
+        }
+        lines_free(&L);
+    }
+    /* Not vacuous: the pool itself is found and read. */
+    T_CHECKF(in_pool > 0, "no pthread_create found in core/pool/");
     paths_free(&all);
 }

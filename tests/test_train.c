@@ -18,11 +18,12 @@
 #include "run/checkpoint.h"
 #include "train/ema.h"
 #include "train/metrics.h"
-#include "train/optim.h"
+#include "nn/optim.h"
 #include "train/progress.h"
 #include "train/feed.h"
 #include "train/schedule.h"
-#include "train/strategy.h"
+#include "infer/infer.h"
+#include "pool/rpool.h"
 
 /* ---- schedule ----------------------------------------------------------------- */
 
@@ -106,7 +107,7 @@ TEST(optim_sgd_momentum_mask_and_weight_decay)
 
 /* ---- metrics ------------------------------------------------------------------ */
 
-/* met_mean_softmax: the log of the mean of two softmaxes, row by row, safe for large
+/* inf_mean_softmax: the log of the mean of two softmaxes, row by row, safe for large
  * logits. */
 TEST(metrics_mean_softmax_averages_probabilities)
 {
@@ -114,7 +115,7 @@ TEST(metrics_mean_softmax_averages_probabilities)
      * rows keep their softmax. Row 2: logits far beyond exp's range. */
     float a[6] = { 0.0f, 0.0f, 2.0f, -1.0f, 1000.0f, -1000.0f };
     float b[6] = { logf(3.0f), 0.0f, 2.0f, -1.0f, -1000.0f, 1000.0f };
-    met_mean_softmax(a, b, 3, 2);
+    inf_mean_softmax(a, b, 3, 2);
     T_NEAR(exp(a[0]), 0.625, 1e-6);
     T_NEAR(exp(a[1]), 0.375, 1e-6);
     double s1 = 1.0 / (1.0 + exp(-3.0));
@@ -127,8 +128,8 @@ TEST(metrics_mean_softmax_averages_probabilities)
     float x2[3], y2[3];
     memcpy(x2, y, sizeof x2);
     memcpy(y2, x, sizeof y2);
-    met_mean_softmax(x, y, 1, 3);
-    met_mean_softmax(x2, y2, 1, 3);
+    inf_mean_softmax(x, y, 1, 3);
+    inf_mean_softmax(x2, y2, 1, 3);
     for (int c = 0; c < 3; c++)
         T_CHECK(x[c] == x2[c]);
 }
@@ -212,11 +213,11 @@ static float *train_split(int R, int B, int A, size_t *np)
         return NULL;
     opt o;
     opt_init(&o, OPT_ADAM, nn_param_count(m), 0, 0);
-    strat_config c = { .model = m, .optimizer = &o, .replicas = R, .batch_per_replica = B,
+    rpool_config c = { .model = m, .optimizer = &o, .replicas = R, .batch_per_replica = B,
                        .grad_acc = A };
-    strat *s;
+    rpool *s;
     pt_err e;
-    if (strat_new(&c, &s, &e) != PT_OK) {
+    if (rpool_new(&c, &s, &e) != PT_OK) {
         printf("  %s\n", e.msg);
         return NULL;
     }
@@ -226,8 +227,8 @@ static float *train_split(int R, int B, int A, size_t *np)
     for (int t = 1; t <= 3; t++) {
         for (int a = 0; a < A; a++)
             fill_batch(bs[a], (t - 1) * 16 + a * R * B, R * B, classes);
-        strat_result res;
-        if (strat_update(s, bs, 1e-2, t, 5, &res, NULL, &e) != PT_OK || !res.finite ||
+        rpool_result res;
+        if (rpool_update(s, bs, 1e-2, t, 5, &res, NULL, &e) != PT_OK || !res.finite ||
             res.examples != 16) {
             printf("  update failed: %s\n", e.msg);
             return NULL;
@@ -235,7 +236,7 @@ static float *train_split(int R, int B, int A, size_t *np)
     }
     for (int a = 0; a < A; a++)
         batch_free(bs[a]);
-    strat_free(s);
+    rpool_free(s);
     *np = nn_param_count(m);
     float *w = malloc(*np * sizeof *w);
     memcpy(w, nn_params(m), *np * sizeof *w);
@@ -283,11 +284,11 @@ TEST(strategy_non_finite_loss_skips_the_step)
     T_REQUIRE(m);
     opt o;
     opt_init(&o, OPT_ADAM, nn_param_count(m), 0, 0);
-    strat_config c = { .model = m, .optimizer = &o, .replicas = 2, .batch_per_replica = 4,
+    rpool_config c = { .model = m, .optimizer = &o, .replicas = 2, .batch_per_replica = 4,
                        .grad_acc = 1 };
-    strat *s;
+    rpool *s;
     pt_err e;
-    T_REQUIRE(strat_new(&c, &s, &e) == PT_OK);
+    T_REQUIRE(rpool_new(&c, &s, &e) == PT_OK);
     batch *b = batch_new(8, size, size);
     fill_batch(b, 0, 8, classes);
     /* Poison one dense weight: every logit that uses it becomes NaN. */
@@ -295,18 +296,18 @@ TEST(strategy_non_finite_loss_skips_the_step)
     float *before = malloc(np * sizeof *before);
     nn_params(m)[np - classes - 1] = NAN;
     memcpy(before, nn_params(m), np * sizeof *before);
-    strat_result res;
-    T_REQUIRE(strat_update(s, &b, 1e-2, 1, 5, &res, NULL, &e) == PT_OK);
+    rpool_result res;
+    T_REQUIRE(rpool_update(s, &b, 1e-2, 1, 5, &res, NULL, &e) == PT_OK);
     T_EQ_INT(res.finite, 0);
     T_CHECK(memcmp(before, nn_params(m), (np - classes - 1) * sizeof *before) == 0);
     /* Fixed weight: the next update is finite and moves the weights. */
     nn_params(m)[np - classes - 1] = 0.01f;
-    T_REQUIRE(strat_update(s, &b, 1e-2, 1, 5, &res, NULL, &e) == PT_OK);
+    T_REQUIRE(rpool_update(s, &b, 1e-2, 1, 5, &res, NULL, &e) == PT_OK);
     T_EQ_INT(res.finite, 1);
     T_CHECK(memcmp(before, nn_params(m), (np - classes - 1) * sizeof *before) != 0);
     /* Prediction matches a single-context forward. */
     float *logits = malloc(8 * classes * sizeof(float));
-    T_REQUIRE(strat_predict(s, b, logits, &e) == PT_OK);
+    T_REQUIRE(rpool_infer(s, b->images, b->n, logits, &e) == PT_OK);
     nn_ctx *ctx = nn_ctx_new(m, 8, &e);
     float *in = malloc((size_t)8 * size * size * 3 * sizeof(float));
     for (int i = 0; i < 8 * size * size * 3; i++)
@@ -319,7 +320,7 @@ TEST(strategy_non_finite_loss_skips_the_step)
     free(logits);
     free(before);
     batch_free(b);
-    strat_free(s);
+    rpool_free(s);
     opt_free(&o);
     nn_model_free(m);
 }
@@ -652,10 +653,10 @@ TEST(checkpoint_with_a_section_twice_is_refused)
 TEST(strategy_recompute_is_chosen_by_memory_and_changes_no_bits)
 {
     const size_t gib = (size_t)1 << 30;
-    T_EQ_INT(strat_recompute_auto(5 * gib, 2, 24 * gib), 1);   /* 512 px, 2 x 16 */
-    T_EQ_INT(strat_recompute_auto(gib, 2, 24 * gib), 0);       /* 224 px */
-    T_EQ_INT(strat_recompute_auto(3 * gib, 2, 24 * gib), 0);   /* exactly a quarter */
-    T_EQ_INT(strat_recompute_auto(5 * gib, 2, 0), 0);          /* memory unknown */
+    T_EQ_INT(rpool_recompute_auto(5 * gib, 2, 24 * gib), 1);   /* 512 px, 2 x 16 */
+    T_EQ_INT(rpool_recompute_auto(gib, 2, 24 * gib), 0);       /* 224 px */
+    T_EQ_INT(rpool_recompute_auto(3 * gib, 2, 24 * gib), 0);   /* exactly a quarter */
+    T_EQ_INT(rpool_recompute_auto(5 * gib, 2, 0), 0);          /* memory unknown */
     const int size = 32, classes = 4, R = 2, B = 4;
     float *w[2] = { NULL, NULL };
     size_t bytes[2] = { 0, 0 }, np = 0;
@@ -668,20 +669,20 @@ TEST(strategy_recompute_is_chosen_by_memory_and_changes_no_bits)
         np = nn_param_count(m);
         opt o;
         opt_init(&o, OPT_ADAM, np, 0, 0);
-        strat_config c = { .model = m, .optimizer = &o, .replicas = R, .batch_per_replica = B,
+        rpool_config c = { .model = m, .optimizer = &o, .replicas = R, .batch_per_replica = B,
                            .grad_acc = 1, .recompute = k };
-        strat *s;
-        T_REQUIRE(strat_new(&c, &s, &e) == PT_OK);
-        strat_memory_note(s, note[k], sizeof note[k]);
+        rpool *s;
+        T_REQUIRE(rpool_new(&c, &s, &e) == PT_OK);
+        rpool_memory_note(s, note[k], sizeof note[k]);
         batch *b = batch_new(R * B, size, size);
         for (int t = 1; t <= 2; t++) {
             fill_batch(b, t * R * B, R * B, classes);
-            strat_result res;
-            T_REQUIRE(strat_update(s, &b, 1e-2, t, 5, &res, NULL, &e) == PT_OK);
+            rpool_result res;
+            T_REQUIRE(rpool_update(s, &b, 1e-2, t, 5, &res, NULL, &e) == PT_OK);
         }
         batch_free(b);
-        bytes[k] = strat_replica_bytes(s);
-        strat_free(s);
+        bytes[k] = rpool_replica_bytes(s);
+        rpool_free(s);
         w[k] = malloc(np * sizeof *w[k]);
         memcpy(w[k], nn_params(m), np * sizeof *w[k]);
         opt_free(&o);

@@ -59,6 +59,7 @@ struct pipeline {
     int stream_done;        /* no more records will come from the shards */
     int plan_eof;           /* no more batches will be planned */
     uint64_t next_seq;
+    long long next_file;    /* the file source: the next path's index */
     jpg_codec *plan_codec;  /* header checks */
 
     /* ---- batches ---- */
@@ -241,6 +242,29 @@ bad:
     return NULL;
 }
 
+/* The file source's next path as a rec of no bytes (src.shard -1, src.record its
+ * index): the worker reads it. */
+static rec *file_next(pipeline *p)
+{
+    if (p->next_file >= p->cfg.n_files || is_failed(p)) {
+        p->stream_done = 1;
+        return NULL;
+    }
+    rec *r = calloc(1, sizeof *r);
+    if (!r) {
+        pthread_mutex_lock(&p->lock);
+        p->failed = 1;
+        err_set(&p->fail_err, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+        pthread_mutex_unlock(&p->lock);
+        return NULL;
+    }
+    atomic_store(&r->refs, 1);
+    r->label = -1;
+    r->src = (batch_src){ .shard = -1, .record = p->next_file++, .offset = PT_NO_OFFSET };
+    atomic_fetch_add(&p->records_read, 1);
+    return r;
+}
+
 /* Next element of the (oversampled) record stream, or NULL at its end. */
 static rec *stream_next(pipeline *p)
 {
@@ -248,6 +272,8 @@ static rec *stream_next(pipeline *p)
         p->pending_left--;
         return p->pending;
     }
+    if (p->cfg.files)
+        return file_next(p);
     while (!p->stream_done) {
         if (is_failed(p))
             return NULL;
@@ -407,10 +433,26 @@ static int decode_rec(const pipeline *p, jpg_codec *codec, const rec *r, uint64_
                              p->cfg.fast_decode, e);
 }
 
+/* The file source's path r into example m of b; a failure keeps its place, black, its
+ * error in file_errors (written by this worker alone, read once the batch is out). */
+static void keep_file(pipeline *p, jpg_codec *codec, img_scratch *scratch, const rec *r,
+                      batch *b, int m)
+{
+    long long i = r->src.record;
+    pt_err *fe = &p->cfg.file_errors[i];
+    if (pipe_decode_file(codec, scratch, p->cfg.files[i], p->cfg.max_file_bytes,
+                         batch_image(b, m), b->w, p->cfg.crop, p->cfg.fast_decode, fe) != PT_OK)
+        memset(batch_image(b, m), 0, (size_t)b->w * b->h * 3);
+    b->label[m] = -1;
+    b->id[m][0] = '\0';
+    b->src[m] = r->src;
+}
+
 static void *worker_main(void *arg)
 {
     pipeline *p = arg;
     jpg_codec *codec = jpg_codec_new();
+    img_scratch scratch = { 0 };    /* the file source's resizing */
     void *aug_ws = NULL;
     rec **items = calloc((size_t)p->cfg.batch_size, sizeof *items);
     if (!codec || !items) {
@@ -460,7 +502,10 @@ static void *worker_main(void *arg)
                 rec_unref(r);
                 continue;
             }
-            if (decode_rec(p, codec, r, seq, i, batch_image(b, m), b->w, b->h, &je) == PT_OK) {
+            if (r->src.shard < 0) {
+                keep_file(p, codec, &scratch, r, b, m++);
+            } else if (decode_rec(p, codec, r, seq, i, batch_image(b, m), b->w, b->h, &je) ==
+                       PT_OK) {
                 b->label[m] = r->label;
                 memcpy(b->id[m], r->id, BATCH_ID_MAX);
                 b->src[m] = r->src;
@@ -490,6 +535,7 @@ out:
         p->cfg.augment_ws_free(aug_ws);
     free(items);
     jpg_codec_free(codec);
+    img_scratch_free(&scratch);
     pthread_mutex_lock(&p->lock);
     p->workers_alive--;
     pthread_cond_broadcast(&p->ready_cv);
@@ -623,10 +669,15 @@ void pipe_get_stats(pipeline *p, pipe_stats *s)
 int pipe_create(const pipe_config *cfg, pipeline **out, pt_err *e)
 {
     *out = NULL;
-    if (!cfg->split || cfg->batch_size <= 0 || cfg->image_w <= 0 || cfg->image_h <= 0 ||
-        (cfg->labeled && cfg->n_classes <= 0))
+    if ((!cfg->split && !cfg->files) || cfg->batch_size <= 0 || cfg->image_w <= 0 ||
+        cfg->image_h <= 0 || (cfg->labeled && cfg->n_classes <= 0) ||
+        (cfg->files && (cfg->split || cfg->labeled || !cfg->file_errors ||
+                        cfg->image_w != cfg->image_h)))
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                       "pipeline: split, image size, batch size and classes are required");
+                       "pipeline: a split (or files, unlabeled, square), image size, batch "
+                       "size and classes are required");
+    for (long long i = 0; cfg->files && i < cfg->n_files; i++)
+        err_clear(&cfg->file_errors[i]);
     if (cfg->slice_count < 0 || cfg->slice_first < 0 ||
         (cfg->slice_count > 0 && cfg->slice_first >= cfg->batch_size))
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
@@ -640,7 +691,7 @@ int pipe_create(const pipe_config *cfg, pipeline **out, pt_err *e)
         p->cfg.workers = 1;
     if (p->cfg.prefetch < 1)
         p->cfg.prefetch = 1;
-    p->n_shards = cfg->split->n_shards;
+    p->n_shards = cfg->split ? cfg->split->n_shards : 0;
     p->n_slots = cfg->interleave > 0 ? cfg->interleave : 4;
     if (p->n_slots > p->n_shards)
         p->n_slots = p->n_shards > 0 ? p->n_shards : 1;

@@ -33,6 +33,13 @@
  * and quick); with stop_on_error the first one stops the stream and pipe_next()
  * returns it.
  *
+ * A source of image files instead (files, split NULL): the files in the given order,
+ * one batch of batch_size after the other, each read and decoded by the workers as
+ * pipe_decode_file does (JPEG or PNG, centre crop, resize to image_w = image_h). A
+ * file that fails keeps its place in its batch (its pixels black, label -1) and its
+ * error goes to file_errors[its index], not to on_error; src.record is the file's
+ * index, src.shard -1.
+ *
  * Ownership: pipe_create() copies the configuration; the split and the oversampling
  * table it points to must outlive the pipeline. Batches returned by pipe_next()
  * belong to the pipeline: give each back with pipe_release(). pipe_destroy() stops
@@ -47,6 +54,8 @@
 #include "base/err.h"
 #include "data/batch.h"
 #include "data/dataset.h"
+#include "data/image.h"
+#include "data/jpeg.h"
 #include "data/sampler.h"
 
 /* Augmentation hook, run by workers on each decoded batch. *ws is a per-worker slot
@@ -89,6 +98,13 @@ typedef struct pipe_config {
     int slice_first;        /* slice_count > 0: hand out only examples [slice_first, */
     int slice_count;        /*   slice_first + slice_count) of each planned batch */
     int augment_whole;      /* the augmentation mixes examples: slice after it */
+    /* The file source (split NULL): paths, their count, the caller's array of
+     * n_files errors (cleared by the pipeline; code PT_OK for a file decoded), and
+     * the largest file read (0: any). Paths and errors must outlive the pipeline. */
+    char *const *files;
+    long long n_files;
+    pt_err *file_errors;
+    long long max_file_bytes;
 } pipe_config;
 
 /* Defaults for everything but split, sizes, batch size and classes. */
@@ -120,5 +136,12 @@ typedef struct pipe_stats {
 } pipe_stats;
 
 void pipe_get_stats(pipeline *p, pipe_stats *s);
+
+/* One image file into out (S x S x 3): refused over max_bytes (0: any size) or when a
+ * folder; JPEG or PNG decoded as imf_decode does (data/imgfile.h). Errors name the
+ * file. jc and scratch are the calling thread's. In pipeline_files.c. */
+int pipe_decode_file(jpg_codec *jc, img_scratch *scratch, const char *path,
+                     long long max_bytes, uint8_t *out, int S, int crop, int fast_decode,
+                     pt_err *e);
 
 #endif

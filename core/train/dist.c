@@ -585,3 +585,32 @@ int dist_gatherv(const void *mine, size_t bytes, void *all, size_t all_cap, size
     free(displs);
     return rc;
 }
+
+/* ---- the replica pool's reduce plug-in ---- */
+
+/* A rpool_sum is a dist_sum under the pool's name for it. */
+static rpool_sum *red_sum_new(size_t n) { return (rpool_sum *)dist_sum_new(n); }
+static void red_sum_free(rpool_sum *q) { dist_sum_free((dist_sum *)q); }
+static int red_sum_start(rpool_sum *q, float *v, size_t n, pt_err *e)
+{
+    return dist_sum_start((dist_sum *)q, v, n, e);
+}
+static int red_sum_test(rpool_sum *q, int *done, pt_err *e)
+{
+    return dist_sum_test((dist_sum *)q, done, e);
+}
+static int red_sum_wait(rpool_sum *q, pt_err *e) { return dist_sum_wait((dist_sum *)q, e); }
+
+const rpool_reducer *dist_reducer(void)
+{
+    static rpool_reducer r;
+    r = (rpool_reducer){ .ranks = dist_size(), .rank = dist_rank(), .slice = dist_slice,
+                         .allgather = dist_allgather,
+                         .reduce_scatter_floats = dist_reduce_scatter_floats,
+                         .allgather_floats = dist_allgather_floats,
+                         .sum_doubles = dist_sum_doubles, .max_int = dist_max_int,
+                         .sum_new = red_sum_new, .sum_free = red_sum_free,
+                         .sum_start = red_sum_start, .sum_test = red_sum_test,
+                         .sum_wait = red_sum_wait };
+    return &r;
+}

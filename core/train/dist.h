@@ -28,6 +28,7 @@
 #include <stddef.h>
 
 #include "base/err.h"
+#include "pool/rpool.h"
 
 /* 1 when this process was started by mpirun (or another MPI launcher), judged from
  * the environment alone; no MPI call. */
@@ -104,6 +105,10 @@ int dist_gatherv(const void *mine, size_t bytes, void *all, size_t all_cap, size
                  int root, pt_err *e);
 
 /* Seconds this process has spent inside collectives (waiting included). */
+/* The replica pool's reduce plug-in (pool/rpool.h) over this job's ranks: the
+ * collectives above, filled in for the pool, which knows no MPI. Static; call after
+ * dist_init(). */
+const rpool_reducer *dist_reducer(void);
 double dist_comm_seconds(void);
 
 #endif

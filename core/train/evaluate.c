@@ -14,38 +14,17 @@
 
 #include "base/json.h"
 #include "base/util.h"
-#include "data/augment.h"
+#include "infer/infer.h"
 #include "train/metrics.h"
 #include "train/trainer_impl.h"
 
-static void softmax_top(const float *logits, int k, int *arg, float *p)
-{
-    int best = 0;
-    for (int c = 1; c < k; c++)
-        if (logits[c] > logits[best])
-            best = c;
-    double sum = 0;
-    for (int c = 0; c < k; c++)
-        sum += exp((double)logits[c] - logits[best]);
-    *arg = best;
-    *p = (float)(1.0 / sum);
-}
-
-/* logits[b->n][classes] of the batch. With --tta flip they are the log of the mean
- * of the softmax of each image and of its mirror image (met_mean_softmax), so the loss
- * and the argmax downstream need nothing else; the batch's pixels are mirrored on the
- * way. spare has room for one batch's logits. */
+/* logits[b->n][classes] of the batch (infer/infer.h); with --tta flip the log of the
+ * mean of the softmax of each image and of its mirror image, the batch's pixels
+ * mirrored on the way. spare has room for one batch's logits. */
 static int predict_batch(trn *r, batch *b, float *logits, float *spare, pt_err *e)
 {
-    int rc = strat_predict(r->st, b, logits, e);
-    if (rc != PT_OK || r->cfg->tta != RUN_TTA_FLIP)
-        return rc;
-    for (int i = 0; i < b->n; i++)
-        aug_flip(batch_image(b, i), b->h, b->w, 1, 0);
-    if ((rc = strat_predict(r->st, b, spare, e)) != PT_OK)
-        return rc;
-    met_mean_softmax(logits, spare, b->n, r->n_classes);
-    return PT_OK;
+    return inf_logits(r->st, b->images, b->n, b->h, b->w, r->cfg->tta == RUN_TTA_FLIP, logits,
+                      spare, e);
 }
 
 static int open_eval_pipe(trn *r, const ds_split *split, int labeled, pipeline **p, pt_err *e)
@@ -107,7 +86,7 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
         for (int i = 0; i < bn && n < cap; i++, n++) {
             int arg;
             float pr;
-            softmax_top(blogits + (size_t)i * r->n_classes, r->n_classes, &arg, &pr);
+            inf_top1(blogits + (size_t)i * r->n_classes, r->n_classes, &arg, &pr);
             labels[n] = blabel[i];
             preds[n] = arg;
             conf[n] = pr;
@@ -197,7 +176,7 @@ static int predict_test(trn *r, pt_err *e)
         for (int i = 0; i < bn && n < cap; i++, n++) {
             int arg;
             float pr;
-            softmax_top(blogits + (size_t)i * r->n_classes, r->n_classes, &arg, &pr);
+            inf_top1(blogits + (size_t)i * r->n_classes, r->n_classes, &arg, &pr);
             preds[n] = arg;
             memcpy(ids[n], r->ranks > 1 ? g.id[i] : b->id[i], BATCH_ID_MAX);
         }

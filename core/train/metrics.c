@@ -49,30 +49,3 @@ void met_from_confusion(const long long *cm, int k, met_summary *s, double *prec
     s->recall = present ? sr / present : 0.0;
     s->f1 = present ? sf / present : 0.0;
 }
-
-/* The row's maximum and the sum of exp(x - maximum): its softmax is exp(x - top) / sum. */
-static void softmax_norm(const float *x, int k, float *top, double *sum)
-{
-    *top = x[0];
-    for (int c = 1; c < k; c++)
-        *top = x[c] > *top ? x[c] : *top;
-    *sum = 0;
-    for (int c = 0; c < k; c++)
-        *sum += exp((double)x[c] - *top);
-}
-
-void met_mean_softmax(float *a, const float *b, int n, int k)
-{
-    for (int i = 0; i < n; i++) {
-        float *ra = a + (size_t)i * k;
-        const float *rb = b + (size_t)i * k;
-        float ta, tb;
-        double sa, sb;
-        softmax_norm(ra, k, &ta, &sa);
-        softmax_norm(rb, k, &tb, &sb);
-        for (int c = 0; c < k; c++) {
-            double p = 0.5 * (exp((double)ra[c] - ta) / sa + exp((double)rb[c] - tb) / sb);
-            ra[c] = (float)log(p > 1e-30 ? p : 1e-30);
-        }
-    }
-}

@@ -22,9 +22,4 @@ void met_confusion(const int32_t *labels, const int32_t *preds, size_t n, int k,
 void met_from_confusion(const long long *cm, int k, met_summary *s, double *precision,
                         double *recall, double *f1, long long *support);
 
-/* Test-time augmentation: a[i] becomes log((softmax(a[i]) + softmax(b[i])) / 2) for
- * each of the n rows of k logits, a log-probability whose softmax is that mean (rows
- * of a and b may hold any finite logits; probabilities are floored at 1e-30). */
-void met_mean_softmax(float *a, const float *b, int n, int k);
-
 #endif

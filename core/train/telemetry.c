@@ -44,7 +44,7 @@ static void spark_point(tlm *t, int zero)
     t->spark_n++;
 }
 
-void tlm_sample(tlm *t, strat *st, int R, double peak, double idle_this_update)
+void tlm_sample(tlm *t, rpool *st, int R, double peak, double idle_this_update)
 {
     double now = util_now();
     double dt = now - t->t;
@@ -52,8 +52,8 @@ void tlm_sample(tlm *t, strat *st, int R, double peak, double idle_this_update)
         return;
     double a = 1.0 - exp(-dt / TELEMETRY_TAU);
     for (int q = 0; q < R && q < RUN_MAX_REPLICAS; q++) {
-        strat_counters c;
-        strat_get_counters(st, q, &c);
+        rpool_counters c;
+        rpool_get_counters(st, q, &c);
         tlm_replica *p = &t->rep[q];
         double d_busy = c.busy - p->busy, d_flops = c.flops - p->flops;
         double ips = (double)(c.examples - p->ex) / dt;

@@ -2,7 +2,7 @@
  * the counters at the last sample and the smoothed images/s, busy, idle and MXU
  * shares (time constant TELEMETRY_TAU), the images/s sparklines, and a job's
  * replica-to-rank-and-host map and collective time. It computes them from the
- * strategy's counters; the trainer publishes them (train/progress.h owns what the
+ * replica pool's counters; the trainer publishes them (train/progress.h owns what the
  * UI sees) and trainer_dist.c fills in the other ranks' replicas on rank 0.
  *
  * Ownership: a plain value inside the trainer's state; nothing to free.
@@ -11,7 +11,7 @@
 #define PT_TELEMETRY_H
 
 #include "run.h"
-#include "train/strategy.h"
+#include "pool/rpool.h"
 
 /* One replica's telemetry: counters at the last sample and smoothed figures. */
 typedef struct tlm_replica {
@@ -42,7 +42,7 @@ void tlm_resume(tlm *t, double now);
 /* After an update: the R replicas' counters from st, smoothed (peak: the
  * single-core sgemm GFLOP/s the MXU share is of); a sparkline point every
  * half second. */
-void tlm_sample(tlm *t, strat *st, int R, double peak, double idle_this_update);
+void tlm_sample(tlm *t, rpool *st, int R, double peak, double idle_this_update);
 /* The run pauses: the replicas' figures go to zero and a zero sparkline point is
  * added; their smoothing starts afresh when it goes on. */
 void tlm_idle(tlm *t);

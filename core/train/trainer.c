@@ -338,13 +338,14 @@ static int step_build_model(trn *r, pt_err *e)
 static int step_start_replicas(trn *r, pt_err *e)
 {
     trn_set_state(r, RUN_PREPARING, "allocating the replicas' memory");
-    strat_config sc = { .stop = stop_asked, .stop_ctx = r, .model = r->model, .optimizer = &r->optim, .decay_mask = r->decay,
+    rpool_config sc = { .stop = stop_asked, .stop_ctx = r, .model = r->model, .optimizer = &r->optim, .decay_mask = r->decay,
                         .replicas = r->R, .batch_per_replica = r->B, .grad_acc = r->A,
                         .predict_batch = r->P,
                         .label_smoothing = (float)r->cfg->label_smoothing,
+                        .reducer = r->ranks > 1 ? dist_reducer() : NULL,
                         .first_replica = r->g0, .all_replicas = r->ranks > 1 ? r->G : 0,
                         .overlap = trn_dist_overlap(r), .recompute = r->cfg->recompute };
-    return strat_new(&sc, &r->st, e);
+    return rpool_new(&sc, &r->st, e);
 }
 
 static int step_measure_peak(trn *r, pt_err *e)
@@ -432,7 +433,7 @@ static void log_job(trn *r)
             r->ranks, dist_host(), r->G, r->U, r->G * r->B);
     int nb;
     long long sent, early;
-    strat_get_overlap(r->st, &nb, &sent, &early);
+    rpool_get_overlap(r->st, &nb, &sent, &early);
     if (nb > 0)
         trn_log(r, "gradients cross the ranks in %d bucket%s of about %zu floats, each sent "
                    "as soon as the backward pass has finished it",
@@ -480,7 +481,7 @@ static int step_log_plan(trn *r, pt_err *e)
                "peak %.1f GFLOP/s (%s)",
             cfg->model, nn_param_count(r->model), nn_trainable_count(r->model),
             nn_flops(r->model, 1, 0) * 1e-6, r->peak, nn_blas_corename());
-    strat_memory_note(r->st, summary, sizeof summary);
+    rpool_memory_note(r->st, summary, sizeof summary);
     trn_log(r, "%s", summary);
     if (ema_on(&r->avg))
         trn_log(r, "validation and predictions use a moving average of the weights (--ema %g)",
@@ -586,7 +587,7 @@ static int pause_point(trn *r, pt_err *e, int *stopped)
 
 /* One update: A batches from the pipeline, forward, backward, reduce, optimizer
  * step, then the training figures. *finite is 0 when the loss was not finite
- * (the strategy then leaves the weights as they were). */
+ * (the replica pool then leaves the weights as they were). */
 static int step(trn *r, batch **batches, int *finite, pt_err *e)
 {
     const run_config *cfg = r->cfg;
@@ -604,8 +605,8 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
     double idle = util_now() - t0;
     double comm0 = dist_comm_seconds();
     double lr = sched_lr(&r->sch, r->update);
-    strat_result res;
-    int rc = strat_update(r->st, batches, lr, r->update + 1,
+    rpool_result res;
+    int rc = rpool_update(r->st, batches, lr, r->update + 1,
                           cfg->seed ^ (uint64_t)r->update * 0x9e3779b97f4a7c15ULL, &res, r->preds, e);
     if (rc == PT_OK && res.finite && r->ranks > 1) {
         rc = trn_dist_train_cm(r, batches, e);
@@ -732,7 +733,7 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
     if (r->ranks > 1 && k < 1000) {
         int nb;
         long long sent, early;
-        strat_get_overlap(r->st, &nb, &sent, &early);
+        rpool_get_overlap(r->st, &nb, &sent, &early);
         k += snprintf(line + k, sizeof line - (size_t)k, " collectives %.1f ms/update",
                       1000 * r->tel.comm_per_update);
         if (nb > 0 && sent > 0)
@@ -756,7 +757,7 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
 static void free_run(trn *r)
 {
     pipe_destroy(r->train);
-    strat_free(r->st);
+    rpool_free(r->st);
     if (r->optim_ready)
         opt_free(&r->optim);
     nn_model_free(r->model);

@@ -42,7 +42,7 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
 {
     /* Every rank gets here at the same update; the moments of an optimizer sliced
      * across the ranks come together first. */
-    int rc = r->st ? strat_share_optimizer(r->st, e) : PT_OK;
+    int rc = r->st ? rpool_share_optimizer(r->st, e) : PT_OK;
     if (rc != PT_OK || r->rank != 0)
         return rc;
     char path[4200];

@@ -25,10 +25,10 @@
 #include "nn/nn.h"
 #include "train/curves.h"
 #include "train/ema.h"
-#include "train/optim.h"
+#include "nn/optim.h"
 #include "run/runfolder.h"
 #include "train/schedule.h"
-#include "train/strategy.h"
+#include "pool/rpool.h"
 #include "run/tboard.h"
 #include "train/telemetry.h"
 #include "train/trainer.h"
@@ -53,7 +53,7 @@ typedef struct trn {
     ema avg;                    /* what validation and predictions use (--ema) */
     uint8_t *decay;
     uint8_t *slow;              /* --freeze-epochs: 1 for the backbone's parameters */
-    strat *st;
+    rpool *st;
     pipeline *train;
     sched sch;
     double peak;

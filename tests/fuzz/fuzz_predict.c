@@ -1,4 +1,4 @@
-/* fuzz_predict — predict's file path (core/train/predict.c) on any bytes.
+/* fuzz_predict — predict's file path (core/infer/predict.c) on any bytes.
  *
  * The bytes are a file given to `petal-tui predict`: prd_files() reads it, tells JPEG
  * from PNG from neither, decodes (CMYK JPEGs through their own conversion), crops and
@@ -13,7 +13,7 @@
 #include <math.h>
 
 #include "nn/nn_models.h"
-#include "train/predict.h"
+#include "infer/predict.h"
 
 static rm_model model;
 

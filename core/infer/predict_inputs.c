@@ -8,7 +8,7 @@
 
 #include "base/util.h"
 #include "data/imgfile.h"
-#include "train/predict.h"
+#include "infer/predict.h"
 
 typedef struct walk {
     char **files;

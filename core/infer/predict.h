@@ -4,14 +4,15 @@
  * Images are made as validation makes them: a record goes through the input pipeline
  * itself (data/pipeline.h, in file order, with the run's crop and fast-decode
  * settings), so a run's validation record predicts exactly what validation logged; a
- * JPEG file is decoded by the same jpg_decode_into(); a PNG by png_decode_rgb(), then
- * the same centre crop and resize (img_crop_box, img_resize). Bytes / 255 as floats,
- * as training feeds them.
+ * file goes through the pipeline's file source (pipe_decode_file: a JPEG by the same
+ * jpg_decode_into(), a PNG by png_decode_rgb(), then the same centre crop and resize).
+ * The replica pool scales bytes to floats as training feeds them.
  *
- * Work: files are read and decoded on worker threads (a batch is decoded while the
- * one before is forwarded); each batch's forward pass is split over the replica
- * threads, each with an inference-only context (nn_ctx_new_infer). Softmax in double;
- * with tta_flip the mean of the probabilities of the image and its mirror image.
+ * Work: the pipeline's workers read and decode (batches ahead of the one being
+ * forwarded); each batch's forward pass runs on an inference-only replica pool
+ * (pool/rpool.h, o.replicas contexts from nn_ctx_new_infer); infer/infer.h gives the
+ * softmax in double and, with tta_flip, the mean of the probabilities of the image
+ * and its mirror image. predict makes no thread of its own.
  *
  * Inputs that cannot be predicted fail alone, each with a pt_err naming the file (and
  * the record and byte offset in a shard) and why; the rest are predicted:
@@ -82,11 +83,6 @@ void prd_results_free(prd_results *r);
 
 /* Images done and planned so far, seconds since the prediction began. */
 void prd_progress(const prd *p, long long *done, long long *total, double *seconds);
-
-/* Index of the largest of k probabilities (the first on a tie). */
-int prd_argmax(const double *p, int k);
-/* out[c] = softmax(logits)[c] for k classes, computed in double (as predict does). */
-void prd_softmax(const float *logits, int k, double *out);
 
 /* The image files under the given paths: a file is taken as it is; a folder is walked
  * recursively in sorted order, taking files ending .jpg, .jpeg or .png (any case),

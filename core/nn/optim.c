@@ -1,4 +1,4 @@
-#include "train/optim.h"
+#include "nn/optim.h"
 
 #include <math.h>
 #include <stdlib.h>
