@@ -31,7 +31,7 @@
  * backward, init, FLOPs, summary text), listed in one table (nn_layers.def, nn_layer.c;
  * nn_layer.h says how to add a kind); nn_build.c (the builder's common part),
  * nn_model.c (finalize, layout, init, freezing, FLOPs, summary, BN update), nn_ctx.c
- * (contexts, forward, backward: loops over the table), the kernels nn_conv.c, nn_dw.c
+ * (contexts), nn_pass.c (forward, backward: loops over the table), the kernels nn_conv.c, nn_dw.c
  * (depthwise), nn_gemm.c (1x1 conv products) and nn_elem.c (shared elementwise),
  * nn_loss.c, and nn_models.c (nn_models.h: the built-in models). nn_impl.h and
  * nn_layer.h are internal.

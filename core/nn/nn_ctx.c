@@ -1,5 +1,5 @@
-/* nn_ctx — a replica's context: allocation, forward and backward (loops over the
- * nodes that call each kind's hooks, nn_layer.h), profile and progress.
+/* nn_ctx — a replica's context: its memory plan and allocation, and what it holds
+ * (profile, progress, gradients); the passes over it are nn_pass.c's.
  *
  * Memory: in a training context every node that produces a value gets its own
  * activation storage (training keeps them for backward), except the outputs that are
@@ -178,7 +178,7 @@ static size_t plan_act(const nn_model *m, int max_batch, size_t *off, int *fail)
 }
 
 /* The fused activation that shares node i's output (there is at most one), or -1. */
-static int alias_of(const nn_model *m, int i)
+int nn_alias_of(const nn_model *m, int i)
 {
     for (int j = i + 1; j < m->n_nodes; j++)
         if (m->nodes[j].live && m->nodes[j].alias == i)
@@ -188,7 +188,7 @@ static int alias_of(const nn_model *m, int i)
 
 /* Whether live node j reads node i's output (directly, or through i's fused
  * activation a), not counting a itself. */
-static int reads(const nn_model *m, int j, int i, int a)
+int nn_node_reads(const nn_model *m, int j, int i, int a)
 {
     const nn_node *r = &m->nodes[j];
     if (!r->live || j == a)
@@ -201,13 +201,13 @@ static int reads(const nn_model *m, int j, int i, int a)
 
 /* Whether node j's backward, or its replay, reads the value of its input (an input
  * node's value). */
-static int uses_input(const uint8_t *rep, const nn_model *m, int j)
+int nn_uses_input(const uint8_t *rep, const nn_model *m, int j)
 {
     return rep[j] == NN_REPLAYED || rep[j] == NN_READERS ||
            !(nn_layers[m->nodes[j].op]->flags & NN_LAYER_BWD_NO_INPUT);
 }
 
-static int reads_own_output(const nn_node *nd)
+int nn_reads_own_output(const nn_node *nd)
 {
     const nn_layer *L = nn_layers[nd->op];
     return !L->reads_output || L->reads_output(nd);
@@ -220,7 +220,7 @@ static int readers_take_xform(const nn_model *m, const uint8_t *rep, int i, int 
     for (int j = i + 1; j < m->n_nodes; j++) {
         const nn_node *r = &m->nodes[j];
         const nn_layer *L = nn_layers[r->op];
-        if (!reads(m, j, i, a) || !uses_input(rep, m, j))
+        if (!nn_node_reads(m, j, i, a) || !nn_uses_input(rep, m, j))
             continue;
         if (!L->takes_xform || !L->takes_xform(m, r) || r->in[1] == i || (a >= 0 && r->in[1] == a))
             return 0;
@@ -253,18 +253,18 @@ static void plan_replay(const nn_model *m, int recompute, uint8_t *rep, int *at,
     for (int i = m->n_nodes - 1; i >= 0; i--) {
         const nn_node *nd = &m->nodes[i];
         const nn_layer *L = nn_layers[nd->op];
-        const int a = nd->live ? alias_of(m, i) : -1;
+        const int a = nd->live ? nn_alias_of(m, i) : -1;
         rep[i] = NN_KEPT;
         at[i] = lo[i] = i;
         if (!recompute || !nd->live || nd->alias >= 0 || nd->op == NN_OP_INPUT ||
             nd->op == NN_OP_DROPOUT || i == m->out || a == m->out)
             continue;
-        int need = reads_own_output(nd), hi = i, low = need ? i : m->n_nodes, ok = 1;
+        int need = nn_reads_own_output(nd), hi = i, low = need ? i : m->n_nodes, ok = 1;
         for (int j = i + 1; j < m->n_nodes && ok; j++) {
-            if (!reads(m, j, i, a))
+            if (!nn_node_reads(m, j, i, a))
                 continue;
             ok = m->nodes[j].op != NN_OP_DROPOUT;
-            if (!uses_input(rep, m, j))
+            if (!nn_uses_input(rep, m, j))
                 continue;
             need = 1;
             int t = rep[j] == NN_REPLAYED || rep[j] == NN_READERS ? at[j] : j;
@@ -297,7 +297,7 @@ static size_t plan_fwd(const nn_model *m, const uint8_t *rep, int max_batch, siz
     for (int i = 0; i < m->n_nodes; i++) {
         if (!rep[i])
             continue;
-        int a = alias_of(m, i), t1 = m->nodes[i].last_use;
+        int a = nn_alias_of(m, i), t1 = m->nodes[i].last_use;
         if (a >= 0 && m->nodes[a].last_use > t1)
             t1 = m->nodes[a].last_use;
         sp[ns++] = (span){ .node = i, .t0 = i, .t1 = t1,
@@ -655,196 +655,3 @@ void nn_ctx_node_time(const nn_ctx *c, int node, double *fwd_s, double *bwd_s)
         *bwd_s = ok ? c->t_bwd[node] : 0.0;
 }
 
-/* ---- forward ---- */
-
-static void forward_node(nn_ctx *c, int i, const float *input, int n, int training,
-                         uint64_t seed, int64_t first)
-{
-    const nn_model *m = c->m;
-    const nn_node *nd = &m->nodes[i];
-    const int has_in = nd->in[0] >= 0;
-    const nn_fwd f = {
-        .c = c, .m = m, .nd = nd, .i = i, .n = n, .training = training, .seed = seed,
-        .first = first, .input = input,
-        .src = has_in ? &m->nodes[nd->in[0]] : NULL,
-        .x = has_in ? c->outp[nd->in[0]] : NULL,
-        .P = m->params + nd->p_off,
-        .y = c->act[i],
-        .rows = (long)n * nd->h * nd->w,
-    };
-    c->outp[i] = f.y;
-    nn_layers[nd->op]->forward(&f);
-}
-
-const float *nn_forward(nn_ctx *c, const float *input, int n, int training, uint64_t seed,
-                        int64_t first_example)
-{
-    const nn_model *m = c->m;
-    if (!m->finalized || !input || n < 1 || n > c->max_batch || (training && c->infer))
-        return NULL;
-    c->n = n;
-    c->training = training != 0;
-    c->backward_ok = 0;
-    for (int i = 0; i < m->n_nodes; i++) {
-        if (!m->nodes[i].live)
-            continue;
-        double t0 = c->profile ? util_thread_cpu() : 0.0;
-        forward_node(c, i, input, n, c->training, seed, first_example);
-        if (c->profile)
-            c->t_fwd[i] += util_thread_cpu() - t0;
-    }
-    c->backward_ok = c->training;
-    return c->outp[m->out];
-}
-
-/* ---- backward ---- */
-
-float *nn_grad_target(nn_ctx *c, int i, int k, int *accum)
-{
-    const nn_model *m = c->m;
-    int in = m->nodes[i].in[k];
-    if (in < 0 || !m->nodes[in].grad)
-        return NULL;
-    int o = nn_owner(m, in);
-    *accum = c->fresh[o];
-    c->fresh[o] = 1;
-    return c->dy[o];
-}
-
-/* Node i's first input as an nn_xform when the node producing it leaves it to its
- * readers (NN_READERS): t filled in and returned; else NULL. */
-static const nn_xform *input_xform(const nn_ctx *c, int i, nn_xform *t)
-{
-    const nn_model *m = c->m;
-    const int in = m->nodes[i].in[0];
-    if (in < 0 || c->replayed[nn_owner(m, in)] != NN_READERS)
-        return NULL;
-    const nn_node *p = &m->nodes[nn_owner(m, in)];
-    nn_layers[p->op]->as_xform(c, p, t);
-    t->x = c->outp[p->in[0]];
-    return t;
-}
-
-static void backward_node(nn_ctx *c, int i, int n)
-{
-    const nn_model *m = c->m;
-    const nn_node *nd = &m->nodes[i];
-    const int has_in = nd->in[0] >= 0;
-    nn_bwd b = {
-        .c = c, .m = m, .nd = nd, .i = i, .n = n,
-        .src = has_in ? &m->nodes[nd->in[0]] : NULL,
-        .x = has_in ? c->outp[nd->in[0]] : NULL,
-        .y = c->outp[i],
-        .dy = c->dy[i],
-        .P = m->params + nd->p_off,
-        .G = nd->trainable ? c->grads + nd->p_off : NULL,
-        .rows = (long)n * nd->h * nd->w,
-        .len = (size_t)n * nd->len,
-    };
-    nn_xform t;
-    b.xf = input_xform(c, i, &t);
-    if (b.xf)
-        b.x = NULL;
-    b.dx = nn_grad_target(c, i, 0, &b.acc);
-    nn_layers[nd->op]->backward(&b);
-}
-
-/* Whether replayed node d's output is read in this backward: by its own backward or a
- * reader's (one where backward runs), or by a replayed reader's replay. need[] holds
- * the answers for the nodes after d. */
-static int replay_needed(const nn_ctx *c, const uint8_t *need, int d)
-{
-    const nn_model *m = c->m;
-    if (m->nodes[d].grad && reads_own_output(&m->nodes[d]))
-        return 1;
-    int a = alias_of(m, d);
-    for (int j = d + 1; j <= c->replay_at[d]; j++)
-        if (reads(m, j, d, a) && uses_input(c->replayed, m, j) &&
-            (m->nodes[j].grad || need[j]))
-            return 1;
-    return 0;
-}
-
-/* Recomputes replayed node d's output into its backward storage and points its
- * readers there (c->outp of it and of its fused activation). */
-static void replay_node(nn_ctx *c, int d, int n)
-{
-    const nn_model *m = c->m;
-    const nn_node *nd = &m->nodes[d];
-    nn_xform t;
-    const nn_xform *xf = input_xform(c, d, &t);
-    const nn_fwd f = {
-        .c = c, .m = m, .nd = nd, .i = d, .n = n, .training = 1,
-        .src = &m->nodes[nd->in[0]], .x = xf ? NULL : c->outp[nd->in[0]],
-        .P = m->params + nd->p_off, .y = c->ract[d], .rows = (long)n * nd->h * nd->w,
-        .xf = xf,
-    };
-    nn_layers[nd->op]->replay(&f);
-    c->outp[d] = c->ract[d];
-    int a = alias_of(m, d);
-    if (a >= 0)
-        c->outp[a] = c->ract[d];
-}
-
-/* Before backward step i: the replays due then and needed, in node order (a replayed
- * input of a replayed node comes first; a node that only its own backward reads is
- * due at its own step). */
-static void replays_before(nn_ctx *c, int i, int n)
-{
-    for (int d = 0; d <= i; d++) {
-        if (c->replay_at[d] != i || !c->replay_need[d] || c->replayed[d] != NN_REPLAYED)
-            continue;
-        double t0 = c->profile ? util_thread_cpu() : 0.0;
-        replay_node(c, d, n);
-        if (c->profile)
-            c->t_bwd[d] += util_thread_cpu() - t0;
-    }
-}
-
-int nn_backward(nn_ctx *c, const float *dlogits)
-{
-    const nn_model *m = c->m;
-    if (c->infer || !c->backward_ok || !dlogits)
-        return PT_EUSAGE;
-    const int n = c->n, out = m->out;
-    memset(c->fresh, 0, (size_t)m->n_nodes);
-    memset(c->dy_done, 0, (size_t)m->n_nodes);
-    const int o = nn_owner(m, out);
-    memcpy(c->dy[o], dlogits, (size_t)n * m->nodes[out].len * sizeof *dlogits);
-    c->fresh[o] = 1;
-    size_t told = m->n_params;
-    for (int d = m->n_nodes - 1; d >= 0; d--) {
-        const int r = c->replayed[d];
-        c->replay_need[d] = (r == NN_REPLAYED || r == NN_READERS) &&
-                            replay_needed(c, c->replay_need, d);
-        /* What only the readers compute has no storage now: a stray read fails loudly. */
-        if (r == NN_READERS) {
-            const int a = alias_of(m, d);
-            c->outp[d] = NULL;
-            if (a >= 0)
-                c->outp[a] = NULL;
-        }
-    }
-    for (int i = out; i >= 0; i--) {
-        replays_before(c, i, n);
-        const nn_node *nd = &m->nodes[i];
-        /* A fused activation's gradient already sits in its BN's storage. */
-        if (nd->live && nd->grad && nd->alias < 0 && c->fresh[i]) {
-            double t0 = c->profile ? util_thread_cpu() : 0.0;
-            backward_node(c, i, n);
-            if (c->profile)
-                c->t_bwd[i] += util_thread_cpu() - t0;
-        }
-        /* Node i wrote its own parameters' gradients and perhaps its producer's bias
-         * (a fused activation, through_producer): both lie at or before its p_off,
-         * and the live nodes still to come lie before it (a dead node has no
-         * parameters and no p_off). */
-        if (c->on_progress && nd->live && nd->p_off < told) {
-            told = nd->p_off;
-            c->on_progress(c->progress_arg, told);
-        }
-    }
-    if (c->on_progress && told > 0)
-        c->on_progress(c->progress_arg, 0);
-    return PT_OK;
-}

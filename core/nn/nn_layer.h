@@ -8,7 +8,7 @@
  * below; nn_export.h) and its ONNX importer mapping (onnx_ops and onnx_import, through
  * the nn_imp_* calls of nn_import_impl.h). The file defines
  * one `const nn_layer nn_layer_<name>`; nn_layers[] (nn_layer.c) lists them by nn_op.
- * The context's forward and backward (nn_ctx.c), the model's init, FLOPs and
+ * The context's forward and backward (nn_pass.c), the model's init, FLOPs and
  * summary (nn_model.c) and the importer's walk over the ONNX nodes (nn_import.c) are
  * loops that call these hooks. Kernels shared by several kinds live in kernel files:
  * nn_conv.c, nn_dw.c, nn_gemm.c (conv) and nn_elem.c.
@@ -194,10 +194,21 @@ extern const nn_layer *const nn_layers[NN_OP_COUNT];
 
 /* ---- for the hooks ---- */
 
-/* Where node i's backward puts the gradient for its k-th input (nn_ctx.c): NULL when
+/* Where node i's backward puts the gradient for its k-th input (nn_pass.c): NULL when
  * that input needs none. *accum says whether a value is already there to add to;
  * asking marks it there, so write a target whole before asking for the next. */
 float *nn_grad_target(nn_ctx *c, int i, int k, int *accum);
+
+/* The graph questions a context's memory plan (nn_ctx.c) and its passes (nn_pass.c)
+ * both ask. The fused activation that shares node i's output, or -1. */
+int nn_alias_of(const nn_model *m, int i);
+/* Whether live node j reads node i's output (directly, or through i's fused
+ * activation a), not counting a itself. */
+int nn_node_reads(const nn_model *m, int j, int i, int a);
+/* Whether node j's backward, or its replay, reads the value of its input. */
+int nn_uses_input(const uint8_t *rep, const nn_model *m, int j);
+/* Whether a node's backward reads its own output. */
+int nn_reads_own_output(const nn_node *nd);
 
 /* Builder helpers (nn_build.c). nn_build_fail records the first error and returns
  * code; nn_build_check_in checks that `in` is a usable input (PT_OK or the error);
