@@ -45,6 +45,38 @@ static void petal_frame(petal *p, double th, const double *A)
     p->m11 = (float)(-s * A[1] + c * A[3]);
 }
 
+/* The flower's colours: petal tip and base, the centre and its ring, darkened by dim
+ * (the rng is drawn from after the shape's draws, as always). */
+static void flower_colours(flower *f, const cls *c, rng *r, float dim)
+{
+    rgb_range(r, f->st.tip, c->tip_lo, c->tip_hi, 0.035f);
+    rgb_of(f->st.base, c->base_col);
+    for (int i = 0; i < 3; i++)
+        f->st.base[i] = clampf(f->st.base[i] + (f->st.tip[i] - f->st.base[i]) * 0.3f *
+                               rng_float(r), 0.0f, 1.0f);
+    f->st.base_len = c->base_len * rng_uniform(r, 0.8f, 1.2f);
+    f->st.rim = c->rim;
+    f->st.spots = c->spots;
+    f->st.gloss = c->gloss;
+    f->st.salt = (uint32_t)rng_u64(r);
+
+    f->rc = c->centre * rng_uniform(r, 0.9f, 1.1f);
+    rgb_range(r, f->ctr, c->ctr_lo, c->ctr_hi, 0.03f);
+    for (int i = 0; i < 3; i++)
+        f->ctr2[i] = f->ctr[i] * 0.7f;
+    rgb_of(f->ring_col, c->ring_col);
+    f->ring = c->ring;
+    f->texture = c->texture;
+    f->fuzz = c->fuzz;
+    f->fuzz_n = (float)rng_int(r, 22, 34) / (2.0f * PI_F);
+    f->dome = c->dome;
+    for (int i = 0; i < 3; i++) {
+        f->ctr[i] *= dim;
+        f->ctr2[i] *= dim;
+        f->ring_col[i] *= dim;
+    }
+}
+
 static void flower_setup(flower *f, const cls *c, rng *r, float cx, float cy, float R,
                          float blur, float dim, double lx, double ly)
 {
@@ -125,32 +157,7 @@ static void flower_setup(flower *f, const cls *c, rng *r, float cx, float cy, fl
     f->y0 = cy - box;
     f->y1 = cy + box;
 
-    rgb_range(r, f->st.tip, c->tip_lo, c->tip_hi, 0.035f);
-    rgb_of(f->st.base, c->base_col);
-    for (int i = 0; i < 3; i++)
-        f->st.base[i] = clampf(f->st.base[i] + (f->st.tip[i] - f->st.base[i]) * 0.3f *
-                               rng_float(r), 0.0f, 1.0f);
-    f->st.base_len = c->base_len * rng_uniform(r, 0.8f, 1.2f);
-    f->st.rim = c->rim;
-    f->st.spots = c->spots;
-    f->st.gloss = c->gloss;
-    f->st.salt = (uint32_t)rng_u64(r);
-
-    f->rc = c->centre * rng_uniform(r, 0.9f, 1.1f);
-    rgb_range(r, f->ctr, c->ctr_lo, c->ctr_hi, 0.03f);
-    for (int i = 0; i < 3; i++)
-        f->ctr2[i] = f->ctr[i] * 0.7f;
-    rgb_of(f->ring_col, c->ring_col);
-    f->ring = c->ring;
-    f->texture = c->texture;
-    f->fuzz = c->fuzz;
-    f->fuzz_n = (float)rng_int(r, 22, 34) / (2.0f * PI_F);
-    f->dome = c->dome;
-    for (int i = 0; i < 3; i++) {
-        f->ctr[i] *= dim;
-        f->ctr2[i] *= dim;
-        f->ring_col[i] *= dim;
-    }
+    flower_colours(f, c, r, dim);
 }
 
 static void stem_setup(stem *s, float x0, float y0, double ang, float len, float hw, float blur,
