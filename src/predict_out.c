@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "infer/infer.h"
 
 void po_printf(po_buf *b, const char *fmt, ...)
 {
@@ -81,19 +82,9 @@ void po_header(po_buf *b, const char *first, int top)
 
 void po_row(po_buf *b, const char *key, const double *probs, char *const *names, int k, int top)
 {
-    /* The top classes by a partial selection, the first of equals first. */
+    /* The top classes, the first of equals first. */
     int order[top > 0 ? top : 1];
-    for (int t = 0; t < top; t++) {
-        int best = -1;
-        for (int c = 0; c < k; c++) {
-            int taken = 0;
-            for (int u = 0; u < t; u++)
-                taken |= order[u] == c;
-            if (!taken && (best < 0 || probs[c] > probs[best]))
-                best = c;
-        }
-        order[t] = best;
-    }
+    inf_topk(probs, k, top, order);
     po_field(b, key);
     po_printf(b, ",%d,", order[0]);
     po_field(b, names[order[0]]);

@@ -40,17 +40,17 @@ void inf_top1(const float *logits, int k, int *arg, float *p)
 
 void inf_topk(const double *p, int k, int n, int *order)
 {
-    /* A partial selection sort over the classes: n passes, k is small. */
-    for (int j = 0; j < k; j++)
-        order[j] = j;
+    /* A partial selection, n passes over the classes: k is small. */
     for (int t = 0; t < n && t < k; t++) {
-        int best = t;
-        for (int j = t + 1; j < k; j++)
-            if (p[order[j]] > p[order[best]])
-                best = j;
-        int tmp = order[t];
-        order[t] = order[best];
-        order[best] = tmp;
+        int best = -1;
+        for (int c = 0; c < k; c++) {
+            int taken = 0;
+            for (int u = 0; u < t; u++)
+                taken |= order[u] == c;
+            if (!taken && (best < 0 || p[c] > p[best]))
+                best = c;
+        }
+        order[t] = best;
     }
 }
 

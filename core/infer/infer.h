@@ -27,8 +27,8 @@ void inf_softmax(const float *logits, int k, double *out);
 int inf_argmax(const double *p, int k);
 /* The largest logit's class (the first on a tie) and its softmax probability. */
 void inf_top1(const float *logits, int k, int *arg, float *p);
-/* The n (<= k) most probable classes, most probable first, in order[0..n) (order has
- * room for k; a partial selection sort, so on a tie the class met first wins). */
+/* The n (<= k) most probable classes, most probable first, in order[0..n); of equal
+ * probabilities the lower class first (as predict's CSV has always listed them). */
 void inf_topk(const double *p, int k, int n, int *order);
 /* Mirror each of n images (h x w x 3 bytes, packed) left to right, in place. */
 void inf_flip(uint8_t *images, int n, int h, int w);
