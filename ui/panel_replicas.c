@@ -9,6 +9,45 @@
 
 #include "ui/chart.h"
 
+/* The queue and the totals, on the box's last two rows (below row y at the least). */
+static void draw_queue_and_totals(WINDOW *w, ui_rect in, int y, const run_snapshot *s)
+{
+    char buf[128];
+    int W = in.w, x;
+    int yq = in.y + in.h - 2;
+    if (yq < y)
+        yq = y;
+    if (yq < in.y + in.h) {
+        x = in.x;
+        x += ui_draw_text(w, yq, x, W, UI_R_DIM, "queue ");
+        int qw = W - 16 > 16 ? 16 : W - 16;
+        double q = s->queue_capacity > 0 ? (double)s->queue_depth / s->queue_capacity : 0;
+        if (qw > 2) {
+            ui_role qr = q < 0.25 && s->state == RUN_RUNNING ? UI_R_WARN : UI_R_BAR_A;
+            ui_panel_bar(w, yq, x, qw, q, qr, 1);
+            x += qw;
+        }
+        snprintf(buf, sizeof buf, " %d/%d", s->queue_depth, s->queue_capacity);
+        ui_draw_text(w, yq, x, in.x + W - x, UI_R_NORMAL, buf);
+    }
+    if (yq + 1 < in.y + in.h) {
+        char a[16], b[16];
+        ui_chart_fmt(s->total_images_per_sec, 6, a, sizeof a);
+        ui_chart_fmt(s->sgemm_peak_gflops, 5, b, sizeof b);
+        x = in.x;
+        x += ui_draw_text(w, yq + 1, x, W, UI_R_DIM, "total ");
+        snprintf(buf, sizeof buf, "%s img/s", a);
+        x += ui_draw_text(w, yq + 1, x, in.x + W - x, UI_R_TITLE, buf);
+        if (s->ranks > 1) { /* a job's time in collectives again: a narrow box cuts the title */
+            snprintf(buf, sizeof buf, "  comm %.1f ms/update", s->comm_ms);
+            x += ui_draw_text(w, yq + 1, x, in.x + W - x, UI_R_NORMAL, buf);
+        }
+        snprintf(buf, sizeof buf, "  peak %s GF/s/core%s%s", b, s->blas_core[0] ? " " : "",
+                 s->blas_core);
+        ui_draw_text_cut(w, yq + 1, x, in.x + W - x, UI_R_DIM, buf);
+    }
+}
+
 void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused)
 {
     (void)v;
@@ -86,37 +125,5 @@ void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v
         y++;
         rows_left--;
     }
-    /* The queue and the totals take the last two rows. */
-    int yq = in.y + in.h - 2;
-    if (yq < y)
-        yq = y;
-    if (yq < in.y + in.h) {
-        x = in.x;
-        x += ui_draw_text(w, yq, x, W, UI_R_DIM, "queue ");
-        int qw = W - 16 > 16 ? 16 : W - 16;
-        double q = s->queue_capacity > 0 ? (double)s->queue_depth / s->queue_capacity : 0;
-        if (qw > 2) {
-            ui_role qr = q < 0.25 && s->state == RUN_RUNNING ? UI_R_WARN : UI_R_BAR_A;
-            ui_panel_bar(w, yq, x, qw, q, qr, 1);
-            x += qw;
-        }
-        snprintf(buf, sizeof buf, " %d/%d", s->queue_depth, s->queue_capacity);
-        ui_draw_text(w, yq, x, in.x + W - x, UI_R_NORMAL, buf);
-    }
-    if (yq + 1 < in.y + in.h) {
-        char a[16], b[16];
-        ui_chart_fmt(s->total_images_per_sec, 6, a, sizeof a);
-        ui_chart_fmt(s->sgemm_peak_gflops, 5, b, sizeof b);
-        x = in.x;
-        x += ui_draw_text(w, yq + 1, x, W, UI_R_DIM, "total ");
-        snprintf(buf, sizeof buf, "%s img/s", a);
-        x += ui_draw_text(w, yq + 1, x, in.x + W - x, UI_R_TITLE, buf);
-        if (s->ranks > 1) { /* a job's time in collectives again: a narrow box cuts the title */
-            snprintf(buf, sizeof buf, "  comm %.1f ms/update", s->comm_ms);
-            x += ui_draw_text(w, yq + 1, x, in.x + W - x, UI_R_NORMAL, buf);
-        }
-        snprintf(buf, sizeof buf, "  peak %s GF/s/core%s%s", b, s->blas_core[0] ? " " : "",
-                 s->blas_core);
-        ui_draw_text_cut(w, yq + 1, x, in.x + W - x, UI_R_DIM, buf);
-    }
+    draw_queue_and_totals(w, in, y, s);
 }
