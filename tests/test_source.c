@@ -508,6 +508,43 @@ static int run_name_offences(const char *rel, const char *t, size_t len)
 }
 
 TEST(source_run_folder_names_only_in_core_run)
+{
+    const char *root = source_root();
+    T_REQUIRE(root != NULL); /* the sources, beside or above the test binary */
+    paths all = { 0 };
+    list_sources(root, "core", 1, &all);
+    list_sources(root, "ui", 1, &all);
+    list_sources(root, "src", 1, &all);
+    T_CHECKF(all.n > 100, "only %d source files found", all.n);
+    int checked = 0, inside = 0;
+    for (int i = 0; i < all.n; i++) {
+        if (!strncmp(all.v[i], "core/run/", 9)) {
+            inside++;
+            continue;
+        }
+        char path[8400];
+        snprintf(path, sizeof path, "%s/%s", root, all.v[i]);
+        uint8_t *data;
+        size_t len;
+        int ok = util_read_file(path, &data, &len, NULL) == PT_OK;
+        T_CHECKF(ok, "%s: cannot be read", all.v[i]);
+        if (!ok)
+            continue;
+        run_name_offences(all.v[i], (const char *)data, len);
+        free(data);
+        checked++;
+    }
+    T_CHECKF(inside >= 8 && checked > 100, "%d files under core/run/, %d checked outside it",
+             inside, checked);
+    /* The check itself: a path is caught, prose is not. */
+    T_EQ_INT(literal_names("%s/model.onnx", 13, "model.onnx"), 1);
+    T_EQ_INT(literal_names("no model.onnx here", 18, "model.onnx"), 0);
+    T_EQ_INT(literal_names("as RUN/model.onnx", 17, "model.onnx"), 0);
+    T_EQ_INT(literal_names("model.onnx", 10, "model.onnx"), 1);
+    T_EQ_INT(literal_names("my.model.onnx", 13, "model.onnx"), 0);
+    paths_free(&all);
+}
+
 /* ---- threads ----------------------------------------------------------------------- */
 
 /* Where a source file may start threads (issue 41): the pool, the pipeline's workers,
@@ -559,33 +596,6 @@ TEST(source_threads_only_in_the_pool)
     list_sources(root, "core", 1, &all);
     list_sources(root, "ui", 1, &all);
     list_sources(root, "src", 1, &all);
-    T_CHECKF(all.n > 100, "only %d source files found", all.n);
-    int checked = 0, inside = 0;
-    for (int i = 0; i < all.n; i++) {
-        if (!strncmp(all.v[i], "core/run/", 9)) {
-            inside++;
-            continue;
-        }
-        char path[8400];
-        snprintf(path, sizeof path, "%s/%s", root, all.v[i]);
-        uint8_t *data;
-        size_t len;
-        int ok = util_read_file(path, &data, &len, NULL) == PT_OK;
-        T_CHECKF(ok, "%s: cannot be read", all.v[i]);
-        if (!ok)
-            continue;
-        run_name_offences(all.v[i], (const char *)data, len);
-        free(data);
-        checked++;
-    }
-    T_CHECKF(inside >= 8 && checked > 100, "%d files under core/run/, %d checked outside it",
-             inside, checked);
-    /* The check itself: a path is caught, prose is not. */
-    T_EQ_INT(literal_names("%s/model.onnx", 13, "model.onnx"), 1);
-    T_EQ_INT(literal_names("no model.onnx here", 18, "model.onnx"), 0);
-    T_EQ_INT(literal_names("as RUN/model.onnx", 17, "model.onnx"), 0);
-    T_EQ_INT(literal_names("model.onnx", 10, "model.onnx"), 1);
-    T_EQ_INT(literal_names("my.model.onnx", 13, "model.onnx"), 0);
     T_CHECKF(all.n > 50, "only %d sources found", all.n);
     int in_pool = 0;
     for (int i = 0; i < all.n; i++) {
