@@ -14,19 +14,8 @@
 #include "train/dist.h"
 #include "train/metrics.h"
 #include "train/replicas.h"
-#include "train/runmodel.h"
+#include "infer/netcfg.h"
 #include "train/trainer_impl.h"
-
-int trn_image_size(const run_config *cfg, const ds_dataset *ds, int *img, pt_err *e)
-{
-    *img = cfg->image_size > 0 ? cfg->image_size : ds->image_w;
-    if (*img > 0)
-        return PT_OK;
-    int w, h, rc = ds_probe_image_size(&ds->split[DS_TRAIN], &w, &h, e);
-    if (rc == PT_OK)
-        *img = w;
-    return rc;
-}
 
 /* The label scan's bad records: counted and logged like the pipelines'. */
 static int scan_error(void *ctx, const pt_err *err)
@@ -114,8 +103,8 @@ static int build_model(trn *r, pt_err *e)
 {
     int onnx = run_model_is_onnx(r->cfg->model);
     nn_import_info info;
-    /* The one builder predict uses too (train/runmodel.h). */
-    r->model = rm_build_net(r->cfg, r->img, r->n_classes, &info, e);
+    /* The one builder predict uses too (infer/runmodel.h). */
+    r->model = netcfg_build(r->cfg, r->img, r->n_classes, &info, e);
     if (!r->model)
         return e && e->code ? e->code : PT_ENOMEM;
     if (onnx)
@@ -294,7 +283,7 @@ static int step_plan_updates(trn *r, pt_err *e)
 {
     const run_config *cfg = r->cfg;
     int rc;
-    if ((rc = trn_image_size(cfg, r->ds, &r->img, e)) != PT_OK)
+    if ((rc = netcfg_image_size(cfg, r->ds, &r->img, e)) != PT_OK)
         return rc;
     r->R = rpl_count(cfg);
     r->B = cfg->batch_per_replica;

@@ -38,12 +38,12 @@
 #include "data/dataset.h"
 #include "run.h"
 #include "train/progress.h"
-#include "train/feed.h"
+#include "data/feed.h"
 
 enum { TRN_GO = 0, TRN_PAUSE = 1, TRN_STOP = 2 };
 
 /* What the engine gives a run: its configuration (and that configuration as the
- * run folder's text), where progress goes, how images are fed (train/feed.h), and hooks back. */
+ * run folder's text), where progress goes, how images are fed (data/feed.h), and hooks back. */
 typedef struct trn_env {
     const run_config *cfg;
     const char *cfg_text;       /* "key = value" lines, written to the run folder */
@@ -63,10 +63,6 @@ typedef struct trn_env {
 /* Runs the whole run and publishes its end in the progress; returns RUN_DONE,
  * RUN_STOPPED or RUN_FAILED (e says why). */
 run_state trn_run(const trn_env *env, pt_err *e);
-
-/* The model's input side: cfg->image_size, or the dataset's image size (from its
- * folder name, else from the first training record). */
-int trn_image_size(const run_config *cfg, const ds_dataset *ds, int *img, pt_err *e);
 
 /* Single-core sgemm GFLOP/s, measured for about `seconds`. */
 double trn_sgemm_peak(double seconds);
