@@ -1,8 +1,9 @@
-/* trainer_folder — the trainer's side of its run folder (run/runfolder.h owns
+/* persist — the trainer's side of its run folder (persist.h; run/runfolder.h owns
  * the format): the log (on screen and in log.txt; each bad record once a run), the
- * folder's making, and the checkpoint's save and restore (with the history and curves
- * it carries so that a resumed run shows its whole past). In a job of several ranks, rank 0 alone has a
- * run folder: on the others nothing here writes. */
+ * folder's making, the configuration and class names, and the checkpoint's save and
+ * restore (with the history and curves it carries so that a resumed run shows its
+ * whole past). In a job of several ranks, rank 0 alone has a run folder: on the
+ * others nothing here writes. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* trainer_publish — what the trainer publishes into the run's progress
+/* publish — what the trainer publishes (publish.h) into the run's progress
  * (train/progress.h) as it trains: state, sizes and class names, per-update
  * figures, the curves (train/curves.h) and the replicas' telemetry
  * (train/telemetry.h), history; and the single-core sgemm peak. */

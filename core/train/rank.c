@@ -1,5 +1,5 @@
-/* trainer_dist — the trainer's part of a job of several ranks (see trainer_impl.h
- * and train/dist.h): the configuration check, sharing rank 0's state, agreeing on
+/* rank — the trainer's part of a job of several ranks (see rank.h and
+ * train/dist.h): the configuration check, sharing rank 0's state, agreeing on
  * commands, the training confusion matrix, the weight check and the gathering of
  * predictions. Alone (one process), every function here does nothing. */
 #include <stdlib.h>
@@ -127,7 +127,7 @@ int trn_dist_train_cm(trn *r, batch *const *batches, pt_err *e)
     if (r->plan.ranks == 1)
         return PT_OK;
     /* Every rank's pairs in a record of the largest update slice a rank can have
-     * (R x B x A pairs, the rest -1). */
+     * (update_size pairs, the rest -1). */
     size_t per = (size_t)r->plan.max_replicas * r->plan.batch_per_replica * r->plan.grad_acc;
     int32_t *mine = malloc(2 * per * sizeof *mine);
     int32_t *all = malloc((size_t)r->plan.ranks * 2 * per * sizeof *all);

@@ -1,4 +1,4 @@
-/* evaluate — the prediction passes of a run: validation after every epoch (loss,
+/* validate — the prediction passes of a run (validate.h): validation after every epoch (loss,
  * accuracy, macro precision/recall/F1, the confusion matrix, per-example
  * predictions for inspect) and the test split's predictions for submission.csv. Both
  * run on the moving average of the weights when --ema is on: swapped into the model
