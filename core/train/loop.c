@@ -54,7 +54,8 @@ static int pause_point(trn *r, pt_err *e, int *stopped)
         return PT_OK;
     if (c == TRN_PAUSE) {
         trn_telemetry_idle(r);
-        trn_set_state(r, RUN_PAUSED, "paused at update %lld (epoch %d, step %lld); writing a checkpoint",
+        trn_set_state(r, RUN_PAUSED,
+                      "paused at update %lld (epoch %d, step %lld); writing a checkpoint",
                       r->loop.update, r->loop.epoch + 1, r->loop.in_epoch);
         int rc = trn_save_checkpoint(r, "pause", e);
         if (rc != PT_OK)
@@ -97,7 +98,8 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
     double lr = sched_lr(&r->plan.schedule, r->loop.update);
     rpool_result res;
     int rc = rpool_update(r->parts.pool, batches, lr, r->loop.update + 1,
-                          cfg->seed ^ (uint64_t)r->loop.update * 0x9e3779b97f4a7c15ULL, &res, r->loop.preds, e);
+                          cfg->seed ^ (uint64_t)r->loop.update * 0x9e3779b97f4a7c15ULL, &res,
+                          r->loop.preds, e);
     if (rc == PT_OK && res.finite && r->plan.ranks > 1) {
         rc = trn_dist_train_cm(r, batches, e);
     } else if (rc == PT_OK && res.finite) {
@@ -118,7 +120,8 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
     if (rc != PT_OK || !res.finite)
         return rc;
     r->loop.update++;
-    ema_update(&r->parts.average, r->loop.update, nn_params(r->parts.model), nn_buffers(r->parts.model));
+    ema_update(&r->parts.average, r->loop.update, nn_params(r->parts.model),
+               nn_buffers(r->parts.model));
     r->loop.in_epoch++;
     r->loop.loss_sum += res.loss_sum;
     r->loop.examples += res.examples;
@@ -146,10 +149,11 @@ static int on_nonfinite(trn *r, pt_err *e)
     run_snapshot *s = prg_lock(r->env->progress);
     s->nonfinite_at = r->loop.update + 1;
     prg_unlock(r->env->progress);
-    trn_log(r, "non-finite loss at update %lld (epoch %d, step %lld): the update was skipped; the "
-               "last good checkpoint is kept%s%s",
-            r->loop.update + 1, r->loop.epoch + 1, r->loop.in_epoch + 1, r->persist.last_checkpoint[0] ? ": " : "",
-            r->persist.last_checkpoint);
+    trn_log(r,
+            "non-finite loss at update %lld (epoch %d, step %lld): the update was skipped; the "
+            "last good checkpoint is kept%s%s",
+            r->loop.update + 1, r->loop.epoch + 1, r->loop.in_epoch + 1,
+            r->persist.last_checkpoint[0] ? ": " : "", r->persist.last_checkpoint);
     trn_telemetry_idle(r);
     trn_set_state(r, RUN_PAUSED,
                   "non-finite loss at update %lld (epoch %d, step %lld); paused, weights "
@@ -201,7 +205,8 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
     r->loop.epoch_start = util_now();
     if ((rc = run_write_history(&r->persist.folder, r->curves.hist, r->curves.hist_n, e)) != PT_OK)
         return rc;
-    tb_epoch(&r->persist.events, &row, r->loop.update, sched_lr(&r->plan.schedule, r->loop.update > 0 ? r->loop.update - 1 : 0),
+    tb_epoch(&r->persist.events, &row, r->loop.update,
+             sched_lr(&r->plan.schedule, r->loop.update > 0 ? r->loop.update - 1 : 0),
              images_per_sec);
     trn_log(r,
             "epoch %d/%d - %d updates - %.1fs%s - %.0fms/update - loss %.4f - acc %.4f - val_loss "
@@ -214,11 +219,12 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
     for (int q = 0; q < r->telemetry.shown && k < 1000; q++) {
         char where[64] = "";
         if (r->plan.ranks > 1)
-            snprintf(where, sizeof where, " (rank %d on %.32s)", r->telemetry.rank[q], r->telemetry.host[q]);
+            snprintf(where, sizeof where, " (rank %d on %.32s)", r->telemetry.rank[q],
+                     r->telemetry.host[q]);
         k += snprintf(line + k, sizeof line - (size_t)k,
                       " replica %d%s %.0f img/s (busy %.0f%%, idle %.0f%%, MXU %.0f%%);", q, where,
-                      r->telemetry.rep[q].ips, 100 * r->telemetry.rep[q].busy_pct, 100 * r->telemetry.rep[q].idle_pct,
-                      100 * r->telemetry.rep[q].mxu_pct);
+                      r->telemetry.rep[q].ips, 100 * r->telemetry.rep[q].busy_pct,
+                      100 * r->telemetry.rep[q].idle_pct, 100 * r->telemetry.rep[q].mxu_pct);
     }
     if (r->plan.ranks > 1 && k < 1000) {
         int nb;

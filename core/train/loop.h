@@ -10,6 +10,8 @@
 #ifndef PT_TRN_LOOP_H
 #define PT_TRN_LOOP_H
 
+#include <stdint.h>
+
 #include "base/err.h"
 
 typedef struct trn trn;

@@ -52,12 +52,20 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
     uint8_t *hist = NULL;
     size_t hist_bytes = crv_pack(&r->curves, &hist);
     ckpt_data d = {
-        .params = nn_params(r->parts.model), .n_params = nn_param_count(r->parts.model),
-        .buffers = nn_buffers(r->parts.model), .n_buffers = nn_buffer_count(r->parts.model),
-        .opt_m = r->parts.optimizer.m, .opt_v = r->parts.optimizer.v, .n_opt = r->parts.optimizer.n,
-        .confusion = r->loop.train_cm, .n_classes = r->plan.n_classes,
-        .history = hist, .history_bytes = hist_bytes, .config = r->env->cfg_text,
-        .ema = r->parts.average.avg, .n_ema = r->parts.average.n_params + r->parts.average.n_buffers,
+        .params = nn_params(r->parts.model),
+        .n_params = nn_param_count(r->parts.model),
+        .buffers = nn_buffers(r->parts.model),
+        .n_buffers = nn_buffer_count(r->parts.model),
+        .opt_m = r->parts.optimizer.m,
+        .opt_v = r->parts.optimizer.v,
+        .n_opt = r->parts.optimizer.n,
+        .confusion = r->loop.train_cm,
+        .n_classes = r->plan.n_classes,
+        .history = hist,
+        .history_bytes = hist_bytes,
+        .config = r->env->cfg_text,
+        .ema = r->parts.average.avg,
+        .n_ema = r->parts.average.n_params + r->parts.average.n_buffers,
     };
     d.progress.update = r->loop.update;
     d.progress.epoch = r->loop.epoch;
@@ -74,7 +82,8 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
     /* A failure ends the run, which says why (once). */
     if (rc == PT_OK) {
         r->persist.checkpoints++;
-        util_fmt(r->persist.last_checkpoint, sizeof r->persist.last_checkpoint, "%s (update %lld, %s)", path, r->loop.update, why);
+        util_fmt(r->persist.last_checkpoint, sizeof r->persist.last_checkpoint,
+                 "%s (update %lld, %s)", path, r->loop.update, why);
         trn_log(r, "checkpoint written: %s after update %lld (%s)", path, r->loop.update, why);
         tb_flush(&r->persist.events); /* the event files as far as the checkpoint */
         trn_publish_history(r);
@@ -95,8 +104,9 @@ int trn_restore_checkpoint(trn *r, pt_err *e)
         return PT_OK;
     }
     ckpt_loaded l;
-    int rc = ckpt_load(path, nn_params(r->parts.model), nn_param_count(r->parts.model), nn_buffers(r->parts.model),
-                   nn_buffer_count(r->parts.model), r->parts.optimizer.m, r->parts.optimizer.v, r->parts.optimizer.n, &l, e);
+    int rc = ckpt_load(path, nn_params(r->parts.model), nn_param_count(r->parts.model),
+                       nn_buffers(r->parts.model), nn_buffer_count(r->parts.model),
+                       r->parts.optimizer.m, r->parts.optimizer.v, r->parts.optimizer.n, &l, e);
     if (rc != PT_OK)
         return rc;
     r->loop.update = l.progress.update;
@@ -123,15 +133,16 @@ int trn_restore_checkpoint(trn *r, pt_err *e)
         }
     }
     if (l.confusion && l.n_classes == r->plan.n_classes)
-        memcpy(r->loop.train_cm, l.confusion, (size_t)r->plan.n_classes * r->plan.n_classes * sizeof(long long));
+        memcpy(r->loop.train_cm, l.confusion,
+               (size_t)r->plan.n_classes * r->plan.n_classes * sizeof(long long));
     if (l.history && crv_unpack(&r->curves, l.history, l.history_bytes) != 0) {
         ckpt_free_loaded(&l);
         return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, PT_NO_OFFSET,
                        "the checkpoint's history is damaged");
     }
     ckpt_free_loaded(&l);
-    trn_log(r, "resumed %s at update %lld (epoch %d, step %lld)", r->persist.folder.dir, r->loop.update,
-            r->loop.epoch + 1, r->loop.in_epoch);
+    trn_log(r, "resumed %s at update %lld (epoch %d, step %lld)", r->persist.folder.dir,
+            r->loop.update, r->loop.epoch + 1, r->loop.in_epoch);
     return PT_OK;
 }
 

@@ -200,9 +200,11 @@ static int step_scan_labels(trn *r, pt_err *e)
                   r->ds->split[DS_TRAIN].count, r->ds->split[DS_VAL].count);
     int32_t *tl = NULL, *vl = NULL;
     long long tn = 0, vn = 0, bad = 0;
-    int rc = ds_scan_labels(&r->ds->split[DS_TRAIN], &tl, &tn, &bad, scan_error, trn_stop_asked, r, e);
+    int rc =
+        ds_scan_labels(&r->ds->split[DS_TRAIN], &tl, &tn, &bad, scan_error, trn_stop_asked, r, e);
     if (rc == PT_OK && r->ds->split[DS_VAL].count > 0)
-        rc = ds_scan_labels(&r->ds->split[DS_VAL], &vl, &vn, &bad, scan_error, trn_stop_asked, r, e);
+        rc =
+            ds_scan_labels(&r->ds->split[DS_VAL], &vl, &vn, &bad, scan_error, trn_stop_asked, r, e);
     if (rc != PT_OK) {
         free(tl);
         free(vl);
@@ -234,7 +236,8 @@ static int step_scan_labels(trn *r, pt_err *e)
     smp_count_labels(vl, (size_t)vn, r->plan.n_classes, r->plan.val_counts);
 
     r->plan.epoch_examples = tn;
-    memcpy(r->plan.train_oversampled, r->plan.train_counts, (size_t)r->plan.n_classes * sizeof(long long));
+    memcpy(r->plan.train_oversampled, r->plan.train_counts,
+           (size_t)r->plan.n_classes * sizeof(long long));
     if (cfg->oversample != 0) {
         if (smp_build(&r->plan.oversampler, r->plan.train_counts, r->plan.n_classes,
                       cfg->oversample > 0 ? cfg->oversample : 0) != 0) {
@@ -262,7 +265,8 @@ static int step_plan_updates(trn *r, pt_err *e)
     r->plan.replicas = rpl_count(cfg);
     r->plan.batch_per_replica = cfg->batch_per_replica;
     r->plan.grad_acc = cfg->grad_acc;
-    r->plan.predict_batch = r->plan.batch_per_replica; /* prediction reuses the training contexts: no extra memory */
+    /* prediction reuses the training contexts: no extra memory */
+    r->plan.predict_batch = r->plan.batch_per_replica;
     if ((rc = trn_dist_join(r, e)) != PT_OK)
         return rc;
     r->plan.update_size = r->plan.job_replicas * r->plan.batch_per_replica * r->plan.grad_acc;
@@ -273,8 +277,8 @@ static int step_plan_updates(trn *r, pt_err *e)
                        "x accumulation)",
                        r->plan.epoch_examples, r->plan.update_size);
     r->plan.total_updates = r->plan.updates_per_epoch * cfg->epochs;
-    sched_init(&r->plan.schedule, (sched_kind)cfg->schedule, cfg->lr_start, cfg->lr_max, cfg->lr_end,
-               cfg->warmup, cfg->lr_scaling, r->plan.total_updates);
+    sched_init(&r->plan.schedule, (sched_kind)cfg->schedule, cfg->lr_start, cfg->lr_max,
+               cfg->lr_end, cfg->warmup, cfg->lr_scaling, r->plan.total_updates);
     return PT_OK;
 }
 
@@ -301,13 +305,21 @@ static int step_build_model(trn *r, pt_err *e)
 static int step_start_replicas(trn *r, pt_err *e)
 {
     trn_set_state(r, RUN_PREPARING, "allocating the replicas' memory");
-    rpool_config sc = { .stop = trn_stop_asked, .stop_ctx = r, .model = r->parts.model, .optimizer = &r->parts.optimizer, .decay_mask = r->parts.decay_mask,
-                        .replicas = r->plan.replicas, .batch_per_replica = r->plan.batch_per_replica, .grad_acc = r->plan.grad_acc,
+    rpool_config sc = { .stop = trn_stop_asked,
+                        .stop_ctx = r,
+                        .model = r->parts.model,
+                        .optimizer = &r->parts.optimizer,
+                        .decay_mask = r->parts.decay_mask,
+                        .replicas = r->plan.replicas,
+                        .batch_per_replica = r->plan.batch_per_replica,
+                        .grad_acc = r->plan.grad_acc,
                         .predict_batch = r->plan.predict_batch,
                         .label_smoothing = (float)r->cfg->label_smoothing,
                         .reducer = r->plan.ranks > 1 ? dist_reducer() : NULL,
-                        .first_replica = r->plan.first_replica, .all_replicas = r->plan.ranks > 1 ? r->plan.job_replicas : 0,
-                        .overlap = trn_dist_overlap(r), .recompute = r->cfg->recompute };
+                        .first_replica = r->plan.first_replica,
+                        .all_replicas = r->plan.ranks > 1 ? r->plan.job_replicas : 0,
+                        .overlap = trn_dist_overlap(r),
+                        .recompute = r->cfg->recompute };
     return rpool_new(&sc, &r->parts.pool, e);
 }
 
@@ -322,7 +334,8 @@ static int step_measure_peak(trn *r, pt_err *e)
 /* The training figures, the curves, the event files' confusion matrix. */
 static int step_figures(trn *r, pt_err *e)
 {
-    r->loop.train_cm = calloc((size_t)r->plan.n_classes * r->plan.n_classes, sizeof *r->loop.train_cm);
+    r->loop.train_cm =
+        calloc((size_t)r->plan.n_classes * r->plan.n_classes, sizeof *r->loop.train_cm);
     r->loop.preds = calloc((size_t)r->plan.update_size, sizeof *r->loop.preds);
     if (!r->loop.train_cm || !r->loop.preds || crv_init(&r->curves) != PT_OK ||
         tb_init(&r->persist.events, r->plan.n_classes) != PT_OK)
@@ -333,8 +346,9 @@ static int step_figures(trn *r, pt_err *e)
 static int step_moving_average(trn *r, pt_err *e)
 {
     /* Starts at the weights as built; a resumed run's checkpoint then restores it. */
-    return ema_init(&r->parts.average, r->cfg->ema, nn_params(r->parts.model), nn_param_count(r->parts.model),
-                    nn_buffers(r->parts.model), nn_buffer_count(r->parts.model), e);
+    return ema_init(&r->parts.average, r->cfg->ema, nn_params(r->parts.model),
+                    nn_param_count(r->parts.model), nn_buffers(r->parts.model),
+                    nn_buffer_count(r->parts.model), e);
 }
 
 static int step_resume(trn *r, pt_err *e)
@@ -344,7 +358,8 @@ static int step_resume(trn *r, pt_err *e)
     int rc = PT_OK;
     if (r->cfg->resume[0] && r->plan.rank == 0 &&
         ((rc = trn_restore_checkpoint(r, e)) != PT_OK || (rc = trn_write_config(r, e)) != PT_OK ||
-         (rc = run_write_history(&r->persist.folder, r->curves.hist, r->curves.hist_n, e)) != PT_OK))
+         (rc = run_write_history(&r->persist.folder, r->curves.hist, r->curves.hist_n, e)) !=
+             PT_OK))
         return rc;
     return PT_OK;
 }
@@ -364,8 +379,8 @@ static int step_training_pipeline(trn *r, pt_err *e)
 {
     /* Global batches of every replica of the job; a rank decodes its slice. */
     pipe_config pc;
-    feed_pipe_config(r->env->feed, FEED_TRAIN, &r->ds->split[DS_TRAIN], 1, r->plan.n_classes, r->plan.image_size,
-                     r->plan.job_replicas * r->plan.batch_per_replica, &pc);
+    feed_pipe_config(r->env->feed, FEED_TRAIN, &r->ds->split[DS_TRAIN], 1, r->plan.n_classes,
+                     r->plan.image_size, r->plan.job_replicas * r->plan.batch_per_replica, &pc);
     if (r->plan.ranks > 1) {
         pc.slice_first = r->plan.first_replica * r->plan.batch_per_replica;
         pc.slice_count = r->plan.replicas * r->plan.batch_per_replica;
@@ -391,16 +406,20 @@ static int step_publish(trn *r, pt_err *e)
 /* A job's ranks, and how its gradients travel. */
 static void log_job(trn *r)
 {
-    trn_log(r, "data parallel: %d ranks (rank 0 on %s) with %d replicas in all, %d per update; "
-               "each rank decodes its slice of every batch of %d",
-            r->plan.ranks, dist_host(), r->plan.job_replicas, r->plan.update_size, r->plan.job_replicas * r->plan.batch_per_replica);
+    trn_log(r,
+            "data parallel: %d ranks (rank 0 on %s) with %d replicas in all, %d per update; "
+            "each rank decodes its slice of every batch of %d",
+            r->plan.ranks, dist_host(), r->plan.job_replicas, r->plan.update_size,
+            r->plan.job_replicas * r->plan.batch_per_replica);
     int nb;
     long long sent, early;
     rpool_get_overlap(r->parts.pool, &nb, &sent, &early);
     if (nb > 0)
-        trn_log(r, "gradients cross the ranks in %d bucket%s of about %zu floats, each sent "
-                   "as soon as the backward pass has finished it",
-                nb, nb == 1 ? "" : "s", (nn_param_count(r->parts.model) + (size_t)nb - 1) / (size_t)nb);
+        trn_log(r,
+                "gradients cross the ranks in %d bucket%s of about %zu floats, each sent "
+                "as soon as the backward pass has finished it",
+                nb, nb == 1 ? "" : "s",
+                (nn_param_count(r->parts.model) + (size_t)nb - 1) / (size_t)nb);
     else
         trn_log(r, "gradients cross the ranks after the backward pass, each rank stepping "
                    "its 1/%d of the optimizer (--no-overlap)",
@@ -427,8 +446,10 @@ static int step_log_plan(trn *r, pt_err *e)
     snprintf(summary, sizeof summary,
              "%s: %lld train / %lld val / %lld test records%s, %d classes, %dx%d; %d replicas x "
              "%d x %d accumulation = %d per update, %lld updates per epoch%s",
-             r->ds->root, r->plan.readable[DS_TRAIN], r->plan.readable[DS_VAL], r->ds->split[DS_TEST].count,
-             lost, r->plan.n_classes, r->plan.image_size, r->plan.image_size, r->plan.job_replicas, r->plan.batch_per_replica, r->plan.grad_acc, r->plan.update_size, r->plan.updates_per_epoch,
+             r->ds->root, r->plan.readable[DS_TRAIN], r->plan.readable[DS_VAL],
+             r->ds->split[DS_TEST].count, lost, r->plan.n_classes, r->plan.image_size,
+             r->plan.image_size, r->plan.job_replicas, r->plan.batch_per_replica, r->plan.grad_acc,
+             r->plan.update_size, r->plan.updates_per_epoch,
              r->plan.oversampling ? " (oversampled)" : "");
     trn_log(r, "%s", summary);
     if (cfg->replicas == 0 && util_cores() < util_cores_online())

@@ -70,20 +70,25 @@ int trn_dist_share_state(trn *r, pt_err *e)
 {
     if (r->plan.ranks == 1)
         return PT_OK;
-    shared_progress p = { r->loop.update, r->loop.in_epoch, r->loop.examples, r->loop.correct, r->loop.epoch,
-                          r->loop.loss_sum, r->loop.epoch_time_before, r->loop.elapsed_before };
+    shared_progress p = { r->loop.update, r->loop.in_epoch, r->loop.examples, r->loop.correct,
+                          r->loop.epoch, r->loop.loss_sum, r->loop.epoch_time_before,
+                          r->loop.elapsed_before };
     size_t k2 = (size_t)r->plan.n_classes * r->plan.n_classes;
     int rc = dist_bcast(&p, sizeof p, 0, e);
     if (rc == PT_OK)
-        rc = dist_bcast(nn_params(r->parts.model), nn_param_count(r->parts.model) * sizeof(float), 0, e);
+        rc = dist_bcast(nn_params(r->parts.model), nn_param_count(r->parts.model) * sizeof(float),
+                        0, e);
     if (rc == PT_OK)
-        rc = dist_bcast(nn_buffers(r->parts.model), nn_buffer_count(r->parts.model) * sizeof(float), 0, e);
+        rc = dist_bcast(nn_buffers(r->parts.model), nn_buffer_count(r->parts.model) * sizeof(float),
+                        0, e);
     if (rc == PT_OK)
         rc = dist_bcast(r->parts.optimizer.m, r->parts.optimizer.n * sizeof(float), 0, e);
     if (rc == PT_OK && r->parts.optimizer.v)
         rc = dist_bcast(r->parts.optimizer.v, r->parts.optimizer.n * sizeof(float), 0, e);
     if (rc == PT_OK && ema_on(&r->parts.average))
-        rc = dist_bcast(r->parts.average.avg, (r->parts.average.n_params + r->parts.average.n_buffers) * sizeof(float), 0, e);
+        rc = dist_bcast(r->parts.average.avg,
+                        (r->parts.average.n_params + r->parts.average.n_buffers) * sizeof(float), 0,
+                        e);
     if (rc == PT_OK)
         rc = dist_bcast(r->loop.train_cm, k2 * sizeof *r->loop.train_cm, 0, e);
     if (rc != PT_OK)
@@ -161,8 +166,10 @@ int trn_dist_check_weights(trn *r, pt_err *e)
 {
     if (r->plan.ranks == 1)
         return PT_OK;
-    uint32_t sum = crc32c(nn_params(r->parts.model), nn_param_count(r->parts.model) * sizeof(float));
-    sum = crc32c_extend(sum, nn_buffers(r->parts.model), nn_buffer_count(r->parts.model) * sizeof(float));
+    uint32_t sum =
+        crc32c(nn_params(r->parts.model), nn_param_count(r->parts.model) * sizeof(float));
+    sum = crc32c_extend(sum, nn_buffers(r->parts.model),
+                        nn_buffer_count(r->parts.model) * sizeof(float));
     uint32_t *all = malloc((size_t)r->plan.ranks * sizeof *all);
     if (!all)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
@@ -225,13 +232,15 @@ int trn_dist_telemetry(trn *r, pt_err *e)
 /* One example as it travels to rank 0: its label, source, id and logits. */
 static size_t record_bytes(const trn *r)
 {
-    return sizeof(int32_t) + sizeof(batch_src) + BATCH_ID_MAX + (size_t)r->plan.n_classes * sizeof(float);
+    return sizeof(int32_t) + sizeof(batch_src) + BATCH_ID_MAX +
+           (size_t)r->plan.n_classes * sizeof(float);
 }
 
 int trn_dist_gather(trn *r, const batch *b, const float *logits, trn_gathered *g, pt_err *e)
 {
     size_t rb = record_bytes(r), k = (size_t)r->plan.n_classes;
-    int cap = r->plan.job_replicas * r->plan.predict_batch, mine = r->plan.replicas * r->plan.predict_batch;
+    int cap = r->plan.job_replicas * r->plan.predict_batch,
+        mine = r->plan.replicas * r->plan.predict_batch;
     if (!g->pack) {
         g->pack = malloc((size_t)mine * rb);
         g->all = r->plan.rank == 0 ? malloc((size_t)cap * rb) : NULL;
@@ -254,13 +263,13 @@ int trn_dist_gather(trn *r, const batch *b, const float *logits, trn_gathered *g
     size_t total = 0;
     int rc = dist_gatherv(g->pack, (size_t)n * rb, g->all, g->all ? (size_t)cap * rb : 0, &total,
                           0, e);
-    g->n = 0;
+    g->count = 0;
     if (rc != PT_OK || r->plan.rank != 0)
         return rc;
     /* Every rank's slice, one after the other in rank order: the batch as one
      * process would hold it. */
-    g->n = (int)(total / rb);
-    for (int i = 0; i < g->n; i++) {
+    g->count = (int)(total / rb);
+    for (int i = 0; i < g->count; i++) {
         const uint8_t *q = g->all + (size_t)i * rb;
         memcpy(&g->label[i], q, sizeof(int32_t));
         memcpy(&g->src[i], q + 4, sizeof(batch_src));

@@ -42,10 +42,10 @@ int trn_dist_telemetry(trn *r, pt_err *e);
 /* The weights (and BN statistics) checked identical on every rank: a checksum each,
  * compared; a mismatch is an error naming the ranks. */
 int trn_dist_check_weights(trn *r, pt_err *e);
-/* A prediction batch as rank 0 sees it: every rank's slice, in rank order (n is 0
- * on the other ranks). Buffers made on first use, kept for the pass. */
+/* A prediction batch as rank 0 sees it: every rank's slice, in rank order (count
+ * is 0 on the other ranks). Buffers made on first use, kept for the pass. */
 typedef struct trn_gathered {
-    int n;
+    int count;                  /* examples in the batch (0 on ranks other than 0) */
     int32_t *label;
     batch_src *src;
     char (*id)[BATCH_ID_MAX];

@@ -69,7 +69,8 @@ static run_state close_run(trn *r, run_state final, int rc, pt_err *e)
         /* Stopped while preparing (e.g. during the demo data's generation). */
         final = RUN_STOPPED;
         trn_set_state(r, RUN_STOPPED, "stopped before training began%s%s",
-                      r->loop.stopped_in ? ", in the step: " : "", r->loop.stopped_in ? r->loop.stopped_in : "");
+                      r->loop.stopped_in ? ", in the step: " : "",
+                      r->loop.stopped_in ? r->loop.stopped_in : "");
     } else if (rc != PT_OK) {
         final = RUN_FAILED;
         if (r->persist.folder.dir[0])
@@ -85,7 +86,8 @@ static run_state close_run(trn *r, run_state final, int rc, pt_err *e)
         trn_log_end(r, msg);
     }
     /* A new run stopped before its first update leaves no half folder behind. */
-    if (final == RUN_STOPPED && r->loop.update == 0 && !r->cfg->resume[0] && run_discard(&r->persist.folder)) {
+    if (final == RUN_STOPPED && r->loop.update == 0 && !r->cfg->resume[0] &&
+        run_discard(&r->persist.folder)) {
         run_snapshot *s = prg_lock(r->env->progress);
         size_t k = strlen(s->message);
         util_fmt(s->message + k, sizeof s->message - k, "; nothing kept (%s removed)",

@@ -4,7 +4,8 @@
  *             build the model, optimizer and replicas, calibrate the sgemm peak,
  *             restore a checkpoint when resuming, start the training pipeline
  *   epochs    updates of replicas x batch x accumulation examples (the job's);
- *             validation after every epoch; history.json, validation predictions and a checkpoint per epoch
+ *             validation after every epoch; history.json, validation predictions
+ *             and a checkpoint per epoch
  *   finish    test predictions, submission.csv, a last checkpoint
  *
  * The trainer is the one writer of run progress: it publishes the snapshot, the

@@ -24,15 +24,15 @@
  * mirrored on the way. spare has room for one batch's logits. */
 static int predict_batch(trn *r, batch *b, float *logits, float *spare, pt_err *e)
 {
-    return inf_logits(r->parts.pool, b->images, b->n, b->h, b->w, r->cfg->tta == RUN_TTA_FLIP, logits,
-                      spare, e);
+    return inf_logits(r->parts.pool, b->images, b->n, b->h, b->w, r->cfg->tta == RUN_TTA_FLIP,
+                      logits, spare, e);
 }
 
 static int open_eval_pipe(trn *r, const ds_split *split, int labeled, pipeline **p, pt_err *e)
 {
     pipe_config c;
-    feed_pipe_config(r->env->feed, FEED_EVAL, split, labeled, r->plan.n_classes, r->plan.image_size, r->plan.job_replicas * r->plan.predict_batch,
-                     &c);
+    feed_pipe_config(r->env->feed, FEED_EVAL, split, labeled, r->plan.n_classes, r->plan.image_size,
+                     r->plan.job_replicas * r->plan.predict_batch, &c);
     if (r->plan.ranks > 1) {
         c.slice_first = r->plan.first_replica * r->plan.predict_batch;
         c.slice_count = r->plan.replicas * r->plan.predict_batch;
@@ -40,6 +40,17 @@ static int open_eval_pipe(trn *r, const ds_split *split, int labeled, pipeline *
     c.on_error = trn_data_error;
     c.error_ctx = r;
     return pipe_create(&c, p, e);
+}
+
+/* valid_labels.json: the labels, in the split's order (rewritten each epoch: cheap). */
+static void write_valid_labels(trn *r, const int32_t *labels, long long n)
+{
+    size_t len;
+    char *text = run_int_list(labels, n, &len);
+    if (text) {
+        run_write_file(&r->persist.folder, RUN_F_VALID_LABELS, text, len, NULL);
+        free(text);
+    }
 }
 
 /* Validation pass: fills the epoch's val metrics and publishes the results. */
@@ -56,10 +67,13 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
     if (rc != PT_OK)
         return rc;
     long long cap = vs->count, n = 0;
-    int32_t *labels = malloc((size_t)cap * sizeof *labels), *preds = malloc((size_t)cap * sizeof *preds);
+    int32_t *labels = malloc((size_t)cap * sizeof *labels);
+    int32_t *preds = malloc((size_t)cap * sizeof *preds);
     float *conf = malloc((size_t)cap * sizeof *conf);
     batch_src *src = malloc((size_t)cap * sizeof *src);
-    float *logits = malloc((size_t)2 * r->plan.replicas * r->plan.predict_batch * r->plan.n_classes * sizeof *logits);
+    /* a batch's logits, and the spare the test-time flip needs */
+    const size_t slice = (size_t)r->plan.replicas * r->plan.predict_batch * r->plan.n_classes;
+    float *logits = malloc(2 * slice * sizeof *logits);
     long long *cm = calloc((size_t)r->plan.n_classes * r->plan.n_classes, sizeof *cm);
     if (!labels || !preds || !conf || !src || !logits || !cm) {
         rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory (validation)");
@@ -69,13 +83,13 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
     batch *b;
     trn_gathered g = { 0 };
     while ((rc = pipe_next(p, &b, e)) == 1) {
-        if ((rc = predict_batch(r, b, logits, logits + (size_t)r->plan.replicas * r->plan.predict_batch * r->plan.n_classes, e)) != PT_OK ||
+        if ((rc = predict_batch(r, b, logits, logits + slice, e)) != PT_OK ||
             (r->plan.ranks > 1 && (rc = trn_dist_gather(r, b, logits, &g, e)) != PT_OK)) {
             pipe_release(p, b);
             break;
         }
         /* The batch as one process predicts it: a job's gathered on rank 0. */
-        int bn = r->plan.ranks > 1 ? g.n : b->n;
+        int bn = r->plan.ranks > 1 ? g.count : b->n;
         const int32_t *blabel = r->plan.ranks > 1 ? g.label : b->label;
         const batch_src *bsrc = r->plan.ranks > 1 ? g.src : b->src;
         const float *blogits = r->plan.ranks > 1 ? g.logits : logits;
@@ -113,15 +127,7 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
     row->val_precision = ms.precision;
     row->val_recall = ms.recall;
     row->val_f1 = ms.f1;
-    {
-        /* valid_labels.json: the labels, in the split's order (rewritten each epoch: cheap). */
-        size_t len;
-        char *text = run_int_list(labels, n, &len);
-        if (text) {
-            run_write_file(&r->persist.folder, RUN_F_VALID_LABELS, text, len, NULL);
-            free(text);
-        }
-    }
+    write_valid_labels(r, labels, n);
     run_append_valid_preds(&r->persist.folder, row->epoch, preds, n, NULL);
     /* Hand the arrays to the run's progress (for inspect and the report). */
     {
@@ -159,7 +165,9 @@ static int predict_test(trn *r, pt_err *e)
     long long cap = ts->count, n = 0;
     int32_t *preds = malloc((size_t)cap * sizeof *preds);
     char (*ids)[BATCH_ID_MAX] = malloc((size_t)cap * sizeof *ids);
-    float *logits = malloc((size_t)2 * r->plan.replicas * r->plan.predict_batch * r->plan.n_classes * sizeof *logits);
+    /* a batch's logits, and the spare the test-time flip needs */
+    const size_t slice = (size_t)r->plan.replicas * r->plan.predict_batch * r->plan.n_classes;
+    float *logits = malloc(2 * slice * sizeof *logits);
     if (!preds || !ids || !logits) {
         rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory (test)");
         goto out;
@@ -167,12 +175,12 @@ static int predict_test(trn *r, pt_err *e)
     batch *b;
     trn_gathered g = { 0 };
     while ((rc = pipe_next(p, &b, e)) == 1) {
-        if ((rc = predict_batch(r, b, logits, logits + (size_t)r->plan.replicas * r->plan.predict_batch * r->plan.n_classes, e)) != PT_OK ||
+        if ((rc = predict_batch(r, b, logits, logits + slice, e)) != PT_OK ||
             (r->plan.ranks > 1 && (rc = trn_dist_gather(r, b, logits, &g, e)) != PT_OK)) {
             pipe_release(p, b);
             break;
         }
-        int bn = r->plan.ranks > 1 ? g.n : b->n;
+        int bn = r->plan.ranks > 1 ? g.count : b->n;
         const float *blogits = r->plan.ranks > 1 ? g.logits : logits;
         for (int i = 0; i < bn && n < cap; i++, n++) {
             int arg;
