@@ -1,10 +1,8 @@
 /* loop — the updates and the end of each epoch (see loop.h). */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/util.h"
 #include "train/dist.h"

@@ -1,15 +1,11 @@
 /* plan — preparing a run (see plan.h): the named steps of steps[], in order. */
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/util.h"
 #include "infer/netcfg.h"
 #include "nn/nn_import.h"
-#include "nn/nn_models.h"
 #include "train/dist.h"
 #include "train/publish.h"
 #include "train/rank.h"

@@ -1,11 +1,8 @@
 /* trainer — one run from start to end (see trainer.h): prepare (plan.c), the
  * updates (loop.c), the test predictions (validate.c), and how the run ended. */
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/util.h"
 #include "train/loop.h"
