@@ -31,7 +31,7 @@
 #include "nn/nn.h"
 #include "nn/nn_export.h"
 #include "nn/nn_models.h"
-#include "train/runmodel.h"
+#include "infer/runmodel.h"
 
 #define ORT_SCRIPT "tests/ort/ort_run.js"
 #define ROUNDS 3

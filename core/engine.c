@@ -21,9 +21,10 @@
 
 #include "base/util.h"
 #include "data/demo.h"
-#include "train/feed.h"
+#include "data/feed.h"
 #include "train/progress.h"
 #include "run/runfolder.h"
+#include "infer/netcfg.h"
 #include "train/trainer.h"
 
 #define LOG_LINES 512
@@ -504,7 +505,7 @@ static void make_preview(eng *g, int n, uint64_t count)
     int img = 0;
     int rc = open_data(g, &d, &e);
     if (rc == PT_OK)
-        rc = trn_image_size(&g->cfg, d, &img, &e);
+        rc = netcfg_image_size(&g->cfg, d, &img, &e);
     if (rc == PT_OK)
         rc = feed_preview(g->samples, d, img, n, count, &p, &e);
     if (rc != PT_OK) {

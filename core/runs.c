@@ -10,7 +10,7 @@
 #include "base/util.h"
 #include "run/runfolder.h"
 #include "train/metrics.h"
-#include "train/runmodel.h"
+#include "infer/runmodel.h"
 
 int runs_open(const char *path, run_figures **out, pt_err *e)
 {

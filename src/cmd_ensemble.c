@@ -21,7 +21,7 @@
 #include "infer/infer.h"
 #include "infer/predict.h"
 #include "runs.h"
-#include "train/runmodel.h"
+#include "infer/runmodel.h"
 
 #define EN_MAX 32
 

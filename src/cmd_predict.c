@@ -10,7 +10,7 @@
 #include "src/predict_out.h"
 #include "infer/infer.h"
 #include "infer/predict.h"
-#include "train/runmodel.h"
+#include "infer/runmodel.h"
 
 static const char *const usage =
     "usage: petal-tui predict RUN_DIR|MODEL.onnx INPUT... [--out FILE.csv] [--top K]\n"

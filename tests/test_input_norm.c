@@ -14,7 +14,8 @@
 #include "nn/nn.h"
 #include "nn/nn_import.h"
 #include "t.h"
-#include "train/runmodel.h"
+#include "infer/netcfg.h"
+#include "infer/runmodel.h"
 
 #define IN_ONNX "tests/data/import/blocks.onnx"    /* a PyTorch-exported net, no own front */
 #define IN_EXPORT "tests/data/export/small-8-16.onnx" /* a petal-tui export */
@@ -215,7 +216,7 @@ static int csv_rows(const char *csv, int *label, double *p, int max)
 static double logits_gap(const run_config *a, const run_config *b, int img, int k)
 {
     pt_err e;
-    nn_model *ma = rm_build_net(a, img, k, NULL, &e), *mb = rm_build_net(b, img, k, NULL, &e);
+    nn_model *ma = netcfg_build(a, img, k, NULL, &e), *mb = netcfg_build(b, img, k, NULL, &e);
     double gap = -1;
     size_t px = (size_t)img * img * 3;
     float *x = malloc(px * sizeof *x);

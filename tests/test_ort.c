@@ -38,7 +38,7 @@
 #include "t.h"
 #include "infer/infer.h"
 #include "infer/predict.h"
-#include "train/runmodel.h"
+#include "infer/runmodel.h"
 
 #define ORT_TOL 1e-4
 #define ORT_DIR "tests/ort"

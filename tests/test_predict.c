@@ -1,5 +1,5 @@
 /* Tests of inference: the inference-only context (nn_ctx_new_infer), opening a run
- * for inference (train/runmodel.h), the predict engine (infer/predict.h) and the
+ * for inference (infer/runmodel.h), the predict engine (infer/predict.h) and the
  * predict and ensemble commands. */
 #include <stdint.h>
 #include <stdio.h>
@@ -95,7 +95,7 @@ TEST(predict_infer_ctx_mobilenetv2)
 #include "io/tfrecord.h"
 #include "infer/predict.h"
 #include "run/runfolder.h"
-#include "train/runmodel.h"
+#include "infer/runmodel.h"
 
 static const long long PD_TRAIN[3] = { 24, 24, 24 }, PD_VAL[3] = { 8, 8, 8 };
 #define PD_TEST 10

@@ -11,6 +11,8 @@
  *   named, not just the first;
  * - the floors of core/ (issue 41): no file includes a header from a floor above its
  *   own (FLOORS below, low to high); every offending line is named;
+ * - struct trn, the trainer's state (under core/train/), has at most 25 member
+ *   declarations, a declaration of several names counting each (issue 41);
  * - pthread_create appears (outside comments) in core/, ui/ and src/ only in the
  *   replica pool (core/pool/), the data pipeline's workers (core/data/pipeline.c),
  *   core/data/shards.c and the engine's own threads (core/engine.c); never in
@@ -622,4 +624,94 @@ TEST(source_threads_only_in_the_pool)
     /* Not vacuous: the pool itself is found and read. */
     T_CHECKF(in_pool > 0, "no pthread_create found in core/pool/");
     paths_free(&all);
+}
+
+/* ---- the trainer's state ------------------------------------------------------------ */
+
+#define MAX_TRN_FIELDS 25
+
+/* The members of a struct whose body starts after its '{' at t: at the body's top
+ * level, each ';' ends a declaration, and each ',' outside parentheses and brackets
+ * before it adds a name (`int rank, ranks;` is two). Comments and preprocessor lines
+ * are skipped; a nested struct's own members are not counted, its names are.
+ * Returns the count, or -1 when the body does not close. */
+static int struct_members(const char *t)
+{
+    int depth = 1, nest = 0, commas = 0, n = 0, line_start = 1;
+    for (const char *p = t; *p; p++) {
+        if (line_start && *p == '#') {
+            while (*p && *p != '\n')
+                p++;
+            if (!*p)
+                break;
+        }
+        line_start = *p == '\n' || (line_start && (*p == ' ' || *p == '\t'));
+        if (p[0] == '/' && p[1] == '*') {
+            const char *end = strstr(p + 2, "*/");
+            if (!end)
+                return -1;
+            p = end + 1;
+        } else if (p[0] == '/' && p[1] == '/') {
+            while (p[1] && p[1] != '\n')
+                p++;
+        } else if (*p == '{') {
+            depth++;
+        } else if (*p == '}') {
+            if (--depth == 0)
+                return n;
+        } else if (depth == 1 && (*p == '(' || *p == '[')) {
+            nest++;
+        } else if (depth == 1 && (*p == ')' || *p == ']')) {
+            nest--;
+        } else if (depth == 1 && nest == 0 && *p == ',') {
+            commas++;
+        } else if (depth == 1 && nest == 0 && *p == ';') {
+            n += commas + 1;
+            commas = 0;
+        }
+    }
+    return -1;
+}
+
+TEST(source_trn_at_most_25_fields)
+{
+    const char *root = source_root();
+    T_REQUIRE(root != NULL); /* the sources, beside or above the test binary */
+    paths train = { 0 };
+    list_sources(root, "core/train", 0, &train);
+    T_CHECKF(train.n > 5, "only %d source files in core/train/", train.n);
+    int found = 0;
+    for (int i = 0; i < train.n; i++) {
+        char path[8400];
+        snprintf(path, sizeof path, "%s/%s", root, train.v[i]);
+        uint8_t *data;
+        size_t len;
+        if (util_read_file(path, &data, &len, NULL) != PT_OK)
+            continue;
+        char *text = realloc(data, len + 1);
+        if (!text) {
+            free(data);
+            continue;
+        }
+        text[len] = '\0';
+        for (const char *at = strstr(text, "struct trn {"); at; at = strstr(at + 1, "struct trn {")) {
+            if (at != text && (isalnum((unsigned char)at[-1]) || at[-1] == '_'))
+                continue;
+            found++;
+            int n = struct_members(at + strlen("struct trn {"));
+            T_CHECKF(n >= 0, "%s: struct trn's body does not close", train.v[i]);
+            T_CHECKF(n <= MAX_TRN_FIELDS, "%s: struct trn has %d fields, over %d", train.v[i], n,
+                     MAX_TRN_FIELDS);
+        }
+        free(text);
+    }
+    T_CHECKF(found == 1, "struct trn found %d times under core/train/ (expected once)", found);
+    /* The count itself. */
+    T_EQ_INT(struct_members(" int a; int b, c; } x;"), 3);
+    T_EQ_INT(struct_members(" int (*f)(int a, int b); char n[2][3]; } x;"), 2);
+    T_EQ_INT(struct_members(" /* a; b; */ struct { int a, b; } in, out;\n#if X\n int c;\n#endif\n}"),
+             3);
+    T_EQ_INT(struct_members(" long long v[4], w[4],\n    z[4]; // d;\n}"), 3);
+    T_EQ_INT(struct_members(" int a;"), -1);
+    paths_free(&train);
 }

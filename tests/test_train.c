@@ -20,7 +20,7 @@
 #include "train/metrics.h"
 #include "nn/optim.h"
 #include "train/progress.h"
-#include "train/feed.h"
+#include "data/feed.h"
 #include "train/schedule.h"
 #include "infer/infer.h"
 #include "pool/rpool.h"

@@ -271,7 +271,7 @@ int prd_split(prd *p, const ds_split *split, int labeled, prd_results *out, pt_e
     if (rc != PT_OK)
         return rc;
     progress_start(p, split->count);
-    /* Validation's pipeline (train/feed.c, FEED_EVAL): one pass in file order. */
+    /* Validation's pipeline (data/feed.c, FEED_EVAL): one pass in file order. */
     pipe_config c;
     pipe_config_defaults(&c);
     c.split = split;

@@ -38,7 +38,7 @@
 #include "base/err.h"
 #include "data/batch.h"
 #include "data/dataset.h"
-#include "train/runmodel.h"
+#include "infer/runmodel.h"
 
 #define PRD_MAX_FILE_BYTES (256LL * 1024 * 1024)
 

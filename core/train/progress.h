@@ -3,7 +3,7 @@
  * validation results and the class names, behind one lock of their own. It only
  * holds and copies; what goes in is computed elsewhere (the replicas' figures by
  * train/telemetry.h, the curves by train/curves.h) and published by the trainer
- * (trainer_publish.c).
+ * (train/publish.c).
  *
  * One writer of run progress: the trainer (core/train/), through prg_lock() /
  * prg_unlock() and prg_set_val(). The engine only sets the life-cycle state

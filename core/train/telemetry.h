@@ -3,7 +3,7 @@
  * shares (time constant TELEMETRY_TAU), the images/s sparklines, and a job's
  * replica-to-rank-and-host map and collective time. It computes them from the
  * replica pool's counters; the trainer publishes them (train/progress.h owns what the
- * UI sees) and trainer_dist.c fills in the other ranks' replicas on rank 0.
+ * UI sees) and train/rank.c fills in the other ranks' replicas on rank 0.
  *
  * Ownership: a plain value inside the trainer's state; nothing to free.
  */
@@ -51,7 +51,7 @@ void tlm_note_update(tlm *t, double seconds);
 /* Update number `update` spent comm seconds in collectives (smoothed). */
 void tlm_note_comm(tlm *t, long long update, double comm);
 
-/* ---- a job's replicas (trainer_dist.c): telemetry keeps them, the job fills them ---- */
+/* ---- a job's replicas (train/rank.c): telemetry keeps them, the job fills them ---- */
 
 /* Figures are kept for n replicas (at most RUN_MAX_REPLICAS): this rank's R, or on
  * rank 0 of a job all G. */

@@ -3,8 +3,9 @@
  *   prepare   open the data (through the engine), scan labels, oversampling table,
  *             build the model, optimizer and replicas, calibrate the sgemm peak,
  *             restore a checkpoint when resuming, start the training pipeline
- *   epochs    updates of U = R x B x A examples; validation after every epoch;
- *             history.json, validation predictions and a checkpoint per epoch
+ *   epochs    updates of replicas x batch x accumulation examples (the job's);
+ *             validation after every epoch; history.json, validation predictions
+ *             and a checkpoint per epoch
  *   finish    test predictions, submission.csv, a last checkpoint
  *
  * The trainer is the one writer of run progress: it publishes the snapshot, the
@@ -14,13 +15,15 @@
  * It decides what a non-finite loss means (skip the update, pause, keep the last
  * good checkpoint); the engine only waits for the user's answer.
  *
- * Files: trainer.c (prepare, as the named steps of its steps[] table, and the
- * loop), evaluate.c (validation, test predictions), trainer_folder.c (the log and
- * the checkpoint's save and restore), trainer_publish.c (what is published into
- * progress while training), trainer_dist.c (a rank of a job); trainer_impl.h
- * holds what they share. The trainer's state holds parts that own their fields:
- * the run folder's writer (runfolder.h), the curves (curves.h), the replicas'
- * telemetry (telemetry.h) and the TensorBoard event files (tboard.h).
+ * Phases, each owning its state behind its own struct and header (train/trn.h
+ * holds them together): plan.h (prepare, as the named steps of its steps[] table:
+ * trn_plan's sizes and counts, trn_parts' model, optimizer, pool and pipeline),
+ * loop.h (the updates and epochs: trn_loop), validate.h (validation and test
+ * predictions: trn_valid), persist.h (the log, run folder, checkpoint and event
+ * files: trn_persist); publish.h says what is published into progress while
+ * training, rank.h what a rank of a job does; trainer.c runs the phases in turn and
+ * ends the run. The curves (curves.h) and the replicas' telemetry (telemetry.h) own
+ * their fields.
  *
  * Run folder: its format (config, history.json, valid_labels.json,
  * valid_preds.jsonl, test_preds.json, submission.csv, checkpoint.ckpt, log.txt,
@@ -38,12 +41,12 @@
 #include "data/dataset.h"
 #include "run.h"
 #include "train/progress.h"
-#include "train/feed.h"
+#include "data/feed.h"
 
 enum { TRN_GO = 0, TRN_PAUSE = 1, TRN_STOP = 2 };
 
 /* What the engine gives a run: its configuration (and that configuration as the
- * run folder's text), where progress goes, how images are fed (train/feed.h), and hooks back. */
+ * run folder's text), where progress goes, how images are fed (data/feed.h), and hooks back. */
 typedef struct trn_env {
     const run_config *cfg;
     const char *cfg_text;       /* "key = value" lines, written to the run folder */
@@ -63,10 +66,6 @@ typedef struct trn_env {
 /* Runs the whole run and publishes its end in the progress; returns RUN_DONE,
  * RUN_STOPPED or RUN_FAILED (e says why). */
 run_state trn_run(const trn_env *env, pt_err *e);
-
-/* The model's input side: cfg->image_size, or the dataset's image size (from its
- * folder name, else from the first training record). */
-int trn_image_size(const run_config *cfg, const ds_dataset *ds, int *img, pt_err *e);
 
 /* Single-core sgemm GFLOP/s, measured for about `seconds`. */
 double trn_sgemm_peak(double seconds);

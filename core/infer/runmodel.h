@@ -49,13 +49,6 @@ int rm_open_norm(const char *path, int image_size_override, run_input_norm norm,
                  rm_model *out, pt_err *e);
 void rm_close(rm_model *m);
 
-/* The net of a run of cfg for img x img images and k classes, as the trainer builds it
- * (the one place both use, so a run predicts with the graph it trained): small (its
- * widths and convs), mobilenetv2 (its width), or the ONNX model with a new head of k
- * classes (info filled then; may be NULL). Weights as built: the trainer then
- * initialises them, predict loads the checkpoint's. */
-nn_model *rm_build_net(const run_config *cfg, int img, int k, nn_import_info *info, pt_err *e);
-
 /* The dataset folder a run's data option names ("" is the demo data, made in the
  * cache when missing), into buf. */
 int rm_data_path(const char *data, char *buf, size_t n, pt_err *e);

@@ -1,5 +1,5 @@
 /* feed — pipelines, previews and validation images of a run (see feed.h). */
-#include "train/feed.h"
+#include "data/feed.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,7 +10,7 @@
 #include "base/util.h"
 #include "nn/nn_export.h"
 #include "run/runfolder.h"
-#include "train/runmodel.h"
+#include "infer/runmodel.h"
 
 int rm_export(const char *run_dir, const char *out, rm_export_info *info, pt_err *e)
 {

@@ -1,5 +1,5 @@
-/* trainer_dist — the trainer's part of a job of several ranks (see trainer_impl.h
- * and train/dist.h): the configuration check, sharing rank 0's state, agreeing on
+/* rank — the trainer's part of a job of several ranks (see rank.h and
+ * train/dist.h): the configuration check, sharing rank 0's state, agreeing on
  * commands, the training confusion matrix, the weight check and the gathering of
  * predictions. Alone (one process), every function here does nothing. */
 #include <stdlib.h>
@@ -8,7 +8,8 @@
 #include "base/crc32c.h"
 #include "base/util.h"
 #include "train/dist.h"
-#include "train/trainer_impl.h"
+#include "train/rank.h"
+#include "train/trn.h"
 
 int trn_dist_join(trn *r, pt_err *e)
 {
@@ -18,25 +19,25 @@ int trn_dist_join(trn *r, pt_err *e)
     if (dist_on() && runs++ > 0)
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                        "a job started by mpirun trains one run: start the job again for another");
-    r->rank = dist_rank();
-    r->ranks = dist_size();
-    r->G = r->Rmax = r->R;
-    r->g0 = 0;
-    tlm_set_shown(&r->tel, r->R);
-    if (r->ranks == 1)
+    r->plan.rank = dist_rank();
+    r->plan.ranks = dist_size();
+    r->plan.job_replicas = r->plan.max_replicas = r->plan.replicas;
+    r->plan.first_replica = 0;
+    tlm_set_shown(&r->telemetry, r->plan.replicas);
+    if (r->plan.ranks == 1)
         return PT_OK;
     typedef struct {
         uint32_t crc;
         int replicas;
     } who;
     const char *text = r->env->cfg_text ? r->env->cfg_text : "";
-    who mine = { crc32c(text, strlen(text)), r->R };
-    who *all = malloc((size_t)r->ranks * sizeof *all);
+    who mine = { crc32c(text, strlen(text)), r->plan.replicas };
+    who *all = malloc((size_t)r->plan.ranks * sizeof *all);
     if (!all)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     int rc = dist_allgather(&mine, all, sizeof mine, e);
-    r->G = 0;
-    for (int k = 0; rc == PT_OK && k < r->ranks; k++) {
+    r->plan.job_replicas = 0;
+    for (int k = 0; rc == PT_OK && k < r->plan.ranks; k++) {
         if (all[k].crc != all[0].crc) {
             rc = err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                          "rank %d on %s has other options than rank 0 on %s: start every rank "
@@ -44,17 +45,17 @@ int trn_dist_join(trn *r, pt_err *e)
                          k, dist_host_of(k), dist_host_of(0));
             break;
         }
-        if (k < r->rank)
-            r->g0 += all[k].replicas;
-        for (int q = 0; q < all[k].replicas && r->G + q < RUN_MAX_REPLICAS; q++)
-            tlm_set_home(&r->tel, r->G + q, k, dist_host_of(k));
-        r->G += all[k].replicas;
-        if (all[k].replicas > r->Rmax)
-            r->Rmax = all[k].replicas;
+        if (k < r->plan.rank)
+            r->plan.first_replica += all[k].replicas;
+        for (int q = 0; q < all[k].replicas && r->plan.job_replicas + q < RUN_MAX_REPLICAS; q++)
+            tlm_set_home(&r->telemetry, r->plan.job_replicas + q, k, dist_host_of(k));
+        r->plan.job_replicas += all[k].replicas;
+        if (all[k].replicas > r->plan.max_replicas)
+            r->plan.max_replicas = all[k].replicas;
     }
     free(all);
-    if (r->rank == 0)
-        tlm_set_shown(&r->tel, r->G);
+    if (r->plan.rank == 0)
+        tlm_set_shown(&r->telemetry, r->plan.job_replicas);
     return rc;
 }
 
@@ -67,34 +68,39 @@ typedef struct shared_progress {
 
 int trn_dist_share_state(trn *r, pt_err *e)
 {
-    if (r->ranks == 1)
+    if (r->plan.ranks == 1)
         return PT_OK;
-    shared_progress p = { r->update, r->in_epoch, r->examples, r->correct, r->epoch,
-                          r->loss_sum, r->epoch_time_before, r->elapsed_before };
-    size_t k2 = (size_t)r->n_classes * r->n_classes;
+    shared_progress p = { r->loop.update, r->loop.in_epoch, r->loop.examples, r->loop.correct,
+                          r->loop.epoch, r->loop.loss_sum, r->loop.epoch_time_before,
+                          r->loop.elapsed_before };
+    size_t k2 = (size_t)r->plan.n_classes * r->plan.n_classes;
     int rc = dist_bcast(&p, sizeof p, 0, e);
     if (rc == PT_OK)
-        rc = dist_bcast(nn_params(r->model), nn_param_count(r->model) * sizeof(float), 0, e);
+        rc = dist_bcast(nn_params(r->parts.model), nn_param_count(r->parts.model) * sizeof(float),
+                        0, e);
     if (rc == PT_OK)
-        rc = dist_bcast(nn_buffers(r->model), nn_buffer_count(r->model) * sizeof(float), 0, e);
+        rc = dist_bcast(nn_buffers(r->parts.model), nn_buffer_count(r->parts.model) * sizeof(float),
+                        0, e);
     if (rc == PT_OK)
-        rc = dist_bcast(r->optim.m, r->optim.n * sizeof(float), 0, e);
-    if (rc == PT_OK && r->optim.v)
-        rc = dist_bcast(r->optim.v, r->optim.n * sizeof(float), 0, e);
-    if (rc == PT_OK && ema_on(&r->avg))
-        rc = dist_bcast(r->avg.avg, (r->avg.n_params + r->avg.n_buffers) * sizeof(float), 0, e);
+        rc = dist_bcast(r->parts.optimizer.m, r->parts.optimizer.n * sizeof(float), 0, e);
+    if (rc == PT_OK && r->parts.optimizer.v)
+        rc = dist_bcast(r->parts.optimizer.v, r->parts.optimizer.n * sizeof(float), 0, e);
+    if (rc == PT_OK && ema_on(&r->parts.average))
+        rc = dist_bcast(r->parts.average.avg,
+                        (r->parts.average.n_params + r->parts.average.n_buffers) * sizeof(float), 0,
+                        e);
     if (rc == PT_OK)
-        rc = dist_bcast(r->train_cm, k2 * sizeof *r->train_cm, 0, e);
+        rc = dist_bcast(r->loop.train_cm, k2 * sizeof *r->loop.train_cm, 0, e);
     if (rc != PT_OK)
         return rc;
-    r->update = p.update;
-    r->in_epoch = p.in_epoch;
-    r->examples = p.examples;
-    r->correct = p.correct;
-    r->epoch = p.epoch;
-    r->loss_sum = p.loss_sum;
-    r->epoch_time_before = p.epoch_time_before;
-    r->elapsed_before = p.elapsed_before;
+    r->loop.update = p.update;
+    r->loop.in_epoch = p.in_epoch;
+    r->loop.examples = p.examples;
+    r->loop.correct = p.correct;
+    r->loop.epoch = p.epoch;
+    r->loop.loss_sum = p.loss_sum;
+    r->loop.epoch_time_before = p.epoch_time_before;
+    r->loop.elapsed_before = p.elapsed_before;
     return PT_OK;
 }
 
@@ -107,7 +113,7 @@ int trn_dist_overlap(const trn *r)
 
 int trn_dist_control(trn *r, int c, pt_err *e)
 {
-    if (r->ranks == 1)
+    if (r->plan.ranks == 1)
         return c;
     int rc = dist_max_int(&c, e);
     return rc == PT_OK ? c : rc;
@@ -115,7 +121,7 @@ int trn_dist_control(trn *r, int c, pt_err *e)
 
 int trn_dist_decision(trn *r, int c, pt_err *e)
 {
-    if (r->ranks == 1)
+    if (r->plan.ranks == 1)
         return c;
     int rc = dist_bcast(&c, sizeof c, 0, e);
     return rc == PT_OK ? c : rc;
@@ -123,13 +129,13 @@ int trn_dist_decision(trn *r, int c, pt_err *e)
 
 int trn_dist_train_cm(trn *r, batch *const *batches, pt_err *e)
 {
-    if (r->ranks == 1)
+    if (r->plan.ranks == 1)
         return PT_OK;
     /* Every rank's pairs in a record of the largest update slice a rank can have
-     * (R x B x A pairs, the rest -1). */
-    size_t per = (size_t)r->Rmax * r->B * r->A;
+     * (update_size pairs, the rest -1). */
+    size_t per = (size_t)r->plan.max_replicas * r->plan.batch_per_replica * r->plan.grad_acc;
     int32_t *mine = malloc(2 * per * sizeof *mine);
-    int32_t *all = malloc((size_t)r->ranks * 2 * per * sizeof *all);
+    int32_t *all = malloc((size_t)r->plan.ranks * 2 * per * sizeof *all);
     if (!mine || !all) {
         free(mine);
         free(all);
@@ -138,18 +144,18 @@ int trn_dist_train_cm(trn *r, batch *const *batches, pt_err *e)
     for (size_t i = 0; i < 2 * per; i++)
         mine[i] = -1;
     size_t k = 0;
-    for (int a = 0; a < r->A; a++) {
+    for (int a = 0; a < r->plan.grad_acc; a++) {
         const batch *b = batches[a];
         for (int i = 0; i < b->n && k < per; i++, k++) {
             mine[2 * k] = batch_dominant_label(b, i);
-            mine[2 * k + 1] = r->preds[k];
+            mine[2 * k + 1] = r->loop.preds[k];
         }
     }
     int rc = dist_allgather(mine, all, 2 * per * sizeof *mine, e);
-    for (size_t i = 0; rc == PT_OK && i < (size_t)r->ranks * per; i++) {
+    for (size_t i = 0; rc == PT_OK && i < (size_t)r->plan.ranks * per; i++) {
         int t = all[2 * i], p = all[2 * i + 1];
-        if (t >= 0 && t < r->n_classes && p >= 0 && p < r->n_classes)
-            r->train_cm[(size_t)t * r->n_classes + p]++;
+        if (t >= 0 && t < r->plan.n_classes && p >= 0 && p < r->plan.n_classes)
+            r->loop.train_cm[(size_t)t * r->plan.n_classes + p]++;
     }
     free(mine);
     free(all);
@@ -158,21 +164,23 @@ int trn_dist_train_cm(trn *r, batch *const *batches, pt_err *e)
 
 int trn_dist_check_weights(trn *r, pt_err *e)
 {
-    if (r->ranks == 1)
+    if (r->plan.ranks == 1)
         return PT_OK;
-    uint32_t sum = crc32c(nn_params(r->model), nn_param_count(r->model) * sizeof(float));
-    sum = crc32c_extend(sum, nn_buffers(r->model), nn_buffer_count(r->model) * sizeof(float));
-    uint32_t *all = malloc((size_t)r->ranks * sizeof *all);
+    uint32_t sum =
+        crc32c(nn_params(r->parts.model), nn_param_count(r->parts.model) * sizeof(float));
+    sum = crc32c_extend(sum, nn_buffers(r->parts.model),
+                        nn_buffer_count(r->parts.model) * sizeof(float));
+    uint32_t *all = malloc((size_t)r->plan.ranks * sizeof *all);
     if (!all)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     int rc = dist_allgather(&sum, all, sizeof sum, e);
-    for (int k = 1; rc == PT_OK && k < r->ranks; k++)
+    for (int k = 1; rc == PT_OK && k < r->plan.ranks; k++)
         if (all[k] != all[0])
             rc = err_set(e, PT_EIO, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                          "the weights of rank %d on %s differ from rank 0's on %s after %lld "
                          "updates (checksums %08x and %08x): the ranks no longer train one "
                          "model",
-                         k, dist_host_of(k), dist_host_of(0), r->update, (unsigned)all[k],
+                         k, dist_host_of(k), dist_host_of(0), r->loop.update, (unsigned)all[k],
                          (unsigned)all[0]);
     free(all);
     return rc;
@@ -191,30 +199,30 @@ typedef struct rank_tel {
 
 int trn_dist_telemetry(trn *r, pt_err *e)
 {
-    if (r->ranks == 1 || !tlm_gather_due(&r->tel, r->update))
+    if (r->plan.ranks == 1 || !tlm_gather_due(&r->telemetry, r->loop.update))
         return PT_OK;
     rank_tel mine;
     memset(&mine, 0, sizeof mine);
-    mine.replicas = r->R < RUN_MAX_REPLICAS ? r->R : RUN_MAX_REPLICAS;
+    mine.replicas = r->plan.replicas < RUN_MAX_REPLICAS ? r->plan.replicas : RUN_MAX_REPLICAS;
     for (int q = 0; q < mine.replicas; q++) {
-        mine.ips[q] = (float)r->tel.rep[q].ips;
-        mine.busy[q] = (float)r->tel.rep[q].busy_pct;
-        mine.idle[q] = (float)r->tel.rep[q].idle_pct;
-        mine.mxu[q] = (float)r->tel.rep[q].mxu_pct;
+        mine.ips[q] = (float)r->telemetry.rep[q].ips;
+        mine.busy[q] = (float)r->telemetry.rep[q].busy_pct;
+        mine.idle[q] = (float)r->telemetry.rep[q].idle_pct;
+        mine.mxu[q] = (float)r->telemetry.rep[q].mxu_pct;
     }
-    mine.gap = tlm_gather_gap(&r->tel, TEL_PERIOD);
-    rank_tel *all = malloc((size_t)r->ranks * sizeof *all);
+    mine.gap = tlm_gather_gap(&r->telemetry, TEL_PERIOD);
+    rank_tel *all = malloc((size_t)r->plan.ranks * sizeof *all);
     if (!all)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     int rc = dist_allgather(&mine, all, sizeof mine, e);
     if (rc == PT_OK) {
         /* Rank 0 paces the gathers: every rank meets the next at the same update. */
-        tlm_gather_at(&r->tel, r->update + all[0].gap);
+        tlm_gather_at(&r->telemetry, r->loop.update + all[0].gap);
         /* Rank 0 keeps its own replicas' live figures; the others' as gathered. */
-        int g = r->R;
-        for (int k = 1; r->rank == 0 && k < r->ranks; k++)
-            for (int q = 0; q < all[k].replicas && g < r->tel.shown; q++, g++)
-                tlm_set_figures(&r->tel, g, all[k].ips[q], all[k].busy[q], all[k].idle[q],
+        int g = r->plan.replicas;
+        for (int k = 1; r->plan.rank == 0 && k < r->plan.ranks; k++)
+            for (int q = 0; q < all[k].replicas && g < r->telemetry.shown; q++, g++)
+                tlm_set_figures(&r->telemetry, g, all[k].ips[q], all[k].busy[q], all[k].idle[q],
                                 all[k].mxu[q]);
     }
     free(all);
@@ -224,21 +232,23 @@ int trn_dist_telemetry(trn *r, pt_err *e)
 /* One example as it travels to rank 0: its label, source, id and logits. */
 static size_t record_bytes(const trn *r)
 {
-    return sizeof(int32_t) + sizeof(batch_src) + BATCH_ID_MAX + (size_t)r->n_classes * sizeof(float);
+    return sizeof(int32_t) + sizeof(batch_src) + BATCH_ID_MAX +
+           (size_t)r->plan.n_classes * sizeof(float);
 }
 
 int trn_dist_gather(trn *r, const batch *b, const float *logits, trn_gathered *g, pt_err *e)
 {
-    size_t rb = record_bytes(r), k = (size_t)r->n_classes;
-    int cap = r->G * r->P, mine = r->R * r->P;
+    size_t rb = record_bytes(r), k = (size_t)r->plan.n_classes;
+    int cap = r->plan.job_replicas * r->plan.predict_batch,
+        mine = r->plan.replicas * r->plan.predict_batch;
     if (!g->pack) {
         g->pack = malloc((size_t)mine * rb);
-        g->all = r->rank == 0 ? malloc((size_t)cap * rb) : NULL;
+        g->all = r->plan.rank == 0 ? malloc((size_t)cap * rb) : NULL;
         g->label = malloc((size_t)cap * sizeof *g->label);
         g->src = malloc((size_t)cap * sizeof *g->src);
         g->id = malloc((size_t)cap * sizeof *g->id);
         g->logits = malloc((size_t)cap * k * sizeof *g->logits);
-        if (!g->pack || (r->rank == 0 && !g->all) || !g->label || !g->src || !g->id ||
+        if (!g->pack || (r->plan.rank == 0 && !g->all) || !g->label || !g->src || !g->id ||
             !g->logits)
             return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }
@@ -253,13 +263,13 @@ int trn_dist_gather(trn *r, const batch *b, const float *logits, trn_gathered *g
     size_t total = 0;
     int rc = dist_gatherv(g->pack, (size_t)n * rb, g->all, g->all ? (size_t)cap * rb : 0, &total,
                           0, e);
-    g->n = 0;
-    if (rc != PT_OK || r->rank != 0)
+    g->count = 0;
+    if (rc != PT_OK || r->plan.rank != 0)
         return rc;
     /* Every rank's slice, one after the other in rank order: the batch as one
      * process would hold it. */
-    g->n = (int)(total / rb);
-    for (int i = 0; i < g->n; i++) {
+    g->count = (int)(total / rb);
+    for (int i = 0; i < g->count; i++) {
         const uint8_t *q = g->all + (size_t)i * rb;
         memcpy(&g->label[i], q, sizeof(int32_t));
         memcpy(&g->src[i], q + 4, sizeof(batch_src));

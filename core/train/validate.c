@@ -1,4 +1,4 @@
-/* evaluate — the prediction passes of a run: validation after every epoch (loss,
+/* validate — the prediction passes of a run (validate.h): validation after every epoch (loss,
  * accuracy, macro precision/recall/F1, the confusion matrix, per-example
  * predictions for inspect) and the test split's predictions for submission.csv. Both
  * run on the moving average of the weights when --ema is on: swapped into the model
@@ -16,29 +16,41 @@
 #include "base/util.h"
 #include "infer/infer.h"
 #include "train/metrics.h"
-#include "train/trainer_impl.h"
+#include "train/rank.h"
+#include "train/trn.h"
 
 /* logits[b->n][classes] of the batch (infer/infer.h); with --tta flip the log of the
  * mean of the softmax of each image and of its mirror image, the batch's pixels
  * mirrored on the way. spare has room for one batch's logits. */
 static int predict_batch(trn *r, batch *b, float *logits, float *spare, pt_err *e)
 {
-    return inf_logits(r->st, b->images, b->n, b->h, b->w, r->cfg->tta == RUN_TTA_FLIP, logits,
-                      spare, e);
+    return inf_logits(r->parts.pool, b->images, b->n, b->h, b->w, r->cfg->tta == RUN_TTA_FLIP,
+                      logits, spare, e);
 }
 
 static int open_eval_pipe(trn *r, const ds_split *split, int labeled, pipeline **p, pt_err *e)
 {
     pipe_config c;
-    feed_pipe_config(r->env->feed, FEED_EVAL, split, labeled, r->n_classes, r->img, r->G * r->P,
-                     &c);
-    if (r->ranks > 1) {
-        c.slice_first = r->g0 * r->P;
-        c.slice_count = r->R * r->P;
+    feed_pipe_config(r->env->feed, FEED_EVAL, split, labeled, r->plan.n_classes, r->plan.image_size,
+                     r->plan.job_replicas * r->plan.predict_batch, &c);
+    if (r->plan.ranks > 1) {
+        c.slice_first = r->plan.first_replica * r->plan.predict_batch;
+        c.slice_count = r->plan.replicas * r->plan.predict_batch;
     }
     c.on_error = trn_data_error;
     c.error_ctx = r;
     return pipe_create(&c, p, e);
+}
+
+/* valid_labels.json: the labels, in the split's order (rewritten each epoch: cheap). */
+static void write_valid_labels(trn *r, const int32_t *labels, long long n)
+{
+    size_t len;
+    char *text = run_int_list(labels, n, &len);
+    if (text) {
+        run_write_file(&r->persist.folder, RUN_F_VALID_LABELS, text, len, NULL);
+        free(text);
+    }
 }
 
 /* Validation pass: fills the epoch's val metrics and publishes the results. */
@@ -55,11 +67,14 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
     if (rc != PT_OK)
         return rc;
     long long cap = vs->count, n = 0;
-    int32_t *labels = malloc((size_t)cap * sizeof *labels), *preds = malloc((size_t)cap * sizeof *preds);
+    int32_t *labels = malloc((size_t)cap * sizeof *labels);
+    int32_t *preds = malloc((size_t)cap * sizeof *preds);
     float *conf = malloc((size_t)cap * sizeof *conf);
     batch_src *src = malloc((size_t)cap * sizeof *src);
-    float *logits = malloc((size_t)2 * r->R * r->P * r->n_classes * sizeof *logits);
-    long long *cm = calloc((size_t)r->n_classes * r->n_classes, sizeof *cm);
+    /* a batch's logits, and the spare the test-time flip needs */
+    const size_t slice = (size_t)r->plan.replicas * r->plan.predict_batch * r->plan.n_classes;
+    float *logits = malloc(2 * slice * sizeof *logits);
+    long long *cm = calloc((size_t)r->plan.n_classes * r->plan.n_classes, sizeof *cm);
     if (!labels || !preds || !conf || !src || !logits || !cm) {
         rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory (validation)");
         goto out;
@@ -68,25 +83,25 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
     batch *b;
     trn_gathered g = { 0 };
     while ((rc = pipe_next(p, &b, e)) == 1) {
-        if ((rc = predict_batch(r, b, logits, logits + (size_t)r->R * r->P * r->n_classes, e)) != PT_OK ||
-            (r->ranks > 1 && (rc = trn_dist_gather(r, b, logits, &g, e)) != PT_OK)) {
+        if ((rc = predict_batch(r, b, logits, logits + slice, e)) != PT_OK ||
+            (r->plan.ranks > 1 && (rc = trn_dist_gather(r, b, logits, &g, e)) != PT_OK)) {
             pipe_release(p, b);
             break;
         }
         /* The batch as one process predicts it: a job's gathered on rank 0. */
-        int bn = r->ranks > 1 ? g.n : b->n;
-        const int32_t *blabel = r->ranks > 1 ? g.label : b->label;
-        const batch_src *bsrc = r->ranks > 1 ? g.src : b->src;
-        const float *blogits = r->ranks > 1 ? g.logits : logits;
+        int bn = r->plan.ranks > 1 ? g.count : b->n;
+        const int32_t *blabel = r->plan.ranks > 1 ? g.label : b->label;
+        const batch_src *bsrc = r->plan.ranks > 1 ? g.src : b->src;
+        const float *blogits = r->plan.ranks > 1 ? g.logits : logits;
         double l = 0;
         if (bn > 0)
-            nn_softmax_ce(blogits, bn, r->n_classes, blabel, NULL, NULL, 0.0f, &l, NULL, NULL,
+            nn_softmax_ce(blogits, bn, r->plan.n_classes, blabel, NULL, NULL, 0.0f, &l, NULL, NULL,
                           NULL);
         loss += l;
         for (int i = 0; i < bn && n < cap; i++, n++) {
             int arg;
             float pr;
-            inf_top1(blogits + (size_t)i * r->n_classes, r->n_classes, &arg, &pr);
+            inf_top1(blogits + (size_t)i * r->plan.n_classes, r->plan.n_classes, &arg, &pr);
             labels[n] = blabel[i];
             preds[n] = arg;
             conf[n] = pr;
@@ -100,31 +115,23 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
         }
     }
     trn_gathered_free(&g);
-    if (rc < 0 || r->rank != 0)
+    if (rc < 0 || r->plan.rank != 0)
         goto out;
     rc = PT_OK;
-    met_confusion(labels, preds, (size_t)n, r->n_classes, cm);
-    tb_set_confusion(&r->tb, cm, row->epoch);
+    met_confusion(labels, preds, (size_t)n, r->plan.n_classes, cm);
+    tb_set_confusion(&r->persist.events, cm, row->epoch);
     met_summary ms;
-    met_from_confusion(cm, r->n_classes, &ms, NULL, NULL, NULL, NULL);
+    met_from_confusion(cm, r->plan.n_classes, &ms, NULL, NULL, NULL, NULL);
     row->val_loss = n ? loss / (double)n : NAN;
     row->val_acc = ms.acc;
     row->val_precision = ms.precision;
     row->val_recall = ms.recall;
     row->val_f1 = ms.f1;
-    {
-        /* valid_labels.json: the labels, in the split's order (rewritten each epoch: cheap). */
-        size_t len;
-        char *text = run_int_list(labels, n, &len);
-        if (text) {
-            run_write_file(&r->folder, RUN_F_VALID_LABELS, text, len, NULL);
-            free(text);
-        }
-    }
-    run_append_valid_preds(&r->folder, row->epoch, preds, n, NULL);
+    write_valid_labels(r, labels, n);
+    run_append_valid_preds(&r->persist.folder, row->epoch, preds, n, NULL);
     /* Hand the arrays to the run's progress (for inspect and the report). */
     {
-        prg_val v = { .epoch = row->epoch, .n = n, .n_classes = r->n_classes, .labels = labels,
+        prg_val v = { .epoch = row->epoch, .n = n, .n_classes = r->plan.n_classes, .labels = labels,
                       .preds = preds, .conf = conf, .src = src, .confusion = cm };
         prg_set_val(r->env->progress, &v);
         labels = preds = NULL;
@@ -132,7 +139,7 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
         src = NULL;
         cm = NULL;
     }
-    r->val_seconds = util_now() - t0;
+    r->valid.seconds = util_now() - t0;
 out:
     free(labels);
     free(preds);
@@ -158,7 +165,9 @@ static int predict_test(trn *r, pt_err *e)
     long long cap = ts->count, n = 0;
     int32_t *preds = malloc((size_t)cap * sizeof *preds);
     char (*ids)[BATCH_ID_MAX] = malloc((size_t)cap * sizeof *ids);
-    float *logits = malloc((size_t)2 * r->R * r->P * r->n_classes * sizeof *logits);
+    /* a batch's logits, and the spare the test-time flip needs */
+    const size_t slice = (size_t)r->plan.replicas * r->plan.predict_batch * r->plan.n_classes;
+    float *logits = malloc(2 * slice * sizeof *logits);
     if (!preds || !ids || !logits) {
         rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory (test)");
         goto out;
@@ -166,24 +175,24 @@ static int predict_test(trn *r, pt_err *e)
     batch *b;
     trn_gathered g = { 0 };
     while ((rc = pipe_next(p, &b, e)) == 1) {
-        if ((rc = predict_batch(r, b, logits, logits + (size_t)r->R * r->P * r->n_classes, e)) != PT_OK ||
-            (r->ranks > 1 && (rc = trn_dist_gather(r, b, logits, &g, e)) != PT_OK)) {
+        if ((rc = predict_batch(r, b, logits, logits + slice, e)) != PT_OK ||
+            (r->plan.ranks > 1 && (rc = trn_dist_gather(r, b, logits, &g, e)) != PT_OK)) {
             pipe_release(p, b);
             break;
         }
-        int bn = r->ranks > 1 ? g.n : b->n;
-        const float *blogits = r->ranks > 1 ? g.logits : logits;
+        int bn = r->plan.ranks > 1 ? g.count : b->n;
+        const float *blogits = r->plan.ranks > 1 ? g.logits : logits;
         for (int i = 0; i < bn && n < cap; i++, n++) {
             int arg;
             float pr;
-            inf_top1(blogits + (size_t)i * r->n_classes, r->n_classes, &arg, &pr);
+            inf_top1(blogits + (size_t)i * r->plan.n_classes, r->plan.n_classes, &arg, &pr);
             preds[n] = arg;
-            memcpy(ids[n], r->ranks > 1 ? g.id[i] : b->id[i], BATCH_ID_MAX);
+            memcpy(ids[n], r->plan.ranks > 1 ? g.id[i] : b->id[i], BATCH_ID_MAX);
         }
         pipe_release(p, b);
     }
     trn_gathered_free(&g);
-    if (rc < 0 || r->rank != 0)
+    if (rc < 0 || r->plan.rank != 0)
         goto out;
     rc = PT_OK;
     {
@@ -197,7 +206,7 @@ static int predict_test(trn *r, pt_err *e)
         q += sprintf(q, "id,label\n");
         for (long long i = 0; i < n; i++)
             q += sprintf(q, "%s,%d\n", ids[i], preds[i]);
-        rc = run_write_file(&r->folder, RUN_F_SUBMISSION, csv, (size_t)(q - csv), e);
+        rc = run_write_file(&r->persist.folder, RUN_F_SUBMISSION, csv, (size_t)(q - csv), e);
         free(csv);
         json_w j;
         json_init(&j, 0);
@@ -214,11 +223,11 @@ static int predict_test(trn *r, pt_err *e)
         size_t len;
         char *text = json_take(&j, &len);
         if (text && rc == PT_OK)
-            rc = run_write_file(&r->folder, RUN_F_TEST_PREDS, text, len, e);
+            rc = run_write_file(&r->persist.folder, RUN_F_TEST_PREDS, text, len, e);
         free(text);
         if (rc == PT_OK) {
             char sub[4200];
-            run_path(&r->folder, RUN_F_SUBMISSION, sub, sizeof sub);
+            run_path(&r->persist.folder, RUN_F_SUBMISSION, sub, sizeof sub);
             trn_log(r, "test predictions: %lld images -> %s", n, sub);
         }
     }
@@ -232,16 +241,16 @@ out:
 
 int trn_validate(trn *r, run_epoch *row, pt_err *e)
 {
-    ema_swap(&r->avg, nn_params(r->model), nn_buffers(r->model));
+    ema_swap(&r->parts.average, nn_params(r->parts.model), nn_buffers(r->parts.model));
     int rc = validate(r, row, e);
-    ema_swap(&r->avg, nn_params(r->model), nn_buffers(r->model));
+    ema_swap(&r->parts.average, nn_params(r->parts.model), nn_buffers(r->parts.model));
     return rc;
 }
 
 int trn_predict_test(trn *r, pt_err *e)
 {
-    ema_swap(&r->avg, nn_params(r->model), nn_buffers(r->model));
+    ema_swap(&r->parts.average, nn_params(r->parts.model), nn_buffers(r->parts.model));
     int rc = predict_test(r, e);
-    ema_swap(&r->avg, nn_params(r->model), nn_buffers(r->model));
+    ema_swap(&r->parts.average, nn_params(r->parts.model), nn_buffers(r->parts.model));
     return rc;
 }

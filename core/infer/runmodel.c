@@ -4,17 +4,17 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "infer/netcfg.h"
+#include "infer/runmodel.h"
 #include "config.h"
 #include "data/dataset.h"
 #include "data/demo.h"
+#include "data/feed.h"
 #include "data/pipeline.h"
 #include "nn/nn_import.h"
 #include "nn/nn_models.h"
 #include "run/checkpoint.h"
-#include "train/feed.h"
 #include "run/runfolder.h"
-#include "train/runmodel.h"
-#include "train/trainer.h"
 
 #define RM_ONNX_DEFAULT_SIZE 224
 
@@ -191,30 +191,6 @@ static int run_names(const run_handle *h, const char *ckpt, rm_model *m, ds_data
     return set_names(m, k, dataset_name, &d, e);
 }
 
-nn_model *rm_build_net(const run_config *cfg, int img, int k, nn_import_info *info, pt_err *e)
-{
-    if (run_model_is_onnx(cfg->model)) {
-        nn_import_opts o = { .h = img, .w = img, .n_classes = k, .dropout = (float)cfg->dropout,
-                             .norm = (nn_norm)(cfg->input_norm - 1),
-                             .norm_auto = cfg->input_norm == RUN_NORM_AUTO,
-                             .reinit = cfg->reinit, .seed = cfg->seed };
-        nn_import_info local;
-        return nn_import_onnx_file(cfg->model, &o, info ? info : &local, e);
-    }
-    if (!strcmp(cfg->model, "small")) {
-        int widths[NN_SMALL_MAX_BLOCKS], strided[NN_SMALL_MAX_BLOCKS];
-        int n = nn_parse_widths(cfg->widths, img, widths, strided, e);
-        if (n < 0)
-            return NULL;
-        return nn_build_small_widths(img, img, k, (float)cfg->dropout, widths, strided, n,
-                                     cfg->residual ? NN_SMALL_RESIDUAL : cfg->convs, e);
-    }
-    if (!strcmp(cfg->model, "mobilenetv2"))
-        return nn_build_mobilenetv2(img, img, k, (float)cfg->width, (float)cfg->dropout, e);
-    err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "unknown model '%s'", cfg->model);
-    return NULL;
-}
-
 /* The checkpoint's weights, then its moving average over them when it has one. */
 static int load_weights(const char *ckpt, rm_model *m, pt_err *e)
 {
@@ -280,7 +256,7 @@ static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
     if (cfg.image_size <= 0 || !run_has(&h, RUN_F_CLASSES))
         ds = run_dataset(&cfg, &de);
     m->image_size = size > 0 ? size : cfg.image_size;
-    if (m->image_size <= 0 && (!ds || trn_image_size(&cfg, ds, &m->image_size, &de) != PT_OK)) {
+    if (m->image_size <= 0 && (!ds || netcfg_image_size(&cfg, ds, &m->image_size, &de) != PT_OK)) {
         ds_free(ds);
         return err_set(e, PT_ENODATA, dir, PT_NO_RECORD, PT_NO_OFFSET,
                        "the run took its image size from its dataset, which cannot be read "
@@ -297,7 +273,7 @@ static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
     if (rc != PT_OK)
         return rc;
     nn_import_info info = { .norm = NN_NORM_UNIT };
-    if (!(m->net = rm_build_net(&cfg, m->image_size, m->n_classes, &info, e)))
+    if (!(m->net = netcfg_build(&cfg, m->image_size, m->n_classes, &info, e)))
         return e->code ? e->code : PT_ENOMEM;
     m->norm = info.norm;
     if (run_model_is_onnx(cfg.model))

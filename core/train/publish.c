@@ -1,4 +1,4 @@
-/* trainer_publish — what the trainer publishes into the run's progress
+/* publish — what the trainer publishes (publish.h) into the run's progress
  * (train/progress.h) as it trains: state, sizes and class names, per-update
  * figures, the curves (train/curves.h) and the replicas' telemetry
  * (train/telemetry.h), history; and the single-core sgemm peak. */
@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "train/trainer_impl.h"
+#include "train/publish.h"
+#include "train/trn.h"
 
 void trn_set_state(trn *r, run_state s, const char *fmt, ...)
 {
@@ -25,42 +26,42 @@ void trn_publish_static(trn *r)
 {
     run_snapshot *s = prg_lock(r->env->progress);
     util_copy(s->dataset, sizeof s->dataset, r->ds->root);
-    util_copy(s->run_dir, sizeof s->run_dir, r->folder.dir);
+    util_copy(s->run_dir, sizeof s->run_dir, r->persist.folder.dir);
     if (!strcmp(r->cfg->model, "mobilenetv2"))
         snprintf(s->model, sizeof s->model, "mobilenetv2 x%.2g", r->cfg->width);
     else
         run_model_name(r->cfg, s->model, sizeof s->model);
-    s->replicas = r->G;
-    s->n_replicas = r->tel.shown;
-    s->ranks = r->ranks;
-    for (int q = 0; q < r->tel.shown; q++) {
-        s->replica[q].rank = r->tel.rank[q];
-        util_copy(s->replica[q].host, sizeof s->replica[q].host, r->tel.host[q]);
+    s->replicas = r->plan.job_replicas;
+    s->n_replicas = r->telemetry.shown;
+    s->ranks = r->plan.ranks;
+    for (int q = 0; q < r->telemetry.shown; q++) {
+        s->replica[q].rank = r->telemetry.rank[q];
+        util_copy(s->replica[q].host, sizeof s->replica[q].host, r->telemetry.host[q]);
     }
-    s->batch_per_replica = r->B;
-    s->grad_acc = r->A;
-    s->update_size = r->U;
-    s->image_size = r->img;
-    s->n_classes = r->n_classes;
+    s->batch_per_replica = r->plan.batch_per_replica;
+    s->grad_acc = r->plan.grad_acc;
+    s->update_size = r->plan.update_size;
+    s->image_size = r->plan.image_size;
+    s->n_classes = r->plan.n_classes;
     s->epochs = r->cfg->epochs;
-    s->steps_per_epoch = r->updates_per_epoch;
-    s->total_steps = r->total_updates;
-    s->sgemm_peak_gflops = r->peak;
+    s->steps_per_epoch = r->plan.updates_per_epoch;
+    s->total_steps = r->plan.total_updates;
+    s->sgemm_peak_gflops = r->plan.sgemm_peak;
     util_copy(s->blas_core, sizeof s->blas_core, nn_blas_corename());
-    int k = r->n_classes < RUN_MAX_CLASSES ? r->n_classes : RUN_MAX_CLASSES;
+    int k = r->plan.n_classes < RUN_MAX_CLASSES ? r->plan.n_classes : RUN_MAX_CLASSES;
     s->label_classes = k;
-    memcpy(s->train_counts, r->train_counts, (size_t)k * sizeof(long long));
-    memcpy(s->train_oversampled, r->train_os, (size_t)k * sizeof(long long));
-    memcpy(s->val_counts, r->val_counts, (size_t)k * sizeof(long long));
-    s->oversampling = r->oversampling;
+    memcpy(s->train_counts, r->plan.train_counts, (size_t)k * sizeof(long long));
+    memcpy(s->train_oversampled, r->plan.train_oversampled, (size_t)k * sizeof(long long));
+    memcpy(s->val_counts, r->plan.val_counts, (size_t)k * sizeof(long long));
+    s->oversampling = r->plan.oversampling;
     prg_unlock(r->env->progress);
     /* Class names, once. */
-    char (*names)[RUN_NAME_MAX] = calloc((size_t)r->n_classes, sizeof *names);
+    char (*names)[RUN_NAME_MAX] = calloc((size_t)r->plan.n_classes, sizeof *names);
     if (names) {
         /* The dataset is shared with the sample thread: read it, never change it. */
-        for (int c = 0; c < r->n_classes; c++)
+        for (int c = 0; c < r->plan.n_classes; c++)
             trn_class_name(r, c, names[c], RUN_NAME_MAX);
-        prg_set_names(r->env->progress, names, r->n_classes);
+        prg_set_names(r->env->progress, names, r->plan.n_classes);
         free(names);
     }
 }
@@ -69,7 +70,7 @@ void trn_class_name(const trn *r, int c, char *buf, size_t n)
 {
     if (c < r->ds->n_classes)
         util_copy(buf, n, ds_class_name(r->ds, c));
-    else if (r->n_classes == (int)ds_competition_class_count)
+    else if (r->plan.n_classes == (int)ds_competition_class_count)
         util_copy(buf, n, ds_competition_classes[c]);
     else
         util_fmt(buf, n, "class %d", c);
@@ -77,23 +78,23 @@ void trn_class_name(const trn *r, int c, char *buf, size_t n)
 
 double trn_elapsed(const trn *r)
 {
-    return r->elapsed_before + (util_now() - r->t_run);
+    return r->loop.elapsed_before + (util_now() - r->loop.run_start);
 }
 
 double trn_epoch_elapsed(const trn *r)
 {
-    return r->epoch_time_before + (util_now() - r->t_epoch);
+    return r->loop.epoch_time_before + (util_now() - r->loop.epoch_start);
 }
 
 void trn_telemetry_idle(trn *r)
 {
-    tlm_idle(&r->tel);
+    tlm_idle(&r->telemetry);
     run_snapshot *s = prg_lock(r->env->progress);
-    for (int q = 0; q < r->tel.shown; q++) {
+    for (int q = 0; q < r->telemetry.shown; q++) {
         run_replica *e = &s->replica[q];
         e->images_per_sec = e->busy_pct = e->idle_pct = e->mxu_pct = 0;
-        memcpy(e->spark, r->tel.spark[q], (size_t)r->tel.spark_n * sizeof(float));
-        e->spark_n = r->tel.spark_n;
+        memcpy(e->spark, r->telemetry.spark[q], (size_t)r->telemetry.spark_n * sizeof(float));
+        e->spark_n = r->telemetry.spark_n;
     }
     s->total_images_per_sec = 0;
     prg_unlock(r->env->progress);
@@ -102,21 +103,21 @@ void trn_telemetry_idle(trn *r)
 void trn_publish_progress(trn *r, double lr, double loss, double acc)
 {
     pipe_stats ps;
-    pipe_get_stats(r->train, &ps);
+    pipe_get_stats(r->parts.pipeline, &ps);
     run_snapshot *s = prg_lock(r->env->progress);
-    s->epoch = r->epoch + 1 <= r->cfg->epochs ? r->epoch + 1 : r->cfg->epochs;
-    s->step = r->in_epoch;
-    s->update = r->update;
+    s->epoch = r->loop.epoch + 1 <= r->cfg->epochs ? r->loop.epoch + 1 : r->cfg->epochs;
+    s->step = r->loop.in_epoch;
+    s->update = r->loop.update;
     s->elapsed = trn_elapsed(r);
-    s->elapsed_resumed = r->elapsed_before;
-    long long left = r->total_updates - r->update;
-    int epochs_left = r->cfg->epochs - r->epoch;
-    s->eta = (double)left * r->tel.sec_per_update + epochs_left * r->val_seconds;
+    s->elapsed_resumed = r->loop.elapsed_before;
+    long long left = r->plan.total_updates - r->loop.update;
+    int epochs_left = r->cfg->epochs - r->loop.epoch;
+    s->eta = (double)left * r->telemetry.sec_per_update + epochs_left * r->valid.seconds;
     s->lr = lr;
     s->last_loss = loss;
     s->last_acc = acc;
-    s->running_loss = r->examples ? r->loss_sum / (double)r->examples : 0;
-    s->running_acc = r->examples ? (double)r->correct / (double)r->examples : 0;
+    s->running_loss = r->loop.examples ? r->loop.loss_sum / (double)r->loop.examples : 0;
+    s->running_acc = r->loop.examples ? (double)r->loop.correct / (double)r->loop.examples : 0;
     const crv *c = &r->curves;
     s->curve_n = c->n;
     s->curve_stride = c->stride;
@@ -124,21 +125,21 @@ void trn_publish_progress(trn *r, double lr, double loss, double acc)
     memcpy(s->curve_acc, c->acc, (size_t)c->n * sizeof(float));
     memcpy(s->curve_lr, c->lr, (size_t)c->n * sizeof(float));
     double total = 0;
-    for (int q = 0; q < r->tel.shown; q++) {
+    for (int q = 0; q < r->telemetry.shown; q++) {
         run_replica *e = &s->replica[q];
-        e->images_per_sec = r->tel.rep[q].ips;
-        e->busy_pct = 100 * r->tel.rep[q].busy_pct;
-        e->idle_pct = 100 * r->tel.rep[q].idle_pct;
-        e->mxu_pct = 100 * r->tel.rep[q].mxu_pct;
-        memcpy(e->spark, r->tel.spark[q], (size_t)r->tel.spark_n * sizeof(float));
-        e->spark_n = r->tel.spark_n;
-        total += r->tel.rep[q].ips;
+        e->images_per_sec = r->telemetry.rep[q].ips;
+        e->busy_pct = 100 * r->telemetry.rep[q].busy_pct;
+        e->idle_pct = 100 * r->telemetry.rep[q].idle_pct;
+        e->mxu_pct = 100 * r->telemetry.rep[q].mxu_pct;
+        memcpy(e->spark, r->telemetry.spark[q], (size_t)r->telemetry.spark_n * sizeof(float));
+        e->spark_n = r->telemetry.spark_n;
+        total += r->telemetry.rep[q].ips;
     }
     s->total_images_per_sec = total;
-    s->comm_ms = 1000 * r->tel.comm_per_update;
+    s->comm_ms = 1000 * r->telemetry.comm_per_update;
     s->queue_depth = ps.ready;
     s->queue_capacity = ps.capacity;
-    s->data_errors = r->data_errors;
+    s->data_errors = r->persist.data_errors;
     prg_unlock(r->env->progress);
 }
 
@@ -149,9 +150,9 @@ void trn_publish_history(trn *r)
     if (n > 0) /* a run that failed while preparing has no history array */
         memcpy(s->history, r->curves.hist, (size_t)n * sizeof(run_epoch));
     s->history_n = n;
-    s->checkpoints = r->checkpoints;
-    util_copy(s->last_checkpoint, sizeof s->last_checkpoint, r->last_ckpt);
-    s->data_errors = r->data_errors;
+    s->checkpoints = r->persist.checkpoints;
+    util_copy(s->last_checkpoint, sizeof s->last_checkpoint, r->persist.last_checkpoint);
+    s->data_errors = r->persist.data_errors;
     prg_unlock(r->env->progress);
 }
 
