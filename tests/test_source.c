@@ -1,7 +1,9 @@
 /* Checks on the source tree itself, the bounds issue 27 set:
- * - the UI reaches the engine only through core/engine.h and core/runs.h (and what
- *   they include) and core/base/: a ui/ file that includes anything else from core/
- *   fails, named with its line and header;
+ * - ui/ and src/ reach the engine only through its doors (issue 41 item 5: core/engine.h,
+ *   core/runs.h, core/datasets.h, core/infer/infer.h, core/config.h) and core/base/,
+ *   and a door includes from core/ only base/, config.h, run.h and the other doors:
+ *   any other include fails, named with its line and header, unless KNOWN_TO_MOVE
+ *   lists it;
  * - the run folder's file names are known only under core/run/ (issue 41): outside
  *   it, in core/, ui/ and src/, no string literal names one as a path or a path's
  *   part, and no code uses core/run/'s private name macros;
@@ -70,14 +72,6 @@ static int paths_add(paths *p, const char *s)
     if (!p->v[p->n])
         return -1;
     p->n++;
-    return 0;
-}
-
-static int paths_has(const paths *p, const char *s)
-{
-    for (int i = 0; i < p->n; i++)
-        if (strcmp(p->v[i], s) == 0)
-            return 1;
     return 0;
 }
 
@@ -216,62 +210,130 @@ static int resolve_include(const char *root, const char *from, const char *inc, 
     return -1;
 }
 
-/* The two doors, core/engine.h (the live run) and core/runs.h (the runs on disk), and
- * every header they include, on down, as repository paths. */
-static void engine_headers(const char *root, paths *out)
+/* The doors (issue 41 item 5): the only headers of core/ that ui/ and src/ include,
+ * with core/base/. A door itself includes from core/ only base/, config.h, run.h and
+ * the other doors, so that naming a door names nothing else. */
+static const char *const DOORS[] = {
+    "core/engine.h", "core/runs.h", "core/datasets.h", "core/infer/infer.h", "core/config.h",
+};
+#define N_DOORS ((int)(sizeof DOORS / sizeof DOORS[0]))
+
+/* Includes in src/ and ui/ known to break the rule, to be moved behind the doors
+ * (issue 41 item 5, not finished): "FILE HEADER" as the line writes it. The list is
+ * exact: an entry whose line is gone fails too, so that it shrinks as they move. */
+static const char *const KNOWN_TO_MOVE[] = {
+    "src/cmd_ensemble.c data/dataset.h",
+    "src/cmd_ensemble.c train/metrics.h",
+    "src/cmd_ensemble.c infer/predict.h",
+    "src/cmd_ensemble.c train/runmodel.h",
+    "src/cmd_events.c io/png.h",
+    "src/cmd_events.c io/tbevent.h",
+    "src/cmd_inspect.c data/dataset.h",
+    "src/cmd_inspect.c data/jpeg.h",
+    "src/cmd_inspect.c io/example.h",
+    "src/cmd_inspect.c io/tfrecord.h",
+    "src/cmd_onnx.c data/dataset.h",
+    "src/cmd_onnx.c data/image.h",
+    "src/cmd_onnx.c data/jpeg.h",
+    "src/cmd_onnx.c io/png.h",
+    "src/cmd_onnx.c nn/nn_import.h",
+    "src/cmd_onnx.c run.h",
+    "src/cmd_onnx.c infer/predict.h",
+    "src/cmd_predict.c data/dataset.h",
+    "src/cmd_predict.c infer/predict.h",
+    "src/cmd_predict.c train/runmodel.h",
+    "src/cmd_preview.c picture/grid.h",
+    "src/cmd_preview.c io/png.h",
+    "src/cmd_shards.c data/imgfile.h",
+    "src/cmd_shards.c data/shards.h",
+    "src/predict_out.h infer/predict.h",
+    "core/infer/infer.h pool/rpool.h",
+};
+#define N_KNOWN ((int)(sizeof KNOWN_TO_MOVE / sizeof KNOWN_TO_MOVE[0]))
+
+static int door_of(const char *rel)
 {
-    paths_add(out, "core/engine.h");
-    paths_add(out, "core/runs.h");
-    for (int i = 0; i < out->n; i++) {
-        lines L;
-        if (read_lines(root, out->v[i], &L) != 0)
-            continue;
-        for (int k = 0; k < L.n; k++) {
-            char inc[512], rel[4200];
-            if (quoted_include(L.at[k], inc, sizeof inc) &&
-                resolve_include(root, out->v[i], inc, rel, sizeof rel) == 0 &&
-                !paths_has(out, rel))
-                paths_add(out, rel);
-        }
-        lines_free(&L);
-    }
+    for (int d = 0; d < N_DOORS; d++)
+        if (strcmp(rel, DOORS[d]) == 0)
+            return d;
+    return -1;
 }
 
-TEST(source_ui_includes_only_engine_h_from_core)
+/* The entry of KNOWN_TO_MOVE for file's include inc, or -1. */
+static int known_offence(const char *file, const char *inc)
+{
+    size_t n = strlen(file);
+    for (int i = 0; i < N_KNOWN; i++)
+        if (strncmp(KNOWN_TO_MOVE[i], file, n) == 0 && KNOWN_TO_MOVE[i][n] == ' ' &&
+            strcmp(KNOWN_TO_MOVE[i] + n + 1, inc) == 0)
+            return i;
+    return -1;
+}
+
+/* Checks file's quoted includes that land in core/: a door or base/ (ui/, src/), or
+ * base/, config.h, run.h or a door (a door). Offences in KNOWN_TO_MOVE are marked
+ * in seen[] instead. How many includes into core/ it has. */
+static int check_door_includes(const char *root, const char *file, int is_door, int *seen)
+{
+    lines L;
+    int ok = read_lines(root, file, &L) == 0, into_core = 0;
+    T_CHECKF(ok, "%s: cannot be read", file);
+    if (!ok)
+        return 0;
+    for (int k = 0; k < L.n; k++) {
+        char inc[512], rel[4200];
+        if (!quoted_include(L.at[k], inc, sizeof inc))
+            continue;
+        int found = resolve_include(root, file, inc, rel, sizeof rel) == 0;
+        T_CHECKF(found, "%s:%d: #include \"%s\" names no file in the tree", file, k + 1, inc);
+        if (!found || strncmp(rel, "core/", 5) != 0)
+            continue;
+        into_core++;
+        if (strncmp(rel, "core/base/", 10) == 0 || door_of(rel) >= 0 ||
+            (is_door && strcmp(rel, "core/run.h") == 0))
+            continue;
+        int known = known_offence(file, inc);
+        if (known >= 0) {
+            seen[known] = 1;
+            continue;
+        }
+        T_CHECKF(0, "%s:%d: #include \"%s\" (%s): %s", file, k + 1, inc, rel,
+                 is_door ? "a door includes from core/ only base/, config.h, run.h and the "
+                           "other doors"
+                         : "ui/ and src/ include from core/ only the doors (engine.h, "
+                           "runs.h, datasets.h, infer/infer.h, config.h) and base/");
+    }
+    lines_free(&L);
+    return into_core;
+}
+
+TEST(source_ui_and_src_include_only_the_doors)
 {
     const char *root = source_root();
     T_REQUIRE(root != NULL); /* the sources, beside or above the test binary */
-    paths allowed = { 0 }, ui = { 0 };
-    engine_headers(root, &allowed);
-    T_CHECKF(paths_has(&allowed, "core/config.h") && paths_has(&allowed, "core/run.h"),
-             "core/engine.h's includes were not found (%d headers)", allowed.n);
-    list_sources(root, "ui", 1, &ui);
-    T_CHECKF(ui.n > 10, "only %d source files in ui/", ui.n);
-    for (int i = 0; i < ui.n; i++) {
-        lines L;
-        int ok = read_lines(root, ui.v[i], &L) == 0;
-        T_CHECKF(ok, "%s: cannot be read", ui.v[i]);
-        if (!ok)
+    int seen[N_KNOWN] = { 0 }, into_core = 0, doors = 0;
+    paths files = { 0 };
+    list_sources(root, "ui", 1, &files);
+    int n_ui = files.n;
+    list_sources(root, "src", 1, &files);
+    T_CHECKF(n_ui > 10 && files.n - n_ui > 10, "only %d source files in ui/, %d in src/", n_ui,
+             files.n - n_ui);
+    for (int i = 0; i < files.n; i++)
+        into_core += check_door_includes(root, files.v[i], 0, seen);
+    T_CHECKF(into_core > 20, "only %d includes into core/ found in ui/ and src/", into_core);
+    for (int d = 0; d < N_DOORS; d++) {
+        char full[4200];
+        snprintf(full, sizeof full, "%s/%s", root, DOORS[d]);
+        if (!util_is_file(full))
             continue;
-        for (int k = 0; k < L.n; k++) {
-            char inc[512], rel[4200];
-            if (!quoted_include(L.at[k], inc, sizeof inc))
-                continue;
-            int found = resolve_include(root, ui.v[i], inc, rel, sizeof rel) == 0;
-            T_CHECKF(found, "%s:%d: #include \"%s\" names no file in the tree", ui.v[i], k + 1,
-                     inc);
-            if (!found)
-                continue;
-            T_CHECKF(strncmp(rel, "ui/", 3) == 0 || strncmp(rel, "core/base/", 10) == 0 ||
-                         paths_has(&allowed, rel),
-                     "%s:%d: #include \"%s\" (%s): the UI may include from core/ only "
-                     "engine.h, runs.h, what they include, and base/",
-                     ui.v[i], k + 1, inc, rel);
-        }
-        lines_free(&L);
+        doors++;
+        check_door_includes(root, DOORS[d], 1, seen);
     }
-    paths_free(&allowed);
-    paths_free(&ui);
+    T_CHECKF(doors == N_DOORS, "only %d of the %d doors found", doors, N_DOORS);
+    for (int i = 0; i < N_KNOWN; i++)
+        T_CHECKF(seen[i], "\"%s\" is listed as known, to be moved, but no longer included: "
+                          "take it off KNOWN_TO_MOVE", KNOWN_TO_MOVE[i]);
+    paths_free(&files);
 }
 
 /* ---- floors ------------------------------------------------------------------------ */
@@ -508,6 +570,43 @@ static int run_name_offences(const char *rel, const char *t, size_t len)
 }
 
 TEST(source_run_folder_names_only_in_core_run)
+{
+    const char *root = source_root();
+    T_REQUIRE(root != NULL); /* the sources, beside or above the test binary */
+    paths all = { 0 };
+    list_sources(root, "core", 1, &all);
+    list_sources(root, "ui", 1, &all);
+    list_sources(root, "src", 1, &all);
+    T_CHECKF(all.n > 100, "only %d source files found", all.n);
+    int checked = 0, inside = 0;
+    for (int i = 0; i < all.n; i++) {
+        if (!strncmp(all.v[i], "core/run/", 9)) {
+            inside++;
+            continue;
+        }
+        char path[8400];
+        snprintf(path, sizeof path, "%s/%s", root, all.v[i]);
+        uint8_t *data;
+        size_t len;
+        int ok = util_read_file(path, &data, &len, NULL) == PT_OK;
+        T_CHECKF(ok, "%s: cannot be read", all.v[i]);
+        if (!ok)
+            continue;
+        run_name_offences(all.v[i], (const char *)data, len);
+        free(data);
+        checked++;
+    }
+    T_CHECKF(inside >= 8 && checked > 100, "%d files under core/run/, %d checked outside it",
+             inside, checked);
+    /* The check itself: a path is caught, prose is not. */
+    T_EQ_INT(literal_names("%s/model.onnx", 13, "model.onnx"), 1);
+    T_EQ_INT(literal_names("no model.onnx here", 18, "model.onnx"), 0);
+    T_EQ_INT(literal_names("as RUN/model.onnx", 17, "model.onnx"), 0);
+    T_EQ_INT(literal_names("model.onnx", 10, "model.onnx"), 1);
+    T_EQ_INT(literal_names("my.model.onnx", 13, "model.onnx"), 0);
+    paths_free(&all);
+}
+
 /* ---- threads ----------------------------------------------------------------------- */
 
 /* Where a source file may start threads (issue 41): the pool, the pipeline's workers,
@@ -559,33 +658,6 @@ TEST(source_threads_only_in_the_pool)
     list_sources(root, "core", 1, &all);
     list_sources(root, "ui", 1, &all);
     list_sources(root, "src", 1, &all);
-    T_CHECKF(all.n > 100, "only %d source files found", all.n);
-    int checked = 0, inside = 0;
-    for (int i = 0; i < all.n; i++) {
-        if (!strncmp(all.v[i], "core/run/", 9)) {
-            inside++;
-            continue;
-        }
-        char path[8400];
-        snprintf(path, sizeof path, "%s/%s", root, all.v[i]);
-        uint8_t *data;
-        size_t len;
-        int ok = util_read_file(path, &data, &len, NULL) == PT_OK;
-        T_CHECKF(ok, "%s: cannot be read", all.v[i]);
-        if (!ok)
-            continue;
-        run_name_offences(all.v[i], (const char *)data, len);
-        free(data);
-        checked++;
-    }
-    T_CHECKF(inside >= 8 && checked > 100, "%d files under core/run/, %d checked outside it",
-             inside, checked);
-    /* The check itself: a path is caught, prose is not. */
-    T_EQ_INT(literal_names("%s/model.onnx", 13, "model.onnx"), 1);
-    T_EQ_INT(literal_names("no model.onnx here", 18, "model.onnx"), 0);
-    T_EQ_INT(literal_names("as RUN/model.onnx", 17, "model.onnx"), 0);
-    T_EQ_INT(literal_names("model.onnx", 10, "model.onnx"), 1);
-    T_EQ_INT(literal_names("my.model.onnx", 13, "model.onnx"), 0);
     T_CHECKF(all.n > 50, "only %d sources found", all.n);
     int in_pool = 0;
     for (int i = 0; i < all.n; i++) {
