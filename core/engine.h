@@ -82,6 +82,15 @@ int eng_preview_get(eng *g, uint64_t *seen, run_preview *out);
  * finished yet. */
 int eng_preview_error(eng *g, pt_err *e);
 
+/* A preview as one PNG sheet at path (picture/grid.h's grid: originals on the left,
+ * the same images augmented on the right, g's class names under each tile; cols 0:
+ * the grid's choice). Its size in *w x *h. An error with e filled when the file
+ * cannot be written; when the sheet could not be made (out of memory, a sheet over
+ * the grid's size) grid_compose's code with e's message empty, as preview has
+ * never said more. Body in core/engine_sheet.c. */
+int eng_preview_sheet(eng *g, const run_preview *p, int cols, const char *path, int *w, int *h,
+                      pt_err *e);
+
 /* Validation results of the latest epoch (epoch 0 in out: none yet). */
 int eng_val_report_get(eng *g, run_val_report *out);
 
