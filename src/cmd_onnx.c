@@ -180,7 +180,7 @@ out:
     free(order);
     free(p);
     jpg_codec_free(jc);
-    rpool_free(pool);
+    inf_pool_free(pool);
     nn_model_free(m);
     return status;
 }

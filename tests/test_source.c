@@ -237,7 +237,6 @@ static const char *const KNOWN_TO_MOVE[] = {
     "src/cmd_predict.c infer/predict.h",
     "src/cmd_predict.c train/runmodel.h",
     "src/predict_out.h infer/predict.h",
-    "core/infer/infer.h pool/rpool.h",
 };
 #define N_KNOWN ((int)(sizeof KNOWN_TO_MOVE / sizeof KNOWN_TO_MOVE[0]))
 

@@ -19,7 +19,11 @@
 #include <stdint.h>
 
 #include "base/err.h"
-#include "pool/rpool.h"
+
+/* The pool and the model, by name only: a door names no lower header (their calls
+ * are pool/rpool.h's and nn/nn.h's, for core/ files that include those). */
+typedef struct rpool rpool;
+typedef struct nn_model nn_model;
 
 /* out[c] = softmax(logits)[c] for k classes, computed in double. */
 void inf_softmax(const float *logits, int k, double *out);
@@ -38,8 +42,9 @@ void inf_mean_softmax(float *a, const float *b, int n, int k);
 
 /* An inference-only replica pool for model m (borrowed: it must outlive the pool):
  * replicas threads of inference contexts, each forwarding up to per_replica images
- * at a time. Freed with rpool_free(). */
+ * at a time. Freed with inf_pool_free() (rpool_free()). */
 int inf_pool_new(nn_model *m, int replicas, int per_replica, rpool **out, pt_err *e);
+void inf_pool_free(rpool *pool);
 
 /* Logits [n][k] of n images of h x w on the pool; with flip, the log of the mean of
  * the softmax of each image and of its mirror image (the images are mirrored, and
