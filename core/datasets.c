@@ -70,3 +70,33 @@ int datasets_shards_from_folders(const datasets_shards_config *c, datasets_shard
     memcpy(r->root, res.root, sizeof r->root);
     return PT_OK;
 }
+
+int datasets_open(const char *path, int want_size, ds_dataset **out, pt_err *e)
+{
+    return ds_open(path, want_size, out, e);
+}
+
+void datasets_close(ds_dataset *d)
+{
+    ds_free(d);
+}
+
+const char *datasets_root(const ds_dataset *d)
+{
+    return d->root;
+}
+
+const ds_split *datasets_split(const ds_dataset *d, int s)
+{
+    return &d->split[s];
+}
+
+long long datasets_split_records(const ds_dataset *d, int s)
+{
+    return d->split[s].count;
+}
+
+int datasets_split_shards(const ds_dataset *d, int s)
+{
+    return d->split[s].n_shards;
+}

@@ -79,4 +79,22 @@ typedef struct datasets_shards_result {
 int datasets_shards_from_folders(const datasets_shards_config *c, datasets_shards_result *r,
                                  pt_err *e);
 
+/* ---- a dataset opened (core/data/dataset.h's ds_open), for predict and ensemble ---- */
+
+/* A dataset and its splits, by name only: a ds_dataset from datasets_open() is freed
+ * with datasets_close(); a split is the dataset's (valid while it is open). */
+typedef struct ds_dataset ds_dataset;
+typedef struct ds_split ds_split;
+
+/* The dataset folder at path with its DATASETS_* splits; want_size > 0 picks the
+ * tfrecords-jpeg-SxS folder of that size where there are several. */
+int datasets_open(const char *path, int want_size, ds_dataset **out, pt_err *e);
+void datasets_close(ds_dataset *d);
+/* The folder holding the split folders. */
+const char *datasets_root(const ds_dataset *d);
+/* Split s (DATASETS_*) of d: its records (counted from the shard names) and shards. */
+const ds_split *datasets_split(const ds_dataset *d, int s);
+long long datasets_split_records(const ds_dataset *d, int s);
+int datasets_split_shards(const ds_dataset *d, int s);
+
 #endif

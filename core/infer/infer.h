@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "run.h"
 
 /* The pool and the model, by name only: a door names no lower header (their calls
  * are pool/rpool.h's and nn/nn.h's, for core/ files that include those). */
@@ -56,5 +57,102 @@ int inf_logits(rpool *pool, uint8_t *images, int n, int h, int w, int flip, floa
  * for n x k floats. */
 int inf_probs(rpool *pool, uint8_t *images, int n, int h, int w, int k, int flip,
               float *logits, double *probs, pt_err *e);
+
+/* ---- predict: a trained model's probabilities for files or a dataset's split ----
+ * The calls' bodies are core/infer/predict.c's (its header, infer/predict.h, says how
+ * images are made); a model is opened with inf_model_open() (core/models.c). */
+
+/* A test record's id, at most this long with its terminator (data/batch.h's). */
+#define INF_ID_MAX 32
+
+/* A trained model opened for inference (train/runmodel.h's) and a dataset's split
+ * (data/dataset.h's; datasets.h opens datasets), by name only. */
+typedef struct rm_model rm_model;
+typedef struct ds_split ds_split;
+
+typedef struct prd_opts {
+    int batch;              /* images per forward pass, >= 1 */
+    int replicas;           /* forward threads, >= 1 */
+    int workers;            /* decode threads; 0: 2 */
+    int tta_flip;           /* average with the mirror image */
+    /* Called on the calling thread after each batch (NULL: none). */
+    void (*on_batch)(void *ctx, long long done, long long total);
+    void *ctx;
+} prd_opts;
+
+typedef struct prd_item {
+    int ok;                 /* 1: its row of probs holds its probabilities */
+    int label;              /* a labeled record's class; -1 otherwise */
+    char id[INF_ID_MAX];  /* a test record's id; "" otherwise */
+    pt_err err;             /* !ok: why */
+} prd_item;
+
+typedef struct prd_results {
+    int k;                  /* classes */
+    long long n;            /* items: one per file, or per record predicted */
+    prd_item *items;
+    double *probs;          /* n x k; a failed item's row is all 0 */
+    long long n_failed;     /* files that failed (items with !ok) plus records skipped */
+    long long n_errors;     /* records the pipeline skipped (not items): their errors */
+    pt_err *errors;
+} prd_results;
+
+typedef struct prd prd;
+
+int prd_new(const rm_model *m, const prd_opts *o, prd **out, pt_err *e);
+void prd_free(prd *p);
+
+/* One item per path, in order. An error only for what stops the whole run (memory). */
+int prd_files(prd *p, char *const *paths, long long n, prd_results *out, pt_err *e);
+/* The records of a split in file order: labels with labeled, else ids. Bad records
+ * are skipped (counted, their errors kept); an error when the split cannot be read. */
+int prd_split(prd *p, const ds_split *split, int labeled, prd_results *out, pt_err *e);
+void prd_results_free(prd_results *r);
+
+/* Images done and planned so far, seconds since the prediction began. */
+void prd_progress(const prd *p, long long *done, long long *total, double *seconds);
+
+/* The image files under the given paths: a file is taken as it is; a folder is walked
+ * recursively in sorted order, taking files ending .jpg, .jpeg or .png (any case),
+ * following symbolic links but entering no folder twice (no loops). *skipped counts
+ * the other files met in folders. An empty result is not an error here. A path that
+ * does not exist, or a folder that cannot be listed, is an error naming it. */
+int prd_list_inputs(char *const *paths, int n, char ***files, long long *count,
+                    long long *skipped, pt_err *e);
+void prd_list_free(char **files, long long count);
+
+
+/* ---- a trained model for src/ (bodies in core/models.c) ---- */
+
+/* Makes the kernels ready (nn_init); before the first forward pass. */
+void inf_init(void);
+/* path: a run folder or an .onnx file; image_size > 0 builds the net for that side;
+ * norm: an ONNX file's input convention (RUN_NORM_AUTO: the file's own; a run folder
+ * takes only that). Freed with inf_model_close() (safe with NULL). */
+int inf_model_open(const char *path, int image_size, run_input_norm norm, rm_model **out,
+                   pt_err *e);
+void inf_model_close(rm_model *m);
+int inf_model_classes(const rm_model *m);
+/* The side of the square images its net takes. */
+int inf_model_image_size(const rm_model *m);
+char *const *inf_model_class_names(const rm_model *m);
+/* The run folder or file it was opened from. */
+const char *inf_model_source(const rm_model *m);
+/* 1 when the run validated with --tta flip. */
+int inf_model_tta_flip(const rm_model *m);
+
+/* ---- ensemble's figures ---- */
+
+/* Validation figures of probabilities (n x k) against labels: macro precision, recall
+ * and F1 (train/metrics.h's), accuracy, and the mean cross-entropy. */
+typedef struct inf_score {
+    double acc, precision, recall, f1;
+    double loss;            /* NAN when n is 0 */
+} inf_score;
+
+/* The figures of probs (r->n x r->k) against r's items' labels; preds (may be NULL)
+ * gets each row's argmax. */
+void inf_score_probs(const prd_results *r, const double *probs, int32_t *preds,
+                     inf_score *out);
 
 #endif
