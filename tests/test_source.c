@@ -2,8 +2,7 @@
  * - ui/ and src/ reach the engine only through its doors (issue 41 item 5: core/engine.h,
  *   core/runs.h, core/datasets.h, core/infer/infer.h, core/config.h) and core/base/,
  *   and a door includes from core/ only base/, config.h, run.h and the other doors:
- *   any other include fails, named with its line and header, unless KNOWN_TO_MOVE
- *   lists it;
+ *   any other include fails, named with its line and header;
  * - the run folder's file names are known only under core/run/ (issue 41): outside
  *   it, in core/, ui/ and src/, no string literal names one as a path or a path's
  *   part, and no code uses core/run/'s private name macros;
@@ -218,20 +217,6 @@ static const char *const DOORS[] = {
 };
 #define N_DOORS ((int)(sizeof DOORS / sizeof DOORS[0]))
 
-/* Includes in src/ and ui/ known to break the rule, to be moved behind the doors
- * (issue 41 item 5, not finished): "FILE HEADER" as the line writes it. The list is
- * exact: an entry whose line is gone fails too, so that it shrinks as they move. */
-static const char *const KNOWN_TO_MOVE[] = {
-    "src/cmd_onnx.c data/dataset.h",
-    "src/cmd_onnx.c data/image.h",
-    "src/cmd_onnx.c data/jpeg.h",
-    "src/cmd_onnx.c io/png.h",
-    "src/cmd_onnx.c nn/nn_import.h",
-    "src/cmd_onnx.c run.h",
-    "src/cmd_onnx.c infer/predict.h",
-};
-#define N_KNOWN ((int)(sizeof KNOWN_TO_MOVE / sizeof KNOWN_TO_MOVE[0]))
-
 static int door_of(const char *rel)
 {
     for (int d = 0; d < N_DOORS; d++)
@@ -240,21 +225,10 @@ static int door_of(const char *rel)
     return -1;
 }
 
-/* The entry of KNOWN_TO_MOVE for file's include inc, or -1. */
-static int known_offence(const char *file, const char *inc)
-{
-    size_t n = strlen(file);
-    for (int i = 0; i < N_KNOWN; i++)
-        if (strncmp(KNOWN_TO_MOVE[i], file, n) == 0 && KNOWN_TO_MOVE[i][n] == ' ' &&
-            strcmp(KNOWN_TO_MOVE[i] + n + 1, inc) == 0)
-            return i;
-    return -1;
-}
-
 /* Checks file's quoted includes that land in core/: a door or base/ (ui/, src/), or
- * base/, config.h, run.h or a door (a door). Offences in KNOWN_TO_MOVE are marked
- * in seen[] instead. How many includes into core/ it has. */
-static int check_door_includes(const char *root, const char *file, int is_door, int *seen)
+ * base/, config.h, run.h or a door (a door); each offence named with its line. How
+ * many includes into core/ it has. */
+static int check_door_includes(const char *root, const char *file, int is_door)
 {
     lines L;
     int ok = read_lines(root, file, &L) == 0, into_core = 0;
@@ -273,11 +247,6 @@ static int check_door_includes(const char *root, const char *file, int is_door, 
         if (strncmp(rel, "core/base/", 10) == 0 || door_of(rel) >= 0 ||
             (is_door && strcmp(rel, "core/run.h") == 0))
             continue;
-        int known = known_offence(file, inc);
-        if (known >= 0) {
-            seen[known] = 1;
-            continue;
-        }
         T_CHECKF(0, "%s:%d: #include \"%s\" (%s): %s", file, k + 1, inc, rel,
                  is_door ? "a door includes from core/ only base/, config.h, run.h and the "
                            "other doors"
@@ -292,7 +261,7 @@ TEST(source_ui_and_src_include_only_the_doors)
 {
     const char *root = source_root();
     T_REQUIRE(root != NULL); /* the sources, beside or above the test binary */
-    int seen[N_KNOWN] = { 0 }, into_core = 0, doors = 0;
+    int into_core = 0, doors = 0;
     paths files = { 0 };
     list_sources(root, "ui", 1, &files);
     int n_ui = files.n;
@@ -300,7 +269,7 @@ TEST(source_ui_and_src_include_only_the_doors)
     T_CHECKF(n_ui > 10 && files.n - n_ui > 10, "only %d source files in ui/, %d in src/", n_ui,
              files.n - n_ui);
     for (int i = 0; i < files.n; i++)
-        into_core += check_door_includes(root, files.v[i], 0, seen);
+        into_core += check_door_includes(root, files.v[i], 0);
     T_CHECKF(into_core > 20, "only %d includes into core/ found in ui/ and src/", into_core);
     for (int d = 0; d < N_DOORS; d++) {
         char full[4200];
@@ -308,12 +277,9 @@ TEST(source_ui_and_src_include_only_the_doors)
         if (!util_is_file(full))
             continue;
         doors++;
-        check_door_includes(root, DOORS[d], 1, seen);
+        check_door_includes(root, DOORS[d], 1);
     }
     T_CHECKF(doors == N_DOORS, "only %d of the %d doors found", doors, N_DOORS);
-    for (int i = 0; i < N_KNOWN; i++)
-        T_CHECKF(seen[i], "\"%s\" is listed as known, to be moved, but no longer included: "
-                          "take it off KNOWN_TO_MOVE", KNOWN_TO_MOVE[i]);
     paths_free(&files);
 }
 

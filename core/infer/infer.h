@@ -155,4 +155,48 @@ typedef struct inf_score {
 void inf_score_probs(const prd_results *r, const double *probs, int32_t *preds,
                      inf_score *out);
 
+/* ---- an ONNX file as it is: `petal-tui model` and `classify` (core/infer/classify.c) ----
+ * The graph imported with its own classifier (n_classes 0) or a new head of n_classes,
+ * at size x size, with the input convention asked for (RUN_NORM_AUTO: its own). */
+
+typedef struct inf_onnx inf_onnx;
+
+/* What the import found, for `petal-tui model`. */
+typedef struct inf_onnx_info {
+    int onnx_nodes;         /* nodes in the file */
+    int mapped;             /* layers of the library they became */
+    int quantized;          /* 1 when weights were dequantized */
+    int cut_from;           /* the first ONNX node cut for the new head; -1 none */
+    char cut[512];          /* what was cut */
+    int feature_c;          /* channels of the features the head reads */
+    const char *norm_name, *norm_formula;  /* the input convention (static strings) */
+    char norm_why[160];     /* why that one */
+    double seconds;         /* reading and importing the file */
+    size_t params, trainable;
+    double mflop;           /* forward, per image */
+} inf_onnx_info;
+
+/* Freed with inf_onnx_close() (safe with NULL). */
+int inf_onnx_open(const char *path, int size, int n_classes, run_input_norm norm,
+                  inf_onnx **out, pt_err *e);
+void inf_onnx_close(inf_onnx *g);
+void inf_onnx_about(const inf_onnx *g, inf_onnx_info *out);
+/* Its outputs: the classes of its classifier. */
+int inf_onnx_classes(const inf_onnx *g);
+/* The layers it became as text (malloc'd; the caller frees it), NULL out of memory. */
+char *inf_onnx_summary(const inf_onnx *g);
+/* ImageNet's name of class cls when the graph has ImageNet's 1,000 outputs, else "". */
+const char *inf_onnx_class_name(const inf_onnx *g, int cls);
+
+/* Classify one image at a time: a file (JPEG, or PNG centre-cropped to a square)
+ * decoded and resized to the graph's size, then forwarded on an inference pool of one.
+ * inf_classify_new() fails only out of memory; freed with inf_classify_free(). */
+typedef struct inf_classify inf_classify;
+int inf_classify_new(inf_onnx *g, inf_classify **out, pt_err *e);
+void inf_classify_free(inf_classify *c);
+/* Reads and decodes the image file at path; e says why not. */
+int inf_classify_load(inf_classify *c, const char *path, pt_err *e);
+/* The loaded image's class probabilities (inf_onnx_classes() of them) into probs. */
+int inf_classify_run(inf_classify *c, double *probs, pt_err *e);
+
 #endif
