@@ -1,5 +1,6 @@
-/* engine — the live run: one of the two doors the workbench (ui/) and the headless
- * runner (src/) use (the other, runs.h, is the runs on disk).
+/* engine — the live run: one of the doors the workbench (ui/) and the headless
+ * runner (src/) use (runs.h is the runs on disk, datasets.h the datasets on disk,
+ * infer/infer.h a trained model's answers); also what starting a run needs.
  *
  * An engine trains one model on one dataset with one configuration. eng_create()
  * checks the configuration and finds the data (cheap); eng_start() begins the run

@@ -1,5 +1,5 @@
-/* runs — the runs on disk: the one header ui/ and src/ include for what a run folder
- * holds (engine.h is the other door: the live run). Behind it, core/run/ owns the
+/* runs — the runs on disk: the door ui/ and src/ include for what a run folder holds
+ * and for event files (engine.h is the live run, datasets.h the datasets on disk). Behind it, core/run/ owns the
  * folder's file names and formats; nothing above it builds a path inside a run folder.
  *
  * Read back: a run (a petal-tui run folder, a folder of Keras event files, or one

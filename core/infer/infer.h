@@ -9,9 +9,15 @@
  * logits, so that the loss and the argmax downstream need nothing else; inf_probs
  * (predict) hands back the mean of the two softmaxes in double.
  *
- * Ownership: nothing here allocates what outlives a call; every array is the
- * caller's. inf_logits and inf_probs mirror the caller's images in place when asked
- * to flip.
+ * It is also the door src/ includes for a trained model's answers (issue 41): predict
+ * and ensemble (prd_, inf_model_, inf_score_probs; bodies in predict.c and
+ * core/models.c), classify and model (inf_onnx_, inf_classify_; classify.c). As a door
+ * it names no lower header: the pool, the model, a dataset's split are names only.
+ *
+ * Ownership: the inference calls allocate nothing that outlives a call; every array is
+ * the caller's. inf_logits and inf_probs mirror the caller's images in place when
+ * asked to flip. What the door's opens and news give is freed by the matching close
+ * or free, as each says; prd_results by prd_results_free().
  */
 #ifndef PT_INFER_H
 #define PT_INFER_H
