@@ -1,5 +1,6 @@
-/* engine — the live run: one of the two doors the workbench (ui/) and the headless
- * runner (src/) use (the other, runs.h, is the runs on disk).
+/* engine — the live run: one of the doors the workbench (ui/) and the headless
+ * runner (src/) use (runs.h is the runs on disk, datasets.h the datasets on disk,
+ * infer/infer.h a trained model's answers); also what starting a run needs.
  *
  * An engine trains one model on one dataset with one configuration. eng_create()
  * checks the configuration and finds the data (cheap); eng_start() begins the run
@@ -82,6 +83,15 @@ int eng_preview_get(eng *g, uint64_t *seen, run_preview *out);
  * finished yet. */
 int eng_preview_error(eng *g, pt_err *e);
 
+/* A preview as one PNG sheet at path (picture/grid.h's grid: originals on the left,
+ * the same images augmented on the right, g's class names under each tile; cols 0:
+ * the grid's choice). Its size in *w x *h. An error with e filled when the file
+ * cannot be written; when the sheet could not be made (out of memory, a sheet over
+ * the grid's size) grid_compose's code with e's message empty, as preview has
+ * never said more. Body in core/engine_sheet.c. */
+int eng_preview_sheet(eng *g, const run_preview *p, int cols, const char *path, int *w, int *h,
+                      pt_err *e);
+
 /* Validation results of the latest epoch (epoch 0 in out: none yet). */
 int eng_val_report_get(eng *g, run_val_report *out);
 
@@ -113,5 +123,45 @@ void eng_series_free(run_series set[RUN_SERIES_COUNT]);
  * workbench (--open): its state, epochs, per-update curves, totals and names. Fields
  * it does not name keep their values. */
 void eng_run_snapshot(const run_figures *r, run_snapshot *s);
+
+/* ---- what starting a run needs (bodies in core/engine_job.c) ----------------------
+ * main() and the headless runner start a run as one rank of an Open MPI job (or as a
+ * process alone: then every eng_job_ call acts as for a job of one rank), report the
+ * OpenBLAS kernels in use, and print the learning rate schedule a config gives. */
+
+/* 1 when mpirun (or another MPI launcher) started this process; from the
+ * environment alone, no MPI call. */
+int eng_job_launched(void);
+/* Joins the job when launched; a no-op otherwise. PT_EIO when MPI cannot start. */
+int eng_job_init(pt_err *e);
+/* Leaves the job normally (every rank calls it). */
+void eng_job_finalize(void);
+/* Ends the whole job now with this exit status; returns only when not in a job. */
+void eng_job_abort(int status);
+/* In a job; this process's rank (0 when not); "rank 1 of 2 on HOST" ("" when not). */
+int eng_job_on(void);
+int eng_job_rank(void);
+const char *eng_job_who(void);
+
+/* The name of the OpenBLAS kernels the library runs ("Haswell", "Prescott", ...). */
+const char *eng_blas_corename(void);
+
+/* The learning rate per update (core/train/schedule.h's, as a run uses it): a plain
+ * value, nothing to free. kind is one of eng_lr_kind_parse()'s answers. */
+typedef struct eng_lr_schedule {
+    int kind;
+    double lr_start, lr_max, lr_end;
+    double warmup;          /* fraction of all updates */
+    double lr_scaling;
+    long long total;        /* updates in the whole run */
+    long long warmup_steps;
+} eng_lr_schedule;
+
+/* "exp", "exponential", "linear", "cosine" -> kind; -1 when unknown. */
+int eng_lr_kind_parse(const char *name);
+const char *eng_lr_kind_name(int kind);
+void eng_lr_init(eng_lr_schedule *s, int kind, double lr_start, double lr_max, double lr_end,
+                 double warmup, double lr_scaling, long long total_updates);
+double eng_lr_at(const eng_lr_schedule *s, long long update);
 
 #endif

@@ -1,5 +1,5 @@
-/* runs — the runs on disk: the one header ui/ and src/ include for what a run folder
- * holds (engine.h is the other door: the live run). Behind it, core/run/ owns the
+/* runs — the runs on disk: the door ui/ and src/ include for what a run folder holds
+ * and for event files (engine.h is the live run, datasets.h the datasets on disk). Behind it, core/run/ owns the
  * folder's file names and formats; nothing above it builds a path inside a run folder.
  *
  * Read back: a run (a petal-tui run folder, a folder of Keras event files, or one
@@ -55,6 +55,45 @@ int runs_class_names(const char *run_dir, char ***names, int *n, pt_err *e);
 /* The path of the run's configuration file (whether or not it is there yet); 1 when
  * it is there, 0 when not, -1 when the path is too long. */
 int runs_config_path(const char *run_dir, char *buf, size_t n);
+
+/* ---- event files (TensorBoard's: a run's, or what TensorFlow and Keras write) ----
+ * Read through io/tbevent.h (bodies in core/runs_events.c): the scalars and images
+ * in file order. A reader from runs_events_open() is freed with runs_events_close();
+ * an item's tag and image bytes are the reader's, valid until the next call. */
+
+/* What an event file's name starts with. */
+#define RUNS_EVENT_FILE_PREFIX "events.out.tfevents."
+
+typedef struct runs_events runs_events;
+
+typedef struct runs_event {
+    int is_image;               /* 0: a scalar (value); 1: an image */
+    const char *tag;
+    long long step;
+    double value;
+    int width, height;
+    const uint8_t *image;       /* the encoded bytes (PNG, JPEG, ...) */
+    size_t image_len;
+} runs_event;
+
+/* The event files at path: path itself when it is a file, else every file named
+ * RUNS_EVENT_FILE_PREFIX* in it and its subfolders, a folder's files first, each
+ * sorted by name. PT_ENODATA when none. The list is freed with util_free_list(). */
+int runs_events_find(const char *path, char ***files, int *n, pt_err *e);
+/* PT_EPARSE when the file does not start as a TensorBoard event file. */
+int runs_events_open(const char *file, runs_events **out, pt_err *e);
+void runs_events_close(runs_events *r);
+/* The next scalar or image: 1; 0 at the end; < 0 an error (e says which and where;
+ * the next call goes on after it when the framing holds). */
+int runs_events_next(runs_events *r, runs_event *it, pt_err *e);
+/* The first record's file_version and writer ("" when it named none). */
+const char *runs_events_version(const runs_events *r);
+const char *runs_events_writer(const runs_events *r);
+/* Records read, and summaries skipped as neither scalar nor image. */
+long long runs_events_records(const runs_events *r);
+long long runs_events_skipped(const runs_events *r);
+/* The file extension an image's bytes call for: "png", "jpg" or "img". */
+const char *runs_event_image_ext(const runs_event *it);
 
 /* ---- written ---- */
 

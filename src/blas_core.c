@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "base/cpu.h"
-#include "nn/nn.h"
+#include "engine.h"
 
 /* The kernels for a CPU with these features (AVX-512 F/BW/DQ/VL, AVX2 with FMA, AVX),
  * or NULL where Prescott's are what it can run. */
@@ -65,7 +65,7 @@ static int exe_is_ours(void)
 void blas_core_pick(char **argv)
 {
     if (getenv("OPENBLAS_CORETYPE") || getenv("PT_BLAS_KEEP") ||
-        strcmp(nn_blas_corename(), "Prescott") != 0 || !exe_is_ours())
+        strcmp(eng_blas_corename(), "Prescott") != 0 || !exe_is_ours())
         return;
     /* cpu_hw also asks the OS (XGETBV) that it saves the registers. */
     const cpu_features *f = cpu_hw();

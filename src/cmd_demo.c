@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "data/demo.h"
+#include "datasets.h"
 #include "src/cli.h"
 
 static int progress(void *ctx, long long done, long long total)
@@ -34,7 +34,7 @@ int cmd_demo(int argc, char **argv)
     char path[4096];
     pt_err e;
     double t0 = util_now();
-    int rc = demo_ensure(cache, path, sizeof path, progress, NULL, &e);
+    int rc = datasets_demo(cache, path, sizeof path, progress, NULL, &e);
     if (isatty(2) && util_now() - t0 > 0.5)
         fprintf(stderr, "\n");
     if (rc != PT_OK) {

@@ -14,14 +14,11 @@
 
 #include "base/json.h"
 #include "base/util.h"
-#include "data/dataset.h"
 #include "src/cli.h"
 #include "src/predict_out.h"
-#include "train/metrics.h"
 #include "infer/infer.h"
-#include "infer/predict.h"
 #include "runs.h"
-#include "infer/runmodel.h"
+#include "datasets.h"
 
 #define EN_MAX 32
 
@@ -127,20 +124,24 @@ static int parse_weights(const char *s, int n, double *w)
 }
 
 /* Every member's class names equal the first's, or a refusal naming the difference. */
-static int same_classes(rm_model *m, int n)
+static int same_classes(rm_model *const *m, int n)
 {
+    const int k = inf_model_classes(m[0]);
+    char *const *names = inf_model_class_names(m[0]);
+    const char *first = inf_model_source(m[0]);
     for (int i = 1; i < n; i++) {
-        if (m[i].n_classes != m[0].n_classes) {
+        if (inf_model_classes(m[i]) != k) {
             fprintf(stderr, "petal-tui: %s has %d classes and %s %d: an ensemble's members "
                             "must share their classes\n",
-                    m[0].source, m[0].n_classes, m[i].source, m[i].n_classes);
+                    first, k, inf_model_source(m[i]), inf_model_classes(m[i]));
             return -1;
         }
-        for (int c = 0; c < m[0].n_classes; c++)
-            if (strcmp(m[i].class_names[c], m[0].class_names[c])) {
+        for (int c = 0; c < k; c++)
+            if (strcmp(inf_model_class_names(m[i])[c], names[c])) {
                 fprintf(stderr, "petal-tui: class %d is '%s' in %s but '%s' in %s: an "
                                 "ensemble's members must share their class names\n",
-                        c, m[0].class_names[c], m[0].source, m[i].class_names[c], m[i].source);
+                        c, names[c], first, inf_model_class_names(m[i])[c],
+                        inf_model_source(m[i]));
                 return -1;
             }
     }
@@ -152,9 +153,9 @@ static int member_split(const en_args *a, const rm_model *m, const ds_split *s, 
                         prd_results *r)
 {
     prd_opts o = { .batch = (int)a->batch, .replicas = (int)a->replicas,
-                   .workers = (int)a->replicas, .tta_flip = a->tta < 0 ? m->tta_flip : a->tta };
+                   .workers = (int)a->replicas, .tta_flip = a->tta < 0 ? inf_model_tta_flip(m) : a->tta };
     po_progress bar;
-    po_progress_init(&bar, m->source);
+    po_progress_init(&bar, inf_model_source(m));
     o.on_batch = po_progress_cb;
     o.ctx = &bar;
     prd *p;
@@ -165,7 +166,7 @@ static int member_split(const en_args *a, const rm_model *m, const ds_split *s, 
     po_progress_end(&bar);
     prd_free(p);
     if (rc != PT_OK) {
-        fprintf(stderr, "petal-tui: %s: %s\n", m->source, e.msg);
+        fprintf(stderr, "petal-tui: %s: %s\n", inf_model_source(m), e.msg);
         return -1;
     }
     for (long long i = 0; i < r->n_errors; i++)
@@ -173,46 +174,13 @@ static int member_split(const en_args *a, const rm_model *m, const ds_split *s, 
     return 0;
 }
 
-typedef struct en_score {
-    met_summary s;
-    double loss;
-} en_score;
-
-/* Figures of probabilities p (n x k) against the items' labels; preds (may be NULL)
- * gets the argmax of each. */
-static void score(const prd_results *r, const double *p, int32_t *preds, en_score *out)
-{
-    const int k = r->k;
-    int32_t *lab = malloc((size_t)(r->n ? r->n : 1) * sizeof *lab);
-    int32_t *pr = malloc((size_t)(r->n ? r->n : 1) * sizeof *pr);
-    long long *cm = calloc((size_t)k * k, sizeof *cm);
-    double loss = 0;
-    for (long long i = 0; lab && pr && i < r->n; i++) {
-        lab[i] = r->items[i].label;
-        pr[i] = inf_argmax(p + (size_t)i * k, k);
-        if (preds)
-            preds[i] = pr[i];
-        double q = lab[i] >= 0 && lab[i] < k ? p[(size_t)i * k + lab[i]] : 0;
-        loss -= log(q > 1e-30 ? q : 1e-30);
-    }
-    memset(out, 0, sizeof *out);
-    if (lab && pr && cm) {
-        met_confusion(lab, pr, (size_t)r->n, k, cm);
-        met_from_confusion(cm, k, &out->s, NULL, NULL, NULL, NULL);
-    }
-    out->loss = r->n ? loss / r->n : NAN;
-    free(lab);
-    free(pr);
-    free(cm);
-}
-
-static void print_score(const char *name, const en_score *s)
+static void print_score(const char *name, const inf_score *s)
 {
     printf("%-40s  acc %.4f  f1 %.4f  precision %.4f  recall %.4f  loss %.4f\n", name,
-           s->s.acc, s->s.f1, s->s.precision, s->s.recall, s->loss);
+           s->acc, s->f1, s->precision, s->recall, s->loss);
 }
 
-static void report_row(json_w *j, const char *name, double weight, const en_score *s)
+static void report_row(json_w *j, const char *name, double weight, const inf_score *s)
 {
     json_obj(j);
     json_key(j, "member");
@@ -222,7 +190,7 @@ static void report_row(json_w *j, const char *name, double weight, const en_scor
         json_num(j, weight);
     }
     const char *keys[5] = { "val_loss", "val_acc", "val_precision", "val_recall", "val_f1" };
-    const double v[5] = { s->loss, s->s.acc, s->s.precision, s->s.recall, s->s.f1 };
+    const double v[5] = { s->loss, s->acc, s->precision, s->recall, s->f1 };
     for (int i = 0; i < 5; i++) {
         json_key(j, keys[i]);
         json_num(j, v[i]);
@@ -258,18 +226,18 @@ static double *mix(prd_results *r, int n, const double *w)
 
 /* The validation split: figures printed, valid_labels.json, valid_preds.jsonl and
  * report.json written. */
-static int validate(const en_args *a, rm_model *m, const double *w, const ds_dataset *ds,
-                    const char *dir)
+static int validate(const en_args *a, rm_model *const *m, const double *w,
+                    const ds_dataset *ds, const char *dir)
 {
-    const ds_split *vs = &ds->split[DS_VAL];
-    if (vs->count <= 0) {
-        printf("no validation split in %s: nothing to score\n", ds->root);
+    const ds_split *vs = datasets_split(ds, DATASETS_VAL);
+    if (datasets_split_records(ds, DATASETS_VAL) <= 0) {
+        printf("no validation split in %s: nothing to score\n", datasets_root(ds));
         return 0;
     }
     prd_results r[EN_MAX];
     int got = 0, status = -1;
     for (; got < a->n; got++)
-        if (member_split(a, &m[got], vs, 1, &r[got]) != 0)
+        if (member_split(a, m[got], vs, 1, &r[got]) != 0)
             goto out;
     double *p = mix(r, a->n, w);
     int32_t *preds = malloc((size_t)(r[0].n ? r[0].n : 1) * sizeof *preds);
@@ -278,14 +246,14 @@ static int validate(const en_args *a, rm_model *m, const double *w, const ds_dat
         json_w j;
         json_init(&j, 1);
         json_arr(&j);
-        en_score s;
-        printf("validation: %lld records of %s\n", r[0].n, ds->root);
+        inf_score s;
+        printf("validation: %lld records of %s\n", r[0].n, datasets_root(ds));
         for (int i = 0; i < a->n; i++) {
-            score(&r[i], r[i].probs, NULL, &s);
-            print_score(m[i].source, &s);
-            report_row(&j, m[i].source, w[i], &s);
+            inf_score_probs(&r[i], r[i].probs, NULL, &s);
+            print_score(inf_model_source(m[i]), &s);
+            report_row(&j, inf_model_source(m[i]), w[i], &s);
         }
-        score(&r[0], p, preds, &s);
+        inf_score_probs(&r[0], p, preds, &s);
         print_score("ensemble", &s);
         report_row(&j, "ensemble", -1, &s);
         json_arr_end(&j);
@@ -313,18 +281,18 @@ out:
 }
 
 /* The test split: submission.csv. */
-static int test_split(const en_args *a, rm_model *m, const double *w, const ds_dataset *ds,
-                      const char *dir)
+static int test_split(const en_args *a, rm_model *const *m, const double *w,
+                      const ds_dataset *ds, const char *dir)
 {
-    const ds_split *ts = &ds->split[DS_TEST];
-    if (ts->count <= 0) {
-        printf("no test split in %s: no submission.csv\n", ds->root);
+    const ds_split *ts = datasets_split(ds, DATASETS_TEST);
+    if (datasets_split_records(ds, DATASETS_TEST) <= 0) {
+        printf("no test split in %s: no submission.csv\n", datasets_root(ds));
         return 0;
     }
     prd_results r[EN_MAX];
     int got = 0, status = -1;
     for (; got < a->n; got++)
-        if (member_split(a, &m[got], ts, 0, &r[got]) != 0)
+        if (member_split(a, m[got], ts, 0, &r[got]) != 0)
             goto out;
     double *p = mix(r, a->n, w);
     if (p) {
@@ -357,21 +325,21 @@ int cmd_ensemble(int argc, char **argv)
     double w[EN_MAX];
     if (parse_weights(a.weights, a.n, w) != 0)
         return 2;
-    rm_model m[EN_MAX];
+    rm_model *m[EN_MAX];
     memset(m, 0, sizeof m);
     int status = 2, size = 0;
     pt_err e;
     ds_dataset *ds = NULL;
     for (int i = 0; i < a.n; i++) {
-        if (rm_open(a.runs[i], 0, &m[i], &e) != PT_OK) {
+        if (inf_model_open(a.runs[i], 0, RUN_NORM_AUTO, &m[i], &e) != PT_OK) {
             fprintf(stderr, "petal-tui: %s\n", e.msg);
             goto out;
         }
-        size = m[i].image_size > size ? m[i].image_size : size;
+        size = inf_model_image_size(m[i]) > size ? inf_model_image_size(m[i]) : size;
     }
     if (same_classes(m, a.n) != 0)
         goto out;
-    if (ds_open(a.data, size, &ds, &e) != PT_OK) {
+    if (datasets_open(a.data, size, &ds, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         goto out;
     }
@@ -388,14 +356,14 @@ int cmd_ensemble(int argc, char **argv)
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         goto out;
     }
-    nn_init();
+    inf_init();
     if (validate(&a, m, w, ds, dir) == 0 && test_split(&a, m, w, ds, dir) == 0) {
         printf("outputs in %s\n", dir);
         status = 0;
     }
 out:
-    ds_free(ds);
+    datasets_close(ds);
     for (int i = 0; i < a.n; i++)
-        rm_close(&m[i]);
+        inf_model_close(m[i]);
     return status;
 }

@@ -5,8 +5,7 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "io/png.h"
-#include "io/tbevent.h"
+#include "runs.h"
 #include "src/cli.h"
 
 static void usage(FILE *f)
@@ -14,7 +13,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: petal-tui events [--tag TAG] [--images DIR] PATH...\n"
                "Prints the scalars and images of TensorBoard event files, one per line:\n"
                "TAG STEP VALUE (an image: TAG STEP image WxH N bytes). PATH is an event\n"
-               "file or a folder searched for " TBE_FILE_PREFIX "* files (a run's train/ and\n"
+               "file or a folder searched for " RUNS_EVENT_FILE_PREFIX "* files (a run's train/ and\n"
                "validation/). Each file starts with a line \"# FILE\". --tag TAG: that tag\n"
                "only. --images DIR: also save each image as DIR/TAG-STEP.png (or .jpg, ...).\n"
                "Histograms, graphs and other summaries are counted, not printed.\n");
@@ -30,16 +29,14 @@ static void print_value(double v)
 }
 
 /* An image's bytes as DIR/TAG-STEP.EXT (a '/' in the tag becomes '_'); 0 or -1. */
-static int save_image(const char *dir, const tbe_item *it)
+static int save_image(const char *dir, const runs_event *it)
 {
     char tag[256], path[4400];
     util_copy(tag, sizeof tag, it->tag);
     for (char *c = tag; *c; c++)
         if (*c == '/')
             *c = '_';
-    const char *ext = png_is_png(it->image, it->image_len)                   ? "png"
-                      : it->image_len > 2 && it->image[0] == 0xff && it->image[1] == 0xd8 ? "jpg"
-                                                                               : "img";
+    const char *ext = runs_event_image_ext(it);
     pt_err e;
     if (util_path(path, sizeof path, "%s/%s-%lld.%s", dir, tag, it->step, ext) != 0 ||
         util_mkdirs(dir, &e) != PT_OK ||
@@ -54,20 +51,20 @@ static int save_image(const char *dir, const tbe_item *it)
 /* The file's items; the number of errors met (each said once on stderr). */
 static int dump(const char *path, const char *only, const char *images)
 {
-    tbe_reader *r;
+    runs_events *r;
     pt_err e;
-    if (tbe_open(&r, path, &e) != PT_OK) {
+    if (runs_events_open(path, &r, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         return 1;
     }
-    printf("# %s (%s%s%s)\n", path, tbe_file_version(r), tbe_source_writer(r)[0] ? ", " : "",
-           tbe_source_writer(r));
+    printf("# %s (%s%s%s)\n", path, runs_events_version(r), runs_events_writer(r)[0] ? ", " : "",
+           runs_events_writer(r));
     int errors = 0;
     long long scalars = 0, n_images = 0;
-    tbe_item it;
+    runs_event it;
     int rc;
     fflush(stdout);
-    while ((rc = tbe_next(r, &it, &e)) != 0) {
+    while ((rc = runs_events_next(r, &it, &e)) != 0) {
         if (rc < 0) {
             fflush(stdout);
             fprintf(stderr, "petal-tui: %s\n", e.msg);
@@ -76,7 +73,7 @@ static int dump(const char *path, const char *only, const char *images)
         }
         if (only && strcmp(it.tag, only) != 0)
             continue;
-        if (it.kind == TBE_SCALAR) {
+        if (!it.is_image) {
             printf("%s %lld ", it.tag, it.step);
             print_value(it.value);
             printf("\n");
@@ -92,9 +89,9 @@ static int dump(const char *path, const char *only, const char *images)
     }
     printf("# %lld records: %lld scalars and %lld images printed, %lld other summaries "
            "skipped\n",
-           tbe_records(r), scalars, n_images, tbe_skipped(r));
+           runs_events_records(r), scalars, n_images, runs_events_skipped(r));
     fflush(stdout);
-    tbe_close(r);
+    runs_events_close(r);
     return errors;
 }
 
@@ -139,7 +136,7 @@ int cmd_events(int argc, char **argv)
         char **files;
         int n;
         pt_err e;
-        if (tbe_find_files(argv[i], &files, &n, &e) != PT_OK) {
+        if (runs_events_find(argv[i], &files, &n, &e) != PT_OK) {
             fprintf(stderr, "petal-tui: %s\n", e.msg);
             errors++;
             continue;

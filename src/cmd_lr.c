@@ -3,13 +3,13 @@
 #include <string.h>
 
 #include "src/cli.h"
-#include "train/schedule.h"
+#include "engine.h"
 
 int cmd_lr_schedule(int argc, char **argv)
 {
     double lr_start = 1e-4, lr_max = 2e-3, lr_end = 1e-4, warmup = 0.1, scaling = 1.0;
     long long epochs = 10, per_epoch = 100, rows = 25;
-    int kind = SCHED_EXP;
+    int kind = eng_lr_kind_parse("exp");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -58,7 +58,7 @@ int cmd_lr_schedule(int argc, char **argv)
                 known = 1;
             }
         if (!strcmp(a, "--schedule")) {
-            if ((kind = sched_kind_parse(v)) < 0) {
+            if ((kind = eng_lr_kind_parse(v)) < 0) {
                 fprintf(stderr, "petal-tui: --schedule wants exp, linear or cosine\n");
                 return 1;
             }
@@ -70,10 +70,10 @@ int cmd_lr_schedule(int argc, char **argv)
         }
     }
     long long total = epochs * per_epoch;
-    sched s;
-    sched_init(&s, (sched_kind)kind, lr_start, lr_max, lr_end, warmup, scaling, total);
+    eng_lr_schedule s;
+    eng_lr_init(&s, kind, lr_start, lr_max, lr_end, warmup, scaling, total);
     printf("# %s schedule: %lld updates (%lld epochs x %lld), warmup %lld updates, scaling x%g\n",
-           sched_kind_name((sched_kind)kind), total, epochs, per_epoch, s.warmup_steps, scaling);
+           eng_lr_kind_name(kind), total, epochs, per_epoch, s.warmup_steps, scaling);
     printf("%10s %7s %14s\n", "update", "epoch", "lr");
     long long step = rows > 0 ? (total + rows - 1) / rows : 1;
     if (step < 1)
@@ -82,9 +82,9 @@ int cmd_lr_schedule(int argc, char **argv)
         /* Always show the end of the warmup, where the curve turns. */
         if (s.warmup_steps > 0 && u > s.warmup_steps && u - step < s.warmup_steps)
             printf("%10lld %7lld %14.6e\n", s.warmup_steps, s.warmup_steps / per_epoch + 1,
-                   sched_lr(&s, s.warmup_steps));
-        printf("%10lld %7lld %14.6e\n", u, u / per_epoch + 1, sched_lr(&s, u));
+                   eng_lr_at(&s, s.warmup_steps));
+        printf("%10lld %7lld %14.6e\n", u, u / per_epoch + 1, eng_lr_at(&s, u));
     }
-    printf("%10lld %7lld %14.6e\n", total - 1, (total - 1) / per_epoch + 1, sched_lr(&s, total - 1));
+    printf("%10lld %7lld %14.6e\n", total - 1, (total - 1) / per_epoch + 1, eng_lr_at(&s, total - 1));
     return 0;
 }

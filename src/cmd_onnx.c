@@ -7,30 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
-#include "data/dataset.h"
-#include "data/image.h"
-#include "data/jpeg.h"
-#include "io/png.h"
-#include "nn/nn_import.h"
-#include "run.h"
-#include "src/cli.h"
 #include "infer/infer.h"
-#include "infer/predict.h"
+#include "src/cli.h"
 
 /* Imports path at size x size: n_classes 0 keeps the graph's classifier; norm is a
- * run_input_norm (auto: the graph's own convention). */
-static nn_model *import(const char *path, int size, int n_classes, int norm,
-                        nn_import_info *info)
+ * run_input_norm (auto: the graph's own convention). NULL (said) when it cannot. */
+static inf_onnx *import(const char *path, int size, int n_classes, int norm)
 {
     pt_err e;
-    nn_import_opts o = { .h = size, .w = size, .n_classes = n_classes, .dropout = 0.2f,
-                         .norm = (nn_norm)(norm - 1), .norm_auto = norm == RUN_NORM_AUTO,
-                         .seed = 42 };
-    nn_model *m = nn_import_onnx_file(path, &o, info, &e);
-    if (!m)
+    inf_onnx *g = NULL;
+    if (inf_onnx_open(path, size, n_classes, (run_input_norm)norm, &g, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
-    return m;
+        return NULL;
+    }
+    return g;
 }
 
 /* The arguments both commands take: --size, --input-norm (--norm, its old name), one
@@ -76,22 +66,6 @@ static int parse(int argc, char **argv, const char *usage, const char *help, con
     return 0;
 }
 
-/* A PNG centre-cropped to a square and resized to size x size, as JPEGs are. */
-static int png_to_size(const uint8_t *buf, size_t len, uint8_t *out, int size, img_scratch *s,
-                       pt_err *e)
-{
-    uint8_t *rgb;
-    int w, h, x, y, cw, ch;
-    int rc = png_decode_rgb(buf, len, &rgb, &w, &h, e);
-    if (rc != PT_OK)
-        return rc;
-    img_crop_box(w, h, size, size, &x, &y, &cw, &ch);
-    if (img_resize(rgb, w * 3, x, y, cw, ch, out, size, size, s) != 0)
-        rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    free(rgb);
-    return rc;
-}
-
 /* What --input-norm does, for both commands' --help. */
 #define NORM_HELP                                                                     \
     "--input-norm: how pixels x in [0, 1] become the graph's input: imagenet\n"        \
@@ -119,69 +93,47 @@ int cmd_classify(int argc, char **argv)
         return 1;
     }
     long long size = oa.size, top = oa.extra;
-    nn_import_info info;
-    nn_model *m = import(oa.files[0], (int)size, 0, oa.norm, &info);
-    if (!m)
+    inf_onnx *g = import(oa.files[0], (int)size, 0, oa.norm);
+    if (!g)
         return 2;
-    int k = nn_model_classes(m);
+    int k = inf_onnx_classes(g);
     if (top > k)
         top = k;
     pt_err e;
     /* One image at a time on an inference-only replica pool of one. */
-    rpool *pool = NULL;
-    inf_pool_new(m, 1, 1, &pool, &e);
-    jpg_codec *jc = jpg_codec_new();
-    size_t px = (size_t)size * (size_t)size * 3;
-    uint8_t *rgb = malloc(px);
-    float *y = malloc((size_t)k * sizeof *y);
+    inf_classify *c = NULL;
     int *order = malloc((size_t)k * sizeof *order);
     double *p = malloc((size_t)k * sizeof *p);
-    img_scratch scratch = { 0 };
     int status = 0;
-    if (!pool || !jc || !rgb || !y || !order || !p) {
+    if (inf_classify_new(g, &c, &e) != PT_OK || !order || !p) {
         fprintf(stderr, "petal-tui: out of memory\n");
         status = 2;
         goto out;
     }
     for (int i = 1; i < oa.n_files; i++) {
         const char *a = oa.files[i];
-        uint8_t *buf = NULL;
-        size_t len;
-        int rc = util_read_file(a, &buf, &len, &e);
-        if (rc == PT_OK && png_is_png(buf, len))
-            rc = png_to_size(buf, len, rgb, (int)size, &scratch, &e);
-        else if (rc == PT_OK)
-            rc = jpg_decode_into(jc, buf, len, rgb, (int)size, (int)size, 1, 0, NULL, NULL, &e);
-        free(buf);
-        if (rc != PT_OK) {
+        if (inf_classify_load(c, a, &e) != PT_OK) {
             fprintf(stderr, "petal-tui: %s: %s\n", a, e.msg);
             status = 2;
             continue;
         }
-        if (inf_logits(pool, rgb, 1, (int)size, (int)size, 0, y, NULL, &e) != PT_OK) {
+        if (inf_classify_run(c, p, &e) != PT_OK) {
             fprintf(stderr, "petal-tui: %s: the forward pass failed\n", a);
             status = 2;
             continue;
         }
-        inf_softmax(y, k, p);
         inf_topk(p, k, (int)top, order);
         printf("%s\n", a);
         for (int t = 0; t < top; t++) {
             int cls = order[t];
-            printf("  %4d  %-30s %6.2f%%\n", cls,
-                   k == (int)ds_imagenet_class_count ? ds_imagenet_classes[cls] : "",
-                   100.0 * p[cls]);
+            printf("  %4d  %-30s %6.2f%%\n", cls, inf_onnx_class_name(g, cls), 100.0 * p[cls]);
         }
     }
 out:
-    img_scratch_free(&scratch);
-    free(rgb);
-    free(y);
     free(order);
     free(p);
-    jpg_codec_free(jc);
-    rpool_free(pool);
-    nn_model_free(m);
+    inf_classify_free(c);
+    inf_onnx_close(g);
     return status;
 }
 
@@ -205,27 +157,25 @@ int cmd_model(int argc, char **argv)
     }
     const char *model = oa.files[0];
     long long size = oa.size, classes = oa.extra;
-    nn_import_info info;
-    nn_model *m = import(model, (int)size, (int)classes, oa.norm, &info);
-    if (!m)
+    inf_onnx *g = import(model, (int)size, (int)classes, oa.norm);
+    if (!g)
         return 2;
-    size_t need = nn_model_summary(m, NULL, 0) + 1;
-    char *text = malloc(need);
+    char *text = inf_onnx_summary(g);
     if (text) {
-        nn_model_summary(m, text, need);
         fputs(text, stdout);
         free(text);
     }
+    inf_onnx_info info;
+    inf_onnx_about(g, &info);
     printf("\n%s: %d ONNX nodes -> %d layers%s, %zu parameters (%zu trainable), %.1f MFLOP per "
            "image at %lldx%lld, imported in %.2f s\n",
            model, info.onnx_nodes, info.mapped, info.quantized ? " (int8 weights dequantized)" : "",
-           nn_param_count(m), nn_trainable_count(m), nn_flops(m, 1, 0) * 1e-6, size, size, info.seconds);
-    printf("input %s (%s): %s\n", nn_norm_name(info.norm), nn_norm_formula(info.norm),
-           info.norm_why);
+           info.params, info.trainable, info.mflop, size, size, info.seconds);
+    printf("input %s (%s): %s\n", info.norm_name, info.norm_formula, info.norm_why);
     if (info.cut_from >= 0 || info.cut[0])
         printf("cut for the new head: %s; the head reads %d features: global average pool "
                "(where needed), dropout, dense %lld\n",
                info.cut, info.feature_c, classes);
-    nn_model_free(m);
+    inf_onnx_close(g);
     return 0;
 }

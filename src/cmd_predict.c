@@ -5,12 +5,10 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "data/dataset.h"
 #include "src/cli.h"
 #include "src/predict_out.h"
 #include "infer/infer.h"
-#include "infer/predict.h"
-#include "infer/runmodel.h"
+#include "datasets.h"
 
 static const char *const usage =
     "usage: petal-tui predict RUN_DIR|MODEL.onnx INPUT... [--out FILE.csv] [--top K]\n"
@@ -119,18 +117,20 @@ static ds_dataset *as_dataset(const char *path)
     if (!util_is_dir(path))
         return NULL;
     ds_dataset *ds = NULL;
-    if (ds_open(path, 0, &ds, NULL) != PT_OK)
+    if (datasets_open(path, 0, &ds, NULL) != PT_OK)
         return NULL;
-    for (int s = 0; s < DS_NSPLITS; s++)
-        if (ds->split[s].n_shards > 0)
+    for (int s = 0; s < DATASETS_NSPLITS; s++)
+        if (datasets_split_shards(ds, s) > 0)
             return ds;
-    ds_free(ds);
+    datasets_close(ds);
     return NULL;
 }
 
 static int split_id(const char *name)
 {
-    return !strcmp(name, "train") ? DS_TRAIN : !strcmp(name, "val") ? DS_VAL : DS_TEST;
+    return !strcmp(name, "train") ? DATASETS_TRAIN
+           : !strcmp(name, "val") ? DATASETS_VAL
+                                  : DATASETS_TEST;
 }
 
 /* The table (and the submission) of a dataset split's records. */
@@ -146,7 +146,7 @@ static int write_records(const pr_args *a, const rm_model *m, const prd_results 
         else
             util_fmt(key, sizeof key, "%lld", i);
         const double *p = r->probs + (size_t)i * r->k;
-        po_row(&b, key, p, m->class_names, r->k, (int)a->top);
+        po_row(&b, key, p, inf_model_class_names(m), r->k, (int)a->top);
         po_field(&sub, key);
         po_printf(&sub, ",%d\n", inf_argmax(p, r->k));
     }
@@ -161,7 +161,7 @@ static int write_records(const pr_args *a, const rm_model *m, const prd_results 
 static int predict_dataset(const pr_args *a, const rm_model *m, prd *p, ds_dataset *ds,
                            po_progress *bar)
 {
-    int sid = split_id(a->split), test = sid == DS_TEST;
+    int sid = split_id(a->split), test = sid == DATASETS_TEST;
     if (a->submission && !test) {
         fprintf(stderr, "petal-tui: --submission is for the test split, not %s\n", a->split);
         return 2;
@@ -169,7 +169,7 @@ static int predict_dataset(const pr_args *a, const rm_model *m, prd *p, ds_datas
     bar->what = a->split;
     prd_results r;
     pt_err e;
-    int rc = prd_split(p, &ds->split[sid], !test, &r, &e);
+    int rc = prd_split(p, datasets_split(ds, sid), !test, &r, &e);
     po_progress_end(bar);
     if (rc != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
@@ -248,7 +248,7 @@ static int predict_files(const pr_args *a, const rm_model *m, prd *p, po_progres
             failed = 1;
             continue;
         }
-        po_row(&b, files[i], r.probs + (size_t)i * r.k, m->class_names, r.k, (int)a->top);
+        po_row(&b, files[i], r.probs + (size_t)i * r.k, inf_model_class_names(m), r.k, (int)a->top);
     }
     int status = po_write(&b, a->out) != 0 ? 2 : failed;
     free(b.s);
@@ -270,37 +270,37 @@ int cmd_predict(int argc, char **argv)
         ds = as_dataset(a.inputs[i]);
     if (ds && a.n_inputs > 1) {
         fprintf(stderr, "petal-tui: a dataset is predicted alone, not beside other inputs\n");
-        ds_free(ds);
+        datasets_close(ds);
         free(a.inputs);
         return 2;
     }
-    rm_model m;
+    rm_model *m = NULL;
     pt_err e;
     int status = 2;
-    if (rm_open_norm(a.model, (int)a.size, (run_input_norm)a.norm, &m, &e) != PT_OK) {
+    if (inf_model_open(a.model, (int)a.size, (run_input_norm)a.norm, &m, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         goto out;
     }
-    nn_init();
-    if (a.top > m.n_classes)
-        a.top = m.n_classes;
+    inf_init();
+    if (a.top > inf_model_classes(m))
+        a.top = inf_model_classes(m);
     prd_opts o = { .batch = (int)a.batch, .replicas = (int)a.replicas,
-                   .workers = (int)a.replicas, .tta_flip = a.tta < 0 ? m.tta_flip : a.tta };
+                   .workers = (int)a.replicas, .tta_flip = a.tta < 0 ? inf_model_tta_flip(m) : a.tta };
     po_progress bar;
     po_progress_init(&bar, "predict");
     o.on_batch = po_progress_cb;
     o.ctx = &bar;
     prd *p;
-    if (prd_new(&m, &o, &p, &e) != PT_OK) {
+    if (prd_new(m, &o, &p, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
-        rm_close(&m);
+        inf_model_close(m);
         goto out;
     }
-    status = ds ? predict_dataset(&a, &m, p, ds, &bar) : predict_files(&a, &m, p, &bar);
+    status = ds ? predict_dataset(&a, m, p, ds, &bar) : predict_files(&a, m, p, &bar);
     prd_free(p);
-    rm_close(&m);
+    inf_model_close(m);
 out:
-    ds_free(ds);
+    datasets_close(ds);
     free(a.inputs);
     return status;
 }

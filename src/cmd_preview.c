@@ -6,9 +6,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "picture/grid.h"
 #include "engine.h"
-#include "io/png.h"
 #include "src/cli.h"
 
 static void usage(FILE *f)
@@ -88,37 +86,13 @@ int cmd_preview(int argc, char **argv)
         eng_destroy(g);
         return 2;
     }
-    const uint8_t **orig = calloc((size_t)p.n, sizeof *orig), **aug = calloc((size_t)p.n, sizeof *aug);
-    const char **caps = calloc((size_t)p.n, sizeof *caps);
-    char (*names)[32] = calloc((size_t)p.n, sizeof *names);
-    size_t img = (size_t)p.h * p.w * 3;
-    for (int i = 0; orig && aug && caps && names && i < p.n; i++) {
-        orig[i] = p.original + i * img;
-        aug[i] = p.augmented + i * img;
-        const char *nm = eng_class_name(g, p.label[i]);
-        if (nm)
-            util_copy(names[i], sizeof names[i], nm);
-        else
-            util_fmt(names[i], sizeof names[i], "class %d", p.label[i]);
-        caps[i] = names[i];
-    }
-    uint8_t *sheet = NULL;
     int w = 0, h = 0, rc = 2;
-    if (orig && aug && caps && names &&
-        grid_compose(orig, aug, caps, p.n, p.h, p.w, (int)cols, &sheet, &w, &h) == PT_OK) {
-        if (png_write_rgb(out, sheet, w, h, &e) == PT_OK) {
-            printf("wrote %s: %d images, %dx%d pixels, augment %s\n", out, p.n, w, h,
-                   cfg.augment);
-            rc = 0;
-        } else {
-            fprintf(stderr, "petal-tui: %s\n", e.msg);
-        }
+    if (eng_preview_sheet(g, &p, (int)cols, out, &w, &h, &e) == PT_OK) {
+        printf("wrote %s: %d images, %dx%d pixels, augment %s\n", out, p.n, w, h, cfg.augment);
+        rc = 0;
+    } else if (e.msg[0]) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
     }
-    free(sheet);
-    free(orig);
-    free(aug);
-    free(caps);
-    free(names);
     run_preview_free(&p);
     eng_destroy(g);
     return rc;

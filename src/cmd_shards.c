@@ -5,8 +5,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "data/imgfile.h"
-#include "data/shards.h"
+#include "datasets.h"
 #include "src/cli.h"
 
 static int progress(void *ctx, long long done, long long total)
@@ -44,7 +43,7 @@ static void usage(FILE *f)
 
 int cmd_shards(int argc, char **argv)
 {
-    shd_folder_config c = {
+    datasets_shards_config c = {
         .size = 192, .val_frac = 0.2, .test_frac = 0.0, .per_shard = 256, .quality = 95,
         .workers = util_cores(), .seed = 42,
         .progress = progress, .on_skip = skipped,
@@ -63,7 +62,7 @@ int cmd_shards(int argc, char **argv)
                 return 1;
             c.size = (int)v;
         } else if (!strcmp(a, "--fit") && i + 1 < argc) {
-            c.fit = imf_fit_parse(argv[++i]);
+            c.fit = datasets_fit_parse(argv[++i]);
             if (c.fit < 0) {
                 fprintf(stderr, "petal-tui: shards: --fit takes crop, pad or stretch, not '%s'\n",
                         argv[i]);
@@ -107,9 +106,9 @@ int cmd_shards(int argc, char **argv)
         usage(stderr);
         return 1;
     }
-    if (c.keep_aspect && c.fit != IMF_FIT_CROP) {
+    if (c.keep_aspect && c.fit != DATASETS_FIT_CROP) {
         fprintf(stderr, "petal-tui: shards: --keep-aspect keeps each photo's shape; it goes "
-                        "only with --fit crop, not --fit %s\n", imf_fit_name((imf_fit_mode)c.fit));
+                        "only with --fit crop, not --fit %s\n", datasets_fit_name(c.fit));
         return 1;
     }
     c.src_dir = pos[0];
@@ -120,9 +119,9 @@ int cmd_shards(int argc, char **argv)
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         return 1;
     }
-    shd_result r;
+    datasets_shards_result r;
     double t0 = util_now();
-    int rc = shd_from_folders(&c, &r, &e);
+    int rc = datasets_shards_from_folders(&c, &r, &e);
     if (isatty(2))
         fprintf(stderr, "\n");
     if (rc != PT_OK) {
@@ -132,10 +131,10 @@ int cmd_shards(int argc, char **argv)
         return rc == PT_EUSAGE ? 1 : 2;
     }
     printf("wrote %s in %.1fs (fit %s%s)\n", r.root, util_now() - t0,
-           imf_fit_name((imf_fit_mode)c.fit), c.keep_aspect ? ", keep aspect" : "");
-    for (int s = 0; s < DS_NSPLITS; s++)
+           datasets_fit_name(c.fit), c.keep_aspect ? ", keep aspect" : "");
+    for (int s = 0; s < DATASETS_NSPLITS; s++)
         if (r.shards[s])
-            printf("  %-5s %6lld records in %d shards\n", s == DS_TRAIN ? "train" : s == DS_VAL ? "val" : "test",
+            printf("  %-5s %6lld records in %d shards\n", s == DATASETS_TRAIN ? "train" : s == DATASETS_VAL ? "val" : "test",
                    r.written[s], r.shards[s]);
     if (r.skipped)
         printf("  skipped %lld files (not an image, or unreadable)\n", r.skipped);

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "train/dist.h"
+#include "engine.h"
 
 /* Seconds between redraws of the progress line: a few a second at most. */
 #define PROGRESS_PERIOD 0.3
@@ -52,7 +52,7 @@ static void install(void)
     sigaction(SIGHUP, &sa, NULL);
     /* In a job, mpirun passes SIGUSR1 on to every rank and nothing else: the way to
      * stop them all with no deadline (its SIGTERM kills them a moment later). */
-    if (dist_on())
+    if (eng_job_on())
         sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
@@ -169,9 +169,9 @@ static void print_warnings(const char *w)
 int headless_run(const run_config *cfg)
 {
     install();
-    quiet = dist_rank() != 0;
-    if (dist_on())
-        snprintf(who, sizeof who, "petal-tui: %s: ", dist_who());
+    quiet = eng_job_rank() != 0;
+    if (eng_job_on())
+        snprintf(who, sizeof who, "petal-tui: %s: ", eng_job_who());
     eng *g;
     pt_err e;
     /* Rank 0 alone writes the run folder. */

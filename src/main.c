@@ -7,12 +7,11 @@
 #include <unistd.h>
 
 #include "base/cpu.h"
-#include "nn/nn.h"
 #include "src/args.h"
 #include "src/blas_core.h"
 #include "src/cli.h"
 #include "src/headless.h"
-#include "train/dist.h"
+#include "engine.h"
 #include "ui/ui.h"
 
 /* --help's option rows: "--name ARG" from column 2, the help line and the default
@@ -147,17 +146,17 @@ static void help(void)
 static int run_in_job(const args *a)
 {
     pt_err e;
-    if (dist_init(&e) != PT_OK) {
+    if (eng_job_init(&e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         return 2;
     }
     int status;
-    if (!a->headless && dist_rank() == 0 && (a->tty || (isatty(0) && isatty(1)))) {
+    if (!a->headless && eng_job_rank() == 0 && (a->tty || (isatty(0) && isatty(1)))) {
         ui_options uo = { .no_sixel = a->no_sixel, .no_color = a->no_color,
                           .compare = a->compare, .n_compare = a->n_compare, .tty = a->tty };
         status = ui_run(&a->cfg, &uo);
     } else {
-        if (!a->headless && dist_rank() == 0)
+        if (!a->headless && eng_job_rank() == 0)
             fprintf(stderr, "petal-tui: rank 0 has no terminal (mpirun forwards its input and "
                             "output): training headless; for the workbench run `tty` in another "
                             "terminal and pass --tty /dev/pts/N as it prints, or --headless to "
@@ -165,9 +164,9 @@ static int run_in_job(const args *a)
         status = headless_run(&a->cfg);
     }
     if (status == 0 || status == 3 || status == 130)
-        dist_finalize();
+        eng_job_finalize();
     else
-        dist_abort(status);
+        eng_job_abort(status);
     return status;
 }
 
@@ -181,7 +180,7 @@ int main(int argc, char **argv)
     if (argc > 1) {
         const char *c = argv[1];
         if (!strcmp(c, "--version")) {
-            printf("petal-tui %s\nOpenBLAS kernels: %s%s\n", PT_VERSION, nn_blas_corename(),
+            printf("petal-tui %s\nOpenBLAS kernels: %s%s\n", PT_VERSION, eng_blas_corename(),
                    getenv("PT_BLAS_PICKED")      ? " (picked for this CPU's features: "
                                                    "OpenBLAS fell back to Prescott)"
                    : getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE)"
@@ -230,7 +229,7 @@ int main(int argc, char **argv)
                 a.open ? "open" : a.tty ? "tty" : "compare");
         return 1;
     }
-    if (dist_launched()) {
+    if (eng_job_launched()) {
         if (a.open) {
             fprintf(stderr, "petal-tui: --open shows a finished run: start it without mpirun\n");
             return 1;

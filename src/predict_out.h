@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "infer/predict.h"
+#include "infer/infer.h"
 
 typedef struct po_buf {
     char *s;

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "pool/rpool.h"
+
 void inf_softmax(const float *logits, int k, double *out)
 {
     double mx = logits[0], sum = 0;
@@ -99,6 +101,11 @@ int inf_pool_new(nn_model *m, int replicas, int per_replica, rpool **out, pt_err
     rpool_config c = { .model = m, .replicas = replicas, .predict_batch = per_replica,
                        .recompute = 0 };
     return rpool_new(&c, out, e);
+}
+
+void inf_pool_free(rpool *pool)
+{
+    rpool_free(pool);
 }
 
 int inf_logits(rpool *pool, uint8_t *images, int n, int h, int w, int flip, float *logits,

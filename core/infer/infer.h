@@ -9,9 +9,15 @@
  * logits, so that the loss and the argmax downstream need nothing else; inf_probs
  * (predict) hands back the mean of the two softmaxes in double.
  *
- * Ownership: nothing here allocates what outlives a call; every array is the
- * caller's. inf_logits and inf_probs mirror the caller's images in place when asked
- * to flip.
+ * It is also the door src/ includes for a trained model's answers (issue 41): predict
+ * and ensemble (prd_, inf_model_, inf_score_probs; bodies in predict.c and
+ * core/models.c), classify and model (inf_onnx_, inf_classify_; classify.c). As a door
+ * it names no lower header: the pool, the model, a dataset's split are names only.
+ *
+ * Ownership: the inference calls allocate nothing that outlives a call; every array is
+ * the caller's. inf_logits and inf_probs mirror the caller's images in place when
+ * asked to flip. What the door's opens and news give is freed by the matching close
+ * or free, as each says; prd_results by prd_results_free().
  */
 #ifndef PT_INFER_H
 #define PT_INFER_H
@@ -19,7 +25,12 @@
 #include <stdint.h>
 
 #include "base/err.h"
-#include "pool/rpool.h"
+#include "run.h"
+
+/* The pool and the model, by name only: a door names no lower header (their calls
+ * are pool/rpool.h's and nn/nn.h's, for core/ files that include those). */
+typedef struct rpool rpool;
+typedef struct nn_model nn_model;
 
 /* out[c] = softmax(logits)[c] for k classes, computed in double. */
 void inf_softmax(const float *logits, int k, double *out);
@@ -38,8 +49,9 @@ void inf_mean_softmax(float *a, const float *b, int n, int k);
 
 /* An inference-only replica pool for model m (borrowed: it must outlive the pool):
  * replicas threads of inference contexts, each forwarding up to per_replica images
- * at a time. Freed with rpool_free(). */
+ * at a time. Freed with inf_pool_free() (rpool_free()). */
 int inf_pool_new(nn_model *m, int replicas, int per_replica, rpool **out, pt_err *e);
+void inf_pool_free(rpool *pool);
 
 /* Logits [n][k] of n images of h x w on the pool; with flip, the log of the mean of
  * the softmax of each image and of its mirror image (the images are mirrored, and
@@ -51,5 +63,146 @@ int inf_logits(rpool *pool, uint8_t *images, int n, int h, int w, int flip, floa
  * for n x k floats. */
 int inf_probs(rpool *pool, uint8_t *images, int n, int h, int w, int k, int flip,
               float *logits, double *probs, pt_err *e);
+
+/* ---- predict: a trained model's probabilities for files or a dataset's split ----
+ * The calls' bodies are core/infer/predict.c's (its header, infer/predict.h, says how
+ * images are made); a model is opened with inf_model_open() (core/models.c). */
+
+/* A test record's id, at most this long with its terminator (data/batch.h's). */
+#define INF_ID_MAX 32
+
+/* A trained model opened for inference (train/runmodel.h's) and a dataset's split
+ * (data/dataset.h's; datasets.h opens datasets), by name only. */
+typedef struct rm_model rm_model;
+typedef struct ds_split ds_split;
+
+typedef struct prd_opts {
+    int batch;              /* images per forward pass, >= 1 */
+    int replicas;           /* forward threads, >= 1 */
+    int workers;            /* decode threads; 0: 2 */
+    int tta_flip;           /* average with the mirror image */
+    /* Called on the calling thread after each batch (NULL: none). */
+    void (*on_batch)(void *ctx, long long done, long long total);
+    void *ctx;
+} prd_opts;
+
+typedef struct prd_item {
+    int ok;                 /* 1: its row of probs holds its probabilities */
+    int label;              /* a labeled record's class; -1 otherwise */
+    char id[INF_ID_MAX];  /* a test record's id; "" otherwise */
+    pt_err err;             /* !ok: why */
+} prd_item;
+
+typedef struct prd_results {
+    int k;                  /* classes */
+    long long n;            /* items: one per file, or per record predicted */
+    prd_item *items;
+    double *probs;          /* n x k; a failed item's row is all 0 */
+    long long n_failed;     /* files that failed (items with !ok) plus records skipped */
+    long long n_errors;     /* records the pipeline skipped (not items): their errors */
+    pt_err *errors;
+} prd_results;
+
+typedef struct prd prd;
+
+int prd_new(const rm_model *m, const prd_opts *o, prd **out, pt_err *e);
+void prd_free(prd *p);
+
+/* One item per path, in order. An error only for what stops the whole run (memory). */
+int prd_files(prd *p, char *const *paths, long long n, prd_results *out, pt_err *e);
+/* The records of a split in file order: labels with labeled, else ids. Bad records
+ * are skipped (counted, their errors kept); an error when the split cannot be read. */
+int prd_split(prd *p, const ds_split *split, int labeled, prd_results *out, pt_err *e);
+void prd_results_free(prd_results *r);
+
+/* Images done and planned so far, seconds since the prediction began. */
+void prd_progress(const prd *p, long long *done, long long *total, double *seconds);
+
+/* The image files under the given paths: a file is taken as it is; a folder is walked
+ * recursively in sorted order, taking files ending .jpg, .jpeg or .png (any case),
+ * following symbolic links but entering no folder twice (no loops). *skipped counts
+ * the other files met in folders. An empty result is not an error here. A path that
+ * does not exist, or a folder that cannot be listed, is an error naming it. */
+int prd_list_inputs(char *const *paths, int n, char ***files, long long *count,
+                    long long *skipped, pt_err *e);
+void prd_list_free(char **files, long long count);
+
+
+/* ---- a trained model for src/ (bodies in core/models.c) ---- */
+
+/* Makes the kernels ready (nn_init); before the first forward pass. */
+void inf_init(void);
+/* path: a run folder or an .onnx file; image_size > 0 builds the net for that side;
+ * norm: an ONNX file's input convention (RUN_NORM_AUTO: the file's own; a run folder
+ * takes only that). Freed with inf_model_close() (safe with NULL). */
+int inf_model_open(const char *path, int image_size, run_input_norm norm, rm_model **out,
+                   pt_err *e);
+void inf_model_close(rm_model *m);
+int inf_model_classes(const rm_model *m);
+/* The side of the square images its net takes. */
+int inf_model_image_size(const rm_model *m);
+char *const *inf_model_class_names(const rm_model *m);
+/* The run folder or file it was opened from. */
+const char *inf_model_source(const rm_model *m);
+/* 1 when the run validated with --tta flip. */
+int inf_model_tta_flip(const rm_model *m);
+
+/* ---- ensemble's figures ---- */
+
+/* Validation figures of probabilities (n x k) against labels: macro precision, recall
+ * and F1 (train/metrics.h's), accuracy, and the mean cross-entropy. */
+typedef struct inf_score {
+    double acc, precision, recall, f1;
+    double loss;            /* NAN when n is 0 */
+} inf_score;
+
+/* The figures of probs (r->n x r->k) against r's items' labels; preds (may be NULL)
+ * gets each row's argmax. */
+void inf_score_probs(const prd_results *r, const double *probs, int32_t *preds,
+                     inf_score *out);
+
+/* ---- an ONNX file as it is: `petal-tui model` and `classify` (core/infer/classify.c) ----
+ * The graph imported with its own classifier (n_classes 0) or a new head of n_classes,
+ * at size x size, with the input convention asked for (RUN_NORM_AUTO: its own). */
+
+typedef struct inf_onnx inf_onnx;
+
+/* What the import found, for `petal-tui model`. */
+typedef struct inf_onnx_info {
+    int onnx_nodes;         /* nodes in the file */
+    int mapped;             /* layers of the library they became */
+    int quantized;          /* 1 when weights were dequantized */
+    int cut_from;           /* the first ONNX node cut for the new head; -1 none */
+    char cut[512];          /* what was cut */
+    int feature_c;          /* channels of the features the head reads */
+    const char *norm_name, *norm_formula;  /* the input convention (static strings) */
+    char norm_why[160];     /* why that one */
+    double seconds;         /* reading and importing the file */
+    size_t params, trainable;
+    double mflop;           /* forward, per image */
+} inf_onnx_info;
+
+/* Freed with inf_onnx_close() (safe with NULL). */
+int inf_onnx_open(const char *path, int size, int n_classes, run_input_norm norm,
+                  inf_onnx **out, pt_err *e);
+void inf_onnx_close(inf_onnx *g);
+void inf_onnx_about(const inf_onnx *g, inf_onnx_info *out);
+/* Its outputs: the classes of its classifier. */
+int inf_onnx_classes(const inf_onnx *g);
+/* The layers it became as text (malloc'd; the caller frees it), NULL out of memory. */
+char *inf_onnx_summary(const inf_onnx *g);
+/* ImageNet's name of class cls when the graph has ImageNet's 1,000 outputs, else "". */
+const char *inf_onnx_class_name(const inf_onnx *g, int cls);
+
+/* Classify one image at a time: a file (JPEG, or PNG centre-cropped to a square)
+ * decoded and resized to the graph's size, then forwarded on an inference pool of one.
+ * inf_classify_new() fails only out of memory; freed with inf_classify_free(). */
+typedef struct inf_classify inf_classify;
+int inf_classify_new(inf_onnx *g, inf_classify **out, pt_err *e);
+void inf_classify_free(inf_classify *c);
+/* Reads and decodes the image file at path; e says why not. */
+int inf_classify_load(inf_classify *c, const char *path, pt_err *e);
+/* The loaded image's class probabilities (inf_onnx_classes() of them) into probs. */
+int inf_classify_run(inf_classify *c, double *probs, pt_err *e);
 
 #endif

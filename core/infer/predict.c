@@ -9,6 +9,7 @@
 #include "data/pipeline.h"
 #include "infer/infer.h"
 #include "infer/predict.h"
+#include "pool/rpool.h"
 
 #define PRD_MAX_THREADS 64
 

@@ -36,61 +36,14 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "infer/infer.h"
 #include "data/batch.h"
 #include "data/dataset.h"
 #include "infer/runmodel.h"
 
 #define PRD_MAX_FILE_BYTES (256LL * 1024 * 1024)
 
-typedef struct prd_opts {
-    int batch;              /* images per forward pass, >= 1 */
-    int replicas;           /* forward threads, >= 1 */
-    int workers;            /* decode threads; 0: 2 */
-    int tta_flip;           /* average with the mirror image */
-    /* Called on the calling thread after each batch (NULL: none). */
-    void (*on_batch)(void *ctx, long long done, long long total);
-    void *ctx;
-} prd_opts;
-
-typedef struct prd_item {
-    int ok;                 /* 1: its row of probs holds its probabilities */
-    int label;              /* a labeled record's class; -1 otherwise */
-    char id[BATCH_ID_MAX];  /* a test record's id; "" otherwise */
-    pt_err err;             /* !ok: why */
-} prd_item;
-
-typedef struct prd_results {
-    int k;                  /* classes */
-    long long n;            /* items: one per file, or per record predicted */
-    prd_item *items;
-    double *probs;          /* n x k; a failed item's row is all 0 */
-    long long n_failed;     /* files that failed (items with !ok) plus records skipped */
-    long long n_errors;     /* records the pipeline skipped (not items): their errors */
-    pt_err *errors;
-} prd_results;
-
-typedef struct prd prd;
-
-int prd_new(const rm_model *m, const prd_opts *o, prd **out, pt_err *e);
-void prd_free(prd *p);
-
-/* One item per path, in order. An error only for what stops the whole run (memory). */
-int prd_files(prd *p, char *const *paths, long long n, prd_results *out, pt_err *e);
-/* The records of a split in file order: labels with labeled, else ids. Bad records
- * are skipped (counted, their errors kept); an error when the split cannot be read. */
-int prd_split(prd *p, const ds_split *split, int labeled, prd_results *out, pt_err *e);
-void prd_results_free(prd_results *r);
-
-/* Images done and planned so far, seconds since the prediction began. */
-void prd_progress(const prd *p, long long *done, long long *total, double *seconds);
-
-/* The image files under the given paths: a file is taken as it is; a folder is walked
- * recursively in sorted order, taking files ending .jpg, .jpeg or .png (any case),
- * following symbolic links but entering no folder twice (no loops). *skipped counts
- * the other files met in folders. An empty result is not an error here. A path that
- * does not exist, or a folder that cannot be listed, is an error naming it. */
-int prd_list_inputs(char *const *paths, int n, char ***files, long long *count,
-                    long long *skipped, pt_err *e);
-void prd_list_free(char **files, long long count);
+/* Its types and calls (prd_opts, prd_results, prd_new, prd_split, prd_files, ...) are
+ * declared in infer/infer.h, the door src/ includes. */
 
 #endif
