@@ -1,5 +1,5 @@
 /* models — the infer door's calls that need core/train/: a trained model opened for
- * predict and ensemble (train/runmodel.h's rm_model, by pointer) and ensemble's
+ * predict and ensemble (infer/runmodel.h's rm_model, by pointer) and ensemble's
  * figures (train/metrics.h). Thin wrappers: the behaviour is theirs. At the top of
  * core/ because core/infer/ sits below core/train/. */
 #include "infer/infer.h"

@@ -108,7 +108,7 @@ typedef struct runs_export_info {
 
 /* Writes run_dir's trained net (the weights validation used, the class names and
  * image size in its metadata) as an ONNX file at out, or in the run folder as its
- * model.onnx when out is NULL or "" (core/train/runmodel.h's rm_export). info (may be
+ * model.onnx when out is NULL or "" (core/infer/runmodel.h's rm_export). info (may be
  * NULL) says what was written. Runs on the caller's thread: about a second for the
  * largest built-in net. */
 int runs_export(const char *run_dir, const char *out, runs_export_info *info, pt_err *e);

@@ -1,7 +1,7 @@
 /* infer — the one inference path: images (bytes, as the input pipeline or predict's
  * file source decode, crop and resize them) forwarded on the replica pool (which
  * scales them to floats, the one normalisation), softmax in double, the test-time
- * flip, top-k. Validation (train/evaluate.c), predict and ensemble (infer/predict.h)
+ * flip, top-k. Validation (train/validate.c), predict and ensemble (infer/predict.h)
  * and classify (src/cmd_onnx.c) all come through here.
  *
  * Two forms of the test-time flip, each the one its callers have always given:
@@ -71,7 +71,7 @@ int inf_probs(rpool *pool, uint8_t *images, int n, int h, int w, int k, int flip
 /* A test record's id, at most this long with its terminator (data/batch.h's). */
 #define INF_ID_MAX 32
 
-/* A trained model opened for inference (train/runmodel.h's) and a dataset's split
+/* A trained model opened for inference (infer/runmodel.h's) and a dataset's split
  * (data/dataset.h's; datasets.h opens datasets), by name only. */
 typedef struct rm_model rm_model;
 typedef struct ds_split ds_split;

@@ -33,7 +33,7 @@ The training step: every batch norm left in the graph in training mode (batch
 statistics), as petal-tui's training forward runs a trainable batch norm; dropout
 and stochastic depth off (their modules in eval mode: identity); softmax
 cross-entropy summed over the batch, gradients of that sum / N, which is the
-trainer's scale (core/train/strategy.c: dlogits scaled by 1 / update size).
+trainer's scale (core/pool/rpool.c: dlogits scaled by 1 / update size).
 Eval logits: the whole net in eval mode (running statistics).
 
 NAME.ref ("PTREF1" files, all little-endian): b"PTREF1\\n\\0", u32 count, then per
