@@ -114,6 +114,14 @@ static void list_sources(const char *root, const char *rel, int deep, paths *out
     }
 }
 
+/* Every .c and .h file of the program: core/, ui/ and src/, sorted within each. */
+static void list_code_sources(const char *root, paths *out)
+{
+    list_sources(root, "core", 1, out);
+    list_sources(root, "ui", 1, out);
+    list_sources(root, "src", 1, out);
+}
+
 /* ---- a file as lines ---------------------------------------------------------------- */
 
 typedef struct lines {
@@ -523,9 +531,7 @@ TEST(source_run_folder_names_only_in_core_run)
     const char *root = source_root();
     T_REQUIRE(root != NULL); /* the sources, beside or above the test binary */
     paths all = { 0 };
-    list_sources(root, "core", 1, &all);
-    list_sources(root, "ui", 1, &all);
-    list_sources(root, "src", 1, &all);
+    list_code_sources(root, &all);
     T_CHECKF(all.n > 100, "only %d source files found", all.n);
     int checked = 0, inside = 0;
     for (int i = 0; i < all.n; i++) {
@@ -604,9 +610,7 @@ TEST(source_threads_only_in_the_pool)
     const char *root = source_root();
     T_REQUIRE(root != NULL); /* the sources, beside or above the test binary */
     paths all = { 0 };
-    list_sources(root, "core", 1, &all);
-    list_sources(root, "ui", 1, &all);
-    list_sources(root, "src", 1, &all);
+    list_code_sources(root, &all);
     T_CHECKF(all.n > 50, "only %d sources found", all.n);
     int in_pool = 0;
     for (int i = 0; i < all.n; i++) {
