@@ -284,11 +284,11 @@ TEST(engine_ema_validates_the_average_and_checkpoints_it)
     char on[4200], off[4200]; /* the default is on */
     train_with_and_without(t_tmpdir(), ema_off, off, on, sizeof on);
     /* The checkpoint: live weights for training on, the average for what validates. */
-    int widths[RUN_MAX_BLOCKS];
+    int widths[RUN_MAX_BLOCKS], kinds[RUN_MAX_BLOCKS];
     pt_err e;
-    int nw = nn_parse_widths("auto", 32, widths, NULL, &e);
+    int nw = nn_parse_widths("auto", 32, widths, kinds, &e);
     T_REQUIRE(nw > 0);
-    nn_model *m = nn_build_small_widths(32, 32, 4, 0.2f, widths, NULL, nw, NN_SMALL_CONVS_PER_BLOCK, &e);
+    nn_model *m = nn_build_small_widths(32, 32, 4, 0.2f, widths, kinds, nw, NN_SMALL_CONVS_PER_BLOCK, &e);
     T_REQUIRE(m != NULL);
     size_t np = nn_param_count(m), nb = nn_buffer_count(m);
     float *opt_m = malloc(np * sizeof(float)), *opt_v = malloc(np * sizeof(float));

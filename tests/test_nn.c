@@ -626,7 +626,7 @@ TEST(nn_small_strided_block_halves_with_its_convolution)
     nn_model_free(m);
 }
 
-/* An average-pool block (--widths a,..., what auto starts with from 128 px): a 2x2
+/* An average-pool block (--widths a,..., what auto starts with from 32 px): a 2x2
  * average pool and nothing else, so a,32,64,128,256,256 at 128 px is the five-block
  * net at 64 px on the 2x2-averaged image: the same parameters (980,517, the count
  * PyTorch's copy has in bench/torch_scratch.py), the same logits, in inference and in

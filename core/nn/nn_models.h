@@ -25,6 +25,7 @@
  * on the 5-class flower photos at 64x64 (12 epochs, same seed and schedule), reached
  * the same validation accuracy (0.705 vs 0.708), so they are not the default. */
 #define NN_SMALL_CONVS_PER_BLOCK 1
+#define NN_SMALL_MIN_SIDE 16 /* the four blocks' 2x2 pools need 16 px */
 nn_model *nn_build_small(int h, int w, int n_classes, float dropout, pt_err *e);
 nn_model *nn_build_small_ex(int h, int w, int n_classes, float dropout, int convs_per_block,
                             pt_err *e);
@@ -53,9 +54,10 @@ nn_model *nn_build_small_widths(int h, int w, int n_classes, float dropout, cons
  * kind: NN_BLOCK_STRIDED for a count written with s, NN_BLOCK_AVGPOOL for a (out 0),
  * NN_BLOCK_POOL otherwise. "auto" is 32, 64, 128, 256, then more 256 blocks while the
  * map they leave on an input of side pixels is at least 2 a side (so the last block
- * sees the whole image): 4 blocks at 32 px, 5 at 64; from 128 px an average pool
- * first, then what auto is at half the side (a,32,64,128,256,256 at 128 to 255).
- * The count, or -1 with e filled. */
+ * sees the whole image), after a 2x2 average pool wherever the blocks still fit
+ * after it (from 2 * NN_SMALL_MIN_SIDE = 32 px): a,32,64,128,256 at 32 to 127 px
+ * (the pool counts as a block), a,32,64,128,256,256 at 128 to 255, one more 256 block
+ * each time the side doubles; below 32 px no pool. The count, or -1 with e filled. */
 int nn_parse_widths(const char *s, int side, int out[NN_SMALL_MAX_BLOCKS],
                     int strided[NN_SMALL_MAX_BLOCKS], pt_err *e);
 /* Whether s is a --widths list nn_parse_widths takes: PT_OK, or PT_EUSAGE with its

@@ -15,11 +15,13 @@ int nn_parse_widths(const char *s, int side, int out[NN_SMALL_MAX_BLOCKS],
 {
     int n = 0, stride[NN_SMALL_MAX_BLOCKS] = { 0 };
     if (!strcmp(s, "auto")) {
-        /* From 128 px a 2x2 average pool first: these photos hold about 32 px of
-         * detail, and the net after it then sees what it sees at half the side. It
-         * learns more than a strided 16-channel block there (bench/RESULTS.md, "Other
-         * nets at 128 px"). */
-        if (side >= 128) {
+        /* A 2x2 average pool first wherever the four blocks still fit after it (16 px):
+         * the photos this is for hold about 32 px of detail, and the net after the pool
+         * learns as much as at full resolution at a quarter of the cost (bench/RESULTS.md,
+         * "Other nets at 128 px"). The same stem at every side keeps the cost growing with
+         * the image: a pool only from some threshold made 96 px cost 2.3x what 128 px did
+         * (no rule that pools from a threshold can keep the cost monotone). */
+        if (side >= 2 * NN_SMALL_MIN_SIDE) {
             out[n] = 0;
             stride[n++] = NN_BLOCK_AVGPOOL;
             side /= 2;
