@@ -74,8 +74,10 @@ static int parse(int argc, char **argv, const char *usage, const char *help, con
     "((x - mean) / std; torch is the same), unit (x), tf (2x - 1: Keras's MobileNet,\n" \
     "Inception), raw (255x: graphs that normalise themselves, petal-tui's exports),\n"  \
     "caffe (BGR, 255x - mean: Keras's VGG16, ResNet50); auto (the default): raw\n"     \
-    "for a petal-tui export or a graph that starts with its own Mul/Sub/Div/Add,\n"    \
-    "else imagenet. --norm is its old name (signed = tf, none = unit).\n"
+    "for a petal-tui export, what the file states (its metadata input_norm, or its\n"  \
+    "doc string: \"[-1, 1]\" is tf), raw for a graph that starts with its own\n"        \
+    "Mul/Sub/Div/Add, else imagenet (called a guess for a tf2onnx graph: check).\n"   \
+    "--norm is its old name (signed = tf, none = unit).\n"
 
 /* What --size does, for both commands' --help. */
 #define SIZE_HELP                                                                       \
