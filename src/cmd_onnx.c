@@ -125,7 +125,7 @@ int cmd_classify(int argc, char **argv)
     for (int i = 1; i < oa.n_files; i++) {
         const char *a = oa.files[i];
         if (inf_classify_load(c, a, &e) != PT_OK) {
-            fprintf(stderr, "petal-tui: %s: %s\n", a, e.msg);
+            fprintf(stderr, "petal-tui: %s\n", e.msg);
             status = 2;
             continue;
         }

@@ -146,7 +146,8 @@ int po_sink_open(po_sink *s, const char *path)
         return -1;
     }
     if (!(s->f = fopen(s->partial, "w"))) {
-        fprintf(stderr, "petal-tui: %s: cannot write: %s\n", s->partial, strerror(errno));
+        fprintf(stderr, "petal-tui: %s: cannot write (as %s while predicting): %s\n", path,
+                s->partial, strerror(errno));
         return -1;
     }
     return 0;

@@ -407,3 +407,33 @@ TEST(predict_model_ctrl_c_keeps_the_rows_done)
     free(err);
     free(rows);
 }
+
+TEST(predict_model_classify_and_model_name_a_folder_or_a_bad_image_once)
+{
+    const char *dir = t_tmpdir();
+    char model[4200], args[16000], bad[4300];
+    util_path(model, sizeof model, "%s/keras64.onnx", dir);
+    util_path(bad, sizeof bad, "%s/notimage.jpg", dir);
+    T_REQUIRE(ow_keras_net(model, PM_S, OW_GAP, PM_K, 5) == 0);
+    pt_err e;
+    T_REQUIRE(util_write_file_atomic(bad, "hi\n", 3, &e) == PT_OK);
+    char *out = NULL, *err = NULL;
+    util_path(args, sizeof args, "model '%s'", dir);
+    int rc = pm_cli(args, &out, &err);
+    T_CHECKF(rc == 2 && strstr(err, "a folder, not an .onnx file"), "exit %d:\n%s", rc, err);
+    free(out);
+    free(err);
+    util_path(args, sizeof args, "classify '%s' '%s'", dir, bad);
+    rc = pm_cli(args, &out, &err);
+    T_CHECKF(rc == 2 && strstr(err, "a folder, not an .onnx file"), "exit %d:\n%s", rc, err);
+    free(out);
+    free(err);
+    util_path(args, sizeof args, "classify '%s' '%s' '%s'", model, dir, bad);
+    rc = pm_cli(args, &out, &err);
+    char once[4400];
+    util_path(once, sizeof once, "%s: %s", bad, bad);
+    T_CHECKF(rc == 2 && strstr(err, "a folder, not an image file") && strstr(err, bad) &&
+             !strstr(err, once), "exit %d:\n%s", rc, err);
+    free(out);
+    free(err);
+}

@@ -4,6 +4,7 @@
 #include "infer/infer.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/util.h"
 #include "data/dataset.h"
@@ -32,6 +33,9 @@ struct inf_classify {
 int inf_onnx_open(const char *path, int size, int n_classes, int classifier,
                   run_input_norm norm, inf_onnx **out, pt_err *e)
 {
+    if (util_is_dir(path))
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "a folder, not an .onnx file (a run folder is for predict and export)");
     inf_onnx *g = calloc(1, sizeof *g);
     if (!g)
         return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
@@ -152,12 +156,21 @@ int inf_classify_load(inf_classify *c, const char *path, pt_err *e)
     int size = c->g->size;
     uint8_t *buf = NULL;
     size_t len;
+    if (util_is_dir(path))
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "a folder, not an image file (predict takes folders)");
     int rc = util_read_file(path, &buf, &len, e);
     if (rc == PT_OK && png_is_png(buf, len))
         rc = png_to_size(buf, len, c->rgb, size, &c->scratch, e);
     else if (rc == PT_OK)
         rc = jpg_decode_into(c->jc, buf, len, c->rgb, size, size, 1, 0, NULL, NULL, e);
     free(buf);
+    if (rc != PT_OK && strncmp(e->msg, path, strlen(path)) != 0) {
+        /* The decoders name no file: say which. */
+        char why[sizeof e->msg];
+        util_copy(why, sizeof why, e->msg);
+        err_set(e, rc, path, PT_NO_RECORD, PT_NO_OFFSET, "%s", why);
+    }
     return rc;
 }
 

@@ -233,7 +233,7 @@ const char *inf_onnx_class_name(const inf_onnx *g, int cls);
 typedef struct inf_classify inf_classify;
 int inf_classify_new(inf_onnx *g, inf_classify **out, pt_err *e);
 void inf_classify_free(inf_classify *c);
-/* Reads and decodes the image file at path; e says why not. */
+/* Reads and decodes the image file at path; e says why not, naming the file. */
 int inf_classify_load(inf_classify *c, const char *path, pt_err *e);
 /* The loaded image's class probabilities (inf_onnx_classes() of them) into probs. */
 int inf_classify_run(inf_classify *c, double *probs, pt_err *e);
