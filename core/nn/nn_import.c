@@ -622,9 +622,9 @@ static void refuse_size(imp *I, const nn_import_info *info)
     char was[sizeof I->e->msg];
     util_copy(was, sizeof was, I->e->msg);
     err_set(I->e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-            "%s: the graph declares its input as %dx%d and cannot run at %dx%d (%s): leave "
-            "out --size (or give --size %d) to run it at its size", I->om->path, info->decl_h,
-            info->decl_w, I->o->h, I->o->w, was, info->decl_h);
+            "%s: the graph declares its input as %dx%d and cannot run at %dx%d (%s): run it "
+            "at its size (leave out --size; to train, --image-size %d)", I->om->path,
+            info->decl_h, info->decl_w, I->o->h, I->o->w, was, info->decl_h);
 }
 
 /* Asked for the graph's own classifier, a feature extractor is refused. */
