@@ -437,3 +437,34 @@ TEST(predict_model_classify_and_model_name_a_folder_or_a_bad_image_once)
     free(out);
     free(err);
 }
+
+TEST(predict_model_ctrl_c_on_a_dataset_split_keeps_the_rows_and_writes_no_submission)
+{
+    T_NEED_DATA();
+    const char *dir = t_tmpdir();
+    const long long train[2] = { 4, 4 };
+    const char *ds = fx_dataset(dir, 2, train, NULL, 1500, 64, 250);
+    T_REQUIRE(ds != NULL);
+    char csv[4200], partial[4300], sub[4200], outf[4200], errf[4200];
+    util_path(csv, sizeof csv, "%s/preds.csv", dir);
+    util_path(partial, sizeof partial, "%s.partial", csv);
+    util_path(sub, sizeof sub, "%s/submission.csv", dir);
+    util_path(outf, sizeof outf, "%s/stdout.txt", dir);
+    util_path(errf, sizeof errf, "%s/stderr.txt", dir);
+    const char *argv[] = { t_bin(), "predict", t_data(PM_ZOO), ds, "--out", csv, "--submission",
+                           sub, "--batch", "8", "--replicas", "1", NULL };
+    int rc = pm_interrupt(argv, outf, errf, partial);
+    char *err = fx_slurp(errf), *rows = fx_slurp(partial);
+    long long n = -1, m = -1, r = -1;
+    const char *s = err ? strstr(err, "predict: stopped after ") : NULL;
+    if (s)
+        sscanf(s, "predict: stopped after %lld of %lld images; %*s holds the %lld rows", &n, &m,
+               &r);
+    T_CHECKF(rc == 130 && m == 1500 && n > 40 && n < 1500 && r == n, "exit %d, stderr:\n%s", rc,
+             err ? err : "");
+    T_CHECKF(rows && pm_lines(rows) == r + 1 && !strncmp(rows, "id,label,", 9), "%lld rows said, "
+             "%d lines in %s", r, pm_lines(rows), partial);
+    T_CHECK(!util_is_file(csv) && !util_is_file(sub));
+    free(err);
+    free(rows);
+}
