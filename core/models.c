@@ -23,10 +23,16 @@ void inf_init(void)
 int inf_model_open(const char *path, int image_size, run_input_norm norm, rm_model **out,
                    pt_err *e)
 {
+    return inf_model_open_features(path, image_size, norm, 0, out, e);
+}
+
+int inf_model_open_features(const char *path, int image_size, run_input_norm norm,
+                            int features, rm_model **out, pt_err *e)
+{
     rm_model *m = calloc(1, sizeof *m);
     if (!m)
         return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    int rc = rm_open_norm(path, image_size, norm, m, e);
+    int rc = rm_open_features(path, image_size, norm, features, m, e);
     if (rc != PT_OK) {
         rm_close(m);
         free(m);
@@ -57,6 +63,16 @@ int inf_model_image_size(const rm_model *m)
 char *const *inf_model_class_names(const rm_model *m)
 {
     return m->class_names;
+}
+
+const char *inf_model_size_why(const rm_model *m)
+{
+    return m->size_why;
+}
+
+int inf_model_features(const rm_model *m)
+{
+    return m->features;
 }
 
 const char *inf_model_source(const rm_model *m)

@@ -10,13 +10,15 @@
 #include "infer/infer.h"
 #include "src/cli.h"
 
-/* Imports path at size x size: n_classes 0 keeps the graph's classifier; norm is a
+/* Imports path at size x size (0: the graph's): n_classes 0 keeps the graph's
+ * classifier (classifier: refusing a feature extractor) or output; norm is a
  * run_input_norm (auto: the graph's own convention). NULL (said) when it cannot. */
-static inf_onnx *import(const char *path, int size, int n_classes, int norm)
+static inf_onnx *import(const char *path, int size, int n_classes, int classifier, int norm)
 {
     pt_err e;
     inf_onnx *g = NULL;
-    if (inf_onnx_open(path, size, n_classes, (run_input_norm)norm, &g, &e) != PT_OK) {
+    if (inf_onnx_open(path, size, n_classes, classifier, (run_input_norm)norm, &g, &e) !=
+        PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         return NULL;
     }
@@ -72,19 +74,29 @@ static int parse(int argc, char **argv, const char *usage, const char *help, con
     "((x - mean) / std; torch is the same), unit (x), tf (2x - 1: Keras's MobileNet,\n" \
     "Inception), raw (255x: graphs that normalise themselves, petal-tui's exports),\n"  \
     "caffe (BGR, 255x - mean: Keras's VGG16, ResNet50); auto (the default): raw\n"     \
-    "for a petal-tui export or a graph that starts with its own Mul/Sub/Div/Add,\n"    \
-    "else imagenet. --norm is its old name (signed = tf, none = unit).\n"
+    "for a petal-tui export, what the file states (its metadata input_norm, or its\n"  \
+    "doc string: \"[-1, 1]\" is tf), raw for a graph that starts with its own\n"        \
+    "Mul/Sub/Div/Add, else imagenet (called a guess for a tf2onnx graph: check).\n"   \
+    "--norm is its old name (signed = tf, none = unit).\n"
+
+/* What --size does, for both commands' --help. */
+#define SIZE_HELP                                                                       \
+    "--size S: the side to run at; by default the size the graph declares, else 224\n" \
+    "(a graph that fixes its size is refused at another unless it is convolutional\n"  \
+    "up to a global pooling, so it can run at any).\n"
 
 int cmd_classify(int argc, char **argv)
 {
-    const char *usage = "usage: petal-tui classify MODEL.onnx IMAGE... [--size 224] [--top 5]\n"
+    const char *usage = "usage: petal-tui classify MODEL.onnx IMAGE... [--size S] [--top 5]\n"
                         "        [--input-norm auto|imagenet|unit|tf|raw|caffe]\n";
-    onnx_args oa = { .size = 224, .extra = 5, .norm = RUN_NORM_AUTO };
+    onnx_args oa = { .size = 0, .extra = 5, .norm = RUN_NORM_AUTO };
     int pr = parse(argc, argv, usage,
                    "Runs the model's own classifier on each image, JPEG or PNG (centre-cropped\n"
                    "to a square, resized to --size) and prints the top classes with their\n"
                    "probabilities, with ImageNet's names when the model has 1,000 outputs.\n"
-                   NORM_HELP,
+                   "A graph with no classifier (a feature extractor) is refused: see\n"
+                   "predict --features.\n"
+                   SIZE_HELP NORM_HELP,
                    "--top", 1, 1000, &oa);
     if (pr)
         return pr < 0 ? 0 : pr;
@@ -93,7 +105,7 @@ int cmd_classify(int argc, char **argv)
         return 1;
     }
     long long size = oa.size, top = oa.extra;
-    inf_onnx *g = import(oa.files[0], (int)size, 0, oa.norm);
+    inf_onnx *g = import(oa.files[0], (int)size, 0, 1, oa.norm);
     if (!g)
         return 2;
     int k = inf_onnx_classes(g);
@@ -113,7 +125,7 @@ int cmd_classify(int argc, char **argv)
     for (int i = 1; i < oa.n_files; i++) {
         const char *a = oa.files[i];
         if (inf_classify_load(c, a, &e) != PT_OK) {
-            fprintf(stderr, "petal-tui: %s: %s\n", a, e.msg);
+            fprintf(stderr, "petal-tui: %s\n", e.msg);
             status = 2;
             continue;
         }
@@ -139,15 +151,16 @@ out:
 
 int cmd_model(int argc, char **argv)
 {
-    const char *usage = "usage: petal-tui model MODEL.onnx [--size 224] [--classes N]\n"
+    const char *usage = "usage: petal-tui model MODEL.onnx [--size S] [--classes N]\n"
                         "        [--input-norm auto|imagenet|unit|tf|raw|caffe]\n";
-    onnx_args oa = { .size = 224, .extra = 0, .norm = RUN_NORM_AUTO };
+    onnx_args oa = { .size = 0, .extra = 0, .norm = RUN_NORM_AUTO };
     int pr = parse(argc, argv, usage,
                    "Prints the layers the ONNX graph becomes (id, layer, inputs, output shape,\n"
                    "parameters, MFLOP per image) at --size, and the input convention it takes\n"
                    "and why. With --classes N, the graph as a training run would build it: its\n"
                    "classifier cut (and what that was) and a new head of N classes in its place.\n"
-                   NORM_HELP,
+                   "Says whether the graph ends in a classifier or is a feature extractor.\n"
+                   SIZE_HELP NORM_HELP,
                    "--classes", 0, 100000, &oa);
     if (pr)
         return pr < 0 ? 0 : pr;
@@ -157,7 +170,7 @@ int cmd_model(int argc, char **argv)
     }
     const char *model = oa.files[0];
     long long size = oa.size, classes = oa.extra;
-    inf_onnx *g = import(model, (int)size, (int)classes, oa.norm);
+    inf_onnx *g = import(model, (int)size, (int)classes, 0, oa.norm);
     if (!g)
         return 2;
     char *text = inf_onnx_summary(g);
@@ -168,10 +181,15 @@ int cmd_model(int argc, char **argv)
     inf_onnx_info info;
     inf_onnx_about(g, &info);
     printf("\n%s: %d ONNX nodes -> %d layers%s, %zu parameters (%zu trainable), %.1f MFLOP per "
-           "image at %lldx%lld, imported in %.2f s\n",
+           "image at %dx%d, imported in %.2f s\n",
            model, info.onnx_nodes, info.mapped, info.quantized ? " (int8 weights dequantized)" : "",
-           info.params, info.trainable, info.mflop, size, size, info.seconds);
+           info.params, info.trainable, info.mflop, info.size, info.size, info.seconds);
+    printf("input size %dx%d: %s\n", info.size, info.size, info.size_why);
     printf("input %s (%s): %s\n", info.norm_name, info.norm_formula, info.norm_why);
+    if (!classes)
+        printf("%s: %s\n", info.classifier ? "a classifier" : "a feature extractor (no classifier: "
+               "predict and classify refuse it; predict --features gives its vectors)",
+               info.head_why);
     if (info.cut_from >= 0 || info.cut[0])
         printf("cut for the new head: %s; the head reads %d features: global average pool "
                "(where needed), dropout, dense %lld\n",

@@ -2,9 +2,11 @@
 #include "src/predict_out.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <unistd.h>
 
 #include "base/util.h"
@@ -129,4 +131,109 @@ void po_progress_end(po_progress *p)
 {
     if (p->on)
         fprintf(stderr, "\n");
+}
+
+int po_sink_open(po_sink *s, const char *path)
+{
+    memset(s, 0, sizeof *s);
+    s->path = path;
+    if (!path) {
+        s->f = stdout;
+        return 0;
+    }
+    if (util_path(s->partial, sizeof s->partial, "%s.partial", path) != 0) {
+        fprintf(stderr, "petal-tui: %s: path too long\n", path);
+        return -1;
+    }
+    if (!(s->f = fopen(s->partial, "w"))) {
+        fprintf(stderr, "petal-tui: %s: cannot write (as %s while predicting): %s\n", path,
+                s->partial, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int po_sink_put(po_sink *s, po_buf *b, long long rows)
+{
+    if (b->oom && !s->bad) {
+        fprintf(stderr, "petal-tui: out of memory for the output\n");
+        s->bad = 1;
+    }
+    if (!s->bad && b->len &&
+        (fwrite(b->s, 1, b->len, s->f) != b->len || fflush(s->f) != 0)) {
+        fprintf(stderr, "petal-tui: %s: cannot write: %s\n", s->path ? s->partial : "stdout",
+                strerror(errno));
+        s->bad = 1;
+    }
+    b->len = 0;
+    b->oom = 0;
+    if (!s->bad)
+        s->rows += rows;
+    return s->bad ? -1 : 0;
+}
+
+int po_sink_close(po_sink *s, int complete)
+{
+    if (!s->f)
+        return -1;
+    if (!s->path) {
+        s->f = NULL;
+        return s->bad || fflush(stdout) != 0 ? -1 : 0;
+    }
+    int bad = s->bad || fflush(s->f) != 0 || fsync(fileno(s->f)) != 0;
+    bad |= fclose(s->f) != 0;
+    s->f = NULL;
+    if (bad && !s->bad)
+        fprintf(stderr, "petal-tui: %s: cannot write: %s\n", s->partial, strerror(errno));
+    if (bad || !complete)
+        return bad ? -1 : 0;
+    if (rename(s->partial, s->path) != 0) {
+        fprintf(stderr, "petal-tui: %s: cannot rename %s to it: %s\n", s->path, s->partial,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+const char *po_sink_name(const po_sink *s, int complete)
+{
+    return !s->path ? "stdout" : complete ? s->path : s->partial;
+}
+
+int po_write_npy(const char *path, const double *rows, long long n, int d)
+{
+    char head[128];
+    int hl = snprintf(head, sizeof head, "{'descr': '<f4', 'fortran_order': False, 'shape': "
+                      "(%lld, %d), }", n, d);
+    /* Magic, version 1.0, header length, then the header padded with spaces to a
+     * multiple of 64 bytes and ended by a newline (the format's rule). */
+    size_t total = 10 + (size_t)hl + 1, pad = (64 - total % 64) % 64;
+    size_t hsize = (size_t)hl + pad + 1, len = 10 + hsize + (size_t)n * (size_t)d * 4;
+    uint8_t *buf = malloc(len);
+    if (!buf) {
+        fprintf(stderr, "petal-tui: out of memory for the output\n");
+        return -1;
+    }
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    buf[8] = (uint8_t)(hsize & 0xff);
+    buf[9] = (uint8_t)(hsize >> 8);
+    memcpy(buf + 10, head, (size_t)hl);
+    memset(buf + 10 + hl, ' ', pad);
+    buf[10 + hsize - 1] = '\n';
+    uint8_t *o = buf + 10 + hsize;
+    for (size_t i = 0; i < (size_t)n * (size_t)d; i++, o += 4) {
+        float f = (float)rows[i];
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        o[0] = (uint8_t)u;
+        o[1] = (uint8_t)(u >> 8);
+        o[2] = (uint8_t)(u >> 16);
+        o[3] = (uint8_t)(u >> 24);
+    }
+    pt_err e;
+    int rc = util_write_file_atomic(path, buf, len, &e);
+    free(buf);
+    if (rc != PT_OK)
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+    return rc == PT_OK ? 0 : -1;
 }

@@ -5,6 +5,7 @@
 #define PT_PREDICT_OUT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "infer/infer.h"
 
@@ -30,6 +31,30 @@ void po_header(po_buf *b, const char *first, int top);
 /* One row: key, then the classes of probs (k of them) by rank, top of them. */
 void po_row(po_buf *b, const char *key, const double *probs, char *const *names, int k,
             int top);
+
+/* Rows as they are made (issue 42: an interrupted predict keeps what it did): to
+ * stdout, flushed after each put, or to PATH.partial, renamed to PATH by
+ * po_sink_close(complete 1) and left as PATH.partial otherwise, so that a file at
+ * PATH is always a whole run's and an interrupted one says it is partial. */
+typedef struct po_sink {
+    FILE *f;
+    const char *path;           /* NULL: stdout */
+    char partial[4200];         /* path + ".partial" */
+    long long rows;             /* rows put */
+    int bad;                    /* a write failed (said) */
+} po_sink;
+/* 0, or -1 (said on stderr) when PATH.partial cannot be created. */
+int po_sink_open(po_sink *s, const char *path);
+/* b's text (then emptied), rows of it; flushed. 0, or -1 (said once). */
+int po_sink_put(po_sink *s, po_buf *b, long long rows);
+/* The file closed; complete: renamed into place. 0, or -1 (said). */
+int po_sink_close(po_sink *s, int complete);
+/* What holds the rows: PATH.partial, PATH or "stdout". */
+const char *po_sink_name(const po_sink *s, int complete);
+
+/* n rows of d float32 values as a .npy file ([n, d], little-endian '<f4', C order)
+ * at path, atomically. 0, or -1 (said). */
+int po_write_npy(const char *path, const double *rows, long long n, int d);
 
 /* A progress bar on stderr (images, img/s, ETA) when stderr is a terminal: pass as
  * prd_opts.on_batch with a po_progress as ctx; po_progress_end ends its line. */

@@ -4,6 +4,7 @@
 #include "infer/infer.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/util.h"
 #include "data/dataset.h"
@@ -29,21 +30,24 @@ struct inf_classify {
     float *y;
 };
 
-int inf_onnx_open(const char *path, int size, int n_classes, run_input_norm norm,
-                  inf_onnx **out, pt_err *e)
+int inf_onnx_open(const char *path, int size, int n_classes, int classifier,
+                  run_input_norm norm, inf_onnx **out, pt_err *e)
 {
+    if (util_is_dir(path))
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "a folder, not an .onnx file (a run folder is for predict and export)");
     inf_onnx *g = calloc(1, sizeof *g);
     if (!g)
         return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     nn_import_opts o = { .h = size, .w = size, .n_classes = n_classes, .dropout = 0.2f,
                          .norm = (nn_norm)(norm - 1), .norm_auto = norm == RUN_NORM_AUTO,
-                         .seed = 42 };
+                         .head = classifier ? NN_HEAD_CLASSIFIER : NN_HEAD_AS_IS, .seed = 42 };
     g->m = nn_import_onnx_file(path, &o, &g->info, e);
     if (!g->m) {
         free(g);
         return e ? e->code : PT_EFORMAT;
     }
-    g->size = size;
+    g->size = g->info.h;
     *out = g;
     return PT_OK;
 }
@@ -66,12 +70,18 @@ void inf_onnx_about(const inf_onnx *g, inf_onnx_info *out)
                             .feature_c = i->feature_c,
                             .norm_name = nn_norm_name(i->norm),
                             .norm_formula = nn_norm_formula(i->norm),
+                            .size = g->size,
+                            .decl_h = i->decl_h,
+                            .decl_w = i->decl_w,
+                            .classifier = i->classifier,
                             .seconds = i->seconds,
                             .params = nn_param_count(g->m),
                             .trainable = nn_trainable_count(g->m),
                             .mflop = nn_flops(g->m, 1, 0) * 1e-6 };
     util_copy(out->cut, sizeof out->cut, i->cut);
     util_copy(out->norm_why, sizeof out->norm_why, i->norm_why);
+    util_copy(out->size_why, sizeof out->size_why, i->size_why);
+    util_copy(out->head_why, sizeof out->head_why, i->head_why);
 }
 
 int inf_onnx_classes(const inf_onnx *g)
@@ -146,12 +156,21 @@ int inf_classify_load(inf_classify *c, const char *path, pt_err *e)
     int size = c->g->size;
     uint8_t *buf = NULL;
     size_t len;
+    if (util_is_dir(path))
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "a folder, not an image file (predict takes folders)");
     int rc = util_read_file(path, &buf, &len, e);
     if (rc == PT_OK && png_is_png(buf, len))
         rc = png_to_size(buf, len, c->rgb, size, &c->scratch, e);
     else if (rc == PT_OK)
         rc = jpg_decode_into(c->jc, buf, len, c->rgb, size, size, 1, 0, NULL, NULL, e);
     free(buf);
+    if (rc != PT_OK && strncmp(e->msg, path, strlen(path)) != 0) {
+        /* The decoders name no file: say which. */
+        char why[sizeof e->msg];
+        util_copy(why, sizeof why, e->msg);
+        err_set(e, rc, path, PT_NO_RECORD, PT_NO_OFFSET, "%s", why);
+    }
     return rc;
 }
 

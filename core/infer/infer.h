@@ -22,6 +22,7 @@
 #ifndef PT_INFER_H
 #define PT_INFER_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -76,14 +77,25 @@ int inf_probs(rpool *pool, uint8_t *images, int n, int h, int w, int k, int flip
 typedef struct rm_model rm_model;
 typedef struct ds_split ds_split;
 
+struct prd_results;
+
 typedef struct prd_opts {
     int batch;              /* images per forward pass, >= 1 */
     int replicas;           /* forward threads, >= 1 */
     int workers;            /* decode threads; 0: 2 */
     int tta_flip;           /* average with the mirror image */
+    int raw;                /* the net's outputs as they are (feature vectors): no
+                               softmax and no flip; probs then holds them */
     /* Called on the calling thread after each batch (NULL: none). */
     void (*on_batch)(void *ctx, long long done, long long total);
     void *ctx;
+    /* Called on the calling thread after each batch: items [lo, lo + n) of r (and their
+     * rows of probs) are final, in order (NULL: none). */
+    void (*on_rows)(void *ctx, const struct prd_results *r, long long lo, long long n);
+    void *rows_ctx;
+    /* When it becomes non-zero (a signal handler's flag), the prediction stops after
+     * the batch in hand: r->n is then the items done and r->stopped 1 (NULL: never). */
+    volatile sig_atomic_t *stop;
 } prd_opts;
 
 typedef struct prd_item {
@@ -101,6 +113,8 @@ typedef struct prd_results {
     long long n_failed;     /* files that failed (items with !ok) plus records skipped */
     long long n_errors;     /* records the pipeline skipped (not items): their errors */
     pt_err *errors;
+    long long planned;      /* the images there were to predict */
+    int stopped;            /* 1: stopped by prd_opts.stop; n items were done */
 } prd_results;
 
 typedef struct prd prd;
@@ -137,11 +151,21 @@ void inf_init(void);
  * takes only that). Freed with inf_model_close() (safe with NULL). */
 int inf_model_open(const char *path, int image_size, run_input_norm norm, rm_model **out,
                    pt_err *e);
+/* The same for feature vectors (features 1; an .onnx file only, a run folder is
+ * refused saying to export it): the net ends at the vector its Gemm / MatMul
+ * classifier reads, or at the graph's output when it has none (a feature extractor);
+ * inf_model_classes() is then the vector's length. */
+int inf_model_open_features(const char *path, int image_size, run_input_norm norm,
+                            int features, rm_model **out, pt_err *e);
 void inf_model_close(rm_model *m);
 int inf_model_classes(const rm_model *m);
 /* The side of the square images its net takes. */
 int inf_model_image_size(const rm_model *m);
 char *const *inf_model_class_names(const rm_model *m);
+/* An .onnx file's: why that side ("declared by the graph", ...); "" for a run. */
+const char *inf_model_size_why(const rm_model *m);
+/* Opened for features: 1 the vector its classifier reads, 0 the graph's output. */
+int inf_model_features(const rm_model *m);
 /* The run folder or file it was opened from. */
 const char *inf_model_source(const rm_model *m);
 /* 1 when the run validated with --tta flip. */
@@ -177,14 +201,23 @@ typedef struct inf_onnx_info {
     int feature_c;          /* channels of the features the head reads */
     const char *norm_name, *norm_formula;  /* the input convention (static strings) */
     char norm_why[160];     /* why that one */
+    int size;               /* the side it was built for */
+    int decl_h, decl_w;     /* the size the graph declares (0: free) */
+    char size_why[160];     /* why that side */
+    int classifier;         /* 1: the graph ends in a classifier; 0: a feature extractor */
+    char head_why[160];     /* why it is taken for one */
     double seconds;         /* reading and importing the file */
     size_t params, trainable;
     double mflop;           /* forward, per image */
 } inf_onnx_info;
 
-/* Freed with inf_onnx_close() (safe with NULL). */
-int inf_onnx_open(const char *path, int size, int n_classes, run_input_norm norm,
-                  inf_onnx **out, pt_err *e);
+/* size 0: the size the graph declares, else 224 (one it fixes and cannot run at
+ * otherwise is refused at another). With n_classes 0 and classifier set, a feature
+ * extractor is refused (PT_EUSAGE, saying how to get a classifier from it); without,
+ * the graph's output is kept whatever it is. Freed with inf_onnx_close() (safe with
+ * NULL). */
+int inf_onnx_open(const char *path, int size, int n_classes, int classifier,
+                  run_input_norm norm, inf_onnx **out, pt_err *e);
 void inf_onnx_close(inf_onnx *g);
 void inf_onnx_about(const inf_onnx *g, inf_onnx_info *out);
 /* Its outputs: the classes of its classifier. */
@@ -200,7 +233,7 @@ const char *inf_onnx_class_name(const inf_onnx *g, int cls);
 typedef struct inf_classify inf_classify;
 int inf_classify_new(inf_onnx *g, inf_classify **out, pt_err *e);
 void inf_classify_free(inf_classify *c);
-/* Reads and decodes the image file at path; e says why not. */
+/* Reads and decodes the image file at path; e says why not, naming the file. */
 int inf_classify_load(inf_classify *c, const char *path, pt_err *e);
 /* The loaded image's class probabilities (inf_onnx_classes() of them) into probs. */
 int inf_classify_run(inf_classify *c, double *probs, pt_err *e);

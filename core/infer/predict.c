@@ -102,14 +102,23 @@ static int forward_batch(prd *p, uint8_t *images, const uint8_t *ok, int n_img,
             memcpy(p->packed + (size_t)n++ * p->px, images + (size_t)i * p->px, p->px);
     if (n == 0)
         return PT_OK;
-    int rc = inf_probs(p->pool, p->packed, n, p->S, p->S, k, p->o.tta_flip, p->logits,
-                       p->probs, e);
+    int rc = p->o.raw ? inf_logits(p->pool, p->packed, n, p->S, p->S, 0, p->logits, NULL, e)
+                      : inf_probs(p->pool, p->packed, n, p->S, p->S, k, p->o.tta_flip,
+                                  p->logits, p->probs, e);
+    for (size_t i = 0; rc == PT_OK && p->o.raw && i < (size_t)n * k; i++)
+        p->probs[i] = p->logits[i];
     if (rc != PT_OK)
         return err_set(e, rc, NULL, PT_NO_RECORD, PT_NO_OFFSET, "the forward pass failed");
     for (int i = 0, j = 0; i < n_img; i++)
         if (!ok || ok[i])
             memcpy(probs + (size_t)i * k, p->probs + (size_t)j++ * k, (size_t)k * sizeof *probs);
     return PT_OK;
+}
+
+/* Whether the caller asked to stop (prd_opts.stop). */
+static int stopped(const prd *p)
+{
+    return p->o.stop && *p->o.stop;
 }
 
 static int results_alloc(prd_results *r, long long n, int k, pt_err *e)
@@ -177,7 +186,7 @@ int prd_files(prd *p, char *const *paths, long long n, prd_results *out, pt_err 
     if (rc != PT_OK)
         return rc;
     progress_start(p, n);
-    out->n = n;
+    out->n = out->planned = n;
     if (n == 0)
         return PT_OK;
     pt_err *errs = calloc((size_t)n, sizeof *errs);
@@ -202,14 +211,22 @@ int prd_files(prd *p, char *const *paths, long long n, prd_results *out, pt_err 
         }
         rc = forward_batch(p, b->images, ok, b->n, out->probs + (size_t)lo * p->k, e);
         progress_add(p, b->n);
+        int m = b->n;
         pipe_release(pl, b);
+        if (rc == PT_OK && p->o.on_rows)
+            p->o.on_rows(p->o.rows_ctx, out, lo, m);
+        if (rc == PT_OK && stopped(p)) {
+            out->n = lo + m;
+            out->stopped = 1;
+            break;
+        }
     }
     if (rc == PT_OK && got < 0)
         rc = e->code;
     pipe_destroy(pl);
     free(errs);
     free(ok);
-    for (long long i = 0; i < n; i++)
+    for (long long i = 0; i < out->n; i++)
         out->n_failed += !out->items[i].ok;
     if (rc != PT_OK)
         prd_results_free(out);
@@ -272,6 +289,7 @@ int prd_split(prd *p, const ds_split *split, int labeled, prd_results *out, pt_e
     if (rc != PT_OK)
         return rc;
     progress_start(p, split->count);
+    out->planned = split->count;
     /* Validation's pipeline (data/feed.c, FEED_EVAL): one pass in file order. */
     pipe_config c;
     pipe_config_defaults(&c);
@@ -311,9 +329,16 @@ int prd_split(prd *p, const ds_split *split, int labeled, prd_results *out, pt_e
             util_copy(it->id, sizeof it->id, labeled ? "" : b->id[i]);
         }
         rc = forward_batch(p, b->images, NULL, b->n, out->probs + (size_t)out->n * p->k, e);
+        long long lo = out->n;
         out->n += b->n;
         progress_add(p, b->planned > b->n ? b->planned : b->n);
         pipe_release(pl, b);
+        if (rc == PT_OK && p->o.on_rows)
+            p->o.on_rows(p->o.rows_ctx, out, lo, out->n - lo);
+        if (rc == PT_OK && stopped(p)) {
+            out->stopped = 1;
+            break;
+        }
     }
     if (rc == PT_OK && got < 0)
         rc = e->code;

@@ -16,8 +16,6 @@
 #include "run/checkpoint.h"
 #include "run/runfolder.h"
 
-#define RM_ONNX_DEFAULT_SIZE 224
-
 void rm_close(rm_model *m)
 {
     if (!m)
@@ -75,6 +73,13 @@ static const char *imagenet_name(void *ctx, int c, char *buf, size_t n)
 
 /* ---- an ONNX file ---- */
 
+static const char *feature_name(void *ctx, int c, char *buf, size_t n)
+{
+    (void)ctx;
+    util_fmt(buf, n, "f%d", c);
+    return buf;
+}
+
 static const char *meta_name(void *ctx, int c, char *buf, size_t n)
 {
     (void)buf;
@@ -87,7 +92,8 @@ static const char *meta_name(void *ctx, int c, char *buf, size_t n)
  * (NN_NORM_RAW reads it back to the exported logits). Any other file is a classifier
  * named from ImageNet's classes when it has 1,000, taking its input as norm says
  * (auto: what the file says, else ImageNet's mean and std). */
-static int open_onnx(const char *path, int size, run_input_norm norm, rm_model *m, pt_err *e)
+static int open_onnx(const char *path, int size, run_input_norm norm, int features, rm_model *m,
+                     pt_err *e)
 {
     onnx_model *om;
     int rc = onnx_load(path, &om, e);
@@ -99,9 +105,10 @@ static int open_onnx(const char *path, int size, run_input_norm norm, rm_model *
         onnx_free(om);
         return rc;
     }
-    m->image_size = size > 0 ? size : meta.image_size > 0 ? meta.image_size
-                                                          : RM_ONNX_DEFAULT_SIZE;
+    /* Size 0: the one the graph declares (nn_import_opts), else 224. */
+    m->image_size = size > 0 ? size : meta.image_size;
     nn_import_opts o = { .h = m->image_size, .w = m->image_size, .n_classes = 0,
+                         .head = features ? NN_HEAD_FEATURES : NN_HEAD_CLASSIFIER,
                          .norm = (nn_norm)(norm - 1), .norm_auto = norm == RUN_NORM_AUTO,
                          .seed = 42 };
     nn_import_info info;
@@ -111,8 +118,21 @@ static int open_onnx(const char *path, int size, run_input_norm norm, rm_model *
         nn_onnx_meta_free(&meta);
         return e->code;
     }
+    m->image_size = info.h;
     m->norm = info.norm;
     util_copy(m->norm_why, sizeof m->norm_why, info.norm_why);
+    if (size > 0 && !strncmp(info.size_why, "as asked", 8))
+        util_fmt(m->size_why, sizeof m->size_why, "given by --size%s", info.size_why + 8);
+    else
+        util_copy(m->size_why, sizeof m->size_why,
+                  size <= 0 && meta.image_size > 0 ? "the export's image_size" : info.size_why);
+    m->features = info.features;
+    if (features) {
+        meta.n_classes = 0; /* the names are the vector's, not classes */
+        rc = set_names(m, nn_model_classes(m->net), feature_name, NULL, e);
+        nn_onnx_meta_free(&meta);
+        return rc;
+    }
     int k = nn_model_classes(m->net);
     m->crop = 1;
     m->fast_decode = 0;
@@ -305,6 +325,12 @@ int rm_open(const char *path, int image_size_override, rm_model *out, pt_err *e)
 int rm_open_norm(const char *path, int image_size_override, run_input_norm norm,
                  rm_model *out, pt_err *e)
 {
+    return rm_open_features(path, image_size_override, norm, 0, out, e);
+}
+
+int rm_open_features(const char *path, int image_size_override, run_input_norm norm,
+                     int features, rm_model *out, pt_err *e)
+{
     pt_err local;
     if (!e)
         e = &local;
@@ -317,10 +343,14 @@ int rm_open_norm(const char *path, int image_size_override, run_input_norm norm,
         rc = err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
                      "a run folder predicts with the input convention it trained with "
                      "(its config's input-norm): --input-norm is for an .onnx file");
+    else if (util_is_dir(path) && features)
+        rc = err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                     "--features takes an .onnx file: export the run first (petal-tui export "
+                     "%s) and give its model.onnx", path);
     else if (util_is_dir(path))
         rc = open_run(path, image_size_override, out, e);
     else if (run_model_is_onnx(path))
-        rc = open_onnx(path, image_size_override, norm, out, e);
+        rc = open_onnx(path, image_size_override, norm, features, out, e);
     else
         rc = err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
                      util_is_file(path) ? "not an .onnx file nor a run folder"

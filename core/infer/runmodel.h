@@ -37,16 +37,25 @@ typedef struct rm_model {
                                NULL for an ONNX file */
     nn_norm norm;           /* the input convention the net's first layer applies */
     char norm_why[160];     /* why that one ("as asked", "the run's --input-norm", ...) */
+    char size_why[200];     /* an ONNX file: why image_size ("declared by the graph", ...) */
+    int features;           /* opened for features: 1 the vector its classifier reads,
+                               0 the graph's output (a feature extractor's) */
 } rm_model;
 
 /* path: a run folder or an .onnx file. image_size_override > 0 builds the net for
- * that side instead of the run's (an ONNX file's default is 224). */
+ * that side instead of the run's (an ONNX file's default: its export's image_size,
+ * else the size the graph declares, else 224). */
 int rm_open(const char *path, int image_size_override, rm_model *out, pt_err *e);
 /* The same with an ONNX file's input convention: RUN_NORM_AUTO for the file's own,
  * else the one named. A run folder takes only RUN_NORM_AUTO (it trained with its
  * own): another is PT_EUSAGE naming the folder. */
 int rm_open_norm(const char *path, int image_size_override, run_input_norm norm,
                  rm_model *out, pt_err *e);
+/* The same for feature vectors (features 1, an .onnx file only): the net ends at
+ * what the graph's classifier reads (or at the graph's output when it has no Gemm /
+ * MatMul classifier); n_classes is the vector's length, its names f0, f1, ... */
+int rm_open_features(const char *path, int image_size_override, run_input_norm norm,
+                     int features, rm_model *out, pt_err *e);
 void rm_close(rm_model *m);
 
 /* The dataset folder a run's data option names ("" is the demo data, made in the

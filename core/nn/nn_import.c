@@ -397,34 +397,6 @@ static int is_shape_op(const char *op)
            !strcmp(op, "Squeeze") || !strcmp(op, "Cast");
 }
 
-/* The node that starts the classifier: walking back from the graph's output over
- * Softmax, dequantization, a bias add and reshapes, the first Gemm / MatMul. */
-static const onnx_node *classifier(const onnx_model *om)
-{
-    if (om->n_outputs < 1)
-        return NULL;
-    const char *name = om->outputs[0].name;
-    for (int steps = 0; steps < 16; steps++) {
-        const onnx_node *p = onnx_producer(om, name);
-        if (!p || p->n_inputs < 1)
-            return NULL;
-        const char *op = p->op_type;
-        if (!strcmp(op, "Gemm") || !strcmp(op, "MatMul") || !strcmp(op, "QLinearMatMul"))
-            return p;
-        int pass = !strcmp(op, "Softmax") || !strcmp(op, "DequantizeLinear") ||
-                   !strcmp(op, "QuantizeLinear") || !strcmp(op, "Flatten") ||
-                   !strcmp(op, "Reshape") || !strcmp(op, "Identity") ||
-                   !strcmp(op, "Add") || !strcmp(op, "QLinearAdd");
-        if (!pass)
-            return NULL;
-        /* Follow the operand that is not a constant. */
-        name = p->inputs[0];
-        if (onnx_find_tensor(om, name) && p->n_inputs > 1)
-            name = p->inputs[!strcmp(op, "QLinearAdd") ? 3 : 1];
-    }
-    return NULL;
-}
-
 /* Whether op is one of ops (NULL-terminated; NULL: none). */
 static int names_op(const char *const *ops, const char *op)
 {
@@ -578,6 +550,96 @@ static int fill_weights(imp *I)
     return rc;
 }
 
+/* The graph's end: after its classifier's input, a new head (n_classes > 0) or the
+ * features themselves; else its output, with a new head after it when asked. */
+static int graph_end(imp *I, const onnx_node *cls, nn_import_info *info, int *out)
+{
+    int rc;
+    if (cls) {
+        int feat;
+        if ((rc = nn_imp_in_node(I, cls, 0, 1, &feat)) != PT_OK)
+            return rc;
+        nn_node_info fi = nn_imp_info(I, feat);
+        info->cut_from = cls->index;
+        int k = snprintf(info->cut, sizeof info->cut, "%s '%s' (%d features in)", cls->op_type,
+                         cls->name, fi.h * fi.w * fi.c);
+        for (size_t i = (size_t)cls->index + 1; i < I->om->n_nodes; i++) {
+            if (k < 0 || (size_t)k + 40 > sizeof info->cut)
+                break;
+            k += snprintf(info->cut + k, sizeof info->cut - (size_t)k, ", %s",
+                          I->om->nodes[i].op_type);
+        }
+        *out = I->o->n_classes > 0 ? new_head(I, feat) : feat;
+        info->features = I->o->n_classes == 0;
+        info->feature_c = fi.c;
+    } else {
+        const val *v = I->om->n_outputs ? nn_imp_find_val(I, I->om->outputs[0].name) : NULL;
+        if (!v || v->kind != V_NODE) {
+            return err_set(I->e, PT_EFORMAT, I->om->path, PT_NO_RECORD, PT_NO_OFFSET,
+                           "the graph's output is not a layer's");
+        }
+        *out = v->node;
+        if (I->o->n_classes > 0) {
+            nn_node_info fi = nn_imp_info(I, *out);
+            snprintf(info->cut, sizeof info->cut, "nothing (the graph has no classifier): the "
+                     "head follows its output '%s' (%dx%dx%d)", v->name, fi.h, fi.w, fi.c);
+            info->feature_c = fi.c;
+            *out = new_head(I, *out);
+        }
+    }
+    return PT_OK;
+}
+
+/* The input size to build for (o->h, o->w; 0: the graph's), and why, into info. */
+static int pick_size(imp *I, nn_import_opts *o, nn_import_info *info)
+{
+    nn_import_declared_size(I->om, &info->decl_h, &info->decl_w);
+    int dh = info->decl_h, dw = info->decl_w;
+    if (o->h > 0 && o->w > 0) {
+        if (dh > 0 && (dh != o->h || dw != o->w))
+            snprintf(info->size_why, sizeof info->size_why, "as asked; the graph declares "
+                     "%dx%d, and builds at %dx%d too (convolutional up to a global pooling)",
+                     dh, dw, o->h, o->w);
+        else
+            snprintf(info->size_why, sizeof info->size_why, "as asked%s",
+                     dh > 0 ? ", the size the graph declares" : "");
+        return PT_OK;
+    }
+    if (dh > 0 && dh != dw)
+        return err_set(I->e, PT_EUSAGE, I->om->path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "the graph declares a %dx%d input and petal-tui feeds square images: "
+                       "give --size S to try it at SxS", dh, dw);
+    o->h = o->w = dh > 0 ? dh : NN_IMPORT_DEFAULT_SIZE;
+    snprintf(info->size_why, sizeof info->size_why, "%s",
+             dh > 0 ? "declared by the graph"
+                    : "the default: the graph leaves its input size free");
+    return PT_OK;
+}
+
+/* The import at a size other than the one the graph fixes failed: say that is why. */
+static void refuse_size(imp *I, const nn_import_info *info)
+{
+    char was[sizeof I->e->msg];
+    util_copy(was, sizeof was, I->e->msg);
+    err_set(I->e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+            "%s: the graph declares its input as %dx%d and cannot run at %dx%d (%s): run it "
+            "at its size (leave out --size; to train, --image-size %d)", I->om->path,
+            info->decl_h, info->decl_w, I->o->h, I->o->w, was, info->decl_h);
+}
+
+/* Asked for the graph's own classifier, a feature extractor is refused. */
+static int refuse_features(imp *I, const nn_import_info *info)
+{
+    const char *why = info->head_why;
+    if (info->classifier)
+        return PT_OK;
+    return err_set(I->e, PT_EUSAGE, I->om->path, PT_NO_RECORD, PT_NO_OFFSET,
+                   "a feature extractor, not a classifier (%s): its outputs are features, "
+                   "not classes. To classify with it, train a head on it: petal-tui --model "
+                   "%s --data DATASET; for its feature vectors: petal-tui predict %s IMAGES "
+                   "--features", why, I->om->path, I->om->path);
+}
+
 nn_model *nn_import_onnx(const onnx_model *om, const nn_import_opts *o, nn_import_info *info,
                          pt_err *e)
 {
@@ -603,18 +665,25 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
         I.norm = nn_import_norm_auto(om, info->norm_why, sizeof info->norm_why);
     info->norm = I.norm;
     info->cut_from = -1;
+    info->classifier = nn_import_head(om, info->head_why, sizeof info->head_why);
+    nn_import_opts oo = *o;
+    I.o = &oo;
+    int head_refused = 0;
     const onnx_value_info *in = NULL;
     int nhwc = 0, rc = nn_imp_graph_input(&I, &in, &nhwc);
+    if (rc == PT_OK)
+        rc = pick_size(&I, &oo, info);
     if (rc)
         goto fail;
-    I.m = nn_model_new(o->h, o->w, 3);
+    I.m = nn_model_new(oo.h, oo.w, 3);
     if (!I.m) {
         rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
         goto fail;
     }
     /* No classifier (a feature extractor, as Keras's include_top=False): the new head
      * goes after the graph's output. */
-    const onnx_node *cls = o->n_classes > 0 ? classifier(om) : NULL;
+    const onnx_node *cls = o->n_classes > 0 || (!o->n_classes && o->head == NN_HEAD_FEATURES)
+                               ? nn_imp_classifier(om) : NULL;
     if ((rc = nn_imp_first_layer(&I, in)) != PT_OK)
         goto fail;
     I.v[I.nv - 1].nhwc = nhwc;
@@ -623,42 +692,18 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
             break;
         rc = map_node(&I, &om->nodes[i]);
     }
+    /* After the walk, so that what the importer cannot read is said first. */
+    if (rc == PT_OK && !o->n_classes && o->head == NN_HEAD_CLASSIFIER)
+        head_refused = (rc = refuse_features(&I, info)) != PT_OK;
     if (rc)
         goto fail;
-    int out;
-    if (cls) {
-        int feat;
-        if ((rc = nn_imp_in_node(&I, cls, 0, 1, &feat)) != PT_OK)
-            goto fail;
-        nn_node_info fi = nn_imp_info(&I, feat);
-        info->cut_from = cls->index;
-        int k = snprintf(info->cut, sizeof info->cut, "%s '%s' (%d features in)", cls->op_type,
-                         cls->name, fi.h * fi.w * fi.c);
-        for (size_t i = (size_t)cls->index + 1; i < om->n_nodes; i++) {
-            if (k < 0 || (size_t)k + 40 > sizeof info->cut)
-                break;
-            k += snprintf(info->cut + k, sizeof info->cut - (size_t)k, ", %s", om->nodes[i].op_type);
-        }
-        out = new_head(&I, feat);
-        info->feature_c = fi.c;
-    } else {
-        const val *v = om->n_outputs ? nn_imp_find_val(&I, om->outputs[0].name) : NULL;
-        if (!v || v->kind != V_NODE) {
-            rc = err_set(e, PT_EFORMAT, om->path, PT_NO_RECORD, PT_NO_OFFSET,
-                         "the graph's output is not a layer's");
-            goto fail;
-        }
-        out = v->node;
-        if (o->n_classes > 0) {
-            nn_node_info fi = nn_imp_info(&I, out);
-            snprintf(info->cut, sizeof info->cut, "nothing (the graph has no classifier): the "
-                     "head follows its output '%s' (%dx%dx%d)", v->name, fi.h, fi.w, fi.c);
-            info->feature_c = fi.c;
-            out = new_head(&I, out);
-        }
-    }
+    int out = -1;
+    if ((rc = graph_end(&I, cls, info, &out)) != PT_OK)
+        goto fail;
     if ((rc = nn_model_finalize(I.m, out, e)) != PT_OK)
         goto fail;
+    info->h = oo.h;
+    info->w = oo.w;
     nn_model_init_params(I.m, o->seed);
     if (!o->reinit && (rc = fill_weights(&I)) != PT_OK)
         goto fail;
@@ -670,6 +715,8 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
         *map = I.map;
     return I.m;
 fail:
+    if (I.m && !head_refused && rc != PT_ENOMEM && info->decl_h > 0 && (oo.h != info->decl_h || oo.w != info->decl_w))
+        refuse_size(&I, info);
     free(I.v);
     free(I.f);
     nn_import_map_free(I.map);

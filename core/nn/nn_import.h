@@ -85,15 +85,41 @@ int nn_norm_parse(const char *s, nn_norm *out);
  * the reason in a few words, for the run log and `petal-tui model`. */
 nn_norm nn_import_norm_auto(const onnx_model *om, char *why, size_t n);
 
+/* With n_classes 0, what the graph's end becomes. */
+typedef enum nn_head {
+    NN_HEAD_AS_IS = 0,      /* the graph's output, whatever it is (`petal-tui model`, tests) */
+    NN_HEAD_CLASSIFIER,     /* its own classifier: a feature extractor (nn_import_head) is
+                               refused, saying so and how to get a classifier from it */
+    NN_HEAD_FEATURES        /* the feature vector: what its classifier reads (the Gemm /
+                               MatMul nn_import_head finds), else the graph's output */
+} nn_head;
+
+/* The side an image input that leaves its size free is built for by default. */
+#define NN_IMPORT_DEFAULT_SIZE 224
+
 typedef struct nn_import_opts {
-    int h, w;               /* the input size to build for (a fully convolutional graph takes any) */
-    int n_classes;          /* > 0: a new head for this many classes; 0: keep the graph's classifier */
+    int h, w;               /* the input size to build for; 0: the size the graph declares,
+                               else NN_IMPORT_DEFAULT_SIZE. Another than a size the graph
+                               fixes is taken only where the graph builds at it (fully
+                               convolutional with global pooling); else refused */
+    int n_classes;          /* > 0: a new head for this many classes; 0: see head */
+    nn_head head;           /* with n_classes 0 */
     float dropout;          /* before the new head's dense layer */
     nn_norm norm;           /* the input convention, unless norm_auto */
     int norm_auto;          /* 1: the graph's own (nn_import_norm_auto) */
     int reinit;             /* 1: keep the architecture, initialise every weight afresh */
     uint64_t seed;          /* for the new head (and everything with reinit) */
 } nn_import_opts;
+
+/* Whether the graph ends in a classifier: 1 when its output comes (past Softmax,
+ * reshapes, dequantization, a bias) from a Gemm / MatMul or a Softmax, or from a 1x1
+ * Conv (past a ReLU and a global pool), unless its names or doc string call it
+ * features ('notop', 'feature', 'embedding'); 0 a feature extractor (Keras's
+ * include_top=False). why (n bytes) gets the reason in a few words. */
+int nn_import_head(const onnx_model *om, char *why, size_t n);
+
+/* The size the graph's image input declares: *h, *w > 0 when fixed, else 0. */
+void nn_import_declared_size(const onnx_model *om, int *h, int *w);
 
 typedef struct nn_import_info {
     int onnx_nodes;         /* nodes in the file */
@@ -104,6 +130,12 @@ typedef struct nn_import_info {
     int feature_c;          /* channels of the features the head reads */
     nn_norm norm;           /* the input convention the first layer applies */
     char norm_why[160];     /* why that one: "as asked", or nn_import_norm_auto's reason */
+    int h, w;               /* the input size built for */
+    int decl_h, decl_w;     /* the size the graph declares; 0: it leaves it free */
+    char size_why[160];     /* why that size: "declared by the graph", "as asked", ... */
+    int features;           /* NN_HEAD_FEATURES: 1 the classifier's input, 0 the output */
+    int classifier;         /* nn_import_head(): 1 the graph ends in a classifier */
+    char head_why[160];     /* its reason */
     double seconds;         /* nn_import_onnx_file(): reading and importing the file */
 } nn_import_info;
 

@@ -128,6 +128,11 @@ int nn_imp_layout_in(imp *I, const onnx_node *n, int *node, int *nhwc, int *bgr)
 int nn_imp_reshape(imp *I, const onnx_node *n);
 int nn_imp_is_vector_op(imp *I, const onnx_node *n);
 
+/* nn_import_head.c: the node that starts the classifier: walking back from the
+ * graph's output over Softmax, dequantization, a bias add and reshapes, the first
+ * Gemm / MatMul; NULL when there is none. */
+const onnx_node *nn_imp_classifier(const onnx_model *om);
+
 /* An error naming the file, node (index, name) and operator. */
 int nn_imp_err(imp *I, const onnx_node *n, const char *fmt, ...)
 #if defined(__GNUC__)

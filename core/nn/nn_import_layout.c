@@ -143,3 +143,22 @@ int nn_imp_reduce_mean(imp *I, const onnx_node *n)
     I->v[I->nv - 1].nhwc = nhwc && keep;
     return PT_OK;
 }
+
+void nn_import_declared_size(const onnx_model *om, int *h, int *w)
+{
+    *h = *w = 0;
+    for (size_t i = 0; i < om->n_inputs; i++) {
+        const onnx_value_info *v = &om->inputs[i];
+        if (onnx_find_tensor(om, v->name))
+            continue;
+        if (v->rank != 4)
+            return;
+        int nhwc = (v->dims[3] == 3 || v->dims[3] == -1) && read_as_nchw(om, v->name);
+        int64_t dh = nhwc ? v->dims[1] : v->dims[2], dw = nhwc ? v->dims[2] : v->dims[3];
+        if (dh > 0 && dw > 0 && dh <= 1 << 20 && dw <= 1 << 20) {
+            *h = (int)dh;
+            *w = (int)dw;
+        }
+        return;
+    }
+}
