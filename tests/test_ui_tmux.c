@@ -13,6 +13,7 @@
 #include "base/util.h"
 #include "tests/fixtures.h"
 #include "run/runfolder.h"
+#include "runs.h"
 
 typedef struct tmux_srv {
     char sock[1024];
@@ -1242,6 +1243,78 @@ TEST(ui_tmux_open_104_classes_and_compare_with_a_keras_run_by_epoch)
     T_CHECK(tmx_wait_gone(&t, "updates differ", 30));
     tmx_keys(&t, "Escape");
     tmx_quit(&t, 0);
+}
+
+
+/* ---- issue 42, item 11: workbench details ------------------------------------------ */
+
+/* Line i (from 0) of screen s into buf (n bytes), without its newline; "" past the end. */
+static const char *line_of(const char *s, int i, char *buf, size_t n)
+{
+    for (; i > 0 && s; i--) {
+        s = strchr(s, '\n');
+        s = s ? s + 1 : NULL;
+    }
+    util_fmt(buf, n, "%.*s", s ? (int)strcspn(s, "\n") : 0, s ? s : "");
+    return buf;
+}
+
+/* The screen's line number holding text (the first one), or -1. */
+static int line_with(const char *s, const char *text)
+{
+    const char *p = strstr(s, text);
+    if (!p)
+        return -1;
+    int n = 0;
+    for (const char *q = s; q < p; q++)
+        n += *q == '\n';
+    return n;
+}
+
+/* 11a: the value cursor at the axis's right end keeps the axis's end label whole
+ * (it was "upd 24┴"), by update and by epoch; its values still show. */
+TEST(ui_tmux_the_value_cursor_leaves_the_x_axis_label_whole)
+{
+    T_NEED_TOOL("tmux");
+    const char *parent = fx_demo_runs();
+    T_REQUIRE(parent);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s/a'", t_bin(), parent);
+    static const int size[2][2] = { { 80, 24 }, { 120, 40 } };
+    for (int z = 0; z < 2; z++) {
+        tmux_srv t;
+        T_REQUIRE(tmx_start(&t, size[z][0], size[z][1], NULL, cmd) == 0);
+        WAIT(&t, "DONE", 30);
+        tmx_keys(&t, "Enter"); /* the curves, focused first, zoomed */
+        WAIT(&t, "[v l x + -]", 30);
+        for (int axis = 0; axis < 2; axis++) {
+            const char *lead = axis == 0 ? "upd " : "epoch ";
+            /* The axis row: the rule from "0", its end label before the frame. */
+            char *s = tmx_screen(&t, 0);
+            int ay = line_with(s, "0\xe2\x94\x80");
+            char before[2000], after[2000];
+            line_of(s, ay, before, sizeof before);
+            free(s);
+            const char *lab = strstr(before, lead);
+            T_CHECKF(ay > 0 && lab, "no axis with \"%s\" at %dx%d", lead, size[z][0], size[z][1]);
+            tmx_keys(&t, "Left"); /* the cursor at the right end, under the label */
+            WAIT(&t, axis == 0 ? "at upd " : "at epoch ", 30);
+            s = tmx_screen(&t, 0);
+            line_of(s, line_with(s, "0\xe2\x94\x80"), after, sizeof after);
+            T_CHECKF(lab && strstr(after, lab), "the axis was\n%s\nwith the cursor\n%s\n%s", before,
+                     after, s);
+            free(s);
+            tmx_keys(&t, "Escape"); /* the cursor off; zoomed again, by epoch */
+            T_CHECK(tmx_wait_gone(&t, "this run: ", 30));
+            if (axis == 1)
+                break;
+            tmx_keys(&t, "Enter");
+            WAIT(&t, "[v l x + -]", 30);
+            tmx_keys(&t, "x");
+            WAIT(&t, "Curves: loss by epoch", 30);
+        }
+        tmx_quit(&t, 0);
+    }
 }
 
 /* ---- --tty: the workbench on another terminal ------------------------------------ */
