@@ -1271,6 +1271,51 @@ static int line_with(const char *s, const char *text)
     return n;
 }
 
+/* Columns (UTF-8 characters) from line to p. */
+static int col_of(const char *line, const char *p)
+{
+    int c = 0;
+    for (const unsigned char *q = (const unsigned char *)line; q < (const unsigned char *)p; q++)
+        c += (*q & 0xc0) != 0x80;
+    return c;
+}
+
+/* The part of line from column col on ("" when it is shorter). */
+static const char *from_col(const char *line, int col)
+{
+    const unsigned char *q = (const unsigned char *)line;
+    for (; *q && col > 0; col--)
+        for (q++; (*q & 0xc0) == 0x80; q++)
+            ;
+    return (const char *)q;
+}
+
+/* The inside of the box whose top edge holds title on the screen: each row's
+ * text between its left and right edges, rows (up to max) into rows[] of n bytes.
+ * Returns how many rows, -1 when there is no such box. */
+static int box_rows(const char *s, const char *title, char rows[][400], int max)
+{
+    int top = line_with(s, title);
+    if (top < 0)
+        return -1;
+    char line[2000];
+    line_of(s, top, line, sizeof line);
+    const char *corner = strstr(line, title);
+    while (corner > line && strncmp(corner, "\xe2\x94\x8c", 3) != 0) /* U+250C */
+        corner--;
+    int col = col_of(line, corner), n = 0;
+    for (int y = top + 1; n < max; y++) {
+        line_of(s, y, line, sizeof line);
+        const char *p = from_col(line, col);
+        if (strncmp(p, "\xe2\x94\x82", 3) != 0) /* U+2502: the box's left edge */
+            break;
+        p += 3;
+        const char *end = strstr(p, "\xe2\x94\x82");
+        util_fmt(rows[n++], 400, "%.*s", end ? (int)(end - p) : (int)strlen(p), p);
+    }
+    return n;
+}
+
 /* 11a: the value cursor at the axis's right end keeps the axis's end label whole
  * (it was "upd 24┴"), by update and by epoch; its values still show. */
 TEST(ui_tmux_the_value_cursor_leaves_the_x_axis_label_whole)
@@ -1316,6 +1361,48 @@ TEST(ui_tmux_the_value_cursor_leaves_the_x_axis_label_whole)
         tmx_quit(&t, 0);
     }
 }
+
+/* 11b: inspect's per-class table holds rows, names and figures at every size
+ * the workbench draws (at 60x16 it was an empty box, at 70x20 rows without
+ * names); below 60x16 the note says the size needed. */
+TEST(ui_tmux_inspect_per_class_table_shows_rows_at_small_sizes)
+{
+    T_NEED_TOOL("tmux");
+    const char *parent = fx_demo_runs();
+    T_REQUIRE(parent);
+    char cmd[8192], dir[4300], **names;
+    int n_names;
+    util_path(dir, sizeof dir, "%s/a", parent);
+    T_REQUIRE(runs_class_names(dir, &names, &n_names, NULL) == PT_OK && n_names > 1);
+    char first[4]; /* class 0's name starts the table (by class) */
+    util_fmt(first, sizeof first, "%s", names[0]);
+    util_free_list(names, n_names);
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s'", t_bin(), dir);
+    static const int size[4][2] = { { 60, 16 }, { 70, 20 }, { 80, 24 }, { 40, 12 } };
+    for (int z = 0; z < 4; z++) {
+        tmux_srv t;
+        T_REQUIRE(tmx_start(&t, size[z][0], size[z][1], NULL, cmd) == 0);
+        if (size[z][0] < 60) {
+            WAIT(&t, "petal-tui needs 60x16", 30);
+            tmx_quit(&t, 0);
+            continue;
+        }
+        WAIT(&t, "DONE", 30);
+        tmx_keys(&t, "i");
+        WAIT(&t, "Per class", 30);
+        char *s = tmx_screen(&t, 0);
+        char rows[8][400];
+        int n = box_rows(s, "Per class", rows, 8);
+        T_CHECKF(n >= 3 && strstr(rows[0], "class") && strstr(rows[0], "F1") &&
+                     strncmp(rows[1], first, strlen(first)) == 0 && strstr(rows[1], "0.") &&
+                     strncmp(rows[2], "   ", 3) != 0,
+                 "at %dx%d, a table of %d rows:\n%s", size[z][0], size[z][1], n, s);
+        free(s);
+        tmx_quit(&t, 0);
+    }
+}
+
+
 
 /* ---- --tty: the workbench on another terminal ------------------------------------ */
 
