@@ -1402,6 +1402,39 @@ TEST(ui_tmux_inspect_per_class_table_shows_rows_at_small_sizes)
     }
 }
 
+/* 11c: the log panel at 80 columns: one rule for every line, wrapped under its
+ * text; none cut with an ellipsis (the oldest one shown was). Each row is a
+ * line's start (its time) or its continuation (indented). */
+TEST(ui_tmux_log_lines_wrap_by_one_rule)
+{
+    T_NEED_TOOL("tmux");
+    const char *parent = fx_demo_runs();
+    T_REQUIRE(parent);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s/a'", t_bin(), parent);
+    static const int size[3][2] = { { 80, 24 }, { 100, 30 }, { 120, 40 } };
+    for (int z = 0; z < 3; z++) {
+        tmux_srv t;
+        T_REQUIRE(tmx_start(&t, size[z][0], size[z][1], NULL, cmd) == 0);
+        WAIT(&t, "DONE", 30);
+        WAIT(&t, "opened a:", 30);
+        char *s = tmx_screen(&t, 0);
+        char rows[40][400];
+        int n = box_rows(s, "Log ", rows, 40);
+        T_CHECKF(n >= 3, "no log box at %dx%d:\n%s", size[z][0], size[z][1], s);
+        int bad = 0;
+        for (int i = 0; i < n && !bad; i++) {
+            const char *r = rows[i];
+            if (strncmp(r, "run folder: ", 12) == 0 || strncmp(r, "last checkpoint: ", 17) == 0)
+                break; /* the panel's foot */
+            int timed = strlen(r) > 6 && r[2] == ':' && r[5] == ' ';
+            bad = strstr(r, "\xe2\x80\xa6") != NULL || (!timed && strncmp(r, "      ", 6) != 0);
+        }
+        T_CHECKF(!bad, "at %dx%d:\n%s", size[z][0], size[z][1], s);
+        free(s);
+        tmx_quit(&t, 0);
+    }
+}
 
 
 /* ---- --tty: the workbench on another terminal ------------------------------------ */
