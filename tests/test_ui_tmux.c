@@ -1436,6 +1436,28 @@ TEST(ui_tmux_log_lines_wrap_by_one_rule)
     }
 }
 
+/* 11d: an opened run starts no replicas: the panel says it is opened and how
+ * many replicas it ran on, not that replicas "start with the run", and shows no
+ * queue or throughput of its own. */
+TEST(ui_tmux_open_says_the_run_is_opened_in_the_replicas_panel)
+{
+    T_NEED_TOOL("tmux");
+    const char *parent = fx_demo_runs();
+    T_REQUIRE(parent);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s/a'", t_bin(), parent);
+    tmux_srv t;
+    T_REQUIRE(tmx_start(&t, 100, 30, NULL, cmd) == 0);
+    WAIT(&t, "DONE", 30);
+    char *s = tmx_screen(&t, 0);
+    char rows[8][400];
+    int n = box_rows(s, "Replicas", rows, 8);
+    T_CHECKF(n >= 1 && strstr(rows[0], "opened: ran on 1 replica") &&
+                 !strstr(s, "start with the run") && !strstr(s, "0 img/s"),
+             "%s", s);
+    free(s);
+    tmx_quit(&t, 0);
+}
 
 /* ---- --tty: the workbench on another terminal ------------------------------------ */
 

@@ -218,6 +218,21 @@ static void open_names(app *a, const char *dir)
         a->snap->n_classes = k;
 }
 
+/* The opened run's replica count is its config's: the engine made for its
+ * previews would put this machine's count for "auto" (0), which need not be the
+ * one the run had; then the update size is not known either. */
+static void opened_replicas(app *a)
+{
+    int n = 0;
+    for (int i = 0; i < a->opened->n_opts; i++)
+        if (strcmp(a->opened->opt[i].key, "replicas") == 0)
+            n = atoi(a->opened->opt[i].value);
+    if (n <= 0) {
+        a->snap->replicas = 0;
+        a->snap->update_size = 0;
+    }
+}
+
 /* --open RUN_DIR: read the run; an engine for its configuration (class names and
  * the augmentation preview of its data), never started; the snapshot, the log and
  * the inspect view's results from the folder. */
@@ -243,6 +258,7 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
             return rc;
     }
     eng_run_snapshot(a->opened, a->snap);
+    opened_replicas(a);
     open_names(a, dir);
     if (runs_log_lines(dir, open_log_line, a, &ce) < 0)
         ui_log_add(a->log, app_now(a), UI_R_DIM, "no log.txt in the run's folder");
