@@ -1459,6 +1459,59 @@ TEST(ui_tmux_open_says_the_run_is_opened_in_the_replicas_panel)
     tmx_quit(&t, 0);
 }
 
+/* 11e: the footer offers e (export) where it works: an opened run, a paused one;
+ * not on an idle workbench (no run to export) nor while a run trains. */
+TEST(ui_tmux_the_footer_offers_e_where_export_works)
+{
+    T_NEED_TOOL("tmux");
+    const char *parent = fx_demo_runs();
+    T_REQUIRE(parent);
+    char cmd[8192], foot[2000];
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s/a'", t_bin(), parent);
+    static const int size[2][2] = { { 80, 24 }, { 120, 40 } };
+    for (int z = 0; z < 2; z++) {
+        tmux_srv t;
+        T_REQUIRE(tmx_start(&t, size[z][0], size[z][1], NULL, cmd) == 0);
+        WAIT(&t, "DONE", 30);
+        char *s = tmx_screen(&t, 0);
+        line_of(s, size[z][1] - 1, foot, sizeof foot);
+        T_CHECKF(strstr(foot, "e export") && strstr(foot, "q quit"), "at %dx%d:\n%s", size[z][0],
+                 size[z][1], s);
+        free(s);
+        tmx_quit(&t, 0);
+    }
+    snprintf(cmd, sizeof cmd,
+             "%s --no-sixel --image-size 32 --epochs 50 --checkpoint-every 1000 --out '%s/run'",
+             t_bin(), t_tmpdir());
+    tmux_srv t;
+    T_REQUIRE(tmx_open(&t, 100, 30, NULL, cmd));
+    char *s = tmx_screen(&t, 0);
+    line_of(s, 29, foot, sizeof foot);
+    T_CHECKF(!strstr(foot, "e export") && strstr(foot, "s start"), "idle:\n%s", s);
+    free(s);
+    if (t_slow_mode()) {
+        tmx_quit(&t, 0);
+        return;
+    }
+    T_REQUIRE(tmx_start_run(&t));
+    WAIT(&t, "p pause", 30);
+    s = tmx_screen(&t, 0);
+    line_of(s, 29, foot, sizeof foot);
+    T_CHECKF(!strstr(foot, "e export"), "training:\n%s", s);
+    free(s);
+    tmx_keys(&t, "p");
+    WAIT(&t, "PAUSED", 60);
+    WAIT(&t, "p resume", 30);
+    s = tmx_screen(&t, 0);
+    line_of(s, 29, foot, sizeof foot);
+    T_CHECKF(strstr(foot, "e export"), "paused:\n%s", s);
+    free(s);
+    tmx_keys(&t, "q");
+    WAIT(&t, "Stop it and quit?", 30);
+    tmx_keys(&t, "y");
+    T_EQ_INT(tmx_exit_status(&t, 60), 0);
+    tmx_stop(&t);
+}
 /* ---- --tty: the workbench on another terminal ------------------------------------ */
 
 /* A pane that runs `sleep`, so that nothing there reads its keys, as a person's
