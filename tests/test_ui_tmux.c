@@ -1512,6 +1512,48 @@ TEST(ui_tmux_the_footer_offers_e_where_export_works)
     T_EQ_INT(tmx_exit_status(&t, 60), 0);
     tmx_stop(&t);
 }
+
+/* --open of a run whose data folder has gone: the preview panel says so and why,
+ * and shows no pictures (it showed the demo flowers under the run's name). */
+TEST(ui_tmux_open_of_a_run_whose_data_is_gone_shows_no_other_data)
+{
+    T_NEED_TOOL("tmux");
+    if (t_slow_mode()) {
+        t_skip("a training run per tmux pane is too slow under valgrind");
+        return;
+    }
+    long long train[3] = { 40, 40, 40 }, val[3] = { 8, 8, 8 };
+    char dir[4300], moved[4400], run[4300], cmd[16384], *out = NULL;
+    util_path(dir, sizeof dir, "%s/gone", t_tmpdir());
+    util_path(run, sizeof run, "%s/gone-run", t_tmpdir());
+    const char *data = fx_dataset(dir, 3, train, val, 0, 32, 200);
+    T_REQUIRE(data != NULL);
+    snprintf(cmd, sizeof cmd,
+             "%s --headless --data '%s' --out '%s' --epochs 1 --replicas 1 --image-size 32",
+             t_bin(), data, run);
+    int rc = t_run(cmd, &out);
+    T_CHECKF(rc == 0, "exit %d:\n%s", rc, out ? out : "");
+    free(out);
+    T_REQUIRE(rc == 0);
+    util_path(moved, sizeof moved, "%s-moved", dir);
+    T_REQUIRE(rename(dir, moved) == 0);
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s'", t_bin(), run);
+    tmux_srv t;
+    T_REQUIRE(tmx_start(&t, 100, 30, NULL, cmd) == 0);
+    WAIT(&t, "DONE", 30);
+    WAIT(&t, "no preview: the run's data cannot be opened", 30);
+    usleep(1000 * 1000); /* time for a preview of other data to arrive, were one asked */
+    char *s = tmx_screen(&t, 0);
+    char rows[30][400];
+    int n = box_rows(s, "Preview", rows, 30);
+    int pictures = 0;
+    for (int i = 0; i < n; i++)
+        pictures += strstr(rows[i], "\xe2\x96\x80") != NULL; /* U+2580, the half blocks */
+    T_CHECKF(n > 2 && pictures == 0, "%d rows of pictures:\n%s", pictures, s);
+    free(s);
+    tmx_quit(&t, 0);
+}
+
 /* ---- --tty: the workbench on another terminal ------------------------------------ */
 
 /* A pane that runs `sleep`, so that nothing there reads its keys, as a person's

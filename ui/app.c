@@ -246,12 +246,12 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
     char why[1200] = "";
     pt_err ce;
     if (runs_config_path(dir, path, sizeof path) == 1 && cfg_read_file(&c, path, &ce) != PT_OK) {
-        util_fmt(why, sizeof why, "its configuration cannot be read (%s)", ce.msg);
+        util_fmt(why, sizeof why, "the run's configuration cannot be read (%s)", ce.msg);
         c = *cfg;
     }
     c.out[0] = c.resume[0] = '\0';
     if (app_make_engine(a, &c, &ce) != PT_OK) {
-        util_fmt(why, sizeof why, "its data cannot be opened (%s)", ce.msg);
+        util_fmt(why, sizeof why, "the run's data cannot be opened (%s)", ce.msg);
         c = *cfg;
         c.out[0] = c.resume[0] = '\0';
         if ((rc = app_make_engine(a, &c, e)) != PT_OK)
@@ -265,8 +265,10 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
     if (a->opened->note[0])
         ui_log_add(a->log, app_now(a), UI_R_WARN, a->opened->note);
     if (why[0]) {
+        /* Not the default data's pictures under this run's name: none, and why. */
+        util_copy(a->open_nodata, sizeof a->open_nodata, why);
         char m[1400];
-        util_fmt(m, sizeof m, "%s: the previews show the default data", why);
+        util_fmt(m, sizeof m, "%s: no preview", why);
         ui_log_add(a->log, app_now(a), UI_R_WARN, m);
     }
     run_val_report rep;
@@ -288,6 +290,8 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
 
 void app_ask_preview(app *a, int n)
 {
+    if (a->open_nodata[0])
+        return;
     if (n < 1)
         n = 1;
     if (n > 64)
