@@ -13,6 +13,7 @@
 #include "base/util.h"
 #include "tests/fixtures.h"
 #include "run/runfolder.h"
+#include "runs.h"
 
 typedef struct tmux_srv {
     char sock[1024];
@@ -1241,6 +1242,315 @@ TEST(ui_tmux_open_104_classes_and_compare_with_a_keras_run_by_epoch)
     WAIT(&t, "Curves: loss by time", 30);
     T_CHECK(tmx_wait_gone(&t, "updates differ", 30));
     tmx_keys(&t, "Escape");
+    tmx_quit(&t, 0);
+}
+
+
+/* ---- issue 42, item 11: workbench details ------------------------------------------ */
+
+/* Line i (from 0) of screen s into buf (n bytes), without its newline; "" past the end. */
+static const char *line_of(const char *s, int i, char *buf, size_t n)
+{
+    for (; i > 0 && s; i--) {
+        s = strchr(s, '\n');
+        s = s ? s + 1 : NULL;
+    }
+    util_fmt(buf, n, "%.*s", s ? (int)strcspn(s, "\n") : 0, s ? s : "");
+    return buf;
+}
+
+/* The screen's line number holding text (the first one), or -1. */
+static int line_with(const char *s, const char *text)
+{
+    const char *p = strstr(s, text);
+    if (!p)
+        return -1;
+    int n = 0;
+    for (const char *q = s; q < p; q++)
+        n += *q == '\n';
+    return n;
+}
+
+/* Columns (UTF-8 characters) from line to p. */
+static int col_of(const char *line, const char *p)
+{
+    int c = 0;
+    for (const unsigned char *q = (const unsigned char *)line; q < (const unsigned char *)p; q++)
+        c += (*q & 0xc0) != 0x80;
+    return c;
+}
+
+/* The part of line from column col on ("" when it is shorter). */
+static const char *from_col(const char *line, int col)
+{
+    const unsigned char *q = (const unsigned char *)line;
+    for (; *q && col > 0; col--)
+        for (q++; (*q & 0xc0) == 0x80; q++)
+            ;
+    return (const char *)q;
+}
+
+/* The inside of the box whose top edge holds title on the screen: each row's
+ * text between its left and right edges, rows (up to max) into rows[] of n bytes.
+ * Returns how many rows, -1 when there is no such box. */
+static int box_rows(const char *s, const char *title, char rows[][400], int max)
+{
+    int top = line_with(s, title);
+    if (top < 0)
+        return -1;
+    char line[2000];
+    line_of(s, top, line, sizeof line);
+    const char *corner = strstr(line, title);
+    while (corner > line && strncmp(corner, "\xe2\x94\x8c", 3) != 0) /* U+250C */
+        corner--;
+    int col = col_of(line, corner), n = 0;
+    for (int y = top + 1; n < max; y++) {
+        line_of(s, y, line, sizeof line);
+        const char *p = from_col(line, col);
+        if (strncmp(p, "\xe2\x94\x82", 3) != 0) /* U+2502: the box's left edge */
+            break;
+        p += 3;
+        const char *end = strstr(p, "\xe2\x94\x82");
+        util_fmt(rows[n++], 400, "%.*s", end ? (int)(end - p) : (int)strlen(p), p);
+    }
+    return n;
+}
+
+/* 11a: the value cursor at the axis's right end keeps the axis's end label whole
+ * (it was "upd 24┴"), by update and by epoch; its values still show. */
+TEST(ui_tmux_the_value_cursor_leaves_the_x_axis_label_whole)
+{
+    T_NEED_TOOL("tmux");
+    const char *parent = fx_demo_runs();
+    T_REQUIRE(parent);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s/a'", t_bin(), parent);
+    static const int size[2][2] = { { 80, 24 }, { 120, 40 } };
+    for (int z = 0; z < 2; z++) {
+        tmux_srv t;
+        T_REQUIRE(tmx_start(&t, size[z][0], size[z][1], NULL, cmd) == 0);
+        WAIT(&t, "DONE", 30);
+        tmx_keys(&t, "Enter"); /* the curves, focused first, zoomed */
+        WAIT(&t, "[v l x + -]", 30);
+        for (int axis = 0; axis < 2; axis++) {
+            const char *lead = axis == 0 ? "upd " : "epoch ";
+            /* The axis row: the rule from "0", its end label before the frame. */
+            char *s = tmx_screen(&t, 0);
+            int ay = line_with(s, "0\xe2\x94\x80");
+            char before[2000], after[2000];
+            line_of(s, ay, before, sizeof before);
+            free(s);
+            const char *lab = strstr(before, lead);
+            T_CHECKF(ay > 0 && lab, "no axis with \"%s\" at %dx%d", lead, size[z][0], size[z][1]);
+            tmx_keys(&t, "Left"); /* the cursor at the right end, under the label */
+            WAIT(&t, axis == 0 ? "at upd " : "at epoch ", 30);
+            s = tmx_screen(&t, 0);
+            line_of(s, line_with(s, "0\xe2\x94\x80"), after, sizeof after);
+            T_CHECKF(lab && strstr(after, lab), "the axis was\n%s\nwith the cursor\n%s\n%s", before,
+                     after, s);
+            free(s);
+            tmx_keys(&t, "Escape"); /* the cursor off; zoomed again, by epoch */
+            T_CHECK(tmx_wait_gone(&t, "this run: ", 30));
+            if (axis == 1)
+                break;
+            tmx_keys(&t, "Enter");
+            WAIT(&t, "[v l x + -]", 30);
+            tmx_keys(&t, "x");
+            WAIT(&t, "Curves: loss by epoch", 30);
+        }
+        tmx_quit(&t, 0);
+    }
+}
+
+/* 11b: inspect's per-class table holds rows, names and figures at every size
+ * the workbench draws (at 60x16 it was an empty box, at 70x20 rows without
+ * names); below 60x16 the note says the size needed. */
+TEST(ui_tmux_inspect_per_class_table_shows_rows_at_small_sizes)
+{
+    T_NEED_TOOL("tmux");
+    const char *parent = fx_demo_runs();
+    T_REQUIRE(parent);
+    char cmd[8192], dir[4300], **names;
+    int n_names;
+    util_path(dir, sizeof dir, "%s/a", parent);
+    T_REQUIRE(runs_class_names(dir, &names, &n_names, NULL) == PT_OK && n_names > 1);
+    char first[4]; /* class 0's name starts the table (by class) */
+    util_fmt(first, sizeof first, "%s", names[0]);
+    util_free_list(names, n_names);
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s'", t_bin(), dir);
+    static const int size[4][2] = { { 60, 16 }, { 70, 20 }, { 80, 24 }, { 40, 12 } };
+    for (int z = 0; z < 4; z++) {
+        tmux_srv t;
+        T_REQUIRE(tmx_start(&t, size[z][0], size[z][1], NULL, cmd) == 0);
+        if (size[z][0] < 60) {
+            WAIT(&t, "petal-tui needs 60x16", 30);
+            tmx_quit(&t, 0);
+            continue;
+        }
+        WAIT(&t, "DONE", 30);
+        tmx_keys(&t, "i");
+        WAIT(&t, "Per class", 30);
+        char *s = tmx_screen(&t, 0);
+        char rows[8][400];
+        int n = box_rows(s, "Per class", rows, 8);
+        T_CHECKF(n >= 3 && strstr(rows[0], "class") && strstr(rows[0], "F1") &&
+                     strncmp(rows[1], first, strlen(first)) == 0 && strstr(rows[1], "0.") &&
+                     strncmp(rows[2], "   ", 3) != 0,
+                 "at %dx%d, a table of %d rows:\n%s", size[z][0], size[z][1], n, s);
+        free(s);
+        tmx_quit(&t, 0);
+    }
+}
+
+/* 11c: the log panel at 80 columns: one rule for every line, wrapped under its
+ * text; none cut with an ellipsis (the oldest one shown was). Each row is a
+ * line's start (its time) or its continuation (indented). */
+TEST(ui_tmux_log_lines_wrap_by_one_rule)
+{
+    T_NEED_TOOL("tmux");
+    const char *parent = fx_demo_runs();
+    T_REQUIRE(parent);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s/a'", t_bin(), parent);
+    static const int size[3][2] = { { 80, 24 }, { 100, 30 }, { 120, 40 } };
+    for (int z = 0; z < 3; z++) {
+        tmux_srv t;
+        T_REQUIRE(tmx_start(&t, size[z][0], size[z][1], NULL, cmd) == 0);
+        WAIT(&t, "DONE", 30);
+        WAIT(&t, "opened a:", 30);
+        char *s = tmx_screen(&t, 0);
+        char rows[40][400];
+        int n = box_rows(s, "Log ", rows, 40);
+        T_CHECKF(n >= 3, "no log box at %dx%d:\n%s", size[z][0], size[z][1], s);
+        int bad = 0;
+        for (int i = 0; i < n && !bad; i++) {
+            const char *r = rows[i];
+            if (strncmp(r, "run folder: ", 12) == 0 || strncmp(r, "last checkpoint: ", 17) == 0)
+                break; /* the panel's foot */
+            int timed = strlen(r) > 6 && r[2] == ':' && r[5] == ' ';
+            bad = strstr(r, "\xe2\x80\xa6") != NULL || (!timed && strncmp(r, "      ", 6) != 0);
+        }
+        T_CHECKF(!bad, "at %dx%d:\n%s", size[z][0], size[z][1], s);
+        free(s);
+        tmx_quit(&t, 0);
+    }
+}
+
+/* 11d: an opened run starts no replicas: the panel says it is opened and how
+ * many replicas it ran on, not that replicas "start with the run", and shows no
+ * queue or throughput of its own. */
+TEST(ui_tmux_open_says_the_run_is_opened_in_the_replicas_panel)
+{
+    T_NEED_TOOL("tmux");
+    const char *parent = fx_demo_runs();
+    T_REQUIRE(parent);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s/a'", t_bin(), parent);
+    tmux_srv t;
+    T_REQUIRE(tmx_start(&t, 100, 30, NULL, cmd) == 0);
+    WAIT(&t, "DONE", 30);
+    char *s = tmx_screen(&t, 0);
+    char rows[8][400];
+    int n = box_rows(s, "Replicas", rows, 8);
+    T_CHECKF(n >= 1 && strstr(rows[0], "opened: ran on 1 replica") &&
+                 !strstr(s, "start with the run") && !strstr(s, "0 img/s"),
+             "%s", s);
+    free(s);
+    tmx_quit(&t, 0);
+}
+
+/* 11e: the footer offers e (export) where it works: an opened run, a paused one;
+ * not on an idle workbench (no run to export) nor while a run trains. */
+TEST(ui_tmux_the_footer_offers_e_where_export_works)
+{
+    T_NEED_TOOL("tmux");
+    const char *parent = fx_demo_runs();
+    T_REQUIRE(parent);
+    char cmd[8192], foot[2000];
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s/a'", t_bin(), parent);
+    static const int size[2][2] = { { 80, 24 }, { 120, 40 } };
+    for (int z = 0; z < 2; z++) {
+        tmux_srv t;
+        T_REQUIRE(tmx_start(&t, size[z][0], size[z][1], NULL, cmd) == 0);
+        WAIT(&t, "DONE", 30);
+        char *s = tmx_screen(&t, 0);
+        line_of(s, size[z][1] - 1, foot, sizeof foot);
+        T_CHECKF(strstr(foot, "e export") && strstr(foot, "q quit"), "at %dx%d:\n%s", size[z][0],
+                 size[z][1], s);
+        free(s);
+        tmx_quit(&t, 0);
+    }
+    snprintf(cmd, sizeof cmd,
+             "%s --no-sixel --image-size 32 --epochs 50 --checkpoint-every 1000 --out '%s/run'",
+             t_bin(), t_tmpdir());
+    tmux_srv t;
+    T_REQUIRE(tmx_open(&t, 100, 30, NULL, cmd));
+    char *s = tmx_screen(&t, 0);
+    line_of(s, 29, foot, sizeof foot);
+    T_CHECKF(!strstr(foot, "e export") && strstr(foot, "s start"), "idle:\n%s", s);
+    free(s);
+    if (t_slow_mode()) {
+        tmx_quit(&t, 0);
+        return;
+    }
+    T_REQUIRE(tmx_start_run(&t));
+    WAIT(&t, "p pause", 30);
+    s = tmx_screen(&t, 0);
+    line_of(s, 29, foot, sizeof foot);
+    T_CHECKF(!strstr(foot, "e export"), "training:\n%s", s);
+    free(s);
+    tmx_keys(&t, "p");
+    WAIT(&t, "PAUSED", 60);
+    WAIT(&t, "p resume", 30);
+    s = tmx_screen(&t, 0);
+    line_of(s, 29, foot, sizeof foot);
+    T_CHECKF(strstr(foot, "e export"), "paused:\n%s", s);
+    free(s);
+    tmx_keys(&t, "q");
+    WAIT(&t, "Stop it and quit?", 30);
+    tmx_keys(&t, "y");
+    T_EQ_INT(tmx_exit_status(&t, 60), 0);
+    tmx_stop(&t);
+}
+
+/* --open of a run whose data folder has gone: the preview panel says so and why,
+ * and shows no pictures (it showed the demo flowers under the run's name). */
+TEST(ui_tmux_open_of_a_run_whose_data_is_gone_shows_no_other_data)
+{
+    T_NEED_TOOL("tmux");
+    if (t_slow_mode()) {
+        t_skip("a training run per tmux pane is too slow under valgrind");
+        return;
+    }
+    long long train[3] = { 40, 40, 40 }, val[3] = { 8, 8, 8 };
+    char dir[4300], moved[4400], run[4300], cmd[16384], *out = NULL;
+    util_path(dir, sizeof dir, "%s/gone", t_tmpdir());
+    util_path(run, sizeof run, "%s/gone-run", t_tmpdir());
+    const char *data = fx_dataset(dir, 3, train, val, 0, 32, 200);
+    T_REQUIRE(data != NULL);
+    snprintf(cmd, sizeof cmd,
+             "%s --headless --data '%s' --out '%s' --epochs 1 --replicas 1 --image-size 32",
+             t_bin(), data, run);
+    int rc = t_run(cmd, &out);
+    T_CHECKF(rc == 0, "exit %d:\n%s", rc, out ? out : "");
+    free(out);
+    T_REQUIRE(rc == 0);
+    util_path(moved, sizeof moved, "%s-moved", dir);
+    T_REQUIRE(rename(dir, moved) == 0);
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s'", t_bin(), run);
+    tmux_srv t;
+    T_REQUIRE(tmx_start(&t, 100, 30, NULL, cmd) == 0);
+    WAIT(&t, "DONE", 30);
+    WAIT(&t, "no preview: the run's data cannot be opened", 30);
+    usleep(1000 * 1000); /* time for a preview of other data to arrive, were one asked */
+    char *s = tmx_screen(&t, 0);
+    char rows[30][400];
+    int n = box_rows(s, "Preview", rows, 30);
+    int pictures = 0;
+    for (int i = 0; i < n; i++)
+        pictures += strstr(rows[i], "\xe2\x96\x80") != NULL; /* U+2580, the half blocks */
+    T_CHECKF(n > 2 && pictures == 0, "%d rows of pictures:\n%s", pictures, s);
+    free(s);
     tmx_quit(&t, 0);
 }
 

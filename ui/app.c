@@ -218,6 +218,21 @@ static void open_names(app *a, const char *dir)
         a->snap->n_classes = k;
 }
 
+/* The opened run's replica count is its config's: the engine made for its
+ * previews would put this machine's count for "auto" (0), which need not be the
+ * one the run had; then the update size is not known either. */
+static void opened_replicas(app *a)
+{
+    int n = 0;
+    for (int i = 0; i < a->opened->n_opts; i++)
+        if (strcmp(a->opened->opt[i].key, "replicas") == 0)
+            n = atoi(a->opened->opt[i].value);
+    if (n <= 0) {
+        a->snap->replicas = 0;
+        a->snap->update_size = 0;
+    }
+}
+
 /* --open RUN_DIR: read the run; an engine for its configuration (class names and
  * the augmentation preview of its data), never started; the snapshot, the log and
  * the inspect view's results from the folder. */
@@ -231,26 +246,29 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
     char why[1200] = "";
     pt_err ce;
     if (runs_config_path(dir, path, sizeof path) == 1 && cfg_read_file(&c, path, &ce) != PT_OK) {
-        util_fmt(why, sizeof why, "its configuration cannot be read (%s)", ce.msg);
+        util_fmt(why, sizeof why, "the run's configuration cannot be read (%s)", ce.msg);
         c = *cfg;
     }
     c.out[0] = c.resume[0] = '\0';
     if (app_make_engine(a, &c, &ce) != PT_OK) {
-        util_fmt(why, sizeof why, "its data cannot be opened (%s)", ce.msg);
+        util_fmt(why, sizeof why, "the run's data cannot be opened (%s)", ce.msg);
         c = *cfg;
         c.out[0] = c.resume[0] = '\0';
         if ((rc = app_make_engine(a, &c, e)) != PT_OK)
             return rc;
     }
     eng_run_snapshot(a->opened, a->snap);
+    opened_replicas(a);
     open_names(a, dir);
     if (runs_log_lines(dir, open_log_line, a, &ce) < 0)
         ui_log_add(a->log, app_now(a), UI_R_DIM, "no log.txt in the run's folder");
     if (a->opened->note[0])
         ui_log_add(a->log, app_now(a), UI_R_WARN, a->opened->note);
     if (why[0]) {
+        /* Not the default data's pictures under this run's name: none, and why. */
+        util_copy(a->open_nodata, sizeof a->open_nodata, why);
         char m[1400];
-        util_fmt(m, sizeof m, "%s: the previews show the default data", why);
+        util_fmt(m, sizeof m, "%s: no preview", why);
         ui_log_add(a->log, app_now(a), UI_R_WARN, m);
     }
     run_val_report rep;
@@ -272,6 +290,8 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
 
 void app_ask_preview(app *a, int n)
 {
+    if (a->open_nodata[0])
+        return;
     if (n < 1)
         n = 1;
     if (n > 64)

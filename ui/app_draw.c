@@ -36,6 +36,13 @@ static void draw_preview(app *a, const ui_frame *f)
         ui_preview_hide(&a->pview);
         return;
     }
+    if (a->open_nodata[0]) {
+        ui_preview_hide(&a->pview);
+        char m[1500];
+        util_fmt(m, sizeof m, "no preview: %s", a->open_nodata);
+        ui_draw_wrapped(stdscr, (ui_rect){ in.y, in.x + 1, in.h, in.w - 1 }, UI_R_WARN, m);
+        return;
+    }
     int sixel = a->pix == UI_PIX_SIXEL;
     int cw = sixel ? a->pview.cell_w : 1, ch = sixel ? a->pview.cell_h : 2;
     int zoomed = a->view.zoom == UI_P_PREVIEW;

@@ -83,6 +83,8 @@ typedef struct app {
     /* --open: the finished run shown (its snapshot made once from it); NULL when
      * this workbench trains */
     run_figures *opened;
+    char open_nodata[1400]; /* why its data cannot be previewed, or "": the preview
+                               panel says so rather than show other data */
     /* dialogs */
     int modal;
     int int_paused;         /* Ctrl-C paused the run */

@@ -303,6 +303,23 @@ void ui_inspect_key(ui_inspect *v, ui_act a)
     }
 }
 
+/* The per-class table's columns for a box w wide: P and R go first, then n,
+ * when the names would get fewer than 8 columns (4 at the last). Sets the
+ * widths (0: not shown) and returns the names' width, or 0 when even F1 does
+ * not fit. */
+static int table_columns(int w, int nw_n, int *pr, int *nn)
+{
+    *pr = 12;
+    *nn = nw_n;
+    if (w - *pr - 6 - *nn >= 8)
+        return w - *pr - 6 - *nn;
+    *pr = 0;
+    if (w - 6 - *nn >= 6)
+        return w - 6 - *nn;
+    *nn = 0;
+    return w - 6 >= 4 ? w - 6 : 0;
+}
+
 static void draw_table(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
 {
     char title[96];
@@ -310,12 +327,30 @@ static void draw_table(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
     snprintf(title, sizeof title, "Per class, by %s  [o Up Down%s]", v->by_f1 ? "F1" : "class",
              focused ? " PgUp PgDn" : "");
     ui_rect in = ui_draw_box(w, r, title, focused);
-    if (in.h < 2 || in.w < 24)
+    if (in.h <= 0 || in.w <= 0)
         return;
     int k = v->rep.n_classes;
-    int nw = in.w - 25; /* " P     R     F1     n": 25 columns */
-    ui_draw_textf(w, in.y, in.x, in.w, UI_R_DIM, "%-*s %5s %5s %5s %6s", nw, "class", "P", "R",
-                  "F1", "n");
+    long long most = 0;
+    for (int c = 0; c < k; c++)
+        most = v->rep.support[c] > most ? v->rep.support[c] : most;
+    char num[32];
+    int nw_n = snprintf(num, sizeof num, " %lld", most);
+    nw_n = nw_n < 3 ? 3 : nw_n;
+    int pr, nn;
+    int nw = table_columns(in.w, nw_n, &pr, &nn);
+    if (in.h < 2 || nw == 0) {
+        /* Never an empty box: what it would show, and how to get it. */
+        ui_draw_text_cut(w, in.y, in.x, in.w, UI_R_DIM, "enlarge the terminal for the table");
+        v->table_rows = 1;
+        return;
+    }
+    int x = in.x;
+    x += ui_draw_textf(w, in.y, x, nw, UI_R_DIM, "%-*s", nw, "class");
+    if (pr)
+        x += ui_draw_textf(w, in.y, x, pr, UI_R_DIM, " %5s %5s", "P", "R");
+    x += ui_draw_textf(w, in.y, x, 6, UI_R_DIM, " %5s", "F1");
+    if (nn)
+        ui_draw_textf(w, in.y, x, nn, UI_R_DIM, "%*s", nn, "n");
     int *order = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
     if (!order)
         return;
@@ -325,18 +360,21 @@ static void draw_table(ui_inspect *v, WINDOW *w, ui_rect r, const ui_frame *f)
     if (v->table_top > k - rows)
         v->table_top = k - rows > 0 ? k - rows : 0;
     for (int i = 0; i < rows && v->table_top + i < k; i++) {
-        int c = order[v->table_top + i];
+        int c = order[v->table_top + i], y = in.y + 1 + i;
         char nb[48], line[256];
-        ui_draw_text_cut(w, in.y + 1 + i, in.x, nw - 1, UI_R_NORMAL,
-                         ui_panel_class_name(f, c, nb, sizeof nb));
+        ui_draw_text_cut(w, y, in.x, nw - 1, UI_R_NORMAL, ui_panel_class_name(f, c, nb, sizeof nb));
+        x = in.x + nw;
+        if (pr) {
+            snprintf(line, sizeof line, " %5.2f %5.2f", v->rep.precision[c], v->rep.recall[c]);
+            x += ui_draw_text(w, y, x, pr, UI_R_NORMAL, line);
+        }
         double f1 = v->rep.f1[c];
-        snprintf(line, sizeof line, " %5.2f %5.2f", v->rep.precision[c], v->rep.recall[c]);
-        ui_draw_text(w, in.y + 1 + i, in.x + nw, 12, UI_R_NORMAL, line);
         snprintf(line, sizeof line, " %5.2f", f1);
-        ui_draw_text(w, in.y + 1 + i, in.x + nw + 12, 6,
-                     f1 < 0.5 ? UI_R_BAD : f1 < 0.8 ? UI_R_WARN : UI_R_OK, line);
-        snprintf(line, sizeof line, " %6lld", v->rep.support[c]);
-        ui_draw_text(w, in.y + 1 + i, in.x + nw + 18, 7, UI_R_DIM, line);
+        x += ui_draw_text(w, y, x, 6, f1 < 0.5 ? UI_R_BAD : f1 < 0.8 ? UI_R_WARN : UI_R_OK, line);
+        if (nn) {
+            snprintf(line, sizeof line, "%*lld", nn, v->rep.support[c]);
+            ui_draw_text(w, y, x, nn, UI_R_DIM, line);
+        }
     }
     free(order);
 }

@@ -28,7 +28,7 @@ static const ui_key g_keys[] = {
     { UI_CTX_MAIN, 'l', "l", UI_ACT_LOGSCALE, NULL, "curves: log scale for loss and learning rate on / off" },
     { UI_CTX_MAIN, 'x', "x", UI_ACT_XAXIS, NULL, "curves: x axis by update / epoch / wall-clock time (at first: what fits the runs)" },
     { UI_CTX_MAIN, 'r', "r", UI_ACT_RUNS, "runs", "runs list: earlier runs to compare with this one" },
-    { UI_CTX_MAIN, 'e', "e", UI_ACT_EXPORT, NULL, "export the ended (or opened, or paused) run's model as RUN/model.onnx" },
+    { UI_CTX_MAIN, 'e', "e", UI_ACT_EXPORT, "export", "export the ended (or opened, or paused) run's model as RUN/model.onnx" },
     { UI_CTX_MAIN, '+', "+", UI_ACT_SMOOTH_MORE, NULL, "curves: smooth the per-update curve more" },
     { UI_CTX_MAIN, '=', "+", UI_ACT_SMOOTH_MORE, NULL, NULL },
     { UI_CTX_MAIN, '-', "-", UI_ACT_SMOOTH_LESS, NULL, "curves: smooth less" },

@@ -111,6 +111,9 @@ typedef struct curves {
     int raw_k, smooth_k, et_k, ev_k, cmp_k[UI_MAX_COMPARE][2];
     ui_chart_axis xa, ya;
     double xmax;
+    /* the axis row's text, in plot columns: the end label from label_x on, the
+     * reason for epochs over [why_x0, why_x1); the cursor's mark keeps off them */
+    int label_x, why_x0, why_x1;
 } curves;
 
 /* Every series reaches the plot this way: its values (y, or the series' own) at
@@ -138,8 +141,12 @@ static int place(curves *c, ui_rect r, int focused)
         return 0;
     c->cursor_on = c->v->cursor >= 0 && c->v->zoom == UI_P_CURVES;
     c->legend_rows = c->nc > 0 && c->in.h >= 10 ? 2 : 1;
+    /* The cursor's values: a row per run as far as 3 plot rows allow; with no row
+     * to spare, this run's values take the legend's row (see cursor()). */
     c->readout = c->cursor_on ? 1 + c->nc : 0;
-    if (c->in.h - 1 - c->legend_rows - c->readout < 3)
+    if (c->readout > c->in.h - 1 - c->legend_rows - 3)
+        c->readout = c->in.h - 1 - c->legend_rows - 3;
+    if (c->readout < 0)
         c->readout = 0;
     c->ph = c->in.h - 1 - c->legend_rows - c->readout;
     c->pw = c->in.w - YW;
@@ -241,7 +248,7 @@ static int plot(const curves *c)
 
 /* The y axis with three values; the x axis, a rule with a tick at every epoch's
  * end of this run, 0 and the end. */
-static void ticks(const curves *c)
+static void ticks(curves *c)
 {
     WINDOW *w = c->w;
     ui_rect in = c->in;
@@ -271,6 +278,8 @@ static void ticks(const curves *c)
     fmt_x(c->axis, c->xmax, lab, sizeof lab);
     int lw = (int)strlen(lab);
     ui_draw_text(w, ay, in.x + in.w - lw, lw, UI_R_DIM, lab);
+    c->label_x = in.w - YW - lw;
+    c->why_x0 = c->why_x1 = 0;
     if (c->auto_ratio > 0) {
         /* Why epochs: on the rule, the long form where it fits. */
         char why[96];
@@ -281,8 +290,11 @@ static void ticks(const curves *c)
         if ((int)strlen(why) > c->pw - lw - 4)
             snprintf(why, sizeof why, " updates %.0fx ", c->auto_ratio);
         int ww = (int)strlen(why);
-        if (ww <= c->pw - lw - 4)
-            ui_draw_text(w, ay, in.x + YW + (c->pw - lw - ww) / 2, ww, UI_R_TITLE, why);
+        if (ww <= c->pw - lw - 4) {
+            c->why_x0 = (c->pw - lw - ww) / 2;
+            c->why_x1 = c->why_x0 + ww;
+            ui_draw_text(w, ay, in.x + YW + c->why_x0, ww, UI_R_TITLE, why);
+        }
     }
 }
 
@@ -291,8 +303,10 @@ static double value_at(const curves *c, int k, double x)
     return k >= 0 ? ui_chart_value_at(&c->ser[k], x) : NAN;
 }
 
-/* The value cursor: a column, and the values of every run there, a row each. */
-static void cursor(const curves *c)
+/* The value cursor: a column, marked on the axis where no label is, and the
+ * values of every run there, a row each under the legend (this run's alone on the
+ * legend's row when the box has no other). Returns 1 when it took the legend's row. */
+static int cursor(const curves *c)
 {
     WINDOW *w = c->w;
     ui_rect in = c->in;
@@ -304,11 +318,16 @@ static void cursor(const curves *c)
         if (here == ' ')
             ui_draw_glyph(w, in.y + y, in.x + YW + col, 0x2506, UI_R_TITLE);
     }
-    ui_draw_glyph(w, ay, in.x + YW + col, 0x2534, UI_R_TITLE);
-    int ry = ay + 1 + c->legend_rows;
+    if (col < c->label_x && (col < c->why_x0 || col >= c->why_x1))
+        ui_draw_glyph(w, ay, in.x + YW + col, 0x2534, UI_R_TITLE);
+    int ry = ay + 1 + c->legend_rows, rows = c->readout;
+    if (rows == 0) {
+        ry = ay + 1;
+        rows = 1;
+    }
     char line[512], xs[48], a1[16], a2[16], a3[16];
     fmt_x(c->axis, xc, xs, sizeof xs);
-    for (int k = -1; k < c->nc && c->readout > 0; k++) {
+    for (int k = -1; k < c->nc && k + 1 < rows; k++) {
         ui_role role = k < 0 ? UI_R_NORMAL : ui_panel_compare_role(k);
         if (k < 0) {
             ui_chart_fmt(value_at(c, c->smooth_k, xc), 6, a1, sizeof a1);
@@ -328,6 +347,7 @@ static void cursor(const curves *c)
         ui_draw_text_cut(w, ry, in.x, in.w, role, line);
         ry++;
     }
+    return c->readout == 0;
 }
 
 /* The compared runs' part of the legend, from x on row ly. */
@@ -426,9 +446,8 @@ static void draw(curves *c, ui_rect r, int focused)
     if (plot(c) != 0)
         return;
     ticks(c);
-    if (c->cursor_on)
-        cursor(c);
-    legend(c);
+    if (!(c->cursor_on && cursor(c)))
+        legend(c);
 }
 
 void ui_panel_curves(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int focused)

@@ -64,24 +64,26 @@ void ui_panel_log(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v, int
     int back = v->log_back < 0 ? 0 : v->log_back;
     if (back > n - 1)
         back = n - 1 > 0 ? n - 1 : 0;
-    /* Lines wrap under their text, newest at the bottom; the oldest one shown
-     * may be cut, with an ellipsis. */
+    /* One rule for every line: it wraps under its text (its time before its
+     * first row), newest at the bottom. As in a terminal, the rows go up until
+     * the box's top, which may hold the end of the oldest line shown. */
     const int tw = 6, textw = in.w - tw;
     int y = in.y + rows;
     for (int i = n - 1 - back; i >= 0 && y > in.y; i--) {
         const ui_log_line *ln = ui_log_get(f->log, i);
-        int h = ui_draw_wrap_count(ln->text, textw);
-        if (h < 1)
-            h = 1;
-        if (h > y - in.y)
-            h = y - in.y;
+        int all = ui_draw_wrap_count(ln->text, textw);
+        if (all < 1)
+            all = 1;
+        int h = all > y - in.y ? y - in.y : all;
         y -= h;
-        char t[16];
-        int sec = (int)ln->t;
-        snprintf(t, sizeof t, "%02d:%02d ", sec / 60 % 100, sec % 60);
-        ui_draw_text(w, y, in.x, tw, UI_R_DIM, t);
+        if (h == all) {
+            char t[16];
+            int sec = (int)ln->t;
+            snprintf(t, sizeof t, "%02d:%02d ", sec / 60 % 100, sec % 60);
+            ui_draw_text(w, y, in.x, tw, UI_R_DIM, t);
+        }
         ui_draw_wrapped_from(w, (ui_rect){ y, in.x + tw, h, textw }, (ui_role)ln->role, ln->text,
-                             0, 1);
+                             all - h, 0);
     }
     if (n == 0 && rows > 0)
         ui_draw_text(w, in.y, in.x, in.w, UI_R_DIM, "messages, data errors and checkpoints");

@@ -32,7 +32,8 @@ void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx)
      * importance is the position in this list. */
     static const ui_act rank[] = { UI_ACT_QUIT, UI_ACT_HELP, UI_ACT_START, UI_ACT_PAUSE,
                                    UI_ACT_YES, UI_ACT_NO, UI_ACT_RESUME, UI_ACT_EDIT,
-                                   UI_ACT_APPLY, UI_ACT_BACK, UI_ACT_INSPECT, UI_ACT_MISTAKES,
+                                   UI_ACT_APPLY, UI_ACT_BACK, UI_ACT_INSPECT, UI_ACT_EXPORT,
+                                   UI_ACT_MISTAKES,
                                    UI_ACT_RIGHT, UI_ACT_LEFT, UI_ACT_PERCENT, UI_ACT_NEXT,
                                    UI_ACT_AUGMENT, UI_ACT_CONFIG, UI_ACT_SORT, UI_ACT_ZOOM,
                                    UI_ACT_FOCUS_NEXT, UI_ACT_TOGGLE, UI_ACT_RUNS };
@@ -50,6 +51,11 @@ void ui_panel_footer(WINDOW *w, ui_rect r, const ui_frame *f, ui_ctx ctx)
             /* p applies only to a run under way, not to one that has ended. */
             if (ctx == UI_CTX_MAIN && k->act == UI_ACT_PAUSE && state != RUN_PREPARING &&
                 state != RUN_RUNNING && state != RUN_PAUSED)
+                continue;
+            /* e where export works: an opened run, an ended or paused one. */
+            if (ctx == UI_CTX_MAIN && k->act == UI_ACT_EXPORT && !f->opened &&
+                state != RUN_DONE && state != RUN_FAILED && state != RUN_STOPPED &&
+                state != RUN_PAUSED)
                 continue;
             if (ctx == UI_CTX_ASK && k->act == UI_ACT_RESUME && !f->ask_resume)
                 continue;

@@ -54,7 +54,9 @@ void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v
     const run_snapshot *s = f->s;
     char title[96], buf[128];
     int n_rep = s->n_replicas > 0 ? s->n_replicas : s->replicas;
-    if (s->ranks > 1) /* an mpirun job: its ranks, and their time in collectives */
+    if (f->opened && n_rep <= 0) /* its config said auto */
+        snprintf(title, sizeof title, "Replicas");
+    else if (s->ranks > 1) /* an mpirun job: its ranks, and their time in collectives */
         snprintf(title, sizeof title, "Replicas %d on %d ranks, comm %.1f ms/update", n_rep,
                  s->ranks, s->comm_ms);
     else
@@ -62,6 +64,15 @@ void ui_panel_replicas(WINDOW *w, ui_rect r, const ui_frame *f, const ui_view *v
     ui_rect in = ui_draw_box(w, r, title, focused);
     if (in.h <= 0 || in.w <= 10)
         return;
+    if (f->opened) {
+        /* An opened run is shown, not trained: no queue, no throughput. */
+        if (n_rep > 0)
+            snprintf(buf, sizeof buf, "opened: ran on %d replica%s", n_rep, n_rep == 1 ? "" : "s");
+        else
+            snprintf(buf, sizeof buf, "opened: replicas auto (its log says how many)");
+        ui_draw_text_cut(w, in.y, in.x, in.w, UI_R_DIM, buf);
+        return;
+    }
     int W = in.w;
     /* Columns: id 3, img/s 7, history (rest), busy 5, idle 5, MXU gauge + 4. */
     int gauge = (W - 27) / 4;
