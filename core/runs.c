@@ -220,3 +220,19 @@ int runs_ensemble_out(const char *dir, int *replaces, pt_err *e)
                            run_file_name(outputs[i]), run_file_name(RUN_F_REPORT));
     return PT_OK;
 }
+
+int runs_ensemble_clear(const char *dir, pt_err *e)
+{
+    run_handle h;
+    int rc = run_open(&h, dir, 1, e);
+    static const run_file outputs[] = { RUN_F_REPORT, RUN_F_SUBMISSION, RUN_F_VALID_PREDS,
+                                        RUN_F_VALID_LABELS };
+    for (size_t i = 0; rc == PT_OK && i < sizeof outputs / sizeof outputs[0]; i++) {
+        char path[4200];
+        if (run_path(&h, outputs[i], path, sizeof path) != 0)
+            rc = err_set(e, PT_EUSAGE, dir, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
+        else if (remove(path) != 0 && util_is_file(path))
+            rc = err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "cannot remove it");
+    }
+    return rc;
+}

@@ -132,5 +132,8 @@ int runs_submission_path(const char *dir, char *buf, size_t n);
  * (whose validation results and submission would be replaced), holds some of the
  * outputs' files without being an ensemble's folder, or is a file. */
 int runs_ensemble_out(const char *dir, int *replaces, pt_err *e);
+/* Removes a previous ensemble's outputs from dir (those it has), so that none is left
+ * beside the new ones that this ensemble does not write. */
+int runs_ensemble_clear(const char *dir, pt_err *e);
 
 #endif

@@ -229,8 +229,9 @@ static double *mix(prd_results *r, int n, const double *w)
     return p;
 }
 
-/* What the splits' predictions need: the members, their class maps, their weights,
- * the dataset and the output folder (made when the first output is written). */
+/* What the splits' predictions need, and what they give: the outputs are written
+ * together at the end, so that a failure or an interruption on the way leaves none
+ * (and, in a previous ensemble's folder, no new one beside an old one). */
 typedef struct en_job {
     const en_args *a;
     rm_model **m;
@@ -238,6 +239,13 @@ typedef struct en_job {
     const double *w;
     const ds_dataset *ds;
     const char *dir;
+    int replaces;           /* dir holds a previous ensemble's outputs */
+    char *report;           /* report.json's text (NULL: no validation split) */
+    size_t report_len;
+    int32_t *labels, *preds;
+    long long n_val;
+    po_buf sub;             /* submission.csv (.s NULL: no test split) */
+    long long n_test;
 } en_job;
 
 /* Every member's predictions of split s (0; else member_split's -1 or 1), into r. */
@@ -252,19 +260,9 @@ static int members_split(const en_job *j, const ds_split *s, int labeled, prd_re
     return 0;
 }
 
-static int make_dir(const char *dir)
-{
-    pt_err e;
-    if (util_mkdirs(dir, &e) != PT_OK) {
-        fprintf(stderr, "petal-tui: %s\n", e.msg);
-        return -1;
-    }
-    return 0;
-}
-
-/* The validation split: figures printed, valid_labels.json, valid_preds.jsonl and
- * report.json written. 0, -1 failed, 1 refused (said). */
-static int validate(const en_job *jb)
+/* The validation split: figures printed; report.json, the labels and the ensemble's
+ * predictions kept in jb. 0, -1 failed, 1 refused (said). */
+static int validate(en_job *jb)
 {
     const ds_dataset *ds = jb->ds;
     const ds_split *vs = datasets_split(ds, DATASETS_VAL);
@@ -279,9 +277,9 @@ static int validate(const en_job *jb)
         goto out;
     status = -1;
     double *p = mix(r, n, jb->w);
-    int32_t *preds = malloc((size_t)(r[0].n ? r[0].n : 1) * sizeof *preds);
-    int32_t *labels = malloc((size_t)(r[0].n ? r[0].n : 1) * sizeof *labels);
-    if (p && preds && labels) {
+    jb->preds = malloc((size_t)(r[0].n ? r[0].n : 1) * sizeof *jb->preds);
+    jb->labels = malloc((size_t)(r[0].n ? r[0].n : 1) * sizeof *jb->labels);
+    if (p && jb->preds && jb->labels) {
         json_w j;
         json_init(&j, 1);
         json_arr(&j);
@@ -292,36 +290,28 @@ static int validate(const en_job *jb)
             print_score(inf_model_source(jb->m[i]), &s);
             report_row(&j, inf_model_source(jb->m[i]), jb->w[i], &s);
         }
-        inf_score_probs(&r[0], p, preds, &s);
+        inf_score_probs(&r[0], p, jb->preds, &s);
         print_score("ensemble", &s);
         report_row(&j, "ensemble", -1, &s);
         json_arr_end(&j);
-        size_t len;
-        char *text = json_take(&j, &len);
-        for (long long i = 0; i < r[0].n; i++)
-            labels[i] = r[0].items[i].label;
-        pt_err e;
-        status = text && make_dir(jb->dir) == 0 &&
-                         runs_write_val_outputs(jb->dir, text, len, labels, preds, r[0].n,
-                                                &e) == PT_OK
-                     ? 0
-                     : -1;
-        if (text && status != 0 && util_is_dir(jb->dir))
-            fprintf(stderr, "petal-tui: %s\n", e.msg);
-        free(text);
+        jb->report = json_take(&j, &jb->report_len);
         json_free(&j);
+        for (long long i = 0; i < r[0].n; i++)
+            jb->labels[i] = r[0].items[i].label;
+        jb->n_val = r[0].n;
+        status = jb->report ? 0 : -1;
     }
+    if (status != 0)
+        fprintf(stderr, "petal-tui: out of memory\n");
     free(p);
-    free(preds);
-    free(labels);
 out:
     for (int i = 0; i < got; i++)
         prd_results_free(&r[i]);
     return status;
 }
 
-/* The test split: submission.csv. 0, -1 failed, 1 refused (said). */
-static int test_split(const en_job *jb)
+/* The test split: submission.csv's text kept in jb. 0, -1 failed, 1 refused (said). */
+static int test_split(en_job *jb)
 {
     const ds_dataset *ds = jb->ds;
     const ds_split *ts = datasets_split(ds, DATASETS_TEST);
@@ -336,19 +326,14 @@ static int test_split(const en_job *jb)
         goto out;
     status = -1;
     double *p = mix(r, jb->a->n, jb->w);
-    if (p && make_dir(jb->dir) == 0) {
-        po_buf b = { 0 };
-        po_printf(&b, "id,label\n");
+    if (p) {
+        po_printf(&jb->sub, "id,label\n");
         for (long long i = 0; i < r[0].n; i++) {
-            po_field(&b, r[0].items[i].id);
-            po_printf(&b, ",%d\n", inf_argmax(p + (size_t)i * r[0].k, r[0].k));
+            po_field(&jb->sub, r[0].items[i].id);
+            po_printf(&jb->sub, ",%d\n", inf_argmax(p + (size_t)i * r[0].k, r[0].k));
         }
-        char path[4200];
-        runs_submission_path(jb->dir, path, sizeof path);
-        status = po_write(&b, path);
-        if (status == 0)
-            printf("test: %lld images -> %s\n", r[0].n, path);
-        free(b.s);
+        jb->n_test = r[0].n;
+        status = 0;
     }
     free(p);
 out:
@@ -357,9 +342,34 @@ out:
     return status;
 }
 
+/* The outputs into the folder (made now), a previous ensemble's removed first. */
+static int write_outputs(const en_job *jb)
+{
+    pt_err e;
+    int rc = util_mkdirs(jb->dir, &e);
+    if (rc == PT_OK && jb->replaces)
+        rc = runs_ensemble_clear(jb->dir, &e);
+    if (rc == PT_OK && jb->report)
+        rc = runs_write_val_outputs(jb->dir, jb->report, jb->report_len, jb->labels, jb->preds,
+                                    jb->n_val, &e);
+    if (rc != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return -1;
+    }
+    if (jb->sub.s) {
+        char path[4200];
+        runs_submission_path(jb->dir, path, sizeof path);
+        if (po_write(&jb->sub, path) != 0)
+            return -1;
+        printf("test: %lld images -> %s\n", jb->n_test, path);
+    }
+    return 0;
+}
+
 /* --out, asked before anything is predicted: not a member, not a training run's folder,
- * nothing there replaced but a previous ensemble's outputs (said). 0, or 1 refused. */
-static int check_out(const en_args *a, const char *dir)
+ * nothing there replaced but a previous ensemble's outputs (said, *replaces 1). 0, or 1
+ * refused. */
+static int check_out(const en_args *a, const char *dir, int *replaces)
 {
     struct stat so, sm;
     for (int i = 0; i < a->n && stat(dir, &so) == 0; i++)
@@ -370,13 +380,12 @@ static int check_out(const en_args *a, const char *dir)
                     dir, a->runs[i]);
             return 1;
         }
-    int replaces;
     pt_err e;
-    if (runs_ensemble_out(dir, &replaces, &e) != PT_OK) {
+    if (runs_ensemble_out(dir, replaces, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         return 1;
     }
-    if (replaces)
+    if (*replaces)
         printf("%s holds a previous ensemble's outputs: they are replaced\n", dir);
     return 0;
 }
@@ -431,16 +440,22 @@ int cmd_ensemble(int argc, char **argv)
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
         util_fmt(dir, sizeof dir, "runs/ensemble-%s", stamp);
     }
-    if (check_out(&a, dir) != 0)
+    en_job jb = { .a = &a, .m = m, .maps = maps, .w = w, .ds = ds, .dir = dir };
+    if (check_out(&a, dir, &jb.replaces) != 0)
         goto out;
     inf_init();
-    en_job jb = { &a, m, maps, w, ds, dir };
     int rc = validate(&jb);
     if (rc == 0)
         rc = test_split(&jb);
+    if (rc == 0)
+        rc = write_outputs(&jb);
     status = rc == 0 ? 0 : rc > 0 ? 1 : 2;
     if (rc == 0)
         printf("outputs in %s\n", dir);
+    free(jb.report);
+    free(jb.labels);
+    free(jb.preds);
+    free(jb.sub.s);
 out:
     enc_free(maps, a.n);
     datasets_close(ds);

@@ -76,9 +76,10 @@ static int lines(const char *s)
     return n;
 }
 
-/* A dataset folder whose split folders are the demo dataset's (linked), with
- * classes.txt holding names (NULL: none); its path. */
-static const char *linked_demo(const en_fix *f, const char *name, const char *classes)
+/* A dataset folder whose split folders are the demo dataset's (linked; its test split
+ * too when with_test), with classes.txt holding names (NULL: none); its path. */
+static const char *linked_demo(const en_fix *f, const char *name, const char *classes,
+                               int with_test)
 {
     static char dir[4200];
     util_path(dir, sizeof dir, "%s/%s", t_tmpdir(), name);
@@ -88,7 +89,7 @@ static const char *linked_demo(const en_fix *f, const char *name, const char *cl
         return NULL;
     const char *split[3] = { "train", "val", "test" };
     int ok = 1;
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < 2 + with_test; s++) {
         char from[4400], to[4400];
         util_path(from, sizeof from, "%s/%s", datasets_root(ds), split[s]);
         util_path(to, sizeof to, "%s/%s", dir, split[s]);
@@ -149,7 +150,7 @@ TEST(ensemble_refuses_members_whose_classes_are_not_the_datasets)
     free(err);
     /* A dataset that names no classes: its labels beyond the members' refused, with the
      * first such record, before anything is written. */
-    const char *bare = linked_demo(f, "bare", NULL);
+    const char *bare = linked_demo(f, "bare", NULL, 1);
     T_REQUIRE(bare != NULL);
     util_path(args, sizeof args, "ensemble '%s' --data '%s' --out '%s'", f->c, bare, out_dir);
     T_EQ_INT(en_cli(args, &out, &err), 1);
@@ -204,7 +205,7 @@ TEST(ensemble_classes_in_another_order_are_matched_by_name)
         strcat(back, rev[c]);
         strcat(back, "\n");
     }
-    const char *perm = linked_demo(f, "backwards", back);
+    const char *perm = linked_demo(f, "backwards", back, 1);
     T_REQUIRE(perm != NULL);
     char args[20000], e1[4200], e2[4200], want[9000], *out, *err;
     util_path(e1, sizeof e1, "%s/e1", t_tmpdir());
@@ -327,6 +328,22 @@ TEST(ensemble_out_never_replaces_a_run)
     char *vp = fx_slurp(p);
     T_CHECK(vp && lines(vp) == 1);
     free(vp);
+    free(out);
+    free(err);
+    /* Replaced whole: a dataset without a test split leaves no old submission there. */
+    char *names_txt;
+    util_path(p, sizeof p, "%s/classes.txt", f->demo);
+    T_REQUIRE((names_txt = fx_slurp(p)) != NULL);
+    const char *no_test = linked_demo(f, "no-test", names_txt, 0);
+    free(names_txt);
+    T_REQUIRE(no_test != NULL);
+    util_path(p, sizeof p, "%s/submission.csv", dir);
+    T_REQUIRE(util_is_file(p));
+    util_path(args, sizeof args, "ensemble '%s' --data '%s' --out '%s'", f->a, no_test, dir);
+    T_EQ_INT(en_cli(args, &out, &err), 0);
+    T_CHECKF(!util_is_file(p), "%s: the previous ensemble's submission is left", p);
+    util_path(p, sizeof p, "%s/report.json", dir);
+    T_CHECK(util_is_file(p));
     free(out);
     free(err);
 }
