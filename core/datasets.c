@@ -100,3 +100,10 @@ int datasets_split_shards(const ds_dataset *d, int s)
 {
     return d->split[s].n_shards;
 }
+
+int datasets_class_names(const ds_dataset *d, char *const **names)
+{
+    int named = d->names_source == DS_NAMES_FILE && d->n_classes > 0;
+    *names = named ? d->class_names : NULL;
+    return named ? d->n_classes : 0;
+}

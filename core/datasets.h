@@ -96,5 +96,9 @@ const char *datasets_root(const ds_dataset *d);
 const ds_split *datasets_split(const ds_dataset *d, int s);
 long long datasets_split_records(const ds_dataset *d, int s);
 int datasets_split_shards(const ds_dataset *d, int s);
+/* The class names its classes.txt gives, in label order (the dataset's, valid while it
+ * is open): their count, or 0 when it has no classes.txt (names and count then unknown
+ * before its labels are read). */
+int datasets_class_names(const ds_dataset *d, char *const **names);
 
 #endif

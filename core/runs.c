@@ -181,3 +181,58 @@ int runs_submission_path(const char *dir, char *buf, size_t n)
     util_copy(h.dir, sizeof h.dir, dir);
     return run_path(&h, RUN_F_SUBMISSION, buf, n);
 }
+
+int runs_ensemble_out(const char *dir, int *replaces, pt_err *e)
+{
+    *replaces = 0;
+    if (util_is_file(dir))
+        return err_set(e, PT_EUSAGE, dir, PT_NO_RECORD, PT_NO_OFFSET,
+                       "is a file: --out names the folder the ensemble's outputs go into");
+    if (!util_is_dir(dir))
+        return PT_OK;
+    run_handle h;
+    int rc = run_open(&h, dir, 0, e);
+    if (rc != PT_OK)
+        return rc;
+    /* A training run's own files, what no ensemble writes (a run killed before its first
+     * checkpoint has its config). Not its train/: a dataset folder has one too. */
+    static const run_file run_own[] = { RUN_F_CHECKPOINT, RUN_F_CONFIG, RUN_F_HISTORY,
+                                        RUN_F_LOG };
+    for (size_t i = 0; i < sizeof run_own / sizeof run_own[0]; i++)
+        if (run_has(&h, run_own[i]))
+            return err_set(e, PT_EUSAGE, dir, PT_NO_RECORD, PT_NO_OFFSET,
+                           "holds a training run (its %s): the ensemble would replace the "
+                           "run's %s and %s; choose another --out (a new folder, or a "
+                           "previous ensemble's)",
+                           run_file_name(run_own[i]), run_file_name(RUN_F_VALID_PREDS),
+                           run_file_name(RUN_F_SUBMISSION));
+    if (run_has(&h, RUN_F_REPORT)) {
+        *replaces = 1;
+        return PT_OK;
+    }
+    static const run_file outputs[] = { RUN_F_SUBMISSION, RUN_F_VALID_PREDS,
+                                        RUN_F_VALID_LABELS };
+    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
+        if (run_has(&h, outputs[i]))
+            return err_set(e, PT_EUSAGE, dir, PT_NO_RECORD, PT_NO_OFFSET,
+                           "holds a %s that is no ensemble's (no %s beside it) and would be "
+                           "replaced; choose another --out, or move the file",
+                           run_file_name(outputs[i]), run_file_name(RUN_F_REPORT));
+    return PT_OK;
+}
+
+int runs_ensemble_clear(const char *dir, pt_err *e)
+{
+    run_handle h;
+    int rc = run_open(&h, dir, 1, e);
+    static const run_file outputs[] = { RUN_F_REPORT, RUN_F_SUBMISSION, RUN_F_VALID_PREDS,
+                                        RUN_F_VALID_LABELS };
+    for (size_t i = 0; rc == PT_OK && i < sizeof outputs / sizeof outputs[0]; i++) {
+        char path[4200];
+        if (run_path(&h, outputs[i], path, sizeof path) != 0)
+            rc = err_set(e, PT_EUSAGE, dir, PT_NO_RECORD, PT_NO_OFFSET, "path too long");
+        else if (remove(path) != 0 && util_is_file(path))
+            rc = err_set(e, PT_EIO, path, PT_NO_RECORD, PT_NO_OFFSET, "cannot remove it");
+    }
+    return rc;
+}

@@ -125,5 +125,15 @@ int runs_write_val_outputs(const char *dir, const char *report, size_t report_le
                            pt_err *e);
 /* The path of the submission file (id,label of a test split) in dir; -1 too long. */
 int runs_submission_path(const char *dir, char *buf, size_t n);
+/* Whether the folder dir may take an ensemble's outputs (its --out), asked before
+ * anything is predicted or written. PT_OK when it does not exist, holds none of the
+ * outputs, or holds a previous ensemble's (its report.json): *replaces is then 1, and
+ * they are replaced. PT_EUSAGE naming dir and what to do when it holds a training run
+ * (whose validation results and submission would be replaced), holds some of the
+ * outputs' files without being an ensemble's folder, or is a file. */
+int runs_ensemble_out(const char *dir, int *replaces, pt_err *e);
+/* Removes a previous ensemble's outputs from dir (those it has), so that none is left
+ * beside the new ones that this ensemble does not write. */
+int runs_ensemble_clear(const char *dir, pt_err *e);
 
 #endif

@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "base/json.h"
 #include "base/util.h"
 #include "src/cli.h"
+#include "src/ensemble_classes.h"
 #include "src/predict_out.h"
 #include "infer/infer.h"
 #include "runs.h"
@@ -33,7 +35,12 @@ static const char *const help_text =
     "--out (default runs/ensemble-DATE): submission.csv (id,label), valid_labels.json and\n"
     "valid_preds.jsonl (the ensemble's validation predictions, as a run folder has them)\n"
     "and report.json (each member's and the ensemble's validation figures). Members may\n"
-    "differ in model, image size and input normalisation; they must share class names.\n";
+    "differ in model, image size and input normalisation. Each member's class names must\n"
+    "be DATASET's (its classes.txt): other classes are refused (exit 1) before anything\n"
+    "is predicted; the same names in another order are matched by name; a member that\n"
+    "names no classes (an ONNX file without petal-tui's) is taken in label order. --out\n"
+    "may not be a member or hold a training run; a previous ensemble's outputs there are\n"
+    "replaced.\n";
 
 typedef struct en_args {
     const char *data, *out, *weights;
@@ -123,34 +130,19 @@ static int parse_weights(const char *s, int n, double *w)
     return 0;
 }
 
-/* Every member's class names equal the first's, or a refusal naming the difference. */
-static int same_classes(rm_model *const *m, int n)
+static long long count_code(const prd_results *r, int code)
 {
-    const int k = inf_model_classes(m[0]);
-    char *const *names = inf_model_class_names(m[0]);
-    const char *first = inf_model_source(m[0]);
-    for (int i = 1; i < n; i++) {
-        if (inf_model_classes(m[i]) != k) {
-            fprintf(stderr, "petal-tui: %s has %d classes and %s %d: an ensemble's members "
-                            "must share their classes\n",
-                    first, k, inf_model_source(m[i]), inf_model_classes(m[i]));
-            return -1;
-        }
-        for (int c = 0; c < k; c++)
-            if (strcmp(inf_model_class_names(m[i])[c], names[c])) {
-                fprintf(stderr, "petal-tui: class %d is '%s' in %s but '%s' in %s: an "
-                                "ensemble's members must share their class names\n",
-                        c, names[c], first, inf_model_class_names(m[i])[c],
-                        inf_model_source(m[i]));
-                return -1;
-            }
-    }
-    return 0;
+    long long n = 0;
+    for (long long i = 0; i < r->n_errors; i++)
+        n += r->errors[i].code == code;
+    return n;
 }
 
-/* One member's probabilities for a split. */
-static int member_split(const en_args *a, const rm_model *m, const ds_split *s, int labeled,
-                        prd_results *r)
+/* One member's probabilities for a split, in the dataset's class order (map: see
+ * ensemble_classes.h). 0; -1 failed (said); 1 refused: the dataset has labels beyond the
+ * members' classes (said once, with the first such record). */
+static int member_split(const en_args *a, const rm_model *m, const int *map, const ds_split *s,
+                        int labeled, prd_results *r)
 {
     prd_opts o = { .batch = (int)a->batch, .replicas = (int)a->replicas,
                    .workers = (int)a->replicas, .tta_flip = a->tta < 0 ? inf_model_tta_flip(m) : a->tta };
@@ -170,7 +162,20 @@ static int member_split(const en_args *a, const rm_model *m, const ds_split *s, 
         return -1;
     }
     for (long long i = 0; i < r->n_errors; i++)
+        if (r->errors[i].code == PT_ECLASS) {
+            /* Scores on the records that remain would be no answer for this dataset. */
+            fprintf(stderr, "petal-tui: %s: the dataset has classes beyond the members' %d "
+                            "(%lld such records): give --data the dataset the runs were "
+                            "trained on\n",
+                    r->errors[i].msg, r->k, count_code(r, PT_ECLASS));
+            return 1;
+        }
+    for (long long i = 0; i < r->n_errors; i++)
         fprintf(stderr, "petal-tui: %s\n", r->errors[i].msg);
+    if (enc_apply(map, r) != 0) {
+        fprintf(stderr, "petal-tui: out of memory\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -224,96 +229,180 @@ static double *mix(prd_results *r, int n, const double *w)
     return p;
 }
 
-/* The validation split: figures printed, valid_labels.json, valid_preds.jsonl and
- * report.json written. */
-static int validate(const en_args *a, rm_model *const *m, const double *w,
-                    const ds_dataset *ds, const char *dir)
+/* What the splits' predictions need, and what they give: the outputs are written
+ * together at the end, so that a failure or an interruption on the way leaves none
+ * (and, in a previous ensemble's folder, no new one beside an old one). */
+typedef struct en_job {
+    const en_args *a;
+    rm_model **m;
+    int **maps;
+    const double *w;
+    const ds_dataset *ds;
+    const char *dir;
+    int replaces;           /* dir holds a previous ensemble's outputs */
+    char *report;           /* report.json's text (NULL: no validation split) */
+    size_t report_len;
+    int32_t *labels, *preds;
+    long long n_val;
+    po_buf sub;             /* submission.csv (.s NULL: no test split) */
+    long long n_test;
+} en_job;
+
+/* Every member's predictions of split s (0; else member_split's -1 or 1), into r. */
+static int members_split(const en_job *j, const ds_split *s, int labeled, prd_results *r,
+                         int *got)
 {
+    for (*got = 0; *got < j->a->n; (*got)++) {
+        int rc = member_split(j->a, j->m[*got], j->maps[*got], s, labeled, &r[*got]);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The validation split: figures printed; report.json, the labels and the ensemble's
+ * predictions kept in jb. 0, -1 failed, 1 refused (said). */
+static int validate(en_job *jb)
+{
+    const ds_dataset *ds = jb->ds;
     const ds_split *vs = datasets_split(ds, DATASETS_VAL);
     if (datasets_split_records(ds, DATASETS_VAL) <= 0) {
         printf("no validation split in %s: nothing to score\n", datasets_root(ds));
         return 0;
     }
     prd_results r[EN_MAX];
-    int got = 0, status = -1;
-    for (; got < a->n; got++)
-        if (member_split(a, m[got], vs, 1, &r[got]) != 0)
-            goto out;
-    double *p = mix(r, a->n, w);
-    int32_t *preds = malloc((size_t)(r[0].n ? r[0].n : 1) * sizeof *preds);
-    int32_t *labels = malloc((size_t)(r[0].n ? r[0].n : 1) * sizeof *labels);
-    if (p && preds && labels) {
+    int got = 0, n = jb->a->n;
+    int status = members_split(jb, vs, 1, r, &got);
+    if (status != 0)
+        goto out;
+    status = -1;
+    double *p = mix(r, n, jb->w);
+    jb->preds = malloc((size_t)(r[0].n ? r[0].n : 1) * sizeof *jb->preds);
+    jb->labels = malloc((size_t)(r[0].n ? r[0].n : 1) * sizeof *jb->labels);
+    if (p && jb->preds && jb->labels) {
         json_w j;
         json_init(&j, 1);
         json_arr(&j);
         inf_score s;
         printf("validation: %lld records of %s\n", r[0].n, datasets_root(ds));
-        for (int i = 0; i < a->n; i++) {
+        for (int i = 0; i < n; i++) {
             inf_score_probs(&r[i], r[i].probs, NULL, &s);
-            print_score(inf_model_source(m[i]), &s);
-            report_row(&j, inf_model_source(m[i]), w[i], &s);
+            print_score(inf_model_source(jb->m[i]), &s);
+            report_row(&j, inf_model_source(jb->m[i]), jb->w[i], &s);
         }
-        inf_score_probs(&r[0], p, preds, &s);
+        inf_score_probs(&r[0], p, jb->preds, &s);
         print_score("ensemble", &s);
         report_row(&j, "ensemble", -1, &s);
         json_arr_end(&j);
-        size_t len;
-        char *text = json_take(&j, &len);
-        for (long long i = 0; i < r[0].n; i++)
-            labels[i] = r[0].items[i].label;
-        pt_err e;
-        status = text && runs_write_val_outputs(dir, text, len, labels, preds, r[0].n, &e) ==
-                             PT_OK
-                     ? 0
-                     : -1;
-        if (text && status != 0)
-            fprintf(stderr, "petal-tui: %s\n", e.msg);
-        free(text);
+        jb->report = json_take(&j, &jb->report_len);
         json_free(&j);
+        for (long long i = 0; i < r[0].n; i++)
+            jb->labels[i] = r[0].items[i].label;
+        jb->n_val = r[0].n;
+        status = jb->report ? 0 : -1;
     }
+    if (status != 0)
+        fprintf(stderr, "petal-tui: out of memory\n");
     free(p);
-    free(preds);
-    free(labels);
 out:
     for (int i = 0; i < got; i++)
         prd_results_free(&r[i]);
     return status;
 }
 
-/* The test split: submission.csv. */
-static int test_split(const en_args *a, rm_model *const *m, const double *w,
-                      const ds_dataset *ds, const char *dir)
+/* The test split: submission.csv's text kept in jb. 0, -1 failed, 1 refused (said). */
+static int test_split(en_job *jb)
 {
+    const ds_dataset *ds = jb->ds;
     const ds_split *ts = datasets_split(ds, DATASETS_TEST);
     if (datasets_split_records(ds, DATASETS_TEST) <= 0) {
         printf("no test split in %s: no submission.csv\n", datasets_root(ds));
         return 0;
     }
     prd_results r[EN_MAX];
-    int got = 0, status = -1;
-    for (; got < a->n; got++)
-        if (member_split(a, m[got], ts, 0, &r[got]) != 0)
-            goto out;
-    double *p = mix(r, a->n, w);
+    int got = 0;
+    int status = members_split(jb, ts, 0, r, &got);
+    if (status != 0)
+        goto out;
+    status = -1;
+    double *p = mix(r, jb->a->n, jb->w);
     if (p) {
-        po_buf b = { 0 };
-        po_printf(&b, "id,label\n");
+        po_printf(&jb->sub, "id,label\n");
         for (long long i = 0; i < r[0].n; i++) {
-            po_field(&b, r[0].items[i].id);
-            po_printf(&b, ",%d\n", inf_argmax(p + (size_t)i * r[0].k, r[0].k));
+            po_field(&jb->sub, r[0].items[i].id);
+            po_printf(&jb->sub, ",%d\n", inf_argmax(p + (size_t)i * r[0].k, r[0].k));
         }
-        char path[4200];
-        runs_submission_path(dir, path, sizeof path);
-        status = po_write(&b, path);
-        if (status == 0)
-            printf("test: %lld images -> %s\n", r[0].n, path);
-        free(b.s);
-        free(p);
+        jb->n_test = r[0].n;
+        status = 0;
     }
+    free(p);
 out:
     for (int i = 0; i < got; i++)
         prd_results_free(&r[i]);
     return status;
+}
+
+/* The outputs into the folder (made now), a previous ensemble's removed first. */
+static int write_outputs(const en_job *jb)
+{
+    pt_err e;
+    int rc = util_mkdirs(jb->dir, &e);
+    if (rc == PT_OK && jb->replaces)
+        rc = runs_ensemble_clear(jb->dir, &e);
+    if (rc == PT_OK && jb->report)
+        rc = runs_write_val_outputs(jb->dir, jb->report, jb->report_len, jb->labels, jb->preds,
+                                    jb->n_val, &e);
+    if (rc != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return -1;
+    }
+    if (jb->sub.s) {
+        char path[4200];
+        runs_submission_path(jb->dir, path, sizeof path);
+        if (po_write(&jb->sub, path) != 0)
+            return -1;
+        printf("test: %lld images -> %s\n", jb->n_test, path);
+    }
+    return 0;
+}
+
+/* --out, asked before anything is predicted: not a member, not a training run's folder,
+ * nothing there replaced but a previous ensemble's outputs (said, *replaces 1). 0, or 1
+ * refused. */
+static int check_out(const en_args *a, const char *dir, int *replaces)
+{
+    struct stat so, sm;
+    for (int i = 0; i < a->n && stat(dir, &so) == 0; i++)
+        if (stat(a->runs[i], &sm) == 0 && sm.st_dev == so.st_dev && sm.st_ino == so.st_ino) {
+            fprintf(stderr, "petal-tui: %s: is the member %s: the ensemble's outputs would "
+                            "replace the run's own; choose another --out (a new folder, or a "
+                            "previous ensemble's)\n",
+                    dir, a->runs[i]);
+            return 1;
+        }
+    pt_err e;
+    if (runs_ensemble_out(dir, replaces, &e) != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return 1;
+    }
+    if (*replaces)
+        printf("%s holds a previous ensemble's outputs: they are replaced\n", dir);
+    return 0;
+}
+
+/* The members opened, and the largest image size among them; 0 or -1 (said). */
+static int open_members(const en_args *a, rm_model **m, int *size)
+{
+    pt_err e;
+    *size = 0;
+    for (int i = 0; i < a->n; i++) {
+        if (inf_model_open(a->runs[i], 0, RUN_NORM_AUTO, &m[i], &e) != PT_OK) {
+            fprintf(stderr, "petal-tui: %s\n", e.msg);
+            return -1;
+        }
+        *size = inf_model_image_size(m[i]) > *size ? inf_model_image_size(m[i]) : *size;
+    }
+    return 0;
 }
 
 int cmd_ensemble(int argc, char **argv)
@@ -326,23 +415,22 @@ int cmd_ensemble(int argc, char **argv)
     if (parse_weights(a.weights, a.n, w) != 0)
         return 2;
     rm_model *m[EN_MAX];
+    int *maps[EN_MAX];
     memset(m, 0, sizeof m);
+    memset(maps, 0, sizeof maps);
     int status = 2, size = 0;
     pt_err e;
     ds_dataset *ds = NULL;
-    for (int i = 0; i < a.n; i++) {
-        if (inf_model_open(a.runs[i], 0, RUN_NORM_AUTO, &m[i], &e) != PT_OK) {
-            fprintf(stderr, "petal-tui: %s\n", e.msg);
-            goto out;
-        }
-        size = inf_model_image_size(m[i]) > size ? inf_model_image_size(m[i]) : size;
-    }
-    if (same_classes(m, a.n) != 0)
+    if (open_members(&a, m, &size) != 0)
         goto out;
     if (datasets_open(a.data, size, &ds, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         goto out;
     }
+    /* Wrong inputs are refused (exit 1) before anything is predicted or written. */
+    status = 1;
+    if (enc_match(m, a.n, ds, a.data, maps) != 0)
+        goto out;
     char dir[4096];
     if (a.out)
         util_copy(dir, sizeof dir, a.out);
@@ -352,16 +440,24 @@ int cmd_ensemble(int argc, char **argv)
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
         util_fmt(dir, sizeof dir, "runs/ensemble-%s", stamp);
     }
-    if (util_mkdirs(dir, &e) != PT_OK) {
-        fprintf(stderr, "petal-tui: %s\n", e.msg);
+    en_job jb = { .a = &a, .m = m, .maps = maps, .w = w, .ds = ds, .dir = dir };
+    if (check_out(&a, dir, &jb.replaces) != 0)
         goto out;
-    }
     inf_init();
-    if (validate(&a, m, w, ds, dir) == 0 && test_split(&a, m, w, ds, dir) == 0) {
+    int rc = validate(&jb);
+    if (rc == 0)
+        rc = test_split(&jb);
+    if (rc == 0)
+        rc = write_outputs(&jb);
+    status = rc == 0 ? 0 : rc > 0 ? 1 : 2;
+    if (rc == 0)
         printf("outputs in %s\n", dir);
-        status = 0;
-    }
+    free(jb.report);
+    free(jb.labels);
+    free(jb.preds);
+    free(jb.sub.s);
 out:
+    enc_free(maps, a.n);
     datasets_close(ds);
     for (int i = 0; i < a.n; i++)
         inf_model_close(m[i]);

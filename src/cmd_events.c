@@ -16,7 +16,9 @@ static void usage(FILE *f)
                "file or a folder searched for " RUNS_EVENT_FILE_PREFIX "* files (a run's train/ and\n"
                "validation/). Each file starts with a line \"# FILE\". --tag TAG: that tag\n"
                "only. --images DIR: also save each image as DIR/TAG-STEP.png (or .jpg, ...).\n"
-               "Histograms, graphs and other summaries are counted, not printed.\n");
+               "Histograms, graphs and other summaries are counted, not printed. A torn last\n"
+               "record (a run killed mid-write) is noted once and the rest printed (exit 0);\n"
+               "other damage is named with its file, record and byte (exit 2).\n");
 }
 
 /* A float prints in 9 significant digits (it reads back exactly), a double in 17. */
@@ -48,23 +50,56 @@ static int save_image(const char *dir, const runs_event *it)
     return 0;
 }
 
-/* The file's items; the number of errors met (each said once on stderr). */
+/* A file that a writer killed at its start leaves: named as event files are, and empty
+ * or its first record cut (a file of another name is more likely not an event file at
+ * all). Said once as a note, with the "# FILE" lines; 1, or 0 when it is not that. */
+static int crash_left(const char *path, int rc, const pt_err *e)
+{
+    const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+    int named = !strncmp(name, RUNS_EVENT_FILE_PREFIX, strlen(RUNS_EVENT_FILE_PREFIX));
+    if (!named)
+        return 0;
+    if (rc == PT_ETRUNC)
+        fprintf(stderr, "petal-tui: %s: the first record is torn at byte %lld (the run was "
+                        "stopped mid-write, or is still writing); no record before it\n",
+                path, e->offset < 0 ? 0 : e->offset);
+    else if (rc == PT_ENODATA)
+        fprintf(stderr, "petal-tui: %s: empty (the run was stopped before its first record, "
+                        "or is just starting); nothing to print\n", path);
+    else
+        return 0;
+    printf("# %s (no whole record)\n# 0 records: 0 scalars and 0 images printed, 0 other "
+           "summaries skipped\n", path);
+    fflush(stdout);
+    return 1;
+}
+
+/* The file's items; the number of errors met (each said once on stderr). A torn last
+ * record is no error: it is said once and what came before it stands. */
 static int dump(const char *path, const char *only, const char *images)
 {
     runs_events *r;
     pt_err e;
-    if (runs_events_open(path, &r, &e) != PT_OK) {
-        fprintf(stderr, "petal-tui: %s\n", e.msg);
-        return 1;
-    }
+    int rc = runs_events_open(path, &r, &e);
+    if (rc != PT_OK)
+        return crash_left(path, rc, &e) ? 0 : (fprintf(stderr, "petal-tui: %s\n", e.msg), 1);
     printf("# %s (%s%s%s)\n", path, runs_events_version(r), runs_events_writer(r)[0] ? ", " : "",
            runs_events_writer(r));
     int errors = 0;
     long long scalars = 0, n_images = 0;
     runs_event it;
-    int rc;
     fflush(stdout);
     while ((rc = runs_events_next(r, &it, &e)) != 0) {
+        if (rc == PT_ETRUNC) {
+            /* TFRecord framing only reports a cut at the file's end (a cut length in the
+             * middle is a length CRC mismatch, below): the tail a crash leaves. */
+            fflush(stdout);
+            fprintf(stderr, "petal-tui: %s: the last record is torn at byte %lld (the run was "
+                            "stopped mid-write, or is still writing); the %lld records before "
+                            "it were read\n",
+                    path, e.offset, runs_events_records(r));
+            break;
+        }
         if (rc < 0) {
             fflush(stdout);
             fprintf(stderr, "petal-tui: %s\n", e.msg);

@@ -552,3 +552,157 @@ TEST(cli_openblas_runs_the_kernels_the_cpu_can)
         T_CHECKF(strncmp(k + 18, "Prescott", 8) != 0, "%s", out);
     free(out);
 }
+
+/* ---- events: the torn end a killed writer leaves (issue 42) ---- */
+
+#include "io/tfrecord.h"
+
+/* The header offsets of the records of an event file, into at; their count. */
+static int record_offsets(const char *path, long long *at, int max)
+{
+    tfr_reader *r;
+    pt_err e;
+    if (tfr_open(&r, path, &e) != PT_OK)
+        return -1;
+    long long off;
+    size_t len;
+    int n = 0;
+    while (n < max && tfr_skip(r, &off, &len, &e) == 1)
+        at[n++] = off;
+    tfr_close(r);
+    return n;
+}
+
+/* dir/NAME: the first `bytes` bytes of from (then tail_from.. when tail_from >= 0). */
+static const char *cut_copy(const char *from, const char *dir, const char *name, long long bytes,
+                            long long tail_from)
+{
+    static char path[4400];
+    uint8_t *d;
+    size_t n;
+    if (util_read_file(from, &d, &n, NULL) != PT_OK)
+        return NULL;
+    util_path(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(d, 1, (size_t)bytes, f) == (size_t)bytes;
+    if (ok && tail_from >= 0)
+        ok = fwrite(d + tail_from, 1, n - (size_t)tail_from, f) == n - (size_t)tail_from;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    free(d);
+    return ok ? path : NULL;
+}
+
+/* `petal-tui events PATH`: the exit status, stdout and stderr (malloc'd) apart. */
+static int events_cli(const char *path, char **out, char **err)
+{
+    char cmd[9000], errf[4400];
+    util_path(errf, sizeof errf, "%s/events.err", t_tmpdir());
+    util_path(cmd, sizeof cmd, "%s events '%s' 2>'%s'", t_bin(), path, errf);
+    int rc = t_run(cmd, out);
+    *err = fx_slurp(errf);
+    return rc;
+}
+
+/* An event file cut inside its last record prints what came before, notes the cut once
+ * and exits 0; its stdout is the whole file's without the last record's lines. */
+static void check_torn_tail(const char *file, const char *dir)
+{
+    static long long at[4096];
+    int n = record_offsets(file, at, 4096);
+    T_REQUIRE(n > 2 && n < 4096);
+    const char *name = strrchr(file, '/') + 1;
+    char *whole, *werr, *out, *err, want[9000];
+    T_EQ_INT(events_cli(file, &whole, &werr), 0);
+    const char *torn = cut_copy(file, dir, name, at[n - 1] + 15, -1);
+    T_REQUIRE(torn != NULL);
+    T_EQ_INT(events_cli(torn, &out, &err), 0);
+    snprintf(want, sizeof want, "petal-tui: %s: the last record is torn at byte %lld (the run "
+                                "was stopped mid-write, or is still writing); the %d records "
+                                "before it were read\n", torn, at[n - 1], n - 1);
+    T_CHECKF(err && !strcmp(err, want), "%s", err ? err : "");
+    snprintf(want, sizeof want, "\n# %d records: ", n - 1);
+    T_CHECKF(out && strstr(out, want), "%s", out ? out : "");
+    /* Below the "# FILE" line, the same lines up to the cut record's. */
+    const char *a = out ? strchr(out, '\n') : NULL, *b = strchr(whole, '\n');
+    const char *end = a ? strstr(a, "\n# ") : NULL;
+    T_CHECK(a && b && end && !strncmp(a, b, (size_t)(end - a)));
+    free(whole);
+    free(werr);
+    free(out);
+    free(err);
+}
+
+TEST(cli_events_a_torn_last_record_is_noted_and_the_rest_printed)
+{
+    const char *dir = t_tmpdir();
+    /* A run's own file, as a kill -9 mid-write leaves it. */
+    const char *runs = fx_demo_runs();
+    T_REQUIRE(runs != NULL);
+    char train[4200], **names;
+    int nn;
+    util_path(train, sizeof train, "%s/a/train", runs);
+    T_REQUIRE(util_list_dir(train, UTIL_LIST_FILES, &names, &nn, NULL) == PT_OK && nn >= 1);
+    char file[4400];
+    util_path(file, sizeof file, "%s/%s", train, names[0]);
+    util_free_list(names, nn);
+    check_torn_tail(file, dir);
+    /* Keras's. */
+    if (t_have_data())
+        check_torn_tail(t_data("tf-written-tfrecords/tfevents-petals/20250321-152714/train/"
+                               "events.out.tfevents.1742585234.DESKTOP-25C2BHD.22116.0.v2"),
+                        dir);
+    /* Killed before its first record was whole, or before it wrote any. */
+    char *out, *err, want[9000];
+    const char *p = cut_copy(file, dir, "events.out.tfevents.1.first.v2", 10, -1);
+    T_REQUIRE(p != NULL);
+    T_EQ_INT(events_cli(p, &out, &err), 0);
+    snprintf(want, sizeof want, "petal-tui: %s: the first record is torn at byte 0", p);
+    T_CHECKF(err && strstr(err, want) == err, "%s", err ? err : "");
+    free(out);
+    free(err);
+    p = cut_copy(file, dir, "events.out.tfevents.1.empty.v2", 0, -1);
+    T_REQUIRE(p != NULL);
+    T_EQ_INT(events_cli(p, &out, &err), 0);
+    snprintf(want, sizeof want, "petal-tui: %s: empty (the run was stopped before its first "
+                                "record, or is just starting); nothing to print\n", p);
+    T_CHECKF(err && !strcmp(err, want), "%s", err ? err : "");
+    free(out);
+    free(err);
+    /* An empty file of another name is not an event file: an error. */
+    p = cut_copy(file, dir, "empty.bin", 0, -1);
+    T_REQUIRE(p != NULL);
+    T_EQ_INT(events_cli(p, &out, &err), 2);
+    T_CHECKF(err && strstr(err, "empty: not a TensorBoard event file"), "%s", err ? err : "");
+    free(out);
+    free(err);
+}
+
+TEST(cli_events_damage_before_the_end_is_still_an_error)
+{
+    /* A record cut short in the middle of the file, the records after it kept: the cut
+     * record's payload CRC fails and the framing is lost. Not a torn end: exit 2, the
+     * file, record and byte named. */
+    const char *runs = fx_demo_runs();
+    T_REQUIRE(runs != NULL);
+    char train[4200], file[4400], **names;
+    int nn;
+    util_path(train, sizeof train, "%s/a/train", runs);
+    T_REQUIRE(util_list_dir(train, UTIL_LIST_FILES, &names, &nn, NULL) == PT_OK && nn >= 1);
+    util_path(file, sizeof file, "%s/%s", train, names[0]);
+    util_free_list(names, nn);
+    static long long at[4096];
+    int n = record_offsets(file, at, 4096);
+    T_REQUIRE(n > 4);
+    int k = n / 2;
+    const char *p = cut_copy(file, t_tmpdir(), "events.out.tfevents.1.spliced.v2", at[k] + 15,
+                             at[k + 1]);
+    T_REQUIRE(p != NULL);
+    char *out, *err, want[9000];
+    T_EQ_INT(events_cli(p, &out, &err), 2);
+    snprintf(want, sizeof want, "petal-tui: %s: record %d at byte %lld: ", p, k, at[k]);
+    T_CHECKF(err && strstr(err, want) == err, "%s", err ? err : "");
+    T_CHECKF(err && !strstr(err, "torn"), "%s", err);
+    free(out);
+    free(err);
+}

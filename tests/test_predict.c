@@ -697,14 +697,15 @@ TEST(predict_ensemble_two_runs)
     }
     free(out);
     free(err);
-    /* Members that name their classes differently are refused. */
+    /* Members that name their classes differently are refused (exit 1, a wrong input:
+     * issue 42). */
     const char *r = copy_run(f->run_b, 1);
     char p[4400];
     util_path(p, sizeof p, "%s/classes.txt", r);
     T_REQUIRE(util_write_file_atomic(p, "a\nb\nc\n", 6, NULL) == PT_OK);
     util_path(args, sizeof args, "ensemble '%s' '%s' --data '%s' --out '%s/x'", f->run_a, r,
               f->data, dir);
-    T_EQ_INT(pd_cli(args, &out, &err), 2);
+    T_EQ_INT(pd_cli(args, &out, &err), 1);
     T_CHECKF(err && strstr(err, "must share their class names"), "%s", err ? err : "");
     free(out);
     free(err);
