@@ -51,3 +51,53 @@ int cli_input_norm(const char *opt, const char *s, int *out)
     *out = (int)c.input_norm;
     return 0;
 }
+
+/* Edits (insert, delete, replace) from a to b, for the few-letter option names. */
+static size_t edits(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b), row[64];
+    if (na >= 64 || nb >= 64)
+        return 64;
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= na; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= nb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[nb];
+}
+
+int cli_is_option(const char *opt, const char *const *known)
+{
+    for (int k = 0; known[k]; k++)
+        if (!strcmp(opt, known[k]))
+            return 1;
+    return 0;
+}
+
+void cli_unknown(const char *cmd, const char *opt, const char *const *known)
+{
+    char near[256] = "";
+    size_t len = 0, n = strlen(opt);
+    for (int k = 0; known[k]; k++) {
+        int prefix = n > 2 && !strncmp(opt, known[k], n);
+        if ((prefix || edits(opt, known[k]) <= 2) && len + strlen(known[k]) + 3 < sizeof near)
+            len += (size_t)snprintf(near + len, sizeof near - len, "%s%s", len ? ", " : "",
+                                    known[k]);
+    }
+    if (len)
+        fprintf(stderr, "petal-tui: %s: unknown option '%s' (did you mean %s? petal-tui %s "
+                "--help lists them)\n", cmd, opt, near, cmd);
+    else
+        fprintf(stderr, "petal-tui: %s: unknown option '%s' (petal-tui %s --help lists them)\n",
+                cmd, opt, cmd);
+}

@@ -92,8 +92,15 @@ static int parse_args(int argc, char **argv, pr_args *a)
             a->features = 1;
             continue;
         }
+        static const char *const options[] = { "--out", "--submission", "--top", "--batch",
+                                               "--replicas", "--size", "--input-norm", "--tta",
+                                               "--split", "--features", "--help", NULL };
+        if (s[0] == '-' && s[1] && !cli_is_option(s, options)) {
+            cli_unknown("predict", s, options);
+            return 2;
+        }
         if (s[0] == '-' && s[1] && i + 1 >= argc) {
-            fprintf(stderr, "petal-tui: %s needs a value (or is unknown)\n%s", s, usage);
+            fprintf(stderr, "petal-tui: predict: %s needs a value\n%s", s, usage);
             return 2;
         }
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -117,8 +124,9 @@ static int parse_args(int argc, char **argv, pr_args *a)
         else if (!strcmp(s, "--split") &&
                  (!strcmp(v, "val") || !strcmp(v, "train") || !strcmp(v, "test")))
             a->split = v;
-        else if (s[0] == '-' && s[1]) {
-            fprintf(stderr, "petal-tui: bad option '%s %s'\n%s", s, v, usage);
+        else if (s[0] == '-' && s[1]) { /* --tta or --split with another value */
+            fprintf(stderr, "petal-tui: predict: %s wants %s, not '%s'\n", s,
+                    !strcmp(s, "--tta") ? "flip or none" : "test, val or train", v);
             return 2;
         } else {
             if (!a->model)

@@ -1,0 +1,50 @@
+/* The program at the common wrong turns of issue 42 (run as a user would): what each
+ * says, and with which exit status. */
+#include "tests/t.h"
+#include "tests/fixtures.h"
+#include "base/util.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Runs "BIN ARGS" with stdout and stderr apart; both texts malloc'd (caller frees). */
+static int run_bin(const char *args, char **out, char **err)
+{
+    const char *dir = t_tmpdir();
+    char cmd[8192], path[4200], bin[4096];
+    if (!realpath(t_bin(), bin))
+        snprintf(bin, sizeof bin, "%s", t_bin());
+    util_path(cmd, sizeof cmd, "cd '%s' && '%s' %s >stdout 2>stderr", dir, bin, args);
+    int rc = t_run(cmd, NULL);
+    size_t len;
+    util_path(path, sizeof path, "%s/stdout", dir);
+    if (util_read_file(path, (uint8_t **)out, &len, NULL) != PT_OK)
+        *out = strdup("");
+    util_path(path, sizeof path, "%s/stderr", dir);
+    if (util_read_file(path, (uint8_t **)err, &len, NULL) != PT_OK)
+        *err = strdup("");
+    return rc;
+}
+
+/* predict's options: an unknown one is called unknown (with the one meant, when one is
+ * near), not "needs a value (or is unknown)"; a known one without its value says so. */
+TEST(cli_edges_predict_names_an_unknown_option_and_a_missing_value)
+{
+    static const struct {
+        const char *args, *want;
+    } cases[] = {
+        { "predict m.onnx a.jpg --bogus", "predict: unknown option '--bogus' (petal-tui predict --help" },
+        { "predict m.onnx a.jpg --siz 64", "unknown option '--siz' (did you mean --size?" },
+        { "predict m.onnx a.jpg --size", "predict: --size needs a value" },
+        { "predict m.onnx a.jpg --tta both", "predict: --tta wants flip or none, not 'both'" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out, *err;
+        int rc = run_bin(cases[i].args, &out, &err);
+        T_CHECKF(rc != 0 && strstr(err, cases[i].want) && !strstr(err, "or is unknown") && !*out,
+                 "%s: exit %d, stderr: %s", cases[i].args, rc, err);
+        free(out);
+        free(err);
+    }
+}
