@@ -57,9 +57,10 @@ void cfg_set_check(cfg_kind kind, cfg_check_fn fn)
 
 static int image_size_check(long long v, pt_err *e)
 {
-    if (v != 0 && v < 32)
+    if (v != 0 && v < RUN_MIN_IMAGE_SIZE)
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                       "image-size must be 0 (the dataset's) or at least 32, not %lld", v);
+                       "image-size must be 0 (the dataset's) or at least %d, not %lld",
+                       RUN_MIN_IMAGE_SIZE, v);
     return PT_OK;
 }
 

@@ -19,6 +19,7 @@
 #include "base/err.h"
 
 #define RUN_MAX_REPLICAS 16
+#define RUN_MIN_IMAGE_SIZE 32   /* --image-size and shards --size: the smallest side they take */
 #define RUN_MAX_CLASSES 1024
 #define RUN_MAX_EPOCHS 1000
 #define RUN_CURVE_POINTS 2048   /* per-update curve, thinned by 2 when full */

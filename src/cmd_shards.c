@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "config.h"
 #include "datasets.h"
 #include "src/cli.h"
 
@@ -32,6 +33,7 @@ static void usage(FILE *f)
             "OUT_DIR/tfrecords-jpeg-SIZExSIZE/{train,val,test}/NN-SIZExSIZE-COUNT.tfrec with a\n"
             "stratified, seeded split, each photo resized to SIZE x SIZE, and\n"
             "OUT_DIR/classes.txt. Test records carry a 9-hex-digit id instead of a class.\n"
+            "  --size S        32 (the smallest side training takes) to 4096\n"
             "  --fit crop      the largest centred square of the photo (the default)\n"
             "  --fit pad       the whole photo, long side SIZE, centred on a square filled\n"
             "                  with the photo's mean colour\n"
@@ -58,7 +60,8 @@ int cmd_shards(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--size") && i + 1 < argc) {
-            if (cli_int(a, argv[++i], 8, 4096, &v))
+            /* The smallest side training takes (--image-size's). */
+            if (cli_int(a, argv[++i], RUN_MIN_IMAGE_SIZE, 4096, &v))
                 return 1;
             c.size = (int)v;
         } else if (!strcmp(a, "--fit") && i + 1 < argc) {

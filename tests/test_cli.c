@@ -24,7 +24,7 @@ TEST(cli_help_and_version)
     T_CHECK(strstr(out, "--no-such-option") != NULL);
     free(out);
     T_EQ_INT(run(&out, "%s shards --size 3 a b", NULL, NULL), 1);
-    T_CHECK(strstr(out, "--size wants a whole number from 8") != NULL);
+    T_CHECK(strstr(out, "--size wants a whole number from 32") != NULL);
     free(out);
 }
 
