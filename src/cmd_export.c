@@ -19,7 +19,7 @@ static void help(void)
            "is the graph's first nodes. Outputs 'probabilities' (softmax) and 'logits',\n"
            "[N, classes]. metadata_props: class_names (a JSON array), image_size,\n"
            "petal_tui_version, source_run, epoch, input. `petal-tui predict FILE.onnx`\n"
-           "reads it back; so does ONNX Runtime (see petal-tui(1), EXPORT).\n",
+           "reads it back; so does ONNX Runtime (see petal-tui(1), SUBCOMMANDS, export).\n",
            usage);
 }
 

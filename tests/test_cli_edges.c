@@ -70,3 +70,38 @@ TEST(cli_edges_shards_size_has_training_s_minimum)
     free(out);
     free(err);
 }
+
+/* Every "see petal-tui(1), SECTION" a --help text cites names a section of the man page
+ * (export's cited an EXPORT section there is none of). */
+TEST(cli_edges_help_texts_cite_sections_the_man_page_has)
+{
+    uint8_t *man;
+    size_t len;
+    pt_err e;
+    T_REQUIRE(util_read_file("man/petal-tui.1", &man, &len, &e) == PT_OK);
+    static const char *const helps[] = { "--help", "inspect --help", "shards --help",
+                                         "demo --help", "lr-schedule --help", "preview --help",
+                                         "classify --help", "model --help", "events --help",
+                                         "predict --help", "ensemble --help", "export --help" };
+    int cited = 0;
+    for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++) {
+        char *out, *err;
+        run_bin(helps[i], &out, &err);
+        T_CHECKF(*out, "%s printed nothing on stdout", helps[i]);
+        for (const char *p = out; (p = strstr(p, "petal-tui(1), ")); p++) {
+            const char *s = p + strlen("petal-tui(1), ");
+            size_t n = 0;
+            while ((s[n] >= 'A' && s[n] <= 'Z') || (s[n] == ' ' && s[n + 1] >= 'A' && s[n + 1] <= 'Z'))
+                n++;
+            char want[80];
+            snprintf(want, sizeof want, ".SH %.*s\n", (int)n, s);
+            T_CHECKF(n > 0 && strstr((const char *)man, want),
+                     "%s cites petal-tui(1), '%.*s': no such section", helps[i], (int)n, s);
+            cited++;
+        }
+        free(out);
+        free(err);
+    }
+    T_CHECK(cited >= 2);
+    free(man);
+}
