@@ -105,3 +105,30 @@ TEST(cli_edges_help_texts_cite_sections_the_man_page_has)
     T_CHECK(cited >= 2);
     free(man);
 }
+
+/* --data on a folder of class folders of photos (what `shards` takes) names `shards`,
+ * with the folder, instead of only "no dataset here". */
+TEST(cli_edges_data_on_photo_class_folders_names_shards)
+{
+    const char *dir = t_tmpdir();
+    char path[4300], args[8192];
+    static const char *const files[] = { "photos/daisy/1.jpg", "photos/tulips/2.JPEG",
+                                         "photos/roses/3.png" };
+    util_path(path, sizeof path, "%s/photos", dir);
+    for (size_t i = 0; i < 3; i++) {
+        char f[4300], sub[4300];
+        util_path(f, sizeof f, "%s/%s", dir, files[i]);
+        snprintf(sub, sizeof sub, "%s", f);
+        *strrchr(sub, '/') = '\0';
+        T_REQUIRE(util_mkdirs(sub, NULL) == PT_OK);
+        T_REQUIRE(util_write_file_atomic(f, "x", 1, NULL) == PT_OK);
+    }
+    util_path(args, sizeof args, "--headless --data '%s' --epochs 1 --out '%s/run'", path, dir);
+    char *out, *err;
+    int rc = run_bin(args, &out, &err);
+    T_CHECKF(rc == 2 && strstr(err, "a folder of 3 class folders of images, not shards") &&
+                 strstr(err, "petal-tui shards") && strstr(err, path),
+             "exit %d, stderr: %s", rc, err);
+    free(out);
+    free(err);
+}

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/util.h"
 #include "data/jpeg.h"
@@ -61,6 +62,29 @@ static const char *split_dir_name(const char *root, ds_split_id id, char *buf, s
             return buf;
     }
     return NULL;
+}
+
+/* How many of path's folders (dirs) hold .jpg, .jpeg or .png files: what `petal-tui
+ * shards` takes, given where shards were wanted. */
+static int image_class_folders(const char *path, char **dirs, int nd)
+{
+    int n = 0;
+    for (int i = 0; i < nd; i++) {
+        char sub[4096], **files;
+        int nf;
+        if (util_path(sub, sizeof sub, "%s/%s", path, dirs[i]) != 0 ||
+            util_list_dir(sub, UTIL_LIST_FILES, &files, &nf, NULL) != PT_OK)
+            continue;
+        int images = 0;
+        for (int k = 0; k < nf && !images; k++) {
+            const char *dot = strrchr(files[k], '.');
+            images = dot && (!strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg") ||
+                             !strcasecmp(dot, ".png"));
+        }
+        util_free_list(files, nf);
+        n += images;
+    }
+    return n;
 }
 
 static int has_splits(const char *dir)
@@ -291,8 +315,15 @@ int ds_open(const char *path, int want_size, ds_dataset **out, pt_err *e)
             }
         }
         if (best < 0) {
+            int photos = image_class_folders(path, dirs, nd);
             util_free_list(dirs, nd);
             ds_free(d);
+            if (photos > 0)
+                return err_set(e, PT_ENODATA, path, PT_NO_RECORD, PT_NO_OFFSET,
+                               "a folder of %d class folders of images, not shards: make "
+                               "shards of it first (petal-tui shards %s OUT_DIR [--size 192]), "
+                               "then give --data OUT_DIR",
+                               photos, path);
             return err_set(e, PT_ENODATA, path, PT_NO_RECORD, PT_NO_OFFSET,
                            "no dataset here: expected train/ val/ test/ folders of .tfrec "
                            "shards, or tfrecords-jpeg-SIZE/ folders holding them");
