@@ -17,6 +17,7 @@
 
 #include "base/util.h"
 #include "runs.h"
+#include "src/cli.h"
 
 /* getopt_long's codes for the options outside the table; table row i is ROW + i,
  * and the "no-" form of a yes/no row ROW + n + i. */
@@ -84,6 +85,29 @@ static const char *name_of(const struct option *lo, int val)
     return "?";
 }
 
+/* An option getopt_long did not take: unknown, or the prefix of several; cli_unknown
+ * names the ones meant. */
+static void say_unknown(const struct option *lo, const char *arg)
+{
+    size_t n = 0;
+    while (lo[n].name)
+        n++;
+    char **known = calloc(n + 1, sizeof *known);
+    size_t k = 0;
+    for (size_t i = 0; known && i < n; i++) {
+        size_t len = strlen(lo[i].name) + 3;
+        if ((known[k] = malloc(len)))
+            snprintf(known[k++], len, "--%s", lo[i].name);
+    }
+    if (known)
+        cli_unknown(NULL, arg, (const char *const *)known);
+    else
+        fprintf(stderr, "petal-tui: unknown option '%s' (try --help)\n", arg);
+    for (size_t i = 0; i < k; i++)
+        free(known[i]);
+    free(known);
+}
+
 /* Whether s is a value that a yes/no option takes (so a bare flag may be followed
  * by it). Set on a scratch copy: only the answer counts. */
 static int is_yes_no(const cfg_option *o, const char *s)
@@ -124,8 +148,7 @@ static int read_command_line(int argc, char **argv, const struct option *lo, arg
         }
         if (c == '?') {
             if (optopt == 0) /* unknown, or a prefix of several */
-                fprintf(stderr, "petal-tui: unknown option '%.*s' (try --help)\n",
-                        (int)strcspn(argv[at], "="), argv[at]);
+                say_unknown(lo, argv[at]);
             else if (optopt >= OPT_CONFIG)
                 fprintf(stderr, "petal-tui: --%s takes no value (try --help)\n",
                         name_of(lo, optopt));

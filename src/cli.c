@@ -86,18 +86,36 @@ int cli_is_option(const char *opt, const char *const *known)
 
 void cli_unknown(const char *cmd, const char *opt, const char *const *known)
 {
-    char near[256] = "";
-    size_t len = 0, n = strlen(opt);
+    /* The options opt begins (getopt_long takes a unique one; several make it
+     * ambiguous), else those within two letters of it. */
+    char near[320] = "";
+    size_t len = 0, n = strcspn(opt, "=");
+    int begun = 0, shown = 0;
+    for (int k = 0; known[k]; k++)
+        begun += n > 2 && !strncmp(opt, known[k], n);
     for (int k = 0; known[k]; k++) {
         int prefix = n > 2 && !strncmp(opt, known[k], n);
-        if ((prefix || edits(opt, known[k]) <= 2) && len + strlen(known[k]) + 3 < sizeof near)
-            len += (size_t)snprintf(near + len, sizeof near - len, "%s%s", len ? ", " : "",
-                                    known[k]);
+        if (begun ? !prefix : edits(opt, known[k]) > 2)
+            continue;
+        if (shown++ == 8) {
+            len += (size_t)snprintf(near + len, sizeof near - len, ", ...");
+            break;
+        }
+        len += (size_t)snprintf(near + len, sizeof near - len, "%s%s", len ? ", " : "",
+                                known[k]);
     }
-    if (len)
-        fprintf(stderr, "petal-tui: %s: unknown option '%s' (did you mean %s? petal-tui %s "
-                "--help lists them)\n", cmd, opt, near, cmd);
+    char where[64] = "";
+    if (cmd)
+        snprintf(where, sizeof where, "%s: ", cmd);
+    char help[64];
+    snprintf(help, sizeof help, "petal-tui %s%s--help", cmd ? cmd : "", cmd ? " " : "");
+    if (begun > 1)
+        fprintf(stderr, "petal-tui: %soption '%.*s' is ambiguous: it begins %s (%s lists "
+                "them)\n", where, (int)n, opt, near, help);
+    else if (len)
+        fprintf(stderr, "petal-tui: %sunknown option '%.*s' (did you mean %s? %s lists them)\n",
+                where, (int)n, opt, near, help);
     else
-        fprintf(stderr, "petal-tui: %s: unknown option '%s' (petal-tui %s --help lists them)\n",
-                cmd, opt, cmd);
+        fprintf(stderr, "petal-tui: %sunknown option '%.*s' (%s lists them)\n", where, (int)n,
+                opt, help);
 }

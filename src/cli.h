@@ -25,8 +25,9 @@ int cli_input_norm(const char *opt, const char *s, int *out);
 
 /* Whether opt is one of known (NULL-ended). */
 int cli_is_option(const char *opt, const char *const *known);
-/* Says on stderr that opt is not one of cmd's options (known, NULL-ended), naming the
- * known ones it may have meant: those it begins, or within two letters of it. */
+/* Says on stderr that opt is not one of cmd's options (known, NULL-ended; cmd NULL for
+ * the training command line), naming the known ones it may have meant: those it begins
+ * (ambiguous when several), else those within two letters of it. */
 void cli_unknown(const char *cmd, const char *opt, const char *const *known);
 
 #endif

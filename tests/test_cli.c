@@ -252,8 +252,8 @@ TEST(cli_training_options_spellings_errors_and_precedence)
         { "--config @/cfg --resume @/run", 2, "/nonexistent/from-run: no such" },
         { "--config=@/cfg --resume=@/run --data /nonexistent/cli", 2, "/nonexistent/cli: no such" },
         { "--data=/nonexistent/cli --config @/cfg", 2, "/nonexistent/cli: no such" },
-        { "--bogus", 1, "petal-tui: unknown option '--bogus' (try --help)" },
-        { "--bogus=3", 1, "petal-tui: unknown option '--bogus' (try --help)" },
+        { "--bogus", 1, "petal-tui: unknown option '--bogus' (petal-tui --help lists them)" },
+        { "--bogus=3", 1, "petal-tui: unknown option '--bogus' (petal-tui --help lists them)" },
         { "--epochs", 1, "petal-tui: --epochs needs a value" },
         { "foo", 1, "petal-tui: unexpected argument 'foo' (try --help)" },
         { "-x", 1, "petal-tui: unexpected argument '-x' (try --help)" },
@@ -273,7 +273,8 @@ TEST(cli_training_options_spellings_errors_and_precedence)
         { "--no-color=1", 1, "petal-tui: --no-color takes no value (try --help)" },
         { "--no-deterministic=no", 1, "petal-tui: --no-deterministic takes no value" },
         { "-- foo", 1, "petal-tui: unknown option '--' (try --help)" },
-        { "--lr 1", 1, "petal-tui: unknown option '--lr' (try --help)" }, /* lr-start? lr-max? */
+        { "--lr 1", 1, "petal-tui: option '--lr' is ambiguous: it begins --lr-start, --lr-max, "
+                      "--lr-end, --lr-scaling (petal-tui --help lists them)" },
         { "--epoch 0", 1, "epochs wants a whole number" },                 /* a prefix of one */
         { "--config @/cfg --config=@/none", 1, "none: cannot open" },      /* the last wins */
     };

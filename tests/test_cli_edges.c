@@ -132,3 +132,31 @@ TEST(cli_edges_data_on_photo_class_folders_names_shards)
     free(out);
     free(err);
 }
+
+/* An option that begins several (--lr, --lr-s) lists them; an unknown one near a real one
+ * names it; a unique prefix still works as getopt_long takes it. */
+TEST(cli_edges_ambiguous_and_unknown_training_options_name_the_options_meant)
+{
+    static const struct {
+        const char *args, *want;
+    } cases[] = {
+        { "--headless --lr 0.1", "option '--lr' is ambiguous: it begins --lr-start, --lr-max, --lr-end" },
+        { "--headless --lr-s 0.1", "option '--lr-s' is ambiguous: it begins --lr-start, --lr-scaling" },
+        { "--headless --no-colr", "unknown option '--no-colr' (did you mean --no-color?" },
+        { "--headless --bogus", "unknown option '--bogus' (petal-tui --help lists them)" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out, *err;
+        int rc = run_bin(cases[i].args, &out, &err);
+        T_CHECKF(rc == 1 && strstr(err, cases[i].want), "%s: exit %d, stderr: %s", cases[i].args,
+                 rc, err);
+        free(out);
+        free(err);
+    }
+    /* A unique prefix: --epoch is --epochs, so its bad value is --epochs'. */
+    char *out, *err;
+    int rc = run_bin("--headless --epoch 0", &out, &err);
+    T_CHECKF(rc == 1 && strstr(err, "epochs"), "--epoch 0: exit %d, stderr: %s", rc, err);
+    free(out);
+    free(err);
+}
