@@ -63,10 +63,16 @@ static int parse_args(int argc, char **argv, en_args *a)
         if (s[0] != '-') {
             if (a->n == EN_MAX) {
                 fprintf(stderr, "petal-tui: at most %d members\n", EN_MAX);
-                return 2;
+                return 1;
             }
             a->runs[a->n++] = s;
             continue;
+        }
+        static const char *const options[] = { "--data", "--out", "--weights", "--batch",
+                                               "--replicas", "--tta", "--help", NULL };
+        if (!cli_is_option(s, options)) {
+            cli_unknown("ensemble", s, options);
+            return 1;
         }
         int bad = !v;
         if (bad)
@@ -88,13 +94,13 @@ static int parse_args(int argc, char **argv, en_args *a)
         if (bad) {
             fprintf(stderr, "petal-tui: bad option '%s%s%s'\n%s", s, v ? " " : "", v ? v : "",
                     usage);
-            return 2;
+            return 1;
         }
         i++;
     }
     if (a->n < 1 || !a->data) {
         fprintf(stderr, "%s", usage);
-        return 2;
+        return 1;
     }
     return 0;
 }
@@ -413,7 +419,7 @@ int cmd_ensemble(int argc, char **argv)
         return pr < 0 ? 0 : pr;
     double w[EN_MAX];
     if (parse_weights(a.weights, a.n, w) != 0)
-        return 2;
+        return 1;
     rm_model *m[EN_MAX];
     int *maps[EN_MAX];
     memset(m, 0, sizeof m);

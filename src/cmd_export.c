@@ -56,7 +56,7 @@ int cmd_export(int argc, char **argv)
     pt_err e;
     if (runs_export(run, out, &info, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: export: %s\n", e.msg);
-        return 2;
+        return e.code == PT_EUSAGE ? 1 : 2; /* not a run (the command to change), or unreadable */
     }
     printf("%s\n", info.path);
     fprintf(stderr,

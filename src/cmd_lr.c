@@ -24,6 +24,13 @@ int cmd_lr_schedule(int argc, char **argv)
                    "times lr-scaling. --rows 0 prints every update.\n");
             return 0;
         }
+        static const char *const options[] = { "--lr-start", "--lr-max", "--lr-end", "--warmup",
+                                               "--lr-scaling", "--epochs", "--updates-per-epoch",
+                                               "--rows", "--schedule", "--help", NULL };
+        if (!cli_is_option(a, options)) {
+            cli_unknown("lr-schedule", a, options);
+            return 1;
+        }
         if (!v) {
             fprintf(stderr, "petal-tui: lr-schedule: %s needs a value\n", a);
             return 1;

@@ -13,13 +13,18 @@
 /* Imports path at size x size (0: the graph's): n_classes 0 keeps the graph's
  * classifier (classifier: refusing a feature extractor) or output; norm is a
  * run_input_norm (auto: the graph's own convention). NULL (said) when it cannot. */
-static inf_onnx *import(const char *path, int size, int n_classes, int classifier, int norm)
+/* The graph, or NULL with the error said and *status the exit status: 1 for a graph of
+ * the wrong kind or a size it cannot take (the command is what to change), 2 for a file
+ * that cannot be read as one (the man page's EXIT STATUS). */
+static inf_onnx *import(const char *path, int size, int n_classes, int classifier, int norm,
+                        int *status)
 {
     pt_err e;
     inf_onnx *g = NULL;
     if (inf_onnx_open(path, size, n_classes, classifier, (run_input_norm)norm, &g, &e) !=
         PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
+        *status = e.code == PT_EUSAGE ? 1 : 2;
         return NULL;
     }
     return g;
@@ -105,9 +110,10 @@ int cmd_classify(int argc, char **argv)
         return 1;
     }
     long long size = oa.size, top = oa.extra;
-    inf_onnx *g = import(oa.files[0], (int)size, 0, 1, oa.norm);
+    int status = 2;
+    inf_onnx *g = import(oa.files[0], (int)size, 0, 1, oa.norm, &status);
     if (!g)
-        return 2;
+        return status;
     int k = inf_onnx_classes(g);
     if (top > k)
         top = k;
@@ -116,7 +122,7 @@ int cmd_classify(int argc, char **argv)
     inf_classify *c = NULL;
     int *order = malloc((size_t)k * sizeof *order);
     double *p = malloc((size_t)k * sizeof *p);
-    int status = 0;
+    status = 0;
     if (inf_classify_new(g, &c, &e) != PT_OK || !order || !p) {
         fprintf(stderr, "petal-tui: out of memory\n");
         status = 2;
@@ -170,9 +176,10 @@ int cmd_model(int argc, char **argv)
     }
     const char *model = oa.files[0];
     long long size = oa.size, classes = oa.extra;
-    inf_onnx *g = import(model, (int)size, (int)classes, 0, oa.norm);
+    int status = 2;
+    inf_onnx *g = import(model, (int)size, (int)classes, 0, oa.norm, &status);
     if (!g)
-        return 2;
+        return status;
     char *text = inf_onnx_summary(g);
     if (text) {
         fputs(text, stdout);

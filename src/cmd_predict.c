@@ -54,8 +54,9 @@ static const char *const help_text =
     "8). Refused, each named on stderr with why while the rest are predicted: files that\n"
     "are neither, damaged or truncated images, unreadable files, files over 256 MiB,\n"
     "images over 16384 pixels a side or 64 Mpixels, folders without images.\n"
-    "Exit status: 0 all predicted, 1 some input failed, 2 the model or the usage,\n"
-    "130 stopped by Ctrl-C.\n";
+    "Exit status (as every petal-tui command's): 0 all predicted, 1 a usage error or a\n"
+    "model of the wrong kind, 2 a model or an input that could not be read (the other\n"
+    "inputs are predicted), 130 stopped by Ctrl-C.\n";
 
 typedef struct pr_args {
     const char *model, *out, *submission, *split;
@@ -73,7 +74,7 @@ static int ends_npy(const char *path)
     return n >= 4 && !strcmp(path + n - 4, ".npy");
 }
 
-/* 0 go on, 2 usage error (said), -1 help printed. */
+/* 0 go on, 1 usage error (said), -1 help printed. */
 static int parse_args(int argc, char **argv, pr_args *a)
 {
     int cores = util_cores_online();
@@ -81,7 +82,7 @@ static int parse_args(int argc, char **argv, pr_args *a)
                     .split = "test" };
     a->inputs = calloc((size_t)argc, sizeof *a->inputs);
     if (!a->inputs)
-        return 2;
+        return 1;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
@@ -97,11 +98,11 @@ static int parse_args(int argc, char **argv, pr_args *a)
                                                "--split", "--features", "--help", NULL };
         if (s[0] == '-' && s[1] && !cli_is_option(s, options)) {
             cli_unknown("predict", s, options);
-            return 2;
+            return 1;
         }
         if (s[0] == '-' && s[1] && i + 1 >= argc) {
             fprintf(stderr, "petal-tui: predict: %s needs a value\n%s", s, usage);
-            return 2;
+            return 1;
         }
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
@@ -127,7 +128,7 @@ static int parse_args(int argc, char **argv, pr_args *a)
         else if (s[0] == '-' && s[1]) { /* --tta or --split with another value */
             fprintf(stderr, "petal-tui: predict: %s wants %s, not '%s'\n", s,
                     !strcmp(s, "--tta") ? "flip or none" : "test, val or train", v);
-            return 2;
+            return 1;
         } else {
             if (!a->model)
                 a->model = s;
@@ -136,22 +137,22 @@ static int parse_args(int argc, char **argv, pr_args *a)
             continue;
         }
         if (bad)
-            return 2;
+            return 1;
         i++;
     }
     if (!a->model || a->n_inputs == 0) {
         fprintf(stderr, "%s", usage);
-        return 2;
+        return 1;
     }
     if (a->features && (a->tta >= 0 || a->submission || a->top != 1)) {
         fprintf(stderr, "petal-tui: --features writes vectors: --tta, --top and --submission "
                 "are for classes\n");
-        return 2;
+        return 1;
     }
     if (!a->features && a->out && ends_npy(a->out)) {
         fprintf(stderr, "petal-tui: --out %s: a .npy file is for --features; the classes "
                 "are CSV\n", a->out);
-        return 2;
+        return 1;
     }
     return 0;
 }
@@ -326,7 +327,7 @@ static int out_close(pr_out *o, const prd_results *r, int rc)
         return 2;
     if (r->stopped)
         return 130;
-    return bad ? 2 : o->failed || r->n_failed > 0;
+    return bad || o->failed || r->n_failed > 0 ? 2 : 0;
 }
 
 static int predict_dataset(const pr_args *a, const rm_model *m, prd *p, pr_out *o,
@@ -335,7 +336,7 @@ static int predict_dataset(const pr_args *a, const rm_model *m, prd *p, pr_out *
     int sid = split_id(a->split), test = sid == DATASETS_TEST;
     if (a->submission && !test) {
         fprintf(stderr, "petal-tui: --submission is for the test split, not %s\n", a->split);
-        return 2;
+        return 1;
     }
     bar->what = a->split;
     if (out_open(o, a, m, NULL, test) != 0)
@@ -396,7 +397,7 @@ static int predict_files(const pr_args *a, const rm_model *m, prd *p, pr_out *o,
 {
     if (a->submission) {
         fprintf(stderr, "petal-tui: --submission is for a dataset's test split\n");
-        return 2;
+        return 1;
     }
     char **files;
     long long n;
@@ -419,7 +420,7 @@ static int predict_files(const pr_args *a, const rm_model *m, prd *p, pr_out *o,
     }
     int status = out_close(o, &r, rc);
     if (status == 0 && failed)
-        status = 1;
+        status = 2;
     prd_results_free(&r);
     prd_list_free(files, n);
     return status;
@@ -440,7 +441,7 @@ int cmd_predict(int argc, char **argv)
         fprintf(stderr, "petal-tui: a dataset is predicted alone, not beside other inputs\n");
         datasets_close(ds);
         free(a.inputs);
-        return 2;
+        return 1;
     }
     rm_model *m = NULL;
     pt_err e;
@@ -448,6 +449,7 @@ int cmd_predict(int argc, char **argv)
     if (inf_model_open_features(a.model, (int)a.size, (run_input_norm)a.norm, a.features, &m,
                                 &e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
+        status = e.code == PT_EUSAGE ? 1 : 2; /* a model of the wrong kind, or unreadable */
         goto out;
     }
     if (inf_model_size_why(m)[0])

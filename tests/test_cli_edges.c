@@ -160,3 +160,23 @@ TEST(cli_edges_ambiguous_and_unknown_training_options_name_the_options_meant)
     free(out);
     free(err);
 }
+
+/* One exit-status rule for every command (the man page's EXIT STATUS): an unknown option
+ * is a usage error, exit 1, and the option is named, in each subcommand. Before, predict
+ * and ensemble exited 2 for it, and predict and lr-schedule called it a missing value. */
+TEST(cli_edges_every_subcommand_calls_an_unknown_option_usage_exit_1)
+{
+    static const char *const cmds[] = { "", "predict m.onnx a.jpg", "ensemble r --data d",
+                                        "export r", "model m.onnx", "classify m.onnx a.jpg",
+                                        "events r", "shards a b", "inspect p", "preview",
+                                        "lr-schedule", "demo" };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char args[512], *out, *err;
+        snprintf(args, sizeof args, "%s --bogus", cmds[i]);
+        int rc = run_bin(args, &out, &err);
+        T_CHECKF(rc == 1 && strstr(err, "'--bogus'") && !strstr(err, "needs a value"),
+                 "'%s': exit %d, stderr: %s", args, rc, err);
+        free(out);
+        free(err);
+    }
+}

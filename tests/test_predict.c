@@ -486,7 +486,7 @@ TEST(predict_bad_inputs_named_rest_predicted)
 
     char args[9000], *out = NULL, *err = NULL;
     util_path(args, sizeof args, "predict '%s' '%s' --replicas 2", f->run_a, in);
-    T_EQ_INT(pd_cli(args, &out, &err), 1);
+    T_EQ_INT(pd_cli(args, &out, &err), 2);
     T_REQUIRE(out && err);
     static const char *const good[] = { "a_rgb.jpg", "b_gray.jpg", "c_cmyk.jpg", "d_alpha.png",
                                         "e_16bit.PNG" };
@@ -509,7 +509,7 @@ TEST(predict_bad_inputs_named_rest_predicted)
     util_path(empty, sizeof empty, "%s/empty", dir);
     T_REQUIRE(util_mkdirs(empty, NULL) == PT_OK);
     util_path(args, sizeof args, "predict '%s' '%s'", f->run_a, empty);
-    T_EQ_INT(pd_cli(args, &out, &err), 1);
+    T_EQ_INT(pd_cli(args, &out, &err), 2);
     T_CHECKF(out && pd_lines(out) == 1 && err && strstr(err, "no .jpg, .jpeg or .png files"),
              "%s\n%s", out ? out : "", err ? err : "");
     free(out);
@@ -518,7 +518,7 @@ TEST(predict_bad_inputs_named_rest_predicted)
     util_path(p, sizeof p, "%s/loop", in);
     T_REQUIRE(symlink(in, p) == 0);
     util_path(args, sizeof args, "predict '%s' '%s'", f->run_a, in);
-    T_EQ_INT(pd_cli(args, &out, &err), 1);
+    T_EQ_INT(pd_cli(args, &out, &err), 2);
     T_EQ_INT(pd_lines(out), 6);
     free(out);
     free(err);
@@ -605,14 +605,14 @@ TEST(predict_run_classes_and_failures)
                                      NULL) == PT_OK);
     T_CHECK(rm_open(r, 0, &m, &e) != PT_OK && strstr(e.msg, "/nonexistent/net.onnx") &&
             strstr(e.msg, "gone"));
-    /* Usage: no inputs, a bad option, nothing at the model's path. */
+    /* Usage (exit 1, as every command's): no inputs, a bad option, nothing at the model's path. */
     util_path(args, sizeof args, "predict '%s'", f->run_a);
-    T_EQ_INT(pd_cli(args, &out, NULL), 2);
+    T_EQ_INT(pd_cli(args, &out, NULL), 1);
     free(out);
     util_path(args, sizeof args, "predict '%s' x.jpg --top 0", f->run_a);
-    T_EQ_INT(pd_cli(args, &out, NULL), 2);
+    T_EQ_INT(pd_cli(args, &out, NULL), 1);
     free(out);
-    T_EQ_INT(pd_cli("predict /nonexistent/run x.jpg", &out, NULL), 2);
+    T_EQ_INT(pd_cli("predict /nonexistent/run x.jpg", &out, NULL), 1);
     free(out);
     T_EQ_INT(pd_cli("predict --help", &out, NULL), 0);
     T_CHECK(out && strstr(out, "usage: petal-tui predict"));
@@ -711,7 +711,7 @@ TEST(predict_ensemble_two_runs)
     free(err);
     util_path(args, sizeof args, "ensemble '%s' '%s' --weights 1 --data '%s'", f->run_a,
               f->run_b, f->data);
-    T_EQ_INT(pd_cli(args, &out, NULL), 2);
+    T_EQ_INT(pd_cli(args, &out, NULL), 1);
     free(out);
 }
 

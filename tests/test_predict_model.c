@@ -205,7 +205,7 @@ TEST(predict_model_another_size_is_refused_where_the_graph_cannot_run_at_it)
     free(err);
     util_path(args, sizeof args, "predict '%s' '%s/img' --size 96", flat, dir);
     rc = pm_cli(args, &out, &err);
-    T_CHECKF(rc == 2 && strstr(err, "declares its input as 64x64 and cannot run at 96x96") &&
+    T_CHECKF(rc == 1 && strstr(err, "declares its input as 64x64 and cannot run at 96x96") &&
              strstr(err, "leave out --size") && !out[0], "exit %d:\n%s%s", rc, out, err);
     free(out);
     free(err);
@@ -245,7 +245,7 @@ TEST(predict_model_feature_extractor_is_refused_and_gives_its_features)
     char *out = NULL, *err = NULL;
     util_path(args, sizeof args, "predict '%s' '%s/img'", notop, dir);
     int rc = pm_cli(args, &out, &err);
-    T_CHECKF(rc == 2 && !out[0] && strstr(err, "a feature extractor, not a classifier") &&
+    T_CHECKF(rc == 1 && !out[0] && strstr(err, "a feature extractor, not a classifier") &&
              strstr(err, "--data DATASET") && strstr(err, "--features"), "exit %d:\n%s%s", rc,
              out, err);
     free(out);
@@ -322,7 +322,7 @@ TEST(predict_model_keras_backbone_is_a_feature_extractor_taking_tf_input)
     util_path(args, sizeof args, "predict '%s' '%s'", t_data(PM_NOTOP),
               t_data("flower-jpegs-128/daisy/100080576_f52e8ee070_n.jpg"));
     rc = pm_cli(args, &out, &err);
-    T_CHECKF(rc == 2 && !out[0] && strstr(err, "a feature extractor"), "exit %d:\n%s%s", rc, out,
+    T_CHECKF(rc == 1 && !out[0] && strstr(err, "a feature extractor"), "exit %d:\n%s%s", rc, out,
              err);
     free(out);
     free(err);
@@ -420,12 +420,12 @@ TEST(predict_model_classify_and_model_name_a_folder_or_a_bad_image_once)
     char *out = NULL, *err = NULL;
     util_path(args, sizeof args, "model '%s'", dir);
     int rc = pm_cli(args, &out, &err);
-    T_CHECKF(rc == 2 && strstr(err, "a folder, not an .onnx file"), "exit %d:\n%s", rc, err);
+    T_CHECKF(rc == 1 && strstr(err, "a folder, not an .onnx file"), "exit %d:\n%s", rc, err);
     free(out);
     free(err);
     util_path(args, sizeof args, "classify '%s' '%s'", dir, bad);
     rc = pm_cli(args, &out, &err);
-    T_CHECKF(rc == 2 && strstr(err, "a folder, not an .onnx file"), "exit %d:\n%s", rc, err);
+    T_CHECKF(rc == 1 && strstr(err, "a folder, not an .onnx file"), "exit %d:\n%s", rc, err);
     free(out);
     free(err);
     util_path(args, sizeof args, "classify '%s' '%s' '%s'", model, dir, bad);
