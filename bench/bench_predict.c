@@ -194,7 +194,7 @@ int main(int argc, char **argv)
         char onnx[256], input[256];
         snprintf(onnx, sizeof onnx, "/tmp/bench_predict/%s-%d.onnx", n->name, n->size);
         double t0 = now();
-        nn_export_meta meta = { .image_size = n->size, .epoch = -1 };
+        nn_export_meta meta = { .image_size = n->size, .epoch = -1, .update = -1 };
         if (nn_export_onnx_file(m, &meta, onnx, &e) != PT_OK) {
             fprintf(stderr, "bench_predict: %s\n", e.msg);
             return 1;

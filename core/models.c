@@ -75,6 +75,11 @@ int inf_model_features(const rm_model *m)
     return m->features;
 }
 
+int inf_model_export_stale(const rm_model *m, char *msg, size_t n)
+{
+    return rm_export_stale(m, msg, n);
+}
+
 const char *inf_model_source(const rm_model *m)
 {
     return m->source;

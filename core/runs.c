@@ -134,10 +134,16 @@ int runs_export(const char *run_dir, const char *out, runs_export_info *info, pt
         info->classes = in.classes;
         info->image_size = in.image_size;
         info->epoch = in.epoch;
+        info->update = in.update;
         info->ema = in.ema;
         info->seconds = in.seconds;
     }
     return rc;
+}
+
+int runs_export_stale(const char *run_dir, char *msg, size_t n)
+{
+    return rm_run_export_stale(run_dir, msg, n);
 }
 
 int runs_export_msg(const char *run_dir, char *msg, size_t n, pt_err *e)
@@ -145,8 +151,8 @@ int runs_export_msg(const char *run_dir, char *msg, size_t n, pt_err *e)
     runs_export_info in;
     int rc = runs_export(run_dir, NULL, &in, e);
     if (rc == PT_OK)
-        snprintf(msg, n, "%s: %d classes, %d px, epoch %d, %s (%.1f MB, %.2f s)", in.path,
-                 in.classes, in.image_size, in.epoch,
+        snprintf(msg, n, "%s: %d classes, %d px, epoch %d, update %d, %s (%.1f MB, %.2f s)",
+                 in.path, in.classes, in.image_size, in.epoch, in.update,
                  in.ema ? "the moving average of the weights" : "the weights as trained",
                  (double)in.bytes / 1e6, in.seconds);
     return rc;

@@ -101,7 +101,7 @@ const char *runs_event_image_ext(const runs_event *it);
 typedef struct runs_export_info {
     char path[4200];        /* the file written */
     long long bytes;
-    int classes, image_size, epoch;
+    int classes, image_size, epoch, update;
     int ema;                /* 1: the moving average of the weights was written */
     double seconds;         /* opening the run and writing the file */
 } runs_export_info;
@@ -115,6 +115,9 @@ int runs_export(const char *run_dir, const char *out, runs_export_info *info, pt
 /* The same into the run folder, saying what was written in msg ("RUN/model.onnx: 5
  * classes, 224 px, epoch 10, ..."). */
 int runs_export_msg(const char *run_dir, char *msg, size_t n, pt_err *e);
+/* 1 when run_dir's model.onnx holds another update than its checkpoint (the run moved
+ * on since the export), with msg saying both and the command that refreshes it. */
+int runs_export_stale(const char *run_dir, char *msg, size_t n);
 
 /* The validation outputs of a command that predicts as a run would (ensemble), into
  * the folder dir (made already): its report.json (report_len bytes of JSON), and

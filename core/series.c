@@ -165,8 +165,8 @@ static void open_state(const run_figures *r, run_snapshot *s, int ne)
         s->state = RUN_DONE;
         util_fmt(s->message, sizeof s->message,
                  "opened %s: a finished run, shown without training (petal-tui --resume %s "
-                 "continues it)",
-                 r->name, r->path);
+                 "--epochs N, N above %d, continues it)",
+                 r->name, r->path, planned);
         return;
     }
     s->state = !strncmp(r->ended, "failed: ", 8) ? RUN_FAILED : RUN_STOPPED;

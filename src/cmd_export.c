@@ -60,8 +60,9 @@ int cmd_export(int argc, char **argv)
     }
     printf("%s\n", info.path);
     fprintf(stderr,
-            "petal-tui: exported %s: %d classes, %d px, epoch %d, %s, %.1f MB in %.2f s\n",
-            run, info.classes, info.image_size, info.epoch,
+            "petal-tui: exported %s: %d classes, %d px, epoch %d, update %d, %s, %.1f MB in "
+            "%.2f s\n",
+            run, info.classes, info.image_size, info.epoch, info.update,
             info.ema ? "the moving average of the weights" : "the weights as trained",
             (double)info.bytes / 1e6, info.seconds);
     return 0;

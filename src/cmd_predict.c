@@ -10,6 +10,7 @@
 #include "src/predict_out.h"
 #include "infer/infer.h"
 #include "datasets.h"
+#include "runs.h"
 
 static const char *const usage =
     "usage: petal-tui predict RUN_DIR|MODEL.onnx INPUT... [--out FILE.csv] [--top K]\n"
@@ -452,6 +453,12 @@ int cmd_predict(int argc, char **argv)
         status = e.code == PT_EUSAGE ? 1 : 2; /* a model of the wrong kind, or unreadable */
         goto out;
     }
+    /* An export the run has moved past answers as the run did then, not as it does
+     * now: said, since README promises the two agree. */
+    char stale[9000];
+    if (inf_model_export_stale(m, stale, sizeof stale) ||
+        (util_is_dir(a.model) && runs_export_stale(a.model, stale, sizeof stale)))
+        fprintf(stderr, "petal-tui: predict: note: %s\n", stale);
     if (inf_model_size_why(m)[0])
         fprintf(stderr, "petal-tui: predict: %s at %dx%d: %s\n", a.model,
                 inf_model_image_size(m), inf_model_image_size(m), inf_model_size_why(m));

@@ -249,7 +249,7 @@ int headless_run(const run_config *cfg)
         switch (s.state) {
         case RUN_DONE: status = 0; break;
         case RUN_STOPPED: status = got_signal ? 130 : 0; break;
-        default: status = 2; break;
+        default: status = failed && e.code == PT_EUSAGE ? 1 : 2; break; /* EXIT STATUS */
         }
     }
     eng_destroy(g);

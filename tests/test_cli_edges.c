@@ -7,24 +7,34 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-/* Runs "BIN ARGS" with stdout and stderr apart; both texts malloc'd (caller frees). */
-static int run_bin(const char *args, char **out, char **err)
+/* Runs "BIN ARGS" in the folder cwd with stdout and stderr apart; both texts malloc'd
+ * (caller frees). */
+static int run_in(const char *cwd, const char *args, char **out, char **err)
 {
-    const char *dir = t_tmpdir();
     char cmd[8192], path[4200], bin[4096];
     if (!realpath(t_bin(), bin))
         snprintf(bin, sizeof bin, "%s", t_bin());
-    util_path(cmd, sizeof cmd, "cd '%s' && '%s' %s >stdout 2>stderr", dir, bin, args);
+    util_path(cmd, sizeof cmd, "cd '%s' && '%s' %s >stdout 2>stderr", cwd, bin, args);
     int rc = t_run(cmd, NULL);
     size_t len;
-    util_path(path, sizeof path, "%s/stdout", dir);
+    util_path(path, sizeof path, "%s/stdout", cwd);
     if (util_read_file(path, (uint8_t **)out, &len, NULL) != PT_OK)
         *out = strdup("");
-    util_path(path, sizeof path, "%s/stderr", dir);
+    util_path(path, sizeof path, "%s/stderr", cwd);
     if (util_read_file(path, (uint8_t **)err, &len, NULL) != PT_OK)
         *err = strdup("");
+    unlink(path);
+    util_path(path, sizeof path, "%s/stdout", cwd);
+    unlink(path);
     return rc;
+}
+
+/* The same in a fresh folder of its own. */
+static int run_bin(const char *args, char **out, char **err)
+{
+    return run_in(t_tmpdir(), args, out, err);
 }
 
 /* predict's options: an unknown one is called unknown (with the one meant, when one is
@@ -179,4 +189,131 @@ TEST(cli_edges_every_subcommand_calls_an_unknown_option_usage_exit_1)
         free(out);
         free(err);
     }
+}
+
+/* --resume of a finished run: it says the run is finished and how to continue it, exits 1
+ * and leaves the run's files as they were (it printed "resumed ... at update U", trained
+ * nothing and exited 0); with --epochs above the run's it trains on. */
+TEST(cli_edges_resume_of_a_finished_run_says_so_and_how_to_continue)
+{
+    const char *dir = t_tmpdir();
+    long long train[2] = { 24, 24 }, val[2] = { 8, 8 };
+    const char *data = fx_dataset(dir, 2, train, val, 0, 32, 20);
+    T_REQUIRE(data);
+    char args[8192], run[4200], hist[4300];
+    util_path(run, sizeof run, "%s/run", dir);
+    util_path(args, sizeof args, "--headless --data '%s' --epochs 1 --batch-per-replica 8 "
+              "--replicas 1 --out '%s'", data, run);
+    char *out, *err;
+    int rc = run_bin(args, &out, &err);
+    T_CHECKF(rc == 0, "training: exit %d: %s", rc, err);
+    free(out);
+    free(err);
+    util_path(hist, sizeof hist, "%s/history.json", run);
+    char *before = fx_slurp(hist);
+    T_REQUIRE(before);
+    util_path(args, sizeof args, "--headless --resume '%s'", run);
+    rc = run_bin(args, &out, &err);
+    T_CHECKF(rc == 1 && strstr(err, "the run is finished: epoch 1 of 1 done") &&
+                 strstr(err, "--epochs N with N above 1 continues it") &&
+                 !strstr(out, "resumed") && !strstr(out, "done:"),
+             "exit %d\nstdout: %s\nstderr: %s", rc, out, err);
+    free(out);
+    free(err);
+    char *after = fx_slurp(hist);
+    T_CHECK(after && !strcmp(before, after));
+    free(after);
+    util_path(args, sizeof args, "--headless --resume '%s' --epochs 2", run);
+    rc = run_bin(args, &out, &err);
+    T_CHECKF(rc == 0 && strstr(out, "done: 2 epochs"), "--epochs 2: exit %d\n%s%s", rc, out,
+             err);
+    free(out);
+    free(err);
+    free(before);
+}
+
+/* A start that fails before its first update (a --model that is no ONNX file) removes the
+ * run folder it made, under runs/ or at --out, and leaves one it did not make (a resumed
+ * run's) as it was. */
+TEST(cli_edges_a_failed_start_leaves_no_run_folder)
+{
+    const char *dir = t_tmpdir();
+    long long train[2] = { 24, 24 }, val[2] = { 8, 8 };
+    const char *data = fx_dataset(dir, 2, train, val, 0, 32, 20);
+    T_REQUIRE(data);
+    char bad[4200], args[8192], path[4300];
+    util_path(bad, sizeof bad, "%s/bad.onnx", dir);
+    T_REQUIRE(util_write_file_atomic(bad, "junk\n", 5, NULL) == PT_OK);
+    util_path(args, sizeof args, "--headless --data '%s' --model '%s' --epochs 1", data, bad);
+    char *out, *err;
+    int rc = run_in(dir, args, &out, &err);
+    T_CHECKF(rc == 2 && strstr(err, "bad.onnx"), "exit %d: %s", rc, err);
+    free(out);
+    free(err);
+    util_path(args, sizeof args, "%s/runs", dir);
+    char **left;
+    int n_left = 0;
+    if (util_list_dir(args, UTIL_LIST_ALL, &left, &n_left, NULL) == PT_OK) {
+        T_CHECKF(n_left == 0, "%s/%s is left behind", args, n_left ? left[0] : "");
+        util_free_list(left, n_left);
+    }
+    util_path(args, sizeof args, "--headless --data '%s' --model '%s' --epochs 1 --out '%s/o'",
+              data, bad, dir);
+    rc = run_bin(args, &out, &err);
+    T_CHECKF(rc == 2, "--out: exit %d: %s", rc, err);
+    free(out);
+    free(err);
+    util_path(path, sizeof path, "%s/o", dir);
+    T_CHECKF(!util_is_dir(path), "%s is left behind", path);
+}
+
+/* An export says which update it holds, and predict says when the run has trained past
+ * it (export, then --resume --epochs 2: the file and the run answered differently with
+ * nothing said); exported again, nothing is said. */
+TEST(cli_edges_a_stale_export_is_said_by_predict)
+{
+    const char *dir = t_tmpdir();
+    long long train[2] = { 24, 24 }, val[2] = { 8, 8 };
+    const char *data = fx_dataset(dir, 2, train, val, 0, 32, 20);
+    T_REQUIRE(data);
+    char args[8192], run[4200];
+    util_path(run, sizeof run, "%s/run", dir);
+    static const char *const steps[] = {
+        "--headless --data '%s' --epochs 1 --batch-per-replica 8 --replicas 1 --out '%s'",
+        "export '%s'%.0s", "--headless --resume '%s' --epochs 2%.0s" };
+    char *out, *err;
+    for (int k = 0; k < 3; k++) {
+        if (k == 0)
+            util_path(args, sizeof args, steps[0], data, run);
+        else
+            util_path(args, sizeof args, steps[k], run, "");
+        int rc = run_bin(args, &out, &err);
+        T_CHECKF(rc == 0, "%s: exit %d: %s", args, rc, err);
+        if (k == 1)
+            T_CHECKF(strstr(err, "epoch 1, update 6,"), "export says: %s", err);
+        free(out);
+        free(err);
+    }
+    util_path(args, sizeof args, "predict '%s/model.onnx' '%s' --split val", run, data);
+    int rc = run_bin(args, &out, &err);
+    T_CHECKF(rc == 0 && strstr(err, "model.onnx holds update 6 (epoch 1) of ") &&
+                 strstr(err, "the run is now at update 12 (epoch 2)") &&
+                 strstr(err, "petal-tui export ") && strstr(out, "id,label"),
+             "exit %d\n%s", rc, err);
+    free(out);
+    free(err);
+    util_path(args, sizeof args, "predict '%s' '%s' --split val", run, data);
+    rc = run_bin(args, &out, &err);
+    T_CHECKF(rc == 0 && strstr(err, "holds update 6 (epoch 1)"), "the run: exit %d\n%s", rc, err);
+    free(out);
+    free(err);
+    util_path(args, sizeof args, "export '%s'", run);
+    T_CHECK(run_bin(args, &out, &err) == 0);
+    free(out);
+    free(err);
+    util_path(args, sizeof args, "predict '%s/model.onnx' '%s' --split val", run, data);
+    rc = run_bin(args, &out, &err);
+    T_CHECKF(rc == 0 && !strstr(err, "holds update"), "refreshed: exit %d\n%s", rc, err);
+    free(out);
+    free(err);
 }

@@ -166,6 +166,9 @@ char *const *inf_model_class_names(const rm_model *m);
 const char *inf_model_size_why(const rm_model *m);
 /* Opened for features: 1 the vector its classifier reads, 0 the graph's output. */
 int inf_model_features(const rm_model *m);
+/* 1 when m is a petal-tui export whose run has moved past it (another update), with
+ * msg saying both and the command that refreshes it (infer/runmodel.h). */
+int inf_model_export_stale(const rm_model *m, char *msg, size_t n);
 /* The run folder or file it was opened from. */
 const char *inf_model_source(const rm_model *m);
 /* 1 when the run validated with --tta flip. */

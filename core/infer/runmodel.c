@@ -26,6 +26,7 @@ void rm_close(rm_model *m)
             free(m->class_names[c]);
     free(m->class_names);
     free(m->source);
+    free(m->source_run);
     free(m->data);
     memset(m, 0, sizeof *m);
 }
@@ -137,6 +138,11 @@ static int open_onnx(const char *path, int size, run_input_norm norm, int featur
     m->crop = 1;
     m->fast_decode = 0;
     m->epoch = meta.petal ? meta.epoch : -1;
+    m->update = meta.petal ? meta.update : -1;
+    if (meta.petal && meta.source_run && !(m->source_run = strdup(meta.source_run))) {
+        nn_onnx_meta_free(&meta);
+        return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    }
     if (meta.n_classes > 0 && meta.n_classes != k) {
         int n = meta.n_classes;
         nn_onnx_meta_free(&meta);
@@ -231,6 +237,7 @@ static int load_weights(const char *ckpt, rm_model *m, pt_err *e)
         m->ema = 1;
     }
     m->epoch = (int)l.progress.epoch;
+    m->update = (int)l.progress.update;
     ckpt_free_loaded(&l);
     return PT_OK;
 }
@@ -335,7 +342,7 @@ int rm_open_features(const char *path, int image_size_override, run_input_norm n
     if (!e)
         e = &local;
     memset(out, 0, sizeof *out);
-    out->epoch = -1;
+    out->epoch = out->update = -1;
     if (!(out->source = strdup(path)))
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     int rc;

@@ -31,6 +31,8 @@ typedef struct rm_model {
     int fast_decode, crop;  /* the run's validation decode settings */
     char *source;           /* the run folder or file */
     int epoch;              /* epochs done (-1 unknown) */
+    int update;             /* optimizer updates done (-1 unknown) */
+    char *source_run;       /* an export: the run folder it came from ("" none), malloc'd */
     int ema;                /* 1: the moving average is in net */
     int tta_flip;           /* the run validated with --tta flip */
     char *data;             /* the run's dataset folder ("" for the demo data), malloc'd;
@@ -67,7 +69,7 @@ int rm_data_path(const char *data, char *buf, size_t n, pt_err *e);
 typedef struct rm_export_info {
     char path[4200];        /* the file written */
     long long bytes;
-    int classes, image_size, epoch;
+    int classes, image_size, epoch, update;
     int ema;                /* 1: the moving average of the weights was written */
     double seconds;         /* opening the run and writing the file */
 } rm_export_info;
@@ -79,5 +81,14 @@ typedef struct rm_export_info {
  * a net the exporter cannot write is refused naming what, and nothing is written.
  * info (may be NULL) says what was written. */
 int rm_export(const char *run_dir, const char *out, rm_export_info *info, pt_err *e);
+
+/* An export older than its run: m is an ONNX file petal-tui exported (its metadata's
+ * source_run, update, epoch) and that run's checkpoint has moved past it (another
+ * update; for exports before updates were written, another epoch). 1 with msg saying
+ * both and the command that refreshes it; 0 when current, or nothing to compare (not
+ * an export, its run gone). */
+int rm_export_stale(const rm_model *m, char *msg, size_t n);
+/* The same for run_dir's own export (RUN_F_EXPORT, model.onnx) when it has one. */
+int rm_run_export_stale(const char *run_dir, char *msg, size_t n);
 
 #endif

@@ -507,16 +507,17 @@ static int add_prop(W *w, Pt__Onnx__ModelProto *mp, const char *key, const char 
 
 static int write_meta(W *w, Pt__Onnx__ModelProto *mp, const nn_export_meta *meta, int size)
 {
-    mp->metadata_props = wr_alloc(w, 6 * sizeof *mp->metadata_props);
+    mp->metadata_props = wr_alloc(w, 7 * sizeof *mp->metadata_props);
     if (!mp->metadata_props)
         return w->err;
     const char *run = meta && meta->source_run ? meta->source_run : "";
-    int epoch = meta ? meta->epoch : -1;
+    int epoch = meta ? meta->epoch : -1, update = meta ? meta->update : -1;
     add_prop(w, mp, "class_names", class_json(w, meta));
     add_prop(w, mp, "image_size", wr_str(w, "%d", size));
     add_prop(w, mp, "petal_tui_version", PT_VERSION);
     add_prop(w, mp, "source_run", run);
     add_prop(w, mp, "epoch", wr_str(w, "%d", epoch));
+    add_prop(w, mp, "update", wr_str(w, "%d", update));
     add_prop(w, mp, "input", NN_EXPORT_INPUT);
     mp->doc_string = wr_str(w, "A petal-tui (%s) image classifier. Input 'image': float32 "
                             "[N, 3, %d, %d], " NN_EXPORT_INPUT " to %d x %d; no other "

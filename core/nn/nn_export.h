@@ -14,7 +14,7 @@
  *     map larger than 1x1. Inference form: dropout is left out; ReLU is Relu, ReLU6 is
  *     Clip(0, 6), a fused activation included.
  *   - metadata_props: class_names (a JSON array of strings), image_size,
- *     petal_tui_version, source_run, epoch, input (the contract above); the model's
+ *     petal_tui_version, source_run, epoch, update, input (the contract above); the model's
  *     doc_string says the same in words.
  *   - initializers named "<kind><node id>.<what>" ("conv3.weight", "bn4.var"); a
  *     value is named after the node that makes it ("conv3"), the output "logits".
@@ -51,6 +51,8 @@ typedef struct nn_export_meta {
     int image_size;                 /* S: the input is [N, 3, S, S] */
     const char *source_run;         /* the run folder ("" or NULL: none) */
     int epoch;                      /* epochs the weights trained (-1 unknown) */
+    int update;                     /* optimizer updates they trained (-1 unknown): what
+                                       tells an export from its run's later checkpoints */
 } nn_export_meta;
 
 /* The text of metadata_props "input" (and the doc string's first sentence). */

@@ -154,6 +154,7 @@ typedef struct nn_onnx_meta {
     int petal;            /* 1: written by petal-tui export (petal_tui_version present) */
     int image_size;       /* 0: unknown */
     int epoch;            /* -1: unknown */
+    int update;           /* -1: unknown (an export before it was written) */
     int n_classes;        /* class names given: how many; 0 none */
     char **class_names;   /* malloc'd, n_classes entries, or NULL */
     char *source_run;     /* malloc'd, "" when none */

@@ -170,7 +170,7 @@ static int whole(const onnx_model *om, const char *prop, int lo, int *out, pt_er
 int nn_onnx_meta_read(const onnx_model *om, nn_onnx_meta *out, pt_err *e)
 {
     memset(out, 0, sizeof *out);
-    out->epoch = -1;
+    out->epoch = out->update = -1;
     out->petal = onnx_prop(om, "petal_tui_version") != NULL;
     const char *run = onnx_prop(om, "source_run"), *cn = onnx_prop(om, "class_names");
     int rc = PT_OK;
@@ -180,11 +180,13 @@ int nn_onnx_meta_read(const onnx_model *om, nn_onnx_meta *out, pt_err *e)
         rc = whole(om, "image_size", 0, &out->image_size, e);
     if (!rc)
         rc = whole(om, "epoch", -1, &out->epoch, e);
+    if (!rc)
+        rc = whole(om, "update", -1, &out->update, e);
     if (!rc && cn)
         rc = class_names(om, cn, out, e);
     if (rc) {
         nn_onnx_meta_free(out);
-        out->epoch = -1;
+        out->epoch = out->update = -1;
     }
     return rc;
 }

@@ -91,6 +91,16 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
     return rc;
 }
 
+/* Whether the log says the run was done since it last resumed: a "done: " line after
+ * the last "resumed " one (a refused resume's "failed: " line after it changes nothing). */
+static void log_done(void *ctx, const char *line)
+{
+    if (!strncmp(line, "done: ", 6))
+        *(int *)ctx = 1;
+    else if (!strncmp(line, "resumed ", 8))
+        *(int *)ctx = 0;
+}
+
 int trn_restore_checkpoint(trn *r, pt_err *e)
 {
     char path[4200];
@@ -141,6 +151,18 @@ int trn_restore_checkpoint(trn *r, pt_err *e)
                        "the checkpoint's history is damaged");
     }
     ckpt_free_loaded(&l);
+    /* A finished run has nothing to train: saying "resumed" and exiting 0 would read as
+     * done work. Its files are left as they are. Finished is all epochs checkpointed and
+     * the log's end written after the outputs: one killed between the last checkpoint
+     * and its end writes the outputs now. */
+    int done = 0;
+    run_log_lines(r->persist.folder.dir, log_done, &done, NULL);
+    if (r->loop.epoch >= r->cfg->epochs && done)
+        return err_set(e, PT_EUSAGE, r->persist.folder.dir, PT_NO_RECORD, PT_NO_OFFSET,
+                       "the run is finished: epoch %d of %d done (update %lld); --epochs N "
+                       "with N above %d continues it (petal-tui --resume %s --epochs %d)",
+                       r->loop.epoch, r->cfg->epochs, r->loop.update, r->loop.epoch,
+                       r->persist.folder.dir, r->loop.epoch + 5);
     trn_log(r, "resumed %s at update %lld (epoch %d, step %lld)", r->persist.folder.dir,
             r->loop.update, r->loop.epoch + 1, r->loop.in_epoch);
     return PT_OK;

@@ -82,9 +82,12 @@ static run_state close_run(trn *r, run_state final, int rc, pt_err *e)
         prg_unlock(r->env->progress);
         trn_log_end(r, msg);
     }
-    /* A new run stopped before its first update leaves no half folder behind. */
-    if (final == RUN_STOPPED && r->loop.update == 0 && !r->cfg->resume[0] &&
-        run_discard(&r->persist.folder)) {
+    /* A new run stopped or failed before its first update leaves no half folder behind
+     * (a bad --model or --data made runs/NAME and left it): the failure is said on stderr
+     * and in the snapshot, and the folder held nothing else. Only a folder this run
+     * made (run_discard checks), never a resumed one. */
+    if ((final == RUN_STOPPED || final == RUN_FAILED) && r->loop.update == 0 &&
+        !r->cfg->resume[0] && run_discard(&r->persist.folder)) {
         run_snapshot *s = prg_lock(r->env->progress);
         size_t k = strlen(s->message);
         util_fmt(s->message + k, sizeof s->message - k, "; nothing kept (%s removed)",
