@@ -141,6 +141,18 @@ int runs_export(const char *run_dir, const char *out, runs_export_info *info, pt
     return rc;
 }
 
+int runs_read_config(const char *run_dir, run_config *cfg, pt_err *e)
+{
+    run_handle h;
+    int rc = run_open(&h, run_dir, 0, e);
+    return rc != PT_OK ? rc : run_config_read(&h, cfg, e);
+}
+
+void runs_config_absolute(run_config *cfg)
+{
+    run_config_absolute(cfg);
+}
+
 int runs_export_stale(const char *run_dir, char *msg, size_t n)
 {
     return rm_run_export_stale(run_dir, msg, n);

@@ -97,6 +97,13 @@ const char *runs_event_image_ext(const runs_event *it);
 
 /* ---- written ---- */
 
+/* The run's config read onto cfg with its paths made to work from here: its own copy
+ * of an imported model's ONNX file, relative paths of older runs found
+ * (run/runfolder.h's run_config_read). */
+int runs_read_config(const char *run_dir, run_config *cfg, pt_err *e);
+/* A new run's data and ONNX model paths made absolute where they exist. */
+void runs_config_absolute(run_config *cfg);
+
 /* What runs_export wrote. */
 typedef struct runs_export_info {
     char path[4200];        /* the file written */

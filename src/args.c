@@ -241,16 +241,31 @@ static int apply(args *a, const char *cfile, const char *resume, const setting *
             fprintf(stderr, "petal-tui: %s: no run folder with a config file to resume\n", resume);
             return 1;
         }
-        if (cfg_read_file(&a->cfg, path, &e) != PT_OK) {
+        if (runs_read_config(resume, &a->cfg, &e) != PT_OK) {
             fprintf(stderr, "petal-tui: %s\n", e.msg);
             return 1;
         }
     }
-    for (size_t i = 0; i < n_set; i++)
+    int data_given = 0;
+    for (size_t i = 0; i < n_set; i++) {
         if (cfg_set(&a->cfg, set[i].o->name, set[i].value, &e) != PT_OK) {
             fprintf(stderr, "petal-tui: %s\n", e.msg);
             return 1;
         }
+        data_given |= !strcmp(set[i].o->name, "data");
+    }
+    /* The run's dataset gone (moved, deleted, another machine): said as the run's, with
+     * what overrides it, not as a --data the user never typed. */
+    if (resume && !data_given && a->cfg.data[0] && !util_is_dir(a->cfg.data)) {
+        fprintf(stderr,
+                "petal-tui: %s: the run's dataset %s (its config's data) is not there: moved "
+                "or deleted? --data DIR resumes it on the dataset where it is now\n",
+                resume, a->cfg.data);
+        return 1;
+    }
+    /* Stored whole in the new run's config, so that predict, export and resume work
+     * from any folder. */
+    runs_config_absolute(&a->cfg);
     return 0;
 }
 

@@ -249,7 +249,7 @@ TEST(cli_training_options_spellings_errors_and_precedence)
         const char *out;
     } cases[] = {
         { "--config @/cfg", 2, "petal-tui: /nonexistent/from-config: no such dataset folder" },
-        { "--config @/cfg --resume @/run", 2, "/nonexistent/from-run: no such" },
+        { "--config @/cfg --resume @/run", 1, "the run's dataset /nonexistent/from-run" },
         { "--config=@/cfg --resume=@/run --data /nonexistent/cli", 2, "/nonexistent/cli: no such" },
         { "--data=/nonexistent/cli --config @/cfg", 2, "/nonexistent/cli: no such" },
         { "--bogus", 1, "petal-tui: unknown option '--bogus' (petal-tui --help lists them)" },

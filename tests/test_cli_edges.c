@@ -317,3 +317,62 @@ TEST(cli_edges_a_stale_export_is_said_by_predict)
     free(out);
     free(err);
 }
+
+/* A run folder holds what it needs: made with relative --data and --model in one folder,
+ * it predicts, exports and resumes from another, after the ONNX file it was built from
+ * is deleted (its copy, source.onnx, rebuilds the graph); when its dataset is gone,
+ * --resume says the path came from the run and that --data overrides it. */
+TEST(cli_edges_a_run_folder_works_from_anywhere_without_its_source_file)
+{
+    const char *dir = t_tmpdir();
+    long long train[2] = { 24, 24 }, val[2] = { 8, 8 };
+    T_REQUIRE(fx_dataset(dir, 2, train, val, 0, 32, 20));
+    char a[4200], b[4200], net[4300], args[8192], fixture[4096];
+    util_path(a, sizeof a, "%s/a", dir);
+    util_path(b, sizeof b, "%s/b", dir);
+    T_REQUIRE(util_mkdirs(a, NULL) == PT_OK && util_mkdirs(b, NULL) == PT_OK);
+    T_REQUIRE(realpath("tests/data/export/small-8-16.onnx", fixture));
+    util_path(net, sizeof net, "%s/net.onnx", a);
+    util_path(args, sizeof args, "cp '%s' '%s' && mv '%s/tfrecords-jpeg-32x32' '%s/photos'",
+              fixture, net, dir, a);
+    T_REQUIRE(t_run(args, NULL) == 0);
+    char *out, *err;
+    int rc = run_in(a, "--headless --data photos --model net.onnx --epochs 1 --image-size 32 "
+                       "--batch-per-replica 8 --replicas 1 --out runs/r1", &out, &err);
+    T_CHECKF(rc == 0, "training: exit %d: %s", rc, err);
+    free(out);
+    free(err);
+    T_REQUIRE(unlink(net) == 0);
+    char run[4300];
+    util_path(run, sizeof run, "%s/runs/r1", a);
+    util_path(args, sizeof args, "export '%s'", run);
+    rc = run_in(b, args, &out, &err);
+    T_CHECKF(rc == 0 && strstr(err, "exported"), "export: exit %d: %s", rc, err);
+    free(out);
+    free(err);
+    util_path(args, sizeof args, "predict '%s' '%s/photos' --split val", run, a);
+    rc = run_in(b, args, &out, &err);
+    T_CHECKF(rc == 0 && strstr(out, "id,label"), "predict: exit %d: %s", rc, err);
+    free(out);
+    free(err);
+    util_path(args, sizeof args, "--headless --resume '%s' --epochs 2", run);
+    rc = run_in(b, args, &out, &err);
+    T_CHECKF(rc == 0 && strstr(out, "done: 2 epochs"), "resume: exit %d: %s%s", rc, out, err);
+    free(out);
+    free(err);
+    /* The dataset moved: the run's path named, and --data as the way on. */
+    util_path(args, sizeof args, "mv '%s/photos' '%s/moved'", a, a);
+    T_REQUIRE(t_run(args, NULL) == 0);
+    util_path(args, sizeof args, "--headless --resume '%s' --epochs 3", run);
+    rc = run_in(b, args, &out, &err);
+    T_CHECKF(rc == 1 && strstr(err, "the run's dataset") && strstr(err, "/a/photos") &&
+                 strstr(err, "--data DIR resumes it"),
+             "data gone: exit %d: %s", rc, err);
+    free(out);
+    free(err);
+    util_path(args, sizeof args, "--headless --resume '%s' --epochs 3 --data '%s/moved'", run, a);
+    rc = run_in(b, args, &out, &err);
+    T_CHECKF(rc == 0 && strstr(out, "done: 3 epochs"), "--data: exit %d: %s%s", rc, out, err);
+    free(out);
+    free(err);
+}

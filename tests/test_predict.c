@@ -604,7 +604,7 @@ TEST(predict_run_classes_and_failures)
     T_REQUIRE(util_write_file_atomic(path, "model = /nonexistent/net.onnx\nimage-size = 32\n", 46,
                                      NULL) == PT_OK);
     T_CHECK(rm_open(r, 0, &m, &e) != PT_OK && strstr(e.msg, "/nonexistent/net.onnx") &&
-            strstr(e.msg, "gone"));
+            strstr(e.msg, "is not there"));
     /* Usage (exit 1, as every command's): no inputs, a bad option, nothing at the model's path. */
     util_path(args, sizeof args, "predict '%s'", f->run_a);
     T_EQ_INT(pd_cli(args, &out, NULL), 1);

@@ -245,7 +245,7 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
     char path[4200];
     char why[1200] = "";
     pt_err ce;
-    if (runs_config_path(dir, path, sizeof path) == 1 && cfg_read_file(&c, path, &ce) != PT_OK) {
+    if (runs_config_path(dir, path, sizeof path) == 1 && runs_read_config(dir, &c, &ce) != PT_OK) {
         util_fmt(why, sizeof why, "the run's configuration cannot be read (%s)", ce.msg);
         c = *cfg;
     }

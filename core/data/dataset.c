@@ -87,6 +87,22 @@ static int image_class_folders(const char *path, char **dirs, int nd)
     return n;
 }
 
+/* The error for a folder that holds no dataset: one of class folders of photos is told
+ * the command that makes shards of it. */
+static int no_dataset(const char *path, char **dirs, int nd, pt_err *e)
+{
+    int photos = image_class_folders(path, dirs, nd);
+    if (photos > 0)
+        return err_set(e, PT_ENODATA, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "a folder of %d class folders of images, not shards: make shards of it "
+                       "first (petal-tui shards %s OUT_DIR [--size 192]), then give --data "
+                       "OUT_DIR",
+                       photos, path);
+    return err_set(e, PT_ENODATA, path, PT_NO_RECORD, PT_NO_OFFSET,
+                   "no dataset here: expected train/ val/ test/ folders of .tfrec shards, or "
+                   "tfrecords-jpeg-SIZE/ folders holding them");
+}
+
 static int has_splits(const char *dir)
 {
     char buf[4096];
@@ -315,18 +331,10 @@ int ds_open(const char *path, int want_size, ds_dataset **out, pt_err *e)
             }
         }
         if (best < 0) {
-            int photos = image_class_folders(path, dirs, nd);
+            rc = no_dataset(path, dirs, nd, e);
             util_free_list(dirs, nd);
             ds_free(d);
-            if (photos > 0)
-                return err_set(e, PT_ENODATA, path, PT_NO_RECORD, PT_NO_OFFSET,
-                               "a folder of %d class folders of images, not shards: make "
-                               "shards of it first (petal-tui shards %s OUT_DIR [--size 192]), "
-                               "then give --data OUT_DIR",
-                               photos, path);
-            return err_set(e, PT_ENODATA, path, PT_NO_RECORD, PT_NO_OFFSET,
-                           "no dataset here: expected train/ val/ test/ folders of .tfrec "
-                           "shards, or tfrecords-jpeg-SIZE/ folders holding them");
+            return rc;
         }
         snprintf(root, sizeof root, "%s/%s", path, dirs[best]);
         d->image_w = bw;

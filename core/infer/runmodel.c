@@ -257,11 +257,10 @@ static ds_dataset *run_dataset(const run_config *cfg, pt_err *e)
 static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
 {
     run_handle h;
-    char cpath[4200], ckpt[4200];
+    char ckpt[4200];
     int rc = run_open(&h, dir, 0, e);
     if (rc != PT_OK)
         return rc;
-    run_path(&h, RUN_F_CONFIG, cpath, sizeof cpath);
     run_path(&h, RUN_F_CHECKPOINT, ckpt, sizeof ckpt);
     if (!run_has(&h, RUN_F_CONFIG))
         return err_set(e, PT_EUSAGE, dir, PT_NO_RECORD, PT_NO_OFFSET,
@@ -269,7 +268,7 @@ static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
                        run_file_name(RUN_F_CONFIG));
     run_config cfg;
     cfg_defaults(&cfg);
-    if ((rc = cfg_read_file(&cfg, cpath, e)) != PT_OK)
+    if ((rc = run_config_read(&h, &cfg, e)) != PT_OK)
         return rc;
     if (!run_has(&h, RUN_F_CHECKPOINT))
         return err_set(e, PT_ENODATA, dir, PT_NO_RECORD, PT_NO_OFFSET,
@@ -293,7 +292,10 @@ static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
     if (run_model_is_onnx(cfg.model) && !util_is_file(cfg.model)) {
         ds_free(ds);
         return err_set(e, PT_EIO, cfg.model, PT_NO_RECORD, PT_NO_OFFSET,
-                       "the run's model file is gone: its graph is needed to rebuild the net");
+                       "the ONNX file %s's config names (model) is not there, nor beside the "
+                       "run, and the run keeps no copy (%s: runs made before it was kept): "
+                       "its graph is needed to rebuild the net; put the file back at that path",
+                       dir, run_file_name(RUN_F_SOURCE));
     }
     rc = run_names(&h, ckpt, m, ds, e);
     ds_free(ds);

@@ -78,6 +78,7 @@ typedef enum run_file {
     RUN_F_REPORT,               /* an ensemble's report.json */
     RUN_F_TRAIN_DIR,            /* the training event files */
     RUN_F_VAL_DIR,              /* the validation event files */
+    RUN_F_SOURCE,               /* a copy of the ONNX file an imported model was built from */
     RUN_F_COUNT
 } run_file;
 
@@ -150,6 +151,20 @@ int run_holds_run(const char *dir);
 /* Removes the folder with everything in it when run_create created it (a run stopped
  * before its first update); 1 when it did. */
 int run_discard(run_handle *w);
+/* The run's config read onto cfg (runfolder_paths.c), its paths made to work from any
+ * working folder: the model is the run's own copy of its ONNX file (RUN_F_SOURCE) when
+ * it has one; a relative data or model path (a run made before paths were stored
+ * whole) that is not there from the working folder is tried from the run folder's
+ * parent and grandparent (the working folder of a run made as runs/NAME or NAME). */
+int run_config_read(const run_handle *h, run_config *cfg, pt_err *e);
+/* Paths a new run stores whole: data and an ONNX model made absolute where they exist,
+ * so that the run works from any folder. */
+void run_config_absolute(run_config *cfg);
+/* Copies the ONNX file a new run imports (cfg->model) into the folder as RUN_F_SOURCE,
+ * so that predict, export and resume never need the original: the checkpoint holds the
+ * trained weights, but the graph's structure is only in that file. Nothing for a
+ * built-in net. */
+int run_keep_source(const run_handle *w, const run_config *cfg, pt_err *e);
 /* The path of file f in the folder; -1 too long. */
 int run_path(const run_handle *w, run_file f, char *buf, size_t n);
 /* 1 when the folder has file f (a folder for the two event-file folders). */

@@ -20,6 +20,7 @@
 #define RUN_N_REPORT "report.json"
 #define RUN_N_TRAIN_DIR "train"
 #define RUN_N_VAL_DIR "validation"
+#define RUN_N_SOURCE "source.onnx"
 
 /* The capacity of each series of a run_figures being filled. */
 typedef struct run_builder {

@@ -34,6 +34,8 @@ int trn_make_run_dir(trn *r, pt_err *e)
 {
     int gone;
     int rc = run_create(&r->persist.folder, r->plan.rank == 0, r->cfg, &gone, e);
+    if (rc == PT_OK)
+        rc = run_keep_source(&r->persist.folder, r->cfg, e);
     if (rc == PT_OK && gone > 0)
         trn_log(r, "removed %d temporary file%s left by a run that was killed while writing", gone,
                 gone == 1 ? "" : "s");
