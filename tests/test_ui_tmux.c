@@ -1554,6 +1554,37 @@ TEST(ui_tmux_open_of_a_run_whose_data_is_gone_shows_no_other_data)
     tmx_quit(&t, 0);
 }
 
+/* --open of a run that trained past its model.onnx says so in the log (issue 42 item 6):
+ * the export answers as the run did then. */
+TEST(ui_tmux_open_says_the_export_is_older_than_the_run)
+{
+    T_NEED_TOOL("tmux");
+    if (t_slow_mode()) {
+        t_skip("a training run per tmux pane is too slow under valgrind");
+        return;
+    }
+    long long train[3] = { 40, 40, 40 }, val[3] = { 8, 8, 8 };
+    char dir[4300], run[4300], cmd[16384], *out = NULL;
+    util_path(dir, sizeof dir, "%s/stale", t_tmpdir());
+    util_path(run, sizeof run, "%s/stale-run", t_tmpdir());
+    const char *data = fx_dataset(dir, 3, train, val, 0, 32, 200);
+    T_REQUIRE(data != NULL);
+    snprintf(cmd, sizeof cmd,
+             "%s --headless --data '%s' --out '%s' --epochs 1 --replicas 1 --image-size 32 && "
+             "%s export '%s' && %s --headless --resume '%s' --epochs 2",
+             t_bin(), data, run, t_bin(), run, t_bin(), run);
+    int rc = t_run(cmd, &out);
+    T_CHECKF(rc == 0, "exit %d:\n%s", rc, out ? out : "");
+    free(out);
+    T_REQUIRE(rc == 0);
+    snprintf(cmd, sizeof cmd, "%s --no-sixel --open '%s'", t_bin(), run);
+    tmux_srv t;
+    T_REQUIRE(tmx_start(&t, 160, 40, NULL, cmd) == 0);
+    WAIT(&t, "DONE", 30);
+    WAIT(&t, "model.onnx holds", 30);
+    tmx_quit(&t, 0);
+}
+
 /* ---- --tty: the workbench on another terminal ------------------------------------ */
 
 /* A pane that runs `sleep`, so that nothing there reads its keys, as a person's

@@ -264,6 +264,9 @@ static int open_run(app *a, const run_config *cfg, const char *dir, pt_err *e)
         ui_log_add(a->log, app_now(a), UI_R_DIM, "no log.txt in the run's folder");
     if (a->opened->note[0])
         ui_log_add(a->log, app_now(a), UI_R_WARN, a->opened->note);
+    char stale[9000];
+    if (runs_export_stale(dir, stale, sizeof stale))
+        ui_log_add(a->log, app_now(a), UI_R_WARN, stale);
     if (why[0]) {
         /* Not the default data's pictures under this run's name: none, and why. */
         util_copy(a->open_nodata, sizeof a->open_nodata, why);
