@@ -174,12 +174,14 @@ static int member_split(const en_args *a, const rm_model *m, const int *map, con
                             "(%lld such records): give --data the dataset the runs were "
                             "trained on\n",
                     r->errors[i].msg, r->k, count_code(r, PT_ECLASS));
+            prd_results_free(r); /* the caller frees the members before this one */
             return 1;
         }
     for (long long i = 0; i < r->n_errors; i++)
         fprintf(stderr, "petal-tui: %s\n", r->errors[i].msg);
     if (enc_apply(map, r) != 0) {
         fprintf(stderr, "petal-tui: out of memory\n");
+        prd_results_free(r);
         return -1;
     }
     return 0;
