@@ -16,6 +16,7 @@
 
 #include "base/rng.h"
 #include "nn/nn.h"
+#include "nn/nn_bf16.h"
 #include "nn/nn_impl.h"
 
 static double now(void)
@@ -32,13 +33,19 @@ typedef struct shape {
     int calls; /* calls per timed run: the whole layer at batch 32 */
 } shape;
 
-enum { WAY_512, WAY_AVX2, WAY_BLAS };
+enum { WAY_512, WAY_AVX2, WAY_BLAS, WAY_BF16, N_WAYS };
+
+static nn_bf16_ws bws;
 
 static void run_way(int way, const shape *s, const float *A, const float *B, const float *bias,
                     float *C)
 {
     const nn_gemm_out o = { 0, bias, NN_ACT_RELU, NULL, 0, NULL };
     for (int c = 0; c < s->calls; c++) {
+        if (way == WAY_BF16) {
+            nn_bf16_nn(s->M, s->N, s->K, A, s->K, B, s->N, C, s->N, &o, bws);
+            continue;
+        }
         if (way == WAY_512) {
             nn_gemm512_nn(s->M, s->N, s->K, A, s->K, B, s->N, C, s->N, &o);
             continue;
@@ -82,15 +89,19 @@ int main(int argc, char **argv)
     rng r;
     rng_seed(&r, 1);
     printf("forward products, GFLOP/s (best of %d), bias + relu included\n", reps);
-    printf("%-34s %6s %5s %5s  %8s %8s %8s\n", "shape", "M", "N", "K", "avx512", "avx2",
-           "openblas");
+    const char *eng[] = { "portable", "avx512_bf16", "amx" };
+    printf("bf16: the %s engine (bf16 operands, fp32 sums)\n", eng[nn_bf16_engine()]);
+    printf("%-34s %6s %5s %5s  %8s %8s %8s %8s\n", "shape", "M", "N", "K", "avx512", "avx2",
+           "openblas", "bf16");
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const shape *s = &shapes[i];
         float *A = malloc(sizeof(float) * (size_t)(s->M * s->K));
         float *B = malloc(sizeof(float) * (size_t)s->K * (size_t)s->N);
         float *C = malloc(sizeof(float) * (size_t)(s->M * s->N));
         float *bias = malloc(sizeof(float) * (size_t)s->N);
-        if (!A || !B || !C || !bias)
+        bws.bytes = nn_bf16_ws_bytes(s->K, s->N);
+        bws.p = malloc(bws.bytes);
+        if (!A || !B || !C || !bias || !bws.p)
             return 1;
         for (long j = 0; j < s->M * s->K; j++)
             A[j] = rng_uniform(&r, -1.0f, 1.0f);
@@ -98,17 +109,19 @@ int main(int argc, char **argv)
             B[j] = rng_uniform(&r, -1.0f, 1.0f);
         for (int j = 0; j < s->N; j++)
             bias[j] = rng_uniform(&r, -1.0f, 1.0f);
-        double best[3] = { 1e30, 1e30, 1e30 };
+        double best[N_WAYS] = { 1e30, 1e30, 1e30, 1e30 };
         for (int rep = 0; rep < reps; rep++)
-            for (int way = 0; way < 3; way++) { /* alternating: the noise hits all alike */
+            for (int way = 0; way < N_WAYS; way++) { /* alternating: the noise hits all alike */
                 const double t0 = now();
                 run_way(way, s, A, B, bias, C);
                 const double t = now() - t0;
                 best[way] = t < best[way] ? t : best[way];
             }
         const double flop = 2.0 * (double)s->M * s->N * s->K * s->calls;
-        printf("%-34s %6ld %5d %5d  %8.1f %8.1f %8.1f\n", s->name, s->M, s->N, s->K,
-               flop / best[0] * 1e-9, flop / best[1] * 1e-9, flop / best[2] * 1e-9);
+        printf("%-34s %6ld %5d %5d  %8.1f %8.1f %8.1f %8.1f\n", s->name, s->M, s->N, s->K,
+               flop / best[0] * 1e-9, flop / best[1] * 1e-9, flop / best[2] * 1e-9,
+               flop / best[3] * 1e-9);
+        free(bws.p);
         free(A);
         free(B);
         free(C);
