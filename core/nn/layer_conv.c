@@ -58,6 +58,7 @@ static void conv_forward(const nn_fwd *f)
     const nn_node *nd = f->nd;
     nn_conv_shape s;
     nn_conv_shape_of(f->m, nd, f->n, &s);
+    s.bf16 = f->c->bf16 ? &f->c->bws : NULL;
     const float *bias = nd->has_bias ? f->P + nd->w_len : NULL;
     /* Only a replay gets an xform, and only a depthwise conv is replayed. */
     if (f->xf)
@@ -89,6 +90,7 @@ static void conv_backward(const nn_bwd *b)
     const nn_node *nd = b->nd;
     nn_conv_shape s;
     nn_conv_shape_of(b->m, nd, b->n, &s);
+    s.bf16 = b->c->bf16 ? &b->c->bws : NULL;
     nn_dx_act xa;
     const int through = b->dx && through_producer(b->c, b->i, b->acc, &xa);
     /* b->dy is the conv's own storage (a conv is never an alias): the fused activation
@@ -144,6 +146,13 @@ static size_t conv_ws_floats(const nn_model *m, const nn_node *nd, int max_batch
         k = x > k ? x : k;
     }
     return k;
+}
+
+static size_t conv_bf16_bytes(const nn_model *m, const nn_node *nd, int max_batch)
+{
+    nn_conv_shape s;
+    nn_conv_shape_of(m, nd, max_batch, &s);
+    return nn_conv_is_depthwise(&s) ? 0 : nn_conv_bf16_bytes(&s);
 }
 
 /* ---- initialisation, FLOPs, summary ---- */
@@ -302,6 +311,7 @@ const nn_layer nn_layer_conv = {
     .macs = conv_macs,
     .describe = conv_describe,
     .ws_floats = conv_ws_floats,
+    .bf16_bytes = conv_bf16_bytes,
     .grad = &conv_grad,
     .onnx_write = conv_onnx,
     .reads_output = conv_reads_output,

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "nn/nn_bf16.h"
 #include "nn/nn_import_impl.h"
 #include "nn/nn_layer.h"
 
@@ -54,17 +55,55 @@ static void nn_dense_bwd(int n, int cin, int cout, const float *x, const float *
                     cout, accum ? 1.0f : 0.0f, dx, cin);
 }
 
+/* In bf16 (nn_ctx_set_precision) the three products take bf16 operands when the
+ * product is at least 24 deep and wide (as nn_conv.c's rule: below it bf16 does not
+ * pay), the classifier's 10-class head included when its input is wide. */
+static int dense_bf16(const nn_ctx *c, long depth, long width)
+{
+    return c->bf16 && depth >= 24 && width >= 24;
+}
+
 static void dense_forward(const nn_fwd *f)
 {
     const nn_node *nd = f->nd;
-    nn_dense_fwd(f->n, (int)f->src->len, nd->c, f->x, f->P, f->P + nd->w_len, f->y);
+    const int cin = (int)f->src->len, cout = nd->c;
+    if (dense_bf16(f->c, cin, cout)) {
+        const nn_gemm_out o = { 0, f->P + nd->w_len, 0, NULL, 0, NULL };
+        const nn_bf16_ws w = { f->c->bws.p, f->c->bws.bytes };
+        nn_bf16_nn(f->n, cout, cin, f->x, cin, f->P, cout, f->y, cout, &o, w);
+        return;
+    }
+    nn_dense_fwd(f->n, cin, cout, f->x, f->P, f->P + nd->w_len, f->y);
 }
 
 static void dense_backward(const nn_bwd *b)
 {
     const nn_node *nd = b->nd;
-    nn_dense_bwd(b->n, (int)b->src->len, nd->c, b->x, b->P, b->dy, b->dx, b->acc, b->G,
-                 b->G ? b->G + nd->w_len : NULL);
+    const int cin = (int)b->src->len, cout = nd->c, n = b->n;
+    const nn_bf16_ws w = { b->c->bws.p, b->c->bws.bytes };
+    float *dw = b->G, *db = b->G ? b->G + nd->w_len : NULL;
+    const int bf_dw = dw && dense_bf16(b->c, n, cin < cout ? cin : cout);
+    const int bf_dx = b->dx && dense_bf16(b->c, cout, cin);
+    if (bf_dw) {
+        nn_bf16_tn(n, cout, cin, b->x, cin, b->dy, cout, dw, cout, w);
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < cout; j++)
+                db[j] += b->dy[(size_t)i * cout + j];
+    }
+    if (bf_dx) {
+        const nn_gemm_out o = { b->acc, NULL, 0, NULL, 0, NULL };
+        nn_bf16_nt(n, cin, cout, b->dy, cout, b->P, cout, b->dx, cin, &o, w);
+    }
+    nn_dense_bwd(n, cin, cout, b->x, b->P, b->dy, bf_dx ? NULL : b->dx, b->acc,
+                 bf_dw ? NULL : dw, bf_dw ? NULL : db);
+}
+
+static size_t dense_bf16_bytes(const nn_model *m, const nn_node *nd, int max_batch)
+{
+    const long cin = (long)m->nodes[nd->in[0]].len, cout = nd->c;
+    const size_t f = nn_bf16_ws_bytes(cin, cout), g = nn_bf16_ws_bytes(max_batch, cout);
+    const size_t x = nn_bf16_ws_bytes(cout, cin);
+    return f > g ? (f > x ? f : x) : (g > x ? g : x);
 }
 
 /* Glorot uniform (PyTorch's +-1 / sqrt(fan_in) under NN_INIT_TORCH), biases as
@@ -234,6 +273,7 @@ const nn_layer nn_layer_dense = {
     .backward = dense_backward,
     .init = dense_init,
     .macs = dense_macs,
+    .bf16_bytes = dense_bf16_bytes,
     .grad = &dense_grad,
     .onnx_write = dense_onnx,
     .onnx_ops = dense_ops,

@@ -266,6 +266,23 @@ nn_ctx *nn_ctx_new_infer(const nn_model *m, int max_batch, pt_err *e);
 /* 1 for a context from nn_ctx_new_infer. */
 int nn_ctx_is_infer(const nn_ctx *c);
 void nn_ctx_free(nn_ctx *c);
+
+/* The precision of the products of convolutions and dense layers (forward, input
+ * gradient, weight gradient): NN_FP32, or NN_BF16, mixed precision: bf16 operands
+ * (rounded to nearest even) summed in float32, while the weights, optimizer state,
+ * batch norm, activations, loss and softmax stay float32 (nn_bf16.h). Depthwise and
+ * grouped convolutions, and products narrower or shallower than 24, stay float32.
+ * A new context is NN_FP32. Setting NN_BF16 the first time allocates the packing
+ * workspace: PT_OK, or PT_ENOMEM (the context unchanged). Not while a pass runs. */
+typedef enum nn_precision { NN_FP32 = 0, NN_BF16 = 1 } nn_precision;
+int nn_ctx_set_precision(nn_ctx *c, nn_precision p, pt_err *e);
+nn_precision nn_ctx_precision(const nn_ctx *c);
+
+/* What runs the bf16 products on this CPU: "amx", "avx512_bf16", or "emulated" (the
+ * portable C engine: the same numbers, several times slower than float32), and
+ * whether that is a CPU instruction (not emulated). */
+const char *nn_bf16_engine_name(void);
+int nn_bf16_native(void);
 int nn_ctx_max_batch(const nn_ctx *c);
 /* Bytes the context allocated. */
 size_t nn_ctx_bytes(const nn_ctx *c);

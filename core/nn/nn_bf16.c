@@ -45,6 +45,17 @@ int nn_bf16_engine(void)
     return NN_BF16_PORTABLE;
 }
 
+const char *nn_bf16_engine_name(void)
+{
+    static const char *const names[] = { "emulated", "avx512_bf16", "amx" };
+    return names[nn_bf16_engine()];
+}
+
+int nn_bf16_native(void)
+{
+    return nn_bf16_engine() != NN_BF16_PORTABLE;
+}
+
 uint16_t nn_bf16_from_f32(float f)
 {
     uint32_t u;

@@ -47,11 +47,8 @@ int nn_bf16_have(int engine);
 uint16_t nn_bf16_from_f32(float f);
 float nn_bf16_to_f32(uint16_t h);
 
-/* A workspace: bytes at p (64-byte aligned). */
-typedef struct nn_bf16_ws {
-    void *p;
-    size_t bytes;
-} nn_bf16_ws;
+/* A workspace: bytes at p (nn_impl.h's nn_bf16_area). */
+typedef nn_bf16_area nn_bf16_ws;
 
 /* Bytes a product of depth K (the summed dimension) into N columns needs for B
  * packed, and for A's row blocks. */

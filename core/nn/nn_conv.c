@@ -26,6 +26,7 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "nn/nn_bf16.h"
 #include "nn/nn_impl.h"
 
 /* Rows per im2col chunk: about 1 MiB of column matrix (the L2 of current x86 cores),
@@ -83,6 +84,7 @@ void nn_conv_shape_of(const nn_model *m, const nn_node *nd, int n, nn_conv_shape
     s->pt = nd->pad_t;
     s->pl = nd->pad_l;
     s->groups = nd->groups;
+    s->bf16 = NULL;
 }
 
 /* The 1x1 path's input gradient through nn_gemm needs the weights transposed. */
@@ -305,6 +307,125 @@ size_t nn_conv_ws_floats_xf(const nn_conv_shape *s)
     return pw_xf_at(s) + (size_t)(M < PW_CHUNK_ROWS ? M : PW_CHUNK_ROWS) * (size_t)s->cin;
 }
 
+/* ---- bf16 products (nn_bf16.h) ----
+ * Convolutions without groups whose product has a depth and a width of at least
+ * BF16_MIN_DIM: below it the bf16 kernel's panel and pair padding cost more than the
+ * halved multiply-adds gain (bench_gemm: MobileNetV2's 16 -> 96 at 66 GFLOP/s in bf16
+ * against 105 in float32), and those products stay float32. The weights are packed
+ * once per call, ahead of the row chunks; the workspace holds them, a chunk's packed
+ * gradient (the weight gradient's B) and a block of A. */
+#define BF16_MIN_DIM 24
+
+static int bf16_pays(long depth, long width)
+{
+    return depth >= BF16_MIN_DIM && width >= BF16_MIN_DIM;
+}
+
+static long bf16_rows(const nn_conv_shape *s)
+{
+    const long M = (long)s->n * s->oh * s->ow;
+    const long rows = nn_conv_is_pointwise(s) ? PW_CHUNK_ROWS : chunk_rows(s);
+    return rows < M ? rows : M;
+}
+
+size_t nn_conv_bf16_bytes(const nn_conv_shape *s)
+{
+    if (s->groups != 1)
+        return 0;
+    const long K = (long)s->kh * s->kw * s->cin, N = s->cout, rows = bf16_rows(s);
+    const size_t w1 = nn_bf16_b_bytes(K, N), w2 = nn_bf16_b_bytes(N, K);
+    long depth = K > rows ? K : rows;
+    depth = depth > N ? depth : N;
+    return (w1 > w2 ? w1 : w2) + nn_bf16_b_bytes(rows, N) + nn_bf16_a_bytes(depth) + 3 * 64;
+}
+
+/* The workspace's three parts: the weights packed, a chunk's gradient packed, A. */
+static void bf16_parts(const nn_conv_shape *s, uint8_t **w, uint8_t **g, uint8_t **a)
+{
+    const long K = (long)s->kh * s->kw * s->cin, N = s->cout;
+    const size_t w1 = nn_bf16_b_bytes(K, N), w2 = nn_bf16_b_bytes(N, K);
+    uint8_t *p = (uint8_t *)(((uintptr_t)s->bf16->p + 63u) & ~(uintptr_t)63u);
+    *w = p;
+    *g = p + (((w1 > w2 ? w1 : w2) + 63u) & ~(size_t)63u);
+    *a = *g + ((nn_bf16_b_bytes(bf16_rows(s), N) + 63u) & ~(size_t)63u);
+}
+
+static int bf16_fwd(const nn_conv_shape *s, const float *x, const float *wt,
+                    const nn_gemm_out *out, float *y, float *ws)
+{
+    const long M = (long)s->n * s->oh * s->ow, K = (long)s->kh * s->kw * s->cin;
+    if (!s->bf16 || s->groups != 1 || nn_conv_is_depthwise(s) || !bf16_pays(K, s->cout))
+        return 0;
+    uint8_t *wp, *gp, *ap;
+    bf16_parts(s, &wp, &gp, &ap);
+    const nn_bf16_b B = nn_bf16_pack_b(K, s->cout, wt, s->cout, 1, wp);
+    if (nn_conv_is_pointwise(s)) {
+        nn_bf16_mm(M, x, s->cin, 1, &B, ap, y, s->cout, out);
+        return 1;
+    }
+    const long rows = chunk_rows(s);
+    for (long m0 = 0; m0 < M; m0 += rows) {
+        const long mr = M - m0 < rows ? M - m0 : rows;
+        im2col(s, x, 0, m0, m0 + mr, ws);
+        nn_bf16_mm(mr, ws, K, 1, &B, ap, y + m0 * s->cout, s->cout, out);
+    }
+    return 1;
+}
+
+/* The backward of a conv without groups in bf16, as nn_conv_bwd's float32 paths
+ * (the same chunks, output passes and xform handling). 0 when it does not apply. */
+static int bf16_bwd(const nn_conv_shape *s, const float *x, const float *wt, const float *y,
+                    float *dy, int act, float *dx, int dx_accum, float *dw, float *db,
+                    float *ws, const nn_dx_act *xa, const nn_xform *xf)
+{
+    const long M = (long)s->n * s->oh * s->ow, K = (long)s->kh * s->kw * s->cin;
+    const long rows = bf16_rows(s);
+    if (!s->bf16 || s->groups != 1 || nn_conv_is_depthwise(s) || !bf16_pays(K, s->cout))
+        return 0;
+    const int pw = nn_conv_is_pointwise(s);
+    uint8_t *wp, *gp, *ap;
+    bf16_parts(s, &wp, &gp, &ap);
+    /* dx = dz W^T: B(p = output channel, j = column of K) = wt[j * cout + p]. */
+    nn_bf16_b Wt = { NULL, 0, 0 };
+    if (dx)
+        Wt = nn_bf16_pack_b(s->cout, K, wt, 1, s->cout, wp);
+    if (dx && !dx_accum && !pw)
+        memset(dx, 0, (size_t)s->n * s->h * s->w * s->cin * sizeof *dx);
+    const nn_gemm_out acc = { 1, NULL, 0, NULL, 0, NULL };
+    for (long m0 = 0; m0 < M; m0 += rows) {
+        const long mr = M - m0 < rows ? M - m0 : rows;
+        float *gc = dy + m0 * s->cout;
+        act_bias_grad_rows(mr, s->cout, act, y + m0 * s->cout, gc, db);
+        /* A 1x1's input is x's rows (or computed from its xform), else im2col's. */
+        const float *xc = ws;
+        if (pw && xf && dw) {
+            nn_scale_shift_act(mr, s->cin, xf->x + m0 * s->cin, xf->a, xf->b, xf->act,
+                               ws + pw_xf_at(s));
+            xc = ws + pw_xf_at(s);
+        } else if (pw && x) {
+            xc = x + m0 * s->cin;
+        }
+        if (dw) {
+            if (!pw)
+                im2col(s, x, 0, m0, m0 + mr, ws);
+            /* dW (K x cout) += A^T G: A(i = k, p = m) read across the rows. */
+            const nn_bf16_b G = nn_bf16_pack_b(mr, s->cout, gc, s->cout, 1, gp);
+            nn_bf16_mm(K, xc, 1, K, &G, ap, dw, s->cout, &acc);
+        }
+        if (dx && pw) {
+            const nn_gemm_out o = { dx_accum, NULL, 0, xa ? xc : NULL, xa ? xa->act : 0,
+                                    xa ? xa->db : NULL };
+            nn_bf16_mm(mr, gc, s->cout, 1, &Wt, ap, dx + m0 * s->cin, s->cin, &o);
+        } else if (dx) {
+            nn_bf16_mm(mr, gc, s->cout, 1, &Wt, ap, ws, K, NULL);
+            col2im(s, ws, 0, m0, m0 + mr, dx);
+        }
+    }
+    if (xa && !pw)
+        act_bias_grad_rows((long)s->n * s->h * s->w, s->cin, xa->act, x, dx, xa->db);
+    return 1;
+}
+
 /* ---- entry points ---- */
 
 void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
@@ -317,6 +438,8 @@ void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const 
         return;
     }
     const nn_gemm_out out = { 0, bias, act, NULL, 0, NULL };
+    if (bf16_fwd(s, x, wt, &out, y, ws))
+        return;
     if (nn_conv_is_pointwise(s) && s->groups == 1 && nn_gemm_fwd_ok(s->cin, s->cout)) {
         nn_gemm_nn(M, s->cout, s->cin, x, s->cin, wt, s->cout, y, s->cout, &out);
         return;
@@ -383,6 +506,8 @@ void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const 
         }
         return;
     }
+    if (bf16_bwd(s, x, wt, y, dy, act, dx, dx_accum, dw, db, ws, xa, xf))
+        return;
     if (dx && !dx_accum && !nn_conv_is_pointwise(s))
         memset(dx, 0, (size_t)s->n * s->h * s->w * s->cin * sizeof *dx);
     if (nn_conv_is_pointwise(s)) {

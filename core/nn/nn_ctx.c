@@ -506,6 +506,38 @@ nn_ctx *nn_ctx_new_infer(const nn_model *m, int max_batch, pt_err *e)
     return ctx_new(m, max_batch, 1, 0, NULL, NULL, e);
 }
 
+int nn_ctx_set_precision(nn_ctx *c, nn_precision p, pt_err *e)
+{
+    if (p != NN_BF16) {
+        c->bf16 = 0;
+        return PT_OK;
+    }
+    if (!c->bws.p) {
+        size_t bytes = 0;
+        for (int i = 0; i < c->m->n_nodes; i++) {
+            const nn_node *nd = &c->m->nodes[i];
+            const nn_layer *L = nn_layers[nd->op];
+            if (nd->live && L->bf16_bytes) {
+                const size_t k = L->bf16_bytes(c->m, nd, c->max_batch);
+                bytes = k > bytes ? k : bytes;
+            }
+        }
+        c->bws.p = util_aligned_alloc(bytes ? bytes : 64);
+        if (!c->bws.p)
+            return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                           "nn: out of memory for the bf16 workspace (%zu bytes)", bytes);
+        c->bws.bytes = bytes;
+        c->bytes += bytes;
+    }
+    c->bf16 = 1;
+    return PT_OK;
+}
+
+nn_precision nn_ctx_precision(const nn_ctx *c)
+{
+    return c->bf16 ? NN_BF16 : NN_FP32;
+}
+
 int nn_ctx_is_infer(const nn_ctx *c)
 {
     return c->infer;
@@ -518,6 +550,7 @@ void nn_ctx_free(nn_ctx *c)
     util_aligned_free(c->act_arena);
     util_aligned_free(c->mask_arena);
     util_aligned_free(c->ws);
+    util_aligned_free(c->bws.p);
     util_aligned_free(c->dy_arena);
     util_aligned_free(c->grads);
     util_aligned_free(c->bn_mean);

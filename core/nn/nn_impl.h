@@ -22,6 +22,12 @@
  * BN or conv before it), or none. Kernels take these, never layer kinds. */
 enum nn_act { NN_ACT_NONE, NN_ACT_RELU, NN_ACT_RELU6 };
 
+/* A bf16 workspace (nn_bf16.h's nn_bf16_ws): bytes at p, 64-byte aligned. */
+typedef struct nn_bf16_area {
+    void *p;
+    size_t bytes;
+} nn_bf16_area;
+
 typedef struct nn_node {
     nn_op op;
     int in[2];               /* -1 when unused */
@@ -90,6 +96,8 @@ struct nn_ctx {
     float *grads;
     float *ws;               /* im2col / col2im workspace */
     size_t ws_floats;
+    int bf16;                /* nn_ctx_set_precision: the products take bf16 operands */
+    nn_bf16_area bws;        /* their packing workspace (NULL until bf16 is set) */
     float *bn_mean, *bn_invstd;       /* batch statistics of the last training forward */
     float *bn_a, *bn_b;               /* per BN channel: the last forward's y = act(x * a + b) */
     /* Outputs a training context does not keep (nn_ctx.c): per node, its enum nn_keep;
@@ -150,6 +158,9 @@ typedef struct nn_conv_shape {
     int n, h, w, cin;        /* input */
     int oh, ow, cout;        /* output */
     int kh, kw, stride, pt, pl, groups;
+    /* The products' precision: NULL float32; else bf16 operands with float32 sums
+     * (nn_bf16.h), packed in this workspace (nn_conv_bf16_bytes of it). */
+    const nn_bf16_area *bf16;
 } nn_conv_shape;
 
 void nn_conv_shape_of(const nn_model *m, const nn_node *nd, int n, nn_conv_shape *s);
@@ -157,6 +168,9 @@ void nn_conv_shape_of(const nn_model *m, const nn_node *nd, int n, nn_conv_shape
  * and 1x1 at stride 1 without padding (row-chunked products). */
 int nn_conv_is_depthwise(const nn_conv_shape *s);
 int nn_conv_is_pointwise(const nn_conv_shape *s);
+/* Bytes of bf16 workspace the conv needs (0 for depthwise and grouped convs, which
+ * stay float32). */
+size_t nn_conv_bf16_bytes(const nn_conv_shape *s);
 /* Workspace floats the conv needs (0 for depthwise and stride-1 1x1). */
 size_t nn_conv_ws_floats(const nn_conv_shape *s);
 /* The same for a depthwise or 1x1 stride-1 conv whose input comes as an nn_xform. */

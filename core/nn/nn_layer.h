@@ -154,6 +154,9 @@ typedef struct nn_layer {
     void (*describe)(const nn_model *m, const nn_node *nd, char *buf, size_t size);
     /* Workspace floats (the context's ws) for batches of max_batch. NULL: none. */
     size_t (*ws_floats)(const nn_model *m, const nn_node *nd, int max_batch);
+    /* Bytes of bf16 packing workspace (the context's bws, nn_ctx_set_precision) for
+     * batches of max_batch: the kinds whose products take bf16 operands. NULL: none. */
+    size_t (*bf16_bytes)(const nn_model *m, const nn_node *nd, int max_batch);
     const nn_grad_case *grad;
     nn_onnx_write_fn onnx_write;
     /* The ONNX op types (NULL-terminated) whose nodes onnx_import maps; NULL: none. */
