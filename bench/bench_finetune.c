@@ -20,7 +20,9 @@
  *
  *   bench_finetune [MIN_S [ROUNDS [import|builtin]]]   seconds per measurement (3),
  *                                   rounds (3), only one of the models (both)
- *   bench_finetune layers [KIND [SIZE [BATCH]]]   every node's time, for tuning
+ *   bench_finetune layers [KIND [SIZE [BATCH]]]   every node's time, for tuning (KIND
+ *                                   import, builtin or small; PT_BENCH_PRECISION=bf16
+ *                                   runs it in bf16)
  *
  * The zoo file is $PT_SHARED_DATA/weights/mobilenetv2-12-int8.onnx (default
  * ../shared/data): without it the imported model is skipped, without python3-torch
@@ -37,6 +39,7 @@
 #include "base/rng.h"
 #include "base/util.h"
 #include "bench/bench_common.h"
+#include "bench/bench_peer.h"
 #include "data/batch.h"
 #include "nn/nn.h"
 #include "nn/nn_import.h"
@@ -49,7 +52,6 @@
 #define BATCH 16
 #define MAX_ROUNDS 16
 #define TORCH_SCRIPT "bench/torch_finetune_speed.py"
-#define PYTHON "/usr/bin/python3"
 
 static char zoo_path[4096];
 
@@ -65,6 +67,12 @@ static nn_model *build(const char *kind, int size, double *import_s)
         m = nn_import_onnx_file(zoo_path, &o, &info, &e);
         if (m && import_s)
             *import_s = info.seconds;
+    } else if (!strcmp(kind, "small")) {
+        int w[NN_SMALL_MAX_BLOCKS], st[NN_SMALL_MAX_BLOCKS];
+        const int nb = nn_parse_widths("auto", size, w, st, &e);
+        m = nb > 0 ? nn_build_small_widths(size, size, CLASSES, 0.2f, w, st, nb,
+                                           NN_SMALL_CONVS_PER_BLOCK, &e)
+                   : NULL;
     } else {
         m = nn_build_mobilenetv2(size, size, CLASSES, 1.0f, 0.2f, &e);
     }
@@ -134,66 +142,6 @@ static double petal_rate(const char *kind, int size, int R, double min_s, double
     return ips;
 }
 
-/* ---- the PyTorch side: a child process answering one measurement per line ---- */
-
-typedef struct peer {
-    pid_t pid;
-    FILE *to, *from;
-    char header[512];       /* its versions, CPU and kernel set */
-} peer;
-
-static int peer_start(peer *p)
-{
-    memset(p, 0, sizeof *p);
-    p->pid = -1;
-    if (access(PYTHON, X_OK) != 0 || access(TORCH_SCRIPT, R_OK) != 0)
-        return -1;
-    int down[2], up[2];
-    if (pipe(down) != 0)
-        return -1;
-    if (pipe(up) != 0) {
-        close(down[0]);
-        close(down[1]);
-        return -1;
-    }
-    fflush(stdout);
-    p->pid = fork();
-    if (p->pid == 0) {
-        dup2(down[0], 0);
-        dup2(up[1], 1);
-        close(down[0]);
-        close(down[1]);
-        close(up[0]);
-        close(up[1]);
-        execl(PYTHON, PYTHON, TORCH_SCRIPT, "--serve", (char *)NULL);
-        _exit(127);
-    }
-    close(down[0]);
-    close(up[1]);
-    if (p->pid < 0) {
-        close(down[1]);
-        close(up[0]);
-        return -1;
-    }
-    p->to = fdopen(down[1], "w");
-    p->from = fdopen(up[0], "r");
-    char line[600];
-    if (!p->to || !p->from || !fgets(line, sizeof line, p->from) || strncmp(line, "ready ", 6)) {
-        /* No torch (the import failed): the child has exited or will on EOF. */
-        if (p->to)
-            fclose(p->to);
-        if (p->from)
-            fclose(p->from);
-        waitpid(p->pid, NULL, 0);
-        p->pid = -1;
-        p->to = p->from = NULL;
-        return -1;
-    }
-    line[strcspn(line, "\n")] = '\0';
-    util_copy(p->header, sizeof p->header, line + 6);
-    return 0;
-}
-
 /* Images/s by the wall clock (and per CPU-second of the child into *cpu_ips); 0 when
  * the child cannot say. */
 static double peer_rate(peer *p, const char *model, int size, int threads, const char *layout,
@@ -213,17 +161,6 @@ static double peer_rate(peer *p, const char *model, int size, int threads, const
         return 0;
     }
     return v;
-}
-
-static void peer_stop(peer *p)
-{
-    if (p->pid < 0)
-        return;
-    fprintf(p->to, "quit\n");
-    fclose(p->to);
-    fclose(p->from);
-    waitpid(p->pid, NULL, 0);
-    p->pid = -1;
 }
 
 /* ---- the side-by-side table ---- */
@@ -335,7 +272,7 @@ static double loadavg(void)
 static void side_by_side(double min_s, int rounds, int kinds_wanted, double peak)
 {
     peer pr;
-    const int have_peer = peer_start(&pr) == 0;
+    const int have_peer = peer_start(&pr, TORCH_SCRIPT) == 0;
     if (have_peer)
         printf("PyTorch: %s\n", pr.header);
     else
@@ -448,6 +385,9 @@ static void kind_split(const char *kind, int size, int nb, int reps, int nodes)
     if (!m)
         return;
     nn_ctx *ctx = nn_ctx_new(m, nb, NULL);
+    const char *prec = getenv("PT_BENCH_PRECISION");
+    if (ctx && prec && !strcmp(prec, "bf16"))
+        nn_ctx_set_precision(ctx, NN_BF16, NULL);
     const size_t in = (size_t)nb * size * size * 3;
     float *x = util_aligned_alloc(in * sizeof *x), *dl = util_aligned_alloc((size_t)nb * CLASSES * sizeof *dl);
     if (!ctx || !x || !dl) {
@@ -525,7 +465,7 @@ int main(int argc, char **argv)
     } else {
         printf("model: %s missing: the imported model is skipped\n", zoo_path);
     }
-    const double peak = trn_sgemm_peak(1.0);
+    const double peak = trn_sgemm_peak(1.0, 0);
     printf("single-core sgemm peak (512^3, best of 1 s): %.1f GFLOP/s, core %s\n", peak,
            openblas_get_corename());
     const int kinds = (with_import && strcmp(which, "builtin") ? 1 : 0) |

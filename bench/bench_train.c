@@ -148,7 +148,7 @@ int main(int argc, char **argv)
 {
     double min_s = argc > 1 ? atof(argv[1]) : 4.0;
     bench_header("bench_train");
-    double peak = trn_sgemm_peak(1.0);
+    double peak = trn_sgemm_peak(1.0, 0);
     printf("single-core sgemm peak (512^3, best of 1 s): %.1f GFLOP/s\n", peak);
     printf("per-replica batch %d, Adam, %d classes; GFLOP/s per replica (%% of peak)\n", BATCH,
            CLASSES);

@@ -33,6 +33,8 @@ static const char *const BACKBONE_BNS[] = { "train", "frozen", NULL };
 static const char *const INPUT_NORMS[] = { "auto", "imagenet torch", "unit", "tf", "raw", "caffe",
                                            NULL };
 _Static_assert(sizeof(run_input_norm) == sizeof(int), "run_input_norm is int-sized");
+static const char *const PRECISIONS[] = { "auto", "fp32 float32", "bf16 bfloat16", NULL };
+_Static_assert(sizeof(run_precision) == sizeof(int), "run_precision is int-sized");
 
 /* The augmentation chain's default (aug_default_spec() reads it from here). Chosen by
  * the bench figures (bench/bench_augment.c, 192x192, one core of the 2-core AMD EPYC
@@ -115,6 +117,7 @@ static const cfg_option OPTIONS[] = {
     { "shuffle-buffer", CFG_INT, F(shuffle_buffer), "2048", 0, 1 << 22, NULL, "N", "records in the shuffle buffer", NULL, ALL, 0, NULL },
     { "workers", CFG_INT, F(workers), "0", 0, 64, NULL, "N", "decode threads; 0 = automatic", NULL, ALL, 0, NULL },
     { "prefetch", CFG_INT, F(prefetch), "4", 1, 256, NULL, "N", "ready batches kept ahead", NULL, ALL, 0, NULL },
+    { "precision", CFG_CHOICE, F(precision), "auto", 0, 0, PRECISIONS, NULL, "the products of convolutions and dense layers: fp32, or bf16 operands with fp32 sums (mixed precision: weights, optimizer, batch norm and loss stay fp32); auto: bf16 where the CPU has AVX512_BF16 or AMX, else fp32", NULL, ALL, 0, NULL },
     { "recompute", CFG_BOOL_AUTO, F(recompute), "auto", 0, 0, NULL, NULL, "training: recompute batch-norm and depthwise outputs in the backward instead of keeping them (about half the memory of a MobileNetV2, about 5% slower; auto: when keeping them would take more than a quarter of the machine's memory)", NULL, ALL, 0, NULL },
     { "stop-on-data-error", CFG_BOOL, F(stop_on_data_error), "no", 0, 0, NULL, NULL, "stop at a bad record, not skip it", NULL, ALL, 0, NULL },
     { "overlap", CFG_BOOL_AUTO, F(overlap), "auto", 0, 0, NULL, NULL, "mpirun jobs: send gradients during the backward pass (--no-overlap: after it, each process stepping its slice of the optimizer; auto: overlap when the ranks span hosts)", NULL, ALL, 0, NULL },

@@ -146,6 +146,11 @@ const char *eng_job_who(void);
 /* The name of the OpenBLAS kernels the library runs ("Haswell", "Prescott", ...). */
 const char *eng_blas_corename(void);
 
+/* --precision on this CPU (trainer.h's trn_precision_bf16): 1 bf16, 0 fp32; and in
+ * words ("bf16 operands, fp32 sums (avx512_bf16 on this CPU)", ...). */
+int eng_precision_bf16(run_precision p);
+void eng_precision_text(run_precision p, char *buf, size_t n);
+
 /* The learning rate per update (core/train/schedule.h's, as a run uses it): a plain
  * value, nothing to free. kind is one of eng_lr_kind_parse()'s answers. */
 typedef struct eng_lr_schedule {

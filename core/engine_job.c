@@ -1,12 +1,13 @@
 /* engine_job — the engine door's calls for starting a run: the Open MPI job
- * (train/dist.h), the OpenBLAS kernels (nn/nn.h) and the lr schedule
- * (train/schedule.h), so that src/ names none of those headers. Thin wrappers: the
+ * (train/dist.h), the OpenBLAS kernels (nn/nn.h), the lr schedule
+ * (train/schedule.h) and --precision (train/trainer.h), so that src/ names none of those headers. Thin wrappers: the
  * behaviour is theirs. */
 #include "engine.h"
 
 #include "nn/nn.h"
 #include "train/dist.h"
 #include "train/schedule.h"
+#include "train/trainer.h"
 
 int eng_job_launched(void)
 {
@@ -46,6 +47,16 @@ const char *eng_job_who(void)
 const char *eng_blas_corename(void)
 {
     return nn_blas_corename();
+}
+
+int eng_precision_bf16(run_precision p)
+{
+    return trn_precision_bf16(p);
+}
+
+void eng_precision_text(run_precision p, char *buf, size_t n)
+{
+    trn_precision_text(p, buf, n);
 }
 
 int eng_lr_kind_parse(const char *name)

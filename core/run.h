@@ -33,6 +33,9 @@ typedef enum run_optimizer { RUN_OPT_ADAM = 0, RUN_OPT_SGD } run_optimizer;
 typedef enum run_init { RUN_INIT_HE = 0, RUN_INIT_TORCH } run_init;
 typedef enum run_tta { RUN_TTA_NONE = 0, RUN_TTA_FLIP } run_tta;
 typedef enum run_backbone_bn { RUN_BN_TRAIN = 0, RUN_BN_FROZEN } run_backbone_bn;
+/* The products' number format: auto (bf16 where the CPU has AVX512_BF16 or AMX-BF16,
+ * else fp32), float32, or mixed precision with bf16 operands (nn.h's nn_precision). */
+typedef enum run_precision { RUN_PREC_AUTO = 0, RUN_PREC_FP32, RUN_PREC_BF16 } run_precision;
 /* An ONNX model's input convention: the model's own (auto), or nn_norm's value + 1. */
 typedef enum run_input_norm {
     RUN_NORM_AUTO = 0, RUN_NORM_IMAGENET, RUN_NORM_UNIT, RUN_NORM_TF, RUN_NORM_RAW, RUN_NORM_CAFFE
@@ -82,6 +85,7 @@ typedef struct run_config {
                                    after it with the optimizer sliced (0), or -1: the
                                    first when the ranks span hosts, else the second */
     int prefetch;
+    run_precision precision;    /* of the products: training, validation, predict */
     int recompute;              /* training: recompute cheap outputs in the backward (1),
                                    keep them (0), or -1: when keeping would take more
                                    than a quarter of the machine's memory */
@@ -169,8 +173,11 @@ typedef struct run_snapshot {
     int n_replicas;
     run_replica replica[RUN_MAX_REPLICAS];
     double total_images_per_sec;
-    double sgemm_peak_gflops;   /* single-core, measured at start */
-    char blas_core[32];
+    double sgemm_peak_gflops;   /* single-core, measured at start: the bf16 kernels' in
+                                   bf16 (the compute estimate counts against it) */
+    char blas_core[32];         /* what runs the products: OpenBLAS's core, or the bf16
+                                   engine ("avx512_bf16", "amx", "emulated") */
+    char precision[8];          /* "fp32" or "bf16" as resolved; "" before the plan */
     int queue_depth, queue_capacity;
     /* labels: original and oversampled train counts, val counts */
     int label_classes;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "engine.h"
 
 int cli_int(const char *opt, const char *s, long long lo, long long hi, long long *out)
 {
@@ -50,6 +51,30 @@ int cli_input_norm(const char *opt, const char *s, int *out)
     }
     *out = (int)c.input_norm;
     return 0;
+}
+
+int cli_precision(const char *opt, const char *s, int *bf16)
+{
+    (void)opt;
+    run_config c;
+    cfg_defaults(&c);
+    pt_err e;
+    if (cfg_set(&c, "precision", s, &e) != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return -1;
+    }
+    *bf16 = eng_precision_bf16(c.precision);
+    return 0;
+}
+
+void cli_precision_note(const char *cmd, int bf16)
+{
+    if (!bf16)
+        return;
+    char t[256];
+    eng_precision_text(RUN_PREC_BF16, t, sizeof t);
+    fprintf(stderr, "petal-tui: %s: %s; the probabilities differ from fp32's (and an "
+                    "export's) by bf16's rounding\n", cmd, t);
 }
 
 /* Edits (insert, delete, replace) from a to b, for the few-letter option names. */

@@ -22,6 +22,12 @@ int cli_double(const char *opt, const char *s, double lo, double hi, double *out
  * caffe; torch is imagenet); opt "--norm" also takes its old names signed (tf) and none
  * (unit). *out is run.h's run_input_norm. */
 int cli_input_norm(const char *opt, const char *s, int *out);
+/* A --precision value as the option table reads it (fp32, bf16, auto), resolved on
+ * this CPU: *bf16 1 or 0. */
+int cli_precision(const char *opt, const char *s, int *bf16);
+/* predict's and ensemble's note on stderr of the precision they run at (only bf16:
+ * fp32 is what they have always run). */
+void cli_precision_note(const char *cmd, int bf16);
 
 /* Whether opt is one of known (NULL-ended). */
 int cli_is_option(const char *opt, const char *const *known);

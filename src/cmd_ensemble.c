@@ -26,7 +26,7 @@
 
 static const char *const usage =
     "usage: petal-tui ensemble RUN_DIR... --data DATASET [--weights W,...] [--tta flip|none]\n"
-    "        [--out DIR] [--batch N] [--replicas N]\n";
+    "        [--out DIR] [--batch N] [--replicas N] [--precision fp32|bf16|auto]\n";
 
 static const char *const help_text =
     "Averages the class probabilities of several runs (weighted by --weights, equal by\n"
@@ -40,7 +40,8 @@ static const char *const help_text =
     "is predicted; the same names in another order are matched by name; a member that\n"
     "names no classes (an ONNX file without petal-tui's) is taken in label order. --out\n"
     "may not be a member or hold a training run; a previous ensemble's outputs there are\n"
-    "replaced.\n";
+    "replaced. --precision: as predict's (fp32 by default; bf16 operands with fp32 sums\n"
+    "where asked, or auto: where the CPU has AVX512_BF16 or AMX).\n";
 
 typedef struct en_args {
     const char *data, *out, *weights;
@@ -48,6 +49,7 @@ typedef struct en_args {
     int n;
     long long batch, replicas;
     int tta;                    /* -1 each run's, 0 none, 1 flip */
+    int bf16;                   /* --precision resolved: 1 bf16 */
 } en_args;
 
 static int parse_args(int argc, char **argv, en_args *a)
@@ -69,7 +71,7 @@ static int parse_args(int argc, char **argv, en_args *a)
             continue;
         }
         static const char *const options[] = { "--data", "--out", "--weights", "--batch",
-                                               "--replicas", "--tta", "--help", NULL };
+                                               "--replicas", "--tta", "--precision", "--help", NULL };
         if (!cli_is_option(s, options)) {
             cli_unknown("ensemble", s, options);
             return 1;
@@ -89,6 +91,8 @@ static int parse_args(int argc, char **argv, en_args *a)
             bad = cli_int(s, v, 1, 64, &a->replicas);
         else if (!strcmp(s, "--tta") && (!strcmp(v, "flip") || !strcmp(v, "none")))
             a->tta = !strcmp(v, "flip");
+        else if (!strcmp(s, "--precision"))
+            bad = cli_precision(s, v, &a->bf16);
         else
             bad = 1;
         if (bad) {
@@ -151,7 +155,8 @@ static int member_split(const en_args *a, const rm_model *m, const int *map, con
                         int labeled, prd_results *r)
 {
     prd_opts o = { .batch = (int)a->batch, .replicas = (int)a->replicas,
-                   .workers = (int)a->replicas, .tta_flip = a->tta < 0 ? inf_model_tta_flip(m) : a->tta };
+                   .workers = (int)a->replicas, .bf16 = a->bf16,
+                   .tta_flip = a->tta < 0 ? inf_model_tta_flip(m) : a->tta };
     po_progress bar;
     po_progress_init(&bar, inf_model_source(m));
     o.on_batch = po_progress_cb;
@@ -422,6 +427,7 @@ int cmd_ensemble(int argc, char **argv)
     double w[EN_MAX];
     if (parse_weights(a.weights, a.n, w) != 0)
         return 1;
+    cli_precision_note("ensemble", a.bf16);
     rm_model *m[EN_MAX];
     int *maps[EN_MAX];
     memset(m, 0, sizeof m);

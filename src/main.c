@@ -188,6 +188,9 @@ int main(int argc, char **argv)
             char feats[256];
             cpu_text(cpu_hw(), feats, sizeof feats);
             printf("CPU features: %s\n", feats[0] ? feats : "(none that petal-tui looks for)");
+            char prec[256];
+            eng_precision_text(RUN_PREC_AUTO, prec, sizeof prec);
+            printf("--precision auto: %s\n", prec);
             return 0;
         }
         if (!strcmp(c, "--help") || !strcmp(c, "-h")) {

@@ -214,6 +214,11 @@ TEST(bf16_vector_packs_give_the_portable_bytes)
         nn_bf16_pack_b_c(rows, K, kr, a, K, 1, p1);
         nn_bf16_pack_b_x86(rows, K, kr, a, K, 1, p2);
         T_CHECKF(memcmp(p1, p2, (size_t)((K + 31) / 32 * 32 * kr) * 4) == 0, "B %ldx%ld", rows, K);
+        /* B read across memory: a weight matrix transposed (the input gradient's). */
+        nn_bf16_pack_b_c(K, rows, kp, a, 1, K, p1);
+        nn_bf16_pack_b_x86(K, rows, kp, a, 1, K, p2);
+        T_CHECKF(memcmp(p1, p2, (size_t)((rows + 31) / 32 * 32 * kp) * 4) == 0, "B^T %ldx%ld",
+                 rows, K);
         free(a), free(p1), free(p2);
     }
 }

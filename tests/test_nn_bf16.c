@@ -274,7 +274,7 @@ TEST(nn_bf16_conv_paths_are_within_bf16_rounding_of_fp32)
     static const ccase cases[] = {
         { 12, 32, 48, 3, 1, NN_ACT_RELU, 0, 0 },
         { 13, 24, 40, 3, 2, NN_ACT_NONE, 1, 0 },
-        { 9, 3, 32, 3, 1, NN_ACT_RELU6, 0, 1 },   /* K = 27 */
+        { 9, 4, 32, 3, 1, NN_ACT_RELU6, 0, 1 },   /* K = 36 */
         { 8, 40, 64, 1, 1, NN_ACT_RELU, 1, 0 },   /* the 1x1 path */
         { 7, 64, 32, 1, 1, NN_ACT_RELU6, 0, 1 },
     };

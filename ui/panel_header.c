@@ -85,6 +85,8 @@ static void first_row(WINDOW *w, ui_rect r, const run_snapshot *s)
         snprintf(p[2] + strlen(p[2]), 300 - strlen(p[2]), " %dpx", s->image_size);
     if (s->input_norm[0])
         snprintf(p[2] + strlen(p[2]), 300 - strlen(p[2]), " input %s", s->input_norm);
+    if (s->precision[0])
+        snprintf(p[2] + strlen(p[2]), 300 - strlen(p[2]), " %s", s->precision);
     if (s->phase[0])
         snprintf(p[2] + strlen(p[2]), 300 - strlen(p[2]), " (%s)", s->phase);
     p[3][0] = 0;

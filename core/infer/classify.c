@@ -110,7 +110,7 @@ int inf_classify_new(inf_onnx *g, inf_classify **out, pt_err *e)
     size_t px = (size_t)g->size * (size_t)g->size * 3;
     if (c) {
         c->g = g;
-        inf_pool_new(g->m, 1, 1, &c->pool, e);
+        inf_pool_new(g->m, 1, 1, 0, &c->pool, e);
         c->jc = jpg_codec_new();
         c->rgb = malloc(px);
         c->y = malloc((size_t)k * sizeof *c->y);

@@ -96,10 +96,10 @@ void inf_mean_softmax(float *a, const float *b, int n, int k)
     }
 }
 
-int inf_pool_new(nn_model *m, int replicas, int per_replica, rpool **out, pt_err *e)
+int inf_pool_new(nn_model *m, int replicas, int per_replica, int bf16, rpool **out, pt_err *e)
 {
     rpool_config c = { .model = m, .replicas = replicas, .predict_batch = per_replica,
-                       .recompute = 0 };
+                       .recompute = 0, .bf16 = bf16 };
     return rpool_new(&c, out, e);
 }
 

@@ -50,8 +50,8 @@ void inf_mean_softmax(float *a, const float *b, int n, int k);
 
 /* An inference-only replica pool for model m (borrowed: it must outlive the pool):
  * replicas threads of inference contexts, each forwarding up to per_replica images
- * at a time. Freed with inf_pool_free() (rpool_free()). */
-int inf_pool_new(nn_model *m, int replicas, int per_replica, rpool **out, pt_err *e);
+ * at a time, in bf16 (nn.h's NN_BF16) when bf16 is 1. Freed with inf_pool_free() (rpool_free()). */
+int inf_pool_new(nn_model *m, int replicas, int per_replica, int bf16, rpool **out, pt_err *e);
 void inf_pool_free(rpool *pool);
 
 /* Logits [n][k] of n images of h x w on the pool; with flip, the log of the mean of
@@ -84,6 +84,7 @@ typedef struct prd_opts {
     int replicas;           /* forward threads, >= 1 */
     int workers;            /* decode threads; 0: 2 */
     int tta_flip;           /* average with the mirror image */
+    int bf16;               /* the products in bf16 (nn.h's NN_BF16); 0 fp32 */
     int raw;                /* the net's outputs as they are (feature vectors): no
                                softmax and no flip; probs then holds them */
     /* Called on the calling thread after each batch (NULL: none). */

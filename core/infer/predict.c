@@ -61,7 +61,7 @@ int prd_new(const rm_model *m, const prd_opts *o, prd **out, pt_err *e)
     p->px = (size_t)p->S * p->S * 3;
     /* Contiguous parts of at most per_rep images, replica 0 the first. */
     p->per_rep = (p->o.batch + p->o.replicas - 1) / p->o.replicas;
-    int rc = inf_pool_new(m->net, p->o.replicas, p->per_rep, &p->pool, e);
+    int rc = inf_pool_new(m->net, p->o.replicas, p->per_rep, p->o.bf16, &p->pool, e);
     if (rc != PT_OK) {
         prd_free(p);
         return rc;

@@ -271,7 +271,8 @@ void nn_ctx_free(nn_ctx *c);
  * gradient, weight gradient): NN_FP32, or NN_BF16, mixed precision: bf16 operands
  * (rounded to nearest even) summed in float32, while the weights, optimizer state,
  * batch norm, activations, loss and softmax stay float32 (nn_bf16.h). Depthwise and
- * grouped convolutions, and products narrower or shallower than 24, stay float32.
+ * grouped convolutions, and products shallower than 32 or narrower than 24 (where bf16
+ * does not pay), stay float32.
  * A new context is NN_FP32. Setting NN_BF16 the first time allocates the packing
  * workspace: PT_OK, or PT_ENOMEM (the context unchanged). Not while a pass runs. */
 typedef enum nn_precision { NN_FP32 = 0, NN_BF16 = 1 } nn_precision;
@@ -283,6 +284,9 @@ nn_precision nn_ctx_precision(const nn_ctx *c);
  * whether that is a CPU instruction (not emulated). */
 const char *nn_bf16_engine_name(void);
 int nn_bf16_native(void);
+/* The bf16 products' single-core GFLOP/s (C = A B, 512 x 512 x 512), best over about
+ * `seconds`: the compute estimate's peak when a run is in bf16. */
+double nn_bf16_peak_gflops(double seconds);
 int nn_ctx_max_batch(const nn_ctx *c);
 /* Bytes the context allocated. */
 size_t nn_ctx_bytes(const nn_ctx *c);

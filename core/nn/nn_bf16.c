@@ -8,6 +8,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/util.h"
+
 #include "nn/nn_bf16.h"
 
 static int forced = -1;
@@ -291,3 +293,36 @@ void nn_bf16_nt(long M, long N, long K, const float *a, long lda, const float *b
     const nn_bf16_b B = nn_bf16_pack_b(K, N, b, 1, ldb, bp);
     nn_bf16_mm(M, a, lda, 1, &B, align64((char *)bp + nn_bf16_b_bytes(K, N)), c, ldc, o);
 }
+
+/* ---- the peak, for the compute estimate ---- */
+
+double nn_bf16_peak_gflops(double seconds)
+{
+    const long n = 512;
+    float *a = util_aligned_alloc((size_t)(n * n) * sizeof(float));
+    float *b = util_aligned_alloc((size_t)(n * n) * sizeof(float));
+    float *c = util_aligned_alloc((size_t)(n * n) * sizeof(float));
+    const size_t bytes = nn_bf16_ws_bytes(n, n);
+    void *ws = util_aligned_alloc(bytes);
+    double best = 0;
+    if (a && b && c && ws) {
+        for (long i = 0; i < n * n; i++) {
+            a[i] = (float)((i * 7) % 13) * 0.01f;
+            b[i] = (float)((i * 5) % 11) * 0.01f;
+        }
+        const nn_bf16_area w = { ws, bytes };
+        const double t_end = util_now() + seconds;
+        do {
+            const double t0 = util_now();
+            nn_bf16_nn(n, n, n, a, n, b, n, c, n, NULL, w);
+            const double g = 2.0 * (double)(n * n * n) / (util_now() - t0) * 1e-9;
+            best = g > best ? g : best;
+        } while (util_now() < t_end);
+    }
+    util_aligned_free(a);
+    util_aligned_free(b);
+    util_aligned_free(c);
+    util_aligned_free(ws);
+    return best;
+}
+

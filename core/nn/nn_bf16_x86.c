@@ -51,9 +51,43 @@ static __mmask16 mask16(long n)
     return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u);
 }
 
+/* B's columns along memory (B(p, j) = b[j * bcs + p]: a weight matrix read
+ * transposed, for the input gradient): each column's pairs converted 16 at a time,
+ * then laid across the panel. */
+TARGET_BF16 static void pack_b_across(long K, long N, long kp, const float *b, long bcs,
+                                      uint32_t *dst)
+{
+    uint32_t tmp[NN_BF16_NR][16] __attribute__((aligned(64)));
+    for (long j0 = 0; j0 < N; j0 += NN_BF16_NR) {
+        uint32_t *d = dst + j0 * kp;
+        for (long q0 = 0; q0 < kp; q0 += 16) {
+            const long p0 = 2 * q0;
+            const __mmask16 m0 = mask16(K - p0), m1 = mask16(K - p0 - 16);
+            for (int j = 0; j < NN_BF16_NR; j++) {
+                if (j0 + j >= N) {
+                    memset(tmp[j], 0, sizeof tmp[j]);
+                    continue;
+                }
+                const float *col = b + (j0 + j) * bcs + p0;
+                const __m512 lo = _mm512_maskz_loadu_ps(m0, col);
+                const __m512 hi = _mm512_maskz_loadu_ps(m1, col + 16);
+                _mm512_store_si512(tmp[j], (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+            }
+            const long nq = kp - q0 < 16 ? kp - q0 : 16;
+            for (long qq = 0; qq < nq; qq++)
+                for (int j = 0; j < NN_BF16_NR; j++)
+                    d[(q0 + qq) * NN_BF16_NR + j] = tmp[j][qq];
+        }
+    }
+}
+
 TARGET_BF16 void nn_bf16_pack_b_x86(long K, long N, long kp, const float *b, long brs,
                                     long bcs, uint32_t *dst)
 {
+    if (bcs != 1 && brs == 1) {
+        pack_b_across(K, N, kp, b, bcs, dst);
+        return;
+    }
     if (bcs != 1) {
         nn_bf16_pack_b_c(K, N, kp, b, brs, bcs, dst);
         return;

@@ -268,6 +268,10 @@ static void *build_replica(void *arg)
     p->input = util_aligned_alloc((size_t)max_batch * img * sizeof(float));
     if (s->infer_only) {
         p->ctx = nn_ctx_new_infer(s->cfg.model, max_batch, &p->err);
+        if (p->ctx && s->cfg.bf16 && nn_ctx_set_precision(p->ctx, NN_BF16, &p->err) != PT_OK) {
+            p->rc = p->err.code;
+            return NULL;
+        }
         if (p->ctx && p->input)
             return NULL;
     } else {
@@ -280,6 +284,10 @@ static void *build_replica(void *arg)
         p->rc = p->err.code != PT_OK ? p->err.code : PT_ENOMEM;
         if (p->err.code == PT_OK)
             err_set(&p->err, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+        return NULL;
+    }
+    if (s->cfg.bf16 && nn_ctx_set_precision(p->ctx, NN_BF16, &p->err) != PT_OK) {
+        p->rc = p->err.code;
         return NULL;
     }
     nn_zero_grads(p->ctx);

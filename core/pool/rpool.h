@@ -107,6 +107,9 @@ typedef struct rpool_config {
      * them (0), or -1: recompute when keeping them would take more than a quarter of
      * the machine's memory (rpool_recompute_auto). */
     int recompute;
+    /* The products in bf16 (nn_ctx_set_precision NN_BF16) on every replica: training,
+     * validation and inference alike. */
+    int bf16;
 } rpool_config;
 
 int rpool_new(const rpool_config *cfg, rpool **out, pt_err *e);

@@ -301,6 +301,7 @@ static int step_build_model(trn *r, pt_err *e)
 static int step_start_replicas(trn *r, pt_err *e)
 {
     trn_set_state(r, RUN_PREPARING, "allocating the replicas' memory");
+    r->plan.bf16 = trn_precision_bf16(r->cfg->precision);
     rpool_config sc = { .stop = trn_stop_asked,
                         .stop_ctx = r,
                         .model = r->parts.model,
@@ -315,15 +316,16 @@ static int step_start_replicas(trn *r, pt_err *e)
                         .first_replica = r->plan.first_replica,
                         .all_replicas = r->plan.ranks > 1 ? r->plan.job_replicas : 0,
                         .overlap = trn_dist_overlap(r),
-                        .recompute = r->cfg->recompute };
+                        .recompute = r->cfg->recompute,
+                        .bf16 = r->plan.bf16 };
     return rpool_new(&sc, &r->parts.pool, e);
 }
 
 static int step_measure_peak(trn *r, pt_err *e)
 {
     (void)e;
-    trn_set_state(r, RUN_PREPARING, "measuring the single-core sgemm peak");
-    r->plan.sgemm_peak = trn_sgemm_peak(0.3);
+    trn_set_state(r, RUN_PREPARING, "measuring the single-core product peak");
+    r->plan.sgemm_peak = trn_sgemm_peak(0.3, r->plan.bf16);
     return PT_OK;
 }
 
@@ -463,6 +465,8 @@ static int step_log_plan(trn *r, pt_err *e)
             nn_flops(r->parts.model, 1, 0) * 1e-6, r->plan.sgemm_peak, nn_blas_corename());
     rpool_memory_note(r->parts.pool, summary, sizeof summary);
     trn_log(r, "%s", summary);
+    trn_precision_text(cfg->precision, summary, sizeof summary);
+    trn_log(r, "precision: %s", summary);
     if (ema_on(&r->parts.average))
         trn_log(r, "validation and predictions use a moving average of the weights (--ema %g)",
                 cfg->ema);

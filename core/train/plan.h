@@ -50,7 +50,9 @@ typedef struct trn_plan {
         val_counts[RUN_MAX_CLASSES];
     long long readable[DS_NSPLITS]; /* records the label scan could read, per split */
     sched schedule;
-    double sgemm_peak;          /* single-core GFLOP/s, for the telemetry's MXU figure */
+    double sgemm_peak;          /* single-core GFLOP/s, for the telemetry's MXU figure: the
+                                   bf16 kernel's when bf16 */
+    int bf16;                   /* --precision resolved on this CPU */
 } trn_plan;
 
 typedef struct trn_parts {

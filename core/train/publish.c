@@ -47,7 +47,9 @@ void trn_publish_static(trn *r)
     s->steps_per_epoch = r->plan.updates_per_epoch;
     s->total_steps = r->plan.total_updates;
     s->sgemm_peak_gflops = r->plan.sgemm_peak;
-    util_copy(s->blas_core, sizeof s->blas_core, nn_blas_corename());
+    util_copy(s->blas_core, sizeof s->blas_core,
+              r->plan.bf16 ? nn_bf16_engine_name() : nn_blas_corename());
+    util_copy(s->precision, sizeof s->precision, r->plan.bf16 ? "bf16" : "fp32");
     int k = r->plan.n_classes < RUN_MAX_CLASSES ? r->plan.n_classes : RUN_MAX_CLASSES;
     s->label_classes = k;
     memcpy(s->train_counts, r->plan.train_counts, (size_t)k * sizeof(long long));
@@ -156,9 +158,29 @@ void trn_publish_history(trn *r)
     prg_unlock(r->env->progress);
 }
 
-double trn_sgemm_peak(double seconds)
+int trn_precision_bf16(run_precision p)
+{
+    return p == RUN_PREC_BF16 || (p == RUN_PREC_AUTO && nn_bf16_native());
+}
+
+void trn_precision_text(run_precision p, char *buf, size_t n)
+{
+    if (trn_precision_bf16(p))
+        snprintf(buf, n, "bf16 operands, fp32 sums (%s%s)", nn_bf16_engine_name(),
+                 nn_bf16_native() ? " on this CPU"
+                                  : ": this CPU has no AVX512_BF16 or AMX-BF16, so the bf16 "
+                                    "products run in C, several times slower than fp32");
+    else if (p == RUN_PREC_AUTO)
+        snprintf(buf, n, "fp32 (auto: this CPU has no AVX512_BF16 or AMX-BF16)");
+    else
+        snprintf(buf, n, "fp32");
+}
+
+double trn_sgemm_peak(double seconds, int bf16)
 {
     nn_init();
+    if (bf16)
+        return nn_bf16_peak_gflops(seconds);
     const int n = 512;
     float *a = util_aligned_alloc((size_t)n * n * sizeof(float));
     float *b = util_aligned_alloc((size_t)n * n * sizeof(float));

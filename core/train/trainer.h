@@ -67,7 +67,15 @@ typedef struct trn_env {
  * RUN_STOPPED or RUN_FAILED (e says why). */
 run_state trn_run(const trn_env *env, pt_err *e);
 
-/* Single-core sgemm GFLOP/s, measured for about `seconds`. */
-double trn_sgemm_peak(double seconds);
+/* --precision on this CPU: 1 for bf16 (asked for, or auto where the CPU has a bf16
+ * instruction), 0 for fp32. */
+int trn_precision_bf16(run_precision p);
+/* What it resolves to, in words for the log and the header's tooltip: "bf16 operands,
+ * fp32 sums (avx512_bf16 on this CPU)", "fp32 (auto: this CPU has no AVX512_BF16 or
+ * AMX-BF16)", ... into buf. */
+void trn_precision_text(run_precision p, char *buf, size_t n);
+/* Single-core GFLOP/s of the products, measured for about `seconds`: OpenBLAS's sgemm,
+ * or with bf16 the bf16 kernels' (nn_bf16). */
+double trn_sgemm_peak(double seconds, int bf16);
 
 #endif
