@@ -75,7 +75,11 @@ for s in $seeds; do
     fi
     if echo "$sides" | grep -q torch && [ ! -f "$out/torch-$s.log" ]; then
         t0=$(now)
-        /usr/bin/python3 "$twin" "$@" --seed "$s" > "$out/torch-$s.tmp" 2>&1
+        # PyTorch at its best: glibc keeps what it frees (bench/bench_peer.h says why).
+        MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-33554432} \
+            MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-17179869184} \
+            MALLOC_TOP_PAD_=${MALLOC_TOP_PAD_:-1073741824} \
+            /usr/bin/python3 "$twin" "$@" --seed "$s" > "$out/torch-$s.tmp" 2>&1
         echo "wall_s $(/usr/bin/python3 -c "print('%.1f' % ($(now) - $t0))")" >> "$out/torch-$s.tmp"
         mv "$out/torch-$s.tmp" "$out/torch-$s.log"
     fi

@@ -210,12 +210,13 @@ def plain(images, size, imagenet=True):
     return (x - MEAN) / STD if imagenet else x
 
 
-def validate(model, x, y, classes):
+def validate(model, x, y, classes, bf16=False):
     """The model's validation loss, accuracy and macro F1 on the prepared inputs x (in
-    eval mode, batches of 64): what petal-tui prints as val_loss, val_acc, val_f1."""
+    eval mode, batches of 64): what petal-tui prints as val_loss, val_acc, val_f1.
+    bf16: the forward under bf16 autocast (as a --precision bf16 run validates)."""
     model.eval()
-    with torch.no_grad():
-        logits = torch.cat([model(x[i:i + 64]) for i in range(0, len(y), 64)])
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        logits = torch.cat([model(x[i:i + 64]).float() for i in range(0, len(y), 64)])
         pred = logits.argmax(1)
     return (float(F.cross_entropy(logits, y)), float((pred == y).float().mean()),
             macro_f1(pred, y, classes))
@@ -243,7 +244,13 @@ def _q_act(scale, zero_point):
     hi = (info.max - int(zero_point)) * float(scale)
     if lo != 0:
         return None
-    return F.relu6 if hi <= 6.0 + 1e-3 else F.relu
+    return relu6 if hi <= 6.0 + 1e-3 else F.relu
+
+
+def relu6(x):
+    """ReLU6; as a clamp under bf16 autocast, where PyTorch 1.13's relu6 (hardtanh) has
+    no CPU backward for bfloat16 (the same function)."""
+    return x.clamp(0.0, 6.0) if x.dtype == torch.bfloat16 else F.relu6(x)
 
 
 class ZooMobileNetV2(nn.Module):

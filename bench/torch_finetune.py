@@ -80,6 +80,9 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--channels-last", type=int, default=0)
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--bf16", action="store_true",
+                   help="mixed precision: the forward under torch.autocast('cpu', bfloat16), "
+                        "the loss in float32; petal-tui's side gets --precision bf16")
     p.add_argument("--print-command", action="store_true",
                    help="print the petal-tui command with the same recipe and stop")
     a = p.parse_args()
@@ -97,7 +100,8 @@ def main():
              a.label_smoothing, a.weight_decay, a.input_norm, a.ema, a.batch // a.replicas,
              a.seed, a.flip, a.crop_scale,
              ",mixup:%g:alpha=%g" % (a.mixup, a.mixup_alpha) if a.mixup > 0 else "")
-          + (" --backbone-bn frozen" if a.backbone_bn == "frozen" else ""), flush=True)
+          + (" --backbone-bn frozen" if a.backbone_bn == "frozen" else "")
+          + " --precision %s" % ("bf16" if a.bf16 else "fp32"), flush=True)
     if a.print_command:
         return
     t0 = time.time()
@@ -152,7 +156,9 @@ def main():
             lr = sch(step)
             opt.param_groups[0]["lr"] = lr * a.backbone_lr_scale
             opt.param_groups[1]["lr"] = lr
-            logits = model(x)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+                logits = model(x)
+            logits = logits.float()
             ce = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing, reduction="none")
             ce2 = F.cross_entropy(logits, y2, label_smoothing=a.label_smoothing, reduction="none")
             loss = (own * ce + (1 - own) * ce2).mean()
@@ -170,7 +176,8 @@ def main():
             loss_sum += float(loss) * len(y)
             correct += int((logits.argmax(1) == y).sum())
             seen += len(y)
-        vloss, vacc, vf1 = tc.validate(avg if avg is not None else model, xva_in, yva, classes)
+        vloss, vacc, vf1 = tc.validate(avg if avg is not None else model, xva_in, yva, classes,
+                                       a.bf16)
         secs = time.time() - t
         total_s += secs
         print("epoch %d/%d%s - %.1fs - loss %.4f - acc %.4f - val_loss %.4f - val_acc %.4f - "

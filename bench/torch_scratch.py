@@ -171,6 +171,9 @@ def main():
     p.add_argument("--batch-per-replica", type=int, default=16)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--bf16", action="store_true",
+                   help="mixed precision: the forward under torch.autocast('cpu', bfloat16), "
+                        "the loss in float32; petal-tui's side gets --precision bf16")
     p.add_argument("--print-command", action="store_true",
                    help="print the petal-tui command of this recipe and stop")
     a = p.parse_args()
@@ -194,7 +197,8 @@ def main():
           % (a.data, a.widths, a.convs, a.init, a.bn_momentum, a.size, a.epochs, a.replicas, a.batch_per_replica,
              a.lr_start, a.lr_max, a.lr_end, a.warmup, a.schedule, a.dropout,
              a.label_smoothing, a.weight_decay, a.ema, aug, a.seed,
-             " --residual yes" if a.residual else ""), flush=True)
+             " --residual yes" if a.residual else "")
+          + " --precision %s" % ("bf16" if a.bf16 else "fp32"), flush=True)
     if a.print_command:
         return
     xtr, ytr = tc.load_split(a.data, "train")
@@ -231,7 +235,9 @@ def main():
             y = ytr[idx]
             for g in opt.param_groups:
                 g["lr"] = sch(step)
-            logits = model(x)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+                logits = model(x)
+            logits = logits.float()
             loss = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -245,7 +251,8 @@ def main():
             loss_sum += float(loss) * len(y)
             correct += int((logits.argmax(1) == y).sum())
             seen += len(y)
-        vloss, vacc, vf1 = tc.validate(avg if avg is not None else model, xva_in, yva, classes)
+        vloss, vacc, vf1 = tc.validate(avg if avg is not None else model, xva_in, yva, classes,
+                                      a.bf16)
         secs = time.time() - t
         total_s += secs
         print("epoch %d/%d - %.1fs - loss %.4f - acc %.4f - val_loss %.4f - val_acc %.4f - "
