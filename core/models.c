@@ -90,6 +90,11 @@ int inf_model_tta_flip(const rm_model *m)
     return m->tta_flip;
 }
 
+int inf_model_bf16(const rm_model *m)
+{
+    return m->precision == RUN_PREC_BF16 || (m->precision == RUN_PREC_AUTO && nn_bf16_native());
+}
+
 void inf_score_probs(const prd_results *r, const double *p, int32_t *preds, inf_score *out)
 {
     const int k = r->k;

@@ -40,8 +40,8 @@ static const char *const help_text =
     "is predicted; the same names in another order are matched by name; a member that\n"
     "names no classes (an ONNX file without petal-tui's) is taken in label order. --out\n"
     "may not be a member or hold a training run; a previous ensemble's outputs there are\n"
-    "replaced. --precision: as predict's (fp32 by default; bf16 operands with fp32 sums\n"
-    "where asked, or auto: where the CPU has AVX512_BF16 or AMX).\n";
+    "replaced. --precision fp32|bf16|auto: as predict's (by default each member's own:\n"
+    "a run folder's, fp32 for an .onnx file).\n";
 
 typedef struct en_args {
     const char *data, *out, *weights;
@@ -49,13 +49,13 @@ typedef struct en_args {
     int n;
     long long batch, replicas;
     int tta;                    /* -1 each run's, 0 none, 1 flip */
-    int bf16;                   /* --precision resolved: 1 bf16 */
+    int bf16;                   /* --precision resolved: 1 bf16; -1 each member's own */
 } en_args;
 
 static int parse_args(int argc, char **argv, en_args *a)
 {
     int cores = util_cores_online();
-    *a = (en_args){ .batch = 32, .replicas = cores < 8 ? cores : 8, .tta = -1 };
+    *a = (en_args){ .batch = 32, .replicas = cores < 8 ? cores : 8, .tta = -1, .bf16 = -1 };
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
@@ -155,7 +155,7 @@ static int member_split(const en_args *a, const rm_model *m, const int *map, con
                         int labeled, prd_results *r)
 {
     prd_opts o = { .batch = (int)a->batch, .replicas = (int)a->replicas,
-                   .workers = (int)a->replicas, .bf16 = a->bf16,
+                   .workers = (int)a->replicas, .bf16 = a->bf16 < 0 ? inf_model_bf16(m) : a->bf16,
                    .tta_flip = a->tta < 0 ? inf_model_tta_flip(m) : a->tta };
     po_progress bar;
     po_progress_init(&bar, inf_model_source(m));
@@ -427,7 +427,6 @@ int cmd_ensemble(int argc, char **argv)
     double w[EN_MAX];
     if (parse_weights(a.weights, a.n, w) != 0)
         return 1;
-    cli_precision_note("ensemble", a.bf16);
     rm_model *m[EN_MAX];
     int *maps[EN_MAX];
     memset(m, 0, sizeof m);

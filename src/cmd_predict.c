@@ -42,9 +42,10 @@ static const char *const help_text =
     "                    --out X.npy a float32 .npy [N, D] and X.paths.txt, its rows'\n"
     "                    paths, one a line (failed images left out of both)\n"
     "  --tta flip|none   average with the mirror image (default: the run's --tta)\n"
-    "  --precision P     the products in fp32 (the default: an export's and ONNX\n"
-    "                    Runtime's answers), or bf16 operands with fp32 sums (faster\n"
-    "                    where the CPU has AVX512_BF16 or AMX; auto: bf16 there)\n"
+    "  --precision P     fp32, or bf16 operands with fp32 sums (faster where the CPU\n"
+    "                    has AVX512_BF16 or AMX; auto: bf16 there). Default: a run\n"
+    "                    folder's own (so its validation images predict what it\n"
+    "                    logged), fp32 for an .onnx file (ONNX Runtime's answers)\n"
     "  --batch N         images per forward pass (default 32)\n"
     "  --replicas N      forward threads (default: the cores, at most 8)\n"
     "  --submission FILE id,label for a test split (the competition's submission.csv)\n"
@@ -71,7 +72,7 @@ typedef struct pr_args {
     int tta;                    /* -1 the run's, 0 none, 1 flip */
     int norm;                   /* --input-norm: run_input_norm (auto: the model's own) */
     int features;               /* --features: feature vectors instead of classes */
-    int bf16;                   /* --precision resolved: 1 bf16 */
+    int bf16;                   /* --precision resolved: 1 bf16; -1 the model's own */
 } pr_args;
 
 static int ends_npy(const char *path)
@@ -85,7 +86,7 @@ static int parse_args(int argc, char **argv, pr_args *a)
 {
     int cores = util_cores_online();
     *a = (pr_args){ .top = 1, .batch = 32, .replicas = cores < 8 ? cores : 8, .tta = -1,
-                    .split = "test" };
+                    .split = "test", .bf16 = -1 };
     a->inputs = calloc((size_t)argc, sizeof *a->inputs);
     if (!a->inputs)
         return 1;
@@ -475,6 +476,8 @@ int cmd_predict(int argc, char **argv)
                 inf_model_features(m) ? "what the graph's classifier reads"
                                       : "the graph's output (it has no Gemm / MatMul classifier)");
     inf_init();
+    if (a.bf16 < 0)
+        a.bf16 = inf_model_bf16(m);
     cli_precision_note("predict", a.bf16);
     if (a.top > inf_model_classes(m))
         a.top = inf_model_classes(m);

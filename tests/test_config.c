@@ -60,6 +60,7 @@ static const char DEFAULT_TEXT[] =
     "shuffle-buffer = 2048\n"
     "workers = 0\n"
     "prefetch = 4\n"
+    "precision = auto\n"
     "recompute = auto\n"
     "stop-on-data-error = no\n"
     "overlap = auto\n"
@@ -106,6 +107,7 @@ static const char OTHER_TEXT[] =
     "shuffle-buffer = 4096\n"
     "workers = 3\n"
     "prefetch = 8\n"
+    "precision = bf16\n"
     "recompute = no\n"
     "stop-on-data-error = yes\n"
     "overlap = no\n"
@@ -157,6 +159,7 @@ static void other_config(run_config *c)
     c->shuffle_buffer = 4096;
     c->workers = 3;
     c->prefetch = 8;
+    c->precision = RUN_PREC_BF16;
     c->recompute = 0;
     c->stop_on_data_error = 1;
     c->overlap = 0;
@@ -232,6 +235,7 @@ static void same_config(const run_config *a, const run_config *b)
     T_EQ_INT(a->shuffle_buffer, b->shuffle_buffer);
     T_EQ_INT(a->workers, b->workers);
     T_EQ_INT(a->prefetch, b->prefetch);
+    T_EQ_INT(a->precision, b->precision);
     T_EQ_INT(a->recompute, b->recompute);
     T_EQ_INT(a->stop_on_data_error, b->stop_on_data_error);
     T_EQ_INT(a->overlap, b->overlap);

@@ -1523,7 +1523,7 @@ TEST(ui_settings_dialog_order_values_and_edits)
         "ema", "tta", "label-smoothing", "freeze-epochs", "backbone-lr-scale", "freeze-backbone",
         "input-norm", "backbone-bn", "reinit",
         "seed", "deterministic",
-        "shuffle-buffer", "workers", "prefetch", "recompute",
+        "shuffle-buffer", "workers", "prefetch", "precision", "recompute",
         "stop-on-data-error", "overlap", "checkpoint-every",
     };
     const size_t n_order = sizeof order / sizeof order[0];

@@ -174,6 +174,8 @@ int inf_model_export_stale(const rm_model *m, char *msg, size_t n);
 const char *inf_model_source(const rm_model *m);
 /* 1 when the run validated with --tta flip. */
 int inf_model_tta_flip(const rm_model *m);
+/* 1 when the run validated in bf16 (its --precision on this CPU); 0 for an ONNX file. */
+int inf_model_bf16(const rm_model *m);
 
 /* ---- ensemble's figures ---- */
 

@@ -323,6 +323,7 @@ static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
     m->crop = pc.crop;
     m->fast_decode = pc.fast_decode;
     m->tta_flip = cfg.tta == RUN_TTA_FLIP;
+    m->precision = (int)cfg.precision;
     return PT_OK;
 }
 
@@ -345,6 +346,7 @@ int rm_open_features(const char *path, int image_size_override, run_input_norm n
         e = &local;
     memset(out, 0, sizeof *out);
     out->epoch = out->update = -1;
+    out->precision = RUN_PREC_FP32;
     if (!(out->source = strdup(path)))
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     int rc;

@@ -35,6 +35,8 @@ typedef struct rm_model {
     char *source_run;       /* an export: the run folder it came from ("" none), malloc'd */
     int ema;                /* 1: the moving average is in net */
     int tta_flip;           /* the run validated with --tta flip */
+    int precision;          /* a run folder's --precision (run.h's run_precision); an
+                               ONNX file: RUN_PREC_FP32 */
     char *data;             /* the run's dataset folder ("" for the demo data), malloc'd;
                                NULL for an ONNX file */
     nn_norm norm;           /* the input convention the net's first layer applies */

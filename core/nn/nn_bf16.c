@@ -5,6 +5,7 @@
  * (finish) takes into C. A's block (MC x K bf16) and one panel (K x NR) stay in L2
  * while the kernel runs over them. */
 #include <float.h>
+#include <pthread.h>
 #include <math.h>
 #include <string.h>
 
@@ -13,6 +14,15 @@
 #include "nn/nn_bf16.h"
 
 static int forced = -1;
+
+/* Linux's grant of the tile state, asked once (two system calls). */
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+static int amx_granted;
+
+static void ask_amx(void)
+{
+    amx_granted = cpu_amx_enable();
+}
 
 int nn_bf16_have(int engine)
 {
@@ -24,8 +34,11 @@ int nn_bf16_have(int engine)
         return nn_bf16_x86_built() && f->avx512f && f->avx512bw && f->avx512vl &&
                f->avx512_bf16;
     case NN_BF16_AMX:
-        return nn_bf16_amx_built() && nn_bf16_have(NN_BF16_AVX512) && f->amx_tile &&
-               f->amx_bf16 && cpu_amx_enable();
+        if (!nn_bf16_amx_built() || !nn_bf16_have(NN_BF16_AVX512) || !f->amx_tile ||
+            !f->amx_bf16)
+            return 0;
+        pthread_once(&amx_once, ask_amx);
+        return amx_granted;
     default:
         return 0;
     }
