@@ -1041,11 +1041,13 @@ TEST(ui_header_shows_memory_and_load_next_to_the_throughput)
     /* The first row: an ONNX model's input convention after its size. */
     snprintf(s->model, sizeof s->model, "mobilenetv2-1.0-tfslim-float-notop");
     snprintf(s->input_norm, sizeof s->input_norm, "tf");
+    snprintf(s->precision, sizeof s->precision, "bf16");
     ui_panel_header(stdscr, (ui_rect){ 0, 0, 2, 200 }, &f);
     char line[2048];
     row_text(0, line, sizeof line);
+    /* ... and the precision the run's products take. */
     T_CHECKF(strstr(line, "mobilenetv2-1.0-tfslim-float-notop") &&
-                 strstr(line, "px input tf"),
+                 strstr(line, "px input tf bf16"),
              "|%s|", line);
     row_text(1, line, sizeof line);
     const char *ips = strstr(line, "241 img/s"), *rss = strstr(line, "RSS 412 MiB");

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "train/metrics.h"
 #include "train/replicas.h"
+#include "train/trainer.h"
 
 struct prg {
     pthread_mutex_t lock;
@@ -43,6 +44,7 @@ prg *prg_new(const run_config *cfg)
     s->replicas = rpl_count(cfg);
     s->update_size = s->replicas * cfg->batch_per_replica * cfg->grad_acc;
     s->image_size = cfg->image_size;
+    util_copy(s->precision, sizeof s->precision, trn_precision_bf16(cfg->precision) ? "bf16" : "fp32");
     return p;
 }
 
