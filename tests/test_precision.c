@@ -2,7 +2,8 @@
  * headless run in bf16 writes it to its config and log and is deterministic (the same
  * seed, the same history to the bit), and its history is the same bits whether the
  * products run on the AVX512_BF16 kernels or, under PT_GEMM_AVX2=1 (no AVX-512 for
- * petal-tui's kernels), on the portable C engine; fp32 differs from it; predict of the
+ * petal-tui's kernels), on the portable C engine (not so for AMX's, whose sums are
+ * ordered by the tile unit); fp32 differs from it; predict of the
  * run folder takes the run's precision (its validation images predict what the run
  * logged) and says so, --precision overrides it, a bad value is refused. Real
  * tfrecords of JPEGs (fixtures.c), the real binary. */
@@ -111,8 +112,12 @@ TEST(precision_bf16_run_is_deterministic_logged_and_engine_independent)
     T_REQUIRE(train("PT_GEMM_AVX2=1", data, c, "bf16") == 0);
     T_REQUIRE(train("", data, f, "fp32") == 0);
     T_CHECK(same_history(a, b));
-    T_CHECKF(same_history(a, c),
-             "the portable engine's run differs from the %s engine's", nn_bf16_engine_name());
+    /* AMX sums a tile's products in an order of its own (nn_bf16.h): there the two
+     * runs agree to rounding, not to the bit, and that is checked on the kernels
+     * (test_bf16.c). */
+    if (strcmp(nn_bf16_engine_name(), "amx") != 0)
+        T_CHECKF(same_history(a, c),
+                 "the portable engine's run differs from the %s engine's", nn_bf16_engine_name());
     T_CHECK(!same_history(a, f));
     char *cfg = file_of(a, "config"), *log = file_of(a, "log.txt"), *logc = file_of(c, "log.txt");
     char *logf = file_of(f, "log.txt");

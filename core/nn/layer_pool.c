@@ -201,9 +201,32 @@ static int window(int o, int stride, int pad, int k, int size, int *lo, int *hi)
     return *hi - *lo;
 }
 
+/* The 2x2 / 2 pool without padding (`small`'s first block, on the RGB input): the
+ * generic loop's sums in the same order, without its per-pixel window arithmetic,
+ * which cost more than the sums at 3 channels (1.4 ms of a 37 ms step in bf16). */
+static void avgpool2_fwd(int n, int h, int w, int c, int oh, int ow, const float *x, float *y)
+{
+    const size_t row = (size_t)w * c;
+    for (int img = 0; img < n; img++)
+        for (int oy = 0; oy < oh; oy++) {
+            const float *r0 = x + ((size_t)img * h + 2 * (size_t)oy) * row, *r1 = r0 + row;
+            float *restrict yo = y + ((size_t)img * oh + oy) * (size_t)ow * c;
+            for (int ox = 0; ox < ow; ox++) {
+                const size_t a = 2 * (size_t)ox * c, b = a + (size_t)c;
+                for (int j = 0; j < c; j++)
+                    yo[(size_t)ox * c + j] =
+                        ((((0.0f + r0[a + j]) + r0[b + j]) + r1[a + j]) + r1[b + j]) * 0.25f;
+            }
+        }
+}
+
 static void nn_avgpool_fwd(int n, int h, int w, int c, int k, int stride, int pt, int pl, int oh,
                            int ow, const float *x, float *y)
 {
+    if (k == 2 && stride == 2 && pt == 0 && pl == 0 && 2 * oh <= h && 2 * ow <= w) {
+        avgpool2_fwd(n, h, w, c, oh, ow, x, y);
+        return;
+    }
     for (int img = 0; img < n; img++) {
         const float *xi = x + (size_t)img * h * w * c;
         for (int oy = 0; oy < oh; oy++)

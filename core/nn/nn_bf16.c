@@ -281,6 +281,38 @@ void nn_bf16_mm(long M, const float *a, long ars, long aps, const nn_bf16_b *B, 
     }
 }
 
+void nn_bf16_convert(const float *x, long n, uint16_t *out)
+{
+    if (nn_bf16_engine() != NN_BF16_PORTABLE) {
+        nn_bf16_convert_x86(x, n, out);
+        return;
+    }
+    for (long i = 0; i < n; i++)
+        out[i] = nn_bf16_from_f32(x[i]);
+}
+
+long nn_bf16_row_pairs(long K)
+{
+    return nn_bf16_pairs(K, nn_bf16_engine());
+}
+
+void nn_bf16_mm_rows(long M, const uint32_t *a, const nn_bf16_b *B, float *c, long ldc,
+                     const nn_gemm_out *o)
+{
+    const int e = nn_bf16_engine();
+    const long kp = nn_bf16_pairs(B->K, e);
+    for (long i0 = 0; i0 < M; i0 += NN_BF16_MC) {
+        const long mc = M - i0 < NN_BF16_MC ? M - i0 : NN_BF16_MC;
+        const nn_bf16_block k = { a + i0 * kp, NN_BF16_ROWS, kp, mc, i0, B, c, ldc, o };
+        if (e == NN_BF16_PORTABLE)
+            nn_bf16_block_c(&k);
+        else if (e == NN_BF16_AVX512)
+            nn_bf16_block_x86(&k);
+        else
+            nn_bf16_block_amx(&k);
+    }
+}
+
 void nn_bf16_nn(long M, long N, long K, const float *a, long lda, const float *b, long ldb,
                 float *c, long ldc, const nn_gemm_out *o, nn_bf16_ws ws)
 {

@@ -71,6 +71,16 @@ nn_bf16_b nn_bf16_pack_b(long K, long N, const float *b, long brs, long bcs, voi
 void nn_bf16_mm(long M, const float *a, long ars, long aps, const nn_bf16_b *B, void *aws,
                 float *c, long ldc, const nn_gemm_out *o);
 
+/* n floats to bfloat16 (nn_bf16_from_f32's bits), vectorized where the engine is. */
+void nn_bf16_convert(const float *x, long n, uint16_t *out);
+/* Pairs per row of A as the engine reads rows of depth K (nn_bf16_pairs). */
+long nn_bf16_row_pairs(long K);
+/* nn_bf16_mm with A already packed by the caller as NN_BF16_ROWS: M rows of
+ * nn_bf16_row_pairs(B->K) dwords, zero past K, rows padded with zeros to a multiple
+ * of 16 (a conv's im2col writes its rows so, skipping a float32 pass). */
+void nn_bf16_mm_rows(long M, const uint32_t *a, const nn_bf16_b *B, float *c, long ldc,
+                     const nn_gemm_out *o);
+
 /* The three products the layers take, packing B in ws (nn_bf16_ws_bytes):
  * C[M x N] = A[M x K] B[K x N] through o; C[K x N] += X[M x K]^T G[M x N];
  * C[M x N] = A[M x K] B[N x K]^T through o. */
@@ -125,6 +135,7 @@ void nn_bf16_pack_a_x86(int layout, long rows, long K, const float *a, long ars,
 void nn_bf16_pack_b_x86(long K, long N, long kp, const float *b, long brs, long bcs,
                         uint32_t *dst);
 void nn_bf16_block_x86(const nn_bf16_block *k);
+void nn_bf16_convert_x86(const float *x, long n, uint16_t *out);
 
 /* nn_bf16_amx.c: 0 when not built; the block's sums by 16 x 32 (two tiles), A in
  * NN_BF16_ROWS with kp a multiple of 16. */

@@ -109,6 +109,15 @@ TARGET_BF16 void nn_bf16_pack_b_x86(long K, long N, long kp, const float *b, lon
     }
 }
 
+TARGET_BF16 void nn_bf16_convert_x86(const float *x, long n, uint16_t *out)
+{
+    for (long i = 0; i < n; i += 16) {
+        const __mmask16 m = mask16(n - i);
+        const __m256i v = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
+        _mm256_mask_storeu_epi16(out + i, m, v);
+    }
+}
+
 TARGET_BF16 void nn_bf16_pack_a_x86(int layout, long rows, long K, const float *a, long ars,
                                     long aps, uint32_t *dst)
 {
@@ -273,6 +282,12 @@ void nn_bf16_pack_a_x86(int layout, long rows, long K, const float *a, long ars,
 void nn_bf16_block_x86(const nn_bf16_block *k)
 {
     nn_bf16_block_c(k);
+}
+
+void nn_bf16_convert_x86(const float *x, long n, uint16_t *out)
+{
+    for (long i = 0; i < n; i++)
+        out[i] = nn_bf16_from_f32(x[i]);
 }
 
 void nn_bf16_finish_x86(const float *t, long i, long rows, long j0, long cols, float *c,

@@ -135,9 +135,37 @@ static inline void add_f(float *restrict d, const float *restrict s, int n)
         d[i] += s[i];
 }
 
+/* Where im2col writes: float32 rows of K, or (bf16 != NULL) bfloat16 rows of
+ * row_len (K rounded up to the engine's pairs, the tail zero), packed as the bf16
+ * kernels read A (nn_bf16.h's NN_BF16_ROWS), so the forward skips a float32 pass. */
+typedef struct col_out {
+    float *f;
+    uint16_t *bf16;
+    long row_len;
+} col_out;
+
+static inline void col_put(const col_out *o, long at, const float *src, int n)
+{
+    if (o->bf16)
+        nn_bf16_convert(src, n, o->bf16 + at);
+    else if (n == 9) /* an RGB 3x3 run: a constant-size copy the compiler turns into moves */
+        memcpy(o->f + at, src, 9 * sizeof *o->f);
+    else
+        copy_f(o->f + at, src, n);
+}
+
+static inline void col_zero(const col_out *o, long at, int n)
+{
+    if (o->bf16)
+        memset(o->bf16 + at, 0, (size_t)n * sizeof *o->bf16);
+    else
+        zero_f(o->f + at, n);
+}
+
 /* Rows [m0, m1) of the column matrix of channel group [c0, c0 + cg): row m is output
  * pixel m (image, oy, ox) in NHWC order, columns are (ky, kx, channel). */
-static void im2col(const nn_conv_shape *s, const float *x, int c0, long m0, long m1, float *col)
+static void im2col_to(const nn_conv_shape *s, const float *x, int c0, long m0, long m1,
+                      const col_out *o)
 {
     const int cg = s->cin / s->groups, K = s->kh * s->kw * cg;
     const long plane = (long)s->oh * s->ow;
@@ -145,38 +173,35 @@ static void im2col(const nn_conv_shape *s, const float *x, int c0, long m0, long
     int oy = (int)((m0 % plane) / s->ow), ox = (int)((m0 % plane) % s->ow);
     const int whole = cg == s->cin;
     for (long m = m0; m < m1; m++) {
-        float *dst = col + (m - m0) * K;
+        long at = (m - m0) * o->row_len;
         const float *xi = x + (size_t)img * s->h * s->w * s->cin;
         const int iy0 = oy * s->stride - s->pt, ix0 = ox * s->stride - s->pl;
         const int inside_x = ix0 >= 0 && ix0 + s->kw <= s->w;
         for (int ky = 0; ky < s->kh; ky++) {
             const int iy = iy0 + ky;
             if (iy < 0 || iy >= s->h) {
-                zero_f(dst, s->kw * cg);
-                dst += s->kw * cg;
+                col_zero(o, at, s->kw * cg);
+                at += s->kw * cg;
                 continue;
             }
             const float *row = xi + (size_t)iy * s->w * s->cin;
             if (whole && inside_x) {
-                /* The kw pixels are adjacent in NHWC: one contiguous run. An RGB 3x3
-                 * run (the first layer, where im2col costs as much as its skinny
-                 * sgemm) gets a constant-size copy the compiler turns into moves. */
-                if (s->kw * cg == 9)
-                    memcpy(dst, row + (size_t)ix0 * s->cin, 9 * sizeof *dst);
-                else
-                    copy_f(dst, row + (size_t)ix0 * s->cin, s->kw * cg);
-                dst += s->kw * cg;
+                /* The kw pixels are adjacent in NHWC: one contiguous run. */
+                col_put(o, at, row + (size_t)ix0 * s->cin, s->kw * cg);
+                at += s->kw * cg;
                 continue;
             }
             for (int kx = 0; kx < s->kw; kx++) {
                 const int ix = ix0 + kx;
                 if (ix < 0 || ix >= s->w)
-                    zero_f(dst, cg);
+                    col_zero(o, at, cg);
                 else
-                    copy_f(dst, row + (size_t)ix * s->cin + c0, cg);
-                dst += cg;
+                    col_put(o, at, row + (size_t)ix * s->cin + c0, cg);
+                at += cg;
             }
         }
+        if (o->row_len > K)
+            col_zero(o, at, (int)(o->row_len - K));
         if (++ox == s->ow) {
             ox = 0;
             if (++oy == s->oh) {
@@ -185,6 +210,12 @@ static void im2col(const nn_conv_shape *s, const float *x, int c0, long m0, long
             }
         }
     }
+}
+
+static void im2col(const nn_conv_shape *s, const float *x, int c0, long m0, long m1, float *col)
+{
+    const col_out o = { col, NULL, (long)s->kh * s->kw * (s->cin / s->groups) };
+    im2col_to(s, x, c0, m0, m1, &o);
 }
 
 /* The adjoint of im2col: adds the column rows [m0, m1) back into dx. */
@@ -330,6 +361,20 @@ static long bf16_rows(const nn_conv_shape *s)
     return rows < M ? rows : M;
 }
 
+/* The forward's bf16 column matrix: a chunk's rows (padded to 16) of K in pairs,
+ * AMX's padding included (the most any engine takes). */
+static size_t col_bytes(const nn_conv_shape *s)
+{
+    const long K = (long)s->kh * s->kw * s->cin;
+    const long kp = (K + 1) / 2 + 15;
+    return (size_t)((bf16_rows(s) + 15) / 16 * 16) * (size_t)kp * 4u;
+}
+
+static size_t up64(size_t n)
+{
+    return (n + 63u) & ~(size_t)63u;
+}
+
 size_t nn_conv_bf16_bytes(const nn_conv_shape *s)
 {
     if (s->groups != 1)
@@ -338,18 +383,24 @@ size_t nn_conv_bf16_bytes(const nn_conv_shape *s)
     const size_t w1 = nn_bf16_b_bytes(K, N), w2 = nn_bf16_b_bytes(N, K);
     long depth = K > rows ? K : rows;
     depth = depth > N ? depth : N;
-    return (w1 > w2 ? w1 : w2) + nn_bf16_b_bytes(rows, N) + nn_bf16_a_bytes(depth) + 3 * 64;
+    return up64(w1 > w2 ? w1 : w2) + up64(nn_bf16_b_bytes(rows, N)) +
+           up64(nn_bf16_a_bytes(depth)) + col_bytes(s) + 64;
 }
 
-/* The workspace's three parts: the weights packed, a chunk's gradient packed, A. */
-static void bf16_parts(const nn_conv_shape *s, uint8_t **w, uint8_t **g, uint8_t **a)
+/* The workspace's parts: the weights packed, a chunk's gradient packed, A's block,
+ * the forward's column matrix. */
+static void bf16_parts(const nn_conv_shape *s, uint8_t **w, uint8_t **g, uint8_t **a,
+                       uint8_t **col)
 {
-    const long K = (long)s->kh * s->kw * s->cin, N = s->cout;
+    const long K = (long)s->kh * s->kw * s->cin, N = s->cout, rows = bf16_rows(s);
     const size_t w1 = nn_bf16_b_bytes(K, N), w2 = nn_bf16_b_bytes(N, K);
+    long depth = K > rows ? K : rows;
+    depth = depth > N ? depth : N;
     uint8_t *p = (uint8_t *)(((uintptr_t)s->bf16->p + 63u) & ~(uintptr_t)63u);
     *w = p;
-    *g = p + (((w1 > w2 ? w1 : w2) + 63u) & ~(size_t)63u);
-    *a = *g + ((nn_bf16_b_bytes(bf16_rows(s), N) + 63u) & ~(size_t)63u);
+    *g = *w + up64(w1 > w2 ? w1 : w2);
+    *a = *g + up64(nn_bf16_b_bytes(rows, N));
+    *col = *a + up64(nn_bf16_a_bytes(depth));
 }
 
 static int bf16_fwd(const nn_conv_shape *s, const float *x, const float *wt,
@@ -358,18 +409,22 @@ static int bf16_fwd(const nn_conv_shape *s, const float *x, const float *wt,
     const long M = (long)s->n * s->oh * s->ow, K = (long)s->kh * s->kw * s->cin;
     if (!s->bf16 || s->groups != 1 || nn_conv_is_depthwise(s) || !bf16_pays(K, s->cout))
         return 0;
-    uint8_t *wp, *gp, *ap;
-    bf16_parts(s, &wp, &gp, &ap);
+    (void)ws;
+    uint8_t *wp, *gp, *ap, *cp;
+    bf16_parts(s, &wp, &gp, &ap, &cp);
     const nn_bf16_b B = nn_bf16_pack_b(K, s->cout, wt, s->cout, 1, wp);
     if (nn_conv_is_pointwise(s)) {
         nn_bf16_mm(M, x, s->cin, 1, &B, ap, y, s->cout, out);
         return 1;
     }
-    const long rows = chunk_rows(s);
+    /* im2col straight into bf16 rows, as the kernels read them. */
+    const long rows = chunk_rows(s), kp = nn_bf16_row_pairs(K);
+    const col_out o = { NULL, (uint16_t *)cp, 2 * kp };
     for (long m0 = 0; m0 < M; m0 += rows) {
-        const long mr = M - m0 < rows ? M - m0 : rows;
-        im2col(s, x, 0, m0, m0 + mr, ws);
-        nn_bf16_mm(mr, ws, K, 1, &B, ap, y + m0 * s->cout, s->cout, out);
+        const long mr = M - m0 < rows ? M - m0 : rows, padded = (mr + 15) / 16 * 16;
+        im2col_to(s, x, 0, m0, m0 + mr, &o);
+        memset(o.bf16 + mr * o.row_len, 0, (size_t)((padded - mr) * o.row_len) * 2u);
+        nn_bf16_mm_rows(mr, (const uint32_t *)cp, &B, y + m0 * s->cout, s->cout, out);
     }
     return 1;
 }
@@ -385,8 +440,9 @@ static int bf16_bwd(const nn_conv_shape *s, const float *x, const float *wt, con
     if (!s->bf16 || s->groups != 1 || nn_conv_is_depthwise(s) || !bf16_pays(K, s->cout))
         return 0;
     const int pw = nn_conv_is_pointwise(s);
-    uint8_t *wp, *gp, *ap;
-    bf16_parts(s, &wp, &gp, &ap);
+    uint8_t *wp, *gp, *ap, *cp;
+    bf16_parts(s, &wp, &gp, &ap, &cp);
+    (void)cp;
     /* dx = dz W^T: B(p = output channel, j = column of K) = wt[j * cout + p]. */
     nn_bf16_b Wt = { NULL, 0, 0 };
     if (dx)
