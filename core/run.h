@@ -34,7 +34,8 @@ typedef enum run_init { RUN_INIT_HE = 0, RUN_INIT_TORCH } run_init;
 typedef enum run_tta { RUN_TTA_NONE = 0, RUN_TTA_FLIP } run_tta;
 typedef enum run_backbone_bn { RUN_BN_TRAIN = 0, RUN_BN_FROZEN } run_backbone_bn;
 /* The products' number format: auto (bf16 where the CPU has AVX512_BF16 or AMX-BF16,
- * else fp32), float32, or mixed precision with bf16 operands (nn.h's nn_precision). */
+ * else fp32), float32 (the default), or mixed precision with bf16 operands (nn.h's
+ * nn_precision). */
 typedef enum run_precision { RUN_PREC_AUTO = 0, RUN_PREC_FP32, RUN_PREC_BF16 } run_precision;
 /* An ONNX model's input convention: the model's own (auto), or nn_norm's value + 1. */
 typedef enum run_input_norm {
