@@ -152,7 +152,7 @@ static size_t conv_bf16_bytes(const nn_model *m, const nn_node *nd, int max_batc
 {
     nn_conv_shape s;
     nn_conv_shape_of(m, nd, max_batch, &s);
-    return nn_conv_is_depthwise(&s) ? 0 : nn_conv_bf16_bytes(&s);
+    return nn_conv_bf16_bytes(&s);
 }
 
 /* ---- initialisation, FLOPs, summary ---- */

@@ -55,12 +55,11 @@ static void nn_dense_bwd(int n, int cin, int cout, const float *x, const float *
                     cout, accum ? 1.0f : 0.0f, dx, cin);
 }
 
-/* In bf16 (nn_ctx_set_precision) the three products take bf16 operands when the
- * product is at least 24 deep and wide (as nn_conv.c's rule: below it bf16 does not
- * pay), the classifier's 10-class head included when its input is wide. */
+/* In bf16 (nn_ctx_set_precision) a product takes bf16 operands where nn_bf16_pays
+ * (a few-class head's forward and input gradient do not). */
 static int dense_bf16(const nn_ctx *c, long depth, long width)
 {
-    return c->bf16 && depth >= 24 && width >= 24;
+    return c->bf16 && nn_bf16_pays(depth, width);
 }
 
 static void dense_forward(const nn_fwd *f)

@@ -50,6 +50,19 @@ float nn_bf16_to_f32(uint16_t h);
 /* A workspace: bytes at p (nn_impl.h's nn_bf16_area). */
 typedef nn_bf16_area nn_bf16_ws;
 
+/* Whether a product depth deep (the summed dimension) and width wide is worth bf16:
+ * at least NN_BF16_MIN_DEPTH and NN_BF16_MIN_WIDTH. Below them the kernel's padding of
+ * pairs and panels and the packing cost more than the halved multiply-adds gain
+ * (bench_gemm: MobileNetV2's 16 -> 96 at 66 GFLOP/s in bf16 against 105 in float32;
+ * bench_finetune layers: the RGB stem, K = 27, 1.66 ms in bf16 against 1.37): the
+ * layers run those in float32. */
+#define NN_BF16_MIN_DEPTH 32
+#define NN_BF16_MIN_WIDTH 24
+static inline int nn_bf16_pays(long depth, long width)
+{
+    return depth >= NN_BF16_MIN_DEPTH && width >= NN_BF16_MIN_WIDTH;
+}
+
 /* Bytes a product of depth K (the summed dimension) into N columns needs for B
  * packed, and for A's row blocks. */
 size_t nn_bf16_b_bytes(long K, long N);

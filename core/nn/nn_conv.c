@@ -339,19 +339,13 @@ size_t nn_conv_ws_floats_xf(const nn_conv_shape *s)
 }
 
 /* ---- bf16 products (nn_bf16.h) ----
- * Convolutions without groups whose product is at least BF16_MIN_DEPTH deep and
- * BF16_MIN_WIDTH wide: below them the bf16 kernel's panel and pair padding and its
- * packing cost more than the halved multiply-adds gain (bench_gemm: MobileNetV2's
- * 16 -> 96 at 66 GFLOP/s in bf16 against 105 in float32; bench_finetune layers: the
- * RGB stem, K = 27, 1.66 ms in bf16 against 1.37), and those products stay float32. The weights are packed
- * once per call, ahead of the row chunks; the workspace holds them, a chunk's packed
- * gradient (the weight gradient's B) and a block of A. */
-#define BF16_MIN_DEPTH 32
-#define BF16_MIN_WIDTH 24
+ * Convolutions without groups whose product nn_bf16_pays; the rest stay float32. The
+ * weights are packed once per call, ahead of the row chunks. */
 
-static int bf16_pays(long depth, long width)
+/* Whether the shape's products run in bf16 when the context asks for it. */
+static int bf16_shape(const nn_conv_shape *s)
 {
-    return depth >= BF16_MIN_DEPTH && width >= BF16_MIN_WIDTH;
+    return s->groups == 1 && nn_bf16_pays((long)s->kh * s->kw * s->cin, s->cout);
 }
 
 static long bf16_rows(const nn_conv_shape *s)
@@ -361,63 +355,59 @@ static long bf16_rows(const nn_conv_shape *s)
     return rows < M ? rows : M;
 }
 
-/* The forward's bf16 column matrix: a chunk's rows (padded to 16) of K in pairs,
- * AMX's padding included (the most any engine takes). */
-static size_t col_bytes(const nn_conv_shape *s)
-{
-    const long K = (long)s->kh * s->kw * s->cin;
-    const long kp = (K + 1) / 2 + 15;
-    return (size_t)((bf16_rows(s) + 15) / 16 * 16) * (size_t)kp * 4u;
-}
-
 static size_t up64(size_t n)
 {
     return (n + 63u) & ~(size_t)63u;
 }
 
-size_t nn_conv_bf16_bytes(const nn_conv_shape *s)
+/* The workspace's parts, as offsets from its first 64-byte boundary: the weights
+ * packed (either way round), a chunk's gradient packed (the weight gradient's B), A's
+ * block, the forward's bf16 column matrix (a chunk's rows, padded to 16, of K in
+ * pairs with AMX's padding, the most any engine takes); off[4] is the end. */
+static void bf16_layout(const nn_conv_shape *s, size_t off[5])
 {
-    if (s->groups != 1)
-        return 0;
     const long K = (long)s->kh * s->kw * s->cin, N = s->cout, rows = bf16_rows(s);
     const size_t w1 = nn_bf16_b_bytes(K, N), w2 = nn_bf16_b_bytes(N, K);
     long depth = K > rows ? K : rows;
     depth = depth > N ? depth : N;
-    return up64(w1 > w2 ? w1 : w2) + up64(nn_bf16_b_bytes(rows, N)) +
-           up64(nn_bf16_a_bytes(depth)) + col_bytes(s) + 64;
+    const size_t col = (size_t)((rows + 15) / 16 * 16) * (size_t)((K + 1) / 2 + 15) * 4u;
+    off[0] = 0;
+    off[1] = off[0] + up64(w1 > w2 ? w1 : w2);
+    off[2] = off[1] + up64(nn_bf16_b_bytes(rows, N));
+    off[3] = off[2] + up64(nn_bf16_a_bytes(depth));
+    off[4] = off[3] + col;
 }
 
-/* The workspace's parts: the weights packed, a chunk's gradient packed, A's block,
- * the forward's column matrix. */
-static void bf16_parts(const nn_conv_shape *s, uint8_t **w, uint8_t **g, uint8_t **a,
-                       uint8_t **col)
+size_t nn_conv_bf16_bytes(const nn_conv_shape *s)
 {
-    const long K = (long)s->kh * s->kw * s->cin, N = s->cout, rows = bf16_rows(s);
-    const size_t w1 = nn_bf16_b_bytes(K, N), w2 = nn_bf16_b_bytes(N, K);
-    long depth = K > rows ? K : rows;
-    depth = depth > N ? depth : N;
-    uint8_t *p = (uint8_t *)(((uintptr_t)s->bf16->p + 63u) & ~(uintptr_t)63u);
-    *w = p;
-    *g = *w + up64(w1 > w2 ? w1 : w2);
-    *a = *g + up64(nn_bf16_b_bytes(rows, N));
-    *col = *a + up64(nn_bf16_a_bytes(depth));
+    if (!bf16_shape(s))
+        return 0;
+    size_t off[5];
+    bf16_layout(s, off);
+    return off[4] + 64; /* and the alignment of the start */
+}
+
+/* Part k of the workspace (bf16_layout's order). */
+static uint8_t *bf16_part(const nn_conv_shape *s, int k)
+{
+    size_t off[5];
+    bf16_layout(s, off);
+    return (uint8_t *)(((uintptr_t)s->bf16->p + 63u) & ~(uintptr_t)63u) + off[k];
 }
 
 static int bf16_fwd(const nn_conv_shape *s, const float *x, const float *wt,
-                    const nn_gemm_out *out, float *y, float *ws)
+                    const nn_gemm_out *out, float *y)
 {
     const long M = (long)s->n * s->oh * s->ow, K = (long)s->kh * s->kw * s->cin;
-    if (!s->bf16 || s->groups != 1 || nn_conv_is_depthwise(s) || !bf16_pays(K, s->cout))
+    if (!s->bf16 || !bf16_shape(s))
         return 0;
-    (void)ws;
-    uint8_t *wp, *gp, *ap, *cp;
-    bf16_parts(s, &wp, &gp, &ap, &cp);
-    const nn_bf16_b B = nn_bf16_pack_b(K, s->cout, wt, s->cout, 1, wp);
+    const nn_bf16_b B = nn_bf16_pack_b(K, s->cout, wt, s->cout, 1, bf16_part(s, 0));
     if (nn_conv_is_pointwise(s)) {
-        nn_bf16_mm(M, x, s->cin, 1, &B, ap, y, s->cout, out);
+        nn_bf16_mm(M, x, s->cin, 1, &B, bf16_part(s, 2), y, s->cout, out);
         return 1;
     }
     /* im2col straight into bf16 rows, as the kernels read them. */
+    uint8_t *cp = bf16_part(s, 3);
     const long rows = chunk_rows(s), kp = nn_bf16_row_pairs(K);
     const col_out o = { NULL, (uint16_t *)cp, 2 * kp };
     for (long m0 = 0; m0 < M; m0 += rows) {
@@ -437,12 +427,10 @@ static int bf16_bwd(const nn_conv_shape *s, const float *x, const float *wt, con
 {
     const long M = (long)s->n * s->oh * s->ow, K = (long)s->kh * s->kw * s->cin;
     const long rows = bf16_rows(s);
-    if (!s->bf16 || s->groups != 1 || nn_conv_is_depthwise(s) || !bf16_pays(K, s->cout))
+    if (!s->bf16 || !bf16_shape(s))
         return 0;
     const int pw = nn_conv_is_pointwise(s);
-    uint8_t *wp, *gp, *ap, *cp;
-    bf16_parts(s, &wp, &gp, &ap, &cp);
-    (void)cp;
+    uint8_t *wp = bf16_part(s, 0), *gp = bf16_part(s, 1), *ap = bf16_part(s, 2);
     /* dx = dz W^T: B(p = output channel, j = column of K) = wt[j * cout + p]. */
     nn_bf16_b Wt = { NULL, 0, 0 };
     if (dx)
@@ -496,7 +484,7 @@ void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const 
         return;
     }
     const nn_gemm_out out = { 0, bias, act, NULL, 0, NULL };
-    if (bf16_fwd(s, x, wt, &out, y, ws))
+    if (bf16_fwd(s, x, wt, &out, y))
         return;
     if (nn_conv_is_pointwise(s) && s->groups == 1 && nn_gemm_fwd_ok(s->cin, s->cout)) {
         nn_gemm_nn(M, s->cout, s->cin, x, s->cin, wt, s->cout, y, s->cout, &out);

@@ -168,8 +168,8 @@ void nn_conv_shape_of(const nn_model *m, const nn_node *nd, int n, nn_conv_shape
  * and 1x1 at stride 1 without padding (row-chunked products). */
 int nn_conv_is_depthwise(const nn_conv_shape *s);
 int nn_conv_is_pointwise(const nn_conv_shape *s);
-/* Bytes of bf16 workspace the conv needs (0 for depthwise and grouped convs, which
- * stay float32). */
+/* Bytes of bf16 workspace the conv needs (0 for depthwise and grouped convs and for
+ * products too small for bf16 to pay, nn_bf16_pays: those stay float32). */
 size_t nn_conv_bf16_bytes(const nn_conv_shape *s);
 /* Workspace floats the conv needs (0 for depthwise and stride-1 1x1). */
 size_t nn_conv_ws_floats(const nn_conv_shape *s);
