@@ -268,19 +268,13 @@ static void *build_replica(void *arg)
     p->input = util_aligned_alloc((size_t)max_batch * img * sizeof(float));
     if (s->infer_only) {
         p->ctx = nn_ctx_new_infer(s->cfg.model, max_batch, &p->err);
-        if (p->ctx && s->cfg.bf16 && nn_ctx_set_precision(p->ctx, NN_BF16, &p->err) != PT_OK) {
-            p->rc = p->err.code;
-            return NULL;
-        }
-        if (p->ctx && p->input)
-            return NULL;
     } else {
         p->ctx = nn_ctx_new_cancel(s->cfg.model, max_batch, s->recompute, s->cfg.stop,
                                    s->cfg.stop_ctx, &p->err);
         p->dlogits = util_aligned_alloc((size_t)max_batch * s->k * sizeof(float));
         p->pred = calloc((size_t)max_batch, sizeof *p->pred);
     }
-    if (!p->ctx || !p->input || !p->dlogits || !p->pred) {
+    if (!p->ctx || !p->input || (!s->infer_only && (!p->dlogits || !p->pred))) {
         p->rc = p->err.code != PT_OK ? p->err.code : PT_ENOMEM;
         if (p->err.code == PT_OK)
             err_set(&p->err, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
@@ -290,7 +284,8 @@ static void *build_replica(void *arg)
         p->rc = p->err.code;
         return NULL;
     }
-    nn_zero_grads(p->ctx);
+    if (!s->infer_only)
+        nn_zero_grads(p->ctx);
     return NULL;
 }
 
