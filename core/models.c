@@ -12,6 +12,7 @@
 #include "nn/nn.h"
 #include "train/metrics.h"
 #include "infer/runmodel.h"
+#include "train/trainer.h"
 
 _Static_assert(INF_ID_MAX == BATCH_ID_MAX, "a record id is as long as data/batch.h keeps it");
 
@@ -92,7 +93,7 @@ int inf_model_tta_flip(const rm_model *m)
 
 int inf_model_bf16(const rm_model *m)
 {
-    return m->precision == RUN_PREC_BF16 || (m->precision == RUN_PREC_AUTO && nn_bf16_native());
+    return trn_precision_bf16((run_precision)m->precision);
 }
 
 void inf_score_probs(const prd_results *r, const double *p, int32_t *preds, inf_score *out)

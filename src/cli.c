@@ -35,6 +35,19 @@ int cli_double(const char *opt, const char *s, double lo, double hi, double *out
     return 0;
 }
 
+/* One option's value read as the option table reads it, into the defaults in c: 0, or
+ * -1 with the table's message on stderr. */
+static int table_value(const char *key, const char *value, run_config *c)
+{
+    cfg_defaults(c);
+    pt_err e;
+    if (cfg_set(c, key, value, &e) != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return -1;
+    }
+    return 0;
+}
+
 int cli_input_norm(const char *opt, const char *s, int *out)
 {
     /* --norm's old names, before the conventions had Keras's. */
@@ -43,26 +56,17 @@ int cli_input_norm(const char *opt, const char *s, int *out)
     else if (!strcmp(opt, "--norm") && !strcmp(s, "none"))
         s = "unit";
     run_config c;
-    cfg_defaults(&c);
-    pt_err e;
-    if (cfg_set(&c, "input-norm", s, &e) != PT_OK) {
-        fprintf(stderr, "petal-tui: %s\n", e.msg);
+    if (table_value("input-norm", s, &c) != 0)
         return -1;
-    }
     *out = (int)c.input_norm;
     return 0;
 }
 
-int cli_precision(const char *opt, const char *s, int *bf16)
+int cli_precision(const char *s, int *bf16)
 {
-    (void)opt;
     run_config c;
-    cfg_defaults(&c);
-    pt_err e;
-    if (cfg_set(&c, "precision", s, &e) != PT_OK) {
-        fprintf(stderr, "petal-tui: %s\n", e.msg);
+    if (table_value("precision", s, &c) != 0)
         return -1;
-    }
     *bf16 = eng_precision_bf16(c.precision);
     return 0;
 }

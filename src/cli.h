@@ -24,7 +24,7 @@ int cli_double(const char *opt, const char *s, double lo, double hi, double *out
 int cli_input_norm(const char *opt, const char *s, int *out);
 /* A --precision value as the option table reads it (fp32, bf16, auto), resolved on
  * this CPU: *bf16 1 or 0. */
-int cli_precision(const char *opt, const char *s, int *bf16);
+int cli_precision(const char *s, int *bf16);
 /* predict's and ensemble's note on stderr of the precision they run at (only bf16:
  * fp32 is what they have always run). */
 void cli_precision_note(const char *cmd, int bf16);

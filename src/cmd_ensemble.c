@@ -92,7 +92,7 @@ static int parse_args(int argc, char **argv, en_args *a)
         else if (!strcmp(s, "--tta") && (!strcmp(v, "flip") || !strcmp(v, "none")))
             a->tta = !strcmp(v, "flip");
         else if (!strcmp(s, "--precision"))
-            bad = cli_precision(s, v, &a->bf16);
+            bad = cli_precision(v, &a->bf16);
         else
             bad = 1;
         if (bad) {

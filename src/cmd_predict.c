@@ -129,7 +129,7 @@ static int parse_args(int argc, char **argv, pr_args *a)
         else if (!strcmp(s, "--input-norm"))
             bad = cli_input_norm(s, v, &a->norm);
         else if (!strcmp(s, "--precision"))
-            bad = cli_precision(s, v, &a->bf16);
+            bad = cli_precision(v, &a->bf16);
         else if (!strcmp(s, "--tta") && (!strcmp(v, "flip") || !strcmp(v, "none")))
             a->tta = !strcmp(v, "flip");
         else if (!strcmp(s, "--split") &&
