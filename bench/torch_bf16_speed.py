@@ -17,13 +17,15 @@ petal-tui's replicas). Random weights and synthetic batches: only the speed coun
                                 (PREC fp32 or bf16) and answers each with one line
                                 "ok IMG_PER_S LAYOUT" (or "error TEXT")
 """
-import re
+import os
 import sys
-import time
 
 import torch
 import torch.nn as nn
 import torchvision
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_serve as ts  # noqa: E402
 
 CLASSES = 5
 BATCH = 16
@@ -101,15 +103,7 @@ def rate(net, size, threads, prec, layout, min_s):
         loss.backward()
         opt.step()
 
-    for _ in range(WARMUP):
-        step()
-    steps, t0 = 0, time.perf_counter()
-    while True:
-        step()
-        steps += 1
-        dt = time.perf_counter() - t0
-        if dt >= min_s:
-            return steps * n / dt
+    return ts.timed(step, n, min_s, WARMUP)[0]
 
 
 def best(net, size, threads, prec, min_s):
@@ -118,35 +112,16 @@ def best(net, size, threads, prec, min_s):
     return (a, "nchw") if a >= b else (b, "nhwc")
 
 
-def header():
-    cap = re.search(r"CPU capability usage: (\S+)", torch.__config__.show())
-    return ("torch %s  torchvision %s  kernels %s  oneDNN %s  bf16 %s"
-            % (torch.__version__, torchvision.__version__, cap.group(1) if cap else "?",
-               torch.backends.mkldnn.is_available(),
-               getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: "?")()))
-
-
-def serve():
-    print("ready " + header(), flush=True)
-    for line in sys.stdin:
-        parts = line.split()
-        if not parts:
-            continue
-        if parts[0] == "quit":
-            break
-        try:
-            net, size, threads, prec, min_s = parts
-            r, layout = best(net, int(size), int(threads), prec, float(min_s))
-            print("ok %.3f %s" % (r, layout), flush=True)
-        except Exception as ex:  # the driver prints it; the server goes on
-            print("error %s" % str(ex).replace("\n", " "), flush=True)
+def answer(parts):
+    net, size, threads, prec, min_s = parts
+    return "%.3f %s" % best(net, int(size), int(threads), prec, float(min_s))
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--serve":
-        serve()
+        ts.serve(answer)
     else:
-        print(header())
+        print(ts.header())
         for net, size in (("small", 128), ("mnv2", 128), ("mnv2", 224)):
             for prec in ("fp32", "bf16"):
                 r, layout = best(net, size, 2, prec, 3.0)

@@ -23,14 +23,16 @@ and synthetic batches: only the speed is measured. Warm-up steps run before timi
                                     bn, LAYOUT nchw or nhwc) and answers each with one
                                     line "ok IMG_PER_S IMG_PER_CPU_S" (or "error TEXT")
 """
-import re
+import os
 import sys
-import time
 
 import torch
 import torch.nn as nn
 import torchvision
 from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_serve as ts  # noqa: E402
 
 CLASSES = 5
 BATCH = 16
@@ -93,53 +95,16 @@ def rate(kind, size, threads, layout, min_s):
         loss.backward()
         opt.step()
 
-    for _ in range(WARMUP):
-        step()
-    steps, t0, c0 = 0, time.perf_counter(), time.process_time()
-    while True:
-        step()
-        steps += 1
-        dt = time.perf_counter() - t0
-        if dt >= min_s:
-            return steps * n / dt, steps * n / (time.process_time() - c0)
+    return ts.timed(step, n, min_s, WARMUP)
 
 
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
-def header():
-    cap = re.search(r"CPU capability usage: (\S+)", torch.__config__.show())
-    return ('torch %s  torchvision %s  cpu "%s"  kernels %s  oneDNN %s'
-            % (torch.__version__, torchvision.__version__, cpu_model(),
-               cap.group(1) if cap else "?", torch.backends.mkldnn.is_available()))
-
-
-def serve():
-    print("ready " + header(), flush=True)
-    for line in sys.stdin:
-        parts = line.split()
-        if not parts:
-            continue
-        if parts[0] == "quit":
-            break
-        try:
-            kind, size, threads, layout, min_s = parts
-            r = rate(kind, int(size), int(threads), layout, float(min_s))
-            print("ok %.3f %.3f" % r, flush=True)
-        except Exception as ex:  # the driver prints it; the server goes on
-            print("error %s" % str(ex).replace("\n", " "), flush=True)
+def answer(parts):
+    kind, size, threads, layout, min_s = parts
+    return "%.3f %.3f" % rate(kind, int(size), int(threads), layout, float(min_s))
 
 
 def table(min_s):
-    print("== torch_finetune_speed  " + header())
+    print("== torch_finetune_speed  " + ts.header())
     print("%-6s %5s %8s %12s %12s %8s" % ("model", "size", "threads", "NCHW img/s",
                                           "NHWC img/s", "best"))
     for kind in ("fused", "bn"):
@@ -153,7 +118,7 @@ def table(min_s):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--serve":
-        serve()
+        ts.serve(answer)
     else:
         table(float(sys.argv[1]) if len(sys.argv) > 1 else 4.0)
 

@@ -5,11 +5,14 @@ max-pool, with 32/64/128/256 channels, then global average pooling, dropout 0.2 
 a dense layer), same per-thread batch (16), Adam, the loss summed and divided by the
 global batch. Threads = replicas: PyTorch gets T intra-op threads for a global batch
 of 16 x T. Prints images/s for both memory formats and keeps the better one."""
+import os
 import sys
-import time
 
 import torch
 import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_serve as ts  # noqa: E402
 
 CLASSES = 5
 BATCH = 16
@@ -54,15 +57,7 @@ def rate(size, threads, channels_last, min_s):
         loss.backward()
         opt.step()
 
-    for _ in range(3):
-        step()
-    steps, t0 = 0, time.perf_counter()
-    while True:
-        step()
-        steps += 1
-        dt = time.perf_counter() - t0
-        if dt >= min_s:
-            return steps * n / dt
+    return ts.timed(step, n, min_s)[0]
 
 
 def main():
