@@ -14,8 +14,9 @@
  *
  *   bench_predict            everything (a few minutes on 2 cores)
  *   bench_predict quick      fewer repeats, small only
+ *   bench_predict layers NET SIZE BATCH   every node's forward time in the export read
+ *                            back (thread CPU time), for tuning
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,9 @@
 #include "nn/nn.h"
 #include "nn/nn_export.h"
 #include "nn/nn_models.h"
+#include "infer/infer.h"
 #include "infer/runmodel.h"
+#include "pool/rpool.h"
 
 #define ORT_SCRIPT "tests/ort/ort_run.js"
 #define ROUNDS 3
@@ -44,55 +47,39 @@ static double now(void)
     return (double)tv.tv_sec + tv.tv_usec * 1e-6;
 }
 
-typedef struct job {
-    nn_ctx *ctx;
-    const float *x;
-    int n;
-} job;
-
-static void *run_job(void *arg)
-{
-    job *j = arg;
-    if (j->n > 0)
-        nn_forward(j->ctx, j->x, j->n, 0, 0, 0);
-    return NULL;
-}
-
-/* Best seconds of one forward of `batch` images split over `threads` contexts. */
-static double petal_forward(const nn_model *m, const float *x, int s, int batch, int threads,
+/* Best seconds of one forward of `batch` images on what predict runs: an inference
+ * pool of `threads` replicas (persistent threads; a batch of fewer images than
+ * replicas runs on one with the others as its team), from the images as bytes. */
+static double petal_forward(nn_model *m, const uint8_t *x, int s, int nb, int threads,
                             int reps)
 {
-    nn_ctx *ctx[2] = { NULL, NULL };
-    int per = (batch + threads - 1) / threads;
+    rpool *pool;
     pt_err e;
-    for (int t = 0; t < threads; t++)
-        if (!(ctx[t] = nn_ctx_new_infer(m, per, &e))) {
-            fprintf(stderr, "bench_predict: %s\n", e.msg);
-            return -1;
-        }
+    const int per = (nb + threads - 1) / threads;
+    if (inf_pool_new(m, threads, per, 0, &pool, &e) != PT_OK) {
+        fprintf(stderr, "bench_predict: %s\n", e.msg);
+        return -1;
+    }
+    float *logits = malloc((size_t)nb * nn_model_classes(m) * sizeof *logits);
     double best = 1e30;
-    for (int r = 0; r <= reps; r++) {
-        job jb[2];
-        pthread_t th[2];
+    (void)s;
+    for (int r = 0; r <= reps && logits; r++) {
         double t0 = now();
-        for (int t = 0; t < threads; t++) {
-            int first = t * per, n = batch - first < per ? batch - first : per;
-            jb[t] = (job){ ctx[t], x + (size_t)first * s * s * 3, n };
-            pthread_create(&th[t], NULL, run_job, &jb[t]);
+        if (rpool_infer(pool, x, nb, logits, &e) != PT_OK) {
+            fprintf(stderr, "bench_predict: %s\n", e.msg);
+            break;
         }
-        for (int t = 0; t < threads; t++)
-            pthread_join(th[t], NULL);
         double dt = now() - t0;
         if (r > 0 && dt < best) /* run 0 warms up */
             best = dt;
     }
-    for (int t = 0; t < threads; t++)
-        nn_ctx_free(ctx[t]);
+    free(logits);
+    inf_pool_free(pool);
     return best;
 }
 
 /* ONNX Runtime's best seconds for the same forward, or -1 when it cannot run. */
-static double ort_forward(const char *onnx, const char *input, int s, int batch, int threads,
+static double ort_forward(const char *onnx, const char *input, int s, int nb, int threads,
                           int reps)
 {
     if (access(ORT_MODULE, R_OK) != 0)
@@ -101,7 +88,7 @@ static double ort_forward(const char *onnx, const char *input, int s, int batch,
     snprintf(cmd, sizeof cmd,
              "node " ORT_SCRIPT " %s %s %d,3,%d,%d /tmp/bench_predict/ort-out --threads %d "
              "--repeat %d",
-             onnx, input, batch, s, s, threads, reps);
+             onnx, input, nb, s, s, threads, reps);
     FILE *p = popen(cmd, "r");
     if (!p)
         return -1;
@@ -114,12 +101,12 @@ static double ort_forward(const char *onnx, const char *input, int s, int batch,
 }
 
 /* The first `batch` images of x (NHWC, [0, 1]) as ONNX Runtime's input: NCHW, 0-255. */
-static int write_nchw(const char *path, const float *x, int s, int batch)
+static int write_nchw(const char *path, const float *x, int s, int nb)
 {
     FILE *f = fopen(path, "wb");
     if (!f)
         return -1;
-    for (int n = 0; n < batch; n++)
+    for (int n = 0; n < nb; n++)
         for (int c = 0; c < 3; c++)
             for (int i = 0; i < s * s; i++) {
                 float v = x[((size_t)n * s * s + i) * 3 + c] * 255.0f;
@@ -166,8 +153,75 @@ static nn_model *build(const net *n, pt_err *e)
     return nn_build_mobilenetv2(n->size, n->size, 104, 1.0f, 0.2f, e);
 }
 
+/* The `layers` mode: each node of the export read back, forward ms and GFLOP/s. */
+static int layers(const net *n, int nb)
+{
+    pt_err e;
+    nn_model *m = build(n, &e);
+    if (!m) {
+        fprintf(stderr, "bench_predict: %s\n", e.msg);
+        return 1;
+    }
+    nn_model_init_params(m, 7);
+    const char *onnx = "/tmp/bench_predict/layers.onnx";
+    rm_model rm;
+    nn_export_meta meta = { .image_size = n->size, .epoch = -1, .update = -1 };
+    if (nn_export_onnx_file(m, &meta, onnx, &e) != PT_OK || rm_open(onnx, 0, &rm, &e) != PT_OK) {
+        fprintf(stderr, "bench_predict: %s\n", e.msg);
+        return 1;
+    }
+    size_t img = (size_t)n->size * n->size * 3;
+    float *x = util_aligned_alloc(nb * img * sizeof *x);
+    for (size_t i = 0; i < nb * img; i++)
+        x[i] = (float)(i % 251) / 251.0f;
+    nn_ctx *c = nn_ctx_new_infer(rm.net, nb, &e);
+    const int reps = 20;
+    nn_forward(c, x, nb, 0, 0, 0);
+    nn_ctx_set_profile(c, 1);
+    nn_ctx_reset_profile(c);
+    for (int r = 0; r < reps; r++)
+        nn_forward(c, x, nb, 0, 0, 0);
+    double tot = 0;
+    printf("%s@%d batch %d, forward of the export read back:\n", n->name, n->size, nb);
+    printf("  %-4s %-10s %-12s %-12s %8s %8s\n", "node", "layer", "input", "output", "ms",
+           "GFLOP/s");
+    for (int i = 0; i < nn_node_count(rm.net); i++) {
+        nn_node_info ni, src;
+        nn_node_get(rm.net, i, &ni);
+        double f, b;
+        nn_ctx_node_time(c, i, &f, &b);
+        f /= reps;
+        tot += f;
+        if (f < 1e-6 || ni.in[0] < 0)
+            continue;
+        nn_node_get(rm.net, ni.in[0], &src);
+        char name[32], in[32], out[32];
+        if (ni.op == NN_OP_CONV)
+            snprintf(name, sizeof name, "%s %dx%d/%d", ni.groups > 1 ? "dw" : "conv", ni.kh,
+                     ni.kw, ni.stride);
+        else
+            snprintf(name, sizeof name, "%s", nn_op_name(ni.op));
+        snprintf(in, sizeof in, "%dx%dx%d", src.h, src.w, src.c);
+        snprintf(out, sizeof out, "%dx%dx%d", ni.h, ni.w, ni.c);
+        printf("  %-4d %-10s %-12s %-12s %8.3f %8.1f\n", i, name, in, out, f * 1e3,
+               nn_node_flops(rm.net, i, nb, 0) / f * 1e-9);
+    }
+    printf("  total %.2f ms = %.1f img/s on one thread\n", tot * 1e3, nb / tot);
+    nn_ctx_free(c);
+    util_aligned_free(x);
+    rm_close(&rm);
+    nn_model_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 4 && !strcmp(argv[1], "layers")) {
+        nn_init();
+        mkdir("/tmp/bench_predict", 0755);
+        const net n = { argv[2], atoi(argv[3]) };
+        return layers(&n, atoi(argv[4]));
+    }
     int quick = argc > 1 && !strcmp(argv[1], "quick");
     const char *bin = getenv("PT_BIN") ? getenv("PT_BIN") : "build/petal-tui";
     const char *photos = getenv("PT_PHOTOS") ? getenv("PT_PHOTOS")
@@ -209,10 +263,13 @@ int main(int argc, char **argv)
         }
         size_t img = (size_t)n->size * n->size * 3;
         float *x = util_aligned_alloc(32 * img * sizeof *x);
+        uint8_t *xb = malloc(32 * img);
         rng r;
         rng_seed(&r, 11);
-        for (size_t i = 0; i < 32 * img; i++)
-            x[i] = (float)(int)rng_uniform(&r, 0.0f, 255.999f) / 255.0f;
+        for (size_t i = 0; i < 32 * img; i++) {
+            xb[i] = (uint8_t)(int)rng_uniform(&r, 0.0f, 255.999f);
+            x[i] = xb[i] / 255.0f;
+        }
         printf("%-16s %.1f MFLOP/img forward\n", n->name, nn_flops(rm.net, 1, 0) * 1e-6);
         const int batches[2] = { 1, 32 };
         for (int b = 0; b < 2; b++) {
@@ -223,7 +280,7 @@ int main(int argc, char **argv)
                  * are measured in alternation, ROUNDS times, and each keeps its best. */
                 double pt = 1e30, ot = -1;
                 for (int round = 0; round < ROUNDS; round++) {
-                    double p1 = petal_forward(rm.net, x, n->size, batches[b], t, reps);
+                    double p1 = petal_forward(rm.net, xb, n->size, batches[b], t, reps);
                     double o1 = ort_forward(onnx, input, n->size, batches[b], t, reps);
                     pt = p1 > 0 && p1 < pt ? p1 : pt;
                     ot = o1 > 0 && (ot < 0 || o1 < ot) ? o1 : ot;
@@ -266,6 +323,7 @@ int main(int argc, char **argv)
         else
             printf("%-16s predict end to end: skipped (no %s; set PT_PHOTOS)\n", "", photos);
         util_aligned_free(x);
+        free(xb);
         rm_close(&rm);
         nn_model_free(m);
     }

@@ -54,8 +54,8 @@ int prd_new(const rm_model *m, const prd_opts *o, prd **out, pt_err *e)
     p->o = *o;
     if (p->o.workers == 0)
         p->o.workers = 2;
-    if (p->o.replicas > p->o.batch)
-        p->o.replicas = p->o.batch;
+    /* More replicas than a batch has images still pay: the pool runs such a batch on
+     * one replica with the others splitting its convolutions (rpool.h). */
     p->S = m->image_size;
     p->k = m->n_classes;
     p->px = (size_t)p->S * p->S * 3;

@@ -53,6 +53,39 @@ int nn_conv2d_ex(nn_model *m, int in, int cout, int kh, int kw, int stride_h, in
 
 /* ---- forward and backward ---- */
 
+/* A forward split across the context's team: each part computes a slice of the
+ * output rows into its own workspace. */
+typedef struct conv_part {
+    const nn_conv_shape *s;
+    const nn_fwd *f;
+    const float *bias;
+    int cols;               /* the units are output channels, not rows */
+} conv_part;
+
+static void conv_part_run(void *arg, long u0, long u1, int part)
+{
+    const conv_part *j = arg;
+    const nn_fwd *f = j->f;
+    float *ws = nn_ws_part(f->c, part);
+    if (j->cols) {
+        nn_conv_fwd_cols(j->s, f->x, f->P, j->bias, f->nd->fused_act, f->y, ws, (int)u0,
+                         (int)u1);
+        return;
+    }
+    const long unit = nn_conv_is_depthwise(j->s) ? j->s->ow : 1;
+    nn_conv_fwd_rows(j->s, f->x, f->P, j->bias, f->nd->fused_act, f->y, ws, u0 * unit,
+                     u1 * unit);
+}
+
+/* Below this many output rows a part, a forward that can is split by output channels:
+ * a product of few rows is bound by reading its weights, which each part then reads
+ * only a slice of (a row split has every part read them all). */
+#define CONV_COLS_BELOW_ROWS 256L
+
+/* Output rows a part must have for the split to pay: a team's hand-over costs a few
+ * microseconds, as much as a few thousand multiply-adds. */
+#define CONV_PART_MIN_FLOPS 200000L
+
 static void conv_forward(const nn_fwd *f)
 {
     const nn_node *nd = f->nd;
@@ -61,10 +94,29 @@ static void conv_forward(const nn_fwd *f)
     s.bf16 = f->c->bf16 ? &f->c->bws : NULL;
     const float *bias = nd->has_bias ? f->P + nd->w_len : NULL;
     /* Only a replay gets an xform, and only a depthwise conv is replayed. */
-    if (f->xf)
+    if (f->xf) {
         nn_dw_fwd_xf(&s, f->xf, f->P, bias, nd->fused_act, f->y, f->c->ws);
-    else
-        nn_conv_fwd(&s, f->x, f->P, bias, nd->fused_act, f->y, f->c->ws);
+        return;
+    }
+    if (f->c->team && !f->c->bf16) {
+        const int dw = nn_conv_is_depthwise(&s);
+        const long per_row = 2L * s.kh * s.kw * (s.cin / s.groups) * s.cout / (dw ? s.cout : 1);
+        const long units = dw ? (long)s.n * s.oh : (long)s.n * s.oh * s.ow;
+        const long per_unit = dw ? per_row * s.ow : per_row;
+        const int parts = f->c->team->parts;
+        if (!dw && units / parts < CONV_COLS_BELOW_ROWS && nn_conv_fwd_cols_ok(&s) &&
+            s.cout >= 32 * parts) {
+            const conv_part j = { &s, f, bias, 1 };
+            nn_par_units(f->c, s.cout, 16, 16, conv_part_run, (void *)&j);
+            return;
+        }
+        const conv_part j = { &s, f, bias, 0 };
+        /* Whole grains of 16 rows keep the products' row blocks whole. */
+        nn_par_units(f->c, units, CONV_PART_MIN_FLOPS / per_unit + 1, dw ? 1 : 16,
+                     conv_part_run, (void *)&j);
+        return;
+    }
+    nn_conv_fwd(&s, f->x, f->P, bias, nd->fused_act, f->y, f->c->ws);
 }
 
 /* Whether conv i's input gradient can go on through the activation fused into the

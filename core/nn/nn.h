@@ -279,6 +279,25 @@ typedef enum nn_precision { NN_FP32 = 0, NN_BF16 = 1 } nn_precision;
 int nn_ctx_set_precision(nn_ctx *c, nn_precision p, pt_err *e);
 nn_precision nn_ctx_precision(const nn_ctx *c);
 
+/* Intra-op parallelism: a team of threads that an inference forward splits its
+ * operators across (the convolutions' output rows), so one image uses several cores.
+ * The threads are the owner's (rpool: the other replicas serve while one runs a batch
+ * too small to split by images). run(t, fn, arg) calls fn(arg, part) for every part
+ * in [0, parts), part 0 on the calling thread, and returns when all have returned.
+ * parts may change between forwards (1: everything on the calling thread), up to
+ * max_parts. */
+typedef struct nn_team nn_team;
+struct nn_team {
+    int max_parts;
+    int parts;
+    void (*run)(nn_team *t, void (*fn)(void *arg, int part), void *arg);
+};
+/* Gives c a team (borrowed; it must outlive c or be taken back with NULL) and the
+ * per-part workspace for its max_parts, allocated now: PT_OK or PT_ENOMEM (c
+ * unchanged). The results are the same bits with or without it. Not while a pass
+ * runs. A bf16 context's products, and training passes, stay on the calling thread. */
+int nn_ctx_set_team(nn_ctx *c, nn_team *t, pt_err *e);
+
 /* What runs the bf16 products on this CPU: "amx", "avx512_bf16", or "emulated" (the
  * portable C engine: the same numbers, several times slower than float32), and
  * whether that is a CPU instruction (not emulated). */

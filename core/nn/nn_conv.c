@@ -477,46 +477,78 @@ static int bf16_bwd(const nn_conv_shape *s, const float *x, const float *wt, con
 void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
                  int act, float *y, float *ws)
 {
+    const nn_gemm_out out = { 0, bias, act, NULL, 0, NULL };
+    if (!nn_conv_is_depthwise(s) && bf16_fwd(s, x, wt, &out, y))
+        return;
+    nn_conv_fwd_rows(s, x, wt, bias, act, y, ws, 0, (long)s->n * s->oh * s->ow);
+}
+
+int nn_conv_fwd_cols_ok(const nn_conv_shape *s)
+{
+    const int K = s->kh * s->kw * s->cin;
+    return s->groups == 1 && nn_gemm_fwd_ok(K, s->cout);
+}
+
+void nn_conv_fwd_cols(const nn_conv_shape *s, const float *x, const float *wt,
+                      const float *bias, int act, float *y, float *ws, int n0, int n1)
+{
     const long M = (long)s->n * s->oh * s->ow;
+    const int K = s->kh * s->kw * s->cin;
+    const nn_gemm_out out = { 0, bias ? bias + n0 : NULL, act, NULL, 0, NULL };
+    if (nn_conv_is_pointwise(s)) {
+        nn_gemm_nn(M, n1 - n0, K, x, K, wt + n0, s->cout, y + n0, s->cout, &out);
+        return;
+    }
+    const long rows = chunk_rows(s);
+    for (long r0 = 0; r0 < M; r0 += rows) {
+        const long mr = M - r0 < rows ? M - r0 : rows;
+        im2col(s, x, 0, r0, r0 + mr, ws);
+        nn_gemm_nn(mr, n1 - n0, K, ws, K, wt + n0, s->cout, y + r0 * s->cout + n0, s->cout,
+                   &out);
+    }
+}
+
+void nn_conv_fwd_rows(const nn_conv_shape *s, const float *x, const float *wt,
+                      const float *bias, int act, float *y, float *ws, long m0, long m1)
+{
     const int cig = s->cin / s->groups, cog = s->cout / s->groups;
     if (nn_conv_is_depthwise(s)) {
-        nn_dw_fwd(s, x, wt, bias, act, y);
+        nn_dw_fwd_rows(s, x, wt, bias, act, y, m0 / s->ow, m1 / s->ow);
         return;
     }
     const nn_gemm_out out = { 0, bias, act, NULL, 0, NULL };
-    if (bf16_fwd(s, x, wt, &out, y))
-        return;
     if (nn_conv_is_pointwise(s) && s->groups == 1 && nn_gemm_fwd_ok(s->cin, s->cout)) {
-        nn_gemm_nn(M, s->cout, s->cin, x, s->cin, wt, s->cout, y, s->cout, &out);
+        nn_gemm_nn(m1 - m0, s->cout, s->cin, x + m0 * s->cin, s->cin, wt, s->cout,
+                   y + m0 * s->cout, s->cout, &out);
         return;
     }
     if (nn_conv_is_pointwise(s)) {
-        for (long m0 = 0; m0 < M; m0 += PW_CHUNK_ROWS) {
-            const int mr = (int)(M - m0 < PW_CHUNK_ROWS ? M - m0 : PW_CHUNK_ROWS);
+        for (long r0 = m0; r0 < m1; r0 += PW_CHUNK_ROWS) {
+            const int mr = (int)(m1 - r0 < PW_CHUNK_ROWS ? m1 - r0 : PW_CHUNK_ROWS);
             for (int g = 0; g < s->groups; g++)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mr, cog, cig, 1.0f,
-                            x + m0 * s->cin + g * cig, s->cin, wt + g * cog, s->cout, 0.0f,
-                            y + m0 * s->cout + g * cog, s->cout);
-            bias_act_rows(mr, s->cout, bias, act, y + m0 * s->cout);
+                            x + r0 * s->cin + g * cig, s->cin, wt + g * cog, s->cout, 0.0f,
+                            y + r0 * s->cout + g * cog, s->cout);
+            bias_act_rows(mr, s->cout, bias, act, y + r0 * s->cout);
         }
         return;
     }
     const int K = s->kh * s->kw * cig;
     const long rows = chunk_rows(s);
     const int fast = s->groups == 1 && nn_gemm_fwd_ok(K, s->cout);
-    for (long m0 = 0; m0 < M; m0 += rows) {
-        const long mr = M - m0 < rows ? M - m0 : rows;
+    for (long r0 = m0; r0 < m1; r0 += rows) {
+        const long mr = m1 - r0 < rows ? m1 - r0 : rows;
         if (fast) {
-            im2col(s, x, 0, m0, m0 + mr, ws);
-            nn_gemm_nn(mr, s->cout, K, ws, K, wt, s->cout, y + m0 * s->cout, s->cout, &out);
+            im2col(s, x, 0, r0, r0 + mr, ws);
+            nn_gemm_nn(mr, s->cout, K, ws, K, wt, s->cout, y + r0 * s->cout, s->cout, &out);
             continue;
         }
         for (int g = 0; g < s->groups; g++) {
-            im2col(s, x, g * cig, m0, m0 + mr, ws);
+            im2col(s, x, g * cig, r0, r0 + mr, ws);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mr, cog, K, 1.0f, ws, K,
-                        wt + g * cog, s->cout, 0.0f, y + m0 * s->cout + g * cog, s->cout);
+                        wt + g * cog, s->cout, 0.0f, y + r0 * s->cout + g * cog, s->cout);
         }
-        bias_act_rows(mr, s->cout, bias, act, y + m0 * s->cout);
+        bias_act_rows(mr, s->cout, bias, act, y + r0 * s->cout);
     }
 }
 

@@ -346,7 +346,9 @@ static int alloc_common(nn_ctx *c, size_t ws)
     c->t_fwd = calloc(nn, sizeof *c->t_fwd);
     c->t_bwd = calloc(nn, sizeof *c->t_bwd);
     c->ws_floats = ws;
-    c->ws = track(c, (ws ? ws : 1) * sizeof(float));
+    c->ws_stride = (ws + 15) / 16 * 16;
+    c->ws_parts = 1;
+    c->ws = track(c, (ws ? c->ws_stride : 1) * sizeof(float));
     size_t bnc = m->bn_channels ? m->bn_channels : 1;
     c->bn_mean = track(c, bnc * sizeof(float));
     c->bn_invstd = track(c, bnc * sizeof(float));
@@ -530,6 +532,25 @@ int nn_ctx_set_precision(nn_ctx *c, nn_precision p, pt_err *e)
         c->bytes += bytes;
     }
     c->bf16 = 1;
+    return PT_OK;
+}
+
+int nn_ctx_set_team(nn_ctx *c, nn_team *t, pt_err *e)
+{
+    const int parts = t && t->max_parts > 1 ? t->max_parts : 1;
+    const size_t want = c->ws_stride * (size_t)parts, have = c->ws_stride * c->ws_parts;
+    if (want > have && c->ws_floats > 0) {
+        float *ws = util_aligned_alloc(want * sizeof *ws);
+        if (!ws)
+            return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                           "nn: out of memory for %d parts' workspace (%zu bytes)", parts,
+                           want * sizeof *ws);
+        util_aligned_free(c->ws);
+        c->ws = ws;
+        c->bytes += (want - have) * sizeof *ws;
+        c->ws_parts = (size_t)parts;
+    }
+    c->team = t;
     return PT_OK;
 }
 

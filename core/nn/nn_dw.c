@@ -221,9 +221,9 @@ TARGET_AVX2 static void dot_avx2(int C, const taps *t, const float *d, const flo
 
 /* ---- forward ---- */
 
-/* y = act(conv(x) + bias) for every image of s. */
+/* y = act(conv(x) + bias) for output rows [r0, r1) (r = image * oh + oy). */
 static inline void fwd_loop(const nn_conv_shape *s, const float *x, const float *wt,
-                            const float *bias, int act, float *y, dot_fn dot)
+                            const float *bias, int act, float *y, long r0, long r1, dot_fn dot)
 {
     const int C = s->cin;
     const fin f = { act, 0, NULL, 0, NULL };
@@ -235,9 +235,10 @@ static inline void fwd_loop(const nn_conv_shape *s, const float *x, const float 
             in.d[in.n] = ((ptrdiff_t)ky * s->w + kx) * C;
             in.w[in.n++] = (ptrdiff_t)(ky * s->kw + kx) * C;
         }
-    for (int img = 0; img < s->n; img++) {
+    for (long r = r0; r < r1; r++) {
+        const int img = (int)(r / s->oh), oy = (int)(r % s->oh);
         const float *xi = x + (size_t)img * s->h * s->w * C;
-        for (int oy = 0; oy < s->oh; oy++) {
+        {
             const int iy0 = oy * s->stride - s->pt;
             const int rows_in = iy0 >= 0 && iy0 + s->kh <= s->h;
             float *yr = y + ((size_t)img * s->oh + oy) * s->ow * C;
@@ -269,22 +270,28 @@ static inline void fwd_loop(const nn_conv_shape *s, const float *x, const float 
 
 #if DW_X86
 TARGET_AVX2 static void fwd_avx2(const nn_conv_shape *s, const float *x, const float *wt,
-                                 const float *bias, int act, float *y)
+                                 const float *bias, int act, float *y, long r0, long r1)
 {
-    fwd_loop(s, x, wt, bias, act, y, dot_avx2);
+    fwd_loop(s, x, wt, bias, act, y, r0, r1, dot_avx2);
 }
 #endif
+
+void nn_dw_fwd_rows(const nn_conv_shape *s, const float *x, const float *wt,
+                    const float *bias, int act, float *y, long r0, long r1)
+{
+#if DW_X86
+    if (nn_simd_avx2()) {
+        fwd_avx2(s, x, wt, bias, act, y, r0, r1);
+        return;
+    }
+#endif
+    fwd_loop(s, x, wt, bias, act, y, r0, r1, dot_c);
+}
 
 void nn_dw_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
                int act, float *y)
 {
-#if DW_X86
-    if (nn_simd_avx2()) {
-        fwd_avx2(s, x, wt, bias, act, y);
-        return;
-    }
-#endif
-    fwd_loop(s, x, wt, bias, act, y, dot_c);
+    nn_dw_fwd_rows(s, x, wt, bias, act, y, 0, (long)s->n * s->oh);
 }
 
 /* ---- input gradient ----

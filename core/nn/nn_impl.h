@@ -94,8 +94,11 @@ struct nn_ctx {
                                 activation and summed its bias gradient (nn_dx_act) */
     float **drop_mask;       /* dropout: 0 or 1 / (1 - rate), per element */
     float *grads;
-    float *ws;               /* im2col / col2im workspace */
+    float *ws;               /* im2col / col2im workspace: with a team, one per part */
     size_t ws_floats;
+    size_t ws_stride;        /* floats from one part's workspace to the next */
+    size_t ws_parts;         /* parts' workspaces allocated (1 without a team) */
+    nn_team *team;           /* nn_ctx_set_team's, or NULL */
     int bf16;                /* nn_ctx_set_precision: the products take bf16 operands */
     nn_bf16_area bws;        /* their packing workspace (NULL until bf16 is set) */
     float *bn_mean, *bn_invstd;       /* batch statistics of the last training forward */
@@ -128,6 +131,21 @@ struct nn_ctx {
 static inline int nn_owner(const nn_model *m, int i)
 {
     return m->nodes[i].alias >= 0 ? m->nodes[i].alias : i;
+}
+
+/* ---- intra-op parallelism (nn_pass.c) ---- */
+
+/* fn(arg, u0, u1, part) over [0, units) in contiguous slices, one per part of c's team
+ * when it has more than one part, an inference forward runs and each slice would get
+ * at least min_units; else fn(arg, 0, units, 0) on the calling thread. Slice
+ * boundaries fall on multiples of grain. */
+typedef void (*nn_par_fn)(void *arg, long u0, long u1, int part);
+void nn_par_units(const nn_ctx *c, long units, long min_units, long grain, nn_par_fn fn,
+                  void *arg);
+/* Part k's workspace (c->ws_floats of them). */
+static inline float *nn_ws_part(const nn_ctx *c, int k)
+{
+    return c->ws + (size_t)k * c->ws_stride;
 }
 
 /* ---- conv (nn_conv.c) ---- */
@@ -178,6 +196,18 @@ size_t nn_conv_ws_floats_xf(const nn_conv_shape *s);
 /* y = act(conv(x) + bias): bias may be NULL, act one of enum nn_act. */
 void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
                  int act, float *y, float *ws);
+/* Output channels [n0, n1) of nn_conv_fwd, every row, in float32 (n0 and n1
+ * multiples of 16, or n1 = cout): the other way to split a forward with few rows and
+ * many weights, each part reading only its columns of them. Only where
+ * nn_conv_fwd_cols_ok (no groups, the products nn_gemm's). */
+int nn_conv_fwd_cols_ok(const nn_conv_shape *s);
+void nn_conv_fwd_cols(const nn_conv_shape *s, const float *x, const float *wt,
+                      const float *bias, int act, float *y, float *ws, int n0, int n1);
+/* Output rows [m0, m1) of nn_conv_fwd (a row is an output pixel, image-major) in
+ * float32, whatever s->bf16 says: a part of a forward split across a team. A
+ * depthwise conv takes whole output rows of the image (m0, m1 multiples of ow). */
+void nn_conv_fwd_rows(const nn_conv_shape *s, const float *x, const float *wt,
+                      const float *bias, int act, float *y, float *ws, long m0, long m1);
 /* Backward of nn_conv_fwd from its output y and dy. With act, dy is overwritten by
  * dz = dy * act'(y) (the caller's dy storage is dead after this call), unless dy_done
  * says the layer after did that already (nn_dx_act), bias gradient included. dx
@@ -194,6 +224,9 @@ void nn_conv_bwd(const nn_conv_shape *s, const float *x, const float *wt, const 
 /* y = act(conv(x) + bias) (bias may be NULL). */
 void nn_dw_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
                int act, float *y);
+/* Output rows [r0, r1) of nn_dw_fwd, a row being (image, oy): r = image * oh + oy. */
+void nn_dw_fwd_rows(const nn_conv_shape *s, const float *x, const float *wt,
+                    const float *bias, int act, float *y, long r0, long r1);
 /* dx = (or += with accum) the input gradient of dz, then through xa (or NULL). */
 void nn_dw_bwd_dx(const nn_conv_shape *s, const float *dz, const float *wt, float *dx,
                   int accum, const nn_dx_act *xa);

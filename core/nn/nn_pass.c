@@ -8,6 +8,47 @@
 #include "base/util.h"
 #include "nn/nn_layer.h"
 
+/* ---- intra-op parallelism ---- */
+
+typedef struct par_job {
+    nn_par_fn fn;
+    void *arg;
+    long units, grain;
+    int parts;
+} par_job;
+
+static void par_part(void *arg, int part)
+{
+    const par_job *j = arg;
+    if (part >= j->parts)
+        return;
+    /* Equal slices in whole grains; the last part takes what is left over. */
+    const long grains = (j->units + j->grain - 1) / j->grain;
+    const long g0 = grains * part / j->parts, g1 = grains * (part + 1) / j->parts;
+    const long u0 = g0 * j->grain, u1 = g1 * j->grain < j->units ? g1 * j->grain : j->units;
+    if (u1 > u0)
+        j->fn(j->arg, u0, u1, part);
+}
+
+void nn_par_units(const nn_ctx *c, long units, long min_units, long grain, nn_par_fn fn,
+                  void *arg)
+{
+    nn_team *t = c->team;
+    int parts = t && !c->training ? t->parts : 1;
+    if (parts > (int)c->ws_parts)
+        parts = (int)c->ws_parts;
+    if (grain < 1)
+        grain = 1;
+    while (parts > 1 && units / parts < (min_units > grain ? min_units : grain))
+        parts--;
+    if (parts <= 1) {
+        fn(arg, 0, units, 0);
+        return;
+    }
+    par_job j = { fn, arg, units, grain, parts };
+    t->run(t, par_part, &j);
+}
+
 /* ---- forward ---- */
 
 static void forward_node(nn_ctx *c, int i, const float *input, int n, int training,

@@ -3,9 +3,11 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/util.h"
 #include "pool/rpool_impl.h"
@@ -138,9 +140,90 @@ static void run_step(replica *p)
              s->cfg.decay_mask, s->step_lo[p->r], s->step_hi[p->r], s->lr, s->t);
 }
 
+/* ---- the inference job's team ---- */
+
+static inline void spin_pause(int *spins)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    /* A machine with fewer free cores than the team (something else running) must
+     * not starve: after a while, give the core away between looks. */
+    if (++*spins > 20000)
+        sched_yield();
+}
+
+static void team_run(nn_team *nt, void (*fn)(void *arg, int part), void *arg)
+{
+    rpool_team *t = (rpool_team *)nt;
+    t->fn = fn;
+    t->arg = arg;
+    atomic_store_explicit(&t->left, nt->parts - 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->gen, 1, memory_order_release);
+    fn(arg, 0);
+    int spins = 0;
+    while (atomic_load_explicit(&t->left, memory_order_acquire) > 0)
+        spin_pause(&spins);
+}
+
+/* Replica `part` (>= 1) runs its part of each section replica 0 hands out, until
+ * replica 0's forward is over. */
+static void team_serve(rpool_team *t, int part, long long *ran)
+{
+    uint64_t seen = t->gen0;
+    for (;;) {
+        uint64_t g;
+        int spins = 0;
+        while ((g = atomic_load_explicit(&t->gen, memory_order_acquire)) == seen &&
+               !atomic_load_explicit(&t->over, memory_order_acquire))
+            spin_pause(&spins);
+        if (g == seen)
+            return;
+        seen = g;
+        t->fn(t->arg, part);
+        ++*ran;
+        atomic_fetch_sub_explicit(&t->left, 1, memory_order_release);
+    }
+}
+
+/* The team's size: the replicas, but no more than the cores (spinning threads that
+ * share a core would wait on each other's time slices). */
+static int team_parts(int R)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 0 && cpus < R ? (int)cpus : R;
+}
+
+/* A job of fewer images than replicas (and no more than a context holds): replica 0
+ * runs them all with the team. */
+static int run_infer_team(replica *p)
+{
+    rpool *s = p->s;
+    rpool_team *t = &s->team;
+    if (p->r > 0) {
+        if (p->r < t->nt.max_parts)
+            team_serve(t, p->r, &p->team_parts);
+        return 1;
+    }
+    t->nt.parts = t->nt.max_parts;
+    to_float(s->pimages, p->input, (size_t)s->pn * s->h * s->w * 3);
+    const float *logits = nn_forward(p->ctx, p->input, s->pn, 0, 0, 0);
+    t->nt.parts = 1;
+    atomic_store_explicit(&t->over, 1, memory_order_release);
+    if (!logits)
+        p->rc = err_set(&p->err, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                        "replica 0: inference of %d examples failed", s->pn);
+    else
+        memcpy(s->plogits, logits, (size_t)s->pn * s->k * sizeof(float));
+    return 1;
+}
+
 static void run_infer(replica *p)
 {
     rpool *s = p->s;
+    if (s->team.nt.max_parts > 1 && s->pn < s->R && s->pn <= s->max_batch &&
+        run_infer_team(p))
+        return;
     size_t img = (size_t)s->h * s->w * 3;
     for (int lo = p->r * s->P; lo < s->pn; lo += s->R * s->P) {
         int n = lo + s->P < s->pn ? s->P : s->pn - lo;
@@ -286,6 +369,9 @@ static void *build_replica(void *arg)
     }
     if (!s->infer_only)
         nn_zero_grads(p->ctx);
+    else if (p->r == 0 && s->team.nt.max_parts > 1 &&
+             nn_ctx_set_team(p->ctx, &s->team.nt, &p->err) != PT_OK)
+        p->rc = p->err.code;
     return NULL;
 }
 
@@ -418,6 +504,9 @@ int rpool_new(const rpool_config *cfg, rpool **out, pt_err *e)
         s->rep[r].s = s;
         s->rep[r].r = r;
     }
+    s->team.nt.max_parts = infer_only ? team_parts(s->R) : 1;
+    s->team.nt.parts = 1;
+    s->team.nt.run = team_run;
     int rc = build_replicas(s, e);
     if (rc != PT_OK) {
         rpool_free(s);
@@ -541,6 +630,9 @@ int rpool_infer(rpool *s, const uint8_t *images, int n, float *logits, pt_err *e
     s->pimages = images;
     s->pn = n;
     s->plogits = logits;
+    /* No replica runs now: the team's start of this job is set before it begins. */
+    s->team.gen0 = atomic_load(&s->team.gen);
+    atomic_store(&s->team.over, 0);
     return rpool_dispatch(s, JOB_INFER, e);
 }
 
@@ -555,6 +647,7 @@ void rpool_get_counters(rpool *s, int r, rpool_counters *c)
     c->wait = p->wait;
     c->flops = p->flops;
     c->examples = p->trained;
+    c->team_parts = p->team_parts;
 }
 
 int rpool_recompute_auto(size_t keep_all, int replicas, size_t phys)

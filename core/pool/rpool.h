@@ -12,7 +12,13 @@
  *                       order (a reduce-scatter in shared memory);
  *   optimizer step      replica r steps slice r of the weights (the "all-gather" is
  *                       free: the weights are shared);
- *   inference           logits of a batch of images, split across the replicas.
+ *   inference           logits of a batch of images, split across the replicas; a
+ *                       batch of fewer images than replicas (predict of one photo)
+ *                       runs on replica 0, the others its team (nn_ctx_set_team):
+ *                       each convolution's output rows or channels split across them,
+ *                       handed over by spinning, not by the condition variables
+ *                       (the same bits as one thread; a bf16 pool's products stay on
+ *                       replica 0).
  * Images enter every job as bytes and are scaled here, and only here, to floats
  * (bytes times the float 1 / 255), as training feeds them.
  *
@@ -138,6 +144,7 @@ typedef struct rpool_counters {
     double wait;                /* waiting for the other replicas at the end of a job */
     double flops;
     long long examples;         /* trained examples */
+    long long team_parts;       /* parts of replica 0's operators run as its team */
 } rpool_counters;
 
 void rpool_get_counters(rpool *s, int r, rpool_counters *c);

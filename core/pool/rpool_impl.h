@@ -5,6 +5,7 @@
 #define PT_RPOOL_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "pool/rpool.h"
 
@@ -47,10 +48,27 @@ typedef struct replica {
     /* counters (written by the replica between jobs, read by the trainer after) */
     double busy, wait, flops;
     long long trained;
+    long long team_parts;
 } replica;
+
+/* The inference job's team (nn_team): when a job has fewer images than replicas,
+ * replica 0 runs them and replicas 1 .. parts - 1 run parts of its operators. The
+ * hand-over spins (a convolution at batch 1 takes tens of microseconds, a condition
+ * variable's wake-up about as long): gen counts the sections replica 0 has handed
+ * out, left the parts of the current one not yet done, over says its forward ended. */
+typedef struct rpool_team {
+    nn_team nt;                 /* first: the nn side's handle */
+    _Atomic uint64_t gen;
+    _Atomic int left;
+    _Atomic int over;
+    uint64_t gen0;              /* gen when the job started (set before it) */
+    void (*fn)(void *arg, int part);
+    void *arg;
+} rpool_team;
 
 struct rpool {
     rpool_config cfg;
+    rpool_team team;        /* inference-only pools of 2 or more replicas */
     int R, B, A, P, U;
     int G, g0;              /* replicas of the job, and this process's first's index */
     const rpool_reducer *red;   /* dist: the reduce job's plug-in */
