@@ -31,9 +31,16 @@ static void nn_add_fwd(size_t len, const float *a, const float *b, float *y)
         o[i] = u[i] + v[i];
 }
 
+static void add_part(void *arg, long u0, long u1, int part)
+{
+    const nn_fwd *f = arg;
+    (void)part;
+    nn_add_fwd((size_t)(u1 - u0), f->x + u0, f->c->outp[f->nd->in[1]] + u0, f->y + u0);
+}
+
 static void add_forward(const nn_fwd *f)
 {
-    nn_add_fwd((size_t)f->n * f->nd->len, f->x, f->c->outp[f->nd->in[1]], f->y);
+    nn_par_units(f->c, (long)f->n * f->nd->len, NN_PAR_MIN_VALUES, 16, add_part, (void *)f);
 }
 
 static void add_backward(const nn_bwd *b)

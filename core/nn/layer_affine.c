@@ -25,8 +25,8 @@ int nn_affine(nn_model *m, int in, const float *scale, const float *shift)
     return id;
 }
 
-static void nn_affine_fwd(long rows, int c, const float *x, const float *scale, const float *shift,
-                          float *y)
+static void affine_rows(long rows, int c, const float *x, const float *scale,
+                               const float *shift, float *y)
 {
     for (long r = 0; r < rows; r++) {
         const float *restrict xr = x + r * c;
@@ -34,6 +34,33 @@ static void nn_affine_fwd(long rows, int c, const float *x, const float *scale, 
         for (int j = 0; j < c; j++)
             yr[j] = xr[j] * scale[j] + shift[j];
     }
+}
+
+static void nn_affine_fwd(long rows, int c, const float *x, const float *scale, const float *shift,
+                          float *y)
+{
+    /* Few channels (the RGB input, an import's normalisation): a loop of 3 does not
+     * vectorise, so 16 pixels at a time run as one flat block against the constants
+     * repeated 16 times (the same arithmetic per value), several times faster. */
+    enum { PIX = 16 };
+    if (c < PIX && rows >= PIX) {
+        float sc[PIX * PIX], sh[PIX * PIX];
+        const int L = c * PIX;
+        for (int i = 0; i < L; i++) {
+            sc[i] = scale[i % c];
+            sh[i] = shift[i % c];
+        }
+        const long blocks = rows / PIX;
+        for (long b = 0; b < blocks; b++) {
+            const float *restrict xb = x + b * L;
+            float *restrict yb = y + b * L;
+            for (int i = 0; i < L; i++)
+                yb[i] = xb[i] * sc[i] + sh[i];
+        }
+        affine_rows(rows - blocks * PIX, c, x + blocks * L, scale, shift, y + blocks * L);
+        return;
+    }
+    affine_rows(rows, c, x, scale, shift, y);
 }
 
 static void nn_affine_bwd(long rows, int c, const float *dy, const float *scale, float *dx,
@@ -51,10 +78,17 @@ static void nn_affine_bwd(long rows, int c, const float *dy, const float *scale,
     }
 }
 
+static void affine_part(void *arg, long r0, long r1, int part)
+{
+    const nn_fwd *f = arg;
+    const nn_node *nd = f->nd;
+    (void)part;
+    nn_affine_fwd(r1 - r0, nd->c, f->x + r0 * nd->c, nd->aff, nd->aff + nd->c, f->y + r0 * nd->c);
+}
+
 static void affine_forward(const nn_fwd *f)
 {
-    const nn_node *nd = f->nd;
-    nn_affine_fwd(f->rows, nd->c, f->x, nd->aff, nd->aff + nd->c, f->y);
+    nn_par_units(f->c, f->rows, NN_PAR_MIN_VALUES / f->nd->c + 1, 16, affine_part, (void *)f);
 }
 
 static void affine_backward(const nn_bwd *b)

@@ -77,10 +77,10 @@ static void conv_part_run(void *arg, long u0, long u1, int part)
                      u1 * unit);
 }
 
-/* Below this many output rows a part, a forward that can is split by output channels:
- * a product of few rows is bound by reading its weights, which each part then reads
- * only a slice of (a row split has every part read them all). */
-#define CONV_COLS_BELOW_ROWS 256L
+/* A forward splits by output channels where it has fewer output rows (M) than
+ * channels (N): a row split has every part read all K x N weights and its M / p rows
+ * of input, a channel split all M x K inputs (and their im2col) and N / p columns of
+ * weights; the second reads less when M < N (the deep layers at batch 1). */
 
 /* Output rows a part must have for the split to pay: a team's hand-over costs a few
  * microseconds, as much as a few thousand multiply-adds. */
@@ -100,12 +100,11 @@ static void conv_forward(const nn_fwd *f)
     }
     if (f->c->team && !f->c->bf16) {
         const int dw = nn_conv_is_depthwise(&s);
-        const long per_row = 2L * s.kh * s.kw * (s.cin / s.groups) * s.cout / (dw ? s.cout : 1);
+        const long per_row = 2L * s.kh * s.kw * (s.cin / s.groups) * s.cout;
         const long units = dw ? (long)s.n * s.oh : (long)s.n * s.oh * s.ow;
         const long per_unit = dw ? per_row * s.ow : per_row;
         const int parts = f->c->team->parts;
-        if (!dw && units / parts < CONV_COLS_BELOW_ROWS && nn_conv_fwd_cols_ok(&s) &&
-            s.cout >= 32 * parts) {
+        if (!dw && units < s.cout && nn_conv_fwd_cols_ok(&s) && s.cout >= 32 * parts) {
             const conv_part j = { &s, f, bias, 1 };
             nn_par_units(f->c, s.cout, 16, 16, conv_part_run, (void *)&j);
             return;

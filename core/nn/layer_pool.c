@@ -70,36 +70,37 @@ static void max4(int c, const float *restrict a, const float *restrict b, const 
     }
 }
 
-static void nn_maxpool_fwd(int n, int h, int w, int c, int k, int stride, int pt, int pl, int oh,
-                           int ow, const float *x, float *y)
+/* Output rows [r0, r1), a row being (image, oy): r = image * oh + oy. */
+static void nn_maxpool_fwd(long r0, long r1, int h, int w, int c, int k, int stride, int pt,
+                           int pl, int oh, int ow, const float *x, float *y)
 {
     const size_t row = (size_t)w * c;
-    for (int img = 0; img < n; img++) {
+    for (long r = r0; r < r1; r++) {
+        const int img = (int)(r / oh), oy = (int)(r % oh);
         const float *xi = x + (size_t)img * h * row;
-        for (int oy = 0; oy < oh; oy++)
-            for (int ox = 0; ox < ow; ox++) {
-                float *restrict yo = y + (((size_t)img * oh + oy) * ow + ox) * c;
-                if (is_2x2(k, stride, pt, pl)) {
-                    const float *p = xi + (size_t)(2 * oy) * row + (size_t)(2 * ox) * c;
-                    max4(c, p, p + c, p + row, p + row + c, yo);
+        for (int ox = 0; ox < ow; ox++) {
+            float *restrict yo = y + (((size_t)img * oh + oy) * ow + ox) * c;
+            if (is_2x2(k, stride, pt, pl)) {
+                const float *p = xi + (size_t)(2 * oy) * row + (size_t)(2 * ox) * c;
+                max4(c, p, p + c, p + row, p + row + c, yo);
+                continue;
+            }
+            for (int j = 0; j < c; j++)
+                yo[j] = -FLT_MAX;
+            for (int ky = 0; ky < k; ky++) {
+                const int iy = oy * stride - pt + ky;
+                if (iy < 0 || iy >= h)
                     continue;
-                }
-                for (int j = 0; j < c; j++)
-                    yo[j] = -FLT_MAX;
-                for (int ky = 0; ky < k; ky++) {
-                    const int iy = oy * stride - pt + ky;
-                    if (iy < 0 || iy >= h)
+                for (int kx = 0; kx < k; kx++) {
+                    const int ix = ox * stride - pl + kx;
+                    if (ix < 0 || ix >= w)
                         continue;
-                    for (int kx = 0; kx < k; kx++) {
-                        const int ix = ox * stride - pl + kx;
-                        if (ix < 0 || ix >= w)
-                            continue;
-                        const float *restrict xp = xi + (size_t)iy * row + (size_t)ix * c;
-                        for (int j = 0; j < c; j++)
-                            yo[j] = xp[j] > yo[j] ? xp[j] : yo[j];
-                    }
+                    const float *restrict xp = xi + (size_t)iy * row + (size_t)ix * c;
+                    for (int j = 0; j < c; j++)
+                        yo[j] = xp[j] > yo[j] ? xp[j] : yo[j];
                 }
             }
+        }
     }
 }
 
@@ -204,49 +205,61 @@ static int window(int o, int stride, int pad, int k, int size, int *lo, int *hi)
 /* The 2x2 / 2 pool without padding (`small`'s first block, on the RGB input): the
  * generic loop's sums in the same order, without its per-pixel window arithmetic,
  * which cost more than the sums at 3 channels (1.4 ms of a 37 ms step in bf16). */
-static void avgpool2_fwd(int n, int h, int w, int c, int oh, int ow, const float *x, float *y)
+static inline void avgpool2_rows(long r0, long r1, int h, int w, int c, int oh, int ow,
+                                 const float *x, float *y)
 {
     const size_t row = (size_t)w * c;
-    for (int img = 0; img < n; img++)
-        for (int oy = 0; oy < oh; oy++) {
-            const float *r0 = x + ((size_t)img * h + 2 * (size_t)oy) * row, *r1 = r0 + row;
-            float *restrict yo = y + ((size_t)img * oh + oy) * (size_t)ow * c;
-            for (int ox = 0; ox < ow; ox++) {
-                const size_t a = 2 * (size_t)ox * c, b = a + (size_t)c;
-                for (int j = 0; j < c; j++)
-                    yo[(size_t)ox * c + j] =
-                        ((((0.0f + r0[a + j]) + r0[b + j]) + r1[a + j]) + r1[b + j]) * 0.25f;
-            }
+    for (long r = r0; r < r1; r++) {
+        const int img = (int)(r / oh), oy = (int)(r % oh);
+        const float *ra = x + ((size_t)img * h + 2 * (size_t)oy) * row, *rb = ra + row;
+        float *restrict yo = y + ((size_t)img * oh + oy) * (size_t)ow * c;
+        for (int ox = 0; ox < ow; ox++) {
+            const size_t a = 2 * (size_t)ox * c, b = a + (size_t)c;
+            for (int j = 0; j < c; j++)
+                yo[(size_t)ox * c + j] =
+                    ((((0.0f + ra[a + j]) + ra[b + j]) + rb[a + j]) + rb[b + j]) * 0.25f;
         }
+    }
 }
 
-static void nn_avgpool_fwd(int n, int h, int w, int c, int k, int stride, int pt, int pl, int oh,
-                           int ow, const float *x, float *y)
+static void avgpool2_fwd(long r0, long r1, int h, int w, int c, int oh, int ow, const float *x,
+                         float *y)
+{
+    /* RGB (a stem that pools the input first): channels a constant, as affine's. */
+    if (c == 3)
+        avgpool2_rows(r0, r1, h, w, 3, oh, ow, x, y);
+    else
+        avgpool2_rows(r0, r1, h, w, c, oh, ow, x, y);
+}
+
+/* Output rows [r0, r1) as nn_maxpool_fwd's. */
+static void nn_avgpool_fwd(long r0, long r1, int h, int w, int c, int k, int stride, int pt,
+                           int pl, int oh, int ow, const float *x, float *y)
 {
     if (k == 2 && stride == 2 && pt == 0 && pl == 0 && 2 * oh <= h && 2 * ow <= w) {
-        avgpool2_fwd(n, h, w, c, oh, ow, x, y);
+        avgpool2_fwd(r0, r1, h, w, c, oh, ow, x, y);
         return;
     }
-    for (int img = 0; img < n; img++) {
+    for (long r = r0; r < r1; r++) {
+        const int img = (int)(r / oh), oy = (int)(r % oh);
         const float *xi = x + (size_t)img * h * w * c;
-        for (int oy = 0; oy < oh; oy++)
-            for (int ox = 0; ox < ow; ox++) {
-                float *restrict yo = y + (((size_t)img * oh + oy) * ow + ox) * c;
-                int y0, y1, x0, x1;
-                int cnt = window(oy, stride, pt, k, h, &y0, &y1) *
-                          window(ox, stride, pl, k, w, &x0, &x1);
-                for (int j = 0; j < c; j++)
-                    yo[j] = 0.0f;
-                for (int iy = y0; iy < y1; iy++)
-                    for (int ix = x0; ix < x1; ix++) {
-                        const float *restrict xp = xi + ((size_t)iy * w + ix) * c;
-                        for (int j = 0; j < c; j++)
-                            yo[j] += xp[j];
-                    }
-                const float inv = cnt > 0 ? 1.0f / (float)cnt : 0.0f;
-                for (int j = 0; j < c; j++)
-                    yo[j] *= inv;
-            }
+        for (int ox = 0; ox < ow; ox++) {
+            float *restrict yo = y + (((size_t)img * oh + oy) * ow + ox) * c;
+            int y0, y1, x0, x1;
+            int cnt = window(oy, stride, pt, k, h, &y0, &y1) *
+                      window(ox, stride, pl, k, w, &x0, &x1);
+            for (int j = 0; j < c; j++)
+                yo[j] = 0.0f;
+            for (int iy = y0; iy < y1; iy++)
+                for (int ix = x0; ix < x1; ix++) {
+                    const float *restrict xp = xi + ((size_t)iy * w + ix) * c;
+                    for (int j = 0; j < c; j++)
+                        yo[j] += xp[j];
+                }
+            const float inv = cnt > 0 ? 1.0f / (float)cnt : 0.0f;
+            for (int j = 0; j < c; j++)
+                yo[j] *= inv;
+        }
     }
 }
 
@@ -312,11 +325,35 @@ static void nn_gap_bwd(int n, int hw, int c, const float *dy, float *dx, int acc
 
 /* ---- forward and backward ---- */
 
+/* A pool's output rows [r0, r1) (nn_par_units' slices of a team's forward). */
+static void maxpool_rows(void *arg, long r0, long r1, int part)
+{
+    const nn_fwd *f = arg;
+    const nn_node *nd = f->nd, *src = f->src;
+    (void)part;
+    nn_maxpool_fwd(r0, r1, src->h, src->w, nd->c, nd->kh, nd->stride, nd->pad_t, nd->pad_l,
+                   nd->h, nd->w, f->x, f->y);
+}
+
+static void avgpool_rows(void *arg, long r0, long r1, int part)
+{
+    const nn_fwd *f = arg;
+    const nn_node *nd = f->nd, *src = f->src;
+    (void)part;
+    nn_avgpool_fwd(r0, r1, src->h, src->w, nd->c, nd->kh, nd->stride, nd->pad_t, nd->pad_l,
+                   nd->h, nd->w, f->x, f->y);
+}
+
+/* Rows a part must have: a few thousand values, what a hand-over costs. */
+static long pool_min_rows(const nn_node *nd)
+{
+    return NN_PAR_MIN_VALUES / ((long)nd->w * nd->c) + 1;
+}
+
 static void maxpool_forward(const nn_fwd *f)
 {
-    const nn_node *nd = f->nd, *src = f->src;
-    nn_maxpool_fwd(f->n, src->h, src->w, nd->c, nd->kh, nd->stride, nd->pad_t, nd->pad_l, nd->h,
-                   nd->w, f->x, f->y);
+    nn_par_units(f->c, (long)f->n * f->nd->h, pool_min_rows(f->nd), 1, maxpool_rows,
+                 (void *)f);
 }
 
 static void maxpool_backward(const nn_bwd *b)
@@ -329,9 +366,8 @@ static void maxpool_backward(const nn_bwd *b)
 
 static void avgpool_forward(const nn_fwd *f)
 {
-    const nn_node *nd = f->nd, *src = f->src;
-    nn_avgpool_fwd(f->n, src->h, src->w, nd->c, nd->kh, nd->stride, nd->pad_t, nd->pad_l, nd->h,
-                   nd->w, f->x, f->y);
+    nn_par_units(f->c, (long)f->n * f->nd->h, pool_min_rows(f->nd), 1, avgpool_rows,
+                 (void *)f);
 }
 
 static void avgpool_backward(const nn_bwd *b)

@@ -238,32 +238,30 @@ static inline void fwd_loop(const nn_conv_shape *s, const float *x, const float 
     for (long r = r0; r < r1; r++) {
         const int img = (int)(r / s->oh), oy = (int)(r % s->oh);
         const float *xi = x + (size_t)img * s->h * s->w * C;
-        {
-            const int iy0 = oy * s->stride - s->pt;
-            const int rows_in = iy0 >= 0 && iy0 + s->kh <= s->h;
-            float *yr = y + ((size_t)img * s->oh + oy) * s->ow * C;
-            for (int ox = 0; ox < s->ow; ox++) {
-                const int ix0 = ox * s->stride - s->pl;
-                if (rows_in && ix0 >= 0 && ix0 + s->kw <= s->w) {
-                    dot(C, &in, xi + ((ptrdiff_t)iy0 * s->w + ix0) * C, wt, bias, &f,
-                        yr + (size_t)ox * C);
-                    continue;
-                }
-                t.n = 0;
-                for (int ky = 0; ky < s->kh; ky++) {
-                    const int iy = iy0 + ky;
-                    if (iy < 0 || iy >= s->h)
-                        continue;
-                    for (int kx = 0; kx < s->kw; kx++) {
-                        const int ix = ix0 + kx;
-                        if (ix < 0 || ix >= s->w)
-                            continue;
-                        t.d[t.n] = ((ptrdiff_t)iy * s->w + ix) * C;
-                        t.w[t.n++] = (ptrdiff_t)(ky * s->kw + kx) * C;
-                    }
-                }
-                dot(C, &t, xi, wt, bias, &f, yr + (size_t)ox * C);
+        const int iy0 = oy * s->stride - s->pt;
+        const int rows_in = iy0 >= 0 && iy0 + s->kh <= s->h;
+        float *yr = y + ((size_t)img * s->oh + oy) * s->ow * C;
+        for (int ox = 0; ox < s->ow; ox++) {
+            const int ix0 = ox * s->stride - s->pl;
+            if (rows_in && ix0 >= 0 && ix0 + s->kw <= s->w) {
+                dot(C, &in, xi + ((ptrdiff_t)iy0 * s->w + ix0) * C, wt, bias, &f,
+                    yr + (size_t)ox * C);
+                continue;
             }
+            t.n = 0;
+            for (int ky = 0; ky < s->kh; ky++) {
+                const int iy = iy0 + ky;
+                if (iy < 0 || iy >= s->h)
+                    continue;
+                for (int kx = 0; kx < s->kw; kx++) {
+                    const int ix = ix0 + kx;
+                    if (ix < 0 || ix >= s->w)
+                        continue;
+                    t.d[t.n] = ((ptrdiff_t)iy * s->w + ix) * C;
+                    t.w[t.n++] = (ptrdiff_t)(ky * s->kw + kx) * C;
+                }
+            }
+            dot(C, &t, xi, wt, bias, &f, yr + (size_t)ox * C);
         }
     }
 }

@@ -140,6 +140,8 @@ static inline int nn_owner(const nn_model *m, int i)
  * at least min_units; else fn(arg, 0, units, 0) on the calling thread. Slice
  * boundaries fall on multiples of grain. */
 typedef void (*nn_par_fn)(void *arg, long u0, long u1, int part);
+/* Values an elementwise or pooling part must write for a split to pay. */
+#define NN_PAR_MIN_VALUES 8192L
 void nn_par_units(const nn_ctx *c, long units, long min_units, long grain, nn_par_fn fn,
                   void *arg);
 /* Part k's workspace (c->ws_floats of them). */
