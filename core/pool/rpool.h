@@ -144,7 +144,10 @@ typedef struct rpool_counters {
     double wait;                /* waiting for the other replicas at the end of a job */
     double flops;
     long long examples;         /* trained examples */
-    long long team_parts;       /* parts of replica 0's operators run as its team */
+    /* The inference team: sections replica 0 split its operators into (replica 0
+     * only), and parts of them this replica ran (which member takes a part depends on
+     * who is running at the time) */
+    long long team_sections, team_parts;
 } rpool_counters;
 
 void rpool_get_counters(rpool *s, int r, rpool_counters *c);

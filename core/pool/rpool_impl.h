@@ -48,22 +48,28 @@ typedef struct replica {
     /* counters (written by the replica between jobs, read by the trainer after) */
     double busy, wait, flops;
     long long trained;
-    long long team_parts;
+    long long team_sections, team_parts;
 } replica;
 
 /* The inference job's team (nn_team): when a job has fewer images than replicas,
- * replica 0 runs them and replicas 1 .. parts - 1 run parts of its operators. The
- * hand-over spins (a convolution at batch 1 takes tens of microseconds, a condition
- * variable's wake-up about as long): gen counts the sections replica 0 has handed
- * out, left the parts of the current one not yet done, over says its forward ended. */
+ * replica 0 runs them and replicas 1 .. max_parts - 1 help with its operators. Each
+ * operator split is a section of `parts` parts that every member claims from (so a
+ * member that is not running, on a busy machine, holds up nothing it has not
+ * claimed). The hand-over spins (a convolution at batch 1 takes tens of
+ * microseconds, a condition variable's wake-up about as long). */
 typedef struct rpool_team {
     nn_team nt;                 /* first: the nn side's handle */
-    _Atomic uint64_t gen;
-    _Atomic int left;
-    _Atomic int over;
+    uint64_t gen;               /* sections handed out (replica 0's count) */
+    _Atomic uint64_t word;      /* the current section << 16 | its next part */
+    _Atomic int done;           /* parts of it finished */
+    _Atomic int over;           /* replica 0's forward ended */
     uint64_t gen0;              /* gen when the job started (set before it) */
-    void (*fn)(void *arg, int part);
-    void *arg;
+    /* The section's work: atomics since a member that comes late may read them
+     * while replica 0 writes the next section's (its claim then fails). */
+    void (*_Atomic fn)(void *arg, int part);
+    void *_Atomic arg;
+    _Atomic int parts;
+    long long lead_parts;       /* parts replica 0 ran (its own counter) */
 } rpool_team;
 
 struct rpool {
@@ -78,7 +84,9 @@ struct rpool {
     int recompute;          /* the replicas' contexts recompute cheap outputs */
     size_t keep_all;        /* a context's activations if it kept every output */
     size_t phys;            /* the machine's memory, as auto judged it */
-    int max_batch;          /* examples a replica's context is built for: max(B, P) */
+    int max_batch;          /* examples a replica's context is built for: max(B, P),
+                               or an inference pool's chunk */
+    int chunk;              /* images an inference forward runs at once (<= P) */
     /* dist without overlap: the optimizer is sliced across the ranks; this rank
      * steps parameters [rank_lo, rank_hi) and the weights are gathered after */
     int sliced;
