@@ -31,6 +31,7 @@
 #include "bench/bench_common.h"
 #include "nn/nn.h"
 #include "nn/nn_export.h"
+#include "nn/nn_impl.h"
 #include "nn/nn_models.h"
 #include "infer/infer.h"
 #include "infer/runmodel.h"
@@ -153,6 +154,31 @@ static nn_model *build(const net *n, pt_err *e)
     return nn_build_mobilenetv2(n->size, n->size, 104, 1.0f, 0.2f, e);
 }
 
+/* The cores' float32 peak as petal-tui's own kernels reach it: GFLOP/s of one core
+ * on a 512 x 512 x 512 product (nn_gemm_nn), best of a few; what each cell's GFLOP/s
+ * is set against. */
+static double fp32_peak(void)
+{
+    const int n = 512;
+    const size_t bytes = (size_t)n * n * sizeof(float);
+    float *a = util_aligned_alloc(bytes), *b = util_aligned_alloc(bytes),
+          *c = util_aligned_alloc(bytes);
+    for (int i = 0; i < n * n; i++)
+        a[i] = b[i] = (float)(i % 17) * 0.01f;
+    const nn_gemm_out o = { 0, NULL, 0, NULL, 0, NULL };
+    double best = 1e30;
+    for (int r = 0; r < 12; r++) {
+        double t0 = now();
+        nn_gemm_nn(n, n, n, a, n, b, n, c, n, &o);
+        double dt = now() - t0;
+        best = dt < best ? dt : best;
+    }
+    util_aligned_free(a);
+    util_aligned_free(b);
+    util_aligned_free(c);
+    return 2.0 * n * n * n / best * 1e-9;
+}
+
 /* The `layers` mode: each node of the export read back, forward ms and GFLOP/s. */
 static int layers(const net *n, int nb)
 {
@@ -231,11 +257,13 @@ int main(int argc, char **argv)
     mkdir("/tmp/bench_predict", 0755);
     const net nets[] = { { "small", 128 }, { "mobilenetv2", 128 }, { "mobilenetv2", 224 } };
     int n_nets = quick ? 1 : 3, reps = quick ? 3 : 8;
+    const double peak = fp32_peak();
+    printf("fp32 peak: %.0f GFLOP/s a core (petal-tui's kernels, a 512^3 product)\n", peak);
     printf("forward alone, img/s (best of %d runs x %d alternated rounds, wall): petal-tui | "
-           "ONNX Runtime, same file and input\n",
+           "ONNX Runtime, same file and input; petal-tui's GFLOP/s and %% of T cores' peak\n",
            reps, ROUNDS);
-    printf("%-16s %7s %5s %3s %10s %10s %7s\n", "model", "export", "batch", "T", "petal-tui",
-           "ORT", "ratio");
+    printf("%-16s %7s %5s %3s %10s %10s %7s %8s %6s\n", "model", "export", "batch", "T",
+           "petal-tui", "ORT", "ratio", "GFLOP/s", "peak");
     for (int k = 0; k < n_nets; k++) {
         const net *n = &nets[k];
         pt_err e;
@@ -289,10 +317,12 @@ int main(int argc, char **argv)
                 snprintf(name, sizeof name, "%s@%d", n->name, n->size);
                 printf("%-16s %6.0fms %5d %3d %10.1f ", name, t_export * 1e3, batches[b], t,
                        batches[b] / pt);
+                const double gf = nn_flops(rm.net, 1, 0) * batches[b] / pt * 1e-9;
                 if (ot > 0)
-                    printf("%10.1f %6.2fx\n", batches[b] / ot, ot / pt);
+                    printf("%10.1f %6.2fx", batches[b] / ot, ot / pt);
                 else
-                    printf("%10s %7s\n", "n/a", "");
+                    printf("%10s %7s", "n/a", "");
+                printf(" %8.1f %5.0f%%\n", gf, 100 * gf / (peak * t));
                 fflush(stdout);
             }
         }
