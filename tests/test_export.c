@@ -101,7 +101,7 @@ static void round_trip(const char *what, const nn_model *m, const char *path)
     size_t len = 0;
     int h, w, c;
     nn_model_input_shape(m, &h, &w, &c);
-    nn_export_meta meta = { NULL, h, "runs/test", 3, 30 };
+    nn_export_meta meta = { NULL, h, "runs/test", 3, 30, NULL };
     int rc = nn_export_onnx(m, &meta, &buf, &len, &e);
     T_CHECKF(rc == PT_OK, "%s: export: %s", what, e.msg);
     if (rc)
@@ -401,7 +401,7 @@ TEST(export_metadata_reads_back)
     T_REQUIRE(m != NULL);
     const char *names[5] = { "daisy \"white\"", "rose, red", "back\\slash\ttab",
                              "Rosé 日本 🌸", "" };
-    nn_export_meta meta = { names, 16, "runs/2026 \"x\"", 12, 96 };
+    nn_export_meta meta = { names, 16, "runs/2026 \"x\"", 12, 96, NULL };
     uint8_t *buf = NULL;
     size_t len = 0;
     T_REQUIRE(nn_export_onnx(m, &meta, &buf, &len, &e) == PT_OK);
