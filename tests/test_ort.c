@@ -954,6 +954,18 @@ static void check_int8(const char *what, const char *opts, int strict)
     /* 72 training records: 40 asked; the default, 256, takes all 72. */
     T_REQUIRE(export_int8(run, args, qmodel, 40) == 0);
     T_CHECK(export_int8(run, "", dflt, 72) == 0);
+    /* A run whose dataset is gone cannot be calibrated: exit 2, saying so. */
+    char cmd[13000], tmp[4096], *out = NULL;
+    util_copy(tmp, sizeof tmp, t_tmpdir());
+    util_path(cmd, sizeof cmd, "cp -r '%s' '%s/gone' && sed -i 's|^data = .*|data = %s/nowhere|' "
+              "'%s/gone/config' && %s export '%s/gone' --int8 2>&1", run, tmp, tmp, tmp, t_bin(),
+              tmp);
+    int rc = t_run(cmd, &out);
+    T_CHECKF(rc == 2 && out && strstr(out, "cannot calibrate the int8 export") &&
+                 strstr(out, "nowhere"),
+             "%s: export --int8 of a run without its data: exit %d, \"%s\"", what, rc,
+             out ? out : "");
+    free(out);
     rm_model mq, mf;
     pt_err e;
     T_REQUIRE(rm_open(qmodel, 0, &mq, &e) == PT_OK);

@@ -124,7 +124,14 @@ static int export_run(const char *run_dir, const char *out, int calib, rm_export
     nn_calib cal = { 0 };
     nn_export_quant q = { 0 };
     if (calib > 0 && (rc = nn_calib_init(&cal, m.net, e)) == PT_OK &&
-        (rc = calibrate(&m, calib, &cal, e)) == PT_OK) {
+        (rc = calibrate(&m, calib, &cal, e)) != PT_OK) {
+        char was[sizeof e->msg];
+        util_copy(was, sizeof was, e->msg);
+        err_set(e, rc, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                "cannot calibrate the int8 export of %s on its training images: %s", run_dir,
+                was);
+    }
+    if (calib > 0 && rc == PT_OK) {
         q = (nn_export_quant){ cal.lo, cal.hi, cal.images, "training images" };
         meta.quant = &q;
         in.calibrated = cal.images;
