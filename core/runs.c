@@ -123,21 +123,36 @@ int runs_config_path(const char *run_dir, char *buf, size_t n)
     return run_has(&h, RUN_F_CONFIG);
 }
 
+static void export_info(const rm_export_info *in, runs_export_info *info)
+{
+    memset(info, 0, sizeof *info);
+    util_copy(info->path, sizeof info->path, in->path);
+    info->bytes = in->bytes;
+    info->classes = in->classes;
+    info->image_size = in->image_size;
+    info->epoch = in->epoch;
+    info->update = in->update;
+    info->ema = in->ema;
+    info->seconds = in->seconds;
+    info->calibrated = in->calibrated;
+}
+
 int runs_export(const char *run_dir, const char *out, runs_export_info *info, pt_err *e)
 {
     rm_export_info in;
     int rc = rm_export(run_dir, out, &in, e);
-    if (rc == PT_OK && info) {
-        memset(info, 0, sizeof *info);
-        util_copy(info->path, sizeof info->path, in.path);
-        info->bytes = in.bytes;
-        info->classes = in.classes;
-        info->image_size = in.image_size;
-        info->epoch = in.epoch;
-        info->update = in.update;
-        info->ema = in.ema;
-        info->seconds = in.seconds;
-    }
+    if (rc == PT_OK && info)
+        export_info(&in, info);
+    return rc;
+}
+
+int runs_export_int8(const char *run_dir, const char *out, int calib, runs_export_info *info,
+                     pt_err *e)
+{
+    rm_export_info in;
+    int rc = rm_export_int8(run_dir, out, calib, &in, e);
+    if (rc == PT_OK && info)
+        export_info(&in, info);
     return rc;
 }
 

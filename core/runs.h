@@ -110,7 +110,8 @@ typedef struct runs_export_info {
     long long bytes;
     int classes, image_size, epoch, update;
     int ema;                /* 1: the moving average of the weights was written */
-    double seconds;         /* opening the run and writing the file */
+    double seconds;         /* opening the run (calibrating) and writing the file */
+    long long calibrated;   /* runs_export_int8: the training images calibrated on */
 } runs_export_info;
 
 /* Writes run_dir's trained net (the weights validation used, the class names and
@@ -119,6 +120,13 @@ typedef struct runs_export_info {
  * NULL) says what was written. Runs on the caller's thread: about a second for the
  * largest built-in net. */
 int runs_export(const char *run_dir, const char *out, runs_export_info *info, pt_err *e);
+/* The same quantized to int8 (ONNX's QDQ form, for ONNX Runtime's int8 kernels), in the
+ * run folder as its model-int8.onnx when out is NULL or "", calibrated on calib (>= 1)
+ * of its training images, or all when fewer (core/infer/runmodel.h's rm_export_int8).
+ * RUNS_CALIB_DEFAULT is export --int8's default. */
+#define RUNS_CALIB_DEFAULT 256
+int runs_export_int8(const char *run_dir, const char *out, int calib, runs_export_info *info,
+                     pt_err *e);
 /* The same into the run folder, saying what was written in msg ("RUN/model.onnx: 5
  * classes, 224 px, epoch 10, ..."). */
 int runs_export_msg(const char *run_dir, char *msg, size_t n, pt_err *e);

@@ -23,6 +23,7 @@
 #include "nn/nn_import.h"
 #include "nn/nn_layer.h"
 #include "nn/nn_models.h"
+#include "nn/nn_quant.h"
 #include "tests/t.h"
 
 /* Non-trivial parameters: random BN statistics (so folding matters) and conv biases. */
@@ -101,7 +102,7 @@ static void round_trip(const char *what, const nn_model *m, const char *path)
     size_t len = 0;
     int h, w, c;
     nn_model_input_shape(m, &h, &w, &c);
-    nn_export_meta meta = { NULL, h, "runs/test", 3, 30 };
+    nn_export_meta meta = { NULL, h, "runs/test", 3, 30, NULL };
     int rc = nn_export_onnx(m, &meta, &buf, &len, &e);
     T_CHECKF(rc == PT_OK, "%s: export: %s", what, e.msg);
     if (rc)
@@ -401,7 +402,7 @@ TEST(export_metadata_reads_back)
     T_REQUIRE(m != NULL);
     const char *names[5] = { "daisy \"white\"", "rose, red", "back\\slash\ttab",
                              "Rosé 日本 🌸", "" };
-    nn_export_meta meta = { names, 16, "runs/2026 \"x\"", 12, 96 };
+    nn_export_meta meta = { names, 16, "runs/2026 \"x\"", 12, 96, NULL };
     uint8_t *buf = NULL;
     size_t len = 0;
     T_REQUIRE(nn_export_onnx(m, &meta, &buf, &len, &e) == PT_OK);
@@ -655,4 +656,62 @@ TEST(export_meta_json_escapes_and_damage)
     T_EQ_INT(mt.epoch, -1);
     T_EQ_STR(mt.source_run, "");
     nn_onnx_meta_free(&mt);
+}
+
+/* ---- int8 fixtures ---- */
+
+/* The int8 exports of the two fixture models (formula parameters), calibrated on 8
+ * images of a formula, NHWC in [0, 1]: what tests/data/export/NAME-int8.onnx hold
+ * (ONNX Runtime's answers on them: make_ort_refs.sh, tests/test_ort.c). Not compared
+ * byte for byte: the ranges come from a forward pass, whose last bits may differ
+ * with the CPU's kernels; the committed files are the reference. */
+static int export_int8(nn_model *m, uint8_t **buf, size_t *len, pt_err *e)
+{
+    enum { N = 8 };
+    int h, w, c;
+    nn_model_input_shape(m, &h, &w, &c);
+    size_t px = (size_t)h * w * c;
+    float *x = malloc(N * px * sizeof *x);
+    nn_ctx *ctx = nn_ctx_new_infer(m, N, e);
+    nn_calib cal;
+    int rc = x && ctx ? nn_calib_init(&cal, m, e) : PT_ENOMEM;
+    if (rc == PT_OK) {
+        for (size_t i = 0; i < N * px; i++)
+            x[i] = (float)((i * 2654435761u) % 1000u) / 999.0f * (float)(1 + i / px) / N;
+        nn_ctx_on_node(ctx, nn_calib_observe, &cal);
+        nn_forward(ctx, x, N, 0, 0, 0);
+        nn_export_quant q = { cal.lo, cal.hi, N, "formula images" };
+        nn_export_meta meta = { .image_size = h, .epoch = -1, .update = -1, .quant = &q };
+        rc = nn_export_onnx(m, &meta, buf, len, e);
+        nn_calib_free(&cal);
+    }
+    nn_ctx_free(ctx);
+    free(x);
+    return rc;
+}
+
+TEST(export_int8_fixtures_import_as_int8)
+{
+    pt_err e;
+    nn_model *ms[2] = { small("8,16", 16, 1, &e), every_kind(&e) };
+    const char *files[2] = { "tests/data/export/small-8-16-int8.onnx",
+                             "tests/data/export/every-kind-int8.onnx" };
+    for (int i = 0; i < 2; i++) {
+        T_REQUIRE(ms[i] != NULL);
+        formula_params(ms[i]);
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        T_REQUIRE(export_int8(ms[i], &buf, &len, &e) == PT_OK);
+        if (getenv("PT_WRITE_EXPORT_FIXTURES"))
+            T_CHECKF(util_write_file_atomic(files[i], buf, len, &e) == PT_OK, "%s", e.msg);
+        free(buf);
+        nn_import_opts o = { .norm_auto = 1 };
+        nn_import_info info;
+        nn_model *back = nn_import_onnx_file(files[i], &o, &info, &e);
+        T_CHECKF(back && info.quantized && info.norm == NN_NORM_RAW &&
+                     count_kind(back, NN_OP_QUANT) > 3,
+                 "%s: %s", files[i], back ? "not read as an int8 export" : e.msg);
+        nn_model_free(back);
+        nn_model_free(ms[i]);
+    }
 }

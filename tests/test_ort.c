@@ -15,6 +15,14 @@
  * predict decodes (decoded here by the functions predict uses); python3-onnx's
  * checker (full_check) must accept the export.
  *
+ * The int8 exports (export --int8): onnxruntime_committed_int8_fixtures (a bare clone)
+ * as above with INT8_TOL; onnxruntime_live_int8_* train a tiny run, export it float
+ * and int8 (--calib, --out and the default name), predict both with the CLI and hold
+ * predict's int8 answers against ONNX Runtime's reference arithmetic for the file and
+ * its int8 kernels, the int8 top-1 against the float one, and run the checker
+ * (int8_against_ort says how close each must be, and why). export_int8_refuses_* : the
+ * CLI's errors.
+ *
  * Tolerances: every probability within 1e-4 (absolute), the logits of an image
  * within 1e-4 x the larger of 1 and its largest |logit|, the same top-1 on every
  * image. The floor of 1: an image whose logits are all small (a narrow net after two
@@ -41,6 +49,16 @@
 #include "infer/runmodel.h"
 
 #define ORT_TOL 1e-4
+/* An int8 export against ONNX Runtime's int8 kernels (QLinearConv, QGemm, QLinearAdd,
+ * ...): predict runs the same arithmetic in float (fake quantization, nn_quant.h), so
+ * the two agree exactly unless a value lands within float rounding of a rounding
+ * boundary (petal-tui's float sums against MLAS's exact int32 ones), where one
+ * activation moves by one step, 1/255 of its tensor's range. Measured on the fixtures
+ * and the live runs here: no such flip, 1e-7; the tolerance, probabilities within
+ * 0.02 and logits within 2% of max(1, |logit|), holds a few flips in nets of this size
+ * and still fails a wrong scale, zero point, rounding or dequantization (those move
+ * every answer by tenths). */
+#define INT8_TOL 0.02
 #define ORT_DIR "tests/ort"
 #define ORT_FIXTURES "tests/data/export"
 
@@ -186,14 +204,20 @@ static void cmp_logits(const float *a, const float *b, int n, int k, ort_cmp *c)
     }
 }
 
-static void check_cmp(const char *what, const ort_cmp *c, int n)
+/* tol: ORT_TOL for a float export, INT8_TOL for an int8 one (above). */
+static void check_cmp_tol(const char *what, const ort_cmp *c, int n, double tol)
 {
-    T_CHECKF(c->prob <= ORT_TOL, "%s: a probability differs from ONNX Runtime's by %.3g",
+    T_CHECKF(c->prob <= tol, "%s: a probability differs from ONNX Runtime's by %.3g",
              what, c->prob);
-    T_CHECKF(c->logit <= ORT_TOL, "%s: logits differ from ONNX Runtime's by %.3g (relative)",
+    T_CHECKF(c->logit <= tol, "%s: logits differ from ONNX Runtime's by %.3g (relative)",
              what, c->logit);
     T_CHECKF(c->top1_diff == 0, "%s: %d of %d images have another top-1 than ONNX Runtime's",
              what, c->top1_diff, n);
+}
+
+static void check_cmp(const char *what, const ort_cmp *c, int n)
+{
+    check_cmp_tol(what, c, n, ORT_TOL);
 }
 
 /* ---- the committed fixtures (no node needed) ---- */
@@ -236,7 +260,7 @@ out:
     return rc;
 }
 
-static void check_fixture(const char *name)
+static void check_fixture(const char *name, double tol)
 {
     char path[4][600];
     const char *ext[4] = { "onnx", "input.f32", "ort.logits.f32", "ort.probabilities.f32" };
@@ -266,7 +290,7 @@ static void check_fixture(const char *name)
         ort_cmp c = { 0 };
         cmp_probs(probs, po, n, k, &c);
         cmp_logits(lg, lo, n, k, &c);
-        check_cmp(name, &c, n);
+        check_cmp_tol(name, &c, n, tol);
         printf("  %s: %d images, %d classes: max |p - p_ort| %.3g, logits %.3g rel\n",
                name, n, k, c.prob, c.logit);
     } else if (t_failed_now() == failed) {
@@ -283,8 +307,17 @@ static void check_fixture(const char *name)
 
 TEST(onnxruntime_committed_fixtures)
 {
-    check_fixture("small-8-16");
-    check_fixture("every-kind");
+    check_fixture("small-8-16", ORT_TOL);
+    check_fixture("every-kind", ORT_TOL);
+}
+
+/* The int8 fixtures (export --int8's form: tests/test_export.c writes them), read as
+ * predict reads them: int8 weights dequantized, each QuantizeLinear /
+ * DequantizeLinear pair a fake quantization, against ONNX Runtime's int8 kernels. */
+TEST(onnxruntime_committed_int8_fixtures)
+{
+    check_fixture("small-8-16-int8", INT8_TOL);
+    check_fixture("every-kind-int8", INT8_TOL);
 }
 
 /* ---- live: trained runs, the CLI and ONNX Runtime itself ---- */
@@ -433,10 +466,11 @@ static uint8_t *decode_like_predict(const rm_model *m, char *const *files, long 
 }
 
 /* ONNX Runtime's logits and probabilities (n x k each, malloc'd) for n S x S images:
- * tests/ort/ort_run.js on their NCHW floats in a file in dir. 0, or -1 with the
- * reason printed. */
-static int ort_outputs(const char *model, const uint8_t *rgb, int n, int S, int k,
-                       const char *dir, float **logits, float **probs)
+ * tests/ort/ort_run.js on their NCHW floats in a file in dir, at graph optimisation
+ * level opt ("all", or "disabled": an int8 file's Quantize / DequantizeLinear nodes
+ * as ONNX defines them, in float). 0, or -1 with the reason printed. */
+static int ort_outputs_opt(const char *model, const uint8_t *rgb, int n, int S, int k,
+                           const char *dir, const char *opt, float **logits, float **probs)
 {
     char in[4200], outdir[4200], cmd[16000], path[4300];
     util_path(in, sizeof in, "%s/input.f32", dir);
@@ -447,8 +481,8 @@ static int ort_outputs(const char *model, const uint8_t *rgb, int n, int S, int 
     *logits = *probs = NULL;
     if (rc)
         return -1;
-    util_path(cmd, sizeof cmd, "node " ORT_DIR "/ort_run.js '%s' '%s' %d,3,%d,%d '%s'", model,
-              in, n, S, S, outdir);
+    util_path(cmd, sizeof cmd, "node " ORT_DIR "/ort_run.js '%s' '%s' %d,3,%d,%d '%s' --opt %s",
+              model, in, n, S, S, outdir, opt);
     char *text = NULL;
     rc = t_run(cmd, &text);
     if (rc != 0)
@@ -467,6 +501,13 @@ static int ort_outputs(const char *model, const uint8_t *rgb, int n, int S, int 
     free(*probs);
     *logits = *probs = NULL;
     return -1;
+}
+
+/* With the runtime's graph optimisations all on (its int8 kernels for an int8 file). */
+static int ort_outputs(const char *model, const uint8_t *rgb, int n, int S, int k,
+                       const char *dir, float **logits, float **probs)
+{
+    return ort_outputs_opt(model, rgb, n, S, k, dir, "all", logits, probs);
 }
 
 /* A field of a CSV row (no quoting: the test's paths and class names have no comma),
@@ -785,4 +826,218 @@ TEST(onnxruntime_live_zoo_int8_fine_tuned)
     util_path(opts, sizeof opts, "--image-size 48 --model '%s' --epochs 1 --ema 0",
               t_data("weights/mobilenetv2-12-int8.onnx"));
     check_live("zoo int8 MobileNetV2, new head", opts, 0);
+}
+
+/* ---- export --int8 ---- */
+
+/* n images' top-1 by probabilities p (n x k, float) against labels. */
+static int agree_f(const float *p, const float *q, int n, int k)
+{
+    int same = 0;
+    for (int i = 0; i < n; i++)
+        same += argmax_f(p + (size_t)i * k, k) == argmax_f(q + (size_t)i * k, k);
+    return same;
+}
+
+/* export RUN --int8 ARGS: 0 when it exits 0 and its stdout says "calibrated on
+ * `images` training images" then path. */
+static int export_int8(const char *run, const char *args, const char *path, long long images)
+{
+    char cmd[9000], want[4400], *out = NULL;
+    util_path(cmd, sizeof cmd, "export '%s' --int8 %s", run, args);
+    int rc = cli(cmd, &out);
+    util_path(want, sizeof want, "calibrated on %lld training images\n%s\n", images, path);
+    T_CHECKF(rc == 0 && out && !strcmp(out, want), "export %s: stdout \"%s\", not \"%s\"", args,
+             out ? out : "", want);
+    free(out);
+    return rc == 0 && util_is_file(path) ? 0 : -1;
+}
+
+/* Of n images, those whose top-1 under p (n x k) leads by at least 0.1 (a net of a few
+ * dozen updates leaves most photos near a tie, where any change flips the top-1):
+ * *firm of them, and how many of those have the same top-1 under q. */
+static int firm_agree(const float *p, const float *q, int n, int k, int *firm)
+{
+    int same = 0;
+    *firm = 0;
+    for (int i = 0; i < n; i++) {
+        const float *r = p + (size_t)i * k;
+        int a = argmax_f(r, k);
+        float second = 0.0f;
+        for (int c = 0; c < k; c++)
+            if (c != a && r[c] > second)
+                second = r[c];
+        if (r[a] - second < 0.1f)
+            continue;
+        (*firm)++;
+        same += a == argmax_f(q + (size_t)i * k, k);
+    }
+    return same;
+}
+
+/* ONNX Runtime on the photos (the pixels predict decodes) with both exports: predict's
+ * answers on the int8 file against its reference arithmetic (graph optimisations off:
+ * each QuantizeLinear / DequantizeLinear as ONNX defines it, in float, which is what
+ * predict computes) within INT8_TOL, and against its int8 kernels (optimisations all:
+ * QLinearConv, QGemm, ...) on the top-1 of the photos whose top-1 is firm; there, as
+ * measured, one activation of a deep net rounded the other way (exact int32 sums
+ * against float ones) cascades through the layers after it (0.1 of a logit in a
+ * MobileNetV2 of two epochs), so only the firm answers must agree. The int8 export's
+ * top-1 against the float export's: the same on every firm photo (with strict; a
+ * MobileNetV2 of width 0.35 at 32 px after a few dozen updates loses that to int8,
+ * as measured: only printed there). python3-onnx's checker on the int8 file. */
+static void int8_against_ort(const char *fmodel, const char *qmodel, const rm_model *mq,
+                             char *const *files, int n, const double *pq, const int *lq,
+                             int strict)
+{
+    const int k = mq->n_classes, S = mq->image_size;
+    uint8_t *rgb = decode_like_predict(mq, files, n);
+    float *lr = NULL, *pr = NULL, *lo = NULL, *po = NULL, *lf = NULL, *pf = NULL, *lx = NULL;
+    char d[3][4200];
+    const char *sub[3] = { "ort-ref", "ort-int8", "ort-f32" };
+    for (int i = 0; i < 3; i++) {
+        util_path(d[i], sizeof d[i], "%s/%s", t_tmpdir(), sub[i]);
+        T_REQUIRE(util_mkdirs(d[i], NULL) == PT_OK);
+    }
+    T_REQUIRE(rgb != NULL);
+    T_CHECKF(ort_outputs_opt(qmodel, rgb, n, S, k, d[0], "disabled", &lr, &pr) == 0,
+             "ONNX Runtime (no graph optimisation) on the int8 export");
+    T_CHECKF(ort_outputs(qmodel, rgb, n, S, k, d[1], &lo, &po) == 0,
+             "ONNX Runtime on the int8 export");
+    T_CHECKF(ort_outputs(fmodel, rgb, n, S, k, d[2], &lf, &pf) == 0,
+             "ONNX Runtime on the float export");
+    T_CHECKF((lx = pt_logits(mq, rgb, n)) != NULL, "the int8 import's forward");
+    if (lr && pr && lo && po && lf && pf && lx) {
+        ort_cmp c = { 0 }, ck = { 0 };
+        cmp_probs(pq, pr, n, k, &c);
+        c.top1_diff += top1_diff(lq, pr, n, k);
+        cmp_logits(lx, lr, n, k, &c);
+        check_cmp_tol("int8: predict against ONNX Runtime's reference arithmetic", &c, n,
+                      INT8_TOL);
+        cmp_probs(pq, po, n, k, &ck);
+        cmp_logits(lx, lo, n, k, &ck);
+        int firm_k, same_k = firm_agree(po, lx, n, k, &firm_k);
+        int firm_f, same_f = firm_agree(pf, po, n, k, &firm_f);
+        T_CHECKF(same_k == firm_k, "int8: predict's top-1 is ONNX Runtime's int8 kernels' on %d "
+                 "of the %d photos where theirs is firm", same_k, firm_k);
+        T_CHECKF(!strict || same_f == firm_f, "int8: ONNX Runtime's int8 top-1 is its float "
+                 "top-1 on %d of the %d photos where that is firm", same_f, firm_f);
+        printf("  int8: predict against ONNX Runtime, reference arithmetic: max |dp| %.3g, "
+               "logits %.3g rel; int8 kernels: max |dp| %.3g, logits %.3g rel, top-1 the same "
+               "on %d of %d firm; int8 against float (ONNX Runtime): top-1 the same on %d of "
+               "%d (%d of %d firm)\n", c.prob, c.logit, ck.prob, ck.logit, same_k, firm_k,
+               agree_f(po, pf, n, k), n, same_f, firm_f);
+    }
+    float *bufs[7] = { lr, pr, lo, po, lf, pf, lx };
+    for (int i = 0; i < 7; i++)
+        free(bufs[i]);
+    free(rgb);
+    onnx_checker("int8", qmodel);
+}
+
+/* A tiny run exported float and int8 (its default name and --out, --calib), predicted
+ * by the CLI from both; then ONNX Runtime, where it is installed (int8_against_ort;
+ * strict there). Without node the test still runs up to there and is then counted as
+ * skipped (ort_ready). */
+static void check_int8(const char *what, const char *opts, int strict)
+{
+    const live_fix *f = live_fixture();
+    T_REQUIRE(f != NULL);
+    char run[4200], fmodel[4200], qmodel[4200], dflt[4300];
+    util_path(run, sizeof run, "%s/run", t_tmpdir());
+    util_path(fmodel, sizeof fmodel, "%s/model.onnx", t_tmpdir());
+    util_path(qmodel, sizeof qmodel, "%s/model-q.onnx", t_tmpdir());
+    util_path(dflt, sizeof dflt, "%s/model-int8.onnx", run);
+    T_REQUIRE(train_and_export(f, opts, run, fmodel) == 0);
+    char args[4400];
+    util_path(args, sizeof args, "--calib 40 --out '%s'", qmodel);
+    /* 72 training records: 40 asked; the default, 256, takes all 72. */
+    T_REQUIRE(export_int8(run, args, qmodel, 40) == 0);
+    T_CHECK(export_int8(run, "", dflt, 72) == 0);
+    /* A run whose dataset is gone cannot be calibrated: exit 2, saying so. */
+    char cmd[13000], tmp[4096], *out = NULL;
+    util_copy(tmp, sizeof tmp, t_tmpdir());
+    util_path(cmd, sizeof cmd, "cp -r '%s' '%s/gone' && sed -i 's|^data = .*|data = %s/nowhere|' "
+              "'%s/gone/config' && %s export '%s/gone' --int8 2>&1", run, tmp, tmp, tmp, t_bin(),
+              tmp);
+    int rc = t_run(cmd, &out);
+    T_CHECKF(rc == 2 && out && strstr(out, "cannot calibrate the int8 export") &&
+                 strstr(out, "nowhere"),
+             "%s: export --int8 of a run without its data: exit %d, \"%s\"", what, rc,
+             out ? out : "");
+    free(out);
+    rm_model mq, mf;
+    pt_err e;
+    T_REQUIRE(rm_open(qmodel, 0, &mq, &e) == PT_OK);
+    T_REQUIRE(rm_open(fmodel, 0, &mf, &e) == PT_OK);
+    const int k = mq.n_classes;
+    T_EQ_INT(k, mf.n_classes);
+    T_EQ_INT(mq.image_size, mf.image_size);
+    char *in[1] = { (char *)f->photos }, **files = NULL;
+    long long n = 0, skipped = 0;
+    T_REQUIRE(prd_list_inputs(in, 1, &files, &n, &skipped, &e) == PT_OK && n == 9);
+    double *pq = calloc((size_t)n * k, sizeof *pq), *pf = calloc((size_t)n * k, sizeof *pf);
+    int lq[16], lf[16], same = 0;
+    T_REQUIRE(pq && pf);
+    T_CHECKF(predict_cli(qmodel, f, files, n, &mq, pq, lq) == 0, "%s: predict the int8 file", what);
+    T_CHECKF(predict_cli(fmodel, f, files, n, &mf, pf, lf) == 0, "%s: predict the float file", what);
+    for (int i = 0; i < n; i++)
+        same += lq[i] == lf[i];
+    printf("  %s: predict int8 against float: the same top-1 on %d of %lld photos\n", what, same, n);
+    if (ort_ready())
+        int8_against_ort(fmodel, qmodel, &mq, files, (int)n, pq, lq, strict);
+    free(pq);
+    free(pf);
+    prd_list_free(files, n);
+    rm_close(&mq);
+    rm_close(&mf);
+}
+
+TEST(onnxruntime_live_int8_small)
+{
+    check_int8("small 16,a,32s int8", "--image-size 32 --widths 16,a,32s --epochs 4", 1);
+}
+
+TEST(onnxruntime_live_int8_residual)
+{
+    check_int8("small residual int8",
+               "--image-size 32 --widths 8,a,16s,16 --residual yes --epochs 3", 1);
+}
+
+/* What export --int8 refuses, before or instead of writing anything: exit 1 (usage)
+ * with the reason; nothing exits 0. */
+TEST(export_int8_refuses_bad_arguments)
+{
+    const char *dir = t_tmpdir();
+    char onnx[4200];
+    util_path(onnx, sizeof onnx, "%s/x.onnx", dir);
+    T_REQUIRE(util_write_file_atomic(onnx, (const uint8_t *)"x", 1, NULL) == PT_OK);
+    static const struct {
+        const char *args, *says;
+    } cases[] = {
+        { "'%s' --int8 --calib 0", "--calib '0'" },
+        { "'%s' --int8 --calib abc", "--calib 'abc'" },
+        { "'%s' --int8 --calib -5", "--calib '-5'" },
+        { "'%s' --int8 --calib 12x", "--calib '12x'" },
+        { "'%s' --int8 --calib", "--calib needs" },
+        { "'%s' --calib 5", "--calib goes with --int8" },
+        { "'%s' --int8", "not a petal-tui run folder" },
+        { "'%s/x.onnx' --int8", "not a run folder" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[4400], cmd[9000], *out = NULL;
+        snprintf(args, sizeof args, cases[i].args, dir);
+        util_path(cmd, sizeof cmd, "%s export %s 2>&1", t_bin(), args);
+        int rc = t_run(cmd, &out);
+        T_CHECKF(rc == 1 && out && strstr(out, cases[i].says),
+                 "export %s: exit %d, \"%s\" (want exit 1 saying \"%s\")", args, rc,
+                 out ? out : "", cases[i].says);
+        free(out);
+    }
+}
+
+TEST(onnxruntime_live_int8_mobilenetv2)
+{
+    check_int8("mobilenetv2 0.35 int8",
+               "--image-size 32 --model mobilenetv2 --width 0.35 --epochs 4", 0);
 }

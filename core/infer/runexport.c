@@ -1,6 +1,7 @@
 /* runexport — a run folder's trained net written as a standard ONNX file (runmodel.h):
  * the weights validation used, the run's class names, image size and epoch in the
- * file's metadata. One function for `petal-tui export` and the workbench's key. */
+ * file's metadata. One function for `petal-tui export` and the workbench's key; the
+ * int8 form (export --int8) calibrated here on the run's training images. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,14 +9,90 @@
 #include <sys/stat.h>
 
 #include "base/util.h"
+#include "data/dataset.h"
+#include "data/pipeline.h"
 #include "io/onnx.h"
 #include "nn/nn_export.h"
 #include "nn/nn_import.h"
+#include "nn/nn_quant.h"
 #include "run/checkpoint.h"
 #include "run/runfolder.h"
 #include "infer/runmodel.h"
 
-int rm_export(const char *run_dir, const char *out, rm_export_info *info, pt_err *e)
+/* The run's training images as validation makes them (the run's image size, crop and
+ * decode settings: data/pipeline.h), through a shuffle of a fixed seed so that the
+ * first `want` spread over the shards and classes, forwarded in fp32 on one inference
+ * context that tells cal every node's output. cal->images: how many were. */
+static int calibrate(const rm_model *m, int want, nn_calib *cal, pt_err *e)
+{
+    char path[4096];
+    ds_dataset *ds = NULL;
+    int rc = rm_data_path(m->data ? m->data : "", path, sizeof path, e);
+    if (rc == PT_OK)
+        rc = ds_open(path, m->image_size, &ds, e);
+    if (rc != PT_OK)
+        return rc;
+    const ds_split *split = &ds->split[DS_TRAIN];
+    if (!split->dir || split->count <= 0) {
+        ds_free(ds);
+        return err_set(e, PT_ENODATA, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "the run's dataset has no training records to calibrate the int8 "
+                       "export on");
+    }
+    enum { BATCH = 32 };
+    const int S = m->image_size;
+    const size_t px = (size_t)S * S * 3;
+    pipe_config c;
+    pipe_config_defaults(&c);
+    c.split = split;
+    c.labeled = 1;
+    c.n_classes = m->n_classes;
+    c.image_w = c.image_h = S;
+    c.crop = m->crop;
+    c.fast_decode = m->fast_decode;
+    c.batch_size = BATCH;
+    c.interleave = 0;
+    c.workers = 2;
+    c.prefetch = 2;
+    c.deterministic = 1;
+    c.shuffle_buffer = 1024;
+    c.seed = 42;
+    pipeline *pl = NULL;
+    float *x = malloc((size_t)BATCH * px * sizeof *x);
+    nn_ctx *ctx = x ? nn_ctx_new_infer(m->net, BATCH, e) : NULL;
+    if (!x && e)
+        err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    rc = ctx ? pipe_create(&c, &pl, e) : e->code;
+    if (rc == PT_OK)
+        nn_ctx_on_node(ctx, nn_calib_observe, cal);
+    batch *b;
+    int got = 0;
+    const float s = 1.0f / 255.0f; /* as the replica pool feeds bytes (pool/rpool.c) */
+    while (rc == PT_OK && cal->images < want && (got = pipe_next(pl, &b, e)) == 1) {
+        int n = b->n < want - (int)cal->images ? b->n : want - (int)cal->images;
+        for (size_t q = 0; q < (size_t)n * px; q++)
+            x[q] = (float)b->images[q] * s;
+        if (n > 0 && !nn_forward(ctx, x, n, 0, 0, 0))
+            rc = err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                         "the calibration's forward pass failed");
+        cal->images += n;
+        pipe_release(pl, b);
+    }
+    if (rc == PT_OK && got < 0)
+        rc = e->code;
+    if (rc == PT_OK && cal->images == 0)
+        rc = err_set(e, PT_ENODATA, split->dir, PT_NO_RECORD, PT_NO_OFFSET,
+                     "no training image could be read to calibrate the int8 export on");
+    pipe_destroy(pl);
+    nn_ctx_free(ctx);
+    free(x);
+    ds_free(ds);
+    return rc;
+}
+
+/* export and export --int8 (calib > 0). */
+static int export_run(const char *run_dir, const char *out, int calib, rm_export_info *info,
+                      pt_err *e)
 {
     struct stat st;
     if (stat(run_dir, &st) == 0 && !S_ISDIR(st.st_mode))
@@ -37,14 +114,31 @@ int rm_export(const char *run_dir, const char *out, rm_export_info *info, pt_err
             rm_close(&m);
             return rc;
         }
-        run_path(&h, RUN_F_EXPORT, in.path, sizeof in.path);
+        run_path(&h, calib > 0 ? RUN_F_EXPORT_INT8 : RUN_F_EXPORT, in.path, sizeof in.path);
     }
     char real[PATH_MAX];
     const char *source = realpath(run_dir, real) ? real : run_dir;
     nn_export_meta meta = { .class_names = (const char *const *)m.class_names,
                             .image_size = m.image_size, .source_run = source,
                             .epoch = m.epoch, .update = m.update };
-    rc = nn_export_onnx_file(m.net, &meta, in.path, e);
+    nn_calib cal = { 0 };
+    nn_export_quant q = { 0 };
+    if (calib > 0 && (rc = nn_calib_init(&cal, m.net, e)) == PT_OK &&
+        (rc = calibrate(&m, calib, &cal, e)) != PT_OK) {
+        char was[sizeof e->msg];
+        util_copy(was, sizeof was, e->msg);
+        err_set(e, rc, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                "cannot calibrate the int8 export of %s on its training images: %s", run_dir,
+                was);
+    }
+    if (calib > 0 && rc == PT_OK) {
+        q = (nn_export_quant){ cal.lo, cal.hi, cal.images, "training images" };
+        meta.quant = &q;
+        in.calibrated = cal.images;
+    }
+    if (rc == PT_OK)
+        rc = nn_export_onnx_file(m.net, &meta, in.path, e);
+    nn_calib_free(&cal);
     rm_close(&m);
     if (rc == PT_OK && stat(in.path, &st) == 0)
         in.bytes = (long long)st.st_size;
@@ -52,6 +146,20 @@ int rm_export(const char *run_dir, const char *out, rm_export_info *info, pt_err
     if (info)
         *info = in;
     return rc;
+}
+
+int rm_export(const char *run_dir, const char *out, rm_export_info *info, pt_err *e)
+{
+    return export_run(run_dir, out, 0, info, e);
+}
+
+int rm_export_int8(const char *run_dir, const char *out, int calib, rm_export_info *info,
+                   pt_err *e)
+{
+    if (calib < 1)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--calib takes a number of images, 1 or more (not %d)", calib);
+    return export_run(run_dir, out, calib, info, e);
 }
 
 /* Whether paths a and b name one file. */

@@ -73,7 +73,8 @@ typedef struct rm_export_info {
     long long bytes;
     int classes, image_size, epoch, update;
     int ema;                /* 1: the moving average of the weights was written */
-    double seconds;         /* opening the run and writing the file */
+    double seconds;         /* opening the run (calibrating) and writing the file */
+    long long calibrated;   /* an int8 export: the training images calibrated on; else 0 */
 } rm_export_info;
 
 /* Writes run_dir's trained net (as rm_open gives it) as an ONNX file at out, or at
@@ -83,6 +84,16 @@ typedef struct rm_export_info {
  * a net the exporter cannot write is refused naming what, and nothing is written.
  * info (may be NULL) says what was written. */
 int rm_export(const char *run_dir, const char *out, rm_export_info *info, pt_err *e);
+/* The same in the int8 QDQ form (nn/nn_export.h, nn/nn_quant.h), at the run folder's
+ * RUN_F_EXPORT_INT8 (model-int8.onnx) when out is NULL or "": its activations'
+ * ranges measured on the first calib (>= 1; RM_CALIB_DEFAULT is the CLI's default)
+ * training images of the run's dataset, or all of them when it has fewer, decoded as
+ * validation decodes (the run's image size, crop and decode settings) after a shuffle
+ * of a fixed seed. A run whose dataset cannot be read, or has no training record, is
+ * refused naming it. */
+#define RM_CALIB_DEFAULT 256
+int rm_export_int8(const char *run_dir, const char *out, int calib, rm_export_info *info,
+                   pt_err *e);
 
 /* An export older than its run: m is an ONNX file petal-tui exported (its metadata's
  * source_run, update, epoch) and that run's checkpoint has moved past it (another

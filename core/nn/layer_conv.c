@@ -283,11 +283,11 @@ static int conv_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
                     wt[(((size_t)o * cg + ci) * kh + y) * kw + x] =
                         (float)(W[(((size_t)y * kw + x) * cg + ci) * co + o] * a);
     }
-    const int64_t wd[4] = { co, cg, kh, kw }, bd1[1] = { co };
-    const char *in[3] = { nn_onnx_in(w, i, 0, 1), nn_onnx_const(w, i, "weight", 4, wd, wt),
+    const int64_t wd[4] = { co, cg, kh, kw };
+    const char *in[3] = { nn_onnx_in(w, i, 0, 1), nn_onnx_weight(w, i, "weight", 4, wd, wt),
                           NULL };
     if (B || bn >= 0)
-        in[2] = nn_onnx_const(w, i, "bias", 1, bd1, bias);
+        in[2] = nn_onnx_bias(w, i, "bias", co, bias, in[0], in[1]);
     nn_onnx_op(w, "Conv", in[2] ? 3 : 2, in, nn_onnx_out(w, i, 4));
     const int64_t k[2] = { kh, kw }, s[2] = { nd->stride, nd->stride };
     const int64_t p[4] = { nd->pad_t, nd->pad_l, nd->pad_b, nd->pad_r };

@@ -153,11 +153,11 @@ static int dense_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
         const char *fin[1] = { x };
         nn_onnx_op(w, "Flatten", 1, fin, flat);
         nn_onnx_attr_int(w, "axis", 1);
-        x = flat;
+        x = nn_onnx_qdq(w, i, 0, flat);
     }
-    const int64_t bd[2] = { co, (int64_t)cin }, cd[1] = { co };
-    const char *in[3] = { x, nn_onnx_const(w, i, "weight", 2, bd, bt),
-                          nn_onnx_const(w, i, "bias", 1, cd, W + nd->w_len) };
+    const int64_t bd[2] = { co, (int64_t)cin };
+    const char *wt = nn_onnx_weight(w, i, "weight", 2, bd, bt);
+    const char *in[3] = { x, wt, nn_onnx_bias(w, i, "bias", co, W + nd->w_len, x, wt) };
     nn_onnx_op(w, "Gemm", 3, in, nn_onnx_out(w, i, 2));
     nn_onnx_attr_int(w, "transB", 1);
     return nn_onnx_status(w);

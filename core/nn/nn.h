@@ -145,6 +145,13 @@ int nn_concat(nn_model *m, int a, int b);
  * where lo <= x <= hi, boundaries included, as torch.clamp's does (hardtanh and
  * nn_relu6 pass none at the boundaries); NaN passes none. */
 int nn_clip(nn_model *m, int in, float lo, float hi);
+/* Fake quantization, as ONNX's QuantizeLinear then DequantizeLinear compute it:
+ * y = (clamp(round_half_even(x / scale) + zero_point, qlo, qhi) - zero_point) * scale,
+ * the integer range [qlo, qhi] that of uint8 (0, 255) or int8 (-128, 127). What an
+ * int8 export's activations go through (nn_quant.h); scale > 0 and finite, zero_point
+ * in [qlo, qhi]. Inference only: it has no backward, and a training context
+ * (nn_ctx_new) of a model that uses it is refused (PT_EUSAGE). */
+int nn_fakequant(nn_model *m, int in, float scale, int zero_point, int qlo, int qhi);
 /* Set the running-statistics momentum of every BN layer (Keras's convention: running =
  * momentum x running + (1 - momentum) x batch; PyTorch's momentum is 1 minus it).
  * PT_EUSAGE unless 0 <= momentum < 1. */
@@ -208,6 +215,8 @@ typedef struct nn_node_info {
     int pad_t, pad_l, pad_b, pad_r;         /* conv and pools: padding on each side */
     float rate;          /* dropout */
     float lo, hi;        /* clip */
+    float q_scale;       /* quant (nn_fakequant): scale, zero point, integer range */
+    int q_zp, q_lo, q_hi;
     size_t param_offset; /* into nn_params(): weights (or BN gamma), then bias (BN beta) */
     size_t weight_count; /* conv/dense weights; BN gamma */
     size_t bias_count;   /* conv/dense bias; BN beta */
@@ -245,6 +254,8 @@ size_t nn_model_summary(const nn_model *m, char *buf, size_t size);
  * but recomputed there, bit for bit, a BN's by its readers as they load it where
  * they can (nn_set_recompute, nn_ctx_keep, nn_ctx_mem_get). */
 nn_ctx *nn_ctx_new(const nn_model *m, int max_batch, pt_err *e);
+/* (Those training contexts, and nn_ctx_new_cancel's, are refused, PT_EUSAGE naming the
+ * node, for a model with an inference-only layer: nn_fakequant.) */
 /* nn_ctx_new() that asks stop(stop_ctx) between the chunks it first-touches (zeroing
  * gigabytes at a large image size takes seconds to a minute): when it answers nonzero,
  * everything is freed and NULL comes back with PT_ESTOPPED. */
@@ -335,6 +346,13 @@ int nn_set_recompute(int on);
  * is out of range or the model is not finalized. */
 const float *nn_forward(nn_ctx *c, const float *input, int n, int training, uint64_t seed,
                         int64_t first_example);
+/* Told during a forward, after each live node, its output: count = n x the node's
+ * h x w x c floats, NHWC (a conv or BN with a fused activation, and that activation,
+ * show the activated values; a dropout in inference, its input's). y is valid only
+ * during the call. For measuring activations (nn_quant.h's calibration); called on
+ * the context's own thread; NULL turns it off. */
+typedef void (*nn_node_observer)(void *arg, int node, const float *y, size_t count);
+void nn_ctx_on_node(nn_ctx *c, nn_node_observer fn, void *arg);
 /* Backward of the last (training) forward, from dlogits [n][classes]. ACCUMULATES
  * (+=) into the gradient array. PT_EUSAGE when the last forward was not training. */
 int nn_backward(nn_ctx *c, const float *dlogits);

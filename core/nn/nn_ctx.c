@@ -453,6 +453,14 @@ static nn_ctx *ctx_new(const nn_model *m, int max_batch, int infer, int recomput
                 "nn: a context needs a finalized model and max_batch >= 1");
         return NULL;
     }
+    for (int i = 0; i < m->n_nodes && !infer; i++)
+        if (m->nodes[i].live && (nn_layers[m->nodes[i].op]->flags & NN_LAYER_INFER_ONLY)) {
+            err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                    "nn: node %d (%s) is for inference only (an int8 file's quantization): "
+                    "a model with it cannot be trained; train from the float model",
+                    i, nn_op_name(m->nodes[i].op));
+            return NULL;
+        }
     nn_ctx *c = calloc(1, sizeof *c);
     size_t *off = calloc(3 * (size_t)m->n_nodes, sizeof *off);
     if (!c || !off)

@@ -6,7 +6,7 @@
  * structs themselves) is a block of the writer's pool, freed in one go at the end, so
  * the hooks never free anything and an error anywhere leaks nothing.
  */
-#include "nn/nn_export.h"
+#include "nn/nn_export_impl.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -18,42 +18,17 @@
 #include "base/le.h"
 #include "base/util.h"
 #include "nn/nn_layer.h"
-#include "onnx.pb-c.h"
 
 #define EXPORT_IR_VERSION 8
 #define EXPORT_OPSET 13
-#define ATTR_MAX 8
 
 #ifndef PT_VERSION
 #define PT_VERSION "dev"
 #endif
 
-/* A node's output as a value of the graph. */
-typedef struct wval {
-    const char *name;        /* NULL until its node is written */
-    const char *name4;       /* a 2-D value reshaped to 4-D, once asked for */
-    int rank;                /* 2 or 4 */
-    int owner;               /* the node whose value it is (itself, or what it is same as) */
-} wval;
-
-typedef struct nn_onnx_writer {
-    const nn_model *m;
-    pt_err *e;
-    int err;
-    wval *v;                 /* per model node */
-    int *fold_next, *fold_prev;
-    void **blk;              /* the pool */
-    size_t n_blk, cap_blk;
-    Pt__Onnx__NodeProto **nodes;
-    size_t n_nodes, cap_nodes;
-    Pt__Onnx__TensorProto **inits;
-    size_t n_inits, cap_inits;
-    Pt__Onnx__NodeProto *last;   /* the node the attribute calls add to */
-} W;
-
 /* ---- pool and errors ---------------------------------------------------------------- */
 
-static int wr_oom(W *w)
+int nn_exw_oom(W *w)
 {
     if (!w->err)
         w->err = err_set(w->e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET,
@@ -72,14 +47,14 @@ static void *grow(W *w, void *arr, size_t elem, size_t n, size_t *cap)
     size_t nc = *cap ? 2 * *cap : 64;
     void *q = realloc(arr, nc * elem);
     if (!q) {
-        wr_oom(w);
+        nn_exw_oom(w);
         return NULL;
     }
     *cap = nc;
     return q;
 }
 
-static void *wr_alloc(W *w, size_t n)
+void *nn_exw_alloc(W *w, size_t n)
 {
     void **b = grow(w, w->blk, sizeof *w->blk, w->n_blk, &w->cap_blk);
     if (!b)
@@ -87,26 +62,20 @@ static void *wr_alloc(W *w, size_t n)
     w->blk = b;
     void *p = calloc(1, n ? n : 1);
     if (!p) {
-        wr_oom(w);
+        nn_exw_oom(w);
         return NULL;
     }
     w->blk[w->n_blk++] = p;
     return p;
 }
 
-static char *wr_str(W *w, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static char *wr_str(W *w, const char *fmt, ...)
+char *nn_exw_str(W *w, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    char *s = n >= 0 ? wr_alloc(w, (size_t)n + 1) : NULL;
+    char *s = n >= 0 ? nn_exw_alloc(w, (size_t)n + 1) : NULL;
     if (s) {
         va_start(ap, fmt);
         vsnprintf(s, (size_t)n + 1, fmt, ap);
@@ -137,14 +106,14 @@ int nn_onnx_status(const W *w)
 
 float *nn_onnx_scratch(W *w, size_t count)
 {
-    return wr_alloc(w, count * sizeof(float));
+    return nn_exw_alloc(w, count * sizeof(float));
 }
 
 /* ---- values ------------------------------------------------------------------------- */
 
 static const char *base_name(W *w, int node)
 {
-    return wr_str(w, "%s%d", nn_op_name(w->m->nodes[node].op), node);
+    return nn_exw_str(w, "%s%d", nn_op_name(w->m->nodes[node].op), node);
 }
 
 const char *nn_onnx_out(W *w, int node, int rank)
@@ -152,13 +121,13 @@ const char *nn_onnx_out(W *w, int node, int rank)
     const char *name = node == w->m->out && rank == 2 ? "logits" : base_name(w, node);
     if (!name)
         return NULL;
-    w->v[node] = (wval){ name, NULL, rank, node };
+    w->v[node] = (wval){ .name = name, .rank = rank, .owner = node };
     return name;
 }
 
 const char *nn_onnx_tmp(W *w, int node, const char *suffix)
 {
-    return wr_str(w, "%s%d.%s", nn_op_name(w->m->nodes[node].op), node, suffix);
+    return nn_exw_str(w, "%s%d.%s", nn_op_name(w->m->nodes[node].op), node, suffix);
 }
 
 void nn_onnx_same(W *w, int node, int other)
@@ -176,10 +145,10 @@ int nn_onnx_fold_prev(const W *w, int node)
     return w->fold_prev[node];
 }
 
-static Pt__Onnx__TensorProto *new_tensor(W *w, const char *name, int rank, const int64_t *dims)
+Pt__Onnx__TensorProto *nn_exw_tensor(W *w, const char *name, int rank, const int64_t *dims)
 {
-    Pt__Onnx__TensorProto *t = wr_alloc(w, sizeof *t);
-    int64_t *d = wr_alloc(w, (size_t)(rank > 0 ? rank : 1) * sizeof *d);
+    Pt__Onnx__TensorProto *t = nn_exw_alloc(w, sizeof *t);
+    int64_t *d = nn_exw_alloc(w, (size_t)(rank > 0 ? rank : 1) * sizeof *d);
     Pt__Onnx__TensorProto **ts = grow(w, w->inits, sizeof *w->inits, w->n_inits, &w->cap_inits);
     if (!t || !d || !name || !ts)
         return NULL;
@@ -207,9 +176,9 @@ const char *nn_onnx_const(W *w, int node, const char *suffix, int rank, const in
                           const float *data)
 {
     const char *name = nn_onnx_tmp(w, node, suffix);
-    Pt__Onnx__TensorProto *t = new_tensor(w, name, rank, dims);
+    Pt__Onnx__TensorProto *t = nn_exw_tensor(w, name, rank, dims);
     size_t n = dims_count(rank, dims);
-    uint8_t *raw = wr_alloc(w, 4 * n);
+    uint8_t *raw = nn_exw_alloc(w, 4 * n);
     if (!t || !raw)
         return NULL;
     /* raw_data is little-endian whatever the host. */
@@ -225,11 +194,33 @@ const char *nn_onnx_const(W *w, int node, const char *suffix, int rank, const in
     return name;
 }
 
+const char *nn_onnx_const_int(W *w, int node, const char *suffix, int dtype, int rank,
+                              const int64_t *dims, const int32_t *data)
+{
+    const char *name = nn_onnx_tmp(w, node, suffix);
+    Pt__Onnx__TensorProto *t = nn_exw_tensor(w, name, rank, dims);
+    size_t n = dims_count(rank, dims), es = dtype == 6 ? 4 : 1; /* INT32, else (U)INT8 */
+    uint8_t *raw = nn_exw_alloc(w, es * n);
+    if (!t || !raw)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (es == 4)
+            le_put_u32(raw + 4 * i, (uint32_t)data[i]);
+        else
+            raw[i] = (uint8_t)data[i]; /* int8's two's complement, or uint8 */
+    }
+    t->data_type = dtype;
+    t->has_raw_data = 1;
+    t->raw_data.len = es * n;
+    t->raw_data.data = raw;
+    return name;
+}
+
 static const char *const_i64(W *w, const char *name, int n, const int64_t *v)
 {
     int64_t dims[1] = { n };
-    Pt__Onnx__TensorProto *t = new_tensor(w, name, 1, dims);
-    uint8_t *raw = wr_alloc(w, 8 * (size_t)n);
+    Pt__Onnx__TensorProto *t = nn_exw_tensor(w, name, 1, dims);
+    uint8_t *raw = nn_exw_alloc(w, 8 * (size_t)n);
     if (!t || !raw)
         return NULL;
     for (int i = 0; i < n; i++)
@@ -243,18 +234,18 @@ static const char *const_i64(W *w, const char *name, int n, const int64_t *v)
 
 int nn_onnx_op(W *w, const char *op, int n_in, const char *const *in, const char *out)
 {
-    Pt__Onnx__NodeProto *nd = wr_alloc(w, sizeof *nd);
-    char **ins = wr_alloc(w, (size_t)(n_in > 0 ? n_in : 1) * sizeof *ins);
-    char **outs = wr_alloc(w, sizeof *outs);
-    Pt__Onnx__AttributeProto **at = wr_alloc(w, ATTR_MAX * sizeof *at);
+    Pt__Onnx__NodeProto *nd = nn_exw_alloc(w, sizeof *nd);
+    char **ins = nn_exw_alloc(w, (size_t)(n_in > 0 ? n_in : 1) * sizeof *ins);
+    char **outs = nn_exw_alloc(w, sizeof *outs);
+    Pt__Onnx__AttributeProto **at = nn_exw_alloc(w, ATTR_MAX * sizeof *at);
     Pt__Onnx__NodeProto **ns = grow(w, w->nodes, sizeof *w->nodes, w->n_nodes, &w->cap_nodes);
     if (!nd || !ins || !outs || !at || !out || !ns)
-        return w->err ? w->err : wr_oom(w);
+        return w->err ? w->err : nn_exw_oom(w);
     w->nodes = ns;
     pt__onnx__node_proto__init(nd);
     for (int k = 0; k < n_in; k++) {
         if (!in[k])
-            return w->err ? w->err : wr_oom(w);
+            return w->err ? w->err : nn_exw_oom(w);
         ins[k] = (char *)in[k];
     }
     outs[0] = (char *)out;
@@ -279,7 +270,7 @@ static Pt__Onnx__AttributeProto *new_attr(W *w, const char *name, int type)
         nn_onnx_refuse(w, 0, "internal: more than %d attributes on %s", ATTR_MAX, nd->name);
         return NULL;
     }
-    Pt__Onnx__AttributeProto *a = wr_alloc(w, sizeof *a);
+    Pt__Onnx__AttributeProto *a = nn_exw_alloc(w, sizeof *a);
     if (!a)
         return NULL;
     pt__onnx__attribute_proto__init(a);
@@ -302,7 +293,7 @@ void nn_onnx_attr_int(W *w, const char *name, int64_t v)
 void nn_onnx_attr_ints(W *w, const char *name, int n, const int64_t *v)
 {
     Pt__Onnx__AttributeProto *a = new_attr(w, name, 7);
-    int64_t *c = wr_alloc(w, (size_t)n * sizeof *c);
+    int64_t *c = nn_exw_alloc(w, (size_t)n * sizeof *c);
     if (a && c) {
         memcpy(c, v, (size_t)n * sizeof *c);
         a->n_ints = (size_t)n;
@@ -330,7 +321,7 @@ const char *nn_onnx_in(W *w, int node, int k, int rank4)
     }
     wval *v = &w->v[w->v[src].owner];
     if (!rank4 || v->rank == 4)
-        return v->name;
+        return w->q ? nn_exq_in(w, node, k, v, 0, v->name) : v->name;
     if (!v->name4) {
         /* [N, C] -> [N, C, 1, 1]: Reshape's 0 keeps N. */
         int64_t shape[4] = { 0, w->m->nodes[v->owner].c, 1, 1 };
@@ -341,7 +332,7 @@ const char *nn_onnx_in(W *w, int node, int k, int rank4)
             return NULL;
         v->name4 = out;
     }
-    return v->name4;
+    return w->q ? nn_exq_in(w, node, k, v, 1, v->name4) : v->name4;
 }
 
 int nn_onnx_in_rank(const W *w, int node, int k)
@@ -431,11 +422,11 @@ static int write_outputs(W *w)
 static Pt__Onnx__ValueInfoProto *value_info(W *w, const char *name, int rank,
                                             const int64_t *dims)
 {
-    Pt__Onnx__ValueInfoProto *vi = wr_alloc(w, sizeof *vi);
-    Pt__Onnx__TypeProto *tp = wr_alloc(w, sizeof *tp);
-    Pt__Onnx__TypeProto__Tensor *tt = wr_alloc(w, sizeof *tt);
-    Pt__Onnx__TensorShapeProto *sh = wr_alloc(w, sizeof *sh);
-    Pt__Onnx__TensorShapeProto__Dimension **dd = wr_alloc(w, (size_t)rank * sizeof *dd);
+    Pt__Onnx__ValueInfoProto *vi = nn_exw_alloc(w, sizeof *vi);
+    Pt__Onnx__TypeProto *tp = nn_exw_alloc(w, sizeof *tp);
+    Pt__Onnx__TypeProto__Tensor *tt = nn_exw_alloc(w, sizeof *tt);
+    Pt__Onnx__TensorShapeProto *sh = nn_exw_alloc(w, sizeof *sh);
+    Pt__Onnx__TensorShapeProto__Dimension **dd = nn_exw_alloc(w, (size_t)rank * sizeof *dd);
     if (!vi || !tp || !tt || !sh || !dd)
         return NULL;
     pt__onnx__value_info_proto__init(vi);
@@ -443,7 +434,7 @@ static Pt__Onnx__ValueInfoProto *value_info(W *w, const char *name, int rank,
     pt__onnx__type_proto__tensor__init(tt);
     pt__onnx__tensor_shape_proto__init(sh);
     for (int k = 0; k < rank; k++) {
-        Pt__Onnx__TensorShapeProto__Dimension *d = wr_alloc(w, sizeof *d);
+        Pt__Onnx__TensorShapeProto__Dimension *d = nn_exw_alloc(w, sizeof *d);
         if (!d)
             return NULL;
         pt__onnx__tensor_shape_proto__dimension__init(d);
@@ -484,20 +475,20 @@ static char *class_json(W *w, const nn_export_meta *meta)
     json_arr_end(&j);
     size_t len;
     char *txt = json_take(&j, &len);
-    char *s = txt ? wr_alloc(w, len + 1) : NULL;
+    char *s = txt ? nn_exw_alloc(w, len + 1) : NULL;
     if (s)
         memcpy(s, txt, len + 1);
     else
-        wr_oom(w);
+        nn_exw_oom(w);
     free(txt);
     return s;
 }
 
 static int add_prop(W *w, Pt__Onnx__ModelProto *mp, const char *key, const char *value)
 {
-    Pt__Onnx__StringStringEntryProto *p = wr_alloc(w, sizeof *p);
+    Pt__Onnx__StringStringEntryProto *p = nn_exw_alloc(w, sizeof *p);
     if (!p || !value)
-        return w->err ? w->err : wr_oom(w);
+        return w->err ? w->err : nn_exw_oom(w);
     pt__onnx__string_string_entry_proto__init(p);
     p->key = (char *)key;
     p->value = (char *)value;
@@ -507,24 +498,28 @@ static int add_prop(W *w, Pt__Onnx__ModelProto *mp, const char *key, const char 
 
 static int write_meta(W *w, Pt__Onnx__ModelProto *mp, const nn_export_meta *meta, int size)
 {
-    mp->metadata_props = wr_alloc(w, 7 * sizeof *mp->metadata_props);
+    mp->metadata_props = nn_exw_alloc(w, 8 * sizeof *mp->metadata_props);
     if (!mp->metadata_props)
         return w->err;
     const char *run = meta && meta->source_run ? meta->source_run : "";
     int epoch = meta ? meta->epoch : -1, update = meta ? meta->update : -1;
     add_prop(w, mp, "class_names", class_json(w, meta));
-    add_prop(w, mp, "image_size", wr_str(w, "%d", size));
+    add_prop(w, mp, "image_size", nn_exw_str(w, "%d", size));
     add_prop(w, mp, "petal_tui_version", PT_VERSION);
     add_prop(w, mp, "source_run", run);
-    add_prop(w, mp, "epoch", wr_str(w, "%d", epoch));
-    add_prop(w, mp, "update", wr_str(w, "%d", update));
+    add_prop(w, mp, "epoch", nn_exw_str(w, "%d", epoch));
+    add_prop(w, mp, "update", nn_exw_str(w, "%d", update));
     add_prop(w, mp, "input", NN_EXPORT_INPUT);
-    mp->doc_string = wr_str(w, "A petal-tui (%s) image classifier. Input 'image': float32 "
+    if (w->q)
+        add_prop(w, mp, "quantization", nn_exq_describe(w));
+    mp->doc_string = nn_exw_str(w, "A petal-tui (%s) image classifier. Input 'image': float32 "
                             "[N, 3, %d, %d], " NN_EXPORT_INPUT " to %d x %d; no other "
                             "normalisation (the graph's first nodes do it). Outputs 'logits' "
                             "[N, %d] and 'probabilities' (their softmax) over the classes "
-                            "listed in metadata_props class_names.",
-                            PT_VERSION, size, size, size, size, nn_model_classes(w->m));
+                            "listed in metadata_props class_names.%s",
+                            PT_VERSION, size, size, size, size, nn_model_classes(w->m),
+                            w->q ? " Quantized to int8 in ONNX's QDQ form: see metadata_props "
+                                   "quantization." : "");
     return w->err;
 }
 
@@ -539,6 +534,8 @@ static int write_nodes(W *w)
             w->err = rc;
         if (!w->err && !w->v[i].name)
             nn_onnx_refuse(w, i, "internal: its writer gave it no value");
+        if (!w->err && w->q)
+            nn_exq_after(w, i);
     }
     return w->err;
 }
@@ -549,12 +546,12 @@ static int pack(W *w, const nn_export_meta *meta, uint8_t **out, size_t *len)
     const nn_model *m = w->m;
     int size = meta && meta->image_size > 0 ? meta->image_size : m->h;
     int64_t in_dims[4] = { -1, 3, m->h, m->w }, out_dims[2] = { -1, nn_model_classes(m) };
-    Pt__Onnx__GraphProto *g = wr_alloc(w, sizeof *g);
-    Pt__Onnx__ModelProto *mp = wr_alloc(w, sizeof *mp);
-    Pt__Onnx__OperatorSetIdProto *ops = wr_alloc(w, sizeof *ops);
-    Pt__Onnx__OperatorSetIdProto **opl = wr_alloc(w, sizeof *opl);
-    Pt__Onnx__ValueInfoProto **ins = wr_alloc(w, sizeof *ins);
-    Pt__Onnx__ValueInfoProto **outs = wr_alloc(w, 2 * sizeof *outs);
+    Pt__Onnx__GraphProto *g = nn_exw_alloc(w, sizeof *g);
+    Pt__Onnx__ModelProto *mp = nn_exw_alloc(w, sizeof *mp);
+    Pt__Onnx__OperatorSetIdProto *ops = nn_exw_alloc(w, sizeof *ops);
+    Pt__Onnx__OperatorSetIdProto **opl = nn_exw_alloc(w, sizeof *opl);
+    Pt__Onnx__ValueInfoProto **ins = nn_exw_alloc(w, sizeof *ins);
+    Pt__Onnx__ValueInfoProto **outs = nn_exw_alloc(w, 2 * sizeof *outs);
     if (!g || !mp || !ops || !opl || !ins || !outs)
         return w->err;
     pt__onnx__graph_proto__init(g);
@@ -587,7 +584,7 @@ static int pack(W *w, const nn_export_meta *meta, uint8_t **out, size_t *len)
     size_t n = pt__onnx__model_proto__get_packed_size(mp);
     uint8_t *buf = malloc(n ? n : 1);
     if (!buf)
-        return wr_oom(w);
+        return nn_exw_oom(w);
     *len = pt__onnx__model_proto__pack(mp, buf);
     *out = buf;
     return PT_OK;
@@ -598,7 +595,7 @@ int nn_export_onnx(const nn_model *m, const nn_export_meta *meta, uint8_t **out,
 {
     *out = NULL;
     *len = 0;
-    W w = { .m = m, .e = e };
+    W w = { .m = m, .e = e, .q = meta ? meta->quant : NULL };
     if (meta && meta->image_size > 0 && (meta->image_size != m->h || meta->image_size != m->w))
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                        "cannot export: image size %d, but the model's input is %dx%d",
@@ -608,7 +605,7 @@ int nn_export_onnx(const nn_model *m, const nn_export_meta *meta, uint8_t **out,
     w.fold_next = calloc(nn, sizeof *w.fold_next);
     w.fold_prev = calloc(nn, sizeof *w.fold_prev);
     if (!w.v || !w.fold_next || !w.fold_prev)
-        wr_oom(&w);
+        nn_exw_oom(&w);
     if (!w.err && !check_model(&w)) {
         plan_folds(&w);
         if (!write_nodes(&w) && !write_outputs(&w))
@@ -622,6 +619,7 @@ int nn_export_onnx(const nn_model *m, const nn_export_meta *meta, uint8_t **out,
     free(w.v);
     free(w.fold_next);
     free(w.fold_prev);
+    free(w.sc);
     return w.err;
 }
 

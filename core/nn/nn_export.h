@@ -32,6 +32,20 @@
  * with a channel count other than 3 at its input, or whose output is a map larger
  * than 1x1 with more than one channel (logits are [N, C]).
  *
+ * The int8 form (meta->quant; nn_quant.h's arithmetic), for ONNX Runtime's int8
+ * kernels (its QDQ fusions make QLinearConv, QGemm, QLinearAdd of the pairs):
+ *   - every Conv and Gemm weight an int8 initializer ("<node>.weight_q", per output
+ *     channel symmetric, zero point 0) read through a DequantizeLinear of axis 0 whose
+ *     output is "<node>.weight"; a bias likewise from int32 ("<node>.bias_q", scale the
+ *     input's times the weight's, zero point 0);
+ *   - a QuantizeLinear -> DequantizeLinear pair (uint8, per tensor, the value's
+ *     calibrated range widened to hold 0) on every value a Conv, Gemm, Add, pool
+ *     (MaxPool, AveragePool, GlobalAveragePool) or Concat reads, the Gemm's after its
+ *     Flatten, named "<value>.q" and "<value>.dq" (or "<node>.flat.q", ...); and on the
+ *     output of every Relu, Clip and Add (not the graph's output), read then by all;
+ *   - input 'image', the front's Mul / Add, 'logits' and 'probabilities' stay float32;
+ *   - metadata_props as above plus "quantization" (the scheme and the images).
+ *
  * Output is deterministic: the same model and meta give the same bytes.
  * Built with protobuf-c's generated structs (core/io/onnx.proto) and its packer.
  *
@@ -46,6 +60,14 @@
 #include "base/err.h"
 #include "nn/nn.h"
 
+/* An int8 export (the QDQ form, nn_quant.h's scheme): the calibrated range of every
+ * model node's output, and how many images measured them. */
+typedef struct nn_export_quant {
+    const float *lo, *hi;           /* per model node (nn_calib's) */
+    long long images;
+    const char *images_what;        /* what they were ("training images"), or NULL */
+} nn_export_quant;
+
 typedef struct nn_export_meta {
     const char *const *class_names; /* nn_model_classes(m) entries, or NULL: "class N" */
     int image_size;                 /* S: the input is [N, 3, S, S] */
@@ -53,6 +75,7 @@ typedef struct nn_export_meta {
     int epoch;                      /* epochs the weights trained (-1 unknown) */
     int update;                     /* optimizer updates they trained (-1 unknown): what
                                        tells an export from its run's later checkpoints */
+    const nn_export_quant *quant;   /* NULL: float32; else the int8 QDQ form below */
 } nn_export_meta;
 
 /* The text of metadata_props "input" (and the doc string's first sentence). */

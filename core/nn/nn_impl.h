@@ -38,6 +38,8 @@ typedef struct nn_node {
                                 what lies outside the input; the output size holds it) */
     float rate;              /* dropout */
     float lo, hi;            /* clip */
+    float q_scale;           /* quant: y = (clamp(round(x / q_scale) + q_zp, q_lo, q_hi) - */
+    int q_zp, q_lo, q_hi;    /*   q_zp) * q_scale (nn_fakequant) */
     float *aff;              /* affine: scale[c] then shift[c] (owned by the model) */
     size_t p_off, w_len, b_len;     /* parameters */
     size_t buf_off, buf_len;        /* buffers (BN running mean, var) */
@@ -118,6 +120,8 @@ struct nn_ctx {
     double *dscratch;                 /* 4 * max_c doubles */
     int profile;
     double *t_fwd, *t_bwd;
+    nn_node_observer observe;         /* NULL: none (nn_ctx_on_node) */
+    void *observe_arg;
     nn_backward_progress on_progress; /* NULL: none */
     void *progress_arg;
     size_t bytes;

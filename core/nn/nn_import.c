@@ -125,7 +125,7 @@ static int in_node_padded(imp *I, const onnx_node *n, size_t k, int allow_flat, 
         return nn_imp_err(I, n, "input %zu is missing", k);
     const val *v = nn_imp_find_val(I, n->inputs[k]);
     if (!v) {
-        if (onnx_find_tensor(I->om, n->inputs[k]))
+        if (nn_imp_const(I, n, k))
             return nn_imp_err(I, n, "input '%s' is a constant where a feature map is expected",
                             n->inputs[k]);
         return nn_imp_err(I, n, "input '%s' is not produced by any supported node", n->inputs[k]);
@@ -173,6 +173,9 @@ const onnx_tensor *nn_imp_const(imp *I, const onnx_node *n, size_t k)
 {
     if (k >= n->n_inputs || !n->inputs[k][0])
         return NULL;
+    for (size_t i = 0; i < I->ndq; i++)
+        if (!strcmp(I->dq[i].name, n->inputs[k]))
+            return &I->dq[i];
     return onnx_find_tensor(I->om, n->inputs[k]);
 }
 
@@ -489,6 +492,8 @@ static int map_node(imp *I, const onnx_node *n)
         return nn_imp_transpose(I, n);
     if (!strcmp(op, "ReduceMean"))
         return nn_imp_reduce_mean(I, n);
+    if (!strcmp(op, "DequantizeLinear") && nn_imp_const(I, n, 0))
+        return nn_imp_dequantize(I, n);
     if (!strcmp(op, "Identity") || !strcmp(op, "QuantizeLinear") ||
         !strcmp(op, "DequantizeLinear") || !strcmp(op, "Softmax")) {
         /* Values stay float: quantize/dequantize pairs are where the file's integers
@@ -709,6 +714,7 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
         goto fail;
     info->mapped = nn_node_count(I.m);
     info->quantized = I.quantized;
+    nn_imp_dq_free(&I);
     free(I.v);
     free(I.f);
     if (map)
@@ -717,6 +723,7 @@ nn_model *nn_import_onnx_map(const onnx_model *om, const nn_import_opts *o,
 fail:
     if (I.m && !head_refused && rc != PT_ENOMEM && info->decl_h > 0 && (oo.h != info->decl_h || oo.w != info->decl_w))
         refuse_size(&I, info);
+    nn_imp_dq_free(&I);
     free(I.v);
     free(I.f);
     nn_import_map_free(I.map);

@@ -8,7 +8,14 @@
  * layers: w = (q - zero_point) * scale per output channel, bias = q * x_scale *
  * w_scale. Such a graph carries its ReLU6s as clamps to each output's quantized
  * range: a range that starts at 0 is read as ReLU6 (the float model's op; the upper
- * end is only where calibration stopped), any other as no activation.
+ * end is only where calibration stopped), any other as no activation. The QDQ form
+ * (export --int8's, nn_export.h; ONNX Runtime's quantizer's) is read as it computes: a
+ * DequantizeLinear of a constant (int8, uint8 or int32, per tensor or per axis) is the
+ * float constant it makes, exactly, which the Conv or Gemm reading it takes as its
+ * weights or bias; a QuantizeLinear of a feature map read only by DequantizeLinears of
+ * its scale and zero point is a fake-quantization layer (nn_fakequant: the same
+ * rounding and saturation, in float), which makes the model inference-only. A
+ * QuantizeLinear read by anything else (the zoo's QLinear* files) passes as before.
  *
  * A Mul, Add, Sub or Div of a map by constants (one value, or one per channel; x / c
  * but not c / x) is an affine layer, merged into the affine it reads when nothing else

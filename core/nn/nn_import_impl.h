@@ -64,6 +64,9 @@ typedef struct imp {
     int quantized;
     nn_norm norm;           /* the input convention used (o->norm, or the graph's) */
     nn_import_map *map;     /* NULL when the caller wants none */
+    onnx_tensor *dq;        /* constants a DequantizeLinear made float (nn_imp_dequantize):
+                               named after its output, their data malloc'd */
+    size_t ndq, dqcap;
 } imp;
 
 /* What a kind's onnx_import returns for a form of its op that is not its own (the
@@ -104,6 +107,13 @@ int nn_imp_const_scalar(imp *I, const onnx_node *n, size_t k, const char *attr, 
  * Returns the last layer's id, or the error. */
 int nn_imp_q_act(imp *I, const onnx_node *n, int id, size_t scale_k, size_t zp_k);
 
+/* nn_import_weights.c: a DequantizeLinear of a constant (int8, uint8 or int32; a
+ * scale and zero point per tensor or per axis) as the float constant it computes,
+ * y = (x - zero_point) * scale, exactly as ONNX defines it: the QDQ form's weights
+ * and biases (nn_quant.h). nn_imp_dq_free frees what the import made so. */
+int nn_imp_dequantize(imp *I, const onnx_node *n);
+void nn_imp_dq_free(imp *I);
+
 /* nn_import_front.c: the first layer (the input normalisation o->norm) on the graph
  * input in, and a Mul, Add, Sub or Div of input slot 1 - ck of n by the constant in
  * slot ck (x * c, x + c, x - c, c - x, x / c; c / x refused), as an affine layer. */
@@ -139,7 +149,8 @@ int nn_imp_err(imp *I, const onnx_node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
-/* Input slot k of n when it is a constant (initializer or Constant), else NULL. */
+/* Input slot k of n when it is a constant (initializer or Constant, or a constant a
+ * DequantizeLinear made float), else NULL. */
 const onnx_tensor *nn_imp_const(imp *I, const onnx_node *n, size_t k);
 nn_node_info nn_imp_info(imp *I, int node);
 

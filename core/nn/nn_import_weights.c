@@ -2,7 +2,9 @@
  * library's layout: conv [cout][cin/g][kh][kw] -> [kh][kw][cin/g][cout], Gemm /
  * MatMul -> [cin][cout] (rows re-ordered from NCHW after a flatten of a map), batch
  * norm's scale, bias and statistics; int8 weights dequantized per output channel,
- * w = (q - zero_point) * scale, and int32 biases scaled by input and weight scales. */
+ * w = (q - zero_point) * scale, and int32 biases scaled by input and weight scales;
+ * and the constants a DequantizeLinear computes (the QDQ form's weights and biases). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn/nn_import_impl.h"
@@ -192,3 +194,89 @@ int nn_imp_fill_dense(imp *I, const fill *f, float *P)
     return PT_OK;
 }
 
+
+/* ---- DequantizeLinear of a constant ---- */
+
+/* Element i of an integer tensor (int8, uint8 or int32) as an int64. */
+static int64_t ivalue(const onnx_tensor *t, int64_t i)
+{
+    if (t->dtype == ONNX_INT32)
+        return ((const int32_t *)t->data)[i];
+    return qvalue(t, i);
+}
+
+/* The checks of a DequantizeLinear of a constant x: its type, and a scale (float) and
+ * zero point (x's type, optional) of 1 value or one per index of axis. *axis gets the
+ * axis (a negative one counted from the end). */
+static int dq_check(imp *I, const onnx_node *n, const onnx_tensor *x, const onnx_tensor *s,
+                    const onnx_tensor *z, int64_t *axis)
+{
+    if (x->dtype != ONNX_INT8 && x->dtype != ONNX_UINT8 && x->dtype != ONNX_INT32)
+        return nn_imp_err(I, n, "a constant of type %s; INT8, UINT8 or INT32 expected",
+                          onnx_dtype_name(x->dtype));
+    if (!s || s->dtype != ONNX_FLOAT || !s->data)
+        return nn_imp_err(I, n, "the scale must be a FLOAT constant");
+    if (n->n_inputs > 2 && n->inputs[2][0] && (!z || z->dtype != x->dtype || !z->data))
+        return nn_imp_err(I, n, "the zero point must be a constant of the input's type (%s)",
+                          onnx_dtype_name(x->dtype));
+    if (z && z->count != s->count)
+        return nn_imp_err(I, n, "%lld scales but %lld zero points", (long long)s->count,
+                          (long long)z->count);
+    *axis = onnx_attr_int(n, "axis", 1);
+    if (*axis < 0)
+        *axis += x->rank;
+    if (s->count != 1 && (*axis < 0 || *axis >= x->rank || s->count != x->dims[*axis]))
+        return nn_imp_err(I, n, "%lld scales for axis %lld of a tensor of rank %d",
+                          (long long)s->count, (long long)*axis, x->rank);
+    for (int64_t c = 0; c < s->count; c++)
+        if (!(((const float *)s->data)[c] > 0.0f))
+            return nn_imp_err(I, n, "a scale of %g; scales must be positive",
+                              (double)((const float *)s->data)[c]);
+    return PT_OK;
+}
+
+int nn_imp_dequantize(imp *I, const onnx_node *n)
+{
+    const onnx_tensor *x = nn_imp_const(I, n, 0), *s = nn_imp_const(I, n, 1);
+    const onnx_tensor *z = n->n_inputs > 2 && n->inputs[2][0] ? nn_imp_const(I, n, 2) : NULL;
+    int64_t axis = 0;
+    int rc = dq_check(I, n, x, s, z, &axis);
+    if (rc)
+        return rc;
+    if (n->n_outputs < 1 || !n->outputs[0][0])
+        return nn_imp_err(I, n, "has no output");
+    if (I->ndq == I->dqcap) {
+        size_t cap = I->dqcap ? 2 * I->dqcap : 64;
+        onnx_tensor *nt = realloc(I->dq, cap * sizeof *nt);
+        if (!nt)
+            return err_set(I->e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+        I->dq = nt;
+        I->dqcap = cap;
+    }
+    float *y = malloc((size_t)(x->count > 0 ? x->count : 1) * sizeof *y);
+    if (!y)
+        return err_set(I->e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    int64_t inner = 1;
+    for (int d = (int)axis + 1; s->count != 1 && d < x->rank; d++)
+        inner *= x->dims[d];
+    const float *sc = s->data;
+    for (int64_t i = 0; i < x->count; i++) {
+        int64_t c = s->count == 1 ? 0 : (i / inner) % s->count;
+        int64_t zp = z ? ivalue(z, c) : 0;
+        /* ONNX: (x - zero_point) in integers, then times the scale in float. */
+        y[i] = (float)(ivalue(x, i) - zp) * sc[c];
+    }
+    I->dq[I->ndq++] = (onnx_tensor){ .name = n->outputs[0], .dtype = ONNX_FLOAT,
+                                     .rank = x->rank, .dims = x->dims, .count = x->count,
+                                     .data = y };
+    return PT_OK;
+}
+
+void nn_imp_dq_free(imp *I)
+{
+    for (size_t i = 0; i < I->ndq; i++)
+        free((void *)I->dq[i].data);
+    free(I->dq);
+    I->dq = NULL;
+    I->ndq = I->dqcap = 0;
+}

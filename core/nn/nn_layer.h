@@ -123,6 +123,8 @@ typedef struct nn_grad_case {
 #define NN_LAYER_MASK 2u        /* keeps a per-element mask of its output's size
                                    (c->drop_mask[i]) */
 #define NN_LAYER_BWD_NO_INPUT 4u   /* its backward reads none of its inputs' values */
+#define NN_LAYER_INFER_ONLY 8u     /* forward only (no backward, no grad case): a training
+                                      context of a model using it is refused (nn_ctx.c) */
 
 /* A kind's ONNX writer (nn_export.h): writes node's ONNX nodes and initializers through
  * the nn_onnx_* calls below and returns PT_OK, or the writer's error. */
@@ -256,6 +258,23 @@ void nn_onnx_same(struct nn_onnx_writer *w, int node, int other);
  * data copied. Returns its name. */
 const char *nn_onnx_const(struct nn_onnx_writer *w, int node, const char *suffix, int rank,
                           const int64_t *dims, const float *data);
+/* The same for integers: an initializer of dtype ONNX_INT8, ONNX_UINT8 or ONNX_INT32
+ * (io/onnx.h's numbers) holding data's values (each in the type's range). */
+const char *nn_onnx_const_int(struct nn_onnx_writer *w, int node, const char *suffix,
+                              int dtype, int rank, const int64_t *dims, const int32_t *data);
+/* A Conv or Gemm weight (dims[0]: its output channels) and its bias (n values,
+ * the product's input x and weights named as the hook passes them to the op): in a
+ * float export nn_onnx_const's; in an int8 one (nn_export.h) the int8 / int32
+ * initializers behind a DequantizeLinear whose output is returned, per output
+ * channel (a bias whose x or weight is not quantized stays float). nn_export_q.c. */
+const char *nn_onnx_weight(struct nn_onnx_writer *w, int node, const char *suffix, int rank,
+                           const int64_t *dims, const float *data);
+const char *nn_onnx_bias(struct nn_onnx_writer *w, int node, const char *suffix, int n,
+                         const float *data, const char *x, const char *weight);
+/* In an int8 export, name (what node reads of its input k, reshaped: a dense layer's
+ * Flatten) through a QuantizeLinear / DequantizeLinear pair of that input's range;
+ * in a float export name itself. */
+const char *nn_onnx_qdq(struct nn_onnx_writer *w, int node, int k, const char *name);
 /* Floats of scratch memory the writer frees at the end (zeroed), or NULL. */
 float *nn_onnx_scratch(struct nn_onnx_writer *w, size_t count);
 /* An ONNX node of the default domain reading in[0 .. n_in) ("" for an absent optional

@@ -297,6 +297,10 @@ int nn_node_get(const nn_model *m, int node, nn_node_info *out)
     out->rate = nd->rate;
     out->lo = nd->lo;
     out->hi = nd->hi;
+    out->q_scale = nd->q_scale;
+    out->q_zp = nd->q_zp;
+    out->q_lo = nd->q_lo;
+    out->q_hi = nd->q_hi;
     out->param_offset = nd->p_off;
     out->weight_count = nd->w_len;
     out->bias_count = nd->b_len;

@@ -84,11 +84,19 @@ const float *nn_forward(nn_ctx *c, const float *input, int n, int training, uint
             continue;
         double t0 = c->profile ? util_thread_cpu() : 0.0;
         forward_node(c, i, input, n, c->training, seed, first_example);
+        if (c->observe)
+            c->observe(c->observe_arg, i, c->outp[i], (size_t)n * m->nodes[i].len);
         if (c->profile)
             c->t_fwd[i] += util_thread_cpu() - t0;
     }
     c->backward_ok = c->training;
     return c->outp[m->out];
+}
+
+void nn_ctx_on_node(nn_ctx *c, nn_node_observer fn, void *arg)
+{
+    c->observe = fn;
+    c->observe_arg = arg;
 }
 
 /* ---- backward ---- */

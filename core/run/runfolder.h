@@ -79,6 +79,8 @@ typedef enum run_file {
     RUN_F_TRAIN_DIR,            /* the training event files */
     RUN_F_VAL_DIR,              /* the validation event files */
     RUN_F_SOURCE,               /* a copy of the ONNX file an imported model was built from */
+    RUN_F_EXPORT_INT8,          /* the int8 ONNX file export --int8 writes when no other is
+                                   named */
     RUN_F_COUNT
 } run_file;
 

@@ -20,6 +20,7 @@ static const char *const file_names[RUN_F_COUNT] = {
     [RUN_F_TRAIN_DIR] = RUN_N_TRAIN_DIR,
     [RUN_F_VAL_DIR] = RUN_N_VAL_DIR,
     [RUN_F_SOURCE] = RUN_N_SOURCE,
+    [RUN_F_EXPORT_INT8] = RUN_N_EXPORT_INT8,
 };
 
 const char *run_file_name(run_file f)

@@ -21,6 +21,7 @@
 #define RUN_N_TRAIN_DIR "train"
 #define RUN_N_VAL_DIR "validation"
 #define RUN_N_SOURCE "source.onnx"
+#define RUN_N_EXPORT_INT8 "model-int8.onnx"
 
 /* The capacity of each series of a run_figures being filled. */
 typedef struct run_builder {

@@ -3,19 +3,22 @@
 // conformance) and the peer of bench/bench_predict.sh.
 //
 //   node ort_run.js MODEL.onnx INPUT.f32 N,C,H,W OUT_DIR [--threads T] [--repeat R]
+//                   [--opt all|extended|basic|disabled]
 //
 // INPUT.f32 holds N*C*H*W little-endian float32 values. Every output of the model is
 // written to OUT_DIR/NAME.f32 the same way; stdout gets one JSON line: each output's
 // dims, ONNX Runtime's version and, with --repeat R, the seconds of the fastest of R
 // runs (after one warm-up run). Graph optimisations are all on (the runtime's best
-// setting) and intra-op threads are T (default 1), inter-op 1.
+// setting; --opt chooses another level: 'disabled' runs an int8 QDQ file's
+// QuantizeLinear / DequantizeLinear nodes as ONNX defines them, in float, where 'all'
+// fuses them into int8 kernels) and intra-op threads are T (default 1), inter-op 1.
 'use strict';
 const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
 
 function usage(msg) {
-  process.stderr.write(`ort_run: ${msg}\nusage: node ort_run.js MODEL.onnx INPUT.f32 N,C,H,W OUT_DIR [--threads T] [--repeat R]\n`);
+  process.stderr.write(`ort_run: ${msg}\nusage: node ort_run.js MODEL.onnx INPUT.f32 N,C,H,W OUT_DIR [--threads T] [--repeat R] [--opt LEVEL]\n`);
   process.exit(1);
 }
 
@@ -23,10 +26,11 @@ async function main() {
   const a = process.argv.slice(2);
   if (a.length < 4) usage('four arguments needed');
   const [model, input, shapeText, outDir] = a;
-  let threads = 1, repeat = 0;
+  let threads = 1, repeat = 0, opt = 'all';
   for (let i = 4; i < a.length; i += 2) {
     if (a[i] === '--threads') threads = parseInt(a[i + 1], 10);
     else if (a[i] === '--repeat') repeat = parseInt(a[i + 1], 10);
+    else if (a[i] === '--opt' && ['all', 'extended', 'basic', 'disabled'].includes(a[i + 1])) opt = a[i + 1];
     else usage(`unknown option ${a[i]}`);
   }
   const dims = shapeText.split(',').map((s) => parseInt(s, 10));
@@ -38,7 +42,7 @@ async function main() {
   for (let i = 0; i < count; i++) data[i] = buf.readFloatLE(i * 4);
   const session = await ort.InferenceSession.create(model, {
     intraOpNumThreads: threads, interOpNumThreads: 1,
-    graphOptimizationLevel: 'all', executionMode: 'sequential',
+    graphOptimizationLevel: opt, executionMode: 'sequential',
   });
   const feeds = { [session.inputNames[0]]: new ort.Tensor('float32', data, dims) };
   let results = await session.run(feeds);
@@ -59,7 +63,7 @@ async function main() {
     outputs[name] = t.dims;
   }
   const version = require('onnxruntime-node/package.json').version;
-  console.log(JSON.stringify({ ort: version, threads, outputs, seconds: best }));
+  console.log(JSON.stringify({ ort: version, threads, opt, outputs, seconds: best }));
 }
 
 main().catch((err) => {

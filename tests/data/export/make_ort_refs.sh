@@ -1,5 +1,6 @@
 #!/bin/sh
 # make_ort_refs.sh — remakes what tests/test_ort.c checks the committed export fixtures
+# (the float ones and their int8 exports, NAME-int8)
 # against on a bare clone (no node needed there): for each fixture NAME.onnx of side S,
 #   NAME.input.f32              5 images, float32 [5, 3, S, S] NCHW, RGB 0-255 (whole
 #                               numbers, as decoded): solid red, a checkerboard, noise
@@ -15,7 +16,7 @@ dir=tests/data/export
 run=tests/ort/ort_run.js
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for pair in small-8-16:16 every-kind:12; do
+for pair in small-8-16:16 every-kind:12 small-8-16-int8:16 every-kind-int8:12; do
     name=${pair%:*}
     side=${pair#*:}
     node -e '
@@ -45,6 +46,9 @@ tests/data/export: the exporter's fixtures and ONNX Runtime's answers on them
 
 small-8-16.onnx, every-kind.onnx: written by petal-tui's exporter (tests/test_export.c,
 export_matches_the_committed_fixtures; PT_WRITE_EXPORT_FIXTURES=1 rewrites them).
+small-8-16-int8.onnx, every-kind-int8.onnx: the same two models' int8 exports (export
+--int8's QDQ form), calibrated on 8 formula images (tests/test_export.c,
+export_int8_fixtures_import_as_int8; PT_WRITE_EXPORT_FIXTURES=1 rewrites them).
 
 NAME.input.f32, NAME.ort.logits.f32, NAME.ort.probabilities.f32: made by
   sh tests/data/export/make_ort_refs.sh
@@ -53,6 +57,7 @@ $(node --version | sed 's/^/Node.js /'). Inputs: 5 images float32 [5, 3, S, S] N
 0-255; outputs float32 [5, C]; little-endian. tests/test_ort.c (onnxruntime_committed_fixtures)
 feeds the same pixels to petal-tui's import of each file, as predict does, and checks
 every probability within 1e-4, logits within 1e-4 x max(1, the largest |logit|)
-and the same top-1.
+and the same top-1; for the int8 files (onnxruntime_committed_int8_fixtures, against
+ONNX Runtime's int8 kernels) within 0.02 and 0.02 x max(1, |logit|), the same top-1.
 END
 echo "make_ort_refs: wrote $dir/*.input.f32, *.ort.*.f32 and ORIGIN (onnxruntime-node $version)"
