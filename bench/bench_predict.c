@@ -8,7 +8,8 @@
  *     three rounds that alternate the two sides (the VM's speed wanders);
  *   - `petal-tui predict FILE.onnx FOLDER` end to end on real photos (JPEG decode
  *     included), img/s and peak RSS, beside the context memory training and
- *     inference need for the same batch.
+ *     inference need for the same batch; and on every photo of flower-jpegs-320, predict
+ *     beside the README's Node script on ONNX Runtime (tests/ort/predict_folder.js).
  * Prints, never asserts. ONNX Runtime is tests/ort (make ort-deps); without it the
  * peer's cells say so.
  *
@@ -139,6 +140,40 @@ static int predict_run(const char *bin, const char *onnx, const char *dir, int t
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* End to end on every photo of a folder (decode included): `petal-tui predict` with
+ * its defaults beside the README's Node script on ONNX Runtime (one photo at a time,
+ * the runtime's default threads), img/s. */
+static void node_beside(const char *bin, const char *onnx, const char *dir)
+{
+    char cmd[2048];
+    int files = 0;
+    snprintf(cmd, sizeof cmd, "find %s -iname '*.jp*g' | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    if (p) {
+        if (fscanf(p, "%d", &files) != 1)
+            files = 0;
+        pclose(p);
+    }
+    if (files <= 0 || access(ORT_MODULE, R_OK) != 0) {
+        printf("%-16s end to end beside ONNX Runtime: skipped (no %s or no onnxruntime-node)\n",
+               "", dir);
+        return;
+    }
+    fflush(stdout);
+    snprintf(cmd, sizeof cmd, "%s predict %s %s > /dev/null 2>&1", bin, onnx, dir);
+    double t0 = now();
+    int rc1 = system(cmd);
+    const double pt = now() - t0;
+    snprintf(cmd, sizeof cmd, "node tests/ort/predict_folder.js %s %s > /dev/null", onnx, dir);
+    t0 = now();
+    int rc2 = system(cmd);
+    const double ot = now() - t0;
+    printf("%-16s %s (%d JPEGs), end to end: petal-tui predict %.1f img/s%s, the README's Node "
+           "script on ONNX Runtime %.1f img/s%s: %.2fx\n",
+           "", dir, files, files / pt, rc1 ? " (exit != 0)" : "", files / ot,
+           rc2 ? " (exit != 0)" : "", ot / pt);
+}
+
 typedef struct net {
     const char *name;
     int size;
@@ -250,6 +285,8 @@ int main(int argc, char **argv)
     }
     int quick = argc > 1 && !strcmp(argv[1], "quick");
     const char *bin = getenv("PT_BIN") ? getenv("PT_BIN") : "build/petal-tui";
+    const char *all_photos = getenv("PT_ALL_PHOTOS") ? getenv("PT_ALL_PHOTOS")
+                                                     : "../shared/data/flower-jpegs-320";
     const char *photos = getenv("PT_PHOTOS") ? getenv("PT_PHOTOS")
                                              : "../shared/data/flower-jpegs-320/daisy";
     nn_init();
@@ -352,6 +389,8 @@ int main(int argc, char **argv)
             }
         else
             printf("%-16s predict end to end: skipped (no %s; set PT_PHOTOS)\n", "", photos);
+        if (!quick)
+            node_beside(bin, onnx, all_photos);
         util_aligned_free(x);
         free(xb);
         rm_close(&rm);
