@@ -7,14 +7,41 @@
 
 #include "nn/nn_impl.h"
 
+/* rint(v) + z clamped to [lo, hi] is rint(v) clamped to [lo - z, hi - z]: v is first
+ * held within that range, where |v| < 2^22, then rounded to the nearest even integer
+ * by adding and taking away 1.5 x 2^23 (the sum's last bit is the units, and the
+ * rounding mode, to nearest even, does the rest). The same values as rintf in a loop
+ * the compiler vectorises: rintf is a call per value on baseline x86-64, which made an
+ * int8 file predict 65% slower than its float export. */
+static inline float fq1(float x, float scale, float vlo, float vhi)
+{
+    const float magic = 12582912.0f;
+    float v = x / scale;
+    v = v < vlo ? vlo : v; /* NaN passes both tests and stays NaN */
+    v = v > vhi ? vhi : v;
+    return ((v + magic) - magic) * scale;
+}
+
+static void fq_copy(const float *restrict x, float *restrict y, size_t n, float scale, float vlo,
+                    float vhi)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = fq1(x[i], scale, vlo, vhi);
+}
+
+static void fq_inplace(float *restrict y, size_t n, float scale, float vlo, float vhi)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = fq1(y[i], scale, vlo, vhi);
+}
+
 void nn_fake_quant(const float *x, float *y, size_t n, float scale, int zp, int lo, int hi)
 {
-    const float z = (float)zp, fl = (float)lo, fh = (float)hi;
-    for (size_t i = 0; i < n; i++) {
-        float q = rintf(x[i] / scale) + z;
-        q = q < fl ? fl : q > fh ? fh : q; /* NaN passes both tests and stays NaN */
-        y[i] = (q - z) * scale;
-    }
+    const float vlo = (float)(lo - zp), vhi = (float)(hi - zp);
+    if (x == y)
+        fq_inplace(y, n, scale, vlo, vhi);
+    else
+        fq_copy(x, y, n, scale, vlo, vhi);
 }
 
 void nn_quant_u8(float lo, float hi, float *scale, int *zp)
