@@ -119,6 +119,26 @@ const char *nn_onnx_qdq(W *w, int node, int k, const char *name)
     return qdq(w, node, "flat.", name, w->q->lo[src], w->q->hi[src]);
 }
 
+/* A DequantizeLinear along axis 0 of the constant q (of ONNX type `type`, dims[0]
+ * rows, per-row scales sc and zero points zero) into the value named after suffix:
+ * that name, or NULL. */
+static const char *dequant(W *w, int node, const char *suffix, int type, int rank,
+                           const int64_t *dims, const int32_t *q, const float *sc,
+                           const int32_t *zero)
+{
+    const int64_t rd[1] = { dims[0] };
+    const char *in[3] = {
+        nn_onnx_const_int(w, node, sfx(w, suffix, "_q"), type, rank, dims, q),
+        nn_onnx_const(w, node, sfx(w, suffix, "_scale"), 1, rd, sc),
+        nn_onnx_const_int(w, node, sfx(w, suffix, "_zp"), type, 1, rd, zero),
+    };
+    const char *out = nn_onnx_tmp(w, node, suffix);
+    if (nn_onnx_op(w, "DequantizeLinear", 3, in, out))
+        return NULL;
+    nn_onnx_attr_int(w, "axis", 0);
+    return out;
+}
+
 const char *nn_onnx_weight(W *w, int node, const char *suffix, int rank, const int64_t *dims,
                            const float *data)
 {
@@ -137,17 +157,8 @@ const char *nn_onnx_weight(W *w, int node, const char *suffix, int rank, const i
     nn_quant_s8_rows(data, rows, per, sc, q8);
     for (size_t i = 0; i < count; i++)
         qi[i] = q8[i];
-    const int64_t rd[1] = { rows };
-    const char *in[3] = {
-        nn_onnx_const_int(w, node, sfx(w, suffix, "_q"), T_INT8, rank, dims, qi),
-        nn_onnx_const(w, node, sfx(w, suffix, "_scale"), 1, rd, sc),
-        nn_onnx_const_int(w, node, sfx(w, suffix, "_zp"), T_INT8, 1, rd, zero),
-    };
-    const char *out = nn_onnx_tmp(w, node, suffix);
-    if (nn_onnx_op(w, "DequantizeLinear", 3, in, out))
-        return NULL;
-    nn_onnx_attr_int(w, "axis", 0);
-    return add_scale(w, out, sc, rows) ? NULL : out;
+    const char *out = dequant(w, node, suffix, T_INT8, rank, dims, qi, sc, zero);
+    return !out || add_scale(w, out, sc, rows) ? NULL : out;
 }
 
 const char *nn_onnx_bias(W *w, int node, const char *suffix, int n, const float *data,
@@ -165,14 +176,5 @@ const char *nn_onnx_bias(W *w, int node, const char *suffix, int n, const float 
         sc[c] = xs->scale[0] * ws->scale[c];
         q[c] = nn_quant_bias(data[c], sc[c], 1.0f); /* the scale the file states */
     }
-    const char *in[3] = {
-        nn_onnx_const_int(w, node, sfx(w, suffix, "_q"), T_INT32, 1, d, q),
-        nn_onnx_const(w, node, sfx(w, suffix, "_scale"), 1, d, sc),
-        nn_onnx_const_int(w, node, sfx(w, suffix, "_zp"), T_INT32, 1, d, zero),
-    };
-    const char *out = nn_onnx_tmp(w, node, suffix);
-    if (nn_onnx_op(w, "DequantizeLinear", 3, in, out))
-        return NULL;
-    nn_onnx_attr_int(w, "axis", 0);
-    return out;
+    return dequant(w, node, suffix, T_INT32, 1, d, q, sc, zero);
 }
