@@ -66,6 +66,96 @@ static void run_way(int way, const shape *s, const float *A, const float *B, con
     }
 }
 
+/* ---- what the instructions give: one core's peak of a register-only loop ----
+ * 12 independent sums (enough to cover the multiply-add latency), no loads: fp32
+ * VFMADD231PS (32 flops a zmm), bf16 VDPBF16PS (64) and int8 VPDPBUSD (128 ops: 64
+ * multiply-adds), each where the CPU has it. What an int8 (VNNI) kernel could at
+ * most gain over the fp32 kernels, before memory has its say (issue 44). */
+
+#define PEAK_ITERS 20000000L
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define SUMS12(T, Z) T a0 = Z, a1 = Z, a2 = Z, a3 = Z, a4 = Z, a5 = Z, a6 = Z, a7 = Z, a8 = Z, \
+                       a9 = Z, a10 = Z, a11 = Z
+#define DO12(OP)                                                                          \
+    a0 = OP(a0); a1 = OP(a1); a2 = OP(a2); a3 = OP(a3); a4 = OP(a4); a5 = OP(a5);        \
+    a6 = OP(a6); a7 = OP(a7); a8 = OP(a8); a9 = OP(a9); a10 = OP(a10); a11 = OP(a11)
+#define FOLD12(ADD) ADD(ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7))), \
+                        ADD(ADD(a8, a9), ADD(a10, a11)))
+
+__attribute__((target("avx512f"))) static double peak_fp32(float *sink)
+{
+    const __m512 x = _mm512_set1_ps(1.0f), y = _mm512_set1_ps(0.999f);
+    SUMS12(__m512, _mm512_setzero_ps());
+#define F32(a) _mm512_fmadd_ps(x, y, a)
+    const double t0 = now();
+    for (long i = 0; i < PEAK_ITERS; i++) {
+        DO12(F32);
+    }
+    const double t = now() - t0;
+    *sink = _mm512_reduce_add_ps(FOLD12(_mm512_add_ps));
+    return 12.0 * 32 * PEAK_ITERS / t * 1e-9;
+}
+
+__attribute__((target("avx512f,avx512bf16"))) static double peak_bf16(float *sink)
+{
+    const __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = x;
+    SUMS12(__m512, _mm512_setzero_ps());
+#define B16(a) _mm512_dpbf16_ps(a, x, y)
+    const double t0 = now();
+    for (long i = 0; i < PEAK_ITERS; i++) {
+        DO12(B16);
+    }
+    const double t = now() - t0;
+    *sink = _mm512_reduce_add_ps(FOLD12(_mm512_add_ps));
+    return 12.0 * 64 * PEAK_ITERS / t * 1e-9;
+}
+
+__attribute__((target("avx512f,avx512vnni"))) static double peak_int8(float *sink)
+{
+    const __m512i x = _mm512_set1_epi8(1), y = _mm512_set1_epi8(1);
+    SUMS12(__m512i, _mm512_setzero_si512());
+#define I8(a) _mm512_dpbusd_epi32(a, x, y)
+    const double t0 = now();
+    for (long i = 0; i < PEAK_ITERS; i++) {
+        DO12(I8);
+    }
+    const double t = now() - t0;
+    *sink = (float)_mm512_reduce_add_epi32(FOLD12(_mm512_add_epi32));
+    return 12.0 * 128 * PEAK_ITERS / t * 1e-9;
+}
+
+/* The loops' sums land here, so that the compiler keeps the loops. */
+static volatile float peak_sink;
+
+static void instruction_peaks(void)
+{
+    const cpu_features *f = cpu_usable();
+    float sink = 0;
+    if (!f->avx512f)
+        return;
+    const double f32 = peak_fp32(&sink);
+    peak_sink = sink;
+    printf("one core, register-only loops: fp32 FMA %.0f GFLOP/s", f32);
+    if (f->avx512_bf16) {
+        const double b16 = peak_bf16(&sink);
+        peak_sink = sink;
+        printf(", bf16 VDPBF16PS %.0f (%.1fx)", b16, b16 / f32);
+    }
+    if (f->avx512_vnni) {
+        const double i8 = peak_int8(&sink);
+        peak_sink = sink;
+        printf(", int8 VPDPBUSD %.0f GOP/s (%.1fx)", i8, i8 / f32);
+    }
+    printf("\n");
+}
+#else
+static void instruction_peaks(void)
+{
+}
+#endif
+
 int main(int argc, char **argv)
 {
     const int reps = argc > 1 ? atoi(argv[1]) : 5;
@@ -86,6 +176,7 @@ int main(int argc, char **argv)
         printf("bench_gemm: no AVX-512F here (or PT_GEMM_AVX2 set)\n");
         return 0;
     }
+    instruction_peaks();
     rng r;
     rng_seed(&r, 1);
     printf("forward products, GFLOP/s (best of %d), bias + relu included\n", reps);
