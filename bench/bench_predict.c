@@ -16,7 +16,8 @@
  *   bench_predict            everything (a few minutes on 2 cores)
  *   bench_predict quick      fewer repeats, small only
  *   bench_predict layers NET SIZE BATCH   every node's forward time in the export read
- *                            back (thread CPU time), for tuning
+ *                            back (thread CPU time), for tuning (PT_BENCH_UNPACKED=1:
+ *                            the weights read in place, not packed as predict packs them)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,6 +244,8 @@ static int layers(const net *n, int nb)
     for (size_t i = 0; i < nb * img; i++)
         x[i] = (float)(i % 251) / 251.0f;
     nn_ctx *c = nn_ctx_new_infer(rm.net, nb, &e);
+    if (c && !getenv("PT_BENCH_UNPACKED")) /* as predict's pool: the weights packed once */
+        nn_ctx_pack_weights(c, &e);
     const int reps = 20;
     nn_forward(c, x, nb, 0, 0, 0);
     nn_ctx_set_profile(c, 1);

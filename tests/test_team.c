@@ -70,35 +70,47 @@ static float *team_images(int n, int size)
     return x;
 }
 
-/* m's logits at batch 1 and 2 with teams of 2, 3 and 4 parts against one thread's. */
+/* m's logits at batch 1 and 2 with teams of 2, 3 and 4 parts against one thread's,
+ * with the weights read in place and packed ahead (nn_ctx_pack_weights). */
 static void check_parts(const nn_model *m, int size, const char *what)
 {
     const int n = 2, k = nn_model_classes(m);
     float *x = team_images(n, size);
     pt_err e;
-    nn_ctx *one = nn_ctx_new_infer(m, n, &e), *split = nn_ctx_new_infer(m, n, &e);
-    T_REQUIRE(one && split);
+    nn_ctx *one = nn_ctx_new_infer(m, n, &e);
+    T_REQUIRE(one != NULL);
     float *ref = malloc((size_t)n * k * sizeof *ref);
     memcpy(ref, nn_forward(one, x, n, 0, 0, 0), (size_t)n * k * sizeof *ref);
-    for (int parts = 2; parts <= 4; parts++) {
-        serial_team t = { { parts, parts, serial_run }, 0 };
-        T_REQUIRE(nn_ctx_set_team(split, &t.nt, &e) == PT_OK);
-        for (int b = 1; b <= n; b++) {
-            const float *got = nn_forward(split, x, b, 0, 0, 0);
+    for (int packed = 0; packed < 2; packed++) {
+        nn_ctx *split = nn_ctx_new_infer(m, n, &e);
+        T_REQUIRE(split != NULL);
+        if (packed) {
+            T_REQUIRE(nn_ctx_pack_weights(split, &e) == PT_OK);
+            const float *got = nn_forward(split, x, n, 0, 0, 0);
             T_REQUIRE(got != NULL);
-            T_CHECKF(memcmp(got, ref, (size_t)b * k * sizeof *ref) == 0,
-                     "%s @%d, %d parts, batch %d: logits differ from one thread's", what, size,
-                     parts, b);
+            T_CHECKF(memcmp(got, ref, (size_t)n * k * sizeof *ref) == 0,
+                     "%s @%d, packed weights: logits differ", what, size);
         }
-        /* The team ran: a section hands out every part. */
-        T_CHECKF(t.calls >= parts && t.calls % parts == 0, "%d parts, %d calls", parts,
-                 t.calls);
-        T_REQUIRE(nn_ctx_set_team(split, NULL, &e) == PT_OK);
+        for (int parts = 2; parts <= 4; parts++) {
+            serial_team t = { { parts, parts, serial_run }, 0 };
+            T_REQUIRE(nn_ctx_set_team(split, &t.nt, &e) == PT_OK);
+            for (int b = 1; b <= n; b++) {
+                const float *got = nn_forward(split, x, b, 0, 0, 0);
+                T_REQUIRE(got != NULL);
+                T_CHECKF(memcmp(got, ref, (size_t)b * k * sizeof *ref) == 0,
+                         "%s @%d, %d parts, batch %d%s: logits differ from one thread's", what,
+                         size, parts, b, packed ? ", packed weights" : "");
+            }
+            /* The team ran: a section hands out every part. */
+            T_CHECKF(t.calls >= parts && t.calls % parts == 0, "%d parts, %d calls", parts,
+                     t.calls);
+            T_REQUIRE(nn_ctx_set_team(split, NULL, &e) == PT_OK);
+        }
+        nn_ctx_free(split);
     }
     free(ref);
     free(x);
     nn_ctx_free(one);
-    nn_ctx_free(split);
 }
 
 TEST(team_forward_gives_the_same_bits_for_any_number_of_parts)

@@ -67,13 +67,14 @@ static void conv_part_run(void *arg, long u0, long u1, int part)
     const conv_part *j = arg;
     const nn_fwd *f = j->f;
     float *ws = nn_ws_part(f->c, part);
+    const float *wpk = f->c->wpk ? f->c->wpk[f->i] : NULL;
     if (j->cols) {
-        nn_conv_fwd_cols(j->s, f->x, f->P, j->bias, f->nd->fused_act, f->y, ws, (int)u0,
+        nn_conv_fwd_cols(j->s, f->x, f->P, wpk, j->bias, f->nd->fused_act, f->y, ws, (int)u0,
                          (int)u1);
         return;
     }
     const long unit = nn_conv_is_depthwise(j->s) ? j->s->ow : 1;
-    nn_conv_fwd_rows(j->s, f->x, f->P, j->bias, f->nd->fused_act, f->y, ws, u0 * unit,
+    nn_conv_fwd_rows(j->s, f->x, f->P, wpk, j->bias, f->nd->fused_act, f->y, ws, u0 * unit,
                      u1 * unit);
 }
 
@@ -105,14 +106,21 @@ static void conv_forward(const nn_fwd *f)
         const long per_unit = dw ? per_row * s.ow : per_row;
         const int parts = f->c->team->parts;
         if (!dw && units < s.cout && nn_conv_fwd_cols_ok(&s) && s.cout >= 32 * parts) {
+            /* Whole 64-column blocks: a part's columns of packed weights start at
+             * one. */
             const conv_part j = { &s, f, bias, 1 };
-            nn_par_units(f->c, s.cout, 16, 16, conv_part_run, (void *)&j);
+            nn_par_units(f->c, s.cout, 64, 64, conv_part_run, (void *)&j);
             return;
         }
         const conv_part j = { &s, f, bias, 0 };
         /* Whole grains of 16 rows keep the products' row blocks whole. */
         nn_par_units(f->c, units, CONV_PART_MIN_FLOPS / per_unit + 1, dw ? 1 : 16,
                      conv_part_run, (void *)&j);
+        return;
+    }
+    if (f->c->wpk && f->c->wpk[f->i] && !f->c->bf16) {
+        nn_conv_fwd_rows(&s, f->x, f->P, f->c->wpk[f->i], bias, nd->fused_act, f->y, f->c->ws,
+                         0, (long)s.n * s.oh * s.ow);
         return;
     }
     nn_conv_fwd(&s, f->x, f->P, bias, nd->fused_act, f->y, f->c->ws);

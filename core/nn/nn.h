@@ -308,6 +308,13 @@ struct nn_team {
  * unchanged). The results are the same bits with or without it. Not while a pass
  * runs. A bf16 context's products, and training passes, stay on the calling thread. */
 int nn_ctx_set_team(nn_ctx *c, nn_team *t, pt_err *e);
+/* An inference context keeps its own copy of the convolutions' weights packed for the
+ * AVX-512F products (each block of columns contiguous, as the kernels read it), taken
+ * now: from here on the model's weights must not change while c lives (predict's,
+ * classify's and the int8 calibration's models do not). The same bits; 5-12% faster
+ * convolutions (`small`). PT_OK (also where it does not apply: a training context,
+ * no AVX-512F) or PT_ENOMEM, c unchanged. Costs the packed weights' memory. */
+int nn_ctx_pack_weights(nn_ctx *c, pt_err *e);
 
 /* What runs the bf16 products on this CPU: "amx", "avx512_bf16", or "emulated" (the
  * portable C engine: the same numbers, several times slower than float32), and

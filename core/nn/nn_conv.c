@@ -480,7 +480,7 @@ void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const 
     const nn_gemm_out out = { 0, bias, act, NULL, 0, NULL };
     if (!nn_conv_is_depthwise(s) && bf16_fwd(s, x, wt, &out, y))
         return;
-    nn_conv_fwd_rows(s, x, wt, bias, act, y, ws, 0, (long)s->n * s->oh * s->ow);
+    nn_conv_fwd_rows(s, x, wt, NULL, bias, act, y, ws, 0, (long)s->n * s->oh * s->ow);
 }
 
 int nn_conv_fwd_cols_ok(const nn_conv_shape *s)
@@ -489,27 +489,41 @@ int nn_conv_fwd_cols_ok(const nn_conv_shape *s)
     return s->groups == 1 && nn_gemm_fwd_ok(K, s->cout);
 }
 
+/* C = A B of a forward product: B the weights in place, or packed ahead (wpk, the
+ * columns from n0 on: nn_gemm512_pack). */
+static void fwd_product(long M, int N, int K, const float *A, const float *wt, long ldb,
+                        const float *wpk, float *C, long ldc, const nn_gemm_out *out)
+{
+    if (wpk)
+        nn_gemm512_nn_packed(M, N, K, A, K, wpk, C, ldc, out);
+    else
+        nn_gemm_nn(M, N, K, A, K, wt, ldb, C, ldc, out);
+}
+
 void nn_conv_fwd_cols(const nn_conv_shape *s, const float *x, const float *wt,
-                      const float *bias, int act, float *y, float *ws, int n0, int n1)
+                      const float *wpk, const float *bias, int act, float *y, float *ws,
+                      int n0, int n1)
 {
     const long M = (long)s->n * s->oh * s->ow;
     const int K = s->kh * s->kw * s->cin;
     const nn_gemm_out out = { 0, bias ? bias + n0 : NULL, act, NULL, 0, NULL };
+    const float *pk = wpk ? wpk + (size_t)n0 * (size_t)K : NULL;
     if (nn_conv_is_pointwise(s)) {
-        nn_gemm_nn(M, n1 - n0, K, x, K, wt + n0, s->cout, y + n0, s->cout, &out);
+        fwd_product(M, n1 - n0, K, x, wt + n0, s->cout, pk, y + n0, s->cout, &out);
         return;
     }
     const long rows = chunk_rows(s);
     for (long r0 = 0; r0 < M; r0 += rows) {
         const long mr = M - r0 < rows ? M - r0 : rows;
         im2col(s, x, 0, r0, r0 + mr, ws);
-        nn_gemm_nn(mr, n1 - n0, K, ws, K, wt + n0, s->cout, y + r0 * s->cout + n0, s->cout,
-                   &out);
+        fwd_product(mr, n1 - n0, K, ws, wt + n0, s->cout, pk, y + r0 * s->cout + n0, s->cout,
+                    &out);
     }
 }
 
 void nn_conv_fwd_rows(const nn_conv_shape *s, const float *x, const float *wt,
-                      const float *bias, int act, float *y, float *ws, long m0, long m1)
+                      const float *wpk, const float *bias, int act, float *y, float *ws,
+                      long m0, long m1)
 {
     const int cig = s->cin / s->groups, cog = s->cout / s->groups;
     if (nn_conv_is_depthwise(s)) {
@@ -518,8 +532,8 @@ void nn_conv_fwd_rows(const nn_conv_shape *s, const float *x, const float *wt,
     }
     const nn_gemm_out out = { 0, bias, act, NULL, 0, NULL };
     if (nn_conv_is_pointwise(s) && s->groups == 1 && nn_gemm_fwd_ok(s->cin, s->cout)) {
-        nn_gemm_nn(m1 - m0, s->cout, s->cin, x + m0 * s->cin, s->cin, wt, s->cout,
-                   y + m0 * s->cout, s->cout, &out);
+        fwd_product(m1 - m0, s->cout, s->cin, x + m0 * s->cin, wt, s->cout, wpk,
+                    y + m0 * s->cout, s->cout, &out);
         return;
     }
     if (nn_conv_is_pointwise(s)) {
@@ -540,7 +554,7 @@ void nn_conv_fwd_rows(const nn_conv_shape *s, const float *x, const float *wt,
         const long mr = m1 - r0 < rows ? m1 - r0 : rows;
         if (fast) {
             im2col(s, x, 0, r0, r0 + mr, ws);
-            nn_gemm_nn(mr, s->cout, K, ws, K, wt, s->cout, y + r0 * s->cout, s->cout, &out);
+            fwd_product(mr, s->cout, K, ws, wt, s->cout, wpk, y + r0 * s->cout, s->cout, &out);
             continue;
         }
         for (int g = 0; g < s->groups; g++) {

@@ -562,6 +562,51 @@ int nn_ctx_set_team(nn_ctx *c, nn_team *t, pt_err *e)
     return PT_OK;
 }
 
+int nn_ctx_pack_weights(nn_ctx *c, pt_err *e)
+{
+    const nn_model *m = c->m;
+    if (!c->infer || c->wpk || !nn_gemm512_ok())
+        return PT_OK;
+    size_t total = 0, *at = calloc((size_t)m->n_nodes, sizeof *at);
+    float **wpk = calloc((size_t)m->n_nodes, sizeof *wpk);
+    if (!at || !wpk)
+        goto oom;
+    /* The convolutions whose forward runs nn_gemm512's products: no groups, the
+     * product within nn_gemm_fwd_ok. */
+    for (int i = 0; i < m->n_nodes; i++) {
+        const nn_node *nd = &m->nodes[i];
+        if (!nd->live || nd->op != NN_OP_CONV)
+            continue;
+        nn_conv_shape s;
+        nn_conv_shape_of(m, nd, 1, &s);
+        if (nn_conv_is_depthwise(&s) || !nn_conv_fwd_cols_ok(&s))
+            continue;
+        at[i] = total + 1;
+        total += (nn_gemm512_pack_floats(s.kh * s.kw * s.cin, s.cout) + 15) / 16 * 16;
+    }
+    c->wpk_arena = util_aligned_alloc((total ? total : 1) * sizeof(float));
+    if (!c->wpk_arena)
+        goto oom;
+    for (int i = 0; i < m->n_nodes; i++) {
+        if (!at[i])
+            continue;
+        nn_conv_shape s;
+        nn_conv_shape_of(m, &m->nodes[i], 1, &s);
+        wpk[i] = c->wpk_arena + (at[i] - 1);
+        nn_gemm512_pack(s.kh * s.kw * s.cin, s.cout, m->params + m->nodes[i].p_off, s.cout,
+                        wpk[i]);
+    }
+    c->bytes += total * sizeof(float);
+    c->wpk = wpk;
+    free(at);
+    return PT_OK;
+oom:
+    free(at);
+    free(wpk);
+    return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                   "nn: out of memory for the packed weights (%zu bytes)", total * sizeof(float));
+}
+
 nn_precision nn_ctx_precision(const nn_ctx *c)
 {
     return c->bf16 ? NN_BF16 : NN_FP32;
@@ -579,6 +624,8 @@ void nn_ctx_free(nn_ctx *c)
     util_aligned_free(c->act_arena);
     util_aligned_free(c->mask_arena);
     util_aligned_free(c->ws);
+    util_aligned_free(c->wpk_arena);
+    free(c->wpk);
     util_aligned_free(c->bws.p);
     util_aligned_free(c->dy_arena);
     util_aligned_free(c->grads);

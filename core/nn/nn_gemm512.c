@@ -224,8 +224,50 @@ static void pack_cols(int K, const float *b, long ldb, int n, int w, float *pk)
     }
 }
 
+/* Column block widths, in the order nn_gemm512_nn takes them: 64 while more than 48
+ * columns are left, then 32 or 16. */
+static int block_width(int left)
+{
+    return left > 48 ? 64 : left > 16 ? 32 : 16;
+}
+
+size_t nn_gemm512_pack_floats(int K, int N)
+{
+    size_t n = 0;
+    for (int n0 = 0; n0 < N; n0 += block_width(N - n0))
+        n += (size_t)block_width(N - n0) * (size_t)K;
+    return n;
+}
+
+void nn_gemm512_pack(int K, int N, const float *B, long ldb, float *pre)
+{
+    for (int n0 = 0; n0 < N;) {
+        const int w = block_width(N - n0), left = N - n0;
+        pack_cols(K, B + n0, ldb, left < w ? left : w, w, pre);
+        pre += (size_t)w * (size_t)K;
+        n0 += w;
+    }
+}
+
+static void gemm512(long M, int N, int K, const float *A, long lda, const float *B, long ldb,
+                    const float *pre, float *C, long ldc, const nn_gemm_out *o);
+
 TARGET_512 void nn_gemm512_nn(long M, int N, int K, const float *A, long lda, const float *B,
                               long ldb, float *C, long ldc, const nn_gemm_out *o)
+{
+    gemm512(M, N, K, A, lda, B, ldb, NULL, C, ldc, o);
+}
+
+void nn_gemm512_nn_packed(long M, int N, int K, const float *A, long lda, const float *pre,
+                          float *C, long ldc, const nn_gemm_out *o)
+{
+    gemm512(M, N, K, A, lda, NULL, 0, pre, C, ldc, o);
+}
+
+/* C = A B with B in place (pre NULL) or packed ahead (nn_gemm512_pack; B unused). */
+TARGET_512 static void gemm512(long M, int N, int K, const float *A, long lda, const float *B,
+                               long ldb, const float *pre, float *C, long ldc,
+                               const nn_gemm_out *o)
 {
     /* B's column block copied into rows of 32 (16) floats side by side: the kernels
      * then read it as one stream from L1/L2, where B's own rows, N floats apart, fall
@@ -233,14 +275,17 @@ TARGET_512 void nn_gemm512_nn(long M, int N, int K, const float *A, long lda, co
      * 256 from 52 to 98 GFLOP/s, 1280 x 1024 from 35 to 60; no gain below K = 1024).
      * The same products in the same order: the same bits. Without the memory, B is
      * read in place. Freed here. */
-    float *pk = K >= G512_PACK_K && M >= 48 ? malloc(sizeof(float) * 64 * (size_t)K) : NULL;
+    float *pk = !pre && K >= G512_PACK_K && M >= 48 ? malloc(sizeof(float) * 64 * (size_t)K)
+                                                   : NULL;
     for (long m0 = 0; m0 < M; m0 += G512_MC) {
         const long mc = M - m0 < G512_MC ? M - m0 : G512_MC;
+        const float *panel = pre;
         for (int n0 = 0; n0 < N;) {
             const int left = N - n0, wide = left > 16, mb = left > 48 ? 6 : wide ? 12 : 24;
             const int width = mb == 6 ? 64 : wide ? 32 : 16;
-            const float *bb = B + n0;
-            long ldbb = ldb;
+            const float *bb = pre ? panel : B + n0;
+            long ldbb = pre ? width : ldb;
+            panel = pre ? panel + (size_t)width * (size_t)K : NULL;
             if (pk) {
                 ldbb = width;
                 pack_cols(K, B + n0, ldb, left < ldbb ? left : (int)ldbb, (int)ldbb, pk);
@@ -388,6 +433,23 @@ void nn_gemm512_tn(long M, int N, int K, const float *X, long ldx, const float *
                    float *C, long ldc)
 {
     (void)M, (void)N, (void)K, (void)X, (void)ldx, (void)G, (void)ldg, (void)C, (void)ldc;
+}
+
+size_t nn_gemm512_pack_floats(int K, int N)
+{
+    (void)K, (void)N;
+    return 0;
+}
+
+void nn_gemm512_pack(int K, int N, const float *B, long ldb, float *pre)
+{
+    (void)K, (void)N, (void)B, (void)ldb, (void)pre;
+}
+
+void nn_gemm512_nn_packed(long M, int N, int K, const float *A, long lda, const float *pre,
+                          float *C, long ldc, const nn_gemm_out *o)
+{
+    (void)M, (void)N, (void)K, (void)A, (void)lda, (void)pre, (void)C, (void)ldc, (void)o;
 }
 
 #endif

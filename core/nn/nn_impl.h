@@ -97,6 +97,9 @@ struct nn_ctx {
     float **drop_mask;       /* dropout: 0 or 1 / (1 - rate), per element */
     float *grads;
     float *ws;               /* im2col / col2im workspace: with a team, one per part */
+    float **wpk;             /* per node: its weights packed (nn_ctx_pack_weights), or
+                                NULL (unpacked, or not packed at all: wpk NULL) */
+    float *wpk_arena;
     size_t ws_floats;
     size_t ws_stride;        /* floats from one part's workspace to the next */
     size_t ws_parts;         /* parts' workspaces allocated (1 without a team) */
@@ -202,18 +205,21 @@ size_t nn_conv_ws_floats_xf(const nn_conv_shape *s);
 /* y = act(conv(x) + bias): bias may be NULL, act one of enum nn_act. */
 void nn_conv_fwd(const nn_conv_shape *s, const float *x, const float *wt, const float *bias,
                  int act, float *y, float *ws);
-/* Output channels [n0, n1) of nn_conv_fwd, every row, in float32 (n0 and n1
- * multiples of 16, or n1 = cout): the other way to split a forward with few rows and
+/* wpk: the weights packed ahead (nn_ctx_pack_weights), or NULL: read in place.
+ * Output channels [n0, n1) of nn_conv_fwd, every row, in float32 (n0 and n1
+ * multiples of 64, or n1 = cout): the other way to split a forward with few rows and
  * many weights, each part reading only its columns of them. Only where
  * nn_conv_fwd_cols_ok (no groups, the products nn_gemm's). */
 int nn_conv_fwd_cols_ok(const nn_conv_shape *s);
 void nn_conv_fwd_cols(const nn_conv_shape *s, const float *x, const float *wt,
-                      const float *bias, int act, float *y, float *ws, int n0, int n1);
+                      const float *wpk, const float *bias, int act, float *y, float *ws,
+                      int n0, int n1);
 /* Output rows [m0, m1) of nn_conv_fwd (a row is an output pixel, image-major) in
  * float32, whatever s->bf16 says: a part of a forward split across a team. A
  * depthwise conv takes whole output rows of the image (m0, m1 multiples of ow). */
 void nn_conv_fwd_rows(const nn_conv_shape *s, const float *x, const float *wt,
-                      const float *bias, int act, float *y, float *ws, long m0, long m1);
+                      const float *wpk, const float *bias, int act, float *y, float *ws,
+                      long m0, long m1);
 /* Backward of nn_conv_fwd from its output y and dy. With act, dy is overwritten by
  * dz = dy * act'(y) (the caller's dy storage is dead after this call), unless dy_done
  * says the layer after did that already (nn_dx_act), bias gradient included. dx
@@ -292,6 +298,14 @@ int nn_gemm_fwd_ok(int K, int N);
 void nn_gemm_force_avx2(int on);
 void nn_gemm512_nn(long M, int N, int K, const float *A, long lda, const float *B, long ldb,
                    float *C, long ldc, const nn_gemm_out *o);
+/* B (K x N, row-major) packed once ahead into the column blocks nn_gemm512_nn takes
+ * (64 wide, the last 32 or 16, zero-padded): nn_gemm512_pack_floats of them. Then
+ * nn_gemm512_nn_packed is nn_gemm512_nn on it, the same bits. A product of columns
+ * [n0, N) of B, n0 a multiple of 64, takes the packing from pre + n0 * K. */
+size_t nn_gemm512_pack_floats(int K, int N);
+void nn_gemm512_pack(int K, int N, const float *B, long ldb, float *pre);
+void nn_gemm512_nn_packed(long M, int N, int K, const float *A, long lda, const float *pre,
+                          float *C, long ldc, const nn_gemm_out *o);
 /* nn_gemm_tn's AVX-512F form: the same bits as its AVX2 kernels. */
 void nn_gemm512_tn(long M, int N, int K, const float *X, long ldx, const float *G, long ldg,
                    float *C, long ldc);

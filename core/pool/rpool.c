@@ -433,8 +433,9 @@ static void *build_replica(void *arg)
     }
     if (!s->infer_only)
         nn_zero_grads(p->ctx);
-    else if (p->r == 0 && s->team.nt.max_parts > 1 &&
-             nn_ctx_set_team(p->ctx, &s->team.nt, &p->err) != PT_OK)
+    else if ((p->r == 0 && s->team.nt.max_parts > 1 &&
+              nn_ctx_set_team(p->ctx, &s->team.nt, &p->err) != PT_OK) ||
+             (!s->cfg.bf16 && nn_ctx_pack_weights(p->ctx, &p->err) != PT_OK))
         p->rc = p->err.code;
     return NULL;
 }

@@ -48,7 +48,9 @@
  * one process with as many replicas.
  *
  * An inference-only pool (no optimizer) builds inference-only contexts
- * (nn_ctx_new_infer) and runs only the inference job.
+ * (nn_ctx_new_infer) with the convolutions' weights packed once (nn_ctx_pack_weights:
+ * the model's weights must not change while the pool lives) and runs only the
+ * inference job.
  *
  * Ownership: rpool_new() borrows the model, the optimizer and the reducer (they must
  * outlive it) and owns its threads, contexts and buffers; rpool_free() joins and
