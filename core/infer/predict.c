@@ -164,19 +164,14 @@ static int open_files(prd *p, char *const *paths, long long n, pt_err *errs, pip
                       pt_err *e)
 {
     pipe_config c;
-    pipe_config_defaults(&c);
+    rm_pipe_config(p->m, &c);
     c.files = paths;
     c.n_files = n;
     c.file_errors = errs;
     c.max_file_bytes = PRD_MAX_FILE_BYTES;
     c.labeled = 0;
-    c.image_w = c.image_h = p->S;
-    c.crop = p->m->crop;
-    c.fast_decode = p->m->fast_decode;
     c.batch_size = p->o.batch;
     c.workers = p->o.workers;
-    c.prefetch = 2;
-    c.deterministic = 1;
     return pipe_create(&c, pl, e);
 }
 
@@ -292,18 +287,13 @@ int prd_split(prd *p, const ds_split *split, int labeled, prd_results *out, pt_e
     out->planned = split->count;
     /* Validation's pipeline (data/feed.c, FEED_EVAL): one pass in file order. */
     pipe_config c;
-    pipe_config_defaults(&c);
+    rm_pipe_config(p->m, &c);
     c.split = split;
     c.labeled = labeled;
     c.n_classes = p->k;
-    c.image_w = c.image_h = p->S;
-    c.crop = p->m->crop;
-    c.fast_decode = p->m->fast_decode;
     c.batch_size = p->o.batch;
     c.interleave = 1;
     c.workers = p->o.workers;
-    c.prefetch = 2;
-    c.deterministic = 1;
     rec_errors re = { .r = out };
     pthread_mutex_init(&re.lock, NULL);
     c.on_error = on_record_error;

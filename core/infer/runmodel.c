@@ -370,3 +370,13 @@ int rm_open_features(const char *path, int image_size_override, run_input_norm n
         rm_close(out);
     return rc;
 }
+
+void rm_pipe_config(const rm_model *m, pipe_config *c)
+{
+    pipe_config_defaults(c);
+    c->image_w = c->image_h = m->image_size;
+    c->crop = m->crop;
+    c->fast_decode = m->fast_decode;
+    c->prefetch = 2;
+    c->deterministic = 1;
+}

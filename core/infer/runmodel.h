@@ -21,6 +21,7 @@
 #include "base/err.h"
 #include "nn/nn.h"
 #include "nn/nn_import.h"
+#include "data/pipeline.h"
 #include "run.h"
 
 typedef struct rm_model {
@@ -103,5 +104,10 @@ int rm_export_int8(const char *run_dir, const char *out, int calib, rm_export_in
 int rm_export_stale(const rm_model *m, char *msg, size_t n);
 /* The same for run_dir's own export (RUN_F_EXPORT, model.onnx) when it has one. */
 int rm_run_export_stale(const char *run_dir, char *msg, size_t n);
+
+/* A pipeline configuration that makes images as m's validation makes them (its image
+ * size, crop and decode settings), deterministic, prefetch 2: the rest (source, batch,
+ * workers, labels) the caller's. */
+void rm_pipe_config(const rm_model *m, pipe_config *c);
 
 #endif
