@@ -337,7 +337,9 @@ static void bn_backward(const nn_bwd *b)
     const nn_node *nd = b->nd;
     float *G = b->G;
     const float *a = c->bn_a + nd->bn_coff, *sh = c->bn_b + nd->bn_coff;
-    if (nd->trainable)
+    /* After nn_forward_eval_grad the forward used the running statistics: the
+     * gradient of that function is the frozen one (gamma and beta get none). */
+    if (nd->trainable && !c->eval_grad)
         nn_bn_bwd(b->rows, nd->c, b->x, a, sh, b->dy, b->P, c->bn_mean + nd->bn_coff,
                   c->bn_invstd + nd->bn_coff, nd->fused_act, b->dx, b->acc, G,
                   G ? G + nd->c : NULL, c->dscratch, c->fscratch);

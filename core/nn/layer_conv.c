@@ -135,7 +135,10 @@ static int through_producer(nn_ctx *c, int i, int acc, nn_dx_act *xa)
     const nn_model *m = c->m;
     const int a = m->nodes[i].in[0], p = nn_owner(m, a);
     const nn_node *pn = &m->nodes[p];
-    if (acc || p == a || pn->op != NN_OP_CONV || !pn->fused_act || m->nodes[a].consumers != 1)
+    /* An observer of gradients (nn_ctx_on_node_grad) is told the gradient of the
+     * activated output, which this would overwrite before the conv's step. */
+    if (acc || p == a || pn->op != NN_OP_CONV || !pn->fused_act || m->nodes[a].consumers != 1 ||
+        c->observe_grad)
         return 0;
     xa->act = pn->fused_act;
     xa->x = c->outp[a];

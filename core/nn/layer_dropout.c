@@ -50,7 +50,8 @@ static void dropout_backward(const nn_bwd *b)
 {
     if (!b->dx)
         return;
-    if (b->nd->rate > 0.0f)
+    /* After nn_forward_eval_grad the forward passed its input on (no mask drawn). */
+    if (b->nd->rate > 0.0f && !b->c->eval_grad)
         nn_mul_bwd(b->len, b->dy, b->c->drop_mask[b->i], b->dx, b->acc);
     else
         nn_copy_grad(b->len, b->dy, b->dx, b->acc);

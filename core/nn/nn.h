@@ -360,6 +360,13 @@ const float *nn_forward(nn_ctx *c, const float *input, int n, int training, uint
  * the context's own thread; NULL turns it off. */
 typedef void (*nn_node_observer)(void *arg, int node, const float *y, size_t count);
 void nn_ctx_on_node(nn_ctx *c, nn_node_observer fn, void *arg);
+/* The inference forward (batch norm with its running statistics, dropout off: the
+ * logits nn_forward(training 0) gives) on a training context, keeping what a backward
+ * needs: nn_backward then gives the gradients of that function (what explaining a
+ * prediction needs, Grad-CAM). Batch norm records no statistics; after it nn_backward
+ * writes no gradient for a batch norm's gamma and beta (the other layers' as usual).
+ * NULL as nn_forward, and on an inference context. */
+const float *nn_forward_eval_grad(nn_ctx *c, const float *input, int n);
 /* Backward of the last (training) forward, from dlogits [n][classes]. ACCUMULATES
  * (+=) into the gradient array. PT_EUSAGE when the last forward was not training. */
 int nn_backward(nn_ctx *c, const float *dlogits);
@@ -371,6 +378,16 @@ int nn_backward(nn_ctx *c, const float *dlogits);
 typedef void (*nn_backward_progress)(void *arg, size_t final_from);
 /* Called on the context's own thread, inside nn_backward(); NULL turns it off. */
 void nn_ctx_on_backward_progress(nn_ctx *c, nn_backward_progress fn, void *arg);
+/* Told during a backward, for each live node that carries a gradient (grad, y) with
+ * y the gradient of the backward's start (dlogits . logits) with respect to the
+ * node's output as nn_ctx_on_node shows it (a conv or BN with a fused activation: the
+ * activated values; count floats, NHWC), once it is whole and before anything
+ * consumes it; a node no gradient reaches is not told. Nodes carry gradients only
+ * above something trainable: nn_model_set_input_grad(m, 1) makes every node carry
+ * one. While it is set, a conv does not take its input's gradient through the
+ * activation fused into the conv below (the shortcut that would overwrite it); the
+ * results are the same. On the context's thread; NULL turns it off. */
+void nn_ctx_on_node_grad(nn_ctx *c, nn_node_observer fn, void *arg);
 /* The context's gradient array (nn_param_count() floats, layout of nn_params());
  * NULL for an inference context (nn_zero_grads does nothing there). */
 float *nn_grads(nn_ctx *c);

@@ -88,6 +88,8 @@ struct nn_ctx {
     int n;                   /* examples in the last forward */
     int training;            /* the last forward was a training one */
     int backward_ok;         /* a training forward ran and nothing invalidated it */
+    int eval_grad;           /* the last forward was nn_forward_eval_grad's: inference
+                                arithmetic, kept for a backward (BN frozen, no dropout) */
     const float **outp;      /* per node: its output in the last forward */
     float **act;             /* per node: its own output storage, NULL for none */
     float **dy;              /* per node: storage of the gradient of its output */
@@ -125,6 +127,8 @@ struct nn_ctx {
     double *t_fwd, *t_bwd;
     nn_node_observer observe;         /* NULL: none (nn_ctx_on_node) */
     void *observe_arg;
+    nn_node_observer observe_grad;    /* NULL: none (nn_ctx_on_node_grad) */
+    void *observe_grad_arg;
     nn_backward_progress on_progress; /* NULL: none */
     void *progress_arg;
     size_t bytes;

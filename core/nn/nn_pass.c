@@ -70,20 +70,23 @@ static void forward_node(nn_ctx *c, int i, const float *input, int n, int traini
     nn_layers[nd->op]->forward(&f);
 }
 
-const float *nn_forward(nn_ctx *c, const float *input, int n, int training, uint64_t seed,
-                        int64_t first_example)
+/* eval: nn_forward_eval_grad's pass (the layers see an inference forward, the
+ * context keeps what a backward needs). */
+static const float *forward(nn_ctx *c, const float *input, int n, int training, int eval,
+                            uint64_t seed, int64_t first_example)
 {
     const nn_model *m = c->m;
     if (!m->finalized || !input || n < 1 || n > c->max_batch || (training && c->infer))
         return NULL;
     c->n = n;
     c->training = training != 0;
+    c->eval_grad = eval;
     c->backward_ok = 0;
     for (int i = 0; i < m->n_nodes; i++) {
         if (!m->nodes[i].live)
             continue;
         double t0 = c->profile ? util_thread_cpu() : 0.0;
-        forward_node(c, i, input, n, c->training, seed, first_example);
+        forward_node(c, i, input, n, c->training && !eval, seed, first_example);
         if (c->observe)
             c->observe(c->observe_arg, i, c->outp[i], (size_t)n * m->nodes[i].len);
         if (c->profile)
@@ -93,10 +96,27 @@ const float *nn_forward(nn_ctx *c, const float *input, int n, int training, uint
     return c->outp[m->out];
 }
 
+const float *nn_forward(nn_ctx *c, const float *input, int n, int training, uint64_t seed,
+                        int64_t first_example)
+{
+    return forward(c, input, n, training, 0, seed, first_example);
+}
+
+const float *nn_forward_eval_grad(nn_ctx *c, const float *input, int n)
+{
+    return forward(c, input, n, 1, 1, 0, 0);
+}
+
 void nn_ctx_on_node(nn_ctx *c, nn_node_observer fn, void *arg)
 {
     c->observe = fn;
     c->observe_arg = arg;
+}
+
+void nn_ctx_on_node_grad(nn_ctx *c, nn_node_observer fn, void *arg)
+{
+    c->observe_grad = fn;
+    c->observe_grad_arg = arg;
 }
 
 /* ---- backward ---- */
@@ -230,6 +250,11 @@ int nn_backward(nn_ctx *c, const float *dlogits)
     for (int i = out; i >= 0; i--) {
         replays_before(c, i, n);
         const nn_node *nd = &m->nodes[i];
+        /* Node i's output gradient is whole now: its readers (all after it) have run,
+         * and a fused activation's sits in its BN's or conv's storage. */
+        if (c->observe_grad && nd->live && nd->grad && c->fresh[nn_owner(m, i)])
+            c->observe_grad(c->observe_grad_arg, i, c->dy[nn_owner(m, i)],
+                            (size_t)n * nd->len);
         /* A fused activation's gradient already sits in its BN's storage. */
         if (nd->live && nd->grad && nd->alias < 0 && c->fresh[i]) {
             double t0 = c->profile ? util_thread_cpu() : 0.0;
