@@ -14,6 +14,7 @@ int cmd_events(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_ensemble(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
 
 /* Parse helpers: 0 on success, -1 (with a message on stderr) otherwise. */
 int cli_int(const char *opt, const char *s, long long lo, long long hi, long long *out);

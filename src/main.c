@@ -107,6 +107,8 @@ static void help(void)
            "                                     classes of photos, folders or records, as CSV\n"
            "  petal-tui export RUN_DIR [--out FILE.onnx] [--int8 [--calib N]]\n"
            "                                     the trained net as an ONNX file (int8: QDQ)\n"
+           "  petal-tui explain RUN_DIR|MODEL.onnx IMAGE... --out DIR  [--top-losses N]\n"
+           "                                     Grad-CAM heat maps of images or top losses\n"
            "  petal-tui ensemble RUN_DIR... --data DATASET\n"
            "                                     runs' mean probabilities: scores, submission\n"
            "  petal-tui --help | --version\n"
@@ -218,6 +220,8 @@ int main(int argc, char **argv)
             return cmd_predict(argc - 1, argv + 1);
         if (!strcmp(c, "export"))
             return cmd_export(argc - 1, argv + 1);
+        if (!strcmp(c, "explain"))
+            return cmd_explain(argc - 1, argv + 1);
         if (!strcmp(c, "ensemble"))
             return cmd_ensemble(argc - 1, argv + 1);
         if (c[0] != '-') {

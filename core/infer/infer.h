@@ -244,4 +244,102 @@ int inf_classify_load(inf_classify *c, const char *path, pt_err *e);
 /* The loaded image's class probabilities (inf_onnx_classes() of them) into probs. */
 int inf_classify_run(inf_classify *c, double *probs, pt_err *e);
 
+/* ---- explain: Grad-CAM (core/infer/explain.c, explain_sheet.c; infer/explain.h) ----
+ * Why a model gave a class: Grad-CAM (Selvaraju et al.; the Keras example "Grad-CAM
+ * class activation visualization"). For class c at layer L, with A [h][w][k] L's
+ * output as the inference forward computes it (BN on its running statistics, dropout
+ * off; a conv or BN with a fused activation: the activated values) and G the gradient
+ * of c's logit (before the softmax) with respect to A: alpha_k = the mean of G over h
+ * and w, map = ReLU(sum_k alpha_k A_k), divided by its maximum (an all-zero map stays
+ * zero). The layer is a node id as `petal-tui model` lists them; the default is the
+ * map the global pooling reads (xpl_default_layer). Float32, no test-time flip. */
+
+typedef struct xpl xpl;
+
+/* An explainer of m (borrowed: it must outlive it): a training context of batch 1.
+ * It turns on m's input gradient (nn_model_set_input_grad, so every node carries
+ * one): not while another thread runs a pass on m's net. A net whose output is not
+ * class scores (1 x 1 x k, k >= 2) is refused (PT_EUSAGE, naming the model), as is an
+ * int8 export (its fake quantization has no backward). Freed with xpl_free (NULL ok). */
+int xpl_new(const rm_model *m, xpl **out, pt_err *e);
+void xpl_free(xpl *x);
+/* Nodes of m's net (valid layers lie in 0 .. that - 1). */
+int xpl_nodes(const rm_model *m);
+/* The map the last global average pooling reads (its input node); without one the
+ * last node with an output larger than 1 x 1; -1 when there is none. */
+int xpl_default_layer(const rm_model *m);
+/* PT_OK when layer is a node the output depends on with an output larger than 1 x 1;
+ * else PT_EUSAGE saying the range and the default. */
+int xpl_layer_check(const rm_model *m, int layer, pt_err *e);
+/* The layer's output shape (the map is h x w); zeros for no such node. */
+void xpl_layer_shape(const rm_model *m, int layer, int *h, int *w, int *c);
+/* A class by its name or its index: the class, or -1. */
+int xpl_class_parse(const rm_model *m, const char *s);
+/* Any RGB image (h x w x 3 bytes) as the model takes it: centre-cropped to a square
+ * and resized to its S x S (out: S x S x 3). PT_OK or PT_ENOMEM. */
+int xpl_prepare(const rm_model *m, const uint8_t *rgb, int h, int w, uint8_t *out);
+/* The Grad-CAM map (layer's h x w floats in [0, 1]) of class cls for img (S x S x 3
+ * bytes, as validation decodes it), and the softmax of the logits into probs (k
+ * doubles; may be NULL). Errors name the model: a bad layer or class (PT_EUSAGE). */
+int xpl_cam(xpl *x, const uint8_t *img, int layer, int cls, double *probs, float *map,
+            pt_err *e);
+/* The map upsampled bilinearly to h x w and coloured with jet, laid over rgb (h x w
+ * x 3) at 0.4 (the Keras example's weight), or the colours alone when rgb is NULL,
+ * into out (h x w x 3). PT_OK or PT_ENOMEM. */
+int xpl_heat(const float *map, int mh, int mw, const uint8_t *rgb, int h, int w, uint8_t *out);
+
+/* One image explained, for the workbench: an RGB image of any size, its predicted
+ * class's map and overlay and, with a class given, that class's. */
+typedef struct xpl_view {
+    double *probs;          /* k */
+    int pred;               /* the most probable class */
+    int cls;                /* the class given, or -1 */
+    int layer, mh, mw;      /* the layer and its map's size */
+    float *map[2];          /* [0] the predicted class's, [1] cls's (NULL without) */
+    int side;               /* the overlays: the image's centre square, side x side */
+    uint8_t *overlay[2];    /* side x side x 3, as map[] */
+} xpl_view;
+/* rgb: h x w x 3 bytes, centre-cropped and resized to the model's input (xpl_prepare);
+ * the overlays are over its centre square at full resolution (side = min(h, w)).
+ * layer < 0: the default. v's arrays are malloc'd; xpl_view_free frees them. */
+int xpl_view_image(xpl *x, const uint8_t *rgb, int h, int w, int layer, int cls, xpl_view *v,
+                   pt_err *e);
+void xpl_view_free(xpl_view *v);
+
+/* `petal-tui explain`: one image file's sheet (explain_sheet.c). */
+typedef struct xpl_opts {
+    int layer;              /* < 0: the default */
+    int cls;                /* a class to explain besides the prediction, or -1 */
+    int top;                /* classes listed, >= 1 */
+} xpl_opts;
+typedef struct xpl_answer {
+    int pred;
+    double prob;
+    int layer, mh, mw;
+} xpl_answer;
+/* Decodes image as validation decodes a file (predict's decode: the run's crop and
+ * decode settings) and writes png: the photo, the predicted class's heat map and its
+ * overlay (a second row for opts->cls when >= 0), the top classes and probabilities
+ * as text. Errors name the image (unreadable, not an image) or the file written. */
+int xpl_file(xpl *x, const char *image, const char *png, const xpl_opts *o, xpl_answer *a,
+             pt_err *e);
+
+/* `petal-tui explain RUN --top-losses N`: a run's validation images with the highest
+ * cross-entropy loss. */
+typedef struct xpl_loss {
+    long long index;        /* the record's place in the validation split, file order */
+    int label, pred;
+    double prob;            /* of the predicted class */
+    double loss;            /* -log p(label) */
+} xpl_loss;
+/* Forwards every validation record of the run x was opened on (its dataset, decoded
+ * as validation decodes it, without the test-time flip), keeps the n with the highest
+ * loss (highest first; equal losses in record order) into out (room for n) and *got,
+ * and writes png: a contact sheet, a tile per image with its Grad-CAM overlay of the
+ * predicted class at o->layer and the caption true / predicted / probability / loss.
+ * An ONNX file, or a run whose dataset is gone or has no validation records, is
+ * refused naming it and saying what to do. */
+int xpl_top_losses(xpl *x, int n, const char *png, const xpl_opts *o, xpl_loss *out,
+                   int *got, pt_err *e);
+
 #endif
