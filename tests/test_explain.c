@@ -1,0 +1,306 @@
+/* explain: Grad-CAM maps against PyTorch's on the committed graphs
+ * (tests/data/gradcam/make_gradcam.py), the default layer, the workbench's call, and
+ * `petal-tui explain` on files and a run's top losses. */
+#include "tests/t.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/util.h"
+#include "infer/explain.h"
+#include "infer/runmodel.h"
+#include "io/png.h"
+#include "nn/nn.h"
+#include "tests/fixtures.h"
+#include "tests/onnx_writer.h"
+
+#define REF "tests/data/gradcam/gradcam.ref"
+
+/* make_gradcam.py's image: byte (y, x, c) = (37 x + 91 y + 53 c + 5 ((x y) mod 17)) mod 256. */
+static uint8_t *ref_image(int s)
+{
+    uint8_t *b = malloc((size_t)s * s * 3);
+    for (int y = 0; b && y < s; y++)
+        for (int x = 0; x < s; x++)
+            for (int c = 0; c < 3; c++)
+                b[((size_t)y * s + x) * 3 + c] =
+                    (uint8_t)((37 * x + 91 * y + 53 * c + 5 * ((x * y) % 17)) % 256);
+    return b;
+}
+
+typedef struct ref_case {
+    char model[256], tensor[256];
+    int node, cls, pred, h, w;
+    float *map;
+} ref_case;
+
+/* The next case of the reference file (1), or 0 at its end, -1 damaged. */
+static int next_case(char **p, ref_case *c)
+{
+    char *s = *p;
+    while (*s == '#')
+        s = strchr(s, '\n') ? strchr(s, '\n') + 1 : s + strlen(s);
+    if (!*s)
+        return 0;
+    if (sscanf(s, "case %255s %d %255s %d %d %d %d", c->model, &c->node, c->tensor, &c->cls,
+               &c->pred, &c->h, &c->w) != 7 || !strchr(s, '\n'))
+        return -1;
+    s = strchr(s, '\n') + 1;
+    c->map = malloc((size_t)c->h * c->w * sizeof *c->map);
+    for (int i = 0; c->map && i < c->h * c->w; i++)
+        c->map[i] = strtof(s, &s);
+    while (*s == ' ' || *s == '\n')
+        s++;
+    *p = s;
+    return c->map ? 1 : -1;
+}
+
+TEST(explain_maps_equal_pytorchs_on_the_committed_graphs)
+{
+    char *text = fx_slurp(REF);
+    T_REQUIRE(text != NULL);
+    char *p = text;
+    ref_case c;
+    int n = 0, r, graphs = 0;
+    char open_path[256] = "";
+    rm_model *m = NULL;
+    xpl *x = NULL;
+    pt_err e;
+    inf_init();
+    while ((r = next_case(&p, &c)) == 1) {
+        if (strcmp(open_path, c.model)) {
+            xpl_free(x);
+            inf_model_close(m);
+            x = NULL;
+            T_REQUIRE(inf_model_open(c.model, 0, RUN_NORM_AUTO, &m, &e) == PT_OK);
+            T_REQUIRE(xpl_new(m, &x, &e) == PT_OK);
+            util_copy(open_path, sizeof open_path, c.model);
+            graphs++;
+            /* The first layer of each graph is the GlobalAveragePool's input. */
+            T_CHECKF(xpl_default_layer(m) == c.node, "%s: default layer %d, PyTorch's GAP "
+                     "reads node %d", c.model, xpl_default_layer(m), c.node);
+        }
+        int h, w, ch;
+        xpl_layer_shape(m, c.node, &h, &w, &ch);
+        T_CHECKF(h == c.h && w == c.w, "%s node %d: %dx%d, %s is %dx%d", c.model, c.node, h, w,
+                 c.tensor, c.h, c.w);
+        const int S = m->image_size, k = m->n_classes;
+        uint8_t *img = ref_image(S);
+        float *map = malloc((size_t)h * w * sizeof *map);
+        double *probs = malloc((size_t)k * sizeof *probs);
+        T_REQUIRE(img && map && probs);
+        T_REQUIRE(xpl_cam(x, img, c.node, c.cls, probs, map, &e) == PT_OK);
+        T_CHECKF(inf_argmax(probs, k) == c.pred, "%s: predicted %d, PyTorch %d", c.model,
+                 inf_argmax(probs, k), c.pred);
+        double worst = 0;
+        for (int i = 0; i < h * w && h == c.h && w == c.w; i++)
+            worst = fmax(worst, fabs(map[i] - c.map[i]));
+        T_CHECKF(worst <= 1e-4, "%s node %d class %d: the map is %g from PyTorch's", c.model,
+                 c.node, c.cls, worst);
+        n++;
+        free(img);
+        free(map);
+        free(probs);
+        free(c.map);
+    }
+    T_CHECK(r == 0);
+    T_CHECKF(n == 14 && graphs == 3, "%d cases of %d graphs", n, graphs);
+    xpl_free(x);
+    inf_model_close(m);
+    free(text);
+}
+
+/* The built-in nets: the map the GAP reads (through the activation fused into the BN
+ * before it); a tf2onnx Keras net with a ReduceMean head: its input; a Flatten head:
+ * the last map; no classifier at all: refused. */
+TEST(explain_default_layer_is_the_map_the_pooling_reads)
+{
+    pt_err e;
+    nn_model *net = nn_model_new(16, 16, 3);
+    int a = nn_relu(net, nn_batchnorm(net, nn_conv2d(net, nn_input(net), 8, 3, 3, 2, 1, 1, 0)));
+    int g = nn_gap(net, a);
+    T_REQUIRE(nn_model_finalize(net, nn_dense(net, nn_dropout(net, g, 0.2f), 3), &e) == PT_OK);
+    rm_model m = { .net = net, .image_size = 16, .n_classes = 3, .source = "built-in" };
+    T_EQ_INT(xpl_default_layer(&m), a);
+    T_CHECK(xpl_layer_check(&m, a, &e) == PT_OK);
+    T_CHECK(xpl_layer_check(&m, g, &e) == PT_EUSAGE && strstr(e.msg, "not a map"));
+    T_CHECK(xpl_layer_check(&m, 999, &e) == PT_EUSAGE && strstr(e.msg, "0-"));
+    nn_model_free(net);
+
+    char path[4200];
+    const ow_head heads[3] = { OW_GAP, OW_FLATTEN, OW_NOTOP };
+    for (int h = 0; h < 3; h++) {
+        util_path(path, sizeof path, "%s/keras-%d.onnx", t_tmpdir(), h);
+        T_REQUIRE(ow_keras_net(path, 32, heads[h], 4, 5) == 0);
+        rm_model *k = NULL;
+        int rc = inf_model_open(path, 0, RUN_NORM_AUTO, &k, &e);
+        if (heads[h] == OW_NOTOP) {
+            T_CHECKF(rc != PT_OK && strstr(e.msg, "classifier"), "a feature extractor: %s",
+                     e.msg);
+            inf_model_close(k);
+            continue;
+        }
+        T_REQUIRE(rc == PT_OK);
+        const int d = xpl_default_layer(k);
+        int hh, ww, cc;
+        xpl_layer_shape(k, d, &hh, &ww, &cc);
+        /* Two stride-2 convs: 32 -> 16 -> 8, 16 channels; the second's ReLU. */
+        T_CHECKF(hh == 8 && ww == 8 && cc == 16, "head %d: layer %d is %dx%dx%d", h, d, hh, ww,
+                 cc);
+        nn_node_info in;
+        nn_node_get(k->net, d, &in);
+        T_CHECKF(in.op == NN_OP_RELU, "head %d: layer %d is a %s", h, d, nn_op_name(in.op));
+        xpl *x = NULL;
+        T_CHECK(xpl_new(k, &x, &e) == PT_OK);
+        xpl_free(x);
+        inf_model_close(k);
+    }
+}
+
+/* The workbench's call on an image of another size: its centre square is what the
+ * model sees; the maps are xpl_cam's and the overlays their colours over the square. */
+TEST(explain_view_image_gives_maps_and_overlays)
+{
+    pt_err e;
+    rm_model *m = NULL;
+    inf_init();
+    T_REQUIRE(inf_model_open("tests/data/export/small-8-16.onnx", 0, RUN_NORM_AUTO, &m, &e) ==
+              PT_OK);
+    xpl *x = NULL;
+    T_REQUIRE(xpl_new(m, &x, &e) == PT_OK);
+    const int H = 40, W = 56;
+    uint8_t *rgb = malloc((size_t)H * W * 3), img[16 * 16 * 3];
+    T_REQUIRE(rgb != NULL);
+    for (int i = 0; i < H * W * 3; i++)
+        rgb[i] = (uint8_t)((i * 7) % 251);
+    xpl_view v;
+    T_REQUIRE(xpl_view_image(x, rgb, H, W, -1, 3, &v, &e) == PT_OK);
+    T_CHECK(v.layer == 7 && v.mh == 4 && v.mw == 4 && v.side == H && v.cls == 3);
+    T_CHECK(v.map[0] && v.map[1] && v.overlay[0] && v.overlay[1]);
+    T_REQUIRE(xpl_prepare(m, rgb, H, W, img) == PT_OK);
+    float map[16];
+    double probs[5];
+    for (int k = 0; k < 2; k++) {
+        T_REQUIRE(xpl_cam(x, img, 7, k ? 3 : v.pred, probs, map, &e) == PT_OK);
+        T_CHECK(memcmp(map, v.map[k], sizeof map) == 0);
+    }
+    T_CHECK(inf_argmax(probs, 5) == v.pred && fabs(probs[v.pred] - v.probs[v.pred]) < 1e-12);
+    /* The overlay's top-left pixel: 0.6 of the square's pixel and 0.4 of jet(map[0]). */
+    uint8_t jet[3];
+    xpl_jet(v.map[0][0], jet);
+    const int x0 = (W - H) / 2;
+    for (int c = 0; c < 3; c++) {
+        int want = (int)lrintf(0.6f * rgb[(size_t)x0 * 3 + c] + 0.4f * jet[c]);
+        T_CHECKF(abs(v.overlay[0][c] - want) <= 1, "channel %d: %d, want %d", c,
+                 v.overlay[0][c], want);
+    }
+    xpl_view_free(&v);
+    free(rgb);
+    xpl_free(x);
+    inf_model_close(m);
+}
+
+TEST(explain_colour_map_and_upsampling)
+{
+    uint8_t c[3];
+    xpl_jet(0.0f, c);
+    T_CHECK(c[0] == 0 && c[1] == 0 && c[2] == 128);
+    xpl_jet(1.0f, c);
+    T_CHECK(c[0] == 128 && c[1] == 0 && c[2] == 0);
+    xpl_jet(0.5f, c);
+    T_CHECK(c[0] == 128 && c[1] == 255 && c[2] == 128);
+    const float m[4] = { 0, 1, 1, 0 };
+    float up[16];
+    xpl_upsample(m, 2, 2, up, 4, 4);
+    /* Half-pixel centres: the corners keep the corners, (1, 1) mixes 3/4 and 1/4. */
+    T_CHECK(up[0] == 0.0f && up[3] == 1.0f && up[12] == 1.0f && up[15] == 0.0f);
+    T_CHECKF(fabsf(up[5] - 0.375f) < 1e-6f, "%g", (double)up[5]);
+}
+
+/* The CLI's stdout (malloc'd) and exit status; stderr into *err. */
+static int cli(const char *args, char **out, char **err)
+{
+    char cmd[20000], errf[4200];
+    util_path(errf, sizeof errf, "%s/explain-stderr.txt", t_tmpdir());
+    util_path(cmd, sizeof cmd, "%s explain %s 2>'%s'", t_bin(), args, errf);
+    int rc = t_run(cmd, out);
+    *err = fx_slurp(errf);
+    return rc;
+}
+
+static int png_size(const char *path, int *w, int *h)
+{
+    uint8_t *buf = NULL, *rgb = NULL;
+    size_t len = 0;
+    pt_err e;
+    if (util_read_file(path, &buf, &len, &e) != PT_OK)
+        return -1;
+    int rc = png_decode_rgb(buf, len, &rgb, w, h, &e);
+    free(buf);
+    free(rgb);
+    return rc;
+}
+
+TEST(explain_cli_writes_a_png_per_image_and_refuses_what_it_cannot)
+{
+    char dir[4200], img[4200], bad[4200], out[4200], args[16384];
+    util_copy(dir, sizeof dir, t_tmpdir());
+    util_path(img, sizeof img, "%s/rose.jpg", dir);
+    util_path(bad, sizeof bad, "%s/broken.jpg", dir);
+    util_path(out, sizeof out, "%s/cams", dir);
+    uint8_t *jpg;
+    size_t len;
+    T_REQUIRE(fx_demo_jpeg(2, 3, 64, &jpg, &len) == 0);
+    FILE *f = fopen(img, "wb");
+    T_REQUIRE(f && fwrite(jpg, 1, len, f) == len && fclose(f) == 0);
+    f = fopen(bad, "wb");
+    T_REQUIRE(f && fwrite(jpg, 1, len / 3, f) == len / 3 && fclose(f) == 0);
+    free(jpg);
+    const char *model = "tests/data/export/small-8-16.onnx";
+    char *o, *e;
+    util_path(args, sizeof args, "%s '%s' --class 'class 3' --top 3 --out '%s'", model, img, out);
+    int rc = cli(args, &o, &e);
+    T_CHECKF(rc == 0 && strstr(o, "rose.jpg\tclass ") && strstr(o, "cams/rose.png"),
+             "exit %d:\n%s%s", rc, o, e);
+    free(o);
+    free(e);
+    char png[4200];
+    util_path(png, sizeof png, "%s/rose.png", out);
+    int w = 0, h = 0;
+    T_CHECK(png_size(png, &w, &h) == PT_OK);
+    /* three 192 px panels side by side (16 px shown at 192), two rows */
+    T_CHECKF(w == 2 * 8 + 3 * 192 + 2 * 8 && h > 2 * 192, "%dx%d", w, h);
+
+    struct { const char *args, *says; int code; } no[] = {
+        { "%s '%s' '%s/missing.jpg' --out '%s'", "missing.jpg", 2 },
+        { "%s '%s' '%s/broken.jpg' --out '%s'", "broken.jpg", 2 },
+        { "%s '%s' --class tulip --out '%s'", "no class 'tulip'", 1 },
+        { "%s '%s' --layer 8 --out '%s'", "not a map", 1 },
+        { "%s '%s' --layer 99 --out '%s'", "nodes 0-9", 1 },
+        { "%s/notarun '%s' --out '%s'", "notarun", 1 },
+    };
+    mkdir(strcat(strcpy(args, dir), "/notarun"), 0755);
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        if (i < 2)
+            util_path(args, sizeof args, no[i].args, model, img, dir, out);
+        else if (i < 5)
+            util_path(args, sizeof args, no[i].args, model, img, out);
+        else
+            util_path(args, sizeof args, no[i].args, dir, img, out);
+        rc = cli(args, &o, &e);
+        T_CHECKF(rc != 0 && (no[i].code != 2 || rc == 2) && e && strstr(e, no[i].says),
+                 "%s: exit %d:\n%s%s", args, rc, o, e);
+        if (i < 2) /* the good image still explained */
+            T_CHECKF(strstr(o, "rose.png") != NULL, "%s", o);
+        free(o);
+        free(e);
+    }
+    util_path(png, sizeof png, "%s/keras-notop.onnx", dir);
+    T_REQUIRE(ow_keras_net(png, 32, OW_NOTOP, 4, 5) == 0);
+    util_path(args, sizeof args, "'%s' '%s' --out '%s'", png, img, out);
+    rc = cli(args, &o, &e);
+    T_CHECKF(rc == 1 && strstr(e, "classifier"), "exit %d:\n%s%s", rc, o, e);
+    free(o);
+    free(e);
+}
