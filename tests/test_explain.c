@@ -304,3 +304,132 @@ TEST(explain_cli_writes_a_png_per_image_and_refuses_what_it_cannot)
     free(o);
     free(e);
 }
+
+/* predict's CSV row for record id (its id column), or NULL. */
+static const char *csv_row(const char *csv, long long id)
+{
+    for (const char *q = csv; q && *q; q = strchr(q, '\n') ? strchr(q, '\n') + 1 : NULL)
+        if (q != csv && atoll(q) == id)
+            return q;
+    return NULL;
+}
+
+/* p(class named name) in a predict row of 3 classes with --top 3; -1 when absent. */
+static double csv_prob(const char *row, const char *name, char *pred, size_t n)
+{
+    char buf[1024];
+    util_copy(buf, sizeof buf, row);
+    char *nl = strchr(buf, '\n');
+    if (nl)
+        *nl = '\0';
+    char *f[16];
+    int k = 0;
+    for (char *s = buf; k < 16 && s; s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL)
+        f[k++] = s;
+    for (int i = 0; i + 1 < k; i++)
+        if (strchr(f[i], ','))
+            *strchr(f[i], ',') = '\0';
+    if (k < 8)
+        return -1;
+    util_copy(pred, n, f[2]);
+    for (int i = 2; i + 1 < k; i += 2)
+        if (!strcmp(f[i], name))
+            return atof(f[i + 1]);
+    return -1;
+}
+
+/* A run trained here on 3 classes: its validation records' losses from predict's
+ * probabilities; explain --top-losses lists the highest, highest first, each with
+ * predict's class and probability, and draws them; a run whose data is gone is
+ * refused saying what to do. */
+TEST(explain_top_losses_of_a_run)
+{
+    char dir[4200], run[4200], args[16384], out[4200];
+    util_copy(dir, sizeof dir, t_tmpdir());
+    static const long long tr[3] = { 24, 24, 24 }, va[3] = { 8, 8, 8 };
+    const char *d = fx_dataset(dir, 3, tr, va, 0, 32, 16);
+    T_REQUIRE(d != NULL);
+    char data[4200];
+    util_copy(data, sizeof data, d);
+    util_path(run, sizeof run, "%s/run", dir);
+    util_path(out, sizeof out, "%s/losses", dir);
+    char *o, *e;
+    util_path(args, sizeof args,
+              "%s --headless --data '%s' --out '%s' --epochs 2 --replicas 1 --workers 1 "
+              "--batch-per-replica 8 --widths 8,16 --image-size 32 >/dev/null 2>&1",
+              t_bin(), data, run);
+    T_REQUIRE(t_run(args, &o) == 0);
+    free(o);
+    util_path(args, sizeof args, "%s predict '%s' '%s' --split val --top 3 --tta none "
+              "2>/dev/null", t_bin(), run, data);
+    char *csv;
+    T_REQUIRE(t_run(args, &csv) == 0);
+    util_path(args, sizeof args, "'%s' --top-losses 5 --out '%s'", run, out);
+    int rc = cli(args, &o, &e);
+    T_REQUIRE(rc == 0);
+    const char *q = strchr(o, '\n');
+    double last = 1e300;
+    int rows = 0;
+    for (; q && q[1] && q[1] != '/'; q = strchr(q + 1, '\n')) {
+        int rank;
+        long long rec;
+        char tn[64], pn[64], pp[64];
+        double prob, loss;
+        int got = sscanf(q + 1, "%d\t%lld\t%63[^\t]\t%63[^\t]\t%lf\t%lf", &rank, &rec, tn,
+                         pn, &prob, &loss);
+        T_CHECKF(got == 6, "%s", o);
+        if (got != 6)
+            break;
+        const char *row = csv_row(csv, rec);
+        T_REQUIRE(row != NULL);
+        double pl = csv_prob(row, tn, pp, sizeof pp);
+        T_CHECKF(rank == rows + 1 && loss <= last, "row %d: rank %d, loss %g after %g",
+                 rows, rank, loss, last);
+        T_CHECKF(!strcmp(pp, pn), "record %lld: predicted %s, predict says %s", rec, pn, pp);
+        T_CHECKF(pl < 0 || pl < 1e-4 || fabs(-log(pl) - loss) < 1e-3 * fmax(1, loss),
+                 "record %lld: loss %g, predict's p(true) %g", rec, loss, pl);
+        last = loss;
+        rows++;
+    }
+    T_CHECKF(rows == 5, "%d rows:\n%s", rows, o);
+    /* every record with a higher loss than the fifth is listed */
+    for (long long r = 0; r < 24; r++) {
+        const char *row = csv_row(csv, r);
+        char pp[64], tn[64];
+        T_REQUIRE(row != NULL);
+        int label = atoi(strchr(row, ',') + 1);
+        util_fmt(tn, sizeof tn, "flower%02d", label);
+        double pl = csv_prob(row, tn, pp, sizeof pp);
+        T_CHECKF(pl >= 0, "record %lld: no probability of %s in predict's row", r, tn);
+        if (pl >= 1e-4 && -log(pl) > last + 1e-3) {
+            char needle[64];
+            util_fmt(needle, sizeof needle, "\t%lld\t", r);
+            T_CHECKF(strstr(o, needle) != NULL, "record %lld (loss %g) missing", r, -log(pl));
+        }
+    }
+    free(o);
+    free(e);
+    free(csv);
+    char png[4200];
+    util_path(png, sizeof png, "%s/top-losses.png", out);
+    int w = 0, h = 0;
+    T_CHECK(png_size(png, &w, &h) == PT_OK);
+    T_CHECKF(w == 2 * 8 + 4 * 192 + 3 * 8 && h > 2 * 192, "%dx%d", w, h);
+
+    /* the data gone */
+    char moved[4200];
+    util_path(moved, sizeof moved, "%s-moved", data);
+    T_REQUIRE(rename(data, moved) == 0);
+    rc = cli(args, &o, &e);
+    T_CHECKF(rc != 0 && strstr(e, "put it back"), "exit %d:\n%s%s", rc, o, e);
+    T_CHECK(rename(moved, data) == 0);
+    free(o);
+    free(e);
+    /* an ONNX file has no data */
+    util_path(args, sizeof args, "tests/data/export/small-8-16.onnx --top-losses 5 --out '%s'",
+              out);
+    rc = cli(args, &o, &e);
+    T_CHECKF(rc == 1 && strstr(e, "run folder"), "exit %d:\n%s%s", rc, o, e);
+    free(o);
+    free(e);
+}
