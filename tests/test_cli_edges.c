@@ -92,7 +92,8 @@ TEST(cli_edges_help_texts_cite_sections_the_man_page_has)
     static const char *const helps[] = { "--help", "inspect --help", "shards --help",
                                          "demo --help", "lr-schedule --help", "preview --help",
                                          "classify --help", "model --help", "events --help",
-                                         "predict --help", "ensemble --help", "export --help" };
+                                         "predict --help", "ensemble --help", "export --help",
+                                         "explain --help" };
     int cited = 0;
     for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++) {
         char *out, *err;
