@@ -3,6 +3,7 @@
  * `petal-tui explain` on files and a run's top losses. */
 #include "tests/t.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include "infer/runmodel.h"
 #include "io/png.h"
 #include "nn/nn.h"
+#include "nn/nn_models.h"
 #include "tests/fixtures.h"
 #include "tests/onnx_writer.h"
 
@@ -216,6 +218,101 @@ TEST(explain_colour_map_and_upsampling)
     /* Half-pixel centres: the corners keep the corners, (1, 1) mixes 3/4 and 1/4. */
     T_CHECK(up[0] == 0.0f && up[3] == 1.0f && up[12] == 1.0f && up[15] == 0.0f);
     T_CHECKF(fabsf(up[5] - 0.375f) < 1e-6f, "%g", (double)up[5]);
+}
+
+static void grab_node(void *arg, int node, const float *y, size_t count)
+{
+    float **a = arg;
+    if (node == (int)(intptr_t)a[1])
+        memcpy(a[0], y, count * sizeof *y);
+}
+
+/* The built-in nets (small, mobilenetv2, both with batch norm and dropout before the
+ * head): the default layer is the map the GAP reads, and its map for class c is, as the
+ * head is GAP -> dropout -> dense, ReLU(sum_k W[k][c] A_k) normalised: the gradient of
+ * the logit is W[k][c] / (h w) at every pixel. A from an inference context. */
+TEST(explain_builtin_nets_default_map_is_the_heads_weights)
+{
+    pt_err e;
+    for (int net = 0; net < 2; net++) {
+        const int S = net ? 64 : 32, K = 4;
+        nn_model *m = net ? nn_build_mobilenetv2(S, S, K, 0.35f, 0.2f, &e)
+                          : nn_build_small(S, S, K, 0.3f, &e);
+        T_REQUIRE(m != NULL);
+        nn_model_init_params(m, 3 + (uint64_t)net);
+        rm_model rm = { .net = m, .image_size = S, .n_classes = K, .source = "built-in" };
+        const int L = xpl_default_layer(&rm);
+        int head = nn_output_node(m), gap = -1;
+        for (int i = 0; i < nn_node_count(m); i++) {
+            nn_node_info in;
+            nn_node_get(m, i, &in);
+            if (in.op == NN_OP_GAP)
+                gap = i;
+        }
+        nn_node_info gi, hi;
+        T_REQUIRE(gap >= 0 && nn_node_get(m, gap, &gi) == PT_OK);
+        T_CHECKF(L == gi.in[0], "net %d: default %d, the GAP reads %d", net, L, gi.in[0]);
+        nn_node_get(m, head, &hi);
+        int h, w, c;
+        xpl_layer_shape(&rm, L, &h, &w, &c);
+        uint8_t *img = ref_image(S);
+        float *A = malloc((size_t)h * w * c * sizeof *A), *map = malloc((size_t)h * w * 4);
+        float *x = malloc((size_t)S * S * 3 * sizeof *x);
+        T_REQUIRE(img && A && map && x);
+        for (int i = 0; i < S * S * 3; i++)
+            x[i] = (float)img[i] * (1.0f / 255.0f); /* as the pool scales bytes */
+        nn_ctx *ci = nn_ctx_new_infer(m, 1, &e);
+        T_REQUIRE(ci != NULL);
+        void *arg[2] = { A, (void *)(intptr_t)L };
+        nn_ctx_on_node(ci, grab_node, arg);
+        const float *z = nn_forward(ci, x, 1, 0, 0, 0);
+        T_REQUIRE(z != NULL);
+        float logits[4];
+        memcpy(logits, z, sizeof logits);
+        xpl *xp = NULL;
+        T_REQUIRE(xpl_new(&rm, &xp, &e) == PT_OK);
+        const float *W = nn_params(m) + hi.param_offset;
+        for (int cls = 0; cls < K; cls++) {
+            double probs[4];
+            int rc = xpl_cam(xp, img, L, cls, probs, map, &e);
+            T_CHECKF(rc == PT_OK, "net %d: %s", net, e.msg);
+            if (rc != PT_OK)
+                break;
+            double mx = 0, worst = 0;
+            double *v = malloc((size_t)h * w * sizeof *v);
+            T_REQUIRE(v != NULL);
+            for (int p = 0; p < h * w; p++) {
+                double s = 0;
+                for (int k = 0; k < c; k++)
+                    s += (double)W[k * K + cls] * A[(size_t)p * c + k];
+                v[p] = s > 0 ? s : 0;
+                mx = fmax(mx, v[p]);
+            }
+            for (int p = 0; p < h * w; p++)
+                worst = fmax(worst, fabs((mx > 0 ? v[p] / mx : 0) - map[p]));
+            free(v);
+            T_CHECKF(worst < 1e-6, "net %d class %d: %g off", net, cls, worst);
+            double ref[4];
+            inf_softmax(logits, K, ref);
+            T_CHECKF(fabs(ref[cls] - probs[cls]) < 1e-12, "net %d: p %g, inference %g", net,
+                     probs[cls], ref[cls]);
+        }
+        xpl_free(xp);
+        nn_ctx_free(ci);
+        free(img);
+        free(A);
+        free(map);
+        free(x);
+        nn_model_free(m);
+    }
+    /* At 32 px MobileNetV2's last map is 1 x 1: the default is the last larger one. */
+    nn_model *m = nn_build_mobilenetv2(32, 32, 4, 0.35f, 0.2f, &e);
+    T_REQUIRE(m != NULL);
+    rm_model rm = { .net = m, .image_size = 32, .n_classes = 4, .source = "built-in" };
+    int h, w, c;
+    xpl_layer_shape(&rm, xpl_default_layer(&rm), &h, &w, &c);
+    T_CHECKF(h == 2 && w == 2, "%dx%dx%d", h, w, c);
+    nn_model_free(m);
 }
 
 /* The CLI's stdout (malloc'd) and exit status; stderr into *err. */

@@ -123,8 +123,10 @@ int xpl_default_layer(const rm_model *m)
         if (nn_node_get(m->net, i, &in) != PT_OK || !on_path(m, i))
             continue;
         /* The map the global pooling reads: its input node shows the activated values
-         * of a BN or conv with a fused activation (nn_ctx_on_node). */
-        if (in.op == NN_OP_GAP)
+         * of a BN or conv with a fused activation (nn_ctx_on_node). One of 1 x 1 (a
+         * MobileNetV2 at 32 px) would be no map: then the last one larger. */
+        int h, w, c;
+        if (in.op == NN_OP_GAP && shape(m, in.in[0], &h, &w, &c) && h * w > 1)
             return in.in[0];
         if (last_map < 0 && in.h * in.w > 1 && in.op != NN_OP_INPUT)
             last_map = i;

@@ -265,8 +265,9 @@ int xpl_new(const rm_model *m, xpl **out, pt_err *e);
 void xpl_free(xpl *x);
 /* Nodes of m's net (valid layers lie in 0 .. that - 1). */
 int xpl_nodes(const rm_model *m);
-/* The map the last global average pooling reads (its input node); without one the
- * last node with an output larger than 1 x 1; -1 when there is none. */
+/* The map the last global average pooling reads (its input node); without one, or
+ * when that is 1 x 1, the last node with an output larger than 1 x 1 that the output
+ * depends on; -1 when there is none. */
 int xpl_default_layer(const rm_model *m);
 /* PT_OK when layer is a node the output depends on with an output larger than 1 x 1;
  * else PT_EUSAGE saying the range and the default. */
