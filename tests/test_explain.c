@@ -393,6 +393,12 @@ TEST(explain_cli_writes_a_png_per_image_and_refuses_what_it_cannot)
         free(o);
         free(e);
     }
+    util_path(args, sizeof args, "tests/data/export/small-8-16-int8.onnx '%s' --out '%s'", img,
+              out);
+    rc = cli(args, &o, &e);
+    T_CHECKF(rc == 1 && strstr(e, "float model"), "exit %d:\n%s%s", rc, o, e);
+    free(o);
+    free(e);
     util_path(png, sizeof png, "%s/keras-notop.onnx", dir);
     T_REQUIRE(ow_keras_net(png, 32, OW_NOTOP, 4, 5) == 0);
     util_path(args, sizeof args, "'%s' '%s' --out '%s'", png, img, out);

@@ -67,6 +67,10 @@ int xpl_new(const rm_model *m, xpl **out, pt_err *e)
     x->ctx = nn_ctx_new(m->net, 1, e);
     if (!x->ctx) {
         xpl_free(x);
+        if (e->code == PT_EUSAGE) /* an inference-only layer: an int8 file's rounding */
+            return err_set(e, PT_EUSAGE, m->source, PT_NO_RECORD, PT_NO_OFFSET,
+                           "Grad-CAM needs gradients, and an int8 file's quantization has "
+                           "none: explain the float model (the run folder or its model.onnx)");
         return e->code;
     }
     *out = x;
