@@ -297,7 +297,9 @@ TEST(explain_builtin_nets_default_map_is_the_heads_weights)
             T_CHECKF(fabs(ref[cls] - probs[cls]) < 1e-12, "net %d: p %g, inference %g", net,
                      probs[cls], ref[cls]);
         }
+        T_CHECK(nn_model_input_grad(m) == 1);
         xpl_free(xp);
+        T_CHECK(nn_model_input_grad(m) == 0); /* put back */
         nn_ctx_free(ci);
         free(img);
         free(A);

@@ -22,12 +22,14 @@ struct xpl {
     size_t len;         /* its output's floats */
     float *A, *G;       /* its output and output gradient in the last pass */
     int got_a, got_g;
+    int input_grad;     /* the model's setting before xpl_new, put back by xpl_free */
 };
 
 void xpl_free(xpl *x)
 {
     if (!x)
         return;
+    nn_model_set_input_grad(x->m->net, x->input_grad);
     nn_ctx_free(x->ctx);
     free(x->x);
     free(x->dl);
@@ -57,6 +59,7 @@ int xpl_new(const rm_model *m, xpl **out, pt_err *e)
     x->k = m->n_classes;
     x->layer = -1;
     /* Every node carries a gradient, so any layer's can be read. */
+    x->input_grad = nn_model_input_grad(m->net);
     nn_model_set_input_grad(m->net, 1);
     x->x = malloc((size_t)x->S * x->S * 3 * sizeof *x->x);
     x->dl = calloc((size_t)x->k, sizeof *x->dl);
@@ -217,21 +220,21 @@ static int watch(xpl *x, int layer, pt_err *e)
 
 /* alpha_k = the mean over the map of the gradient of channel k; map = ReLU(sum_k
  * alpha_k A_k), divided by its maximum (an all-zero map stays zero). In double. */
-static void grad_cam(const float *A, const float *G, int h, int w, int c, float *map)
+static int grad_cam(const float *A, const float *G, int h, int w, int c, float *map)
 {
     const size_t hw = (size_t)h * w;
-    double *alpha = calloc((size_t)c, sizeof *alpha), mx = 0;
-    if (!alpha) {
-        memset(map, 0, hw * sizeof *map);
-        return;
+    double *alpha = calloc((size_t)c, sizeof *alpha), *v = malloc(hw * sizeof *v), mx = 0;
+    if (!alpha || !v) {
+        free(alpha);
+        free(v);
+        return PT_ENOMEM;
     }
     for (size_t p = 0; p < hw; p++)
         for (int k = 0; k < c; k++)
             alpha[k] += G[p * c + k];
     for (int k = 0; k < c; k++)
         alpha[k] /= (double)hw;
-    double *v = malloc(hw * sizeof *v);
-    for (size_t p = 0; v && p < hw; p++) {
+    for (size_t p = 0; p < hw; p++) {
         double s = 0;
         for (int k = 0; k < c; k++)
             s += alpha[k] * A[p * c + k];
@@ -239,9 +242,10 @@ static void grad_cam(const float *A, const float *G, int h, int w, int c, float 
         mx = v[p] > mx ? v[p] : mx;
     }
     for (size_t p = 0; p < hw; p++)
-        map[p] = v && mx > 0 ? (float)(v[p] / mx) : 0.0f;
+        map[p] = mx > 0 ? (float)(v[p] / mx) : 0.0f;
     free(v);
     free(alpha);
+    return PT_OK;
 }
 
 int xpl_cam(xpl *x, const uint8_t *img, int layer, int cls, double *probs, float *map,
@@ -283,7 +287,8 @@ int xpl_cam(xpl *x, const uint8_t *img, int layer, int cls, double *probs, float
                        "layer %d: no %s reached it", layer, x->got_a ? "gradient" : "output");
     int h, w, c;
     xpl_layer_shape(x->m, layer, &h, &w, &c);
-    grad_cam(x->A, x->G, h, w, c, map);
+    if (grad_cam(x->A, x->G, h, w, c, map) != PT_OK)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     return PT_OK;
 }
 
@@ -400,12 +405,13 @@ int xpl_view_image(xpl *x, const uint8_t *rgb, int h, int w, int layer, int cls,
             break;
         }
         if (k == 0) {
-            /* The prediction first: one forward says which class to explain. */
+            /* The prediction first: class 0's pass says which class to explain. */
             if ((rc = xpl_cam(x, img, layer, 0, v->probs, v->map[0], e)) != PT_OK)
                 break;
             v->pred = inf_argmax(v->probs, x->k);
         }
-        rc = xpl_cam(x, img, layer, k ? cls : v->pred, NULL, v->map[k], e);
+        if (k || v->pred != 0)
+            rc = xpl_cam(x, img, layer, k ? cls : v->pred, NULL, v->map[k], e);
         if (rc == PT_OK && xpl_heat(v->map[k], mh, mw, sq, side, side, v->overlay[k]))
             rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }

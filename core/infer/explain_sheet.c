@@ -198,7 +198,8 @@ int xpl_file(xpl *x, const char *image, const char *png, const xpl_opts *o, xpl_
     if (rc == PT_OK) {
         a->pred = inf_argmax(probs, k);
         a->prob = probs[a->pred];
-        rc = xpl_cam(x, img, layer, a->pred, NULL, maps[0], e);
+        if (a->pred != 0) /* class 0's map is the one just made */
+            rc = xpl_cam(x, img, layer, a->pred, NULL, maps[0], e);
     }
     if (rc == PT_OK && o->cls >= 0)
         rc = xpl_cam(x, img, layer, o->cls, NULL, maps[1], e);

@@ -258,7 +258,8 @@ typedef struct xpl xpl;
 
 /* An explainer of m (borrowed: it must outlive it): a training context of batch 1.
  * It turns on m's input gradient (nn_model_set_input_grad, so every node carries
- * one): not while another thread runs a pass on m's net. A net whose output is not
+ * one) until xpl_free puts the setting back: neither while another thread runs a pass
+ * on m's net (a live run's model: a training backward would run down to the input). A net whose output is not
  * class scores (1 x 1 x k, k >= 2) is refused (PT_EUSAGE, naming the model), as is an
  * int8 export (its fake quantization has no backward). Freed with xpl_free (NULL ok). */
 int xpl_new(const rm_model *m, xpl **out, pt_err *e);

@@ -199,6 +199,8 @@ void nn_model_freeze_bn(nn_model *m);
 /* Make backward also compute the gradient with respect to the model's input
  * (off by default: nothing needs it in training). */
 void nn_model_set_input_grad(nn_model *m, int on);
+/* Its setting (1 on). */
+int nn_model_input_grad(const nn_model *m);
 /* 1 when parameter index i receives gradients. */
 int nn_param_trainable(const nn_model *m, size_t i);
 /* Per parameter: 1 trainable, 0 frozen (nn_param_count() entries, owned by m). */

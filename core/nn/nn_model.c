@@ -243,6 +243,11 @@ void nn_model_set_input_grad(nn_model *m, int on)
         update_grad_flags(m);
 }
 
+int nn_model_input_grad(const nn_model *m)
+{
+    return m->input_grad;
+}
+
 int nn_param_trainable(const nn_model *m, size_t i)
 {
     return i < m->n_params && m->mask[i];
