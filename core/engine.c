@@ -13,6 +13,7 @@
  * replay stale presses, p p p, that no longer mean anything). Stop wins over
  * everything; resume only undoes a pause. */
 #include "engine.h"
+#include "engine_impl.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -79,6 +80,12 @@ struct eng {
     int item_want_n;
     item_slot items[ITEM_CACHE];
     int item_next;                  /* the slot the next loaded image replaces */
+    /* Grad-CAM: the latest index asked for (-1 none), the latest made, and the
+     * run's model it was made with (opened again when a newer epoch is asked) */
+    long long cam_want;
+    item_slot cam_slot;             /* item unused: the result is cam */
+    run_explain cam;
+    eng_cam_model *cam_model;
 };
 
 /* ------------------------------------------------------------------------------ */
@@ -322,6 +329,7 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
     if (cfg_format(cfg, g->cfg_text, sizeof g->cfg_text) != 0)
         g->cfg_text[0] = '\0';
     g->progress = prg_new(cfg);
+    g->cam_want = -1;
     g->log = calloc(LOG_LINES, sizeof *g->log);
     if (!g->progress || !g->log) {
         prg_free(g->progress);
@@ -447,6 +455,8 @@ void eng_destroy(eng *g)
     run_preview_free(&g->preview);
     for (int i = 0; i < ITEM_CACHE; i++)
         run_val_item_free(&g->items[i].item);
+    run_explain_free(&g->cam);
+    eng_cam_model_free(g->cam_model);
     prg_free(g->progress);
     feed_free(g->samples);
     ds_free(g->ds);
@@ -525,19 +535,25 @@ static void make_preview(eng *g, int n, uint64_t count)
     pthread_mutex_unlock(&g->lock);
 }
 
+/* Validation example index's image and results into s. */
+static void read_item(eng *g, long long index, item_slot *s)
+{
+    memset(s, 0, sizeof *s);
+    s->used = 1;
+    s->index = index;
+    batch_src src;
+    const ds_dataset *d;
+    s->rc = prg_val_example(g->progress, index, &src, &s->item, &s->epoch, &s->err);
+    if (s->rc == PT_OK)
+        s->rc = open_data(g, &d, &s->err);
+    if (s->rc == PT_OK)
+        s->rc = feed_val_image(d, src, &s->item, &s->err);
+}
+
 static void load_item(eng *g, long long index)
 {
     item_slot s;
-    memset(&s, 0, sizeof s);
-    s.used = 1;
-    s.index = index;
-    batch_src src;
-    const ds_dataset *d;
-    s.rc = prg_val_example(g->progress, index, &src, &s.item, &s.epoch, &s.err);
-    if (s.rc == PT_OK)
-        s.rc = open_data(g, &d, &s.err);
-    if (s.rc == PT_OK)
-        s.rc = feed_val_image(d, src, &s.item, &s.err);
+    read_item(g, index, &s);
     pthread_mutex_lock(&g->lock);
     item_slot *old = &g->items[g->item_next];
     run_val_item_free(&old->item);
@@ -546,12 +562,34 @@ static void load_item(eng *g, long long index)
     pthread_mutex_unlock(&g->lock);
 }
 
+/* Grad-CAM of example index through the run folder's model (the sample thread
+ * alone touches cam_model). */
+static void make_cam(eng *g, long long index)
+{
+    item_slot s;
+    run_explain x;
+    memset(&x, 0, sizeof x);
+    read_item(g, index, &s);
+    if (s.rc == PT_OK) {
+        char dir[sizeof ((run_snapshot *)0)->run_dir];
+        prg_run_dir(g->progress, dir, sizeof dir);
+        s.rc = eng_cam_make(&g->cam_model, dir, s.epoch, &s.item, &x, &s.err);
+    }
+    run_val_item_free(&s.item);
+    pthread_mutex_lock(&g->lock);
+    run_explain_free(&g->cam);
+    g->cam = x;
+    g->cam_slot = s;
+    pthread_mutex_unlock(&g->lock);
+}
+
 static void *sample_main(void *arg)
 {
     eng *g = arg;
     pthread_mutex_lock(&g->lock);
     for (;;) {
-        while (!g->sample_exit && g->preview_want == 0 && g->item_want_n == 0)
+        while (!g->sample_exit && g->preview_want == 0 && g->item_want_n == 0 &&
+               g->cam_want < 0)
             pthread_cond_wait(&g->sample_cv, &g->lock);
         if (g->sample_exit)
             break;
@@ -562,6 +600,11 @@ static void *sample_main(void *arg)
             memmove(g->item_want, g->item_want + 1, (size_t)g->item_want_n * sizeof *g->item_want);
             pthread_mutex_unlock(&g->lock);
             load_item(g, index);
+        } else if (g->cam_want >= 0) {
+            long long index = g->cam_want;
+            g->cam_want = -1;
+            pthread_mutex_unlock(&g->lock);
+            make_cam(g, index);
         } else {
             int n = g->preview_want;
             g->preview_want = 0;
@@ -645,9 +688,10 @@ int eng_val_report_get(eng *g, run_val_report *out)
     return prg_val_report(g->progress, out);
 }
 
-long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, float *conf)
+long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, float *conf,
+                        float *loss)
 {
-    return prg_val_preds(g->progress, first, n, label, pred, conf);
+    return prg_val_preds(g->progress, first, n, label, pred, conf, loss);
 }
 
 int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e)
@@ -697,4 +741,33 @@ int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e)
     }
     pthread_mutex_unlock(&g->lock);
     return 0;
+}
+
+int eng_explain_get(eng *g, long long index, run_explain *out, pt_err *e)
+{
+    memset(out, 0, sizeof *out);
+    batch_src src;
+    run_val_item now;
+    int epoch;
+    int rc = prg_val_example(g->progress, index, &src, &now, &epoch, e);
+    if (rc != PT_OK)
+        return rc;
+    pthread_mutex_lock(&g->lock);
+    const item_slot *s = &g->cam_slot;
+    if (s->used && s->index == index && s->epoch == epoch) {
+        rc = s->rc;
+        if (rc != PT_OK) {
+            if (e)
+                *e = s->err;
+        } else {
+            rc = run_explain_copy(&g->cam, out) == PT_OK
+                     ? 1
+                     : err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+        }
+    } else if (g->cam_want != index) {
+        g->cam_want = index;
+        wake_samples(g);
+    }
+    pthread_mutex_unlock(&g->lock);
+    return rc == PT_OK ? 0 : rc;
 }

@@ -95,10 +95,11 @@ int eng_preview_sheet(eng *g, const run_preview *p, int cols, const char *path, 
 /* Validation results of the latest epoch (epoch 0 in out: none yet). */
 int eng_val_report_get(eng *g, run_val_report *out);
 
-/* Labels, predictions and confidences of validation examples [first, first + n)
- * of the latest epoch (no I/O: for filtering and listing). Any of the arrays may be
+/* Labels, predictions, confidences and losses (cross-entropy) of validation
+ * examples [first, first + n) of the latest epoch (no I/O: for filtering and listing). Any of the arrays may be
  * NULL. Returns how many were copied (0 when no validation has run yet). */
-long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, float *conf);
+long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, float *conf,
+                        float *loss);
 
 /* The image of validation example index (in [0, n)) with its labels. Images load
  * on the engine's sample thread, like previews, so this never blocks on a file:
@@ -107,6 +108,15 @@ long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, f
  * when there is no validation yet, index is outside it, or the record could not
  * be read. */
 int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e);
+
+/* Grad-CAM of validation example index of the latest epoch: its image as
+ * eng_val_item_get() gives it, through the run folder's model (the weights of the
+ * last checkpoint, as validation used them), for its predicted and its true class.
+ * Made on the sample thread, like the images: 1 when out was filled (free it with
+ * run_explain_free), 0 while it is being made (the call asked for it: call again
+ * later), or an error (< 0, e says why: no validation, no checkpoint yet, a model
+ * that cannot be read). Only the latest index asked for is made. */
+int eng_explain_get(eng *g, long long index, run_explain *out, pt_err *e);
 
 /* ---- curves: live and finished runs as one series type ---------------------------
  * The workbench draws a live run's curves and the compared runs' the same way: as

@@ -47,6 +47,43 @@ void run_val_item_free(run_val_item *it)
     it->rgb = NULL;
 }
 
+void run_explain_free(run_explain *x)
+{
+    free(x->photo);
+    free(x->cam[0]);
+    free(x->cam[1]);
+    free(x->heat);
+    memset(x, 0, sizeof *x);
+}
+
+static uint8_t *copy_rgb(const uint8_t *p, size_t bytes, int *ok)
+{
+    if (!p)
+        return NULL;
+    uint8_t *q = malloc(bytes);
+    if (q)
+        memcpy(q, p, bytes);
+    else
+        *ok = 0;
+    return q;
+}
+
+int run_explain_copy(const run_explain *x, run_explain *out)
+{
+    size_t bytes = (size_t)x->h * x->w * 3;
+    int ok = 1;
+    *out = *x;
+    out->photo = copy_rgb(x->photo, bytes, &ok);
+    out->cam[0] = copy_rgb(x->cam[0], bytes, &ok);
+    out->cam[1] = copy_rgb(x->cam[1], bytes, &ok);
+    out->heat = copy_rgb(x->heat, bytes, &ok);
+    if (!ok) {
+        run_explain_free(out);
+        return PT_ENOMEM;
+    }
+    return PT_OK;
+}
+
 const char *run_model_name(const run_config *c, char *buf, size_t n)
 {
     const char *base = strrchr(c->model, '/');

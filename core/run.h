@@ -283,8 +283,31 @@ typedef struct run_val_item {
     uint8_t *rgb;
     int label, pred;
     float confidence;           /* softmax probability of pred */
+    float loss;                 /* cross-entropy: -log of the softmax probability of label */
 } run_val_item;
 
 void run_val_item_free(run_val_item *it);
+
+/* Grad-CAM of one validation example (eng_explain_get): the image as the net saw
+ * it, and for its predicted class (cam[0]) and its true class (cam[1]) the
+ * class-activation map laid over it in a colour map; heat is cam[0]'s map alone. */
+#define RUN_EXPLAIN_TOP 5
+typedef struct run_explain {
+    int h, w;
+    uint8_t *photo, *cam[2], *heat;     /* h x w x 3 each, malloc'd */
+    int cls[2];                         /* the classes of cam[0] and cam[1] */
+    float prob[2];                      /* their softmax probabilities */
+    int label, pred;
+    float loss;
+    int n_top;                          /* the most probable classes, most first */
+    int top[RUN_EXPLAIN_TOP];
+    float top_p[RUN_EXPLAIN_TOP];
+    int epoch;                          /* the weights' epoch (the run's checkpoint) */
+    char layer[128];                    /* the layer the maps are of, in words */
+} run_explain;
+
+void run_explain_free(run_explain *x);
+/* A deep copy of x into out (zeroed first); PT_ENOMEM leaves out empty. */
+int run_explain_copy(const run_explain *x, run_explain *out);
 
 #endif

@@ -682,6 +682,25 @@ TEST(engine_preview_and_validation_inspection)
     T_EQ_INT(sum, 16);
     T_EQ_INT(rep.support[0], 6);
     run_val_report_free(&rep);
+    /* Each example's loss (inspect's top losses): their mean is the epoch's. */
+    {
+        float loss[16];
+        int pred[16];
+        float conf[16];
+        T_EQ_INT(eng_val_preds(g, 0, 16, NULL, pred, conf, loss), 16);
+        run_snapshot *shot = malloc(sizeof *shot);
+        T_REQUIRE(shot != NULL);
+        eng_snapshot_get(g, shot);
+        double mean = 0;
+        for (int i = 0; i < 16; i++) {
+            T_CHECK(loss[i] >= 0 && isfinite(loss[i]));
+            /* -log p(label) >= -log p(pred) = -log conf. */
+            T_CHECK(loss[i] >= -logf(conf[i]) - 1e-5f);
+            mean += loss[i] / 16.0;
+        }
+        T_NEAR(mean, shot->history[0].val_loss, 1e-5);
+        free(shot);
+    }
     run_val_item it;
     /* Images load on the engine's sample thread: the first ask only asks. */
     T_EQ_INT(eng_val_item_get(g, 3, &it, &e), 0);
@@ -693,6 +712,28 @@ TEST(engine_preview_and_validation_inspection)
     T_EQ_INT(it.h, 32);
     T_CHECK(it.label == fx_label_of(it.rgb, 32, 32));
     T_CHECK(it.confidence > 0 && it.confidence <= 1);
+    /* Its Grad-CAM (inspect's Enter), made on the sample thread with the run
+     * folder's model: the epoch's weights, so the same prediction and confidence. */
+    run_explain x;
+    T_EQ_INT(eng_explain_get(g, 3, &x, &e), 0);
+    int made = 0;
+    for (double until = util_now() + 60; (made = eng_explain_get(g, 3, &x, &e)) == 0 &&
+                                          util_now() < until;)
+        usleep(2000);
+    T_REQUIRE(made == 1);
+    T_EQ_INT(x.h, 32);
+    T_EQ_INT(x.w, 32);
+    T_EQ_INT(x.epoch, 1);
+    T_EQ_INT(x.label, it.label);
+    T_EQ_INT(x.pred, it.pred);
+    T_NEAR(x.prob[0], it.confidence, 1e-4);
+    T_CHECK(memcmp(x.photo, it.rgb, (size_t)32 * 32 * 3) == 0);
+    T_CHECK(memcmp(x.cam[0], x.photo, (size_t)32 * 32 * 3) != 0); /* a map is laid over it */
+    T_EQ_INT(x.n_top, 4);
+    T_EQ_INT(x.top[0], x.pred);
+    T_CHECK(strstr(x.layer, "x") != NULL);
+    run_explain_free(&x);
+    T_EQ_INT(eng_explain_get(g, 16, &x, &e), PT_ENODATA);
     run_val_item_free(&it);
     T_EQ_INT(eng_val_item_get(g, 16, &it, &e), PT_ENODATA);
     T_EQ_STR(eng_class_name(g, 2), "flower02");

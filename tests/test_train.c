@@ -467,13 +467,15 @@ TEST(progress_holds_one_epochs_results_and_names_once)
     v.labels = malloc(3 * sizeof *v.labels);
     v.preds = malloc(3 * sizeof *v.preds);
     v.conf = malloc(3 * sizeof *v.conf);
+    v.loss = malloc(3 * sizeof *v.loss);
     v.src = calloc(3, sizeof *v.src);
     v.confusion = calloc(4, sizeof *v.confusion);
-    T_REQUIRE(v.labels && v.preds && v.conf && v.src && v.confusion);
+    T_REQUIRE(v.labels && v.preds && v.conf && v.loss && v.src && v.confusion);
     for (int i = 0; i < 3; i++) {
         v.labels[i] = i % 2;
         v.preds[i] = 1;
         v.conf[i] = 0.5f + 0.1f * (float)i;
+        v.loss[i] = 0.25f * (float)i;
         v.src[i].record = 10 + i;
     }
     v.confusion[1] = 2; /* true 0, predicted 1 */
@@ -485,11 +487,14 @@ TEST(progress_holds_one_epochs_results_and_names_once)
     T_EQ_INT(src.record, 12);
     T_EQ_INT(it.label, 0);
     T_EQ_INT(it.pred, 1);
+    T_NEAR(it.loss, 0.5, 1e-7);
     T_EQ_INT(prg_val_example(p, 3, &src, &it, &epoch, &e), PT_ENODATA);
     T_EQ_STR(e.msg, "validation example 3 is outside 0..2");
     int label[3], pred[3];
-    T_EQ_INT(prg_val_preds(p, 1, 5, label, pred, NULL), 2);
+    float loss[3];
+    T_EQ_INT(prg_val_preds(p, 1, 5, label, pred, NULL, loss), 2);
     T_EQ_INT(label[0], 1);
+    T_NEAR(loss[1], 0.5, 1e-7);
     run_val_report rep;
     T_REQUIRE(prg_val_report(p, &rep) == PT_OK);
     T_EQ_INT(rep.epoch, 2);

@@ -515,6 +515,68 @@ TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
     tmx_stop(&t);
 }
 
+/* The losses the captions show ("loss 0.42"), in screen order (rows, then
+ * columns), into out; how many. */
+static int caption_losses(const char *s, double *out, int max)
+{
+    int n = 0;
+    for (const char *p = strstr(s, "loss "); p && n < max; p = strstr(p + 5, "loss ")) {
+        char *end;
+        double v = strtod(p + 5, &end);
+        if (end != p + 5)
+            out[n++] = v;
+    }
+    return n;
+}
+
+TEST(ui_tmux_inspect_top_losses_and_the_grad_cam_of_the_selected_image)
+{
+    T_NEED_TOOL("tmux");
+    if (t_slow_mode()) {
+        t_skip("a training run per tmux pane is too slow under valgrind");
+        return;
+    }
+    const char *data = fx_dataset(t_tmpdir(), 3, TRAIN, VAL, 0, 32, 20);
+    T_REQUIRE(data != NULL);
+    tmux_srv t;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "%s --no-sixel --data %s --out %s/a --epochs 1 --batch-per-replica 4 "
+             "--replicas 2",
+             t_bin(), data, t_tmpdir());
+    T_REQUIRE(tmx_open(&t, 140, 44, NULL, cmd));
+    tmx_keys(&t, "s");
+    WAIT(&t, "DONE", 120);
+    tmx_keys(&t, "i");
+    WAIT(&t, "Validation after epoch 1: 20 images", 30);
+    /* t: the images by loss, highest first, each caption with its loss. */
+    tmx_keys(&t, "t");
+    WAIT(&t, "all by loss 1-", 30);
+    WAIT(&t, "loss ", 30);
+    char *s = tmx_screen(&t, 0);
+    double loss[64];
+    int n = caption_losses(s, loss, 64);
+    T_CHECKF(n >= 2, "fewer than two losses on screen:\n%s", s);
+    for (int i = 1; i < n; i++)
+        T_CHECKF(loss[i] <= loss[i - 1] + 0.01, "loss %d (%g) above loss %d (%g):\n%s", i,
+                 loss[i], i - 1, loss[i - 1], s);
+    free(s);
+    /* Enter: the selected (first, the highest loss) image's Grad-CAM, with the
+     * classes, the loss and the layer; Right follows the selection. */
+    tmx_keys(&t, "Enter");
+    WAIT(&t, "Grad-CAM of", 60);
+    WAIT(&t, "epoch 1's weights, layer", 60);
+    WAIT(&t, "1. ", 30);
+    tmx_keys(&t, "Right");
+    WAIT(&t, "epoch 1's weights, layer", 60);
+    /* Esc: back to the images, then to the panels. */
+    tmx_keys(&t, "Escape");
+    WAIT(&t, "all by loss 1-", 30);
+    tmx_keys(&t, "Escape");
+    WAIT(&t, "Curves", 30);
+    tmx_quit(&t, 0);
+}
+
 /* pattern with each '@' replaced by dir, into out (n bytes). */
 static void at_dir(char *out, size_t n, const char *pattern, const char *dir)
 {

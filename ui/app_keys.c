@@ -174,7 +174,25 @@ static int key_inspect(app *a, ui_act act)
 {
     switch (act) {
     case UI_ACT_BACK:
-        a->insp.open = 0;
+        if (a->insp.cam_open)
+            ui_inspect_cam_close(&a->insp);
+        else
+            a->insp.open = 0;
+        return 1;
+    case UI_ACT_TOP_LOSSES:
+        if (!a->insp.loss_all && a->insp.n > 0)
+            note(a, UI_R_WARN, a->opened ? "top losses: a run's folder keeps no losses"
+                                         : "top losses: the losses are still being read");
+        ui_inspect_key(&a->insp, act);
+        return 1;
+    case UI_ACT_ZOOM:
+        if (!a->insp.cam_open && (a->insp.no_images[0] || ui_inspect_selected(&a->insp) < 0))
+            note(a, UI_R_WARN, a->opened ? "Grad-CAM: a run's folder keeps no images (explain "
+                                           "RUN IMAGE... makes it headless)"
+                                         : "Grad-CAM: no image selected");
+        else if (!a->insp.cam_open && a->insp.focus != UI_INSPECT_IMAGES)
+            a->insp.focus = UI_INSPECT_IMAGES;
+        ui_inspect_key(&a->insp, act);
         return 1;
     case UI_ACT_PGDN: case UI_ACT_PGUP: case UI_ACT_HOME: case UI_ACT_MISTAKES:
     case UI_ACT_SORT: case UI_ACT_UP: case UI_ACT_DOWN: case UI_ACT_NEXT:

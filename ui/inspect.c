@@ -105,12 +105,61 @@ static void drop_page(ui_inspect *v)
     v->page_id++;
 }
 
+static void free_losses(ui_inspect *v)
+{
+    free(v->loss);
+    free(v->loss_all);
+    free(v->loss_wrong);
+    v->loss = NULL;
+    v->loss_all = v->loss_wrong = NULL;
+}
+
+static const float *g_sort_loss;
+
+/* Highest loss first; a NaN loss last; ties in validation order. */
+static int by_loss_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    float lx = g_sort_loss[x], ly = g_sort_loss[y];
+    int nx = lx != lx, ny = ly != ly;
+    if (nx != ny)
+        return nx - ny;
+    if (!nx && lx != ly)
+        return lx > ly ? -1 : 1;
+    return x - y;
+}
+
+/* The two orders by loss, once the labels, predictions and losses of all n
+ * examples are read. */
+static void order_by_loss(ui_inspect *v, const int *label, const int *pred)
+{
+    v->loss_all = malloc(sizeof(int) * (size_t)v->n);
+    v->loss_wrong = malloc(sizeof(int) * (size_t)(v->n_wrong > 0 ? v->n_wrong : 1));
+    if (!v->loss_all || !v->loss_wrong) {
+        free_losses(v);
+        return;
+    }
+    for (long long i = 0; i < v->n; i++)
+        v->loss_all[i] = (int)i;
+    g_sort_loss = v->loss; /* qsort has no context argument; the UI thread only */
+    qsort(v->loss_all, (size_t)v->n, sizeof *v->loss_all, by_loss_cmp);
+    g_sort_loss = NULL;
+    long long k = 0;
+    for (long long i = 0; i < v->n; i++) {
+        int j = v->loss_all[i];
+        if (k < v->n_wrong && label[j] != pred[j])
+            v->loss_wrong[k++] = j;
+    }
+}
+
 void ui_inspect_free(ui_inspect *v)
 {
+    ui_inspect_cam_close(v);
     drop_page(v);
     run_val_report_free(&v->rep);
     free(v->wrong);
     v->wrong = NULL;
+    free_losses(v);
     v->n = v->scanned = v->n_wrong = 0;
 }
 
@@ -122,9 +171,19 @@ long long ui_inspect_count(const ui_inspect *v)
 /* The validation index at list position pos (-1 when there is none yet). */
 static long long index_at(const ui_inspect *v, long long pos)
 {
+    if (v->by_loss && v->loss_all) {
+        if (pos < 0 || pos >= (v->mistakes ? v->n_wrong : v->n))
+            return -1;
+        return v->mistakes ? v->loss_wrong[pos] : v->loss_all[pos];
+    }
     if (!v->mistakes)
         return pos < v->n ? pos : -1;
     return pos >= 0 && pos < v->n_wrong ? v->wrong[pos] : -1;
+}
+
+long long ui_inspect_selected(const ui_inspect *v)
+{
+    return v->sel < ui_inspect_count(v) ? index_at(v, v->sel) : -1;
 }
 
 void ui_inspect_set_results(ui_inspect *v, run_val_report *rep, const int *labels,
@@ -154,31 +213,42 @@ void ui_inspect_work(ui_inspect *v, eng *g, int history_n)
         drop_page(v);
         free(v->wrong);
         v->wrong = NULL;
+        free_losses(v);
         v->n = v->scanned = v->n_wrong = 0;
         v->err[0] = 0;
         if (v->rep.epoch > 0 && v->rep.n > 0) {
             int *label = malloc(sizeof(int) * (size_t)v->rep.n);
             int *pred = malloc(sizeof(int) * (size_t)v->rep.n);
             v->wrong = malloc(sizeof(int) * (size_t)v->rep.n);
-            if (label && pred && v->wrong) {
+            v->loss = malloc(sizeof(float) * (size_t)v->rep.n);
+            if (label && pred && v->wrong && v->loss) {
                 v->n = v->rep.n;
                 /* Every label and prediction at once, from memory: the mistakes
                  * filter and its count need no image reads. They stay as they
                  * are until the next results, so the mistakes are listed once. */
-                v->scanned = eng_val_preds(g, 0, (int)v->n, label, pred, NULL);
+                v->scanned = eng_val_preds(g, 0, (int)v->n, label, pred, NULL, v->loss);
                 for (long long i = 0; i < v->scanned; i++)
                     if (label[i] != pred[i])
                         v->wrong[v->n_wrong++] = (int)i;
+                if (v->scanned == v->n)
+                    order_by_loss(v, label, pred);
+                else
+                    free_losses(v);
             } else {
                 free(v->wrong);
                 v->wrong = NULL;
+                free_losses(v);
             }
             free(label);
             free(pred);
         }
         if (v->pos >= v->n)
             v->pos = 0;
+        v->sel = v->pos;
+        if (v->cam_open && ui_inspect_cam_open(v) == 0)
+            ui_inspect_cam_close(v); /* asked again, for the new results */
     }
+    ui_inspect_cam_work(v, g);
     if (v->n == 0)
         return;
     /* The page on screen: ask for every image on it at once (the engine loads
@@ -259,22 +329,47 @@ void ui_inspect_key(ui_inspect *v, ui_act a)
         }
     }
     switch (a) {
-    case UI_ACT_PGDN:
     case UI_ACT_RIGHT:
-        if (v->pos + page < count)
-            v->pos += page;
-        break;
-    case UI_ACT_PGUP:
     case UI_ACT_LEFT:
-        v->pos = v->pos >= page ? v->pos - page : 0;
+    case UI_ACT_PGDN:
+    case UI_ACT_PGUP:
+        if (v->focus == UI_INSPECT_IMAGES && (a == UI_ACT_RIGHT || a == UI_ACT_LEFT)) {
+            /* The selection moves by one image, turning the page at its ends. */
+            long long s = v->sel + (a == UI_ACT_RIGHT ? 1 : -1);
+            if (s >= 0 && s < count) {
+                v->sel = s;
+                if (s >= v->pos + page)
+                    v->pos += page;
+                else if (s < v->pos)
+                    v->pos = v->pos >= page ? v->pos - page : 0;
+            }
+        } else if (a == UI_ACT_PGDN || a == UI_ACT_RIGHT) {
+            /* (Left and Right with the table focused turn the images' pages.) */
+            if (v->pos + page < count)
+                v->pos += page;
+            v->sel = v->pos;
+        } else {
+            v->pos = v->pos >= page ? v->pos - page : 0;
+            v->sel = v->pos;
+        }
         break;
     case UI_ACT_HOME:
-        v->pos = 0;
+        v->pos = v->sel = 0;
         break;
     case UI_ACT_MISTAKES:
         v->mistakes = !v->mistakes;
-        v->pos = 0;
+        v->pos = v->sel = 0;
         break;
+    case UI_ACT_TOP_LOSSES:
+        v->by_loss = !v->by_loss && v->loss_all;
+        v->pos = v->sel = 0;
+        break;
+    case UI_ACT_ZOOM:
+        if (v->cam_open)
+            ui_inspect_cam_close(v);
+        else
+            ui_inspect_cam_open(v);
+        return;
     case UI_ACT_SORT:
         v->by_f1 = !v->by_f1;
         v->table_top = 0;
@@ -301,6 +396,7 @@ void ui_inspect_key(ui_inspect *v, ui_act a)
     default:
         break;
     }
+    ui_inspect_cam_follow(v);
 }
 
 /* The per-class table's columns for a box w wide: P and R go first, then n,
@@ -501,8 +597,9 @@ static ui_rect draw_images_box(ui_inspect *v, WINDOW *w, ui_rect left)
                  v->rep.epoch, v->n, acc, v->n_wrong);
     else
         snprintf(title, sizeof title,
-                 "Validation after epoch %d: %lld images%s | %s %lld-%lld of %lld%s",
+                 "Validation after epoch %d: %lld images%s | %s%s %lld-%lld of %lld%s",
                  v->rep.epoch, v->n, acc, v->mistakes ? "mistakes" : "all",
+                 v->by_loss ? " by loss" : "",
                  count ? v->pos + 1 : 0, last, count, v->scanned < v->n ? " (reading)" : "");
     return ui_draw_box(w, left, title, v->focus == UI_INSPECT_IMAGES);
 }
@@ -545,6 +642,10 @@ void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, 
         ui_preview_hide(pv);
         return;
     }
+    if (v->cam_open) {
+        ui_inspect_cam_draw(v, w, in, f, pv);
+        return;
+    }
     long long count = ui_inspect_count(v);
     ui_preview_geom g;
     int sixel = pv->mode == UI_PIX_SIXEL;
@@ -583,6 +684,18 @@ void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, 
             snprintf(cap[i].text[1], sizeof cap[i].text[1], "was %s",
                      ui_panel_class_name(f, it->label, b, sizeof b));
         cap[i].role[1] = ok ? UI_R_DIM : UI_R_NORMAL;
+        if (v->by_loss) {
+            /* fastai's top losses: predicted / true / loss / probability. */
+            if (ok)
+                snprintf(cap[i].text[1], sizeof cap[i].text[1], "loss %.2f", it->loss);
+            else
+                snprintf(cap[i].text[1], sizeof cap[i].text[1], "loss %.2f, was %s", it->loss,
+                         ui_panel_class_name(f, it->label, b, sizeof b));
+            snprintf(cap[i].text[0], sizeof cap[i].text[0], "%s %s %.0f%%", ok ? "OK" : "NO",
+                     ui_panel_class_name(f, it->pred, a, sizeof a), it->confidence * 100);
+        }
+        if (v->pos + i == v->sel)
+            cap[i].role[0] = UI_R_SEL; /* the image Enter explains */
     }
     ui_rect area = { in.y, in.x, in.h, cols };
     ui_preview_set(pv, v->page_id + 1, area, &g, im, cap, n);

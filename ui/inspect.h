@@ -1,6 +1,8 @@
 /* inspect — the validation view (`i`): validation images with their true and
  * predicted class, marked OK, or NO in red as the notebooks' display_batch_of_
- * images does; a filter for mistakes only; per-class precision, recall and F1;
+ * images does; a filter for mistakes only; the list ordered by loss, highest first
+ * (fastai's top losses); a selected image (Left/Right) whose Grad-CAM Enter shows;
+ * per-class precision, recall and F1;
  * the confusion matrix as a heat map (true class by row, predicted by column;
  * counts, or percentages of each row) beside the most confused class pairs.
  * Tab moves the focus between the images, the per-class table and the matrix;
@@ -54,6 +56,7 @@ typedef struct ui_inspect {
     int open;
     int focus;                  /* UI_INSPECT_IMAGES, _TABLE or _MATRIX */
     int mistakes;               /* show mistakes only */
+    int by_loss;                /* the list ordered by loss, highest first */
     int by_f1;                  /* per-class table sorted by F1 */
     int table_top, table_rows;  /* first row shown; rows that fit (last draw) */
     int percent;                /* the matrix in percentages of each row */
@@ -68,6 +71,18 @@ typedef struct ui_inspect {
     long long n, scanned;
     int *wrong;
     long long n_wrong;
+    /* each example's loss (NULL: not known, as in an opened run) and the list's
+     * two orders by loss: all examples, and the mistakes */
+    float *loss;
+    int *loss_all, *loss_wrong;
+    long long sel;              /* the selected list position */
+    /* the Grad-CAM view of the selected image (Enter; inspect_cam.c): cam_state 0
+     * while asked for, 1 shown, -1 failed (cam_err says why) */
+    int cam_open, cam_state;
+    long long cam_index;
+    run_explain cam;
+    char cam_err[1024];
+    uint64_t cam_id;            /* changes whenever cam's pictures change */
     /* the page on screen: n_slots images asked for, the first n_items of them
      * loaded (drawn); loaded[i] when item[i] holds a copy (or a failed read) */
     run_val_item item[UI_INSPECT_PAGE_MAX];
@@ -94,11 +109,23 @@ void ui_inspect_work(ui_inspect *v, eng *g, int history_n);
 void ui_inspect_set_results(ui_inspect *v, run_val_report *rep, const int *labels,
                             const int *preds, long long n, const char *no_images);
 
+/* The validation index of the selected image (-1 when there is none). */
+long long ui_inspect_selected(const ui_inspect *v);
+
 /* Number of entries in the list shown (all, or the mistakes found so far). */
 long long ui_inspect_count(const ui_inspect *v);
 
 /* A key of the inspect context (paging, filter, sort, table scroll). */
 void ui_inspect_key(ui_inspect *v, ui_act a);
+
+/* The Grad-CAM view (inspect_cam.c): open it on the selected image (0 when there
+ * is none: a run's folder keeps no images), close it, follow the selection, collect
+ * from the engine (called by ui_inspect_work) and draw it inside the images' box. */
+int ui_inspect_cam_open(ui_inspect *v);
+void ui_inspect_cam_close(ui_inspect *v);
+void ui_inspect_cam_follow(ui_inspect *v);
+void ui_inspect_cam_work(ui_inspect *v, eng *g);
+void ui_inspect_cam_draw(ui_inspect *v, WINDOW *w, ui_rect in, const ui_frame *f, ui_preview *pv);
 
 /* Draw the view into body; the images go through pv (mode set by the app). */
 void ui_inspect_draw(ui_inspect *v, WINDOW *w, ui_rect body, const ui_frame *f, ui_preview *pv);

@@ -43,8 +43,11 @@ static const ui_key g_keys[] = {
     { UI_CTX_MAIN, 'q', "q", UI_ACT_QUIT, "quit", "quit (asks when a run is active, then writes a checkpoint)" },
 
     /* inspect view */
-    { UI_CTX_INSPECT, KEY_RIGHT, "Right", UI_ACT_RIGHT, "next", "next page of validation images (the confusion matrix focused: scroll right)" },
-    { UI_CTX_INSPECT, KEY_LEFT, "Left", UI_ACT_LEFT, "prev", "previous page (the confusion matrix focused: scroll left)" },
+    { UI_CTX_INSPECT, KEY_RIGHT, "Right", UI_ACT_RIGHT, "select", "select the next validation image, turning the page at its end (the table focused: next page; the confusion matrix focused: scroll right)" },
+    { UI_CTX_INSPECT, KEY_LEFT, "Left", UI_ACT_LEFT, NULL, "select the previous image (the table focused: previous page; the matrix focused: scroll left)" },
+    { UI_CTX_INSPECT, '\n', "Enter", UI_ACT_ZOOM, "Grad-CAM", "the selected image's Grad-CAM: where the model looked for its predicted and its true class (Enter or Esc again: back)" },
+    { UI_CTX_INSPECT, KEY_ENTER, "Enter", UI_ACT_ZOOM, NULL, NULL },
+    { UI_CTX_INSPECT, '\r', "Enter", UI_ACT_ZOOM, NULL, NULL },
     { UI_CTX_INSPECT, KEY_NPAGE, "PgDn", UI_ACT_PGDN, NULL, "next page of the focused part (images, per-class table, matrix rows)" },
     { UI_CTX_INSPECT, ' ', "Space", UI_ACT_PGDN, NULL, NULL },
     { UI_CTX_INSPECT, KEY_PPAGE, "PgUp", UI_ACT_PGUP, NULL, "previous page of the focused part" },
@@ -55,6 +58,7 @@ static const ui_key g_keys[] = {
     { UI_CTX_INSPECT, KEY_BTAB, "S-Tab", UI_ACT_FOCUS_PREV, NULL, "focus the previous part" },
     { UI_CTX_INSPECT, '%', "%", UI_ACT_PERCENT, "counts/%", "confusion matrix: counts / percentages of each true class (row-normalised)" },
     { UI_CTX_INSPECT, 'm', "m", UI_ACT_MISTAKES, "mistakes", "show mistakes only / all images" },
+    { UI_CTX_INSPECT, 't', "t", UI_ACT_TOP_LOSSES, "top losses", "order the images by loss, highest first (fastai's top losses) / in validation order" },
     { UI_CTX_INSPECT, 'o', "o", UI_ACT_SORT, "sort", "order the per-class table by F1 (worst first) / by class" },
     { UI_CTX_INSPECT, 'n', "n", UI_ACT_NEXT, NULL, "reload the latest validation results" },
     { UI_CTX_INSPECT, 'i', "i", UI_ACT_BACK, "close", "back to the panels" },

@@ -40,6 +40,18 @@ void inf_top1(const float *logits, int k, int *arg, float *p)
     *p = (float)(1.0 / sum);
 }
 
+double inf_xent(const float *logits, int k, int label)
+{
+    /* log-sum-exp about the largest logit, so no term overflows. */
+    float top = logits[0];
+    for (int c = 1; c < k; c++)
+        top = logits[c] > top ? logits[c] : top;
+    double sum = 0;
+    for (int c = 0; c < k; c++)
+        sum += exp((double)logits[c] - top);
+    return (double)top + log(sum) - logits[label];
+}
+
 void inf_topk(const double *p, int k, int n, int *order)
 {
     /* A partial selection, n passes over the classes: k is small. */

@@ -39,6 +39,9 @@ void inf_softmax(const float *logits, int k, double *out);
 int inf_argmax(const double *p, int k);
 /* The largest logit's class (the first on a tie) and its softmax probability. */
 void inf_top1(const float *logits, int k, int *arg, float *p);
+/* Cross-entropy of one row of k logits against class label: -log softmax(logits)[label],
+ * in double (a row with a non-finite logit gives a non-finite loss). */
+double inf_xent(const float *logits, int k, int label);
 /* The n (<= k) most probable classes, most probable first, in order[0..n); of equal
  * probabilities the lower class first (as predict's CSV has always listed them). */
 void inf_topk(const double *p, int k, int n, int *order);

@@ -53,6 +53,7 @@ void prg_val_free(prg_val *v)
     free(v->labels);
     free(v->preds);
     free(v->conf);
+    free(v->loss);
     free(v->src);
     free(v->confusion);
     memset(v, 0, sizeof *v);
@@ -97,6 +98,13 @@ void prg_set_message(prg *p, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(p->snap.message, sizeof p->snap.message, fmt, ap);
     va_end(ap);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void prg_run_dir(prg *p, char *buf, size_t n)
+{
+    pthread_mutex_lock(&p->lock);
+    util_copy(buf, n, p->snap.run_dir);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -182,7 +190,8 @@ int prg_val_report(prg *p, run_val_report *out)
     return PT_OK;
 }
 
-long long prg_val_preds(prg *p, long long first, int n, int *label, int *pred, float *conf)
+long long prg_val_preds(prg *p, long long first, int n, int *label, int *pred, float *conf,
+                        float *loss)
 {
     long long got = 0;
     pthread_mutex_lock(&p->lock);
@@ -196,6 +205,8 @@ long long prg_val_preds(prg *p, long long first, int n, int *label, int *pred, f
                 pred[i] = v->preds[first + i];
             if (conf)
                 conf[i] = v->conf[first + i];
+            if (loss)
+                loss[i] = v->loss[first + i];
         }
     }
     pthread_mutex_unlock(&p->lock);
@@ -219,6 +230,7 @@ int prg_val_example(prg *p, long long index, batch_src *src, run_val_item *item,
     item->label = v->labels[index];
     item->pred = v->preds[index];
     item->confidence = v->conf[index];
+    item->loss = v->loss[index];
     item->h = item->w = p->snap.image_size;
     *epoch = v->epoch;
     pthread_mutex_unlock(&p->lock);

@@ -33,6 +33,7 @@ typedef struct prg_val {
     int n_classes;
     int32_t *labels, *preds;
     float *conf;
+    float *loss;                /* each example's cross-entropy (-log p of its label) */
     batch_src *src;             /* where each example's record is */
     long long *confusion;       /* n_classes x n_classes, [true][pred] */
 } prg_val;
@@ -79,15 +80,19 @@ const char *prg_class_name(prg *p, int k);
 /* The latest epoch's report (epoch 0: none yet). PT_ENOMEM when a copy failed. */
 int prg_val_report(prg *p, run_val_report *out);
 
-/* Labels, predictions, confidences of examples [first, first + n); any array may
- * be NULL. Returns how many were copied (0 before the first validation). */
-long long prg_val_preds(prg *p, long long first, int n, int *label, int *pred, float *conf);
+/* Labels, predictions, confidences and losses of examples [first, first + n); any
+ * array may be NULL. Returns how many were copied (0 before the first validation). */
+long long prg_val_preds(prg *p, long long first, int n, int *label, int *pred, float *conf,
+                        float *loss);
 
 /* Where example index of the latest epoch lives and what was predicted for it.
  * *epoch receives the epoch the results belong to. PT_ENODATA (message says why)
  * when there are no results or index is outside them. */
 int prg_val_example(prg *p, long long index, batch_src *src, run_val_item *item, int *epoch,
                     pt_err *e);
+
+/* The run folder (the snapshot's run_dir: "" until the run has made it) into buf. */
+void prg_run_dir(prg *p, char *buf, size_t n);
 
 /* Frees v's arrays and leaves it empty. */
 void prg_val_free(prg_val *v);

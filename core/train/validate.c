@@ -70,12 +70,13 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
     int32_t *labels = malloc((size_t)cap * sizeof *labels);
     int32_t *preds = malloc((size_t)cap * sizeof *preds);
     float *conf = malloc((size_t)cap * sizeof *conf);
+    float *eloss = malloc((size_t)cap * sizeof *eloss);
     batch_src *src = malloc((size_t)cap * sizeof *src);
     /* a batch's logits, and the spare the test-time flip needs */
     const size_t slice = (size_t)r->plan.replicas * r->plan.predict_batch * r->plan.n_classes;
     float *logits = malloc(2 * slice * sizeof *logits);
     long long *cm = calloc((size_t)r->plan.n_classes * r->plan.n_classes, sizeof *cm);
-    if (!labels || !preds || !conf || !src || !logits || !cm) {
+    if (!labels || !preds || !conf || !eloss || !src || !logits || !cm) {
         rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory (validation)");
         goto out;
     }
@@ -105,6 +106,8 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
             labels[n] = blabel[i];
             preds[n] = arg;
             conf[n] = pr;
+            eloss[n] = (float)inf_xent(blogits + (size_t)i * r->plan.n_classes,
+                                       r->plan.n_classes, blabel[i]);
             src[n] = bsrc[i];
         }
         pipe_release(p, b);
@@ -132,10 +135,11 @@ static int validate(trn *r, run_epoch *row, pt_err *e)
     /* Hand the arrays to the run's progress (for inspect and the report). */
     {
         prg_val v = { .epoch = row->epoch, .n = n, .n_classes = r->plan.n_classes, .labels = labels,
-                      .preds = preds, .conf = conf, .src = src, .confusion = cm };
+                      .preds = preds, .conf = conf, .loss = eloss, .src = src,
+                        .confusion = cm };
         prg_set_val(r->env->progress, &v);
         labels = preds = NULL;
-        conf = NULL;
+        conf = eloss = NULL;
         src = NULL;
         cm = NULL;
     }
@@ -144,6 +148,7 @@ out:
     free(labels);
     free(preds);
     free(conf);
+    free(eloss);
     free(src);
     free(logits);
     free(cm);
