@@ -11,7 +11,7 @@
 static const char *usage =
     "usage: petal-tui explain RUN_DIR|MODEL.onnx IMAGE... [--class C] [--layer L] [--top K]\n"
     "                         --out DIR\n"
-    "       petal-tui explain RUN_DIR --top-losses N [--layer L] --out DIR\n";
+    "       petal-tui explain RUN_DIR --top-losses N|--first N [--layer L] --out DIR\n";
 
 static void help(void)
 {
@@ -37,12 +37,15 @@ static void help(void)
            "                 image (Grad-CAM of the predicted class; true / predicted /\n"
            "                 probability / loss), highest first, and the same list printed.\n"
            "                 Needs the run's dataset where it trained from.\n"
+           "--first N        the same sheet of the run's first N validation images in\n"
+           "                 record order (a choice of images fixed in advance, not by\n"
+           "                 what the model got wrong): DIR/validation.png\n"
            "Float32, without the test-time flip. See petal-tui(1), SUBCOMMANDS, explain.\n",
            usage);
 }
 
 typedef struct args {
-    const char *model, *out, *cls, *layer, *top, *losses;
+    const char *model, *out, *cls, *layer, *top, *losses, *first;
     char **images;
     int n_images;
 } args;
@@ -51,8 +54,8 @@ typedef struct args {
 static int parse(int argc, char **argv, args *a)
 {
     static const char *const known[] = { "--class", "--layer", "--top", "--top-losses", "--out",
-                                         "--help", NULL };
-    const char **slot[] = { &a->cls, &a->layer, &a->top, &a->losses, &a->out };
+                                         "--first", "--help", NULL };
+    const char **slot[] = { &a->cls, &a->layer, &a->top, &a->losses, &a->out, &a->first };
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
@@ -63,7 +66,7 @@ static int parse(int argc, char **argv, args *a)
             int k = 0;
             while (known[k] && strcmp(known[k], s))
                 k++;
-            if (k >= 5) {
+            if (k >= 6) {
                 cli_unknown("explain", s, known);
                 return -1;
             }
@@ -78,6 +81,12 @@ static int parse(int argc, char **argv, args *a)
             a->images[a->n_images++] = argv[i];
         }
     }
+    if (a->losses && a->first) {
+        fprintf(stderr, "petal-tui: explain: --top-losses or --first, not both\n%s", usage);
+        return -1;
+    }
+    if (a->first)
+        a->losses = a->first; /* the same sheet, of the first records */
     if (!a->model || !a->out || (!a->losses && a->n_images == 0)) {
         fprintf(stderr, "petal-tui: explain: %s\n%s",
                 !a->model ? "a run folder or an ONNX model first"
@@ -87,8 +96,9 @@ static int parse(int argc, char **argv, args *a)
         return -1;
     }
     if (a->losses && (a->n_images || a->cls)) {
-        fprintf(stderr, "petal-tui: explain: --top-losses takes the run's validation images: "
-                "no image files and no --class with it\n%s", usage);
+        fprintf(stderr, "petal-tui: explain: %s takes the run's validation images: "
+                "no image files and no --class with it\n%s",
+                a->first ? "--first" : "--top-losses", usage);
         return -1;
     }
     return 0;
@@ -140,7 +150,7 @@ static int run_images(xpl *x, const rm_model *m, const args *a, const xpl_opts *
 static int run_losses(xpl *x, const rm_model *m, int n, const args *a, const xpl_opts *o)
 {
     char png[4200];
-    util_path(png, sizeof png, "%s/top-losses.png", a->out);
+    util_path(png, sizeof png, "%s/%s.png", a->out, o->in_order ? "validation" : "top-losses");
     xpl_loss *l = calloc((size_t)n, sizeof *l);
     if (!l) {
         fprintf(stderr, "petal-tui: explain: out of memory\n");
@@ -173,7 +183,8 @@ int cmd_explain(int argc, char **argv)
     long long top = 5, layer = -1, losses = 0;
     if (rc == 0 && ((a.top && cli_int("--top", a.top, 1, 1000, &top)) ||
                     (a.layer && cli_int("--layer", a.layer, 0, 1000000, &layer)) ||
-                    (a.losses && cli_int("--top-losses", a.losses, 1, 10000, &losses))))
+                    (a.losses && cli_int(a.first ? "--first" : "--top-losses", a.losses, 1, 10000,
+                                         &losses))))
         rc = -1;
     if (rc != 0) {
         free(a.images);
@@ -183,7 +194,7 @@ int cmd_explain(int argc, char **argv)
     rm_model *m = NULL;
     xpl *x = NULL;
     pt_err e;
-    xpl_opts o = { .layer = (int)layer, .cls = -1, .top = (int)top };
+    xpl_opts o = { .layer = (int)layer, .cls = -1, .top = (int)top, .in_order = a.first != NULL };
     int code = 0;
     if (inf_model_open(a.model, 0, RUN_NORM_AUTO, &m, &e) != PT_OK ||
         xpl_new(m, &x, &e) != PT_OK ||

@@ -514,12 +514,41 @@ TEST(explain_top_losses_of_a_run)
     }
     free(o);
     free(e);
-    free(csv);
     char png[4200];
     util_path(png, sizeof png, "%s/top-losses.png", out);
     int w = 0, h = 0;
     T_CHECK(png_size(png, &w, &h) == PT_OK);
     T_CHECKF(w == 2 * 8 + 4 * 192 + 3 * 8 && h > 2 * 192, "%dx%d", w, h);
+
+    /* --first 6: the first six records in file order, with predict's classes */
+    util_path(args, sizeof args, "'%s' --first 6 --out '%s'", run, out);
+    rc = cli(args, &o, &e);
+    T_CHECKF(rc == 0, "exit %d:\n%s%s", rc, o, e);
+    rows = 0;
+    for (q = strchr(o, '\n'); rc == 0 && q && q[1] && q[1] != '/'; q = strchr(q + 1, '\n')) {
+        int rank;
+        long long rec;
+        char tn[64], pn[64], pp[64];
+        double prob, loss;
+        T_REQUIRE(sscanf(q + 1, "%d\t%lld\t%63[^\t]\t%63[^\t]\t%lf\t%lf", &rank, &rec, tn, pn,
+                         &prob, &loss) == 6);
+        T_CHECKF(rec == rows && rank == rows + 1, "row %d: rank %d, record %lld", rows, rank, rec);
+        csv_prob(csv_row(csv, rec), tn, pp, sizeof pp);
+        T_CHECKF(!strcmp(pp, pn), "record %lld: predicted %s, predict says %s", rec, pn, pp);
+        rows++;
+    }
+    T_CHECKF(rows == 6, "%d rows:\n%s", rows, o);
+    free(o);
+    free(e);
+    util_path(png, sizeof png, "%s/validation.png", out);
+    T_CHECK(png_size(png, &w, &h) == PT_OK && w > 4 * 192);
+    util_path(args, sizeof args, "'%s' --first 6 --top-losses 2 --out '%s'", run, out);
+    rc = cli(args, &o, &e);
+    T_CHECKF(rc == 1 && strstr(e, "not both"), "exit %d:\n%s%s", rc, o, e);
+    free(o);
+    free(e);
+    free(csv);
+    util_path(args, sizeof args, "'%s' --top-losses 5 --out '%s'", run, out);
 
     /* the data gone */
     char moved[4200];

@@ -217,6 +217,7 @@ int xpl_file(xpl *x, const char *image, const char *png, const xpl_opts *o, xpl_
 
 typedef struct keep {
     int n, got, S;
+    int in_order;           /* the first n records, not the highest losses */
     xpl_loss *l;
     uint8_t *img;           /* n x S x S x 3 */
 } keep;
@@ -236,6 +237,8 @@ static void consider(keep *k, long long i, const float *z, int K, int y, const u
         sum += exp((double)z[c] - mx);
     const double lse = mx + log(sum), loss = lse - z[y];
     int at = k->got < k->n ? k->got : -1;
+    if (at < 0 && k->in_order)
+        return;
     if (at < 0) {
         at = 0;
         for (int j = 1; j < k->n; j++)
@@ -379,7 +382,10 @@ static int contact_sheet(xpl *x, const rm_model *m, const keep *k, int layer, co
     if (!s.rgb)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     char t[128];
-    util_fmt(t, sizeof t, "top losses: %d", k->got);
+    if (k->in_order)
+        util_fmt(t, sizeof t, "the first %d validation images", k->got);
+    else
+        util_fmt(t, sizeof t, "top losses: %d", k->got);
     grid_text(s.rgb, s.W, s.H, MARGIN, MARGIN, t, WHITE, s.sc);
     const size_t px = (size_t)m->image_size * m->image_size * 3;
     int rc = PT_OK;
@@ -403,12 +409,13 @@ int xpl_top_losses(xpl *x, int n, const char *png, const xpl_opts *o, xpl_loss *
         return rc;
     if (n < 1)
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                       "--top-losses: a number of images >= 1");
+                       "%s: a number of images >= 1", o->in_order ? "--first" : "--top-losses");
     ds_dataset *ds;
     if ((rc = open_val(m, &ds, e)) != PT_OK)
         return rc;
     const size_t px = (size_t)m->image_size * m->image_size * 3;
-    keep k = { .n = n, .S = m->image_size, .l = calloc((size_t)n, sizeof *k.l),
+    keep k = { .n = n, .S = m->image_size, .in_order = o->in_order,
+               .l = calloc((size_t)n, sizeof *k.l),
                .img = malloc((size_t)n * px) };
     if (!k.l || !k.img)
         rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
@@ -425,7 +432,7 @@ int xpl_top_losses(xpl *x, int n, const char *png, const xpl_opts *o, xpl_loss *
             rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
         for (int i = 0; rc == PT_OK && i < k.got; i++)
             l[i] = k.l[i];
-        if (rc == PT_OK)
+        if (rc == PT_OK && !k.in_order)
             qsort(l, (size_t)k.got, sizeof *l, by_loss);
         for (int i = 0; rc == PT_OK && i < k.got; i++)
             for (int j = 0; j < k.got; j++)

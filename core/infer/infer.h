@@ -316,6 +316,8 @@ typedef struct xpl_opts {
     int layer;              /* < 0: the default */
     int cls;                /* a class to explain besides the prediction, or -1 */
     int top;                /* classes listed, >= 1 */
+    int in_order;           /* xpl_top_losses: the first n records in file order (a
+                               fixed choice of images), not the n highest losses */
 } xpl_opts;
 typedef struct xpl_answer {
     int pred;
@@ -344,6 +346,8 @@ typedef struct xpl_loss {
  * predicted class at o->layer and the caption true / predicted / probability / loss.
  * An ONNX file, or a run whose dataset is gone or has no validation records, is
  * refused naming it and saying what to do. */
+/* With o->in_order, the first n records instead, in file order (the sheet's title
+ * says which). */
 int xpl_top_losses(xpl *x, int n, const char *png, const xpl_opts *o, xpl_loss *out,
                    int *got, pt_err *e);
 
