@@ -25,6 +25,7 @@
 #include "train/progress.h"
 #include "run/runfolder.h"
 #include "infer/netcfg.h"
+#include "train/lrfind.h"
 #include "train/trainer.h"
 
 #define LOG_LINES 512
@@ -79,6 +80,11 @@ struct eng {
     int item_want_n;
     item_slot items[ITEM_CACHE];
     int item_next;                  /* the slot the next loaded image replaces */
+
+    /* the learning-rate finder's thread, before a run (train/lrfind.h) */
+    lrf_track finder;
+    pthread_t finder_thread;
+    int finder_started, finder_stop;    /* finder_stop: cancel it */
 };
 
 /* ------------------------------------------------------------------------------ */
@@ -193,6 +199,91 @@ static void *run_main(void *arg)
     pthread_cond_broadcast(&g->end_cv);
     pthread_mutex_unlock(&g->lock);
     return NULL;
+}
+
+/* ---- the learning-rate finder's hooks and thread (lrf_run, train/lrfind.h) ---- */
+
+static void finder_log(void *ctx, const char *line)
+{
+    char buf[1100];
+    util_fmt(buf, sizeof buf, "%s%s", strncmp(line, "lr-find", 7) ? "lr-find: " : "", line);
+    log_push(ctx, buf);
+}
+
+static int finder_control(void *ctx)
+{
+    eng *g = ctx;
+    pthread_mutex_lock(&g->lock);
+    int c = g->finder_stop || g->cmd == TRN_STOP || g->sample_exit ? TRN_STOP : TRN_GO;
+    pthread_mutex_unlock(&g->lock);
+    return c;
+}
+
+static int finder_wait(void *ctx, int pause)
+{
+    (void)pause;
+    return finder_control(ctx) == TRN_GO ? TRN_GO : TRN_STOP; /* it never pauses */
+}
+
+static void *finder_main(void *arg)
+{
+    eng *g = arg;
+    trn_env env = { .cfg = &g->cfg, .cfg_text = g->cfg_text, .progress = g->finder.progress,
+                    .feed = g->samples, .ctx = g, .log = finder_log, .control = finder_control,
+                    .wait = finder_wait, .data = hook_data };
+    pt_err e;
+    err_clear(&e);
+    lrf_run(&env, &g->finder, &e); /* it publishes how it ended */
+    return NULL;
+}
+
+/* Cancel a finder under way and wait for its thread. */
+static void finder_join(eng *g)
+{
+    pthread_mutex_lock(&g->lock);
+    int started = g->finder_started;
+    g->finder_stop = 1;
+    g->finder_started = 0;
+    pthread_mutex_unlock(&g->lock);
+    if (started)
+        pthread_join(g->finder_thread, NULL);
+}
+
+int eng_lrfind_start(eng *g, pt_err *e)
+{
+    run_lrfind now;
+    eng_lrfind_get(g, &now);
+    if (now.state == RUN_LRF_PREPARING || now.state == RUN_LRF_RUNNING)
+        return PT_OK; /* one at a time: this one goes on */
+    int rc = lrf_check(&g->cfg, eng_job_on(), e);
+    if (rc != PT_OK)
+        return rc;
+    finder_join(g);
+    pthread_mutex_lock(&g->lock);
+    if (g->started)
+        rc = err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                     "a run has started: lr-find runs before one");
+    if (rc == PT_OK) {
+        lrf_track_reset(&g->finder);
+        g->finder_stop = 0;
+        g->finder_started = pthread_create(&g->finder_thread, NULL, finder_main, g) == 0;
+        if (!g->finder_started)
+            rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "cannot start a thread");
+    }
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+void eng_lrfind_stop(eng *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->finder_stop = 1;
+    pthread_mutex_unlock(&g->lock);
+}
+
+void eng_lrfind_get(eng *g, run_lrfind *out)
+{
+    lrf_track_get(&g->finder, out);
 }
 
 /* ------------------------------------------------------------------------------ */
@@ -323,7 +414,8 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
         g->cfg_text[0] = '\0';
     g->progress = prg_new(cfg);
     g->log = calloc(LOG_LINES, sizeof *g->log);
-    if (!g->progress || !g->log) {
+    if (!g->progress || !g->log || lrf_track_init(&g->finder, cfg, e) != PT_OK) {
+        lrf_track_free(&g->finder);
         prg_free(g->progress);
         feed_free(g->samples);
         free(g->log);
@@ -364,6 +456,7 @@ int eng_failure(eng *g, pt_err *e)
 
 int eng_start(eng *g)
 {
+    finder_join(g); /* a finder under way is cancelled: the run needs the cores */
     pthread_mutex_lock(&g->lock);
     if (g->started) {
         pthread_mutex_unlock(&g->lock);
@@ -436,6 +529,7 @@ void eng_destroy(eng *g)
     if (!g)
         return;
     eng_stop(g);
+    finder_join(g);
     if (g->started)
         pthread_join(g->run_thread, NULL);
     pthread_mutex_lock(&g->lock);
@@ -447,6 +541,7 @@ void eng_destroy(eng *g)
     run_preview_free(&g->preview);
     for (int i = 0; i < ITEM_CACHE; i++)
         run_val_item_free(&g->items[i].item);
+    lrf_track_free(&g->finder);
     prg_free(g->progress);
     feed_free(g->samples);
     ds_free(g->ds);

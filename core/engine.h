@@ -108,6 +108,21 @@ long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, f
  * be read. */
 int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e);
 
+/* ---- the learning-rate finder (core/train/lrfind.h) -------------------------------
+ * fastai's lr_find before a run: 100 updates of the run's own model, optimizer,
+ * replicas and pipeline, the rate growing from 1e-7 to 10, on a thread of its own;
+ * its model and state are its own and freed at its end, so the run that eng_start
+ * begins afterwards is the same, bit for bit, as one begun without it. */
+
+/* Starts the finder (a finder under way goes on; a finished one's result is replaced).
+ * PT_EUSAGE with e filled once a run has started, for --resume, and in an mpirun job. */
+int eng_lrfind_start(eng *g, pt_err *e);
+/* Cancels it (seen at the next update; eng_lrfind_get then says RUN_LRF_STOPPED).
+ * eng_start and eng_destroy cancel a finder under way and wait for it. */
+void eng_lrfind_stop(eng *g);
+/* A copy of its progress and result (state RUN_LRF_NONE before any start). */
+void eng_lrfind_get(eng *g, run_lrfind *out);
+
 /* ---- curves: live and finished runs as one series type ---------------------------
  * The workbench draws a live run's curves and the compared runs' the same way: as
  * run_series (run.h), each point at three x positions. Bodies in core/series.c. */
