@@ -122,6 +122,10 @@ int eng_lrfind_start(eng *g, pt_err *e);
 void eng_lrfind_stop(eng *g);
 /* A copy of its progress and result (state RUN_LRF_NONE before any start). */
 void eng_lrfind_get(eng *g, run_lrfind *out);
+/* The curve (smoothed loss against the rate, log x, the suggestions marked) as a PNG
+ * at path. An error with e filled when it cannot be written or f has fewer than 2
+ * points. Body in core/engine_lrfind.c. */
+int eng_lrfind_plot(const run_lrfind *f, const char *path, pt_err *e);
 
 /* ---- curves: live and finished runs as one series type ---------------------------
  * The workbench draws a live run's curves and the compared runs' the same way: as

@@ -99,6 +99,8 @@ static void help(void)
            "  petal-tui shards SRC_DIR OUT_DIR   class folders of JPEGs -> TFRecord shards\n"
            "  petal-tui demo [--cache DIR]       generate the demo dataset, print its folder\n"
            "  petal-tui lr-schedule [OPTIONS]    print a learning-rate schedule\n"
+           "  petal-tui lr-find [OPTIONS] [--plot FILE.png] [--csv FILE]\n"
+           "                                     suggest --lr-max (fastai's lr_find)\n"
            "  petal-tui preview [OPTIONS] --out FILE.png   augmentation preview grid\n"
            "  petal-tui classify MODEL.onnx IMAGE...   top ImageNet classes of JPEGs\n"
            "  petal-tui model MODEL.onnx [--classes N]   the layers an ONNX graph becomes\n"
@@ -208,6 +210,8 @@ int main(int argc, char **argv)
             return cmd_preview(argc - 1, argv + 1);
         if (!strcmp(c, "lr-schedule"))
             return cmd_lr_schedule(argc - 1, argv + 1);
+        if (!strcmp(c, "lr-find"))
+            return cmd_lrfind(argc - 1, argv + 1);
         if (!strcmp(c, "classify"))
             return cmd_classify(argc - 1, argv + 1);
         if (!strcmp(c, "model"))

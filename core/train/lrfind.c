@@ -229,11 +229,7 @@ static run_lrf_state publish_end(trn *r, lrf_track *t, int rc, const pt_err *e)
                      f->n, why);
     }
     run_lrf_state end = f->state;
-    char line[sizeof f->message];
-    util_copy(line, sizeof line, f->message);
     pthread_mutex_unlock(&t->lock);
-    if (r->env->log)
-        r->env->log(r->env->ctx, line);
     return end;
 }
 
