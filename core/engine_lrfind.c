@@ -21,6 +21,13 @@ int eng_lrfind_plot(const run_lrfind *f, const char *path, pt_err *e)
                     .n_marks = f->found ? 2 : 0, .title = title,
                     .xlabel = "learning rate (log scale)", .ylabel = "smoothed loss",
                     .w = 900, .h = 560 };
+    /* The climb at the end can reach 4x the best loss and flatten the part that
+     * matters: the axis ends half the fall above the first loss (the workbench's
+     * chart does the same). */
+    double lo = f->n ? f->smooth[0] : 0;
+    for (int i = 0; i < f->n; i++)
+        lo = lo < f->smooth[i] ? lo : f->smooth[i];
+    s.y_top = f->n ? f->smooth[0] + 0.5 * (f->smooth[0] - lo) : 0;
     uint8_t *rgb;
     int w, h;
     int rc = plot_logx(&s, &rgb, &w, &h);

@@ -132,12 +132,14 @@ static void help(void)
            "scroll it, %% shows counts or percentages of each row), a/n augmentation\n"
            "preview, c configure, r runs list (compare earlier runs, o sorts), e export the\n"
            "ended or opened run's model (RUN/model.onnx), x curves by update/epoch/time,\n"
-           "l log scale, Left/Right the zoomed curves' value cursor, q quit. --headless\n"
+           "l log scale, Left/Right the zoomed curves' value cursor, L lr-find (before s:\n"
+           "the loss against the rate, the suggested lr-max), q quit. --headless\n"
            "draws a Keras-like progress bar on a terminal.\n");
     printf("\n"
            "exit status (the workbench's too): 0 done, 1 usage, 2 data error or failed run,\n"
-           "3 non-finite loss, 130 interrupted or hung up. Errors go to stderr, once, as\n"
-           "\"petal-tui: WHAT: WHY\". Each subcommand takes --help. See petal-tui(1).\n");
+           "3 non-finite loss, 4 lr-find without a suggestion, 130 interrupted or hung up.\n"
+           "Errors go to stderr, once, as \"petal-tui: WHAT: WHY\". Each subcommand takes\n"
+           "--help. See petal-tui(1).\n");
 }
 
 /* Started by mpirun: one rank of a data-parallel run (train/dist.h). Rank 0 reports

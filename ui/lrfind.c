@@ -35,8 +35,9 @@ static void chart(WINDOW *w, ui_rect r, const run_lrfind *f)
     if (ui_chart_yrange(&curve, 1, 0, &ya) != 0)
         return;
     /* The climb at the end can reach 4x the best loss and flatten the part that
-     * matters: the top is a little above the first loss (the climb leaves the box). */
-    double top = f->smooth[0] + 0.25 * (f->smooth[0] - ya.lo);
+     * matters: the top is half the fall above the first loss (the climb leaves the
+     * box; `lr-find --plot` does the same). */
+    double top = f->smooth[0] + 0.5 * (f->smooth[0] - ya.lo);
     if (f->n > 1 && ya.hi > top && top > ya.lo)
         ya.hi = top;
     /* Each suggestion a vertical line over the whole height, under the curve. */

@@ -23,11 +23,14 @@ typedef struct canvas {
     int w, h;
     int x0, y0, x1, y1;         /* the plot area, y0 at the top */
     double lx0, lx1, y_lo, y_hi;
+    int clip;                   /* 1: dots outside the plot area are dropped */
 } canvas;
 
 static void dot(const canvas *c, int x, int y, const uint8_t col[3])
 {
     if (x < 0 || y < 0 || x >= c->w || y >= c->h)
+        return;
+    if (c->clip && (x < c->x0 || x > c->x1 || y < c->y0 || y > c->y1))
         return;
     memcpy(c->rgb + ((size_t)y * c->w + x) * 3, col, 3);
 }
@@ -126,6 +129,8 @@ int plot_logx(const plot_spec *s, uint8_t **out_rgb, int *out_w, int *out_h)
         c.y_lo = fmin(c.y_lo, s->y[i]);
         c.y_hi = fmax(c.y_hi, s->y[i]);
     }
+    if (s->y_top > c.y_lo && s->y_top < c.y_hi)
+        c.y_hi = s->y_top;
     double pad = (c.y_hi - c.y_lo) * 0.05;
     if (pad <= 0)
         pad = fabs(c.y_hi) * 0.05 + 1e-3;
@@ -141,11 +146,13 @@ int plot_logx(const plot_spec *s, uint8_t **out_rgb, int *out_w, int *out_h)
         return PT_ENOMEM;
     memset(c.rgb, 255, (size_t)s->w * s->h * 3);
     axes(&c);
+    c.clip = 1;
     for (int i = 0; i + 1 < s->n; i++)
         line(&c, px(&c, s->x[i]), py(&c, s->y[i]), px(&c, s->x[i + 1]), py(&c, s->y[i + 1]),
              CURVE, 3);
     for (int k = 0; k < s->n_marks; k++)
         mark(&c, s, &s->marks[k], k);
+    c.clip = 0;
     if (s->title)
         grid_text(c.rgb, c.w, c.h, (c.x0 + c.x1 - grid_text_width(s->title, SCALE)) / 2, 16,
                   s->title, INK, SCALE);

@@ -1,7 +1,7 @@
 /* plot — a curve against a logarithmic x axis as a picture (the learning-rate
  * finder's loss against the rate, for `petal-tui lr-find --plot`): white ground,
  * axes with a tick and a label at every power of ten on x and five values on y,
- * the curve as a line, and vertical marks with their labels at chosen x values.
+ * the curve as a line (cut at the plot's edges), and vertical marks with their labels at chosen x values.
  * Text is grid.h's 5x7 font.
  *
  * Ownership: plot_logx() mallocs *out_rgb (w x h x 3); the caller frees it with
@@ -24,6 +24,8 @@ typedef struct plot_spec {
     const plot_mark *marks;
     int n_marks;
     const char *title, *xlabel, *ylabel;   /* may be NULL */
+    double y_top;               /* > 0 and below the largest y: the axis ends there and
+                                   the curve is cut at the top (0: the largest y) */
     int w, h;                   /* the picture's size: at least 320 x 200 */
 } plot_spec;
 
