@@ -278,6 +278,15 @@ TEST(lrfind_cancelled_and_refused_for_resume)
 
 /* ---- the command ---- */
 
+/* The binary as a path that works from another folder (make test gives a relative one). */
+static const char *bin(void)
+{
+    static char path[4096];
+    if (!realpath(t_bin(), path))
+        snprintf(path, sizeof path, "%s", t_bin());
+    return path;
+}
+
 TEST(lrfind_command_prints_the_suggestion_and_writes_the_plot_and_csv)
 {
     if (t_slow_mode()) {
@@ -286,13 +295,13 @@ TEST(lrfind_command_prints_the_suggestion_and_writes_the_plot_and_csv)
     }
     T_REQUIRE(dataset()[0]);
     const char *dir = t_tmpdir();
-    char cmd[8192], *out = NULL;
+    char cmd[16384], *out = NULL;
     /* From a fresh folder: nothing appears in it but the files asked for. */
     snprintf(cmd, sizeof cmd,
              "cd '%s' && '%s' lr-find --data '%s' --replicas 2 --batch-per-replica 4 "
              "--image-size 32 --workers 1 --lr-max 0.5 --plot lr.png --csv lr.csv 2>&1; "
              "echo status $?; ls",
-             dir, t_bin(), dataset());
+             dir, bin(), dataset());
     T_REQUIRE(t_run(cmd, &out) == 0);
     T_CHECKF(strstr(out, "status 0\n") != NULL, "%s", out);
     T_CHECKF(strstr(out, "update  lr") && strstr(out, "\n    10  5.34e-07"), "%s", out);
@@ -346,8 +355,8 @@ TEST(lrfind_command_refuses_what_headless_refuses)
         { "stray", 1, "unexpected argument" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char cmd[4200], *out = NULL;
-        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' lr-find %s", t_tmpdir(), t_bin(),
+        char cmd[8400], *out = NULL;
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' lr-find %s", t_tmpdir(), bin(),
                  cases[i].args);
         int st = t_run(cmd, &out);
         T_CHECKF(st == cases[i].status && strstr(out, cases[i].says),

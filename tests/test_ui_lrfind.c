@@ -112,9 +112,12 @@ TEST(ui_tmux_lrfind_key_shows_the_curve_and_the_c_dialog_offers_it)
         return;
     }
     tmux_srv t;
-    char cmd[4096];
+    char cmd[9000];
     const char *run = t_tmpdir();
-    snprintf(cmd, sizeof cmd, "'%s' --no-sixel --image-size 32 --epochs 1 --out '%s/run'", t_bin(),
+    char bin[4096];
+    if (!realpath(t_bin(), bin)) /* the pane may start elsewhere */
+        snprintf(bin, sizeof bin, "%s", t_bin());
+    snprintf(cmd, sizeof cmd, "'%s' --no-sixel --image-size 32 --epochs 1 --out '%s/run'", bin,
              run);
     T_REQUIRE(tmx_start(&t, 120, 40, cmd) == 0);
     T_REQUIRE(tmx_wait(&t, "IDLE", 60));

@@ -95,11 +95,10 @@ ui_rect ui_lrf_draw(WINDOW *w, int rows, int cols, const run_lrfind *f)
                          line);
     if (f->state == RUN_LRF_DONE && f->found)
         ui_draw_text_cut(w, in.y + in.h - 2, in.x + 1, in.w - 2, UI_R_DIM,
-                         "red: the valley (the suggestion), yellow: the steepest point; "
-                         "c offers it as lr-max");
+                         "red: the valley (the suggestion), yellow: the steepest point");
     ui_draw_text_cut(w, in.y + in.h - 1, in.x + 1, in.w - 2, UI_R_KEY,
                      active ? "q, Esc or Ctrl-C cancels; nothing of the run changes"
-                            : "s starts the run, c configures (L there uses the suggestion), "
-                              "L again, Esc closes");
+                            : "s starts the run, c configures (L there uses it), L reruns, "
+                              "Esc closes");
     return b;
 }
