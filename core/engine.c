@@ -26,72 +26,14 @@
 #include "train/progress.h"
 #include "run/runfolder.h"
 #include "infer/netcfg.h"
+#include "train/lrfind.h"
 #include "train/trainer.h"
 
-#define LOG_LINES 512
-#define ITEM_QUEUE 64       /* validation images asked for and not loaded yet */
-#define ITEM_CACHE 96       /* loaded validation images kept (two inspect pages) */
-
-/* A loaded validation image (or why it could not be loaded). */
-typedef struct item_slot {
-    int used;
-    int epoch;                      /* of the results it belongs to */
-    long long index;
-    int rc;
-    pt_err err;
-    run_val_item item;
-} item_slot;
-
-struct eng {
-    run_config cfg;
-    char cfg_text[16384];           /* cfg as the run folder's config file */
-    char warnings[1024];            /* eng_warnings(); written before any thread */
-    prg *progress;
-    feed *samples;
-
-    pthread_mutex_t lock;           /* everything below but the dataset */
-    pthread_cond_t cmd_cv;          /* command changes */
-    pthread_cond_t end_cv;          /* run ended */
-    int started, ended;
-    int cmd;                        /* TRN_GO / TRN_PAUSE / TRN_STOP */
-    pthread_t run_thread;
-    pt_err fail;                    /* why the run failed (code PT_OK: it has not) */
-
-    /* log ring */
-    char (*log)[1100];
-    uint64_t log_head, log_tail;
-
-    /* the dataset, opened once (run and samples share it) */
-    pthread_mutex_t data_lock;
-    ds_dataset *ds;
-    int data_rc;
-    pt_err data_err;
-
-    /* the sample thread: previews and validation images */
-    pthread_t sample_thread;
-    pthread_cond_t sample_cv;
-    int sample_started, sample_exit;
-    int preview_want;               /* images asked for; 0 none pending */
-    uint64_t preview_gen, preview_count;
-    run_preview preview;
-    int preview_failed;             /* the latest preview made could not be */
-    pt_err preview_err;
-    long long item_want[ITEM_QUEUE];
-    int item_want_n;
-    item_slot items[ITEM_CACHE];
-    int item_next;                  /* the slot the next loaded image replaces */
-    /* Grad-CAM: the latest index asked for (-1 none), the latest made, and the
-     * run's model it was made with (opened again when a newer epoch is asked) */
-    long long cam_want;
-    item_slot cam_slot;             /* item unused: the result is cam */
-    run_explain cam;
-    eng_cam_model *cam_model;
-};
 
 /* ------------------------------------------------------------------------------ */
 /* shared pieces */
 
-static void log_push(eng *g, const char *line)
+void eng_log_push(eng *g, const char *line)
 {
     pthread_mutex_lock(&g->lock);
     if (g->log_head - g->log_tail == LOG_LINES)
@@ -114,7 +56,7 @@ static int demo_progress(void *ctx, long long done, long long total)
 }
 
 /* Open the dataset once, for the run and the samples. */
-static int open_data(eng *g, const ds_dataset **out, pt_err *e)
+int eng_open_data(eng *g, const ds_dataset **out, pt_err *e)
 {
     pthread_mutex_lock(&g->data_lock);
     if (!g->ds && g->data_rc == PT_OK) {
@@ -149,7 +91,7 @@ static int open_data(eng *g, const ds_dataset **out, pt_err *e)
 
 static void hook_log(void *ctx, const char *line)
 {
-    log_push(ctx, line);
+    eng_log_push(ctx, line);
 }
 
 static int hook_control(void *ctx)
@@ -176,7 +118,7 @@ static int hook_wait(void *ctx, int pause)
 
 static int hook_data(void *ctx, const ds_dataset **d, pt_err *e)
 {
-    return open_data(ctx, d, e);
+    return eng_open_data(ctx, d, e);
 }
 
 static void *run_main(void *arg)
@@ -200,6 +142,91 @@ static void *run_main(void *arg)
     pthread_cond_broadcast(&g->end_cv);
     pthread_mutex_unlock(&g->lock);
     return NULL;
+}
+
+/* ---- the learning-rate finder's hooks and thread (lrf_run, train/lrfind.h) ---- */
+
+static void finder_log(void *ctx, const char *line)
+{
+    char buf[1100];
+    util_fmt(buf, sizeof buf, "%s%s", strncmp(line, "lr-find", 7) ? "lr-find: " : "", line);
+    eng_log_push(ctx, buf);
+}
+
+static int finder_control(void *ctx)
+{
+    eng *g = ctx;
+    pthread_mutex_lock(&g->lock);
+    int c = g->finder_stop || g->cmd == TRN_STOP || g->sample_exit ? TRN_STOP : TRN_GO;
+    pthread_mutex_unlock(&g->lock);
+    return c;
+}
+
+static int finder_wait(void *ctx, int pause)
+{
+    (void)pause;
+    return finder_control(ctx) == TRN_GO ? TRN_GO : TRN_STOP; /* it never pauses */
+}
+
+static void *finder_main(void *arg)
+{
+    eng *g = arg;
+    trn_env env = { .cfg = &g->cfg, .cfg_text = g->cfg_text, .progress = g->finder.progress,
+                    .feed = g->samples, .ctx = g, .log = finder_log, .control = finder_control,
+                    .wait = finder_wait, .data = hook_data };
+    pt_err e;
+    err_clear(&e);
+    lrf_run(&env, &g->finder, &e); /* it publishes how it ended */
+    return NULL;
+}
+
+/* Cancel a finder under way and wait for its thread. */
+static void finder_join(eng *g)
+{
+    pthread_mutex_lock(&g->lock);
+    int started = g->finder_started;
+    g->finder_stop = 1;
+    g->finder_started = 0;
+    pthread_mutex_unlock(&g->lock);
+    if (started)
+        pthread_join(g->finder_thread, NULL);
+}
+
+int eng_lrfind_start(eng *g, pt_err *e)
+{
+    run_lrfind now;
+    eng_lrfind_get(g, &now);
+    if (now.state == RUN_LRF_PREPARING || now.state == RUN_LRF_RUNNING)
+        return PT_OK; /* one at a time: this one goes on */
+    int rc = lrf_check(&g->cfg, eng_job_on(), e);
+    if (rc != PT_OK)
+        return rc;
+    finder_join(g);
+    pthread_mutex_lock(&g->lock);
+    if (g->started)
+        rc = err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                     "a run has started: lr-find runs before one");
+    if (rc == PT_OK) {
+        lrf_track_reset(&g->finder);
+        g->finder_stop = 0;
+        g->finder_started = pthread_create(&g->finder_thread, NULL, finder_main, g) == 0;
+        if (!g->finder_started)
+            rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "cannot start a thread");
+    }
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+void eng_lrfind_stop(eng *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->finder_stop = 1;
+    pthread_mutex_unlock(&g->lock);
+}
+
+void eng_lrfind_get(eng *g, run_lrfind *out)
+{
+    lrf_track_get(&g->finder, out);
 }
 
 /* ------------------------------------------------------------------------------ */
@@ -331,7 +358,8 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
     g->progress = prg_new(cfg);
     g->cam_want = -1;
     g->log = calloc(LOG_LINES, sizeof *g->log);
-    if (!g->progress || !g->log) {
+    if (!g->progress || !g->log || lrf_track_init(&g->finder, cfg, e) != PT_OK) {
+        lrf_track_free(&g->finder);
         prg_free(g->progress);
         feed_free(g->samples);
         free(g->log);
@@ -346,7 +374,7 @@ int eng_create(const run_config *cfg, eng **out, pt_err *e)
     g->cmd = TRN_GO;
     /* A folder without a dataset is refused now, not after the user has started
      * the run; the run and the previews then share what was opened. */
-    if (cfg->data[0] && (rc = open_data(g, NULL, e)) != PT_OK) {
+    if (cfg->data[0] && (rc = eng_open_data(g, NULL, e)) != PT_OK) {
         eng_destroy(g);
         return rc;
     }
@@ -372,6 +400,7 @@ int eng_failure(eng *g, pt_err *e)
 
 int eng_start(eng *g)
 {
+    finder_join(g); /* a finder under way is cancelled: the run needs the cores */
     pthread_mutex_lock(&g->lock);
     if (g->started) {
         pthread_mutex_unlock(&g->lock);
@@ -444,6 +473,7 @@ void eng_destroy(eng *g)
     if (!g)
         return;
     eng_stop(g);
+    finder_join(g);
     if (g->started)
         pthread_join(g->run_thread, NULL);
     pthread_mutex_lock(&g->lock);
@@ -457,6 +487,7 @@ void eng_destroy(eng *g)
         run_val_item_free(&g->items[i].item);
     run_explain_free(&g->cam);
     eng_cam_model_free(g->cam_model);
+    lrf_track_free(&g->finder);
     prg_free(g->progress);
     feed_free(g->samples);
     ds_free(g->ds);
@@ -503,271 +534,3 @@ int eng_log_pop(eng *g, char *buf, size_t n)
     return got;
 }
 
-/* ------------------------------------------------------------------------------ */
-/* the sample thread */
-
-static void make_preview(eng *g, int n, uint64_t count)
-{
-    run_preview p;
-    memset(&p, 0, sizeof p);
-    pt_err e;
-    const ds_dataset *d;
-    int img = 0;
-    int rc = open_data(g, &d, &e);
-    if (rc == PT_OK)
-        rc = netcfg_image_size(&g->cfg, d, &img, &e);
-    if (rc == PT_OK)
-        rc = feed_preview(g->samples, d, img, n, count, &p, &e);
-    if (rc != PT_OK) {
-        char line[1100];
-        snprintf(line, sizeof line, "preview failed: %s", e.msg);
-        log_push(g, line);
-    }
-    pthread_mutex_lock(&g->lock);
-    g->preview_failed = rc != PT_OK;
-    if (rc == PT_OK) {
-        run_preview_free(&g->preview);
-        g->preview = p;
-        g->preview.generation = ++g->preview_gen;
-    } else {
-        g->preview_err = e;
-    }
-    pthread_mutex_unlock(&g->lock);
-}
-
-/* Validation example index's image and results into s. */
-static void read_item(eng *g, long long index, item_slot *s)
-{
-    memset(s, 0, sizeof *s);
-    s->used = 1;
-    s->index = index;
-    batch_src src;
-    const ds_dataset *d;
-    s->rc = prg_val_example(g->progress, index, &src, &s->item, &s->epoch, &s->err);
-    if (s->rc == PT_OK)
-        s->rc = open_data(g, &d, &s->err);
-    if (s->rc == PT_OK)
-        s->rc = feed_val_image(d, src, &s->item, &s->err);
-}
-
-static void load_item(eng *g, long long index)
-{
-    item_slot s;
-    read_item(g, index, &s);
-    pthread_mutex_lock(&g->lock);
-    item_slot *old = &g->items[g->item_next];
-    run_val_item_free(&old->item);
-    *old = s;
-    g->item_next = (g->item_next + 1) % ITEM_CACHE;
-    pthread_mutex_unlock(&g->lock);
-}
-
-/* Grad-CAM of example index through the run folder's model (the sample thread
- * alone touches cam_model). */
-static void make_cam(eng *g, long long index)
-{
-    item_slot s;
-    run_explain x;
-    memset(&x, 0, sizeof x);
-    read_item(g, index, &s);
-    if (s.rc == PT_OK) {
-        char dir[sizeof ((run_snapshot *)0)->run_dir];
-        prg_run_dir(g->progress, dir, sizeof dir);
-        s.rc = eng_cam_make(&g->cam_model, dir, s.epoch, &s.item, &x, &s.err);
-    }
-    run_val_item_free(&s.item);
-    pthread_mutex_lock(&g->lock);
-    run_explain_free(&g->cam);
-    g->cam = x;
-    g->cam_slot = s;
-    pthread_mutex_unlock(&g->lock);
-}
-
-static void *sample_main(void *arg)
-{
-    eng *g = arg;
-    pthread_mutex_lock(&g->lock);
-    for (;;) {
-        while (!g->sample_exit && g->preview_want == 0 && g->item_want_n == 0 &&
-               g->cam_want < 0)
-            pthread_cond_wait(&g->sample_cv, &g->lock);
-        if (g->sample_exit)
-            break;
-        if (g->item_want_n > 0) {
-            /* Images for the inspect page first: someone is looking at it. */
-            long long index = g->item_want[0];
-            g->item_want_n--;
-            memmove(g->item_want, g->item_want + 1, (size_t)g->item_want_n * sizeof *g->item_want);
-            pthread_mutex_unlock(&g->lock);
-            load_item(g, index);
-        } else if (g->cam_want >= 0) {
-            long long index = g->cam_want;
-            g->cam_want = -1;
-            pthread_mutex_unlock(&g->lock);
-            make_cam(g, index);
-        } else {
-            int n = g->preview_want;
-            g->preview_want = 0;
-            uint64_t count = ++g->preview_count;
-            pthread_mutex_unlock(&g->lock);
-            make_preview(g, n, count);
-        }
-        pthread_mutex_lock(&g->lock);
-    }
-    pthread_mutex_unlock(&g->lock);
-    return NULL;
-}
-
-/* Wake the sample thread, starting it the first time. Called with g->lock held;
- * returns with it held. */
-static void wake_samples(eng *g)
-{
-    pthread_cond_broadcast(&g->sample_cv);
-    if (g->sample_started)
-        return;
-    g->sample_started = 1;
-    if (pthread_create(&g->sample_thread, NULL, sample_main, g) != 0)
-        g->sample_started = 0;
-}
-
-/* ------------------------------------------------------------------------------ */
-/* previews */
-
-void eng_preview_request(eng *g, int n)
-{
-    if (n < 1)
-        n = 1;
-    if (n > 64)
-        n = 64;
-    pthread_mutex_lock(&g->lock);
-    g->preview_want = n;
-    wake_samples(g);
-    pthread_mutex_unlock(&g->lock);
-}
-
-int eng_preview_get(eng *g, uint64_t *seen, run_preview *out)
-{
-    memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&g->lock);
-    int got = 0;
-    if (g->preview_gen > *seen && g->preview.n > 0) {
-        size_t bytes = (size_t)g->preview.n * g->preview.h * g->preview.w * 3;
-        *out = g->preview;
-        out->original = malloc(bytes);
-        out->augmented = malloc(bytes);
-        out->label = malloc((size_t)g->preview.n * sizeof *out->label);
-        if (out->original && out->augmented && out->label) {
-            memcpy(out->original, g->preview.original, bytes);
-            memcpy(out->augmented, g->preview.augmented, bytes);
-            memcpy(out->label, g->preview.label, (size_t)g->preview.n * sizeof *out->label);
-            *seen = g->preview.generation;
-            got = 1;
-        } else {
-            run_preview_free(out);
-        }
-    }
-    pthread_mutex_unlock(&g->lock);
-    return got;
-}
-
-int eng_preview_error(eng *g, pt_err *e)
-{
-    pthread_mutex_lock(&g->lock);
-    int failed = g->preview_failed;
-    if (failed && e)
-        *e = g->preview_err;
-    pthread_mutex_unlock(&g->lock);
-    return failed;
-}
-
-/* ------------------------------------------------------------------------------ */
-/* validation results */
-
-int eng_val_report_get(eng *g, run_val_report *out)
-{
-    return prg_val_report(g->progress, out);
-}
-
-long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, float *conf,
-                        float *loss)
-{
-    return prg_val_preds(g->progress, first, n, label, pred, conf, loss);
-}
-
-int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e)
-{
-    memset(out, 0, sizeof *out);
-    batch_src src;
-    run_val_item now;
-    int epoch;
-    int rc = prg_val_example(g->progress, index, &src, &now, &epoch, e);
-    if (rc != PT_OK)
-        return rc;
-    pthread_mutex_lock(&g->lock);
-    for (int i = 0; i < ITEM_CACHE; i++) {
-        item_slot *s = &g->items[i];
-        if (!s->used || s->index != index || s->epoch != epoch)
-            continue;
-        rc = s->rc;
-        if (rc != PT_OK) {
-            if (e)
-                *e = s->err;
-        } else {
-            size_t bytes = (size_t)s->item.h * s->item.w * 3;
-            *out = s->item;
-            out->rgb = malloc(bytes);
-            if (out->rgb) {
-                memcpy(out->rgb, s->item.rgb, bytes);
-                rc = 1;
-            } else {
-                rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-            }
-        }
-        pthread_mutex_unlock(&g->lock);
-        return rc;
-    }
-    int queued = 0;
-    for (int i = 0; i < g->item_want_n; i++)
-        if (g->item_want[i] == index)
-            queued = 1;
-    if (!queued) {
-        if (g->item_want_n == ITEM_QUEUE) {
-            /* The oldest request is for a page that is no longer on screen. */
-            g->item_want_n--;
-            memmove(g->item_want, g->item_want + 1, (size_t)g->item_want_n * sizeof *g->item_want);
-        }
-        g->item_want[g->item_want_n++] = index;
-        wake_samples(g);
-    }
-    pthread_mutex_unlock(&g->lock);
-    return 0;
-}
-
-int eng_explain_get(eng *g, long long index, run_explain *out, pt_err *e)
-{
-    memset(out, 0, sizeof *out);
-    batch_src src;
-    run_val_item now;
-    int epoch;
-    int rc = prg_val_example(g->progress, index, &src, &now, &epoch, e);
-    if (rc != PT_OK)
-        return rc;
-    pthread_mutex_lock(&g->lock);
-    const item_slot *s = &g->cam_slot;
-    if (s->used && s->index == index && s->epoch == epoch) {
-        rc = s->rc;
-        if (rc != PT_OK) {
-            if (e)
-                *e = s->err;
-        } else {
-            rc = run_explain_copy(&g->cam, out) == PT_OK
-                     ? 1
-                     : err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-        }
-    } else if (g->cam_want != index) {
-        g->cam_want = index;
-        wake_samples(g);
-    }
-    pthread_mutex_unlock(&g->lock);
-    return rc == PT_OK ? 0 : rc;
-}

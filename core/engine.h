@@ -117,6 +117,24 @@ int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e);
  * later), or an error (< 0, e says why: no validation, no checkpoint yet, a model
  * that cannot be read). Only the latest index asked for is made. */
 int eng_explain_get(eng *g, long long index, run_explain *out, pt_err *e);
+/* ---- the learning-rate finder (core/train/lrfind.h) -------------------------------
+ * fastai's lr_find before a run: 100 updates of the run's own model, optimizer,
+ * replicas and pipeline, the rate growing from 1e-7 to 10, on a thread of its own;
+ * its model and state are its own and freed at its end, so the run that eng_start
+ * begins afterwards is the same, bit for bit, as one begun without it. */
+
+/* Starts the finder (a finder under way goes on; a finished one's result is replaced).
+ * PT_EUSAGE with e filled once a run has started, for --resume, and in an mpirun job. */
+int eng_lrfind_start(eng *g, pt_err *e);
+/* Cancels it (seen at the next update; eng_lrfind_get then says RUN_LRF_STOPPED).
+ * eng_start and eng_destroy cancel a finder under way and wait for it. */
+void eng_lrfind_stop(eng *g);
+/* A copy of its progress and result (state RUN_LRF_NONE before any start). */
+void eng_lrfind_get(eng *g, run_lrfind *out);
+/* The curve (smoothed loss against the rate, log x, the suggestions marked) as a PNG
+ * at path. An error with e filled when it cannot be written or f has fewer than 2
+ * points. Body in core/engine_lrfind.c. */
+int eng_lrfind_plot(const run_lrfind *f, const char *path, pt_err *e);
 
 /* ---- curves: live and finished runs as one series type ---------------------------
  * The workbench draws a live run's curves and the compared runs' the same way: as

@@ -309,5 +309,35 @@ typedef struct run_explain {
 void run_explain_free(run_explain *x);
 /* A deep copy of x into out (zeroed first); PT_ENOMEM leaves out empty. */
 int run_explain_copy(const run_explain *x, run_explain *out);
+/* ---- the learning-rate finder --------------------------------------------------- */
+
+/* fastai's lr_find: the rate grows exponentially from start_lr to end_lr over num_it
+ * updates; each update's training loss and its smoothed value (core/train/lrfind.h
+ * computes them, engine.h's eng_lrfind_get copies them out). A plain value. */
+#define RUN_LRF_POINTS 100
+
+typedef enum run_lrf_state {
+    RUN_LRF_NONE = 0,           /* never started */
+    RUN_LRF_PREPARING,          /* building the model, the replicas, the pipeline */
+    RUN_LRF_RUNNING,            /* the updates */
+    RUN_LRF_DONE,               /* ended: by the last update, 4x the best, or non-finite */
+    RUN_LRF_FAILED,
+    RUN_LRF_STOPPED             /* cancelled */
+} run_lrf_state;
+
+typedef struct run_lrfind {
+    run_lrf_state state;
+    int n;                      /* updates recorded */
+    int num_it;                 /* planned updates */
+    double start_lr, end_lr;
+    double lr[RUN_LRF_POINTS], loss[RUN_LRF_POINTS], smooth[RUN_LRF_POINTS];
+    int why_end;                /* 0 the last update, 1 smoothed loss over 4x its best,
+                                   2 a non-finite loss (not recorded) */
+    int found;                  /* 1: valley and steep hold the suggestions */
+    double valley, steep;       /* the rates of fastai's two rules */
+    double lr_max;              /* the valley as --lr-max: valley / --lr-scaling */
+    int update_size;            /* examples per update */
+    char message[256];          /* what it is doing; why it failed */
+} run_lrfind;
 
 #endif

@@ -7,6 +7,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_shards(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_lr_schedule(int argc, char **argv);
+int cmd_lrfind(int argc, char **argv);
 int cmd_preview(int argc, char **argv);
 int cmd_classify(int argc, char **argv);
 int cmd_model(int argc, char **argv);

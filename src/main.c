@@ -99,6 +99,8 @@ static void help(void)
            "  petal-tui shards SRC_DIR OUT_DIR   class folders of JPEGs -> TFRecord shards\n"
            "  petal-tui demo [--cache DIR]       generate the demo dataset, print its folder\n"
            "  petal-tui lr-schedule [OPTIONS]    print a learning-rate schedule\n"
+           "  petal-tui lr-find [OPTIONS] [--plot FILE.png] [--csv FILE]\n"
+           "                                     suggest --lr-max (fastai's lr_find)\n"
            "  petal-tui preview [OPTIONS] --out FILE.png   augmentation preview grid\n"
            "  petal-tui classify MODEL.onnx IMAGE...   top ImageNet classes of JPEGs\n"
            "  petal-tui model MODEL.onnx [--classes N]   the layers an ONNX graph becomes\n"
@@ -132,12 +134,14 @@ static void help(void)
            "scroll it, %% shows counts or percentages of each row), a/n augmentation\n"
            "preview, c configure, r runs list (compare earlier runs, o sorts), e export the\n"
            "ended or opened run's model (RUN/model.onnx), x curves by update/epoch/time,\n"
-           "l log scale, Left/Right the zoomed curves' value cursor, q quit. --headless\n"
+           "l log scale, Left/Right the zoomed curves' value cursor, L lr-find (before s:\n"
+           "the loss against the rate, the suggested lr-max), q quit. --headless\n"
            "draws a Keras-like progress bar on a terminal.\n");
     printf("\n"
            "exit status (the workbench's too): 0 done, 1 usage, 2 data error or failed run,\n"
-           "3 non-finite loss, 130 interrupted or hung up. Errors go to stderr, once, as\n"
-           "\"petal-tui: WHAT: WHY\". Each subcommand takes --help. See petal-tui(1).\n");
+           "3 non-finite loss, 4 lr-find without a suggestion, 130 interrupted or hung up.\n"
+           "Errors go to stderr, once, as \"petal-tui: WHAT: WHY\". Each subcommand takes\n"
+           "--help. See petal-tui(1).\n");
 }
 
 /* Started by mpirun: one rank of a data-parallel run (train/dist.h). Rank 0 reports
@@ -210,6 +214,8 @@ int main(int argc, char **argv)
             return cmd_preview(argc - 1, argv + 1);
         if (!strcmp(c, "lr-schedule"))
             return cmd_lr_schedule(argc - 1, argv + 1);
+        if (!strcmp(c, "lr-find"))
+            return cmd_lrfind(argc - 1, argv + 1);
         if (!strcmp(c, "classify"))
             return cmd_classify(argc - 1, argv + 1);
         if (!strcmp(c, "model"))

@@ -565,11 +565,13 @@ TEST(source_run_folder_names_only_in_core_run)
 /* ---- threads ----------------------------------------------------------------------- */
 
 /* Where a source file may start threads (issue 41): the pool, the pipeline's workers,
- * shards' encoders, the engine's run and sampler threads. ui/ and src/ start none. */
+ * shards' encoders, the engine's run and finder threads (engine.c) and its sample thread
+ * (engine_samples.c). ui/ and src/ start none. */
 static int may_start_threads(const char *rel)
 {
     return strncmp(rel, "core/pool/", 10) == 0 || strcmp(rel, "core/data/pipeline.c") == 0 ||
-           strcmp(rel, "core/data/shards.c") == 0 || strcmp(rel, "core/engine.c") == 0;
+           strcmp(rel, "core/data/shards.c") == 0 || strcmp(rel, "core/engine.c") == 0 ||
+           strcmp(rel, "core/engine_samples.c") == 0;
 }
 
 /* Occurrences of word on line, outside comments and string literals; *in_comment

@@ -90,6 +90,7 @@ int app_make_engine(app *a, const run_config *cfg, pt_err *e)
     ui_preview_hide(&a->pview);
     ui_preview_hide(&a->iview);
     a->pv_err[0] = '\0';
+    memset(&a->lrf, 0, sizeof a->lrf); /* lr-find's suggestion was for the old settings */
     eng_snapshot_get(a->g, a->snap);
     /* Warnings about the settings stay in the log, in the warning colour, and
      * the first shows in the footer for a while. */

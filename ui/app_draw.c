@@ -13,6 +13,7 @@
 #include "ui/inspect.h"
 #include "ui/keys.h"
 #include "ui/layout.h"
+#include "ui/lrfind.h"
 #include "ui/panels.h"
 #include "ui/preview.h"
 #include "ui/rowmove.h"
@@ -146,8 +147,24 @@ static void draw_panels(app *a, const ui_frame *f)
     }
 }
 
+/* The finder's copy while it runs; its end goes to the log once. */
+static void collect_lrfind(app *a)
+{
+    if (a->lrf.state != RUN_LRF_PREPARING && a->lrf.state != RUN_LRF_RUNNING)
+        return;
+    eng_lrfind_get(a->g, &a->lrf);
+    if (a->lrf.state == RUN_LRF_PREPARING || a->lrf.state == RUN_LRF_RUNNING)
+        return;
+    char line[256];
+    ui_lrf_summary(&a->lrf, line, sizeof line);
+    int good = a->lrf.state == RUN_LRF_DONE && a->lrf.found;
+    ui_log_add(a->log, app_now(a), good ? UI_R_OK : UI_R_WARN,
+               a->lrf.state == RUN_LRF_DONE ? line : a->lrf.message);
+}
+
 void app_frame(app *a)
 {
+    collect_lrfind(a);
     werase(stdscr);
     int rows = LINES, cols = COLS;
     const run_snapshot *s = a->snap;
@@ -221,6 +238,8 @@ void app_frame(app *a)
         cover = ui_settings_draw(&a->cfgd, stdscr, rows, cols);
     } else if (a->modal == MODAL_RUNS) {
         cover = ui_runs_draw(&a->runs, stdscr, rows, cols, compared_role, a);
+    } else if (a->modal == MODAL_LRFIND) {
+        cover = ui_lrf_draw(stdscr, rows, cols, &a->lrf);
     }
 
     /* What is on screen, as far as pictures care: any change in it and curses

@@ -31,7 +31,7 @@
 #include "ui/term.h"
 #include "ui/ui.h"
 
-enum { MODAL_NONE = 0, MODAL_HELP, MODAL_QUIT, MODAL_INT, MODAL_CONFIG, MODAL_RUNS };
+enum { MODAL_NONE = 0, MODAL_HELP, MODAL_QUIT, MODAL_INT, MODAL_CONFIG, MODAL_RUNS, MODAL_LRFIND };
 
 /* Who writes what: app.c makes it (ui_run()), replaces the engine and what came
  * from it (app_make_engine(), also called by the keys for s after a run and for
@@ -85,6 +85,9 @@ typedef struct app {
     run_figures *opened;
     char open_nodata[1400]; /* why its data cannot be previewed, or "": the preview
                                panel says so rather than show other data */
+    /* the learning-rate finder (L): the engine's latest copy, kept after it ends
+     * for the configure dialog's lr-max row */
+    run_lrfind lrf;
     /* dialogs */
     int modal;
     int int_paused;         /* Ctrl-C paused the run */

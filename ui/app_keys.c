@@ -205,6 +205,57 @@ static int key_inspect(app *a, ui_act act)
     }
 }
 
+static void key_main(app *a, int ch);
+
+/* L: the learning-rate finder, before a run; its overlay shows it (and a finished
+ * one's curve again). */
+static void lrfind(app *a)
+{
+    run_state st = a->snap->state;
+    if (a->opened || app_active(st) || ended(st)) {
+        note(a, UI_R_WARN, "lr-find is for before a run: %s",
+             a->opened    ? "this one is opened, not trained here"
+             : ended(st)  ? "this one has ended (c then a, or s, makes a new one)"
+                          : "this one is training");
+        return;
+    }
+    if (a->lrf.state == RUN_LRF_NONE || a->lrf.state == RUN_LRF_STOPPED ||
+        a->lrf.state == RUN_LRF_FAILED || a->modal == MODAL_LRFIND) {
+        pt_err e;
+        if (eng_lrfind_start(a->g, &e) != PT_OK) {
+            note(a, UI_R_BAD, "%s", e.msg);
+            return;
+        }
+        ui_log_add(a->log, app_now(a), UI_R_INFO, "lr-find started");
+        eng_lrfind_get(a->g, &a->lrf);
+    }
+    a->modal = MODAL_LRFIND;
+}
+
+/* A key in the finder's overlay: q, Esc and Ctrl-C cancel one under way; when it
+ * has ended, s and c go on as on the main screen, L runs it again, Esc closes. */
+static void key_lrfind(app *a, int ch)
+{
+    ui_act act = ui_keys_action(UI_CTX_MAIN, ch);
+    int active = a->lrf.state == RUN_LRF_PREPARING || a->lrf.state == RUN_LRF_RUNNING;
+    if (active) {
+        if (act == UI_ACT_QUIT || act == UI_ACT_BACK) {
+            eng_lrfind_stop(a->g);
+            note(a, UI_R_WARN, "lr-find: cancelling (the run is unchanged)");
+        } else {
+            note(a, UI_R_DIM, "lr-find is running: q or Esc cancels it");
+        }
+        return;
+    }
+    if (act == UI_ACT_START || act == UI_ACT_CONFIG || act == UI_ACT_QUIT || act == UI_ACT_BACK) {
+        a->modal = MODAL_NONE;
+        if (act != UI_ACT_BACK && act != UI_ACT_QUIT)
+            key_main(a, ch);
+    } else if (act == UI_ACT_LRFIND) {
+        lrfind(a);
+    }
+}
+
 static void configure(app *a)
 {
     if (a->opened) {
@@ -214,6 +265,8 @@ static void configure(app *a)
         note(a, UI_R_WARN, "configure is for before a run: q stops this one");
     } else {
         ui_settings_open(&a->cfgd, &a->cfg);
+        if (a->lrf.state == RUN_LRF_DONE && a->lrf.found)
+            a->cfgd.suggested = a->lrf.lr_max;
         a->modal = MODAL_CONFIG;
     }
 }
@@ -310,6 +363,9 @@ static void key_main(app *a, int ch)
     case UI_ACT_EXPORT:
         export_run(a);
         break;
+    case UI_ACT_LRFIND:
+        lrfind(a);
+        break;
     case UI_ACT_PGUP: case UI_ACT_PGDN: case UI_ACT_HOME: case UI_ACT_END:
         /* no panel with the focus scrolls */
         note(a, UI_R_DIM, "PgUp/PgDn scroll the labels and log panels");
@@ -388,6 +444,9 @@ void app_key(app *a, int ch)
         }
         return;
     }
+    case MODAL_LRFIND:
+        key_lrfind(a, ch);
+        return;
     case MODAL_RUNS: {
         ui_act act = ui_keys_action(UI_CTX_RUNS, ch);
         if (act == UI_ACT_BACK) {
@@ -430,6 +489,12 @@ void app_on_interrupt(app *a)
         /* A second Ctrl-C means it. */
         a->modal = MODAL_NONE;
         quit(a, 130);
+        return;
+    }
+    if (a->lrf.state == RUN_LRF_PREPARING || a->lrf.state == RUN_LRF_RUNNING) {
+        /* Ctrl-C during lr-find: the finder is cancelled, nothing is asked. */
+        eng_lrfind_stop(a->g);
+        ui_log_add(a->log, app_now(a), UI_R_WARN, "interrupted (Ctrl-C): lr-find cancelled");
         return;
     }
     if (a->snap->state == RUN_RUNNING || a->snap->state == RUN_PREPARING) {

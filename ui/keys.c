@@ -27,6 +27,7 @@ static const ui_key g_keys[] = {
     { UI_CTX_MAIN, 'v', "v", UI_ACT_METRIC, NULL, "curves: cycle loss / accuracy / macro F1 / learning rate" },
     { UI_CTX_MAIN, 'l', "l", UI_ACT_LOGSCALE, NULL, "curves: log scale for loss and learning rate on / off" },
     { UI_CTX_MAIN, 'x', "x", UI_ACT_XAXIS, NULL, "curves: x axis by update / epoch / wall-clock time (at first: what fits the runs)" },
+    { UI_CTX_MAIN, 'L', "L", UI_ACT_LRFIND, NULL, "lr-find (before s): the loss over 100 updates at rates from 1e-7 to 10; suggests lr-max (c offers it)" },
     { UI_CTX_MAIN, 'r', "r", UI_ACT_RUNS, "runs", "runs list: earlier runs to compare with this one" },
     { UI_CTX_MAIN, 'e', "e", UI_ACT_EXPORT, "export", "export the ended (or opened, or paused) run's model as RUN/model.onnx" },
     { UI_CTX_MAIN, '+', "+", UI_ACT_SMOOTH_MORE, NULL, "curves: smooth the per-update curve more" },
@@ -73,6 +74,7 @@ static const ui_key g_keys[] = {
     { UI_CTX_CONFIG, '\r', "Enter", UI_ACT_EDIT, NULL, NULL },
     { UI_CTX_CONFIG, KEY_ENTER, "Enter", UI_ACT_EDIT, NULL, NULL },
     { UI_CTX_CONFIG, 'a', "a", UI_ACT_APPLY, "apply", "apply: rebuild the engine with these settings" },
+    { UI_CTX_CONFIG, 'L', "L", UI_ACT_LRFIND, NULL, "lr-max := lr-find's suggestion (after L on the main screen)" },
     { UI_CTX_CONFIG, 27, "Esc", UI_ACT_BACK, "cancel", "close without applying" },
     { UI_CTX_CONFIG, 'c', "c", UI_ACT_BACK, NULL, NULL },
 

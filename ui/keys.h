@@ -63,6 +63,7 @@ typedef enum ui_act {
     UI_ACT_TOGGLE,
     UI_ACT_EXPORT,
     UI_ACT_TOP_LOSSES,
+    UI_ACT_LRFIND,
     UI_ACT_COUNT
 } ui_act;
 

@@ -88,6 +88,19 @@ int ui_settings_key(ui_settings *d, int ch)
             d->error[0] = 0;
         }
         break;
+    case UI_ACT_LRFIND: {
+        pt_err e;
+        char v[32];
+        snprintf(v, sizeof v, "%.3g", d->suggested);
+        if (d->suggested <= 0)
+            snprintf(d->error, sizeof d->error, "no lr-find suggestion: L on the main screen "
+                                                "runs the finder");
+        else if (cfg_set(&d->work, "lr-max", v, &e) != PT_OK)
+            snprintf(d->error, sizeof d->error, "%s", e.msg);
+        else
+            d->changed = 1;
+        break;
+    }
     case UI_ACT_APPLY:
         return UI_SETTINGS_APPLY;
     case UI_ACT_BACK:
@@ -124,6 +137,11 @@ ui_rect ui_settings_draw(ui_settings *d, WINDOW *w, int rows, int cols)
             cfg_value(&d->work, o, v, sizeof v);
         if (!v[0])
             snprintf(v, sizeof v, "(%s)", o->unset ? o->unset : "default");
+        if (!strcmp(o->name, "lr-max") && d->suggested > 0 && !(k == d->sel && d->editing)) {
+            size_t len = strlen(v);
+            snprintf(v + len, sizeof v - len, "   suggested %.3g (lr-find): L uses it",
+                     d->suggested);
+        }
         ui_role r = k == d->sel ? UI_R_SEL : UI_R_NORMAL;
         if (k == d->sel)
             mvwchgat(w, y, in.x, in.w, ui_draw_attr(UI_R_SEL), 0, NULL);

@@ -30,6 +30,7 @@ typedef struct ui_settings {
     char edit[512];
     char error[1024];           /* the last message (bad value, failed apply) */
     int changed;
+    double suggested;           /* lr-find's --lr-max (0: none), L sets it */
 } ui_settings;
 
 void ui_settings_open(ui_settings *d, const run_config *cur);

@@ -473,25 +473,28 @@ static int step_log_plan(trn *r, pt_err *e)
     return PT_OK;
 }
 
-/* Preparing a run: each step in order, the first error ends it. */
+/* Preparing a run: each step in order, the first error ends it. finder: 1 for the
+ * steps the learning-rate finder (lrfind.h) takes too; it has no run folder, event
+ * files, figures or moving average, and starts a new run's model. */
 static const struct {
     const char *name;
     int (*run)(trn *r, pt_err *e);
+    int finder;
 } steps[] = {
-    { "open the data", step_open_data },
-    { "scan labels", step_scan_labels },
-    { "plan the updates", step_plan_updates },
-    { "make the run folder", step_run_folder },
-    { "build the model", step_build_model },
-    { "start the replicas", step_start_replicas },
-    { "measure the sgemm peak", step_measure_peak },
-    { "allocate the figures", step_figures },
-    { "start the moving average", step_moving_average },
-    { "resume from the checkpoint", step_resume },
-    { "share rank 0's state", step_share_state },
-    { "start the training pipeline", step_training_pipeline },
-    { "open the event files and publish", step_publish },
-    { "log the plan", step_log_plan },
+    { "open the data", step_open_data, 1 },
+    { "scan labels", step_scan_labels, 1 },
+    { "plan the updates", step_plan_updates, 1 },
+    { "make the run folder", step_run_folder, 0 },
+    { "build the model", step_build_model, 1 },
+    { "start the replicas", step_start_replicas, 1 },
+    { "measure the sgemm peak", step_measure_peak, 0 },
+    { "allocate the figures", step_figures, 0 },
+    { "start the moving average", step_moving_average, 0 },
+    { "resume from the checkpoint", step_resume, 0 },
+    { "share rank 0's state", step_share_state, 1 },
+    { "start the training pipeline", step_training_pipeline, 1 },
+    { "open the event files and publish", step_publish, 0 },
+    { "log the plan", step_log_plan, 0 },
 };
 
 /* Each step in order; a stop asked for lands between steps (and inside the long
@@ -499,6 +502,8 @@ static const struct {
 int trn_prepare(trn *r, pt_err *e)
 {
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        if (r->finder && !steps[i].finder)
+            continue;
         int rc = trn_stop_asked(r) ? PT_ESTOPPED : steps[i].run(r, e);
         if (rc == PT_ESTOPPED)
             r->loop.stopped_in = steps[i].name;

@@ -38,6 +38,7 @@ typedef struct trn {
     trn_persist persist;
     crv curves;                 /* the history and the per-update curves (curves.h) */
     tlm telemetry;              /* the replicas' hardware figures (telemetry.h) */
+    int finder;                 /* 1: the learning-rate finder's (lrfind.h): no run folder */
 } trn;
 
 #endif
