@@ -53,7 +53,10 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
     run_path(&r->persist.folder, RUN_F_CHECKPOINT, path, sizeof path);
     uint8_t *hist = NULL;
     size_t hist_bytes = crv_pack(&r->curves, &hist);
+    ckpt_best best;
+    trn_keep_state(r, &best);
     ckpt_data d = {
+        .best = &best,
         .params = nn_params(r->parts.model),
         .n_params = nn_param_count(r->parts.model),
         .buffers = nn_buffers(r->parts.model),
@@ -152,6 +155,7 @@ int trn_restore_checkpoint(trn *r, pt_err *e)
         return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, PT_NO_OFFSET,
                        "the checkpoint's history is damaged");
     }
+    trn_keep_restore(r, &l);
     ckpt_free_loaded(&l);
     /* A finished run has nothing to train: saying "resumed" and exiting 0 would read as
      * done work. Its files are left as they are. Finished is all epochs checkpointed and
