@@ -220,8 +220,9 @@ int run_diff_text(run_figures *const *runs, int n, int i, char *buf, size_t len)
 int run_scan(const char *parent, run_figures ***runs, int *n, int *skipped, pt_err *e);
 void run_free_list(run_figures **runs, int n);
 
-/* The validation results of a petal-tui run folder's last epoch, from its
- * valid_labels.json and the last line of valid_preds.jsonl: the labels and
+/* The validation results of a petal-tui run folder's model, from its
+ * valid_labels.json and the last line of valid_preds.jsonl (the kept epoch's line
+ * when summary.json says the run keeps its best epoch): the labels and
  * predictions of its n examples, *k the class count (n_classes, or more when a label
  * or prediction is past it) and *epoch the line's epoch (1 when it names none).
  * PT_ENODATA when the folder has no such files (a Keras run) or no examples. The
