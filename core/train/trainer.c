@@ -30,9 +30,10 @@ static void write_outcome(trn *r, run_stop stop)
     prg_unlock(r->env->progress);
     if (stop == RUN_STOP_EARLY)
         util_fmt(msg, sizeof msg,
-                 "early stop at epoch %d after %d epochs without improvement (the best %s, "
+                 "early stop at epoch %d after %d epoch%s without improvement (the best %s, "
                  "%.4f, at epoch %d)",
-                 r->loop.epoch, r->keep.since, run_monitor_key(r->cfg->monitor),
+                 r->loop.epoch, r->keep.since, r->keep.since == 1 ? "" : "s",
+                 run_monitor_key(r->cfg->monitor),
                  r->keep.best_value, r->keep.best_epoch);
     else if (stop == RUN_STOP_EPOCHS)
         util_fmt(msg, sizeof msg, "epochs done: %d of %d", r->loop.epoch, r->cfg->epochs);
@@ -91,9 +92,10 @@ static run_state finish(trn *r, int stopped, int *rc, pt_err *e)
                  trn_elapsed(r) - r->loop.elapsed_before);
     if (r->keep.early)
         util_fmt(early, sizeof early,
-                 ", stopped early at epoch %d of %d (%d epochs without a better %s than epoch "
+                 ", stopped early at epoch %d of %d (%d epoch%s without a better %s than epoch "
                  "%d's)",
-                 r->loop.epoch, r->cfg->epochs, r->keep.since, run_monitor_key(r->cfg->monitor),
+                 r->loop.epoch, r->cfg->epochs, r->keep.since, r->keep.since == 1 ? "" : "s",
+                 run_monitor_key(r->cfg->monitor),
                  r->keep.best_epoch);
     trn_keep_text(r, model, sizeof model);
     if (model[0])
