@@ -314,6 +314,22 @@ TEST(earlystop_keep_last_is_the_last_epochs_weights)
     free(p);
     free(err);
     free(lastp);
+    /* Resumed with --keep best: the best epoch's weights are not there, so the best
+     * is chosen again from the next epoch on, and kept from then. */
+    char cmd[8400];
+    util_fmt(cmd, sizeof cmd, "%s --headless --resume '%s' --keep best --epochs 12 2>&1", t_bin(),
+             dir);
+    out = NULL;
+    st = t_run(cmd, &out);
+    T_CHECKF(st == 0 && out && strstr(out, "are not in the run folder: the best epoch is chosen "
+                                           "again from the next one"),
+             "exit %d: %s", st, out ? out : "");
+    free(out);
+    run_outcome k;
+    T_REQUIRE(run_read_outcome(dir, &k, NULL) == PT_OK);
+    T_EQ_INT(k.keep_best, 1);
+    T_CHECK(k.best_epoch > o.epochs && k.kept_epoch == k.best_epoch);
+    T_CHECK(util_is_file(best));
     const char *run = early_run();
     if (run) {
         run_outcome b;
@@ -335,9 +351,17 @@ TEST(earlystop_resumed_after_an_early_stop_goes_on)
     free(out);
     run_outcome before, after;
     T_REQUIRE(run_read_outcome(dir, &before, NULL) == PT_OK);
-    util_fmt(cmd, sizeof cmd, "%s --headless --resume '%s' --epochs 12 2>&1", t_bin(), dir);
+    /* As it was, it is finished: refused, saying how to go on. */
+    util_fmt(cmd, sizeof cmd, "%s --headless --resume '%s' 2>&1", t_bin(), dir);
     out = NULL;
     int st = t_run(cmd, &out);
+    T_CHECKF(st == 1 && out && strstr(out, "the run stopped early at epoch") &&
+                 strstr(out, "--epochs N with N above 8, or another --early-stop, continues it"),
+             "exit %d: %s", st, out ? out : "");
+    free(out);
+    util_fmt(cmd, sizeof cmd, "%s --headless --resume '%s' --epochs 12 2>&1", t_bin(), dir);
+    out = NULL;
+    st = t_run(cmd, &out);
     T_CHECKF(st == 0, "exit %d: %s", st, out ? out : "");
     T_CHECKF(out && strstr(out, "the run had stopped early at epoch") &&
                  strstr(out, "it goes on, and 2 more without one stop it again"),

@@ -47,6 +47,7 @@ typedef struct ckpt_best {
     int64_t monitor;            /* run.h's run_monitor the value is of */
     double best_value;
     int64_t stopped_early;      /* 1: --early-stop ended the run at this checkpoint */
+    int64_t epochs, early_stop; /* the run's --epochs and --early-stop then */
 } ckpt_best;
 
 typedef struct ckpt_data {

@@ -104,9 +104,58 @@ void trn_keep_state(const trn *r, ckpt_best *b)
     b->monitor = r->cfg->monitor;
     b->best_value = r->keep.best_value;
     b->stopped_early = r->keep.early;
+    b->epochs = r->cfg->epochs;
+    b->early_stop = r->cfg->early_stop;
 }
 
-void trn_keep_restore(trn *r, const ckpt_loaded *l)
+/* The state from the history alone (a checkpoint without it, or another --monitor). */
+static void from_history(trn *r)
+{
+    long long updates = 0;
+    for (int i = 0; i < r->curves.hist_n; i++) {
+        const run_epoch *h = &r->curves.hist[i];
+        double v = monitored(r, h);
+        updates += h->updates;
+        if (!isfinite(v))
+            continue;
+        if (r->keep.best_epoch == 0 || run_monitor_better(r->cfg->monitor, v, r->keep.best_value)) {
+            r->keep.best_epoch = h->epoch;
+            r->keep.best_update = updates;
+            r->keep.best_value = v;
+            r->keep.since = 0;
+        } else {
+            r->keep.since++;
+        }
+    }
+}
+
+/* The kept weights of the restored best epoch in the folder: there already, written
+ * now from the restored weights (the checkpoint is that epoch's end), or the best
+ * forgotten. */
+static int check_kept(trn *r, pt_err *e)
+{
+    if (!run_keeps_best(r->cfg) || r->keep.best_epoch == 0)
+        return PT_OK;
+    char path[4200];
+    run_path(&r->persist.folder, RUN_F_BEST, path, sizeof path);
+    ckpt_progress p;
+    if (util_is_file(path) && ckpt_peek(path, &p, NULL) == PT_OK && p.epoch == r->keep.best_epoch)
+        return PT_OK;
+    if (r->keep.best_epoch == r->loop.epoch && r->loop.in_epoch == 0) {
+        trn_log(r, "epoch %d's weights, the best %s, kept from the checkpoint (%s)",
+                r->keep.best_epoch, run_monitor_key(r->cfg->monitor), run_file_name(RUN_F_BEST));
+        return save_best(r, e);
+    }
+    trn_log(r, "epoch %d's weights (the best %s, %.4f) are not in the run folder: the best "
+               "epoch is chosen again from the next one",
+            r->keep.best_epoch, run_monitor_key(r->cfg->monitor), r->keep.best_value);
+    r->keep.best_epoch = 0;
+    r->keep.best_value = NAN;
+    r->keep.since = 0;
+    return PT_OK;
+}
+
+int trn_keep_restore(trn *r, const ckpt_loaded *l, int done, pt_err *e)
 {
     memset(&r->keep, 0, sizeof r->keep);
     r->keep.best_value = NAN;
@@ -116,33 +165,25 @@ void trn_keep_restore(trn *r, const ckpt_loaded *l)
         r->keep.best_value = l->best.best_value;
         r->keep.since = (int)l->best.since;
     } else {
-        /* A checkpoint from before early stopping, or another --monitor: the history
-         * says the same (every epoch's value is in it). */
-        long long updates = 0;
-        for (int i = 0; i < r->curves.hist_n; i++) {
-            const run_epoch *h = &r->curves.hist[i];
-            double v = monitored(r, h);
-            updates += h->updates;
-            if (!isfinite(v))
-                continue;
-            if (r->keep.best_epoch == 0 || run_monitor_better(r->cfg->monitor, v, r->keep.best_value)) {
-                r->keep.best_epoch = h->epoch;
-                r->keep.best_update = updates;
-                r->keep.best_value = v;
-                r->keep.since = 0;
-            } else {
-                r->keep.since++;
-            }
-        }
+        from_history(r);
     }
-    if (l->has_best && l->best.stopped_early && r->keep.best_epoch > 0) {
-        /* Resumed after an early stop: asked to go on, it gets a new count. */
-        trn_log(r, "the run had stopped early at epoch %d (%d epochs without a better %s than "
+    if (l->has_best && l->best.stopped_early) {
+        const char *key = run_monitor_key(r->cfg->monitor);
+        if (done && r->cfg->epochs <= l->best.epochs && r->cfg->early_stop == l->best.early_stop)
+            return err_set(e, PT_EUSAGE, r->persist.folder.dir, PT_NO_RECORD, PT_NO_OFFSET,
+                           "the run stopped early at epoch %lld of %lld (%d epochs without a "
+                           "better %s than epoch %d's): --epochs N with N above %lld, or "
+                           "another --early-stop, continues it",
+                           (long long)l->progress.epoch, (long long)l->best.epochs,
+                           r->keep.since, key, r->keep.best_epoch, (long long)l->best.epochs);
+        /* Asked to go on: a new count. */
+        trn_log(r, "the run had stopped early at epoch %lld (%d epochs without a better %s than "
                    "epoch %d's %.4f); it goes on, and %d more without one stop it again",
-                (int)l->progress.epoch, r->keep.since, run_monitor_key(r->cfg->monitor),
-                r->keep.best_epoch, r->keep.best_value, r->cfg->early_stop);
+                (long long)l->progress.epoch, r->keep.since, key, r->keep.best_epoch,
+                r->keep.best_value, r->cfg->early_stop);
         r->keep.since = 0;
     }
+    return check_kept(r, e);
 }
 
 int trn_keep_use_best(trn *r, float **saved, pt_err *e)

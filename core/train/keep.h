@@ -44,8 +44,13 @@ int trn_keep_epoch(trn *r, const run_epoch *row, pt_err *e);
 /* The state a checkpoint carries. */
 void trn_keep_state(const trn *r, ckpt_best *b);
 /* The state back from a resumed run's checkpoint (l->has_best), or from its history
- * (r->curves, restored first). */
-void trn_keep_restore(trn *r, const ckpt_loaded *l);
+ * (r->curves, restored first); rank 0. A run that stopped early (done: 1 when its log
+ * says it ended) is refused (PT_EUSAGE) unless asked for more: --epochs above its
+ * own, or another --early-stop. Kept weights that are not in the folder (a run that
+ * did not keep its best before, or was killed between best.ckpt and its checkpoint)
+ * are written from the checkpoint when it is that epoch's end, else the best starts
+ * again (said in the log). */
+int trn_keep_restore(trn *r, const ckpt_loaded *l, int done, pt_err *e);
 /* For the test predictions: the kept epoch's weights into the model when they are not
  * the last's (every rank: rank 0 reads best.ckpt and sends them). *saved: the last
  * weights to put back (NULL when nothing was changed). */
