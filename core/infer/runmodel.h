@@ -4,12 +4,12 @@
  *
  * A run folder gives the weights validation used (the moving average when the run
  * kept one) of the epoch the run keeps as its model (--keep: its best.ckpt, or the
- * last epoch's checkpoint), the run's image size (its config's, else its dataset's), its class names
- * (classes.txt; for runs made before it existed the dataset's names, else "class N")
- * and its validation decode settings. A run of an imported ONNX model needs that file
- * again to rebuild the graph: a missing one is an error naming it, and the run's
- * --input-norm is the one it trained with. An ONNX file is imported with its own
- * classifier, with the input convention asked for, or by default the file's own
+ * last epoch's checkpoint), the run's image size (its config's, else its dataset's),
+ * its class names (classes.txt; for runs made before it existed the dataset's names,
+ * else "class N") and its validation decode settings. A run of an imported ONNX model
+ * needs that file again to rebuild the graph: a missing one is an error naming it, and
+ * the run's --input-norm is the one it trained with. An ONNX file is imported with its
+ * own classifier, with the input convention asked for, or by default the file's own
  * (nn_import_norm_auto: a petal-tui export or a graph that normalises itself takes
  * pixels 0-255, anything else ImageNet's mean and std).
  *

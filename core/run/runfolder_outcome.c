@@ -125,7 +125,8 @@ int run_read_outcome(const char *run_dir, run_outcome *o, pt_err *e)
         return e ? e->code : PT_EIO;
     char keep[16], monitor[16], stop[16];
     double early, epochs, kept, best, since;
-    int bad = str_of(t, "keep", keep, sizeof keep) || str_of(t, "monitor", monitor, sizeof monitor) ||
+    int bad = str_of(t, "keep", keep, sizeof keep) ||
+              str_of(t, "monitor", monitor, sizeof monitor) ||
               str_of(t, "stop", stop, sizeof stop) ||
               str_of(t, "stop_reason", o->reason, sizeof o->reason) ||
               num_of(t, "early_stop", &early) || num_of(t, "epochs", &epochs) ||

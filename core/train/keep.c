@@ -84,7 +84,8 @@ int trn_keep_epoch(trn *r, const run_epoch *row, pt_err *e)
         }
     } else {
         r->keep.since++;
-        if (cfg->early_stop > 0 && r->keep.since >= cfg->early_stop && r->loop.epoch < cfg->epochs) {
+        if (cfg->early_stop > 0 && r->keep.since >= cfg->early_stop &&
+            r->loop.epoch < cfg->epochs) {
             r->keep.early = 1;
             trn_log(r, "early stop at epoch %d of %d: %d epoch%s without a better %s than epoch "
                        "%d's %.4f",
