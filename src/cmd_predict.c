@@ -470,7 +470,7 @@ int cmd_predict(int argc, char **argv)
         (util_is_dir(a.model) && runs_export_stale(a.model, stale, sizeof stale)))
         fprintf(stderr, "petal-tui: predict: note: %s\n", stale);
     if (inf_model_weights(m)[0])
-        fprintf(stderr, "petal-tui: predict: %s: epoch %d's weights (%s)\n", a.model,
+        fprintf(stderr, "petal-tui: predict: the run's epoch %d weights (%s)\n",
                 inf_model_epoch(m), inf_model_weights(m));
     if (inf_model_size_why(m)[0])
         fprintf(stderr, "petal-tui: predict: %s at %dx%d: %s\n", a.model,

@@ -244,7 +244,7 @@ TEST(earlystop_predict_export_and_submission_use_the_kept_epoch)
     /* predict on the run: validation's predictions of the kept epoch, and it says so. */
     char *err = NULL, *p = predicted(run, &err);
     char want[200];
-    util_fmt(want, sizeof want, "epoch %d's weights (the best val_f1", o.kept_epoch);
+    util_fmt(want, sizeof want, "the run's epoch %d weights (the best val_f1", o.kept_epoch);
     T_CHECKF(err && strstr(err, want), "predict's stderr: %s", err ? err : "");
     T_CHECKF(p && !strcmp(p, kept), "predict gave %.80s..., the kept epoch %.80s...",
              p ? p : "(failed)", kept);
@@ -309,7 +309,7 @@ TEST(earlystop_keep_last_is_the_last_epochs_weights)
     T_CHECKF(p && !strcmp(p, lastp), "predict gave %.80s..., the last epoch %.80s...",
              p ? p : "(failed)", lastp);
     char want[100];
-    util_fmt(want, sizeof want, "epoch %d's weights (the last)", o.epochs);
+    util_fmt(want, sizeof want, "the run's epoch %d weights (the last)", o.epochs);
     T_CHECKF(err && strstr(err, want), "predict's stderr: %s", err ? err : "");
     free(p);
     free(err);

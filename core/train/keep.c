@@ -63,10 +63,9 @@ int trn_keep_epoch(trn *r, const run_epoch *row, pt_err *e)
     if (rc != PT_OK)
         return rc;
     const char *key = run_monitor_key(cfg->monitor);
-    int watching = cfg->early_stop > 0 || run_keeps_best(cfg);
     if (!isfinite(v)) {
         /* No validation split (or no example of it read): nothing to compare. */
-        if (watching && !r->keep.noted)
+        if (trn_keep_watching(r) && !r->keep.noted)
             trn_log(r, "no %s to watch (no validation figures): --early-stop and --keep best "
                        "do nothing; the model is the last epoch's weights",
                     key);
@@ -96,7 +95,12 @@ int trn_keep_epoch(trn *r, const run_epoch *row, pt_err *e)
     return trn_keep_write_outcome(r, RUN_STOP_NONE, "", e);
 }
 
-void trn_keep_state(const trn *r, ckpt_best *b)
+int trn_keep_watching(const trn *r)
+{
+    return r->cfg->early_stop > 0 || run_keeps_best(r->cfg);
+}
+
+const ckpt_best *trn_keep_state(const trn *r, ckpt_best *b)
 {
     memset(b, 0, sizeof *b);
     b->best_epoch = r->keep.best_epoch;
@@ -107,6 +111,7 @@ void trn_keep_state(const trn *r, ckpt_best *b)
     b->stopped_early = r->keep.early;
     b->epochs = r->cfg->epochs;
     b->early_stop = r->cfg->early_stop;
+    return trn_keep_watching(r) ? b : NULL;
 }
 
 /* The state from the history alone (a checkpoint without it, or another --monitor). */
@@ -261,7 +266,9 @@ void trn_keep_use_last(trn *r, float *saved)
 
 int trn_keep_write_outcome(trn *r, run_stop stop, const char *reason, pt_err *e)
 {
-    if (r->plan.rank != 0)
+    /* A folder with a summary keeps it true (a run resumed without --early-stop). */
+    if (r->plan.rank != 0 ||
+        (!trn_keep_watching(r) && !run_has(&r->persist.folder, RUN_F_SUMMARY)))
         return PT_OK;
     run_outcome o = { 0 };
     o.keep_best = run_keeps_best(r->cfg);

@@ -41,8 +41,12 @@ typedef struct trn_keep {
  * decide; summary.json rewritten. PT_OK, or the error of a best.ckpt or summary.json
  * that could not be written, or of the collective. */
 int trn_keep_epoch(trn *r, const run_epoch *row, pt_err *e);
-/* The state a checkpoint carries. */
-void trn_keep_state(const trn *r, ckpt_best *b);
+/* 1 when the run watches its monitored value (--early-stop on, or --keep best): only
+ * then does it write summary.json and early stopping's part of the checkpoint, so that
+ * a run without either writes the files and bytes it always did. */
+int trn_keep_watching(const trn *r);
+/* The state a checkpoint carries; NULL when the run does not watch. */
+const ckpt_best *trn_keep_state(const trn *r, ckpt_best *b);
 /* The state back from a resumed run's checkpoint (l->has_best), or from its history
  * (r->curves, restored first); rank 0. A run that stopped early (done: 1 when its log
  * says it ended) is refused (PT_EUSAGE) unless asked for more: --epochs above its
@@ -56,7 +60,8 @@ int trn_keep_restore(trn *r, const ckpt_loaded *l, int done, pt_err *e);
  * weights to put back (NULL when nothing was changed). */
 int trn_keep_use_best(trn *r, float **saved, pt_err *e);
 void trn_keep_use_last(trn *r, float *saved);
-/* summary.json with how the run stopped (reason in words; "" while running). */
+/* summary.json with how the run stopped (reason in words; "" while running), when the
+ * run watches or its folder has one already. */
 int trn_keep_write_outcome(trn *r, run_stop stop, const char *reason, pt_err *e);
 /* The run's model in words for the end message, "" when it is the last epoch's weights
  * by --keep last: "the model is epoch 4's weights (the best val_f1, 0.8123)". */

@@ -54,9 +54,8 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
     uint8_t *hist = NULL;
     size_t hist_bytes = crv_pack(&r->curves, &hist);
     ckpt_best best;
-    trn_keep_state(r, &best);
     ckpt_data d = {
-        .best = &best,
+        .best = trn_keep_state(r, &best),
         .params = nn_params(r->parts.model),
         .n_params = nn_param_count(r->parts.model),
         .buffers = nn_buffers(r->parts.model),
