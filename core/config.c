@@ -35,6 +35,11 @@ static const char *const INPUT_NORMS[] = { "auto", "imagenet torch", "unit", "tf
 _Static_assert(sizeof(run_input_norm) == sizeof(int), "run_input_norm is int-sized");
 static const char *const PRECISIONS[] = { "auto", "fp32 float32", "bf16 bfloat16", NULL };
 _Static_assert(sizeof(run_precision) == sizeof(int), "run_precision is int-sized");
+/* run_monitor's and run_keep's order. */
+static const char *const MONITORS[] = { "f1", "loss", NULL };
+static const char *const KEEPS[] = { "auto", "best", "last", NULL };
+_Static_assert(sizeof(run_monitor) == sizeof(int) && sizeof(run_keep) == sizeof(int),
+               "run_monitor and run_keep are int-sized");
 
 /* The augmentation chain's default (aug_default_spec() reads it from here). Chosen by
  * the bench figures (bench/bench_augment.c, 192x192, one core of the 2-core AMD EPYC
@@ -88,6 +93,9 @@ static const cfg_option OPTIONS[] = {
     { "bn-momentum", CFG_NUM, F(bn_momentum), "0.99", 0, 0.9999, NULL, "M", "batch-norm running statistics: M x old + (1 - M) x batch", NULL, ALL, 0, NULL },
     { "image-size", CFG_INT, F(image_size), "0", 0, 1024, NULL, "S", "model input side; 0 = the dataset's", NULL, ALL, 0, image_size_check },
     { "epochs", CFG_INT, F(epochs), "10", 1, RUN_MAX_EPOCHS, NULL, "N", "epochs to train", NULL, ALL, 5, NULL },
+    { "early-stop", CFG_INT, F(early_stop), "0", 0, RUN_MAX_EPOCHS, NULL, "N", "stop after N epochs in a row without a better --monitor value (0 = off)", NULL, ALL, 0, NULL },
+    { "monitor", CFG_CHOICE, F(monitor), "f1", 0, 0, MONITORS, NULL, "what --early-stop and --keep best watch: validation macro F1 (higher is better) or validation loss (lower is better); a tie is no improvement", NULL, ALL, 0, NULL },
+    { "keep", CFG_CHOICE, F(keep), "auto", 0, 0, KEEPS, NULL, "the run's model (export, predict, submission.csv): the best validated epoch's weights or the last epoch's; auto = best when --early-stop is on, else last", NULL, ALL, 0, NULL },
     { "replicas", CFG_INT, F(replicas), "0", 0, RUN_MAX_REPLICAS, NULL, "R", "replica threads; 0 = one per core the process may run on", NULL, ALL, 2, NULL },
     { "batch-per-replica", CFG_INT, F(batch_per_replica), "16", 1, 4096, NULL, "B", "examples per replica per step", NULL, ALL, 3, NULL },
     { "grad-acc", CFG_INT, F(grad_acc), "1", 1, 1024, NULL, "A", "gradient accumulation steps per update", NULL, ALL, 4, NULL },

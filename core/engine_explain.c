@@ -1,8 +1,9 @@
 /* engine_explain — the workbench's Grad-CAM (eng_explain_get): a validation image
  * through the run folder's model, as `petal-tui explain RUN` sees it (infer's xpl_
- * calls). The model is the folder's last checkpoint: the weights validation used
- * when the checkpoint follows every epoch (--checkpoint-every 1, the default); the
- * view says which epoch it is. */
+ * calls). The model is the one the folder gives predict and export (rm_open): its
+ * last checkpoint, the weights validation used when the checkpoint follows every
+ * epoch (--checkpoint-every 1, the default), or with --keep best the best epoch's;
+ * the view says which epoch it is. */
 #include "engine_impl.h"
 
 #include <math.h>
@@ -17,6 +18,7 @@
 
 struct eng_cam_model {
     char dir[512];
+    int for_epoch;          /* the validation epoch it was opened after */
     rm_model rm;
     xpl *x;
 };
@@ -30,11 +32,12 @@ void eng_cam_model_free(eng_cam_model *m)
     free(m);
 }
 
-/* The cached model, opened again for another folder or a newer epoch than it has. */
+/* The cached model, opened again for another folder or after a later epoch's
+ * validation (the folder's checkpoint, or its kept best weights, may have changed). */
 static int cam_model(eng_cam_model **cache, const char *dir, int val_epoch, pt_err *e)
 {
     eng_cam_model *m = *cache;
-    if (m && !strcmp(m->dir, dir) && m->rm.epoch >= val_epoch)
+    if (m && !strcmp(m->dir, dir) && m->for_epoch == val_epoch)
         return PT_OK;
     eng_cam_model_free(m);
     *cache = NULL;
@@ -45,6 +48,7 @@ static int cam_model(eng_cam_model **cache, const char *dir, int val_epoch, pt_e
     if (!m)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     util_copy(m->dir, sizeof m->dir, dir);
+    m->for_epoch = val_epoch;
     int rc = rm_open(dir, 0, &m->rm, e);
     if (rc == PT_OK)
         rc = xpl_new(&m->rm, &m->x, e);

@@ -86,6 +86,16 @@ const char *inf_model_source(const rm_model *m)
     return m->source;
 }
 
+int inf_model_epoch(const rm_model *m)
+{
+    return m->epoch;
+}
+
+const char *inf_model_weights(const rm_model *m)
+{
+    return m->weights;
+}
+
 int inf_model_tta_flip(const rm_model *m)
 {
     return m->tta_flip;

@@ -84,6 +84,25 @@ int run_explain_copy(const run_explain *x, run_explain *out)
     return PT_OK;
 }
 
+int run_keeps_best(const run_config *c)
+{
+    return c->keep == RUN_KEEP_BEST || (c->keep == RUN_KEEP_AUTO && c->early_stop > 0);
+}
+
+const char *run_monitor_key(run_monitor m)
+{
+    return m == RUN_MON_LOSS ? "val_loss" : "val_f1";
+}
+
+int run_monitor_better(run_monitor m, double a, double b)
+{
+    if (a != a)
+        return 0;
+    if (b != b)
+        return 1;
+    return m == RUN_MON_LOSS ? a < b : a > b;
+}
+
 const char *run_model_name(const run_config *c, char *buf, size_t n)
 {
     const char *base = strrchr(c->model, '/');

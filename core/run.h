@@ -37,6 +37,12 @@ typedef enum run_backbone_bn { RUN_BN_TRAIN = 0, RUN_BN_FROZEN } run_backbone_bn
  * else fp32), float32 (the default), or mixed precision with bf16 operands (nn.h's
  * nn_precision). */
 typedef enum run_precision { RUN_PREC_AUTO = 0, RUN_PREC_FP32, RUN_PREC_BF16 } run_precision;
+/* What --early-stop and --keep best watch: validation macro F1 (higher is better) or
+ * validation loss (lower is better). */
+typedef enum run_monitor { RUN_MON_F1 = 0, RUN_MON_LOSS } run_monitor;
+/* Which epoch's weights are the run's model (export, predict, submission.csv): auto is
+ * best when --early-stop is on, else last (run_keeps_best). */
+typedef enum run_keep { RUN_KEEP_AUTO = 0, RUN_KEEP_BEST, RUN_KEEP_LAST } run_keep;
 /* An ONNX model's input convention: the model's own (auto), or nn_norm's value + 1. */
 typedef enum run_input_norm {
     RUN_NORM_AUTO = 0, RUN_NORM_IMAGENET, RUN_NORM_UNIT, RUN_NORM_TF, RUN_NORM_RAW, RUN_NORM_CAFFE
@@ -58,6 +64,9 @@ typedef struct run_config {
     double bn_momentum;         /* of BN's running statistics (Keras's convention) */
     int image_size;             /* model input side; 0 = the dataset's size */
     int epochs;
+    int early_stop;             /* stop after N epochs without a better monitored value; 0 off */
+    run_monitor monitor;        /* what early stopping and keep best watch */
+    run_keep keep;              /* whose weights the run's model is (run_keeps_best) */
     int replicas;               /* 0 = number of cores */
     int batch_per_replica;
     int grad_acc;
@@ -112,6 +121,17 @@ const char *run_state_name(run_state s);
  * built-in net. */
 int run_model_is_onnx(const char *model);
 
+/* 1 when the run's model is its best validated epoch's weights (--keep best, or auto
+ * with --early-stop on), 0 when it is the last epoch's. */
+int run_keeps_best(const run_config *c);
+
+/* The monitored value's name as history.json names it: "val_f1" or "val_loss". */
+const char *run_monitor_key(run_monitor m);
+
+/* 1 when value a is better than b for monitor m (a tie is not; NaN never is; any
+ * finite value is better than a NaN b). */
+int run_monitor_better(run_monitor m, double a, double b);
+
 /* A short name for the model: "small", "mobilenetv2", or an ONNX file's name
  * without its folder and extension (for run folders and the header). Returns buf. */
 const char *run_model_name(const run_config *c, char *buf, size_t n);
@@ -123,6 +143,31 @@ typedef struct run_epoch {
     double train_loss, train_acc, train_precision, train_recall, train_f1;
     double val_loss, val_acc, val_precision, val_recall, val_f1;
 } run_epoch;
+
+/* How a run chose its model and why it stopped: the run folder's summary.json
+ * (run/runfolder.h), written after every epoch and at the end, and read back with
+ * the run (run_figures.outcome). */
+typedef enum run_stop {
+    RUN_STOP_NONE = 0,          /* still running (or killed) */
+    RUN_STOP_EPOCHS,            /* every epoch done */
+    RUN_STOP_EARLY,             /* --early-stop */
+    RUN_STOP_USER,              /* stopped by the user (or after a non-finite loss) */
+    RUN_STOP_COUNT
+} run_stop;
+
+typedef struct run_outcome {
+    int keep_best;              /* the model is the best epoch's weights (1) or the last's */
+    run_monitor monitor;
+    int early_stop;             /* the patience N; 0 off */
+    int epochs;                 /* epochs done */
+    int kept_epoch;             /* the epoch whose weights are the model; 0 none yet */
+    double kept_value;          /* the monitored value at it (NaN: none) */
+    int best_epoch;             /* the best monitored value's epoch; 0 none */
+    double best_value;
+    int since_best;             /* epochs since it without improvement */
+    run_stop stop;
+    char reason[256];           /* the stop in words ("" while running) */
+} run_outcome;
 
 typedef struct run_replica {
     int rank;                   /* a job's rank running it (0 alone) */
@@ -248,6 +293,8 @@ typedef struct run_figures {
     char ended[300];            /* its log.txt's last line when that says how the run ended
                                    ("done: ...", "stopped ...", "failed: ..."); "" when the
                                    log ends otherwise: killed, or still running */
+    int has_outcome;            /* its summary.json was read into outcome */
+    run_outcome outcome;
     run_series s[RUN_SERIES_COUNT];
     int n_opts;
     run_opt opt[RUN_MAX_OPTS];    /* RUN/config's "key = value" lines, in order */

@@ -133,6 +133,7 @@ static void export_info(const rm_export_info *in, runs_export_info *info)
     info->epoch = in->epoch;
     info->update = in->update;
     info->ema = in->ema;
+    util_copy(info->weights, sizeof info->weights, in->weights);
     info->seconds = in->seconds;
     info->calibrated = in->calibrated;
 }
@@ -178,8 +179,8 @@ int runs_export_msg(const char *run_dir, char *msg, size_t n, pt_err *e)
     runs_export_info in;
     int rc = runs_export(run_dir, NULL, &in, e);
     if (rc == PT_OK)
-        snprintf(msg, n, "%s: %d classes, %d px, epoch %d, update %d, %s (%.1f MB, %.2f s)",
-                 in.path, in.classes, in.image_size, in.epoch, in.update,
+        snprintf(msg, n, "%s: %d classes, %d px, epoch %d (%s), update %d, %s (%.1f MB, %.2f s)",
+                 in.path, in.classes, in.image_size, in.epoch, in.weights, in.update,
                  in.ema ? "the moving average of the weights" : "the weights as trained",
                  (double)in.bytes / 1e6, in.seconds);
     return rc;

@@ -40,7 +40,8 @@ void runs_free(run_figures **runs, int n);
 
 /* ---- a petal-tui run folder's parts ---- */
 
-/* The last epoch's validation results of a run folder (PT_ENODATA when it has none:
+/* The validation results of a run folder's model: its last epoch's, or its kept
+ * epoch's when it keeps its best (--keep best) (PT_ENODATA when it has none:
  * a Keras run): the report (per-class precision, recall, F1, support, the confusion
  * matrix, its epoch) and the n labels and predictions. */
 int runs_val_load(const char *run_dir, int n_classes, run_val_report *rep, int **labels,
@@ -110,6 +111,8 @@ typedef struct runs_export_info {
     long long bytes;
     int classes, image_size, epoch, update;
     int ema;                /* 1: the moving average of the weights was written */
+    char weights[200];      /* which of the run's epochs epoch is (--keep), in words: "the
+                               best val_f1, 0.8123, of 7 epochs", "the last" */
     double seconds;         /* opening the run (calibrating) and writing the file */
     long long calibrated;   /* runs_export_int8: the training images calibrated on */
 } runs_export_info;

@@ -111,9 +111,10 @@ int cmd_export(int argc, char **argv)
         printf("calibrated on %lld training images\n", info.calibrated);
     printf("%s\n", info.path);
     fprintf(stderr,
-            "petal-tui: exported %s%s: %d classes, %d px, epoch %d, update %d, %s, %.1f MB in "
-            "%.2f s\n",
-            run, int8 ? " as int8" : "", info.classes, info.image_size, info.epoch, info.update,
+            "petal-tui: exported %s%s: %d classes, %d px, epoch %d (%s), update %d, %s, %.1f MB "
+            "in %.2f s\n",
+            run, int8 ? " as int8" : "", info.classes, info.image_size, info.epoch, info.weights,
+            info.update,
             info.ema ? "the moving average of the weights" : "the weights as trained",
             (double)info.bytes / 1e6, info.seconds);
     return 0;

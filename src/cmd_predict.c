@@ -469,6 +469,9 @@ int cmd_predict(int argc, char **argv)
     if (inf_model_export_stale(m, stale, sizeof stale) ||
         (util_is_dir(a.model) && runs_export_stale(a.model, stale, sizeof stale)))
         fprintf(stderr, "petal-tui: predict: note: %s\n", stale);
+    if (inf_model_weights(m)[0])
+        fprintf(stderr, "petal-tui: predict: the run's epoch %d weights (%s)\n",
+                inf_model_epoch(m), inf_model_weights(m));
     if (inf_model_size_why(m)[0])
         fprintf(stderr, "petal-tui: predict: %s at %dx%d: %s\n", a.model,
                 inf_model_image_size(m), inf_model_image_size(m), inf_model_size_why(m));

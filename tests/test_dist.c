@@ -674,3 +674,47 @@ TEST(dist_rank_0_without_a_terminal_trains_headless_and_says_how_to_see_the_work
     T_EQ_INT(count_lines_with(j.err_file, "--tty /dev/pts/N"), 1);
     T_EQ_INT(count_lines_with(j.out_file, "done: 1 epochs"), 1);
 }
+
+TEST(dist_ranks_stop_early_at_the_same_epoch_and_keep_the_same_best)
+{
+    T_NEED_TOOL("mpirun");
+    T_REQUIRE(dataset()[0]);
+    /* The learning rate grows 25,000-fold over 6 epochs: the net gets worse after a
+     * few, and --early-stop 1 ends the run at the first epoch without a better F1. */
+    static const char *const early[] = { "--lr-end", "50", "--early-stop", "1", NULL };
+    char one[4200], two[4200];
+    util_path(one, sizeof one, "%s/early1", t_tmpdir());
+    util_path(two, sizeof two, "%s/early2", t_tmpdir());
+    job a = { .ranks = 0, .replicas = 2, .out = one, .epochs = 6, .extra = early };
+    job b = { .ranks = 2, .replicas = 1, .out = two, .epochs = 6, .extra = early };
+    int st = run(&a, "early1");
+    if (st != 0)
+        show(&a);
+    T_REQUIRE(st == 0);
+    st = run(&b, "early2");
+    if (st != 0)
+        show(&b);
+    T_REQUIRE(st == 0);
+    char *s = slurp_in(two, "summary.json");
+    T_CHECKF(s && strstr(s, "\"stop\": \"early\""), "summary.json: %s", s ? s : "(none)");
+    printf("  %s\n", s ? s : "");
+    free(s);
+    /* The job decided as one process: the same epochs, best, stop and kept weights. */
+    T_CHECK(same_file(one, two, "summary.json"));
+    T_CHECK(same_history(one, two));
+    T_CHECK(same_file(one, two, "valid_preds.jsonl"));
+    T_CHECK(same_file(one, two, "submission.csv"));
+    /* submission.csv of the kept (first) epoch's weights, which rank 0 read and sent:
+     * what predict gives with the run's model. */
+    char cmd[13000], sub[4300], *out = NULL;
+    util_path(sub, sizeof sub, "%s/early-sub.csv", t_tmpdir());
+    util_fmt(cmd, sizeof cmd,
+             "%s predict '%s' '%s' --split test --submission '%s' >/dev/null 2>&1 && "
+             "cmp '%s' '%s/submission.csv'",
+             t_bin(), two, dataset(), sub, sub, two);
+    T_CHECKF(t_run(cmd, &out) == 0, "%s", out ? out : "");
+    free(out);
+    /* Rank 0 alone says it. */
+    T_EQ_INT(count_lines_with(b.out_file, "early stop at epoch"), 1);
+    T_EQ_INT(count_lines_with(b.out_file, "stopped early at epoch"), 1);
+}

@@ -446,7 +446,7 @@ TEST(source_sizes_within_bounds)
 static const char *const run_names[] = {
     "history.json", "checkpoint.ckpt", "valid_preds.jsonl", "valid_labels.json",
     "test_preds.json", "submission.csv", "log.txt", "model.onnx", "report.json",
-    "classes.txt", "model-int8.onnx",
+    "classes.txt", "model-int8.onnx", "best.ckpt", "summary.json",
 };
 
 /* 1 when the literal's text s (n bytes) names file name as a path or a part of one:

@@ -1520,7 +1520,8 @@ TEST(ui_settings_dialog_order_values_and_edits)
     static const char *const order[] = {
         "model", "replicas", "batch-per-replica", "grad-acc", "epochs", "lr-start", "lr-max",
         "lr-end", "warmup", "schedule", "oversample", "augment", "data", "out", "resume",
-        "width", "widths", "convs", "residual", "init", "bn-momentum", "image-size", "optimizer", "lr-scaling",
+        "width", "widths", "convs", "residual", "init", "bn-momentum", "image-size",
+        "early-stop", "monitor", "keep", "optimizer", "lr-scaling",
         "momentum", "weight-decay", "dropout",
         "ema", "tta", "label-smoothing", "freeze-epochs", "backbone-lr-scale", "freeze-backbone",
         "input-norm", "backbone-bn", "reinit",

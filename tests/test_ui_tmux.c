@@ -775,6 +775,34 @@ TEST(ui_tmux_a_run_stopped_after_a_non_finite_loss_exits_3)
     tmx_stop(&t);
 }
 
+/* --early-stop in the workbench: the log panel says when and why, and the run ends as
+ * when its epochs are done, the status line saying it stopped early (the recipe of
+ * tests/test_earlystop.c: a learning rate that grows until the net collapses). */
+TEST(ui_tmux_an_early_stop_is_logged_and_ends_the_run_as_done)
+{
+    T_NEED_TOOL("tmux");
+    if (t_slow_mode()) {
+        t_skip("a training run per tmux pane is too slow under valgrind");
+        return;
+    }
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "%s --no-sixel --out %s/early --image-size 32 --replicas 1 --workers 1 "
+             "--lr-start 0.002 --lr-max 0.002 --warmup 0 --lr-end 50 --epochs 8 "
+             "--early-stop 2",
+             t_bin(), t_tmpdir());
+    tmux_srv t;
+    T_REQUIRE(tmx_open(&t, 160, 45, NULL, cmd));
+    T_REQUIRE(tmx_start_run(&t));
+    WAIT(&t, "DONE", 180);
+    WAIT(&t, "early stop at epoch", 10);
+    WAIT(&t, "stopped early at epoch", 10);
+    char *s = tmx_text(&t);
+    T_CHECKF(s && strstr(s, "the model is epoch"), "%s", s ? s : "");
+    free(s);
+    tmx_quit(&t, 0);
+}
+
 /* An --image-size above the shards' is taken, with a warning that says what it
  * costs: on screen while the workbench runs, and once on the terminal after. */
 TEST(ui_tmux_an_upsampling_image_size_is_accepted_with_a_warning)

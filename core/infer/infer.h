@@ -175,6 +175,11 @@ int inf_model_features(const rm_model *m);
 int inf_model_export_stale(const rm_model *m, char *msg, size_t n);
 /* The run folder or file it was opened from. */
 const char *inf_model_source(const rm_model *m);
+/* A run folder's: the epoch whose weights it holds (-1 unknown), and which of the run's
+ * epochs that is in words ("the best val_f1, 0.8123, of 7 epochs", "the last"); "" for
+ * an .onnx file. */
+int inf_model_epoch(const rm_model *m);
+const char *inf_model_weights(const rm_model *m);
 /* 1 when the run validated with --tta flip. */
 int inf_model_tta_flip(const rm_model *m);
 /* 1 when the run validated in bf16 (its --precision on this CPU); 0 for an ONNX file. */

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/util.h"
+#include "config.h"
 #include "data/dataset.h"
 #include "data/pipeline.h"
 #include "io/onnx.h"
@@ -101,6 +102,7 @@ static int export_run(const char *run_dir, const char *out, int calib, rm_export
         return rc;
     rm_export_info in = { .classes = m.n_classes, .image_size = m.image_size,
                           .epoch = m.epoch, .update = m.update, .ema = m.ema };
+    util_copy(in.weights, sizeof in.weights, m.weights);
     if (out && out[0])
         snprintf(in.path, sizeof in.path, "%s", out);
     else {
@@ -165,13 +167,17 @@ static int same_file(const char *a, const char *b)
            sa.st_ino == sb.st_ino;
 }
 
-/* The run's checkpoint progress, or -1 (no run there, or no checkpoint yet). */
+/* The progress of the weights the run's model is (its kept epoch's: best.ckpt or the
+ * checkpoint), or -1 (no run there, or no checkpoint yet). */
 static int run_progress(const char *run_dir, ckpt_progress *p)
 {
     run_handle h;
+    run_config cfg;
     char path[4200];
+    cfg_defaults(&cfg);
     if (!run_dir || !run_dir[0] || run_open(&h, run_dir, 0, NULL) != PT_OK ||
-        run_path(&h, RUN_F_CHECKPOINT, path, sizeof path) != 0 || !util_is_file(path) ||
+        run_config_read(&h, &cfg, NULL) != PT_OK ||
+        run_path(&h, run_kept_file(&h, &cfg), path, sizeof path) != 0 || !util_is_file(path) ||
         ckpt_peek(path, p, NULL) != PT_OK)
         return -1;
     return 0;

@@ -242,6 +242,24 @@ static int load_weights(const char *ckpt, rm_model *m, pt_err *e)
     return PT_OK;
 }
 
+/* m->weights: which epoch's weights the run's model is, and why. */
+static void weights_text(const run_handle *h, const run_config *cfg, run_file kept, rm_model *m)
+{
+    run_outcome o;
+    int has = run_read_outcome(h->dir, &o, NULL) == PT_OK;
+    const char *key = run_monitor_key(cfg->monitor);
+    if (kept == RUN_F_BEST && has && o.best_epoch == m->epoch)
+        util_fmt(m->weights, sizeof m->weights, "the best %s, %.4f, of %d epochs", key,
+                 o.best_value, o.epochs);
+    else if (kept == RUN_F_BEST)
+        util_fmt(m->weights, sizeof m->weights, "the best %s", key);
+    else if (run_keeps_best(cfg))
+        util_fmt(m->weights, sizeof m->weights, "the last: the run kept no best epoch (no %s yet)",
+                 key);
+    else
+        util_copy(m->weights, sizeof m->weights, "the last");
+}
+
 /* The dataset for what the run folder does not say itself (an image size of 0, the
  * names of a run before classes.txt); NULL when it cannot be opened. */
 static ds_dataset *run_dataset(const run_config *cfg, pt_err *e)
@@ -261,7 +279,6 @@ static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
     int rc = run_open(&h, dir, 0, e);
     if (rc != PT_OK)
         return rc;
-    run_path(&h, RUN_F_CHECKPOINT, ckpt, sizeof ckpt);
     if (!run_has(&h, RUN_F_CONFIG))
         return err_set(e, PT_EUSAGE, dir, PT_NO_RECORD, PT_NO_OFFSET,
                        "not a petal-tui run folder (no %s) nor an .onnx file",
@@ -270,6 +287,9 @@ static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
     cfg_defaults(&cfg);
     if ((rc = run_config_read(&h, &cfg, e)) != PT_OK)
         return rc;
+    /* The weights of the epoch the run keeps as its model (--keep). */
+    run_file kept = run_kept_file(&h, &cfg);
+    run_path(&h, kept, ckpt, sizeof ckpt);
     if (!run_has(&h, RUN_F_CHECKPOINT))
         return err_set(e, PT_ENODATA, dir, PT_NO_RECORD, PT_NO_OFFSET,
                        "the run has no %s (it ended before its first epoch, or ran with "
@@ -313,6 +333,7 @@ static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
         util_copy(m->norm_why, sizeof m->norm_why, "a built-in net takes pixels in [0, 1]");
     if ((rc = load_weights(ckpt, m, e)) != PT_OK)
         return rc;
+    weights_text(&h, &cfg, kept, m);
     /* Validation's decode settings, from the same builder validation uses. */
     feed *f;
     if ((rc = feed_new(&cfg, &f, e)) != PT_OK)

@@ -3,12 +3,13 @@
  * ensemble use alike.
  *
  * A run folder gives the weights validation used (the moving average when the run
- * kept one), the run's image size (its config's, else its dataset's), its class names
- * (classes.txt; for runs made before it existed the dataset's names, else "class N")
- * and its validation decode settings. A run of an imported ONNX model needs that file
- * again to rebuild the graph: a missing one is an error naming it, and the run's
- * --input-norm is the one it trained with. An ONNX file is imported with its own
- * classifier, with the input convention asked for, or by default the file's own
+ * kept one) of the epoch the run keeps as its model (--keep: its best.ckpt, or the
+ * last epoch's checkpoint), the run's image size (its config's, else its dataset's),
+ * its class names (classes.txt; for runs made before it existed the dataset's names,
+ * else "class N") and its validation decode settings. A run of an imported ONNX model
+ * needs that file again to rebuild the graph: a missing one is an error naming it, and
+ * the run's --input-norm is the one it trained with. An ONNX file is imported with its
+ * own classifier, with the input convention asked for, or by default the file's own
  * (nn_import_norm_auto: a petal-tui export or a graph that normalises itself takes
  * pixels 0-255, anything else ImageNet's mean and std).
  *
@@ -35,6 +36,9 @@ typedef struct rm_model {
     int update;             /* optimizer updates done (-1 unknown) */
     char *source_run;       /* an export: the run folder it came from ("" none), malloc'd */
     int ema;                /* 1: the moving average is in net */
+    char weights[200];      /* a run folder: which of its epochs epoch is, in words ("the
+                               best val_f1, 0.8123, of 7 epochs", "the last"); "" for an
+                               ONNX file */
     int tta_flip;           /* the run validated with --tta flip */
     int precision;          /* a run folder's --precision (run.h's run_precision); an
                                ONNX file: RUN_PREC_FP32 */
@@ -74,6 +78,7 @@ typedef struct rm_export_info {
     long long bytes;
     int classes, image_size, epoch, update;
     int ema;                /* 1: the moving average of the weights was written */
+    char weights[200];      /* whose weights, in words (rm_model's) */
     double seconds;         /* opening the run (calibrating) and writing the file */
     long long calibrated;   /* an int8 export: the training images calibrated on; else 0 */
 } rm_export_info;

@@ -20,6 +20,7 @@ enum {
     SEC_HISTORY = 7,
     SEC_CONFIG = 8,
     SEC_EMA = 9, /* the moving average of the weights, then of the buffers (--ema) */
+    SEC_BEST = 10, /* early stopping's state (ckpt_best) */
 };
 
 typedef struct out_buf {
@@ -74,7 +75,7 @@ int ckpt_save(const char *path, const ckpt_data *d, pt_err *e)
 {
     out_buf b = { 0 };
     uint32_t nsec = 5 + (d->opt_v ? 1 : 0) + (d->confusion ? 1 : 0) + (d->config ? 1 : 0) +
-                    (d->ema ? 1 : 0);
+                    (d->ema ? 1 : 0) + (d->best ? 1 : 0);
     put(&b, MAGIC, 8);
     put_u32(&b, VERSION);
     put_u32(&b, nsec);
@@ -97,6 +98,8 @@ int ckpt_save(const char *path, const ckpt_data *d, pt_err *e)
         section(&b, SEC_CONFIG, d->config, strlen(d->config));
     if (d->ema)
         section(&b, SEC_EMA, d->ema, d->n_ema * sizeof(float));
+    if (d->best)
+        section(&b, SEC_BEST, d->best, sizeof *d->best);
     put_u32(&b, crc32c(b.p, b.n));
     if (b.oom) {
         free(b.p);
@@ -308,7 +311,7 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
             break;
         size_t body = at + 12;
         const uint8_t *p = data + body;
-        if (tag >= SEC_PARAMS && tag <= SEC_EMA) {
+        if (tag >= SEC_PARAMS && tag <= SEC_BEST) {
             /* A writer puts each section once; a second copy is damage. */
             if (seen & (1u << tag)) {
                 rc = err_set(e, PT_EFORMAT, path, PT_NO_RECORD, (long long)at,
@@ -347,6 +350,12 @@ int ckpt_load(const char *path, float *params, size_t n_params, float *buffers,
         case SEC_CONFIG:
         case SEC_EMA:
             rc = load_owned(path, tag, p, sl, (long long)at, out, e);
+            break;
+        case SEC_BEST:
+            if ((rc = want_size(path, tag, sl, sizeof out->best, (long long)at, e)) == PT_OK) {
+                memcpy(&out->best, p, sl);
+                out->has_best = 1;
+            }
             break;
         default:
             break; /* unknown sections from newer writers are skipped */

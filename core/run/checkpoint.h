@@ -4,7 +4,9 @@
  * (u32 tag, u64 length, bytes), then u32 CRC32C of everything before it. Sections
  * hold the weights, the BN running statistics, the optimizer's moments, the
  * progress counters (update, epoch, position in the epoch, pipeline batches
- * consumed), the moving average of the weights when there is one (--ema), the partial epoch's metric accumulators and the per-epoch history, so
+ * consumed), the moving average of the weights when there is one (--ema), the partial
+ * epoch's metric accumulators, early stopping's state (ckpt_best) and the per-epoch
+ * history, so
  * a resumed run ends with the same history as a straight one.
  *
  * The file is written to a temporary name, fsync'd and renamed over the old one:
@@ -36,6 +38,18 @@ typedef struct ckpt_progress {
     int64_t examples, correct;
 } ckpt_progress;
 
+/* Early stopping's and --keep best's state at the checkpoint (train/keep.c), so that a
+ * resumed run takes the decisions a straight one would. */
+typedef struct ckpt_best {
+    int64_t best_epoch;         /* the best monitored value's epoch; 0 none yet */
+    int64_t best_update;        /* the update it ended at */
+    int64_t since;              /* epochs after it without improvement */
+    int64_t monitor;            /* run.h's run_monitor the value is of */
+    double best_value;
+    int64_t stopped_early;      /* 1: --early-stop ended the run at this checkpoint */
+    int64_t epochs, early_stop; /* the run's --epochs and --early-stop then */
+} ckpt_best;
+
 typedef struct ckpt_data {
     const float *params;
     size_t n_params;
@@ -51,6 +65,7 @@ typedef struct ckpt_data {
     const char *config;         /* the run's configuration text */
     const float *ema;           /* the weights' moving average (parameters, then buffers); */
     size_t n_ema;               /* NULL: none */
+    const ckpt_best *best;      /* NULL: none */
 } ckpt_data;
 
 int ckpt_save(const char *path, const ckpt_data *d, pt_err *e);
@@ -64,6 +79,8 @@ typedef struct ckpt_loaded {
     char *config;               /* malloc'd, NUL-terminated */
     float *ema;                 /* malloc'd; NULL when the file has none */
     size_t n_ema;
+    int has_best;               /* 1: best holds the file's ckpt_best */
+    ckpt_best best;
 } ckpt_loaded;
 
 /* params/buffers/opt arrays must have the sizes given; opt_v may be NULL, and opt_m

@@ -12,7 +12,8 @@
  * the local date and time), valid_labels.json and valid_preds.jsonl (a line per
  * epoch), test_preds.json, submission.csv, checkpoint.ckpt (run/checkpoint.h),
  * classes.txt (the class names, one a line: what predict names its labels with),
- * model.onnx once exported, and TensorBoard event files in train/ and validation/
+ * model.onnx once exported, best.ckpt and summary.json (the best epoch's weights and
+ * the kept epoch and stop reason: runfolder_outcome.c), and TensorBoard event files in train/ and validation/
  * (run_tags[], written by run/tboard.c as Keras's TensorBoard callback writes them).
  * An ensemble's folder holds report.json, valid_labels.json, valid_preds.jsonl and
  * submission.csv.
@@ -81,6 +82,9 @@ typedef enum run_file {
     RUN_F_SOURCE,               /* a copy of the ONNX file an imported model was built from */
     RUN_F_EXPORT_INT8,          /* the int8 ONNX file export --int8 writes when no other is
                                    named */
+    RUN_F_BEST,                 /* best.ckpt: the best validated epoch's weights (--keep
+                                   best), run/checkpoint.h's format without the optimizer */
+    RUN_F_SUMMARY,              /* summary.json: the kept epoch and why the run stopped */
     RUN_F_COUNT
 } run_file;
 
@@ -182,6 +186,16 @@ int run_write_history(const run_handle *w, const run_epoch *rows, int n, pt_err 
 /* valid_preds.jsonl: this epoch's line, after the lines of earlier epochs. */
 int run_append_valid_preds(const run_handle *w, int epoch, const int32_t *preds, long long n,
                            pt_err *e);
+/* summary.json (run.h's run_outcome) written atomically. */
+int run_write_outcome(const run_handle *w, const run_outcome *o, pt_err *e);
+/* summary.json read back: PT_OK, PT_ENODATA when the folder has none (a run made
+ * before it, or before its first epoch), PT_EFORMAT naming the file when it is not
+ * one. */
+int run_read_outcome(const char *run_dir, run_outcome *o, pt_err *e);
+/* The weights file of the run's model: RUN_F_BEST when the run keeps its best epoch
+ * (run_keeps_best) and has one, else RUN_F_CHECKPOINT. */
+run_file run_kept_file(const run_handle *h, const run_config *cfg);
+
 /* JSON list of n ints (malloc'd, *len bytes), NULL when out of memory. */
 char *run_int_list(const int32_t *v, long long n, size_t *len);
 
@@ -206,8 +220,9 @@ int run_diff_text(run_figures *const *runs, int n, int i, char *buf, size_t len)
 int run_scan(const char *parent, run_figures ***runs, int *n, int *skipped, pt_err *e);
 void run_free_list(run_figures **runs, int n);
 
-/* The validation results of a petal-tui run folder's last epoch, from its
- * valid_labels.json and the last line of valid_preds.jsonl: the labels and
+/* The validation results of a petal-tui run folder's model, from its
+ * valid_labels.json and the last line of valid_preds.jsonl (the kept epoch's line
+ * when summary.json says the run keeps its best epoch): the labels and
  * predictions of its n examples, *k the class count (n_classes, or more when a label
  * or prediction is past it) and *epoch the line's epoch (1 when it names none).
  * PT_ENODATA when the folder has no such files (a Keras run) or no examples. The

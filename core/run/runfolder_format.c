@@ -21,6 +21,8 @@ static const char *const file_names[RUN_F_COUNT] = {
     [RUN_F_VAL_DIR] = RUN_N_VAL_DIR,
     [RUN_F_SOURCE] = RUN_N_SOURCE,
     [RUN_F_EXPORT_INT8] = RUN_N_EXPORT_INT8,
+    [RUN_F_BEST] = RUN_N_BEST,
+    [RUN_F_SUMMARY] = RUN_N_SUMMARY,
 };
 
 const char *run_file_name(run_file f)

@@ -22,6 +22,8 @@
 #define RUN_N_VAL_DIR "validation"
 #define RUN_N_SOURCE "source.onnx"
 #define RUN_N_EXPORT_INT8 "model-int8.onnx"
+#define RUN_N_BEST "best.ckpt"
+#define RUN_N_SUMMARY "summary.json"
 
 /* The capacity of each series of a run_figures being filled. */
 typedef struct run_builder {

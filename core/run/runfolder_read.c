@@ -387,7 +387,7 @@ static int runs_inside(const char *dir, char *buf, size_t n)
     return found;
 }
 
-/* A folder's history.json, event files, config and log's end. */
+/* A folder's history.json, event files, config, log's end and summary.json. */
 static int read_folder(run_figures *r, const char *dir, const char *path, hist_row **hp_rows,
                        int *hp_n, char ***hp_files, int *hp_nf, pt_err *e)
 {
@@ -421,6 +421,8 @@ static int read_folder(run_figures *r, const char *dir, const char *path, hist_r
         read_config(r, dir);
         r->run_folder = r->n_opts > 0;
         run_log_lines(dir, last_log_line, r, NULL);
+        /* A damaged summary.json costs only what it says (the kept epoch). */
+        r->has_outcome = run_read_outcome(dir, &r->outcome, NULL) == PT_OK;
     }
     *hp_rows = h;
     *hp_n = nh;

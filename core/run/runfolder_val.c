@@ -78,15 +78,28 @@ int run_val_read(const char *run_dir, int n_classes, int **labels, int **preds, 
     if (rc == PT_OK && (nl = int_array(lt, lt, lab, cap, &at)) < 0)
         rc = err_set(e, PT_EFORMAT, lp, PT_NO_RECORD, at, "not an array of class numbers");
     if (rc == PT_OK) {
-        /* The last line that is whole: {"epoch":N,"preds":[...]}. */
-        const char *last = NULL;
+        /* The last line that is whole: {"epoch":N,"preds":[...]}; the kept epoch's
+         * when the run's model is its best epoch's weights (summary.json). */
+        run_outcome o;
+        int want = run_read_outcome(run_dir, &o, NULL) == PT_OK && o.keep_best ? o.kept_epoch : 0;
+        const char *last = NULL, *kept = NULL;
+        long long n_lines = 0, kept_no = 0;
         for (const char *l = pt; *l;) {
             size_t ll = strcspn(l, "\n");
             if (ll > 0 && l[ll] == '\n') {
                 last = l;
-                line_no++;
+                line_no = ++n_lines;
+                const char *ep = strstr(l, "\"epoch\":");
+                if (want > 0 && ep && ep < l + ll && atoi(ep + 8) == want) {
+                    kept = l;
+                    kept_no = n_lines;
+                }
             }
             l += ll + (l[ll] == '\n');
+        }
+        if (kept) {
+            last = kept;
+            line_no = kept_no;
         }
         const char *ep = last ? strstr(last, "\"epoch\":") : NULL;
         const char *pr = last ? strstr(last, "\"preds\":") : NULL;

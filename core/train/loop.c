@@ -236,10 +236,12 @@ static int end_epoch(trn *r, int *stopped, pt_err *e)
                      100.0 * (double)early / (double)sent);
     }
     trn_log(r, "%s", line);
+    if ((rc = trn_keep_epoch(r, &row, e)) != PT_OK)
+        return rc;
     /* A checkpoint that cannot be written (a full disk) ends the run: the previous
      * one is intact, and training on without one would risk more than it saves. */
     if ((r->loop.epoch % (cfg->checkpoint_every > 0 ? cfg->checkpoint_every : 1) == 0 ||
-         r->loop.epoch == cfg->epochs) &&
+         r->loop.epoch == cfg->epochs || r->keep.early) &&
         (rc = trn_save_checkpoint(r, "epoch", e)) != PT_OK)
         return rc;
     trn_set_freeze(r);
@@ -257,7 +259,7 @@ int trn_train(trn *r, int *stopped, pt_err *e)
     r->loop.run_start = r->loop.epoch_start = util_now();
     tlm_resume(&r->telemetry, r->loop.run_start);
     int rc = PT_OK;
-    while (rc == PT_OK && !*stopped && r->loop.epoch < r->cfg->epochs) {
+    while (rc == PT_OK && !*stopped && !r->keep.early && r->loop.epoch < r->cfg->epochs) {
         while (r->loop.in_epoch < r->plan.updates_per_epoch) {
             if ((rc = pause_point(r, e, stopped)) != PT_OK || *stopped)
                 break;

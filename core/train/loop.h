@@ -32,7 +32,8 @@ typedef struct trn_loop {
 } trn_loop;
 
 /* The epochs, from where the run stands to cfg->epochs or a stop: *stopped is 1 on
- * a stop asked for, 2 after a non-finite loss the user chose to stop on. */
+ * a stop asked for, 2 after a non-finite loss the user chose to stop on; an early
+ * stop (--early-stop) sets r->keep.early and leaves *stopped 0. */
 int trn_train(trn *r, int *stopped, pt_err *e);
 
 void trn_loop_free(trn_loop *l);

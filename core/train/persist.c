@@ -53,7 +53,9 @@ int trn_save_checkpoint(trn *r, const char *why, pt_err *e)
     run_path(&r->persist.folder, RUN_F_CHECKPOINT, path, sizeof path);
     uint8_t *hist = NULL;
     size_t hist_bytes = crv_pack(&r->curves, &hist);
+    ckpt_best best;
     ckpt_data d = {
+        .best = trn_keep_state(r, &best),
         .params = nn_params(r->parts.model),
         .n_params = nn_param_count(r->parts.model),
         .buffers = nn_buffers(r->parts.model),
@@ -152,13 +154,16 @@ int trn_restore_checkpoint(trn *r, pt_err *e)
         return err_set(e, PT_EFORMAT, path, PT_NO_RECORD, PT_NO_OFFSET,
                        "the checkpoint's history is damaged");
     }
-    ckpt_free_loaded(&l);
     /* A finished run has nothing to train: saying "resumed" and exiting 0 would read as
      * done work. Its files are left as they are. Finished is all epochs checkpointed and
      * the log's end written after the outputs: one killed between the last checkpoint
-     * and its end writes the outputs now. */
+     * and its end writes the outputs now. An early stop is an end too (keep.c). */
     int done = 0;
     run_log_lines(r->persist.folder.dir, log_done, &done, NULL);
+    rc = trn_keep_restore(r, &l, done, e);
+    ckpt_free_loaded(&l);
+    if (rc != PT_OK)
+        return rc;
     if (r->loop.epoch >= r->cfg->epochs && done)
         return err_set(e, PT_EUSAGE, r->persist.folder.dir, PT_NO_RECORD, PT_NO_OFFSET,
                        "the run is finished: epoch %d of %d done (update %lld); --epochs N "

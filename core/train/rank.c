@@ -91,6 +91,8 @@ int trn_dist_share_state(trn *r, pt_err *e)
                         e);
     if (rc == PT_OK)
         rc = dist_bcast(r->loop.train_cm, k2 * sizeof *r->loop.train_cm, 0, e);
+    if (rc == PT_OK)
+        rc = dist_bcast(&r->keep, sizeof r->keep, 0, e);
     if (rc != PT_OK)
         return rc;
     r->loop.update = p.update;

@@ -20,6 +20,40 @@ static void free_run(trn *r)
     free(r);
 }
 
+/* summary.json's stop, from the end message (a failure to write it is logged: the run
+ * itself is done). */
+static void write_outcome(trn *r, run_stop stop)
+{
+    char msg[sizeof(((run_snapshot *)0)->message)];
+    run_snapshot *s = prg_lock(r->env->progress);
+    util_copy(msg, sizeof msg, s->message);
+    prg_unlock(r->env->progress);
+    if (stop == RUN_STOP_EARLY)
+        util_fmt(msg, sizeof msg,
+                 "early stop at epoch %d after %d epoch%s without improvement (the best %s, "
+                 "%.4f, at epoch %d)",
+                 r->loop.epoch, r->keep.since, r->keep.since == 1 ? "" : "s",
+                 run_monitor_key(r->cfg->monitor),
+                 r->keep.best_value, r->keep.best_epoch);
+    else if (stop == RUN_STOP_EPOCHS)
+        util_fmt(msg, sizeof msg, "epochs done: %d of %d", r->loop.epoch, r->cfg->epochs);
+    pt_err oe;
+    if (trn_keep_write_outcome(r, stop, msg, &oe) != PT_OK)
+        trn_log(r, "the run's summary could not be written: %s", oe.msg);
+}
+
+/* The test predictions with the kept epoch's weights (the last epoch's afterwards). */
+static int predict_test(trn *r, pt_err *e)
+{
+    float *last;
+    int rc = trn_keep_use_best(r, &last, e);
+    if (rc != PT_OK)
+        return rc;
+    rc = trn_predict_test(r, e);
+    trn_keep_use_last(r, last);
+    return rc;
+}
+
 /* After the loop ended well: a stop's message, or the test predictions and the done
  * message. RUN_STOPPED, RUN_DONE, or RUN_FAILED with *rc the predictions' error. */
 static run_state finish(trn *r, int stopped, int *rc, pt_err *e)
@@ -37,21 +71,40 @@ static run_state finish(trn *r, int stopped, int *rc, pt_err *e)
     else if (stopped)
         trn_set_state(r, RUN_STOPPED, "stopped at update %lld; continue with --resume %s",
                       r->loop.update, r->persist.folder.dir);
-    if (stopped)
+    if (stopped) {
+        if (r->loop.update > 0 || r->cfg->resume[0])
+            write_outcome(r, RUN_STOP_USER);
         return RUN_STOPPED;
+    }
     trn_set_state(r, RUN_RUNNING, "predicting the test split");
-    if ((*rc = trn_predict_test(r, e)) != PT_OK)
+    if ((*rc = predict_test(r, e)) != PT_OK)
         return RUN_FAILED;
-    const run_epoch *last = r->curves.hist_n ? &r->curves.hist[r->curves.hist_n - 1] : NULL;
+    /* The figures of the run's model: the kept epoch's. */
+    int kept_epoch = trn_keep_epoch_kept(r);
+    const run_epoch *kept = NULL;
+    for (int i = 0; i < r->curves.hist_n; i++)
+        if (r->curves.hist[i].epoch == kept_epoch)
+            kept = &r->curves.hist[i];
     /* A resumed run: the whole run's training time, and this process's. */
-    char here[64] = "";
+    char here[64] = "", early[200] = "", model[200] = "";
     if (r->loop.elapsed_before > 0)
         snprintf(here, sizeof here, " (%.0fs since the resume)",
                  trn_elapsed(r) - r->loop.elapsed_before);
+    if (r->keep.early)
+        util_fmt(early, sizeof early,
+                 ", stopped early at epoch %d of %d (%d epoch%s without a better %s than epoch "
+                 "%d's)",
+                 r->loop.epoch, r->cfg->epochs, r->keep.since, r->keep.since == 1 ? "" : "s",
+                 run_monitor_key(r->cfg->monitor),
+                 r->keep.best_epoch);
+    trn_keep_text(r, model, sizeof model);
+    if (model[0])
+        util_fmt(model + strlen(model), sizeof model - strlen(model), ": ");
     trn_set_state(r, RUN_DONE,
-                  "done: %d epochs in %.0fs%s; val_acc %.4f, val_f1 %.4f; outputs in %s",
-                  r->loop.epoch, trn_elapsed(r), here, last ? last->val_acc : 0,
-                  last ? last->val_f1 : 0, r->persist.folder.dir);
+                  "done: %d epochs in %.0fs%s%s; %sval_acc %.4f, val_f1 %.4f; outputs in %s",
+                  r->loop.epoch, trn_elapsed(r), here, early, model, kept ? kept->val_acc : 0,
+                  kept ? kept->val_f1 : 0, r->persist.folder.dir);
+    write_outcome(r, r->keep.early ? RUN_STOP_EARLY : RUN_STOP_EPOCHS);
     return RUN_DONE;
 }
 

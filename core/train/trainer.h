@@ -6,7 +6,8 @@
  *   epochs    updates of replicas x batch x accumulation examples (the job's);
  *             validation after every epoch; history.json, validation predictions
  *             and a checkpoint per epoch
- *   finish    test predictions, submission.csv, a last checkpoint
+ *   finish    test predictions (the kept epoch's weights: train/keep.h),
+ *             submission.csv, summary.json (the kept epoch, why the run stopped)
  *
  * The trainer is the one writer of run progress: it publishes the snapshot, the
  * latest validation results and the class names into the run's progress (see
@@ -27,7 +28,8 @@
  *
  * Run folder: its format (config, history.json, valid_labels.json,
  * valid_preds.jsonl, test_preds.json, submission.csv, checkpoint.ckpt, log.txt,
- * and TensorBoard's train/ and validation/ event files) is runfolder.h's. The
+ * best.ckpt and summary.json (train/keep.h), and TensorBoard's train/ and
+ * validation/ event files) is runfolder.h's. The
  * event files are written as the run trains, flushed with every epoch and
  * checkpoint; a resumed run adds a file to each.
  *

@@ -6,6 +6,7 @@
  *   loop      train/loop.h      progress through the updates and the epoch's figures
  *   valid     train/validate.h  the validation pass's timing
  *   persist   train/persist.h   the run folder, log, checkpoints, event files
+ *   keep      train/keep.h      early stopping and the best epoch's weights
  *
  * and the parts with owners of their own (the curves, the telemetry), read by every
  * phase and changed only through their functions. Only the trainer's files include
@@ -20,6 +21,7 @@
 #include "data/dataset.h"
 #include "run.h"
 #include "train/curves.h"
+#include "train/keep.h"
 #include "train/loop.h"
 #include "train/persist.h"
 #include "train/plan.h"
@@ -36,6 +38,7 @@ typedef struct trn {
     trn_loop loop;
     trn_valid valid;
     trn_persist persist;
+    trn_keep keep;
     crv curves;                 /* the history and the per-update curves (curves.h) */
     tlm telemetry;              /* the replicas' hardware figures (telemetry.h) */
     int finder;                 /* 1: the learning-rate finder's (lrfind.h): no run folder */
