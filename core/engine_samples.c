@@ -199,13 +199,20 @@ long long eng_val_preds(eng *g, long long first, int n, int *label, int *pred, f
     return prg_val_preds(g->progress, first, n, label, pred, conf, loss);
 }
 
+/* The epoch of the results example index belongs to; PT_ENODATA (e says why) when
+ * there are none or index is outside them. */
+static int results_epoch(eng *g, long long index, int *epoch, pt_err *e)
+{
+    batch_src src;
+    run_val_item now;
+    return prg_val_example(g->progress, index, &src, &now, epoch, e);
+}
+
 int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e)
 {
     memset(out, 0, sizeof *out);
-    batch_src src;
-    run_val_item now;
     int epoch;
-    int rc = prg_val_example(g->progress, index, &src, &now, &epoch, e);
+    int rc = results_epoch(g, index, &epoch, e);
     if (rc != PT_OK)
         return rc;
     pthread_mutex_lock(&g->lock);
@@ -251,10 +258,8 @@ int eng_val_item_get(eng *g, long long index, run_val_item *out, pt_err *e)
 int eng_explain_get(eng *g, long long index, run_explain *out, pt_err *e)
 {
     memset(out, 0, sizeof *out);
-    batch_src src;
-    run_val_item now;
     int epoch;
-    int rc = prg_val_example(g->progress, index, &src, &now, &epoch, e);
+    int rc = results_epoch(g, index, &epoch, e);
     if (rc != PT_OK)
         return rc;
     pthread_mutex_lock(&g->lock);

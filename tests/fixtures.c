@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "config.h"
 #include "data/flowers.h"
 #include "data/jpeg.h"
 #include "data/shards.h"
@@ -273,6 +274,32 @@ char *fx_history_without_timing(const char *dir)
     *o = '\0';
     free(data);
     return out;
+}
+
+const char *fx_small_dataset(void)
+{
+    static const long long tc[4] = { 30, 12, 20, 8 }, vc[4] = { 6, 3, 5, 2 };
+    static char root[4096];
+    if (!root[0]) {
+        const char *r = fx_dataset(t_tmpdir(), 4, tc, vc, 10, 32, 25);
+        if (r)
+            util_copy(root, sizeof root, r);
+    }
+    return root;
+}
+
+void fx_small_config(run_config *c, const char *out)
+{
+    cfg_defaults(c);
+    util_copy(c->data, sizeof c->data, fx_small_dataset());
+    util_copy(c->out, sizeof c->out, out);
+    c->epochs = 2;
+    c->replicas = 2;
+    c->batch_per_replica = 4;
+    c->image_size = 32;
+    c->workers = 1;
+    c->shuffle_buffer = 32;
+    snprintf(c->augment, sizeof c->augment, "flip:0.5,affine:0.5");
 }
 
 const char *fx_demo_runs(void)

@@ -54,6 +54,12 @@ char *fx_log_last_line(const char *run_dir, int *all_stamped);
  * with --lr-max 0.004); NULL (the reason printed) when a run failed. */
 const char *fx_demo_runs(void);
 
+/* A small dataset (4 classes of 30, 12, 20 and 8 training and 6, 3, 5 and 2
+ * validation images, 32 px) made once per test run, and a quick 2-epoch config on
+ * it (2 replicas of 4, one worker) writing to out. */
+const char *fx_small_dataset(void);
+void fx_small_config(run_config *c, const char *out);
+
 /* mpirun as a test may run it (NULL-terminated): as root in a container too, on
  * one core too, shared memory between the ranks without the kernel's cross-memory
  * attach (which containers often forbid). */

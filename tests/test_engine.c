@@ -14,34 +14,6 @@
 #include "run/checkpoint.h"
 #include "tests/fixtures.h"
 
-static const long long TC[4] = { 30, 12, 20, 8 };
-static const long long VC[4] = { 6, 3, 5, 2 };
-
-/* A small dataset shared by the tests of this file (made once per run). */
-static const char *dataset(void)
-{
-    static char root[4096];
-    if (!root[0]) {
-        const char *r = fx_dataset(t_tmpdir(), 4, TC, VC, 10, 32, 25);
-        if (r)
-            util_copy(root, sizeof root, r);
-    }
-    return root;
-}
-
-static void small_config(run_config *c, const char *out)
-{
-    cfg_defaults(c);
-    util_copy(c->data, sizeof c->data, dataset());
-    util_copy(c->out, sizeof c->out, out);
-    c->epochs = 2;
-    c->replicas = 2;
-    c->batch_per_replica = 4;
-    c->image_size = 32;
-    c->workers = 1;
-    c->shuffle_buffer = 32;
-    snprintf(c->augment, sizeof c->augment, "flip:0.5,affine:0.5");
-}
 
 /* Start the run and stop it at an update boundary, as a user's stop would, once its
  * history holds `epochs` epochs and it is `step` updates into the next (or it ended
@@ -77,10 +49,10 @@ TEST(engine_run_writes_history_predictions_submission_and_checkpoint)
     char out[4200];
     util_path(out, sizeof out, "%s/run", dir);
     run_config c;
-    small_config(&c, out);
+    fx_small_config(&c, out);
     if (t_slow_mode())
         c.epochs = 1; /* under valgrind an update takes seconds */
-    T_REQUIRE(dataset()[0]);
+    T_REQUIRE(fx_small_dataset()[0]);
     T_EQ_INT(fx_run_to_end(&c, &snap), RUN_DONE);
     T_EQ_INT(snap.history_n, c.epochs);
     T_EQ_INT(snap.update_size, 8);
@@ -120,7 +92,7 @@ TEST(engine_run_writes_history_predictions_submission_and_checkpoint)
     T_EQ_INT(rows, 11);
     free(txt);
     util_path(path, sizeof path, "%s inspect --records 10 '%s/test' | grep -o 'id bytes\\[1\\] = \"[0-9a-f]*\"' | cut -d'\"' -f2 | head -3",
-              t_bin(), dataset());
+              t_bin(), fx_small_dataset());
     T_REQUIRE(t_run(path, &txt) == 0);
     char expect[64];
     util_fmt(expect, sizeof expect, "%.9s", txt);
@@ -148,11 +120,11 @@ TEST(engine_same_seed_gives_identical_history)
     util_path(a, sizeof a, "%s/a", dir);
     util_path(b, sizeof b, "%s/b", dir);
     run_config c;
-    small_config(&c, a);
+    fx_small_config(&c, a);
     c.oversample = -1;
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     T_CHECK(snap.oversampling);
-    small_config(&c, b);
+    fx_small_config(&c, b);
     c.oversample = -1;
     c.workers = 2; /* a different thread count must not matter */
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
@@ -174,19 +146,19 @@ TEST(engine_stopped_mid_run_and_resumed_ends_with_the_straight_history)
     util_path(straight, sizeof straight, "%s/straight", dir);
     util_path(split, sizeof split, "%s/split", dir);
     run_config c;
-    small_config(&c, straight);
+    fx_small_config(&c, straight);
     c.epochs = 3;
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     T_CHECKF(!strstr(snap.message, "since the resume") && snap.elapsed_resumed == 0, "%s",
              snap.message);
 
     /* Stop somewhere in epoch 2 (at an update boundary, as a user's stop would). */
-    small_config(&c, split);
+    fx_small_config(&c, split);
     c.epochs = 3;
     T_REQUIRE(run_and_stop(&c, 1, 3, &snap) == RUN_STOPPED);
     T_CHECK(snap.history_n >= 1);
 
-    small_config(&c, "");
+    fx_small_config(&c, "");
     c.epochs = 3;
     util_copy(c.resume, sizeof c.resume, split);
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
@@ -248,7 +220,7 @@ static void train_with_and_without(const char *dir, void (*change)(run_config *)
     util_path(changed, n, "%s/changed", dir);
     util_path(plain, n, "%s/default", dir);
     for (int k = 0; k < 2; k++) {
-        small_config(&c, k ? plain : changed);
+        fx_small_config(&c, k ? plain : changed);
         if (!k)
             change(&c);
         T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
@@ -279,7 +251,7 @@ TEST(engine_ema_validates_the_average_and_checkpoints_it)
         return;
     }
     run_config c;
-    small_config(&c, t_tmpdir());
+    fx_small_config(&c, t_tmpdir());
     T_CHECK(c.ema == 0.99); /* the default */
     char on[4200], off[4200]; /* the default is on */
     train_with_and_without(t_tmpdir(), ema_off, off, on, sizeof on);
@@ -329,7 +301,7 @@ TEST(engine_tta_flip_validates_images_and_their_mirrors)
         return;
     }
     run_config c;
-    small_config(&c, t_tmpdir());
+    fx_small_config(&c, t_tmpdir());
     T_CHECK(c.tta == RUN_TTA_NONE); /* the default */
     char flip[4200], none[4200];
     train_with_and_without(t_tmpdir(), tta_flip, flip, none, sizeof flip);
@@ -363,7 +335,7 @@ TEST(engine_builds_small_from_widths_convs_init_and_bn_momentum_and_resumes_it)
     char out[4200];
     util_path(out, sizeof out, "%s/widths", dir);
     run_config c;
-    small_config(&c, out);
+    fx_small_config(&c, out);
     c.epochs = 1;
     T_REQUIRE(cfg_set(&c, "widths", "8,16,16", NULL) == PT_OK);
     T_REQUIRE(cfg_set(&c, "init", "torch", NULL) == PT_OK);
@@ -381,7 +353,7 @@ TEST(engine_builds_small_from_widths_convs_init_and_bn_momentum_and_resumes_it)
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
     T_EQ_INT(snap.history_n, 2);
     /* A checkpoint of these widths does not load into the default net. */
-    small_config(&c, "");
+    fx_small_config(&c, "");
     c.epochs = 3;
     util_copy(c.resume, sizeof c.resume, out);
     T_CHECK(fx_run_to_end(&c, &snap) == RUN_FAILED);
@@ -396,7 +368,7 @@ TEST(engine_builds_small_residual_and_resumes_it)
     char out[4200];
     util_path(out, sizeof out, "%s/residual", t_tmpdir());
     run_config c;
-    small_config(&c, out);
+    fx_small_config(&c, out);
     c.epochs = 1;
     T_REQUIRE(cfg_set(&c, "widths", "8,16s", NULL) == PT_OK);
     T_REQUIRE(cfg_set(&c, "residual", "yes", NULL) == PT_OK);
@@ -423,7 +395,7 @@ TEST(engine_pause_resume_and_stop_from_another_thread)
     char out[4200];
     util_path(out, sizeof out, "%s/p", dir);
     run_config c;
-    small_config(&c, out);
+    fx_small_config(&c, out);
     c.epochs = 50;
     eng *g;
     pt_err e;
@@ -482,7 +454,7 @@ TEST(engine_non_finite_loss_pauses_naming_the_step_headless_exits_3)
               "%s --headless --data '%s' --out '%s/nan' --image-size 32 --replicas 2 "
               "--batch-per-replica 4 --epochs 2 --optimizer sgd --momentum 0.9 --lr-start 1e9 "
               "--lr-max 1e9 --lr-end 1e9 --augment none --workers 1",
-              t_bin(), dataset(), dir);
+              t_bin(), fx_small_dataset(), dir);
     int rc = t_run(cmd, &out);
     T_EQ_INT(rc, 3);
     T_CHECKF(strstr(out, "non-finite loss at update") && strstr(out, "(epoch 1, step "),
@@ -520,7 +492,7 @@ TEST(engine_headless_usage_and_data_errors_exit_codes)
                "augment = none\nworkers = 1\nlr-max = 7e-3\n");
     fclose(f);
     util_path(cmd, sizeof cmd, "%s --headless --config '%s' --data '%s' --lr-max 5e-3 --out '%s/r'",
-              t_bin(), cfg, dataset(), dir);
+              t_bin(), cfg, fx_small_dataset(), dir);
     int rc = t_run(cmd, &out);
     T_EQ_INT(rc, 0);
     T_CHECKF(strstr(out, "epoch 1/1 - 8 updates") != NULL, "%s", out);
@@ -543,7 +515,7 @@ TEST(engine_headless_usage_and_data_errors_exit_codes)
  * the stop; waits until it is running, sends sig and returns the wait status. */
 static int headless_run_stopped_by(int sig, const char *out_dir)
 {
-    const char *data = dataset(); /* here: a child's cache would be lost with it */
+    const char *data = fx_small_dataset(); /* here: a child's cache would be lost with it */
     pid_t pid = fork();
     if (pid == 0) {
         int fd = open("/dev/null", O_WRONLY);
@@ -581,7 +553,7 @@ TEST(engine_headless_sigint_writes_a_checkpoint_and_exits_130)
 {
     /* No checkpoint is due during these runs: the only one that can exist is the
      * one the signal makes. */
-    T_REQUIRE(dataset()[0] != 0);
+    T_REQUIRE(fx_small_dataset()[0] != 0);
     const char *dir = t_tmpdir();
     char out_dir[4200], ckpt[4300];
     util_path(out_dir, sizeof out_dir, "%s/sig", dir);
@@ -613,7 +585,7 @@ TEST(engine_bad_records_are_counted_and_the_run_goes_on)
     char cmd[8192], *out;
     util_path(cmd, sizeof cmd, "cp -r '%s' '%s/ds' && f=$(ls '%s'/ds/train/*.tfrec | head -1) && "
                                "printf 'XXXX' | dd of=\"$f\" bs=1 seek=200 conv=notrunc 2>/dev/null",
-              dataset(), dir, dir);
+              fx_small_dataset(), dir, dir);
     T_REQUIRE(t_run(cmd, NULL) == 0);
     util_path(cmd, sizeof cmd,
               "%s --headless --data '%s/ds' --out '%s/r' --image-size 32 --replicas 2 "
@@ -644,7 +616,7 @@ TEST(engine_preview_and_validation_inspection)
     char out[4200];
     util_path(out, sizeof out, "%s/v", dir);
     run_config c;
-    small_config(&c, out);
+    fx_small_config(&c, out);
     c.epochs = 1;
     eng *g;
     pt_err e;
@@ -754,7 +726,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
     char out[4200];
     util_path(out, sizeof out, "%s/onnx", dir);
     run_config c;
-    small_config(&c, out);
+    fx_small_config(&c, out);
     c.epochs = 1;
     util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
@@ -776,7 +748,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
              "%s", (char *)text);
     free(text);
     if (!t_slow_mode()) {
-        small_config(&c, "");
+        fx_small_config(&c, "");
         c.epochs = 2;
         util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
         util_copy(c.resume, sizeof c.resume, out);
@@ -787,7 +759,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
     /* Two phases: the head alone for an epoch, then everything at a tenth of the
      * learning rate for the backbone. */
     util_path(out, sizeof out, "%s/onnx-phases", dir);
-    small_config(&c, out);
+    fx_small_config(&c, out);
     c.epochs = 2;
     c.freeze_epochs = 1;
     util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
@@ -804,7 +776,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
         char phases[4200];
         util_copy(phases, sizeof phases, out);
         util_path(out, sizeof out, "%s/onnx-phases-split", dir);
-        small_config(&c, out);
+        fx_small_config(&c, out);
         c.epochs = 2;
         c.freeze_epochs = 1;
         util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
@@ -822,7 +794,7 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
     /* --reinit: the file's architecture with fresh weights; refused where there are
      * no pretrained weights to keep or to freeze. */
     util_path(out, sizeof out, "%s/onnx-reinit", dir);
-    small_config(&c, out);
+    fx_small_config(&c, out);
     c.reinit = 1;
     util_copy(c.model, sizeof c.model, "tests/data/import/blocks.onnx");
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_DONE);
@@ -835,19 +807,19 @@ TEST(engine_fine_tunes_an_imported_onnx_model_and_resumes_it)
     c.freeze_epochs = 1;
     T_EQ_INT(eng_create(&c, &g, &e), PT_EUSAGE);
     T_CHECKF(strstr(e.msg, "--freeze-epochs") != NULL, "%s", e.msg);
-    small_config(&c, "");
+    fx_small_config(&c, "");
     c.reinit = 1;
     T_EQ_INT(eng_create(&c, &g, &e), PT_EUSAGE);
     T_CHECKF(strstr(e.msg, "applies to an ONNX model") != NULL, "%s", e.msg);
 
     /* A missing file is refused at once; a graph it cannot use fails the run with
      * the file and node named (this one has a Tanh). */
-    small_config(&c, "");
+    fx_small_config(&c, "");
     util_copy(c.model, sizeof c.model, "tests/data/import/missing.onnx");
     T_EQ_INT(eng_create(&c, &g, &e), PT_EUSAGE);
     T_CHECKF(strstr(e.msg, "missing.onnx") != NULL, "%s", e.msg);
     util_path(out, sizeof out, "%s/onnx-bad", dir);
-    small_config(&c, out);
+    fx_small_config(&c, out);
     util_copy(c.model, sizeof c.model, "tests/data/import/unsupported.onnx");
     T_REQUIRE(fx_run_to_end(&c, &snap) == RUN_FAILED);
     T_CHECKF(strstr(snap.message, "unsupported.onnx") && strstr(snap.message, "(Tanh)"),
@@ -882,7 +854,7 @@ TEST(engine_refuses_empty_folders_and_unusable_run_folders_before_a_run)
     eng *g;
     pt_err e;
     /* A folder without a dataset. */
-    small_config(&c, "");
+    fx_small_config(&c, "");
     util_path(c.data, sizeof c.data, "%s/empty", dir);
     T_REQUIRE(util_mkdirs(c.data, NULL) == PT_OK);
     T_EQ_INT(eng_create(&c, &g, &e), PT_ENODATA);
@@ -890,22 +862,22 @@ TEST(engine_refuses_empty_folders_and_unusable_run_folders_before_a_run)
     /* Run folders: under a file, holding a run, and ones that will do. */
     T_REQUIRE(put_file(dir, "file", "") == 0);
     util_path(path, sizeof path, "%s/file/run", dir);
-    small_config(&c, path);
+    fx_small_config(&c, path);
     T_EQ_INT(eng_check_run_folder(&c, &e), PT_EIO);
     T_CHECKF(strstr(e.msg, "--out ") && strstr(e.msg, "/file/run: cannot create the run folder: ") &&
                  strstr(e.msg, "/file: not a folder"),
              "%s", e.msg);
     T_REQUIRE(put_file(dir, "held/checkpoint.ckpt", "x") == 0);
     util_path(path, sizeof path, "%s/held", dir);
-    small_config(&c, path);
+    fx_small_config(&c, path);
     T_EQ_INT(eng_check_run_folder(&c, &e), PT_EUSAGE);
     T_CHECKF(strstr(e.msg, "/held: holds a run already") != NULL, "%s", e.msg);
     util_path(path, sizeof path, "%s/new/deeper/run", dir);
-    small_config(&c, path);
+    fx_small_config(&c, path);
     T_EQ_INT(eng_check_run_folder(&c, &e), PT_OK);
     T_CHECK(!util_is_dir(path)); /* only looked */
     /* A resumed run writes into its folder: one that is a file is refused. */
-    small_config(&c, "");
+    fx_small_config(&c, "");
     util_path(c.resume, sizeof c.resume, "%s/file", dir);
     T_EQ_INT(eng_check_run_folder(&c, &e), PT_EIO);
     T_CHECKF(strstr(e.msg, "--resume ") && strstr(e.msg, "/file: not a folder"), "%s", e.msg);
@@ -929,7 +901,7 @@ TEST(engine_warns_of_an_image_size_that_upsamples_the_shards)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run_config c;
-        small_config(&c, "");
+        fx_small_config(&c, "");
         if (!cases[i].data)
             c.data[0] = '\0';
         c.image_size = cases[i].size;
@@ -954,7 +926,7 @@ TEST(engine_a_stop_while_allocating_lands_there_and_keeps_no_folder)
     run_config c;
     char out[4200];
     util_path(out, sizeof out, "%s/stopped-early", t_tmpdir());
-    small_config(&c, out);
+    fx_small_config(&c, out);
     util_copy(c.model, sizeof c.model, "mobilenetv2");
     c.image_size = 320;
     /* Two replicas: their contexts are built at once, one on a thread of its own, and

@@ -17,33 +17,6 @@
 #include "tests/fixtures.h"
 #include "train/lrfind.h"
 
-static const long long TC[4] = { 30, 12, 20, 8 };
-static const long long VC[4] = { 6, 3, 5, 2 };
-
-static const char *dataset(void)
-{
-    static char root[4096];
-    if (!root[0]) {
-        const char *r = fx_dataset(t_tmpdir(), 4, TC, VC, 10, 32, 25);
-        if (r)
-            util_copy(root, sizeof root, r);
-    }
-    return root;
-}
-
-static void small_config(run_config *c, const char *out)
-{
-    cfg_defaults(c);
-    util_copy(c->data, sizeof c->data, dataset());
-    util_copy(c->out, sizeof c->out, out);
-    c->epochs = 2;
-    c->replicas = 2;
-    c->batch_per_replica = 4;
-    c->image_size = 32;
-    c->workers = 1;
-    c->shuffle_buffer = 32;
-    snprintf(c->augment, sizeof c->augment, "flip:0.5,affine:0.5");
-}
 
 /* ---- the rules ---- */
 
@@ -138,11 +111,11 @@ TEST(lrfind_on_a_dataset_records_exact_rates_and_stops_at_4x)
         t_skip("a hundred updates: too slow under valgrind (ASan runs it)");
         return;
     }
-    T_REQUIRE(dataset()[0]);
+    T_REQUIRE(fx_small_dataset()[0]);
     char out[4200];
     util_path(out, sizeof out, "%s/never", t_tmpdir());
     run_config c;
-    small_config(&c, out);
+    fx_small_config(&c, out);
     c.lr_scaling = 2; /* the suggestion as --lr-max is the rate over it */
     eng *g;
     pt_err e;
@@ -211,13 +184,13 @@ TEST(lrfind_then_a_run_is_the_run_without_it_bit_for_bit)
         t_skip("a finder and two trainings: too slow under valgrind (ASan runs it)");
         return;
     }
-    T_REQUIRE(dataset()[0]);
+    T_REQUIRE(fx_small_dataset()[0]);
     const char *dir = t_tmpdir();
     char a[4200], b[4200];
     util_path(a, sizeof a, "%s/after", dir);
     util_path(b, sizeof b, "%s/plain", dir);
     run_config c;
-    small_config(&c, a);
+    fx_small_config(&c, a);
     /* The workbench's order: the finder on the engine, then s on the same engine. */
     eng *g;
     pt_err e;
@@ -233,7 +206,7 @@ TEST(lrfind_then_a_run_is_the_run_without_it_bit_for_bit)
     T_EQ_INT(eng_lrfind_start(g, &e), PT_EUSAGE);
     eng_destroy(g);
     T_EQ_INT(s.state, RUN_DONE);
-    small_config(&c, b);
+    fx_small_config(&c, b);
     T_REQUIRE(fx_run_to_end(&c, &s) == RUN_DONE);
     char *ha = fx_history_without_timing(a), *hb = fx_history_without_timing(b);
     T_REQUIRE(ha && hb);
@@ -252,9 +225,9 @@ TEST(lrfind_then_a_run_is_the_run_without_it_bit_for_bit)
 
 TEST(lrfind_cancelled_and_refused_for_resume)
 {
-    T_REQUIRE(dataset()[0]);
+    T_REQUIRE(fx_small_dataset()[0]);
     run_config c;
-    small_config(&c, "");
+    fx_small_config(&c, "");
     eng *g;
     pt_err e;
     T_REQUIRE(eng_create(&c, &g, &e) == PT_OK);
@@ -293,7 +266,7 @@ TEST(lrfind_command_prints_the_suggestion_and_writes_the_plot_and_csv)
         t_skip("a hundred updates: too slow under valgrind (ASan runs it)");
         return;
     }
-    T_REQUIRE(dataset()[0]);
+    T_REQUIRE(fx_small_dataset()[0]);
     const char *dir = t_tmpdir();
     char cmd[16384], *out = NULL;
     /* From a fresh folder: nothing appears in it but the files asked for. */
@@ -301,7 +274,7 @@ TEST(lrfind_command_prints_the_suggestion_and_writes_the_plot_and_csv)
              "cd '%s' && '%s' lr-find --data '%s' --replicas 2 --batch-per-replica 4 "
              "--image-size 32 --workers 1 --lr-max 0.5 --plot lr.png --csv lr.csv 2>&1; "
              "echo status $?; ls",
-             dir, bin(), dataset());
+             dir, bin(), fx_small_dataset());
     T_REQUIRE(t_run(cmd, &out) == 0);
     T_CHECKF(strstr(out, "status 0\n") != NULL, "%s", out);
     T_CHECKF(strstr(out, "update  lr") && strstr(out, "\n    10  5.34e-07"), "%s", out);

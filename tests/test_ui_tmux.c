@@ -1893,3 +1893,78 @@ TEST(ui_tmux_tty_refuses_its_own_terminal_from_the_background)
     free(s);
     tmx_stop(&t);
 }
+
+/* The workbench's learning-rate finder key: L before s shows the finder's curve and
+ * suggestion, the c dialog offers it and L there sets lr-max, q and Ctrl-C cancel a
+ * finder under way, s then starts the run. */
+TEST(ui_tmux_lrfind_key_shows_the_curve_and_the_c_dialog_offers_it)
+{
+    T_NEED_TOOL("tmux");
+    if (t_slow_mode()) {
+        t_skip("a hundred updates in the workbench: too slow under valgrind");
+        return;
+    }
+    tmux_srv t;
+    char cmd[9000];
+    const char *run = t_tmpdir();
+    char bin[4096];
+    if (!realpath(t_bin(), bin)) /* the pane may start elsewhere */
+        snprintf(bin, sizeof bin, "%s", t_bin());
+    snprintf(cmd, sizeof cmd, "'%s' --no-sixel --image-size 32 --epochs 1 --out '%s/run'", bin,
+             run);
+    T_REQUIRE(tmx_start(&t, 120, 40, NULL, cmd) == 0);
+    T_REQUIRE(tmx_wait(&t, "IDLE", 60));
+    /* q during the finder cancels it, and the workbench stays. */
+    tmx_keys(&t, "L");
+    T_REQUIRE(tmx_wait(&t, "lr-find: loss against the learning rate", 30));
+    tmx_keys(&t, "q");
+    T_CHECK(tmx_wait(&t, "lr-find: cancelled after", 60));
+    T_CHECK(tmx_wait(&t, "IDLE", 5));
+    /* So does Ctrl-C, without the quit question. */
+    tmx_keys(&t, "L");
+    T_CHECK(tmx_wait(&t, "lr-find started", 30));
+    tmx_keys(&t, "C-c");
+    T_CHECK(tmx_wait(&t, "Ctrl-C): lr-find", 60));
+    T_CHECK(tmx_wait(&t, "lr-find: cancelled after", 60));
+    char *q = tmx_screen(&t, 0);
+    T_CHECKF(!strstr(q, "Quit the workbench?"), "%s", q);
+    free(q);
+    tmx_keys(&t, "Escape");
+    usleep(300000); /* Esc then L at once would read as Alt-L */
+    /* L again: to the end, the chart with its decades and the suggestion. */
+    tmx_keys(&t, "L");
+    T_REQUIRE(tmx_wait(&t, "suggested --lr-max", 240));
+    char *s = tmx_screen(&t, 0);
+    T_CHECKF(strstr(s, "1e-7") && strstr(s, "1e-3") && strstr(s, "1e1") && strstr(s, "steepest"),
+             "%s", s);
+    /* braille dots: the curve */
+    T_CHECKF(strstr(s, "\xe2\xa0") || strstr(s, "\xe2\xa1") || strstr(s, "\xe2\xa2") ||
+                 strstr(s, "\xe2\xa3"),
+             "no braille on the screen:\n%s", s);
+    const char *sug = strstr(s, "suggested --lr-max ");
+    double lr = sug ? atof(sug + 19) : 0;
+    T_CHECKF(lr > 1e-7 && lr < 10, "%s", s);
+    free(s);
+    /* The c dialog's lr-max row offers it; L there sets it. */
+    tmx_keys(&t, "c");
+    char offer[96];
+    snprintf(offer, sizeof offer, "suggested %.3g (lr-find): L uses it", lr);
+    T_CHECK(tmx_wait(&t, offer, 30));
+    tmx_keys(&t, "L");
+    char set[96];
+    snprintf(set, sizeof set, "lr-max              %.3g ", lr);
+    T_CHECK(tmx_wait(&t, set, 30));
+    T_CHECK(tmx_wait(&t, "changed: a applies", 5));
+    tmx_keys(&t, "Escape");
+    usleep(300000);
+    /* s after it: the run starts; L during it only says why not. */
+    tmx_keys(&t, "s");
+    T_CHECK(tmx_wait(&t, "RUNNING", 120));
+    tmx_keys(&t, "L");
+    T_CHECK(tmx_wait(&t, "lr-find is for before a run", 30));
+    tmx_keys(&t, "q");
+    tmx_wait(&t, "Stop it and quit?", 30);
+    tmx_keys(&t, "y");
+    T_EQ_INT(tmx_exit_status(&t, 120), 0);
+    tmx_stop(&t);
+}

@@ -77,10 +77,8 @@ static int pause_point(trn *r, pt_err *e, int *stopped)
 /* One update: A batches from the pipeline, forward, backward, reduce, optimizer
  * step, then the training figures. *finite is 0 when the loss was not finite
  * (the replica pool then leaves the weights as they were). */
-static int step(trn *r, batch **batches, int *finite, pt_err *e)
+int trn_next_batches(trn *r, batch **batches, pt_err *e)
 {
-    const run_config *cfg = r->cfg;
-    double t0 = util_now();
     for (int a = 0; a < r->plan.grad_acc; a++) {
         int rc = pipe_next(r->parts.pipeline, &batches[a], e);
         if (rc != 1) {
@@ -91,11 +89,21 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
                            : rc;
         }
     }
+    return PT_OK;
+}
+
+static int step(trn *r, batch **batches, int *finite, pt_err *e)
+{
+    const run_config *cfg = r->cfg;
+    double t0 = util_now();
+    int rc = trn_next_batches(r, batches, e);
+    if (rc != PT_OK)
+        return rc;
     double idle = util_now() - t0;
     double comm0 = dist_comm_seconds();
     double lr = sched_lr(&r->plan.schedule, r->loop.update);
     rpool_result res;
-    int rc = rpool_update(r->parts.pool, batches, lr, r->loop.update + 1,
+    rc = rpool_update(r->parts.pool, batches, lr, r->loop.update + 1,
                           cfg->seed ^ (uint64_t)r->loop.update * 0x9e3779b97f4a7c15ULL, &res,
                           r->loop.preds, e);
     if (rc == PT_OK && res.finite && r->plan.ranks > 1) {

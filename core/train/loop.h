@@ -38,4 +38,9 @@ int trn_train(trn *r, int *stopped, pt_err *e);
 
 void trn_loop_free(trn_loop *l);
 
+/* An update's grad_acc batches from the run's pipeline into batches (the caller
+ * releases them); PT_ENODATA when the stream ended, or the pipeline's error. */
+typedef struct batch batch;
+int trn_next_batches(trn *r, batch **batches, pt_err *e);
+
 #endif

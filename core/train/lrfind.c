@@ -134,18 +134,11 @@ void lrf_track_get(lrf_track *t, run_lrfind *out)
 static int update(trn *r, batch **batches, int i, double lr, double *loss, pt_err *e)
 {
     *loss = NAN;
-    for (int a = 0; a < r->plan.grad_acc; a++) {
-        int rc = pipe_next(r->parts.pipeline, &batches[a], e);
-        if (rc != 1) {
-            for (int k = 0; k < a; k++)
-                pipe_release(r->parts.pipeline, batches[k]);
-            return rc == 0 ? err_set(e, PT_ENODATA, r->ds->root, PT_NO_RECORD, PT_NO_OFFSET,
-                                     "the training stream ended (every record unreadable?)")
-                           : rc;
-        }
-    }
+    int rc = trn_next_batches(r, batches, e);
+    if (rc != PT_OK)
+        return rc;
     rpool_result res;
-    int rc = rpool_update(r->parts.pool, batches, lr, i + 1,
+    rc = rpool_update(r->parts.pool, batches, lr, i + 1,
                           r->cfg->seed ^ (uint64_t)i * 0x9e3779b97f4a7c15ULL, &res, NULL, e);
     for (int a = 0; a < r->plan.grad_acc; a++)
         pipe_release(r->parts.pipeline, batches[a]);
