@@ -456,6 +456,31 @@ static int has_caption(const char *s, const void *arg)
     return strstr(s, "  OK flower0") || strstr(s, "  NO flower0");
 }
 
+/* A one-epoch run of data (20 validation images) in a cols x rows workbench, its
+ * inspect view open on the results: 1, or 0 with the screen printed. */
+static int inspect_after_an_epoch(tmux_srv *t, int cols, int rows, const char *data,
+                                  const char *run)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "%s --no-sixel --data %s --out %s/a --epochs 1 --batch-per-replica 4 "
+             "--replicas 2",
+             t_bin(), data, run);
+    if (!tmx_open(t, cols, rows, NULL, cmd))
+        return 0;
+    tmx_keys(t, "s");
+    if (!tmx_wait(t, "DONE", 120)) {
+        show(t, "DONE");
+        return 0;
+    }
+    tmx_keys(t, "i");
+    if (!tmx_wait(t, "Validation after epoch 1: 20 images", 30)) {
+        show(t, "Validation after epoch 1: 20 images");
+        return 0;
+    }
+    return 1;
+}
+
 TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
 {
     T_NEED_TOOL("tmux");
@@ -468,15 +493,7 @@ TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
     tmux_srv t;
     char cmd[8192];
     const char *run = t_tmpdir();
-    snprintf(cmd, sizeof cmd,
-             "%s --no-sixel --data %s --out %s/a --epochs 1 --batch-per-replica 4 "
-             "--replicas 2",
-             t_bin(), data, run);
-    T_REQUIRE(tmx_open(&t, 120, 36, NULL, cmd));
-    tmx_keys(&t, "s");
-    WAIT(&t, "DONE", 120);
-    tmx_keys(&t, "i");
-    WAIT(&t, "Validation after epoch 1: 20 images", 30);
+    T_REQUIRE(inspect_after_an_epoch(&t, 120, 36, data, run));
     WAIT(&t, "Per class", 30);
     WAIT(&t, "Most confused", 30);
     /* The confusion matrix beside them: counts, then % of each true class. */
@@ -539,16 +556,7 @@ TEST(ui_tmux_inspect_top_losses_and_the_grad_cam_of_the_selected_image)
     const char *data = fx_dataset(t_tmpdir(), 3, TRAIN, VAL, 0, 32, 20);
     T_REQUIRE(data != NULL);
     tmux_srv t;
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd,
-             "%s --no-sixel --data %s --out %s/a --epochs 1 --batch-per-replica 4 "
-             "--replicas 2",
-             t_bin(), data, t_tmpdir());
-    T_REQUIRE(tmx_open(&t, 140, 44, NULL, cmd));
-    tmx_keys(&t, "s");
-    WAIT(&t, "DONE", 120);
-    tmx_keys(&t, "i");
-    WAIT(&t, "Validation after epoch 1: 20 images", 30);
+    T_REQUIRE(inspect_after_an_epoch(&t, 140, 44, data, t_tmpdir()));
     /* t: the images by loss, highest first, each caption with its loss. */
     tmx_keys(&t, "t");
     WAIT(&t, "all by loss 1-", 30);
