@@ -1,6 +1,7 @@
 #include "src/cli.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,4 +148,17 @@ void cli_unknown(const char *cmd, const char *opt, const char *const *known)
     else
         fprintf(stderr, "petal-tui: %sunknown option '%.*s' (%s lists them)\n", where, (int)n,
                 opt, help);
+}
+
+void cli_catch_stops(void (*fn)(int), int usr1)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fn;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    if (usr1)
+        sigaction(SIGUSR1, &sa, NULL);
 }

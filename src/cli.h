@@ -37,5 +37,8 @@ int cli_is_option(const char *opt, const char *const *known);
  * the training command line), naming the known ones it may have meant: those it begins
  * (ambiguous when several), else those within two letters of it. */
 void cli_unknown(const char *cmd, const char *opt, const char *const *known);
+/* fn for SIGINT, SIGTERM and SIGHUP (and SIGUSR1 with usr1: how mpirun passes a
+ * stop on to every rank), so a command stops what it runs cleanly. */
+void cli_catch_stops(void (*fn)(int), int usr1);
 
 #endif

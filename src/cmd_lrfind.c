@@ -208,13 +208,7 @@ int cmd_lrfind(int argc, char **argv)
         fprintf(stderr, "petal-tui: %.*s\n", len, w);
         w += len + (w[len] == '\n');
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    cli_catch_stops(on_signal, 0);
     static run_lrfind f;
     follow(g, &f);
     eng_destroy(g);

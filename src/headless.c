@@ -25,6 +25,7 @@
 
 #include "base/util.h"
 #include "engine.h"
+#include "src/cli.h"
 
 /* Seconds between redraws of the progress line: a few a second at most. */
 #define PROGRESS_PERIOD 0.3
@@ -43,17 +44,9 @@ static void on_signal(int sig)
 
 static void install(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
     /* In a job, mpirun passes SIGUSR1 on to every rank and nothing else: the way to
      * stop them all with no deadline (its SIGTERM kills them a moment later). */
-    if (eng_job_on())
-        sigaction(SIGUSR1, &sa, NULL);
+    cli_catch_stops(on_signal, eng_job_on());
     signal(SIGPIPE, SIG_IGN);
 }
 
