@@ -567,3 +567,34 @@ TEST(explain_top_losses_of_a_run)
     free(o);
     free(e);
 }
+
+/* A run that took its image size from its dataset, the dataset moved away: explain
+ * cannot build the net and says what to do (put the data back: explain has no
+ * --size), exit 2, naming the folder. */
+TEST(explain_a_run_sized_by_its_moved_dataset_says_to_put_it_back)
+{
+    char dir[4200], run[4200], args[16384], data[4200], moved[4200];
+    util_copy(dir, sizeof dir, t_tmpdir());
+    static const long long tr[2] = { 8, 8 }, va[2] = { 4, 4 };
+    const char *d = fx_dataset(dir, 2, tr, va, 0, 32, 16);
+    T_REQUIRE(d != NULL);
+    util_copy(data, sizeof data, d);
+    util_path(run, sizeof run, "%s/run", dir);
+    char *o, *e;
+    util_path(args, sizeof args,
+              "%s --headless --data '%s' --out '%s' --epochs 1 --replicas 1 --workers 1 "
+              "--batch-per-replica 8 --widths 8 >/dev/null 2>&1",
+              t_bin(), data, run);
+    T_REQUIRE(t_run(args, &o) == 0);
+    free(o);
+    util_path(moved, sizeof moved, "%s-moved", data);
+    T_REQUIRE(rename(data, moved) == 0);
+    util_path(args, sizeof args, "'%s' --first 2 --out '%s/cams'", run, dir);
+    int rc = cli(args, &o, &e);
+    T_CHECKF(rc == 2 && strstr(e, "put the dataset back") && strstr(e, run) &&
+                 !strstr(e, "give --size\n"),
+             "exit %d:\n%s%s", rc, o, e);
+    free(o);
+    free(e);
+    T_CHECK(rename(moved, data) == 0);
+}

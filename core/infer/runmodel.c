@@ -306,8 +306,9 @@ static int open_run(const char *dir, int size, rm_model *m, pt_err *e)
         ds_free(ds);
         return err_set(e, PT_ENODATA, dir, PT_NO_RECORD, PT_NO_OFFSET,
                        "the run took its image size from its dataset, which cannot be read "
-                       "now (%s): give --size",
-                       de.msg);
+                       "now (%s): put the dataset back where the run's config says (data = "
+                       "%s), or give predict --size",
+                       de.msg, cfg.data[0] ? cfg.data : "the demo data");
     }
     if (run_model_is_onnx(cfg.model) && !util_is_file(cfg.model)) {
         ds_free(ds);
