@@ -33,6 +33,10 @@ typedef struct run_builder {
 /* One point onto series k (grown as needed); PT_ENOMEM when out of memory. */
 int run_push(run_figures *r, run_builder *b, int k, double y, double xu, double xe, double xt);
 
+/* j's text (json_take: j is emptied) as file f, through run_write_file. */
+struct json_w;
+int run_write_json(const run_handle *w, run_file f, struct json_w *j, pt_err *e);
+
 /* path's contents, NUL-terminated; NULL when it is not there (e filled). */
 char *run_read_text(const char *path, size_t *len, pt_err *e);
 

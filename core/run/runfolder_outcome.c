@@ -51,13 +51,7 @@ int run_write_outcome(const run_handle *w, const run_outcome *o, pt_err *e)
     json_key(&j, "stop_reason");
     json_str(&j, o->reason);
     json_obj_end(&j);
-    size_t len;
-    char *text = json_take(&j, &len);
-    if (!text)
-        return err_set(e, PT_ENOMEM, w->dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    int rc = run_write_file(w, RUN_F_SUMMARY, text, len, e);
-    free(text);
-    return rc;
+    return run_write_json(w, RUN_F_SUMMARY, &j, e);
 }
 
 /* The text after "key": (spaces skipped), or NULL when the object has no such key. */

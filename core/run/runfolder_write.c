@@ -124,6 +124,17 @@ int run_write_file(const run_handle *w, run_file f, const char *text, size_t len
     return util_write_file_atomic(path, text, len, e);
 }
 
+int run_write_json(const run_handle *w, run_file f, json_w *j, pt_err *e)
+{
+    size_t len;
+    char *text = json_take(j, &len);
+    if (!text)
+        return err_set(e, PT_ENOMEM, w->dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    int rc = run_write_file(w, f, text, len, e);
+    free(text);
+    return rc;
+}
+
 int run_write_history(const run_handle *w, const run_epoch *rows, int n, pt_err *e)
 {
     json_w j;
@@ -141,13 +152,7 @@ int run_write_history(const run_handle *w, const run_epoch *rows, int n, pt_err 
         json_obj_end(&j);
     }
     json_arr_end(&j);
-    size_t len;
-    char *text = json_take(&j, &len);
-    if (!text)
-        return err_set(e, PT_ENOMEM, w->dir, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    int rc = run_write_file(w, RUN_F_HISTORY, text, len, e);
-    free(text);
-    return rc;
+    return run_write_json(w, RUN_F_HISTORY, &j, e);
 }
 
 char *run_int_list(const int32_t *v, long long n, size_t *len)
