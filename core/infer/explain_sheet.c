@@ -226,16 +226,10 @@ typedef struct keep {
  * (a later record with an equal loss does not push an earlier one out). */
 static void consider(keep *k, long long i, const float *z, int K, int y, const uint8_t *im)
 {
-    double mx = z[0], sum = 0;
-    int pred = 0;
-    for (int c = 1; c < K; c++)
-        if (z[c] > mx) {
-            mx = z[c];
-            pred = c;
-        }
-    for (int c = 0; c < K; c++)
-        sum += exp((double)z[c] - mx);
-    const double lse = mx + log(sum), loss = lse - z[y];
+    int pred;
+    float prob;
+    inf_top1(z, K, &pred, &prob);
+    const double loss = inf_xent(z, K, y);
     int at = k->got < k->n ? k->got : -1;
     if (at < 0 && k->in_order)
         return;
@@ -254,7 +248,7 @@ static void consider(keep *k, long long i, const float *z, int K, int y, const u
     l->index = i;
     l->label = y;
     l->pred = pred;
-    l->prob = exp((double)z[pred] - lse);
+    l->prob = prob;
     l->loss = loss;
     const size_t px = (size_t)k->S * k->S * 3;
     memcpy(k->img + (size_t)at * px, im, px);
