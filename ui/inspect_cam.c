@@ -103,6 +103,9 @@ void ui_inspect_cam_draw(ui_inspect *v, WINDOW *w, ui_rect in, const ui_frame *f
     if (ui_preview_fit(in.w, rows, cw, ch, 3, 2, 1, sixel ? 32 : 8, px_max, &g) != 0) {
         ui_preview_hide(pv);
         draw_facts(v, w, in, f);
+        if (in.h > text_rows)
+            ui_draw_text(w, in.y + text_rows, in.x, in.w, UI_R_DIM,
+                         "(the pictures need a larger terminal)");
         return;
     }
     char a[64], b[64];
