@@ -1,0 +1,123 @@
+/* The ensemble module (infer/ensemble.h, issue 46): ensemble.json read back, fitted
+ * and cross-validated weights, TTA per member, on real runs of the demo data, through
+ * the library and through the real binary. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "datasets.h"
+#include "infer/ensemble.h"
+#include "tests/fixtures.h"
+#include "tests/t.h"
+
+/* `petal-tui ARGS`: the exit status; stdout and stderr (malloc'd) apart. */
+static int ens_cli(const char *args, char **out, char **err)
+{
+    char cmd[20000], errf[4200];
+    util_path(errf, sizeof errf, "%s/stderr.txt", t_tmpdir());
+    util_path(cmd, sizeof cmd, "%s %s 2>'%s'", t_bin(), args, errf);
+    int rc = t_run(cmd, out);
+    *err = fx_slurp(errf);
+    return rc;
+}
+
+/* The demo runs a and b (fx_demo_runs) and the demo dataset. */
+typedef struct ens_fix {
+    char demo[4200], a[4200], b[4200];
+} ens_fix;
+
+static const ens_fix *ens_fixture(void)
+{
+    static ens_fix f;
+    static int made;
+    if (made)
+        return made > 0 ? &f : NULL;
+    made = -1;
+    const char *runs = fx_demo_runs();
+    pt_err e;
+    if (!runs || datasets_demo(NULL, f.demo, sizeof f.demo, NULL, NULL, &e) != PT_OK)
+        return NULL;
+    util_path(f.a, sizeof f.a, "%s/a", runs);
+    util_path(f.b, sizeof f.b, "%s/b", runs);
+    made = 1;
+    return &f;
+}
+
+/* x's validation probabilities on the dataset at data (malloc'd, *n x *k). */
+static double *val_probs(ens *x, const char *data, long long *n, int *k)
+{
+    pt_err e;
+    ds_dataset *ds;
+    if (datasets_open(data, ens_image_size(x), &ds, &e) != PT_OK) {
+        printf("  %s\n", e.msg);
+        return NULL;
+    }
+    prd_results r;
+    ens_opts o = { .batch = 16, .replicas = 1, .workers = 1, .bf16 = -1 };
+    double *p = NULL;
+    if (ens_match(x, ds, data, &e) == PT_OK &&
+        ens_split(x, datasets_split(ds, DATASETS_VAL), 1, &o, &r, NULL, &e) == PT_OK) {
+        p = r.probs;
+        r.probs = NULL;
+        *n = r.n;
+        *k = r.k;
+        prd_results_free(&r);
+    } else {
+        printf("  %s\n", e.msg);
+    }
+    datasets_close(ds);
+    return p;
+}
+
+TEST(ens_json_round_trip_gives_the_same_probabilities)
+{
+    const ens_fix *f = ens_fixture();
+    T_REQUIRE(f != NULL);
+    char args[20000], dir[4200], *out, *err;
+    util_path(dir, sizeof dir, "%s/ens", t_tmpdir());
+    util_path(args, sizeof args, "ensemble '%s' '%s' --weights 3,1 --tta flip --data '%s' "
+              "--out '%s' --replicas 1", f->a, f->b, f->demo, dir);
+    T_EQ_INT(ens_cli(args, &out, &err), 0);
+    free(out);
+    free(err);
+    /* The folder opened again: the same members, weights and TTA. */
+    pt_err e;
+    ens *x = NULL, *y = NULL;
+    T_CHECKF(ens_open_path(dir, &x, &e) == PT_OK, "%s", e.msg);
+    T_REQUIRE(x != NULL);
+    T_EQ_INT(ens_members(x), 2);
+    T_NEAR(ens_member_weight(x, 0), 0.75, 1e-12);
+    T_EQ_INT(ens_member_tta(x, 1), ENS_TTA_FLIP);
+    T_EQ_INT((int)ens_weights_how(x), (int)ENS_W_GIVEN);
+    const char *paths[2] = { f->a, f->b };
+    const double w[2] = { 3, 1 };
+    const int tta[2] = { ENS_TTA_FLIP, ENS_TTA_FLIP };
+    T_REQUIRE(ens_open(paths, 2, w, tta, &y, &e) == PT_OK);
+    long long n1 = 0, n2 = 0;
+    int k1 = 0, k2 = 0;
+    double *p1 = val_probs(x, f->demo, &n1, &k1), *p2 = val_probs(y, f->demo, &n2, &k2);
+    T_REQUIRE(p1 && p2 && n1 > 100 && n1 == n2 && k1 == 12 && k2 == 12);
+    double worst = 0;
+    for (long long q = 0; q < n1 * k1; q++)
+        worst = fmax(worst, fabs(p1[q] - p2[q]));
+    T_CHECKF(worst == 0, "the folder's probabilities differ from its members' by %g", worst);
+    free(p1);
+    free(p2);
+    ens_close(x);
+    ens_close(y);
+    /* A run folder and an .onnx file are one-member ensembles; another folder refused. */
+    T_REQUIRE(ens_open_path(f->a, &x, &e) == PT_OK);
+    T_EQ_INT(ens_members(x), 1);
+    T_NEAR(ens_member_weight(x, 0), 1.0, 1e-15);
+    ens_close(x);
+    char empty[4200];
+    util_copy(empty, sizeof empty, t_tmpdir());
+    T_CHECK(ens_open_path(empty, &x, &e) == PT_EUSAGE && x == NULL);
+    T_CHECKF(strstr(e.msg, "neither a run folder") && strstr(e.msg, empty), "%s", e.msg);
+    /* An ensemble folder as a member of another is refused, naming it. */
+    const char *nested[2] = { f->a, dir };
+    T_CHECK(ens_open(nested, 2, NULL, NULL, &x, &e) == PT_EUSAGE && x == NULL);
+    T_CHECKF(strstr(e.msg, "is an ensemble folder"), "%s", e.msg);
+}
