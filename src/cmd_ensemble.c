@@ -23,9 +23,13 @@
 #include "datasets.h"
 
 #define EN_MAX ENS_MAX
+/* --weights cv: folds of the validation records, and the seed of their order. */
+#define ENS_CV_FOLDS 5
+#define ENS_CV_SEED 46
 
 static const char *const usage =
-    "usage: petal-tui ensemble RUN_DIR... --data DATASET [--weights W,...] [--tta flip|none]\n"
+    "usage: petal-tui ensemble RUN_DIR... --data DATASET [--weights W,...|fit|cv]\n"
+    "        [--tta flip|none]\n"
     "        [--out DIR] [--batch N] [--replicas N] [--precision fp32|bf16|auto]\n";
 
 static const char *const help_text =
@@ -41,10 +45,19 @@ static const char *const help_text =
     "names no classes (an ONNX file without petal-tui's) is taken in label order. --out\n"
     "may not be a member or hold a training run; a previous ensemble's outputs there are\n"
     "replaced. --precision fp32|bf16|auto: as predict's (by default each member's own:\n"
-    "a run folder's, fp32 for an .onnx file).\n";
+    "a run folder's, fp32 for an .onnx file).\n"
+    "--weights fit: the weights that minimise the validation log loss of the weighted\n"
+    "mean probability (EM), printed, with a warning that the validation figures of a fit\n"
+    "on validation flatter it. --weights cv: the same fit, plus a 5-fold cross-validation\n"
+    "of it on the validation records (a fixed seeded order; each fold scored with the\n"
+    "weights fitted on the other four): the out-of-fold figures are the honest ones; the\n"
+    "weights used are those fitted on all. Both need a validation split. --out also gets\n"
+    "ensemble.json (the members' absolute paths, weights and TTA): the folder can be\n"
+    "given where a model is taken (--teacher).\n";
 
 typedef struct en_args {
     const char *data, *out, *weights;
+    ens_how how;                /* --weights: given numbers, fit, cv (equal: none) */
     const char *runs[EN_MAX];
     int n;
     long long batch, replicas;
@@ -183,6 +196,7 @@ static void print_score(const char *name, const inf_score *s)
            s->acc, s->f1, s->precision, s->recall, s->loss);
 }
 
+/* A row of report.json, left open for more keys (the caller ends it). */
 static void report_row(json_w *j, const char *name, double weight, const inf_score *s)
 {
     json_obj(j);
@@ -197,6 +211,23 @@ static void report_row(json_w *j, const char *name, double weight, const inf_sco
     for (int i = 0; i < 5; i++) {
         json_key(j, keys[i]);
         json_num(j, v[i]);
+    }
+}
+
+/* The ensemble's row of report.json: its figures, how its weights were got and, for
+ * cv, the out-of-fold figures. */
+static void report_ensemble(json_w *j, ens_how how, const inf_score *s, const inf_score *cv)
+{
+    report_row(j, "ensemble", -1, s);
+    json_key(j, "weights");
+    json_str(j, ens_how_name(how));
+    if (how == ENS_W_CV) {
+        const char *keys[4] = { "cv_folds", "cv_val_loss", "cv_val_acc", "cv_val_f1" };
+        const double v[4] = { ENS_CV_FOLDS, cv->loss, cv->acc, cv->f1 };
+        for (int i = 0; i < 4; i++) {
+            json_key(j, keys[i]);
+            json_num(j, v[i]);
+        }
     }
     json_obj_end(j);
 }
@@ -218,6 +249,40 @@ typedef struct en_job {
     long long n_test;
 } en_job;
 
+/* --weights fit / cv: the weights fitted on the validation predictions r (each: the
+ * members' rows), set on the ensemble and r's probabilities mixed with them; cv's
+ * out-of-fold figures into cv. 0, or -1 (said). */
+static int fit(en_job *jb, prd_results *r, const double *each, inf_score *cv)
+{
+    int n = ens_members(jb->x);
+    double w[EN_MAX];
+    pt_err e;
+    if (jb->a->how == ENS_W_CV &&
+        ens_cv(r, each, n, ENS_CV_FOLDS, ENS_CV_SEED, cv, &e) != PT_OK) {
+        fprintf(stderr, "petal-tui: --weights cv: %s\n", e.msg);
+        return -1;
+    }
+    int steps = ens_fit_weights(r, each, n, NULL, 0, w);
+    if (ens_set_weights(jb->x, w, jb->a->how, &e) != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return -1;
+    }
+    ens_mix(each, n, w, r);
+    printf("weights fitted on the %lld validation records (the least log loss of the "
+           "weighted mean, %d EM steps):", r->n, steps);
+    for (int i = 0; i < n; i++)
+        printf("%s %s %.4g", i ? "," : "", ens_member_path(jb->x, i), w[i]);
+    printf("\nwarning: the weights were fitted on the validation records they are scored "
+           "on, so the ensemble's validation figures below flatter it%s\n",
+           jb->a->how == ENS_W_CV ? "" : "; --weights cv gives an out-of-fold figure");
+    if (jb->a->how == ENS_W_CV)
+        printf("cross-validated (%d folds of the validation records, each scored with the "
+               "weights fitted on the others): out-of-fold acc %.4f  f1 %.4f  loss %.4f: the "
+               "honest figure; the weights used and written are those fitted on all\n",
+               ENS_CV_FOLDS, cv->acc, cv->f1, cv->loss);
+    return 0;
+}
+
 /* The validation split: figures printed; report.json, the labels and the ensemble's
  * predictions kept in jb. 0, -1 failed, 1 refused (said). */
 static int validate(en_job *jb)
@@ -233,8 +298,15 @@ static int validate(en_job *jb)
     int status = ens_predict(jb->a, jb->x, vs, 1, &r, &each);
     if (status != 0)
         return status;
-    status = -1;
     int n = ens_members(jb->x);
+    inf_score cv = { 0 };
+    status = jb->a->how >= ENS_W_FIT ? fit(jb, &r, each, &cv) : 0;
+    if (status != 0) {
+        free(each);
+        prd_results_free(&r);
+        return status;
+    }
+    status = -1;
     jb->preds = malloc((size_t)(r.n ? r.n : 1) * sizeof *jb->preds);
     jb->labels = malloc((size_t)(r.n ? r.n : 1) * sizeof *jb->labels);
     if (jb->preds && jb->labels) {
@@ -247,10 +319,11 @@ static int validate(en_job *jb)
             inf_score_probs(&r, each + (size_t)i * r.n * r.k, NULL, &s);
             print_score(ens_member_path(jb->x, i), &s);
             report_row(&j, ens_member_path(jb->x, i), ens_member_weight(jb->x, i), &s);
+            json_obj_end(&j);
         }
         inf_score_probs(&r, r.probs, jb->preds, &s);
         print_score("ensemble", &s);
-        report_row(&j, "ensemble", -1, &s);
+        report_ensemble(&j, jb->a->how, &s, &cv);
         json_arr_end(&j);
         jb->report = json_take(&j, &jb->report_len);
         json_free(&j);
@@ -346,7 +419,9 @@ int cmd_ensemble(int argc, char **argv)
     if (pr)
         return pr < 0 ? 0 : pr;
     double w[EN_MAX];
-    if (parse_weights(a.weights, a.n, w) != 0)
+    a.how = !a.weights ? ENS_W_EQUAL : !strcmp(a.weights, "fit") ? ENS_W_FIT
+            : !strcmp(a.weights, "cv") ? ENS_W_CV : ENS_W_GIVEN;
+    if (a.how == ENS_W_GIVEN && parse_weights(a.weights, a.n, w) != 0)
         return 1;
     int tta[EN_MAX];
     for (int i = 0; i < a.n; i++)
@@ -355,7 +430,7 @@ int cmd_ensemble(int argc, char **argv)
     pt_err e;
     ds_dataset *ds = NULL;
     ens *x = NULL;
-    if (ens_open(a.runs, a.n, a.weights ? w : NULL, tta, &x, &e) != PT_OK ||
+    if (ens_open(a.runs, a.n, a.how == ENS_W_GIVEN ? w : NULL, tta, &x, &e) != PT_OK ||
         datasets_open(a.data, ens_image_size(x), &ds, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         goto out;
@@ -377,6 +452,12 @@ int cmd_ensemble(int argc, char **argv)
         time_t now = time(NULL);
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
         util_fmt(dir, sizeof dir, "runs/ensemble-%s", stamp);
+    }
+    if (a.how >= ENS_W_FIT && datasets_split_records(ds, DATASETS_VAL) <= 0) {
+        fprintf(stderr, "petal-tui: --weights %s: %s has no validation split to fit the "
+                        "weights on; give the weights (--weights W,...) or a dataset with one\n",
+                a.weights, a.data);
+        goto out;
     }
     en_job jb = { .a = &a, .x = x, .ds = ds, .dir = dir };
     if (check_out(&a, dir, &jb.replaces) != 0)

@@ -121,3 +121,89 @@ TEST(ens_json_round_trip_gives_the_same_probabilities)
     T_CHECK(ens_open(nested, 2, NULL, NULL, &x, &e) == PT_EUSAGE && x == NULL);
     T_CHECKF(strstr(e.msg, "is an ensemble folder"), "%s", e.msg);
 }
+
+/* A run that has learnt next to nothing (one epoch at a tiny learning rate): the
+ * clearly worse member. */
+static const char *bad_run(void)
+{
+    static char dir[4200];
+    static int made;
+    if (made)
+        return made > 0 ? dir : NULL;
+    made = -1;
+    util_path(dir, sizeof dir, "%s/bad", t_tmpdir());
+    char cmd[8192], *out;
+    util_path(cmd, sizeof cmd, "%s --headless --out '%s' --image-size 32 --epochs 1 "
+              "--lr-max 0.00001 --replicas 1 --workers 1", t_bin(), dir);
+    int rc = t_run(cmd, &out);
+    if (rc != 0)
+        printf("  bad run: exit %d:\n%s\n", rc, out);
+    free(out);
+    if (rc == 0)
+        made = 1;
+    return made > 0 ? dir : NULL;
+}
+
+/* The figure after "key " on the line of stdout that starts with who; NAN if none. */
+static double figure(const char *out, const char *who, const char *key)
+{
+    for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, who, strlen(who)) != 0)
+            continue;
+        const char *eol = strchr(l, '\n'), *p = strstr(l, key);
+        if (p && (!eol || p < eol))
+            return strtod(p + strlen(key), NULL);
+    }
+    return NAN;
+}
+
+TEST(ens_weights_fit_favour_the_better_member_and_cv_prints_out_of_fold)
+{
+    const ens_fix *f = ens_fixture();
+    const char *bad = bad_run();
+    T_REQUIRE(f != NULL && bad != NULL);
+    char args[20000], dir[4200], *out, *err;
+    util_path(dir, sizeof dir, "%s/ens", t_tmpdir());
+    util_path(args, sizeof args, "ensemble '%s' '%s' --data '%s' --out '%s' --replicas 1",
+              f->a, bad, f->demo, dir);
+    T_EQ_INT(ens_cli(args, &out, &err), 0);
+    double equal_loss = figure(out, "ensemble ", " loss ");
+    free(out);
+    free(err);
+    util_path(args, sizeof args, "ensemble '%s' '%s' --weights fit --data '%s' --out '%s' "
+              "--replicas 1", f->a, bad, f->demo, dir);
+    T_EQ_INT(ens_cli(args, &out, &err), 0);
+    double fit_loss = figure(out, "ensemble ", " loss ");
+    T_CHECKF(fit_loss <= equal_loss + 1e-12, "fitted loss %g above equal weights' %g", fit_loss,
+             equal_loss);
+    T_CHECKF(strstr(out, "weights fitted on the ") &&
+                 strstr(out, "warning: the weights were fitted on the validation records they "
+                             "are scored on"), "%s", out);
+    free(out);
+    free(err);
+    /* The weights as written: the better member's the larger. */
+    pt_err e;
+    ens *x;
+    T_REQUIRE(ens_open_path(dir, &x, &e) == PT_OK);
+    T_CHECKF(ens_member_weight(x, 0) > 0.5, "the better member's weight %g",
+             ens_member_weight(x, 0));
+    T_EQ_INT((int)ens_weights_how(x), (int)ENS_W_FIT);
+    ens_close(x);
+    char p[4400];
+    util_path(p, sizeof p, "%s/report.json", dir);
+    char *rep = fx_slurp(p);
+    T_CHECKF(rep && strstr(rep, "\"weights\": \"fit\""), "%s", rep ? rep : "");
+    free(rep);
+    /* cv: the out-of-fold figures printed and kept. */
+    util_path(args, sizeof args, "ensemble '%s' '%s' --weights cv --data '%s' --out '%s' "
+              "--replicas 1", f->a, bad, f->demo, dir);
+    T_EQ_INT(ens_cli(args, &out, &err), 0);
+    double oof = figure(out, "cross-validated (5 folds", " f1 ");
+    T_CHECKF(oof > 0 && oof <= 1, "%s", out);
+    free(out);
+    free(err);
+    rep = fx_slurp(p);
+    T_CHECKF(rep && strstr(rep, "\"weights\": \"cv\"") && strstr(rep, "\"cv_val_f1\": "), "%s",
+             rep ? rep : "");
+    free(rep);
+}

@@ -38,6 +38,7 @@
 #define PT_ENSEMBLE_H
 
 #include <signal.h>
+#include <stdint.h>
 
 #include "base/err.h"
 #include "infer/infer.h"
@@ -125,6 +126,25 @@ typedef struct ens_opts {
  * pipeline skipped are in r->errors (member 0's) and told to o->on_skip. */
 int ens_split(ens *x, const ds_split *s, int labeled, const ens_opts *o, prd_results *r,
               double **member_probs, pt_err *e);
+
+/* ---- weights from labeled predictions (ensemble_fit.c) ----
+ * member_probs as ens_split gives them (n members x r->n x r->k), r's labels. */
+
+/* r->probs = the mean of the members' rows weighted by w (n of them). */
+void ens_mix(const double *member_probs, int n, const double *w, prd_results *r);
+/* The weights (n, into w, sum 1) that minimise the log loss of the weighted mean
+ * probability over the records rows[0..m) (rows NULL: all of r's): the EM update
+ * w_i <- mean over records of w_i p_i(y) / sum_j w_j p_j(y), from equal weights, which
+ * lowers the loss at every step, until no weight moves by 1e-10 (at most 20,000
+ * steps; p_i(y) taken as at least 1e-30). The iterations done. */
+int ens_fit_weights(const prd_results *r, const double *member_probs, int n,
+                    const long long *rows, long long m, double *w);
+/* folds-fold cross-validation of that fit: the records in an order shuffled by seed
+ * (fold f: the records at f, f + folds, ... of it), each fold predicted with the
+ * weights fitted on the others; out = the figures of those out-of-fold predictions.
+ * PT_EUSAGE when there are fewer records than folds. */
+int ens_cv(const prd_results *r, const double *member_probs, int n, int folds, uint64_t seed,
+           inf_score *out, pt_err *e);
 
 /* DIR/ensemble.json (see above) for x, data the --data argument as given; atomically. */
 int ens_write_json(const ens *x, const char *data, const char *dir, pt_err *e);
