@@ -29,7 +29,7 @@
 
 static const char *const usage =
     "usage: petal-tui ensemble RUN_DIR... --data DATASET [--weights W,...|fit|cv]\n"
-    "        [--tta flip|none]\n"
+    "        [--tta T|T,T,...]\n"
     "        [--out DIR] [--batch N] [--replicas N] [--precision fp32|bf16|auto]\n";
 
 static const char *const help_text =
@@ -53,7 +53,12 @@ static const char *const help_text =
     "weights fitted on the other four): the out-of-fold figures are the honest ones; the\n"
     "weights used are those fitted on all. Both need a validation split. --out also gets\n"
     "ensemble.json (the members' absolute paths, weights and TTA): the folder can be\n"
-    "given where a model is taken (--teacher).\n";
+    "given where a model is taken (--teacher).\n"
+    "--tta none|flip|crops|flip+crops: the test-time augmentation of every member, or a\n"
+    "comma list of one per member (default: each member's own: a run's --tta, none for\n"
+    "an .onnx file). flip: the mean with the mirror image; crops: the mean over five\n"
+    "crops, the centre and the four corners, each 7/8 of the member's side, resized back\n"
+    "to it; flip+crops: those five and their mirror images (10 views).\n";
 
 typedef struct en_args {
     const char *data, *out, *weights;
@@ -61,14 +66,14 @@ typedef struct en_args {
     const char *runs[EN_MAX];
     int n;
     long long batch, replicas;
-    int tta;                    /* -1 each run's, 0 none, 1 flip */
+    const char *tta;            /* --tta: one value, or one per member (NULL: each's own) */
     int bf16;                   /* --precision resolved: 1 bf16; -1 each member's own */
 } en_args;
 
 static int parse_args(int argc, char **argv, en_args *a)
 {
     int cores = util_cores_online();
-    *a = (en_args){ .batch = 32, .replicas = cores < 8 ? cores : 8, .tta = -1, .bf16 = -1 };
+    *a = (en_args){ .batch = 32, .replicas = cores < 8 ? cores : 8, .bf16 = -1 };
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
@@ -102,8 +107,8 @@ static int parse_args(int argc, char **argv, en_args *a)
             bad = cli_int(s, v, 1, 4096, &a->batch);
         else if (!strcmp(s, "--replicas"))
             bad = cli_int(s, v, 1, 64, &a->replicas);
-        else if (!strcmp(s, "--tta") && (!strcmp(v, "flip") || !strcmp(v, "none")))
-            a->tta = !strcmp(v, "flip");
+        else if (!strcmp(s, "--tta"))
+            a->tta = v;
         else if (!strcmp(s, "--precision"))
             bad = cli_precision(v, &a->bf16);
         else
@@ -151,6 +156,34 @@ static int parse_weights(const char *s, int n, double *w)
     for (int i = 0; i < n; i++)
         w[i] /= sum;
     return 0;
+}
+
+/* --tta: one of none, flip, crops, flip+crops for every member, or a comma list of one
+ * per member; tta[i] as ensemble.h's ENS_TTA_* (ENS_TTA_OWN without --tta). 0, or -1
+ * (said). */
+static int parse_tta(const char *s, int n, int *tta)
+{
+    for (int i = 0; i < n; i++)
+        tta[i] = ENS_TTA_OWN;
+    if (!s)
+        return 0;
+    char buf[4096];
+    util_copy(buf, sizeof buf, s);
+    int k = 0, ok = 1;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && ok;
+         t = strtok_r(NULL, ",", &save)) {
+        ok = k < n && (tta[k] = ens_tta_parse(t)) >= 0;
+        k++;
+    }
+    if (ok && k == 1)
+        for (int i = 1; i < n; i++)
+            tta[i] = tta[0];
+    else if (ok && k != n)
+        ok = 0;
+    if (!ok)
+        fprintf(stderr, "petal-tui: --tta wants none, flip, crops or flip+crops, for all %d "
+                        "members or a comma list of one per member, not '%s'\n", n, s);
+    return ok ? 0 : -1;
 }
 
 /* Progress and skipped records of the members as they predict, on stderr. */
@@ -424,8 +457,8 @@ int cmd_ensemble(int argc, char **argv)
     if (a.how == ENS_W_GIVEN && parse_weights(a.weights, a.n, w) != 0)
         return 1;
     int tta[EN_MAX];
-    for (int i = 0; i < a.n; i++)
-        tta[i] = a.tta < 0 ? ENS_TTA_OWN : a.tta;
+    if (parse_tta(a.tta, a.n, tta) != 0)
+        return 1;
     int status = 2;
     pt_err e;
     ds_dataset *ds = NULL;

@@ -67,9 +67,9 @@ int ens_set_weights(ens *x, const double *w, ens_how how, pt_err *e)
 /* Member i opened into x (its path kept, its TTA resolved). */
 static int open_member(ens *x, int i, const char *path, int tta, pt_err *e)
 {
-    if (tta < ENS_TTA_OWN || tta > ENS_TTA_FLIP)
+    if (tta < ENS_TTA_OWN || tta > (ENS_TTA_FLIP | ENS_TTA_CROPS))
         return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
-                       "a test-time augmentation of none or flip");
+                       "a test-time augmentation of none, flip, crops or flip+crops");
     run_handle h;
     if (util_is_dir(path) && run_open(&h, path, 0, NULL) == PT_OK &&
         run_has(&h, RUN_F_ENSEMBLE) && !run_has(&h, RUN_F_CHECKPOINT))
@@ -225,6 +225,7 @@ static int member_split(ens *x, int i, const ds_split *s, int labeled, const ens
     prd_opts po = { .batch = o->batch, .replicas = o->replicas, .workers = o->workers,
                     .bf16 = o->bf16 < 0 ? inf_model_bf16(m) : o->bf16,
                     .tta_flip = (x->tta[i] & ENS_TTA_FLIP) != 0,
+                    .tta_crops = (x->tta[i] & ENS_TTA_CROPS) != 0,
                     .on_batch = o->on_batch, .ctx = o->ctx, .stop = o->stop };
     if (o->on_member)
         o->on_member(o->ctx, i, x->path[i]);
