@@ -29,7 +29,7 @@
 
 static const char *const usage =
     "usage: petal-tui ensemble RUN_DIR... --data DATASET [--weights W,...|fit|cv]\n"
-    "        [--tta T|T,T,...]\n"
+    "        [--tta T|T,T,...] [--export FILE.onnx]\n"
     "        [--out DIR] [--batch N] [--replicas N] [--precision fp32|bf16|auto]\n";
 
 static const char *const help_text =
@@ -58,10 +58,18 @@ static const char *const help_text =
     "comma list of one per member (default: each member's own: a run's --tta, none for\n"
     "an .onnx file). flip: the mean with the mirror image; crops: the mean over five\n"
     "crops, the centre and the four corners, each 7/8 of the member's side, resized back\n"
-    "to it; flip+crops: those five and their mirror images (10 views).\n";
+    "to it; flip+crops: those five and their mirror images (10 views).\n"
+    "--export FILE.onnx: the ensemble as one ONNX file, the members' graphs side by side:\n"
+    "input `image` float32 [N, 3, S, S] (S the largest member's side; RGB 0-255, as\n"
+    "`petal-tui export`'s), each member's branch resized to its side (Resize, linear),\n"
+    "its TTA views (Slice, Resize), its own normalisation and net, Softmax; output\n"
+    "`probabilities` [N, C], the weighted sum, and `logits`, its log. Members of another\n"
+    "side than S see a resize of the S image, not a decode at their side: their answers\n"
+    "differ a little from ensemble's own. petal-tui's ONNX importer cannot read it back\n"
+    "(predict refuses it); ONNX Runtime runs it.\n";
 
 typedef struct en_args {
-    const char *data, *out, *weights;
+    const char *data, *out, *weights, *export;
     ens_how how;                /* --weights: given numbers, fit, cv (equal: none) */
     const char *runs[EN_MAX];
     int n;
@@ -89,7 +97,8 @@ static int parse_args(int argc, char **argv, en_args *a)
             continue;
         }
         static const char *const options[] = { "--data", "--out", "--weights", "--batch",
-                                               "--replicas", "--tta", "--precision", "--help", NULL };
+                                               "--replicas", "--tta", "--precision", "--export",
+                                               "--help", NULL };
         if (!cli_is_option(s, options)) {
             cli_unknown("ensemble", s, options);
             return 1;
@@ -103,6 +112,8 @@ static int parse_args(int argc, char **argv, en_args *a)
             a->out = v;
         else if (!strcmp(s, "--weights"))
             a->weights = v;
+        else if (!strcmp(s, "--export"))
+            a->export = v;
         else if (!strcmp(s, "--batch"))
             bad = cli_int(s, v, 1, 4096, &a->batch);
         else if (!strcmp(s, "--replicas"))
@@ -407,6 +418,7 @@ static int write_outputs(const en_job *jb)
                                     jb->n_val, &e);
     if (rc == PT_OK)
         rc = ens_write_json(jb->x, jb->a->data, jb->dir, &e);
+
     if (rc != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         return -1;
@@ -417,6 +429,14 @@ static int write_outputs(const en_job *jb)
         if (po_write(&jb->sub, path) != 0)
             return -1;
         printf("test: %lld images -> %s\n", jb->n_test, path);
+    }
+    if (jb->a->export) {
+        if (ens_export(jb->x, jb->a->export, &e) != PT_OK) {
+            fprintf(stderr, "petal-tui: %s\n", e.msg);
+            return -1;
+        }
+        printf("exported: %s (%d members side by side, input %d x %d)\n", jb->a->export,
+               ens_members(jb->x), ens_image_size(jb->x), ens_image_size(jb->x));
     }
     return 0;
 }
