@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "data/image.h"
 #include "data/jpeg.h"
 #include "datasets.h"
 #include "infer/ensemble.h"
@@ -252,4 +253,62 @@ TEST(ens_export_from_the_command_line_and_predict_refuses_it)
     T_CHECKF(out && strstr(out, "is an ensemble's export (`petal-tui ensemble --export`") &&
                  strstr(out, "run it with ONNX Runtime"), "%s", out ? out : "");
     free(out);
+}
+
+/* prd_opts.tta_crops is the mean of predict's probabilities of the five crops made
+ * explicitly: each 7/8 of the side (prd_crop_side), at the centre and the corners,
+ * resized back by img_resize, written as PNG files of the model's side. */
+TEST(ens_crops_are_the_mean_of_the_five_crops_predicted)
+{
+    const ex_fix *f = ex_fixture();
+    T_REQUIRE(f != NULL);
+    pt_err e;
+    ens *crops, *none;
+    const char *run[1] = { f->a };
+    const int tc[1] = { ENS_TTA_CROPS }, tn[1] = { ENS_TTA_NONE };
+    T_REQUIRE(ens_open(run, 1, NULL, tc, &crops, &e) == PT_OK);
+    T_REQUIRE(ens_open(run, 1, NULL, tn, &none, &e) == PT_OK);
+    const int S = ens_image_size(crops), c = prd_crop_side(S), far = S - c;
+    T_EQ_INT(c, 28);
+    char *files[EX_N] = { 0 }, *views[5 * EX_N] = { 0 };
+    uint8_t *rgb = ex_pixels(S, files), *view = malloc((size_t)S * S * 3);
+    T_REQUIRE(rgb && view);
+    const int at[5][2] = { { far / 2, far / 2 }, { 0, 0 }, { far, 0 }, { 0, far }, { far, far } };
+    img_scratch sc = { 0 };
+    for (int i = 0; i < EX_N; i++)
+        for (int v = 0; v < 5; v++) {
+            char p[4200];
+            util_path(p, sizeof p, "%s/%02d-crop%d.png", t_tmpdir(), i, v);
+            T_REQUIRE(img_resize(rgb + (size_t)i * S * S * 3, S * 3, at[v][0], at[v][1], c, c,
+                                 view, S, S, &sc) == 0 &&
+                      png_write_rgb(p, view, S, S, &e) == PT_OK);
+            views[i * 5 + v] = strdup(p);
+        }
+    img_scratch_free(&sc);
+    ens_opts o = { .batch = 8, .replicas = 1, .workers = 1, .bf16 = 0 };
+    prd_results rc, rn;
+    T_REQUIRE(ens_files(crops, files, EX_N, &o, &rc, NULL, &e) == PT_OK);
+    T_REQUIRE(ens_files(none, views, 5 * EX_N, &o, &rn, NULL, &e) == PT_OK);
+    const int k = rc.k;
+    double worst = 0, moved = 0;
+    for (int i = 0; i < EX_N; i++)
+        for (int j = 0; j < k; j++) {
+            double mean = 0;
+            for (int v = 0; v < 5; v++)
+                mean += rn.probs[(size_t)(i * 5 + v) * k + j] / 5;
+            worst = fmax(worst, fabs(mean - rc.probs[(size_t)i * k + j]));
+            moved = fmax(moved, fabs(mean - rn.probs[(size_t)i * 5 * k + j]));
+        }
+    T_CHECKF(worst <= 1e-6, "crops differ from the mean of the crops predicted by %g", worst);
+    T_CHECKF(moved > 1e-4, "the five crops gave the centre crop's probabilities (%g)", moved);
+    prd_results_free(&rc);
+    prd_results_free(&rn);
+    for (int i = 0; i < EX_N; i++)
+        free(files[i]);
+    for (int i = 0; i < 5 * EX_N; i++)
+        free(views[i]);
+    free(rgb);
+    free(view);
+    ens_close(crops);
+    ens_close(none);
 }
