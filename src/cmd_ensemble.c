@@ -29,7 +29,7 @@
 
 static const char *const usage =
     "usage: petal-tui ensemble RUN_DIR... --data DATASET [--weights W,...|fit|cv]\n"
-    "        [--tta flip|none]\n"
+    "        [--tta T|T,T,...] [--export FILE.onnx]\n"
     "        [--out DIR] [--batch N] [--replicas N] [--precision fp32|bf16|auto]\n";
 
 static const char *const help_text =
@@ -53,22 +53,35 @@ static const char *const help_text =
     "weights fitted on the other four): the out-of-fold figures are the honest ones; the\n"
     "weights used are those fitted on all. Both need a validation split. --out also gets\n"
     "ensemble.json (the members' absolute paths, weights and TTA): the folder can be\n"
-    "given where a model is taken (--teacher).\n";
+    "given where a model is taken (--teacher).\n"
+    "--tta none|flip|crops|flip+crops: the test-time augmentation of every member, or a\n"
+    "comma list of one per member (default: each member's own: a run's --tta, none for\n"
+    "an .onnx file). flip: the mean with the mirror image; crops: the mean over five\n"
+    "crops, the centre and the four corners, each 7/8 of the member's side, resized back\n"
+    "to it; flip+crops: those five and their mirror images (10 views).\n"
+    "--export FILE.onnx: the ensemble as one ONNX file, the members' graphs side by side:\n"
+    "input `image` float32 [N, 3, S, S] (S the largest member's side; RGB 0-255, as\n"
+    "`petal-tui export`'s), each member's branch resized to its side (Resize, linear),\n"
+    "its TTA views (Slice, Resize), its own normalisation and net, Softmax; output\n"
+    "`probabilities` [N, C], the weighted sum, and `logits`, its log. Members of another\n"
+    "side than S see a resize of the S image, not a decode at their side: their answers\n"
+    "differ a little from ensemble's own. petal-tui's ONNX importer cannot read it back\n"
+    "(predict refuses it); ONNX Runtime runs it.\n";
 
 typedef struct en_args {
-    const char *data, *out, *weights;
+    const char *data, *out, *weights, *export;
     ens_how how;                /* --weights: given numbers, fit, cv (equal: none) */
     const char *runs[EN_MAX];
     int n;
     long long batch, replicas;
-    int tta;                    /* -1 each run's, 0 none, 1 flip */
+    const char *tta;            /* --tta: one value, or one per member (NULL: each's own) */
     int bf16;                   /* --precision resolved: 1 bf16; -1 each member's own */
 } en_args;
 
 static int parse_args(int argc, char **argv, en_args *a)
 {
     int cores = util_cores_online();
-    *a = (en_args){ .batch = 32, .replicas = cores < 8 ? cores : 8, .tta = -1, .bf16 = -1 };
+    *a = (en_args){ .batch = 32, .replicas = cores < 8 ? cores : 8, .bf16 = -1 };
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
@@ -84,7 +97,8 @@ static int parse_args(int argc, char **argv, en_args *a)
             continue;
         }
         static const char *const options[] = { "--data", "--out", "--weights", "--batch",
-                                               "--replicas", "--tta", "--precision", "--help", NULL };
+                                               "--replicas", "--tta", "--precision", "--export",
+                                               "--help", NULL };
         if (!cli_is_option(s, options)) {
             cli_unknown("ensemble", s, options);
             return 1;
@@ -98,12 +112,14 @@ static int parse_args(int argc, char **argv, en_args *a)
             a->out = v;
         else if (!strcmp(s, "--weights"))
             a->weights = v;
+        else if (!strcmp(s, "--export"))
+            a->export = v;
         else if (!strcmp(s, "--batch"))
             bad = cli_int(s, v, 1, 4096, &a->batch);
         else if (!strcmp(s, "--replicas"))
             bad = cli_int(s, v, 1, 64, &a->replicas);
-        else if (!strcmp(s, "--tta") && (!strcmp(v, "flip") || !strcmp(v, "none")))
-            a->tta = !strcmp(v, "flip");
+        else if (!strcmp(s, "--tta"))
+            a->tta = v;
         else if (!strcmp(s, "--precision"))
             bad = cli_precision(v, &a->bf16);
         else
@@ -151,6 +167,34 @@ static int parse_weights(const char *s, int n, double *w)
     for (int i = 0; i < n; i++)
         w[i] /= sum;
     return 0;
+}
+
+/* --tta: one of none, flip, crops, flip+crops for every member, or a comma list of one
+ * per member; tta[i] as ensemble.h's ENS_TTA_* (ENS_TTA_OWN without --tta). 0, or -1
+ * (said). */
+static int parse_tta(const char *s, int n, int *tta)
+{
+    for (int i = 0; i < n; i++)
+        tta[i] = ENS_TTA_OWN;
+    if (!s)
+        return 0;
+    char buf[4096];
+    util_copy(buf, sizeof buf, s);
+    int k = 0, ok = 1;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && ok;
+         t = strtok_r(NULL, ",", &save)) {
+        ok = k < n && (tta[k] = ens_tta_parse(t)) >= 0;
+        k++;
+    }
+    if (ok && k == 1)
+        for (int i = 1; i < n; i++)
+            tta[i] = tta[0];
+    else if (ok && k != n)
+        ok = 0;
+    if (!ok)
+        fprintf(stderr, "petal-tui: --tta wants none, flip, crops or flip+crops, for all %d "
+                        "members or a comma list of one per member, not '%s'\n", n, s);
+    return ok ? 0 : -1;
 }
 
 /* Progress and skipped records of the members as they predict, on stderr. */
@@ -374,6 +418,7 @@ static int write_outputs(const en_job *jb)
                                     jb->n_val, &e);
     if (rc == PT_OK)
         rc = ens_write_json(jb->x, jb->a->data, jb->dir, &e);
+
     if (rc != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         return -1;
@@ -384,6 +429,14 @@ static int write_outputs(const en_job *jb)
         if (po_write(&jb->sub, path) != 0)
             return -1;
         printf("test: %lld images -> %s\n", jb->n_test, path);
+    }
+    if (jb->a->export) {
+        if (ens_export(jb->x, jb->a->export, &e) != PT_OK) {
+            fprintf(stderr, "petal-tui: %s\n", e.msg);
+            return -1;
+        }
+        printf("exported: %s (%d members side by side, input %d x %d)\n", jb->a->export,
+               ens_members(jb->x), ens_image_size(jb->x), ens_image_size(jb->x));
     }
     return 0;
 }
@@ -424,8 +477,8 @@ int cmd_ensemble(int argc, char **argv)
     if (a.how == ENS_W_GIVEN && parse_weights(a.weights, a.n, w) != 0)
         return 1;
     int tta[EN_MAX];
-    for (int i = 0; i < a.n; i++)
-        tta[i] = a.tta < 0 ? ENS_TTA_OWN : a.tta;
+    if (parse_tta(a.tta, a.n, tta) != 0)
+        return 1;
     int status = 2;
     pt_err e;
     ds_dataset *ds = NULL;

@@ -9,13 +9,14 @@
 #include "src/cli.h"
 #include "src/predict_out.h"
 #include "infer/infer.h"
+#include "infer/ensemble.h"
 #include "datasets.h"
 #include "runs.h"
 
 static const char *const usage =
     "usage: petal-tui predict RUN_DIR|MODEL.onnx INPUT... [--out FILE.csv] [--top K]\n"
-    "        [--tta flip|none] [--batch N] [--replicas N] [--split val|train|test]\n"
-    "        [--submission FILE] [--size S]\n"
+    "        [--tta none|flip|crops|flip+crops] [--batch N] [--replicas N]\n"
+    "        [--split val|train|test] [--submission FILE] [--size S]\n"
     "        [--input-norm auto|imagenet|unit|tf|raw|caffe] [--features]\n"
     "        [--precision fp32|bf16|auto]\n";
 
@@ -41,7 +42,11 @@ static const char *const help_text =
     "                    extractor's output. CSV: path (or id), f0, f1, ...; with\n"
     "                    --out X.npy a float32 .npy [N, D] and X.paths.txt, its rows'\n"
     "                    paths, one a line (failed images left out of both)\n"
-    "  --tta flip|none   average with the mirror image (default: the run's --tta)\n"
+    "  --tta T           none, flip (the mean with the mirror image), crops (the mean\n"
+    "                    over five crops, the centre and the four corners, each 7/8 of\n"
+    "                    the side, resized back to the model's) or flip+crops (those\n"
+    "                    five and their mirror images: 10 views). Default: the run's\n"
+    "                    --tta (flip or none)\n"
     "  --precision P     fp32, or bf16 operands with fp32 sums (faster where the CPU\n"
     "                    has AVX512_BF16 or AMX; auto: bf16 there). Default: a run\n"
     "                    folder's own (so its validation images predict what it\n"
@@ -70,7 +75,7 @@ typedef struct pr_args {
     char **inputs;
     int n_inputs;
     long long top, batch, replicas, size;
-    int tta;                    /* -1 the run's, 0 none, 1 flip */
+    int tta;                    /* -1 the run's, else ENS_TTA_* bits (infer/ensemble.h) */
     int norm;                   /* --input-norm: run_input_norm (auto: the model's own) */
     int features;               /* --features: feature vectors instead of classes */
     int bf16;                   /* --precision resolved: 1 bf16; -1 the model's own */
@@ -131,14 +136,15 @@ static int parse_args(int argc, char **argv, pr_args *a)
             bad = cli_input_norm(s, v, &a->norm);
         else if (!strcmp(s, "--precision"))
             bad = cli_precision(v, &a->bf16);
-        else if (!strcmp(s, "--tta") && (!strcmp(v, "flip") || !strcmp(v, "none")))
-            a->tta = !strcmp(v, "flip");
+        else if (!strcmp(s, "--tta") && ens_tta_parse(v) >= 0)
+            a->tta = ens_tta_parse(v);
         else if (!strcmp(s, "--split") &&
                  (!strcmp(v, "val") || !strcmp(v, "train") || !strcmp(v, "test")))
             a->split = v;
         else if (s[0] == '-' && s[1]) { /* --tta or --split with another value */
             fprintf(stderr, "petal-tui: predict: %s wants %s, not '%s'\n", s,
-                    !strcmp(s, "--tta") ? "flip or none" : "test, val or train", v);
+                    !strcmp(s, "--tta") ? "none, flip, crops or flip+crops"
+                                        : "test, val or train", v);
             return 1;
         } else {
             if (!a->model)
@@ -487,7 +493,9 @@ int cmd_predict(int argc, char **argv)
         a.top = inf_model_classes(m);
     prd_opts o = { .batch = (int)a.batch, .replicas = (int)a.replicas,
                    .workers = (int)a.replicas, .raw = a.features, .bf16 = a.bf16,
-                   .tta_flip = a.features ? 0 : a.tta < 0 ? inf_model_tta_flip(m) : a.tta,
+                   .tta_flip = a.features ? 0 : a.tta < 0 ? inf_model_tta_flip(m)
+                                                          : (a.tta & ENS_TTA_FLIP) != 0,
+                   .tta_crops = !a.features && a.tta > 0 && (a.tta & ENS_TTA_CROPS),
                    .on_rows = on_rows, .stop = &stop_flag };
     pr_out out_ctx;
     o.rows_ctx = &out_ctx;

@@ -47,7 +47,7 @@ TEST(cli_edges_predict_names_an_unknown_option_and_a_missing_value)
         { "predict m.onnx a.jpg --bogus", "predict: unknown option '--bogus' (petal-tui predict --help" },
         { "predict m.onnx a.jpg --siz 64", "unknown option '--siz' (did you mean --size?" },
         { "predict m.onnx a.jpg --size", "predict: --size needs a value" },
-        { "predict m.onnx a.jpg --tta both", "predict: --tta wants flip or none, not 'both'" },
+        { "predict m.onnx a.jpg --tta both", "predict: --tta wants none, flip, crops or flip+crops, not 'both'" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out, *err;

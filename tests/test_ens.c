@@ -207,3 +207,74 @@ TEST(ens_weights_fit_favour_the_better_member_and_cv_prints_out_of_fold)
              rep ? rep : "");
     free(rep);
 }
+
+/* `petal-tui predict RUN DATA --split val --tta T --top 12`: every record's 12
+ * probabilities by class name, in a malloc'd text. */
+static char *predict_val(const char *run, const char *data, const char *tta)
+{
+    char args[20000], csv[4200], *out, *err;
+    util_path(csv, sizeof csv, "%s/p.csv", t_tmpdir());
+    util_path(args, sizeof args, "predict '%s' '%s' --split val --tta %s --top 12 --out '%s' "
+              "--replicas 1", run, data, tta, csv);
+    int rc = ens_cli(args, &out, &err);
+    if (rc != 0)
+        printf("  predict: exit %d: %s\n", rc, err ? err : "");
+    free(out);
+    free(err);
+    return rc == 0 ? fx_slurp(csv) : NULL;
+}
+
+TEST(ens_tta_per_member_and_crops)
+{
+    const ens_fix *f = ens_fixture();
+    T_REQUIRE(f != NULL);
+    /* crops and flip+crops are other views: other probabilities than none's and flip's. */
+    char *none = predict_val(f->a, f->demo, "none"), *crops = predict_val(f->a, f->demo, "crops");
+    char *both = predict_val(f->a, f->demo, "flip+crops");
+    T_REQUIRE(none && crops && both);
+    T_CHECK(strcmp(none, crops) != 0 && strcmp(crops, both) != 0);
+    T_CHECK(strlen(none) > 1000 && strncmp(none, crops, 40) == 0);
+    free(none);
+    free(crops);
+    free(both);
+    /* Per member in the ensemble: the list's length must be the members'. */
+    char args[20000], dir[4200], *out, *err;
+    util_path(dir, sizeof dir, "%s/ens", t_tmpdir());
+    util_path(args, sizeof args, "ensemble '%s' '%s' --tta flip,crops,none --data '%s' "
+              "--out '%s'", f->a, f->b, f->demo, dir);
+    T_EQ_INT(ens_cli(args, &out, &err), 1);
+    T_CHECKF(err && strstr(err, "petal-tui: --tta wants none, flip, crops or flip+crops, for "
+                                "all 2 members or a comma list of one per member, not "
+                                "'flip,crops,none'"), "%s", err ? err : "");
+    T_CHECK(!util_is_dir(dir));
+    free(out);
+    free(err);
+    /* A member with crops predicts in the ensemble what predict --tta crops gives. */
+    util_path(args, sizeof args, "ensemble '%s' '%s' --tta none,crops --data '%s' --out '%s' "
+              "--replicas 1", f->a, f->b, f->demo, dir);
+    T_EQ_INT(ens_cli(args, &out, &err), 0);
+    free(out);
+    free(err);
+    pt_err e;
+    ens *x, *y;
+    T_REQUIRE(ens_open_path(dir, &x, &e) == PT_OK);
+    T_EQ_INT(ens_member_tta(x, 1), ENS_TTA_CROPS);
+    T_REQUIRE(ens_open((const char *[]){ f->b }, 1, NULL, (const int[]){ ENS_TTA_CROPS }, &y,
+                       &e) == PT_OK);
+    long long n1, n2;
+    int k1, k2;
+    double *p = val_probs(y, f->demo, &n1, &k1);
+    ens_close(y);
+    T_REQUIRE(ens_open((const char *[]){ f->b }, 1, NULL, (const int[]){ ENS_TTA_NONE }, &y,
+                       &e) == PT_OK);
+    double *q = val_probs(y, f->demo, &n2, &k2);
+    T_REQUIRE(p && q && n1 == n2 && k1 == k2);
+    double moved = 0;
+    for (long long i = 0; i < n1 * k1; i++)
+        moved = fmax(moved, fabs(p[i] - q[i]));
+    T_CHECKF(moved > 1e-3, "crops moved no probability by more than %g", moved);
+    free(p);
+    free(q);
+    ens_close(x);
+    ens_close(y);
+}

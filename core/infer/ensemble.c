@@ -67,9 +67,9 @@ int ens_set_weights(ens *x, const double *w, ens_how how, pt_err *e)
 /* Member i opened into x (its path kept, its TTA resolved). */
 static int open_member(ens *x, int i, const char *path, int tta, pt_err *e)
 {
-    if (tta < ENS_TTA_OWN || tta > ENS_TTA_FLIP)
+    if (tta < ENS_TTA_OWN || tta > (ENS_TTA_FLIP | ENS_TTA_CROPS))
         return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
-                       "a test-time augmentation of none or flip");
+                       "a test-time augmentation of none, flip, crops or flip+crops");
     run_handle h;
     if (util_is_dir(path) && run_open(&h, path, 0, NULL) == PT_OK &&
         run_has(&h, RUN_F_ENSEMBLE) && !run_has(&h, RUN_F_CHECKPOINT))
@@ -217,14 +217,23 @@ static long long count_code(const prd_results *r, int code)
     return n;
 }
 
-/* Member i's probabilities for split s, in the dataset's class order, into r. */
-static int member_split(ens *x, int i, const ds_split *s, int labeled, const ens_opts *o,
-                        prd_results *r, pt_err *e)
+/* What the members predict: a split's records, or files. */
+typedef struct ens_src {
+    const ds_split *s;
+    int labeled;
+    char *const *files;
+    long long n_files;
+} ens_src;
+
+/* Member i's probabilities for src, in the dataset's class order, into r. */
+static int member_split(ens *x, int i, const ens_src *src, const ens_opts *o, prd_results *r,
+                        pt_err *e)
 {
     const rm_model *m = x->m[i];
     prd_opts po = { .batch = o->batch, .replicas = o->replicas, .workers = o->workers,
                     .bf16 = o->bf16 < 0 ? inf_model_bf16(m) : o->bf16,
                     .tta_flip = (x->tta[i] & ENS_TTA_FLIP) != 0,
+                    .tta_crops = (x->tta[i] & ENS_TTA_CROPS) != 0,
                     .on_batch = o->on_batch, .ctx = o->ctx, .stop = o->stop };
     if (o->on_member)
         o->on_member(o->ctx, i, x->path[i]);
@@ -232,7 +241,8 @@ static int member_split(ens *x, int i, const ds_split *s, int labeled, const ens
     pt_err pe;
     int rc = prd_new(m, &po, &p, &pe);
     if (rc == PT_OK)
-        rc = prd_split(p, s, labeled, r, &pe);
+        rc = src->s ? prd_split(p, src->s, src->labeled, r, &pe)
+                    : prd_files(p, src->files, src->n_files, r, &pe);
     prd_free(p);
     if (o->on_member_end)
         o->on_member_end(o->ctx, i);
@@ -265,6 +275,7 @@ static int same_records(const ens *x, const prd_results *r, pt_err *e)
         int same = r[i].n == r[0].n && r[i].k == r[0].k;
         for (long long j = 0; same && j < r[0].n; j++)
             same = r[i].items[j].label == r[0].items[j].label &&
+                   r[i].items[j].ok == r[0].items[j].ok &&
                    !strcmp(r[i].items[j].id, r[0].items[j].id);
         if (!same)
             return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
@@ -274,8 +285,8 @@ static int same_records(const ens *x, const prd_results *r, pt_err *e)
     return PT_OK;
 }
 
-int ens_split(ens *x, const ds_split *s, int labeled, const ens_opts *o, prd_results *r,
-              double **member_probs, pt_err *e)
+static int ens_predict(ens *x, const ens_src *src, const ens_opts *o, prd_results *r,
+                       double **member_probs, pt_err *e)
 {
     prd_results mr[ENS_MAX];
     memset(mr, 0, sizeof mr);
@@ -284,7 +295,7 @@ int ens_split(ens *x, const ds_split *s, int labeled, const ens_opts *o, prd_res
         *member_probs = NULL;
     int got = 0, rc = PT_OK;
     for (; rc == PT_OK && got < x->n; got++)
-        if ((rc = member_split(x, got, s, labeled, o, &mr[got], e)) != PT_OK)
+        if ((rc = member_split(x, got, src, o, &mr[got], e)) != PT_OK)
             break;
     if (rc == PT_OK)
         rc = same_records(x, mr, e);
@@ -314,4 +325,18 @@ int ens_split(ens *x, const ds_split *s, int labeled, const ens_opts *o, prd_res
     for (int i = 0; i < got && i < x->n; i++)
         prd_results_free(&mr[i]);
     return rc;
+}
+
+int ens_split(ens *x, const ds_split *s, int labeled, const ens_opts *o, prd_results *r,
+              double **member_probs, pt_err *e)
+{
+    ens_src src = { .s = s, .labeled = labeled };
+    return ens_predict(x, &src, o, r, member_probs, e);
+}
+
+int ens_files(ens *x, char *const *paths, long long n, const ens_opts *o, prd_results *r,
+              double **member_probs, pt_err *e)
+{
+    ens_src src = { .files = paths, .n_files = n };
+    return ens_predict(x, &src, o, r, member_probs, e);
 }

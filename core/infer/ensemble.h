@@ -127,6 +127,11 @@ typedef struct ens_opts {
 int ens_split(ens *x, const ds_split *s, int labeled, const ens_opts *o, prd_results *r,
               double **member_probs, pt_err *e);
 
+/* The same for image files (JPEG or PNG, as prd_files: one item per path, in order; a
+ * file that fails is an item with !ok and a row of zeros, for every member alike). */
+int ens_files(ens *x, char *const *paths, long long n, const ens_opts *o, prd_results *r,
+              double **member_probs, pt_err *e);
+
 /* ---- weights from labeled predictions (ensemble_fit.c) ----
  * member_probs as ens_split gives them (n members x r->n x r->k), r's labels. */
 
@@ -145,6 +150,13 @@ int ens_fit_weights(const prd_results *r, const double *member_probs, int n,
  * PT_EUSAGE when there are fewer records than folds. */
 int ens_cv(const prd_results *r, const double *member_probs, int n, int folds, uint64_t seed,
            inf_score *out, pt_err *e);
+
+/* x as one ONNX file at path (nn/nn_export.h's ensemble form: one input `image` [N, 3,
+ * S, S], S ens_image_size; each member's branch at its own side, normalisation and
+ * TTA; output `probabilities`, the weighted mean, and `logits`, its log), atomically;
+ * after ens_match, the classes in the dataset's order and names. A member the
+ * exporter cannot write is refused naming its node. */
+int ens_export(const ens *x, const char *path, pt_err *e);
 
 /* DIR/ensemble.json (see above) for x, data the --data argument as given; atomically. */
 int ens_write_json(const ens *x, const char *data, const char *dir, pt_err *e);

@@ -87,6 +87,10 @@ typedef struct prd_opts {
     int replicas;           /* forward threads, >= 1 */
     int workers;            /* decode threads; 0: 2 */
     int tta_flip;           /* average with the mirror image */
+    int tta_crops;          /* average over five crops: the centre and the four corners,
+                               each PRD_CROP_NUM/PRD_CROP_DEN of the side (prd_crop_side),
+                               resized back to the model's side; with tta_flip each with
+                               its mirror image too (10 views) */
     int bf16;               /* the products in bf16 (nn.h's NN_BF16); 0 fp32 */
     int raw;                /* the net's outputs as they are (feature vectors): no
                                softmax and no flip; probs then holds them */
@@ -122,6 +126,13 @@ typedef struct prd_results {
 } prd_results;
 
 typedef struct prd prd;
+
+/* tta_crops' views: PRD_CROPS crops of PRD_CROP_NUM/PRD_CROP_DEN of the side. */
+#define PRD_CROPS 5
+#define PRD_CROP_NUM 7
+#define PRD_CROP_DEN 8
+/* The side of tta_crops' crops of an S x S image: 7/8 of S, rounded. */
+int prd_crop_side(int S);
 
 int prd_new(const rm_model *m, const prd_opts *o, prd **out, pt_err *e);
 void prd_free(prd *p);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "data/image.h"
 #include "data/pipeline.h"
 #include "infer/infer.h"
 #include "infer/predict.h"
@@ -22,6 +23,9 @@ struct prd {
     uint8_t *packed;            /* a batch's images that decoded, packed */
     float *logits;              /* batch x k */
     double *probs;              /* batch x k, the packed images' */
+    uint8_t *view;              /* tta_crops: a batch of one crop of each image */
+    double *view_probs;         /* tta_crops: batch x k, one view's */
+    img_scratch scratch;        /* tta_crops: the resizer's */
     atomic_llong done, total;
     _Atomic double t0;
 };
@@ -34,6 +38,9 @@ void prd_free(prd *p)
     free(p->packed);
     free(p->logits);
     free(p->probs);
+    free(p->view);
+    free(p->view_probs);
+    img_scratch_free(&p->scratch);
     free(p);
 }
 
@@ -70,7 +77,12 @@ int prd_new(const rm_model *m, const prd_opts *o, prd **out, pt_err *e)
     p->packed = malloc(B * p->px);
     p->logits = malloc(B * (size_t)p->k * sizeof *p->logits);
     p->probs = malloc(B * (size_t)p->k * sizeof *p->probs);
-    if (!p->packed || !p->logits || !p->probs) {
+    if (p->o.tta_crops && !p->o.raw) {
+        p->view = malloc(B * p->px);
+        p->view_probs = malloc(B * (size_t)p->k * sizeof *p->view_probs);
+    }
+    if (!p->packed || !p->logits || !p->probs ||
+        (p->o.tta_crops && !p->o.raw && (!p->view || !p->view_probs))) {
         prd_free(p);
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }
@@ -89,6 +101,35 @@ void prd_progress(const prd *p, long long *done, long long *total, double *secon
         *seconds = util_now() - atomic_load(&q->t0);
 }
 
+/* The mean of the probabilities of the n packed images' five crops (prd_opts.tta_crops:
+ * the centre and the four corners, each PRD_CROP_NUM/PRD_CROP_DEN of the side, resized
+ * back to S x S; each with its mirror image too when tta_flip) into p->probs. */
+static int crops_probs(prd *p, int n, pt_err *e)
+{
+    const int S = p->S, k = p->k, c = prd_crop_side(S), far = S - c;
+    const int at[PRD_CROPS][2] = { { far / 2, far / 2 }, { 0, 0 }, { far, 0 }, { 0, far },
+                                   { far, far } };
+    memset(p->probs, 0, (size_t)n * k * sizeof *p->probs);
+    for (int v = 0; v < PRD_CROPS; v++) {
+        for (int i = 0; i < n; i++)
+            if (img_resize(p->packed + (size_t)i * p->px, S * 3, at[v][0], at[v][1], c, c,
+                           p->view + (size_t)i * p->px, S, S, &p->scratch) != 0)
+                return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+        int rc = inf_probs(p->pool, p->view, n, S, S, k, p->o.tta_flip, p->logits,
+                           p->view_probs, e);
+        if (rc != PT_OK)
+            return rc;
+        for (size_t q = 0; q < (size_t)n * k; q++)
+            p->probs[q] += p->view_probs[q] / PRD_CROPS;
+    }
+    return PT_OK;
+}
+
+int prd_crop_side(int S)
+{
+    return (S * PRD_CROP_NUM + PRD_CROP_DEN / 2) / PRD_CROP_DEN;
+}
+
 /* The probabilities of the images of a batch whose ok[i] is set (ok NULL: all), into
  * probs (a row per image, n_img rows); the others' rows are left alone. The images
  * may be mirrored on the way (the test-time flip). */
@@ -103,6 +144,7 @@ static int forward_batch(prd *p, uint8_t *images, const uint8_t *ok, int n_img,
     if (n == 0)
         return PT_OK;
     int rc = p->o.raw ? inf_logits(p->pool, p->packed, n, p->S, p->S, 0, p->logits, NULL, e)
+             : p->o.tta_crops ? crops_probs(p, n, e)
                       : inf_probs(p->pool, p->packed, n, p->S, p->S, k, p->o.tta_flip,
                                   p->logits, p->probs, e);
     for (size_t i = 0; rc == PT_OK && p->o.raw && i < (size_t)n * k; i++)

@@ -106,6 +106,16 @@ static int open_onnx(const char *path, int size, run_input_norm norm, int featur
         onnx_free(om);
         return rc;
     }
+    if (meta.ensemble) {
+        /* Its branches resize and slice the input: ops the importer has no layer for. */
+        nn_onnx_meta_free(&meta);
+        onnx_free(om);
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "is an ensemble's export (`petal-tui ensemble --export`: its members' "
+                       "graphs side by side, with Resize and Slice, which petal-tui's importer "
+                       "does not read): run it with ONNX Runtime, or give petal-tui the "
+                       "ensemble's members or its --out folder");
+    }
     /* Size 0: the one the graph declares (nn_import_opts), else 224. */
     m->image_size = size > 0 ? size : meta.image_size;
     nn_import_opts o = { .h = m->image_size, .w = m->image_size, .n_classes = 0,

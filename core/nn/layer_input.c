@@ -57,7 +57,7 @@ static int input_onnx(struct nn_onnx_writer *w, const nn_model *m, int i)
         has_shift |= shift[k] != 0.0f;
     }
     const int64_t dims[4] = { 1, 3, 1, 1 };
-    const char *mul[2] = { "image", nn_onnx_const(w, i, "scale", 4, dims, scale) };
+    const char *mul[2] = { nn_onnx_input(w), nn_onnx_const(w, i, "scale", 4, dims, scale) };
     if (!has_shift)
         return nn_onnx_op(w, "Mul", 2, mul, nn_onnx_out(w, i, 4));
     const char *scaled = nn_onnx_tmp(w, i, "scaled");

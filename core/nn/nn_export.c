@@ -111,14 +111,30 @@ float *nn_onnx_scratch(W *w, size_t count)
 
 /* ---- values ------------------------------------------------------------------------- */
 
+/* What a graph's names start with: "" in a model's own export. */
+static const char *pfx(const W *w)
+{
+    return w->prefix ? w->prefix : "";
+}
+
+static const char *logits_name(const W *w)
+{
+    return w->logits ? w->logits : "logits";
+}
+
+const char *nn_onnx_input(W *w)
+{
+    return w->input ? w->input : "image";
+}
+
 static const char *base_name(W *w, int node)
 {
-    return nn_exw_str(w, "%s%d", nn_op_name(w->m->nodes[node].op), node);
+    return nn_exw_str(w, "%s%s%d", pfx(w), nn_op_name(w->m->nodes[node].op), node);
 }
 
 const char *nn_onnx_out(W *w, int node, int rank)
 {
-    const char *name = node == w->m->out && rank == 2 ? "logits" : base_name(w, node);
+    const char *name = node == w->m->out && rank == 2 ? logits_name(w) : base_name(w, node);
     if (!name)
         return NULL;
     w->v[node] = (wval){ .name = name, .rank = rank, .owner = node };
@@ -127,7 +143,7 @@ const char *nn_onnx_out(W *w, int node, int rank)
 
 const char *nn_onnx_tmp(W *w, int node, const char *suffix)
 {
-    return nn_exw_str(w, "%s%d.%s", nn_op_name(w->m->nodes[node].op), node, suffix);
+    return nn_exw_str(w, "%s%s%d.%s", pfx(w), nn_op_name(w->m->nodes[node].op), node, suffix);
 }
 
 void nn_onnx_same(W *w, int node, int other)
@@ -216,7 +232,7 @@ const char *nn_onnx_const_int(W *w, int node, const char *suffix, int dtype, int
     return name;
 }
 
-static const char *const_i64(W *w, const char *name, int n, const int64_t *v)
+const char *nn_exw_i64(W *w, const char *name, int n, const int64_t *v)
 {
     int64_t dims[1] = { n };
     Pt__Onnx__TensorProto *t = nn_exw_tensor(w, name, 1, dims);
@@ -301,6 +317,16 @@ void nn_onnx_attr_ints(W *w, const char *name, int n, const int64_t *v)
     }
 }
 
+void nn_exw_attr_str(W *w, const char *name, const char *v)
+{
+    Pt__Onnx__AttributeProto *a = new_attr(w, name, 3);
+    if (a) {
+        a->has_s = 1;
+        a->s.len = strlen(v);
+        a->s.data = (uint8_t *)v;
+    }
+}
+
 void nn_onnx_attr_float(W *w, const char *name, float v)
 {
     Pt__Onnx__AttributeProto *a = new_attr(w, name, 1);
@@ -325,7 +351,7 @@ const char *nn_onnx_in(W *w, int node, int k, int rank4)
     if (!v->name4) {
         /* [N, C] -> [N, C, 1, 1]: Reshape's 0 keeps N. */
         int64_t shape[4] = { 0, w->m->nodes[v->owner].c, 1, 1 };
-        const char *sh = const_i64(w, nn_onnx_tmp(w, v->owner, "shape4"), 4, shape);
+        const char *sh = nn_exw_i64(w, nn_onnx_tmp(w, v->owner, "shape4"), 4, shape);
         const char *out = nn_onnx_tmp(w, v->owner, "nchw");
         const char *in[2] = { v->name, sh };
         if (nn_onnx_op(w, "Reshape", 2, in, out))
@@ -397,21 +423,27 @@ static int check_model(W *w)
     return PT_OK;
 }
 
-/* logits (the output node's value as [N, C]) and probabilities. */
-static int write_outputs(W *w)
+/* logits: the output node's value as [N, C]. */
+static int write_logits(W *w)
 {
     const nn_model *m = w->m;
     const wval *v = &w->v[m->out];
     const char *in[1] = { v->name };
     if (v->rank == 4) {
         /* 1x1xC (or HxWx1): NCHW flattening is NHWC's order. */
-        if (nn_onnx_op(w, "Flatten", 1, in, "logits"))
+        if (nn_onnx_op(w, "Flatten", 1, in, logits_name(w)))
             return w->err;
         nn_onnx_attr_int(w, "axis", 1);
-    } else if (strcmp(v->name, "logits") != 0) {
-        if (nn_onnx_op(w, "Identity", 1, in, "logits"))
+    } else if (strcmp(v->name, logits_name(w)) != 0) {
+        if (nn_onnx_op(w, "Identity", 1, in, logits_name(w)))
             return w->err;
     }
+    return w->err;
+}
+
+/* probabilities, the softmax of logits. */
+static int write_outputs(W *w)
+{
     const char *lg[1] = { "logits" };
     if (nn_onnx_op(w, "Softmax", 1, lg, "probabilities"))
         return w->err;
@@ -419,7 +451,7 @@ static int write_outputs(W *w)
     return w->err;
 }
 
-static Pt__Onnx__ValueInfoProto *value_info(W *w, const char *name, int rank,
+Pt__Onnx__ValueInfoProto *nn_exw_value_info(W *w, const char *name, int rank,
                                             const int64_t *dims)
 {
     Pt__Onnx__ValueInfoProto *vi = nn_exw_alloc(w, sizeof *vi);
@@ -484,7 +516,7 @@ static char *class_json(W *w, const nn_export_meta *meta)
     return s;
 }
 
-static int add_prop(W *w, Pt__Onnx__ModelProto *mp, const char *key, const char *value)
+int nn_exw_prop(W *w, Pt__Onnx__ModelProto *mp, const char *key, const char *value)
 {
     Pt__Onnx__StringStringEntryProto *p = nn_exw_alloc(w, sizeof *p);
     if (!p || !value)
@@ -503,15 +535,15 @@ static int write_meta(W *w, Pt__Onnx__ModelProto *mp, const nn_export_meta *meta
         return w->err;
     const char *run = meta && meta->source_run ? meta->source_run : "";
     int epoch = meta ? meta->epoch : -1, update = meta ? meta->update : -1;
-    add_prop(w, mp, "class_names", class_json(w, meta));
-    add_prop(w, mp, "image_size", nn_exw_str(w, "%d", size));
-    add_prop(w, mp, "petal_tui_version", PT_VERSION);
-    add_prop(w, mp, "source_run", run);
-    add_prop(w, mp, "epoch", nn_exw_str(w, "%d", epoch));
-    add_prop(w, mp, "update", nn_exw_str(w, "%d", update));
-    add_prop(w, mp, "input", NN_EXPORT_INPUT);
+    nn_exw_prop(w, mp, "class_names", class_json(w, meta));
+    nn_exw_prop(w, mp, "image_size", nn_exw_str(w, "%d", size));
+    nn_exw_prop(w, mp, "petal_tui_version", PT_VERSION);
+    nn_exw_prop(w, mp, "source_run", run);
+    nn_exw_prop(w, mp, "epoch", nn_exw_str(w, "%d", epoch));
+    nn_exw_prop(w, mp, "update", nn_exw_str(w, "%d", update));
+    nn_exw_prop(w, mp, "input", NN_EXPORT_INPUT);
     if (w->q)
-        add_prop(w, mp, "quantization", nn_exq_describe(w));
+        nn_exw_prop(w, mp, "quantization", nn_exq_describe(w));
     mp->doc_string = nn_exw_str(w, "A petal-tui (%s) image classifier. Input 'image': float32 "
                             "[N, 3, %d, %d], " NN_EXPORT_INPUT " to %d x %d; no other "
                             "normalisation (the graph's first nodes do it). Outputs 'logits' "
@@ -540,27 +572,23 @@ static int write_nodes(W *w)
     return w->err;
 }
 
-/* Assemble and pack the ModelProto around the nodes and initializers written. */
-static int pack(W *w, const nn_export_meta *meta, uint8_t **out, size_t *len)
+int nn_exw_pack(W *w, Pt__Onnx__ModelProto *mp, int h, int wd, int k, uint8_t **out,
+                size_t *len)
 {
-    const nn_model *m = w->m;
-    int size = meta && meta->image_size > 0 ? meta->image_size : m->h;
-    int64_t in_dims[4] = { -1, 3, m->h, m->w }, out_dims[2] = { -1, nn_model_classes(m) };
+    int64_t in_dims[4] = { -1, 3, h, wd }, out_dims[2] = { -1, k };
     Pt__Onnx__GraphProto *g = nn_exw_alloc(w, sizeof *g);
-    Pt__Onnx__ModelProto *mp = nn_exw_alloc(w, sizeof *mp);
     Pt__Onnx__OperatorSetIdProto *ops = nn_exw_alloc(w, sizeof *ops);
     Pt__Onnx__OperatorSetIdProto **opl = nn_exw_alloc(w, sizeof *opl);
     Pt__Onnx__ValueInfoProto **ins = nn_exw_alloc(w, sizeof *ins);
     Pt__Onnx__ValueInfoProto **outs = nn_exw_alloc(w, 2 * sizeof *outs);
-    if (!g || !mp || !ops || !opl || !ins || !outs)
+    if (!g || !ops || !opl || !ins || !outs)
         return w->err;
     pt__onnx__graph_proto__init(g);
-    pt__onnx__model_proto__init(mp);
     pt__onnx__operator_set_id_proto__init(ops);
-    ins[0] = value_info(w, "image", 4, in_dims);
-    outs[0] = value_info(w, "logits", 2, out_dims);
-    outs[1] = value_info(w, "probabilities", 2, out_dims);
-    if (w->err || write_meta(w, mp, meta, size))
+    ins[0] = nn_exw_value_info(w, "image", 4, in_dims);
+    outs[0] = nn_exw_value_info(w, "logits", 2, out_dims);
+    outs[1] = nn_exw_value_info(w, "probabilities", 2, out_dims);
+    if (w->err)
         return w->err;
     g->name = "petal-tui";
     g->n_node = w->n_nodes;
@@ -590,6 +618,56 @@ static int pack(W *w, const nn_export_meta *meta, uint8_t **out, size_t *len)
     return PT_OK;
 }
 
+/* Assemble and pack the ModelProto around the nodes and initializers written. */
+static int pack(W *w, const nn_export_meta *meta, uint8_t **out, size_t *len)
+{
+    const nn_model *m = w->m;
+    int size = meta && meta->image_size > 0 ? meta->image_size : m->h;
+    Pt__Onnx__ModelProto *mp = nn_exw_alloc(w, sizeof *mp);
+    if (!mp)
+        return w->err;
+    pt__onnx__model_proto__init(mp);
+    if (write_meta(w, mp, meta, size))
+        return w->err;
+    return nn_exw_pack(w, mp, m->h, m->w, nn_model_classes(m), out, len);
+}
+
+int nn_exw_graph(W *w, const nn_model *m)
+{
+    w->m = m;
+    size_t nn = (size_t)(m->n_nodes > 0 ? m->n_nodes : 1);
+    w->v = calloc(nn, sizeof *w->v);
+    w->fold_next = calloc(nn, sizeof *w->fold_next);
+    w->fold_prev = calloc(nn, sizeof *w->fold_prev);
+    if (!w->v || !w->fold_next || !w->fold_prev)
+        nn_exw_oom(w);
+    if (!w->err && !check_model(w)) {
+        plan_folds(w);
+        if (!write_nodes(w))
+            write_logits(w);
+    }
+    /* The values' names live in the pool: the per-node arrays are this graph's alone. */
+    free(w->v);
+    free(w->fold_next);
+    free(w->fold_prev);
+    w->v = NULL;
+    w->fold_next = w->fold_prev = NULL;
+    return w->err;
+}
+
+void nn_exw_free(W *w)
+{
+    for (size_t i = 0; i < w->n_blk; i++)
+        free(w->blk[i]);
+    free(w->blk);
+    free(w->nodes);
+    free(w->inits);
+    free(w->v);
+    free(w->fold_next);
+    free(w->fold_prev);
+    free(w->sc);
+}
+
 int nn_export_onnx(const nn_model *m, const nn_export_meta *meta, uint8_t **out, size_t *len,
                    pt_err *e)
 {
@@ -600,26 +678,9 @@ int nn_export_onnx(const nn_model *m, const nn_export_meta *meta, uint8_t **out,
         return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                        "cannot export: image size %d, but the model's input is %dx%d",
                        meta->image_size, m->h, m->w);
-    size_t nn = (size_t)(m->n_nodes > 0 ? m->n_nodes : 1);
-    w.v = calloc(nn, sizeof *w.v);
-    w.fold_next = calloc(nn, sizeof *w.fold_next);
-    w.fold_prev = calloc(nn, sizeof *w.fold_prev);
-    if (!w.v || !w.fold_next || !w.fold_prev)
-        nn_exw_oom(&w);
-    if (!w.err && !check_model(&w)) {
-        plan_folds(&w);
-        if (!write_nodes(&w) && !write_outputs(&w))
-            pack(&w, meta, out, len);
-    }
-    for (size_t i = 0; i < w.n_blk; i++)
-        free(w.blk[i]);
-    free(w.blk);
-    free(w.nodes);
-    free(w.inits);
-    free(w.v);
-    free(w.fold_next);
-    free(w.fold_prev);
-    free(w.sc);
+    if (!nn_exw_graph(&w, m) && !write_outputs(&w))
+        pack(&w, meta, out, len);
+    nn_exw_free(&w);
     return w.err;
 }
 

@@ -93,4 +93,39 @@ int nn_export_onnx(const nn_model *m, const nn_export_meta *meta, uint8_t **out,
 int nn_export_onnx_file(const nn_model *m, const nn_export_meta *meta, const char *path,
                         pt_err *e);
 
+/* ---- an ensemble: several models side by side in one file (nn_export_ens.c) ----
+ * The same input contract as above (`image` [N, 3, S, S], S the largest member's side
+ * unless given). Each member a branch: Resize (linear, half-pixel centres) to its side
+ * when that differs, its test-time views (crops: the centre and the four corners,
+ * crop x crop each, by Slice, each Resized back to its side; flip: each view's mirror
+ * image too, by a Slice of step -1 on the width axis) stacked on the batch axis, its
+ * own front and net (initializers and values named "m<i>." + the names above), Softmax,
+ * the mean over its views, its classes in the ensemble's order (Gather), times its
+ * weight. Outputs: `probabilities` [N, k], their Sum; `logits` = Log(probabilities),
+ * for tools that read logits. metadata_props: class_names, image_size, ensemble (a
+ * JSON array of each member's source, weight, image_size, tta), petal_tui_version,
+ * input. Float32 only. Deterministic as above. */
+#define NN_EXPORT_MAX_MEMBERS 32
+
+typedef struct nn_export_member {
+    const nn_model *m;              /* its input side is m->h (square) */
+    double weight;                  /* the weights sum to 1 (the caller's) */
+    int flip, crops;                /* its test-time views */
+    int crop;                       /* crops: their side, 1..m->h */
+    const int *class_of;            /* its output c is the ensemble's class class_of[c]
+                                       (a permutation); NULL: c */
+    const char *source;             /* for the metadata ("" or NULL: none) */
+} nn_export_member;
+
+typedef struct nn_export_ens {
+    const char *const *class_names; /* k names, or NULL: "class N" */
+    int k;                          /* classes (every member's output count) */
+    int image_size;                 /* S; 0: the largest member's */
+} nn_export_ens;
+
+int nn_export_ensemble_onnx(const nn_export_member *mem, int n, const nn_export_ens *meta,
+                            uint8_t **out, size_t *len, pt_err *e);
+int nn_export_ensemble_file(const nn_export_member *mem, int n, const nn_export_ens *meta,
+                            const char *path, pt_err *e);
+
 #endif

@@ -51,6 +51,10 @@ typedef struct nn_onnx_writer {
     const nn_export_quant *q;    /* NULL: a float export */
     wscale *sc;                  /* an int8 export's DequantizeLinear outputs */
     size_t n_sc, cap_sc;
+    /* One graph among others (an ensemble's members, nn_export_ens.c): what its names
+     * start with ("m0."), the value its front reads, the value its logits become.
+     * NULL: "", "image", "logits" (a model's own export). */
+    const char *prefix, *input, *logits;
 } W;
 
 /* The pool (nn_export.c): zeroed blocks, a formatted string, the out-of-memory error
@@ -64,6 +68,25 @@ char *nn_exw_str(W *w, const char *fmt, ...)
     ;
 int nn_exw_oom(W *w);
 Pt__Onnx__TensorProto *nn_exw_tensor(W *w, const char *name, int rank, const int64_t *dims);
+
+/* A graph of model m written into w (w->m = m; w->prefix, input, logits as set): the
+ * checks, the folds, every live node, and its logits [N, C] as w->logits. */
+int nn_exw_graph(W *w, const nn_model *m);
+/* A 1-D int64 initializer named name. */
+const char *nn_exw_i64(W *w, const char *name, int n, const int64_t *v);
+/* A string attribute on the last node. */
+void nn_exw_attr_str(W *w, const char *name, const char *v);
+/* A float32 graph input or output of rank dims (a negative dim: "N"). */
+Pt__Onnx__ValueInfoProto *nn_exw_value_info(W *w, const char *name, int rank,
+                                            const int64_t *dims);
+/* A metadata_props entry (room for 8 made by the caller). */
+int nn_exw_prop(W *w, Pt__Onnx__ModelProto *mp, const char *key, const char *value);
+/* The ModelProto mp (its metadata written) around w's nodes and initializers, input
+ * "image" [N, 3, S, S], outputs "logits" and "probabilities" [N, k], packed into *out. */
+int nn_exw_pack(W *w, Pt__Onnx__ModelProto *mp, int h, int wd, int k, uint8_t **out,
+                size_t *len);
+/* Frees the writer's pool and arrays. */
+void nn_exw_free(W *w);
 
 /* nn_export_q.c: an int8 export's part of nn_onnx_in (v: the value node's input k
  * holds; name: what a float export would read, name4 when rank4 reshaped it): that

@@ -159,6 +159,7 @@ nn_model *nn_import_onnx_file(const char *path, const nn_import_opts *o, nn_impo
 
 typedef struct nn_onnx_meta {
     int petal;            /* 1: written by petal-tui export (petal_tui_version present) */
+    int ensemble;         /* 1: by petal-tui ensemble --export (its "ensemble" property) */
     int image_size;       /* 0: unknown */
     int epoch;            /* -1: unknown */
     int update;           /* -1: unknown (an export before it was written) */

@@ -172,6 +172,7 @@ int nn_onnx_meta_read(const onnx_model *om, nn_onnx_meta *out, pt_err *e)
     memset(out, 0, sizeof *out);
     out->epoch = out->update = -1;
     out->petal = onnx_prop(om, "petal_tui_version") != NULL;
+    out->ensemble = out->petal && onnx_prop(om, "ensemble") != NULL;
     const char *run = onnx_prop(om, "source_run"), *cn = onnx_prop(om, "class_names");
     int rc = PT_OK;
     if (!(out->source_run = strdup(run ? run : "")))

@@ -246,6 +246,8 @@ int nn_build_window_ex(nn_model *m, nn_op op, int in, int kh, int kw, int stride
 /* The value node's k-th input holds; rank4: as a 4-D value (a 2-D [N, C] one is
  * reshaped to [N, C, 1, 1] once), else as it is. */
 const char *nn_onnx_in(struct nn_onnx_writer *w, int node, int k, int rank4);
+/* The value the graph's front reads ("image"; another in an ensemble's member). */
+const char *nn_onnx_input(struct nn_onnx_writer *w);
 /* The rank of the value node's k-th input holds (2 or 4). */
 int nn_onnx_in_rank(const struct nn_onnx_writer *w, int node, int k);
 /* The name of node's output value, of that rank ("logits" for the model's 2-D output). */
