@@ -1,0 +1,672 @@
+/* teacher — knowledge distillation's teacher (see teacher.h): opening it, matching its
+ * classes, the cache of its probabilities (predicted, or read back from the run
+ * folder) and each batch's soft targets. */
+#include "train/teacher.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/util.h"
+#include "data/image.h"
+#include "infer/infer.h"
+#include "infer/predict.h"
+#include "infer/runmodel.h"
+#include "pool/rpool.h"
+#include "train/trainer.h"
+
+#define TCH_CSV "teacher_probs.csv"
+#define TCH_TXT "teacher.txt"
+#define TCH_SHOWN 8     /* class names a refusal lists */
+
+struct tch {
+    tch_opts o;
+    rm_model m;
+    int k;                      /* classes, the dataset's */
+    char **names;               /* the dataset's class names */
+    int *map;                   /* teacher output c -> dataset class map[c] */
+    char name[256], about[200];
+    char abs[PATH_MAX];         /* the teacher's absolute path */
+    char print[256];            /* what tells this teacher's weights from another's */
+    int bf16;
+    /* cached: row base[s] + record of shard s */
+    const ds_split *split;
+    long long *base, total;
+    float *pt;                  /* total x k, at T */
+    int32_t *label;             /* total; -1: no row */
+    /* live */
+    rpool *pool;
+    uint8_t *img;               /* batch x S x S x 3 */
+    float *logits;
+    double *probs, *row;
+    img_scratch scratch;
+};
+
+void tch_close(tch *t)
+{
+    if (!t)
+        return;
+    rm_close(&t->m);
+    for (int c = 0; t->names && c < t->k; c++)
+        free(t->names[c]);
+    free(t->names);
+    free(t->map);
+    free(t->base);
+    free(t->pt);
+    free(t->label);
+    if (t->pool)
+        inf_pool_free(t->pool);
+    free(t->img);
+    free(t->logits);
+    free(t->probs);
+    free(t->row);
+    img_scratch_free(&t->scratch);
+    free(t);
+}
+
+const char *tch_name(const tch *t)
+{
+    return t->name;
+}
+
+const char *tch_about(const tch *t)
+{
+    return t->about;
+}
+
+void tch_temper(const double *p, int k, double t, float *out)
+{
+    double mx = -INFINITY, s = 0.0;
+    for (int j = 0; j < k; j++)
+        if (p[j] > 0.0 && log(p[j]) / t > mx)
+            mx = log(p[j]) / t;
+    for (int j = 0; j < k; j++)
+        s += p[j] > 0.0 ? exp(log(p[j]) / t - mx) : 0.0;
+    for (int j = 0; j < k; j++)
+        out[j] = p[j] > 0.0 && s > 0.0 ? (float)(exp(log(p[j]) / t - mx) / s) : 0.0f;
+}
+
+/* ---- classes ---- */
+
+/* 1 when the names are the placeholders "class 0", "class 1", ... */
+static int unnamed(char *const *v, int n)
+{
+    for (int c = 0; c < n; c++) {
+        char want[32];
+        util_fmt(want, sizeof want, "class %d", c);
+        if (strcmp(v[c], want) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static void list_names(char *buf, size_t size, char *const *v, int n)
+{
+    size_t at = strlen(buf);
+    for (int c = 0; c < n && c < TCH_SHOWN; c++, at = strlen(buf))
+        snprintf(buf + at, size - at, "%s%s", c ? ", " : "", v[c]);
+    if (n > TCH_SHOWN)
+        snprintf(buf + at, size - at, ", ... (%d in all)", n);
+}
+
+static int refuse_classes(const tch *t, char *const *names, int n, pt_err *e)
+{
+    char msg[1600];
+    util_fmt(msg, sizeof msg, "the teacher's %d classes (", t->m.n_classes);
+    list_names(msg, sizeof msg, t->m.class_names, t->m.n_classes);
+    size_t at = strlen(msg);
+    snprintf(msg + at, sizeof msg - at, ") are not the dataset's %d (", n);
+    list_names(msg, sizeof msg, names, n);
+    at = strlen(msg);
+    snprintf(msg + at, sizeof msg - at,
+             "): a teacher must be trained on the same classes (their names matched in any "
+             "order)");
+    return err_set(e, PT_EUSAGE, t->o.path, PT_NO_RECORD, PT_NO_OFFSET, "%s", msg);
+}
+
+/* Teacher output c -> the dataset's class: by name when both name their classes,
+ * else by position (the same count). */
+static int match_classes(tch *t, char *const *names, int named, int n, pt_err *e)
+{
+    if (t->m.n_classes != n)
+        return refuse_classes(t, names, n, e);
+    t->map = malloc((size_t)n * sizeof *t->map);
+    int *used = calloc((size_t)n, sizeof *used);
+    if (!t->map || !used) {
+        free(used);
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    }
+    int by_name = named && !unnamed(t->m.class_names, n);
+    for (int c = 0; c < n; c++) {
+        int j = c;
+        if (by_name)
+            for (j = 0; j < n && strcmp(names[j], t->m.class_names[c]); j++)
+                ;
+        if (j >= n || used[j]) {
+            free(used);
+            return refuse_classes(t, names, n, e);
+        }
+        used[j] = 1;
+        t->map[c] = j;
+    }
+    free(used);
+    return PT_OK;
+}
+
+/* ---- opening ---- */
+
+/* The teacher's identity for teacher.txt: its weights' epoch and update (a run), or
+ * its file's size and time (an .onnx). */
+static void fingerprint(tch *t)
+{
+    struct stat st;
+    if (t->m.data)
+        util_fmt(t->print, sizeof t->print, "run, epoch %d, update %d, %s", t->m.epoch,
+                 t->m.update, t->m.weights);
+    else if (stat(t->abs, &st) == 0)
+        util_fmt(t->print, sizeof t->print, "onnx, %lld bytes, modified %lld",
+                 (long long)st.st_size, (long long)st.st_mtime);
+    else
+        util_fmt(t->print, sizeof t->print, "onnx");
+}
+
+static int open_model(tch *t, pt_err *e)
+{
+    const char *path = t->o.path;
+    if (!util_is_dir(path) && !util_is_file(path))
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--teacher: no such run folder or .onnx file");
+    char ens[PATH_MAX];
+    util_path(ens, sizeof ens, "%s/ensemble.json", path);
+    if (util_is_file(ens))
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--teacher: an ensemble folder is not supported by this build yet; "
+                       "give one of its members (a run folder or an .onnx file)");
+    if (util_is_file(path) && !run_model_is_onnx(path))
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--teacher: not a run folder or an .onnx file");
+    pt_err me;
+    if (rm_open(path, 0, &t->m, &me) != PT_OK)
+        return err_set(e, me.code == PT_ENOMEM ? PT_ENOMEM : PT_EUSAGE, path, PT_NO_RECORD,
+                       PT_NO_OFFSET, "--teacher: %s", me.msg);
+    if (!realpath(path, t->abs))
+        util_copy(t->abs, sizeof t->abs, path);
+    const char *slash = strrchr(t->abs, '/');
+    util_copy(t->name, sizeof t->name, slash && slash[1] ? slash + 1 : t->abs);
+    char *dot = strrchr(t->name, '.');
+    if (dot && !strcmp(dot, ".onnx"))
+        *dot = '\0';
+    t->bf16 = t->m.data ? trn_precision_bf16((run_precision)t->m.precision) : 0;
+    util_fmt(t->about, sizeof t->about, "%s, %d px, input %s%s", t->m.data ? "run" : "onnx",
+             t->m.image_size, nn_norm_name(t->m.norm), t->m.tta_flip ? ", tta flip" : "");
+    fingerprint(t);
+    return PT_OK;
+}
+
+static int live_buffers(tch *t, pt_err *e)
+{
+    const int B = t->o.batch, S = t->m.image_size, k = t->k;
+    int per = (B + t->o.replicas - 1) / t->o.replicas;
+    int rc = inf_pool_new(t->m.net, t->o.replicas, per, t->bf16, &t->pool, e);
+    if (rc != PT_OK)
+        return rc;
+    t->img = malloc((size_t)B * S * S * 3);
+    t->logits = malloc((size_t)B * k * sizeof *t->logits);
+    t->probs = malloc((size_t)B * k * sizeof *t->probs);
+    t->row = malloc((size_t)k * sizeof *t->row);
+    if (!t->img || !t->logits || !t->probs || !t->row)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    return PT_OK;
+}
+
+int tch_open(const tch_opts *o, char *const *names, int named, int n_classes, tch **out,
+             pt_err *e)
+{
+    *out = NULL;
+    if (!o->path || !o->path[0] || !(o->t > 0) || o->replicas < 1 || o->batch < 1 ||
+        n_classes < 1)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "teacher: a path, T > 0, replicas and a batch");
+    tch *t = calloc(1, sizeof *t);
+    if (!t)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    t->o = *o;
+    t->k = n_classes;
+    t->names = calloc((size_t)n_classes, sizeof *t->names);
+    int rc = t->names ? PT_OK
+                      : err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    for (int c = 0; rc == PT_OK && c < n_classes; c++)
+        if (!(t->names[c] = strdup(names[c])))
+            rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    if (rc == PT_OK)
+        rc = open_model(t, e);
+    if (rc == PT_OK)
+        rc = match_classes(t, names, named, n_classes, e);
+    if (rc == PT_OK && o->view == RUN_TEACHER_LIVE)
+        rc = live_buffers(t, e);
+    if (rc != PT_OK) {
+        tch_close(t);
+        return rc;
+    }
+    *out = t;
+    return PT_OK;
+}
+
+/* ---- the cache ---- */
+
+/* Rows for every record the split's shards count (a shard whose name undercounts it
+ * grows the table when a row is past it: grow_shard). */
+static int cache_alloc(tch *t, const ds_split *s, pt_err *e)
+{
+    t->split = s;
+    free(t->base);
+    free(t->pt);
+    free(t->label);
+    t->base = malloc(((size_t)s->n_shards + 1) * sizeof *t->base);
+    t->total = 0;
+    for (int i = 0; t->base && i < s->n_shards; i++) {
+        t->base[i] = t->total;
+        t->total += s->shards[i].count;
+    }
+    if (t->base)
+        t->base[s->n_shards] = t->total;
+    t->pt = malloc((size_t)(t->total ? t->total : 1) * t->k * sizeof *t->pt);
+    t->label = malloc((size_t)(t->total ? t->total : 1) * sizeof *t->label);
+    if (!t->base || !t->pt || !t->label)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    for (long long i = 0; i < t->total; i++)
+        t->label[i] = -1;
+    return PT_OK;
+}
+
+/* Room for record `record` of shard s: the shards after it move up. */
+static int grow_shard(tch *t, int s, long long record, pt_err *e)
+{
+    long long have = t->base[s + 1] - t->base[s], add = record + 1 - have;
+    if (add <= 0)
+        return PT_OK;
+    float *pt = realloc(t->pt, (size_t)(t->total + add) * t->k * sizeof *pt);
+    if (pt)
+        t->pt = pt;
+    int32_t *lb = pt ? realloc(t->label, (size_t)(t->total + add) * sizeof *lb) : NULL;
+    if (!lb)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    t->label = lb;
+    long long from = t->base[s + 1];
+    memmove(t->pt + (size_t)(from + add) * t->k, t->pt + (size_t)from * t->k,
+            (size_t)(t->total - from) * t->k * sizeof *t->pt);
+    memmove(t->label + from + add, t->label + from, (size_t)(t->total - from) * sizeof *lb);
+    for (long long i = from; i < from + add; i++)
+        t->label[i] = -1;
+    for (int i = s + 1; i <= t->split->n_shards; i++)
+        t->base[i] += add;
+    t->total += add;
+    return PT_OK;
+}
+
+/* One record's row: its label and its probabilities at T = 1 in the dataset's order. */
+static int cache_put(tch *t, int shard, long long record, int label, const double *p, pt_err *e)
+{
+    if (shard < 0 || shard >= t->split->n_shards || record < 0)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "teacher: a row of no shard of the training split (%d, %lld)", shard,
+                       record);
+    int rc = grow_shard(t, shard, record, e);
+    if (rc != PT_OK)
+        return rc;
+    long long i = t->base[shard] + record;
+    t->label[i] = label;
+    tch_temper(p, t->k, t->o.t, t->pt + (size_t)i * t->k);
+    return PT_OK;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* RUN/teacher_probs.csv from the results (dataset order, at T = 1) and RUN/teacher.txt. */
+static int write_csv(const tch *t, const prd_results *r, const char *dir, pt_err *e)
+{
+    size_t cap = 4096 + (size_t)r->n * (64 + (size_t)t->k * 18), at = 0;
+    char *buf = malloc(cap);
+    if (!buf)
+        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    at += (size_t)snprintf(buf, cap, "shard_file,record,label");
+    for (int c = 0; c < t->k; c++)
+        at += (size_t)snprintf(buf + at, cap - at, ",%s", t->names[c]);
+    at += (size_t)snprintf(buf + at, cap - at, "\n");
+    for (long long i = 0; i < r->n && at < cap; i++) {
+        const prd_item *it = &r->items[i];
+        if (!it->ok)
+            continue;
+        at += (size_t)snprintf(buf + at, cap - at, "%s,%lld,%d",
+                               base_name(t->split->shards[it->shard].path), it->record,
+                               it->label);
+        for (int c = 0; c < t->k && at < cap; c++)
+            at += (size_t)snprintf(buf + at, cap - at, ",%.9g", r->probs[(size_t)i * t->k + c]);
+        if (at < cap)
+            at += (size_t)snprintf(buf + at, cap - at, "\n");
+    }
+    char path[PATH_MAX];
+    util_path(path, sizeof path, "%s/%s", dir, TCH_CSV);
+    int rc = at < cap ? util_write_file_atomic(path, buf, at, e)
+                      : err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "too long");
+    if (rc == PT_OK) {
+        int n = snprintf(buf, cap, "# the teacher whose probabilities teacher_probs.csv holds\n"
+                                   "teacher = %s\nweights = %s\nrows = %lld\n",
+                         t->abs, t->print, r->n);
+        util_path(path, sizeof path, "%s/%s", dir, TCH_TXT);
+        rc = util_write_file_atomic(path, buf, (size_t)n, e);
+    }
+    free(buf);
+    return rc;
+}
+
+/* Back to the dataset's class order (the teacher's output c is class map[c]). */
+static void to_dataset_order(const tch *t, double *p, double *tmp)
+{
+    for (int c = 0; c < t->k; c++)
+        tmp[t->map[c]] = p[c];
+    memcpy(p, tmp, (size_t)t->k * sizeof *p);
+}
+
+typedef struct pred_ctx {
+    const tch *t;
+    volatile sig_atomic_t stop;
+} pred_ctx;
+
+static void on_batch(void *ctx, long long done, long long total)
+{
+    pred_ctx *pc = ctx;
+    if (pc->t->o.on_progress)
+        pc->t->o.on_progress(pc->t->o.ctx, done, total);
+    if (pc->t->o.stop && pc->t->o.stop(pc->t->o.ctx))
+        pc->stop = 1;
+}
+
+/* The teacher predicts the training split (validation's pipeline, its own size,
+ * normalisation and flip), the rows go into the cache, and to the files when write. */
+static int predict_split(tch *t, const ds_split *s, const char *dir, int write, pt_err *e)
+{
+    pred_ctx pc = { .t = t };
+    prd_opts po = { .batch = t->o.batch, .replicas = t->o.replicas, .workers = t->o.workers,
+                    .tta_flip = t->m.tta_flip, .bf16 = t->bf16, .on_batch = on_batch,
+                    .ctx = &pc, .stop = &pc.stop };
+    prd *p;
+    int rc = prd_new(&t->m, &po, &p, e);
+    if (rc != PT_OK)
+        return rc;
+    prd_results r;
+    rc = prd_split(p, s, 1, &r, e);
+    prd_free(p);
+    if (rc != PT_OK)
+        return rc;
+    if (r.stopped) {
+        prd_results_free(&r);
+        return err_set(e, PT_ESTOPPED, NULL, PT_NO_RECORD, PT_NO_OFFSET, "stopped");
+    }
+    double *tmp = malloc((size_t)t->k * sizeof *tmp);
+    if (!tmp)
+        rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    for (long long i = 0; rc == PT_OK && i < r.n; i++) {
+        if (!r.items[i].ok)
+            continue;
+        to_dataset_order(t, r.probs + (size_t)i * t->k, tmp);
+        rc = cache_put(t, r.items[i].shard, r.items[i].record, r.items[i].label,
+                       r.probs + (size_t)i * t->k, e);
+    }
+    free(tmp);
+    if (rc == PT_OK && write && dir)
+        rc = write_csv(t, &r, dir, e);
+    prd_results_free(&r);
+    return rc;
+}
+
+/* ---- reading the cache back (a resume) ---- */
+
+/* teacher.txt's value of key into out ("" when absent). */
+static void txt_value(const char *text, const char *key, char *out, size_t n)
+{
+    out[0] = '\0';
+    size_t kl = strlen(key);
+    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+        if (!strncmp(l, key, kl) && !strncmp(l + kl, " = ", 3)) {
+            const char *v = l + kl + 3;
+            size_t len = strcspn(v, "\n");
+            snprintf(out, n, "%.*s", (int)len, v);
+            return;
+        }
+}
+
+/* PT_OK when dir/teacher.txt names this teacher with these weights. */
+static int check_same_teacher(const tch *t, const char *dir, pt_err *e)
+{
+    char path[PATH_MAX], who[PATH_MAX], print[256];
+    util_path(path, sizeof path, "%s/%s", dir, TCH_TXT);
+    uint8_t *data;
+    size_t len;
+    int rc = util_read_file(path, &data, &len, e);
+    if (rc != PT_OK)
+        return rc;
+    char *text = realloc(data, len + 1);
+    if (!text) {
+        free(data);
+        return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    }
+    text[len] = '\0';
+    txt_value(text, "teacher", who, sizeof who);
+    txt_value(text, "weights", print, sizeof print);
+    free(text);
+    if (strcmp(who, t->abs) != 0 || strcmp(print, t->print) != 0)
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "the run's %s holds the probabilities of the teacher %s (%s), not of "
+                       "--teacher %s (%s): resume with the teacher it had, or start a new run",
+                       TCH_CSV, who[0] ? who : "?", print[0] ? print : "?", t->abs, t->print);
+    return PT_OK;
+}
+
+/* The next comma-separated field of *s (cut in place), or NULL at the line's end. */
+static char *field(char **s)
+{
+    if (!*s)
+        return NULL;
+    char *f = *s, *c = strchr(f, ',');
+    if (c) {
+        *c = '\0';
+        *s = c + 1;
+    } else {
+        *s = NULL;
+    }
+    return f;
+}
+
+static int find_shard(const ds_split *s, const char *name)
+{
+    for (int i = 0; i < s->n_shards; i++)
+        if (!strcmp(base_name(s->shards[i].path), name))
+            return i;
+    return -1;
+}
+
+/* One data line (row n of the file) into the cache. */
+static int read_row(tch *t, char *line, long long n, const char *path, double *p, pt_err *e)
+{
+    char *s = line, *f = field(&s), *end;
+    int shard = f ? find_shard(t->split, f) : -1;
+    if (shard < 0)
+        return err_set(e, PT_EUSAGE, path, n, PT_NO_OFFSET,
+                       "shard %s is not one of the training split's: the teacher predicted "
+                       "another dataset; start a new run", f ? f : "?");
+    f = field(&s);
+    long long record = f ? strtoll(f, &end, 10) : -1;
+    if (!f || *end || record < 0)
+        return err_set(e, PT_EUSAGE, path, n, PT_NO_OFFSET, "a record index, not '%s'",
+                       f ? f : "");
+    f = field(&s);
+    long label = f ? strtol(f, &end, 10) : -1;
+    if (!f || *end || label < 0 || label >= t->k)
+        return err_set(e, PT_EUSAGE, path, n, PT_NO_OFFSET, "a label in [0, %d), not '%s'",
+                       t->k, f ? f : "");
+    for (int c = 0; c < t->k; c++) {
+        f = field(&s);
+        p[c] = f ? strtod(f, &end) : NAN;
+        if (!f || *end || !(p[c] >= 0 && p[c] <= 1))
+            return err_set(e, PT_EUSAGE, path, n, PT_NO_OFFSET,
+                           "%d probabilities in [0, 1], the classes' (column %d: '%s')", t->k,
+                           c + 4, f ? f : "");
+    }
+    if (s)
+        return err_set(e, PT_EUSAGE, path, n, PT_NO_OFFSET, "more than %d columns", t->k + 3);
+    return cache_put(t, shard, record, (int)label, p, e);
+}
+
+/* The header: shard_file,record,label then the dataset's class names in order. */
+static int check_header(const tch *t, char *line, const char *path, pt_err *e)
+{
+    char *s = line;
+    static const char *const first[3] = { "shard_file", "record", "label" };
+    for (int i = 0; i < 3; i++) {
+        const char *f = field(&s);
+        if (!f || strcmp(f, first[i]))
+            return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, 0,
+                           "not a teacher_probs.csv (its header starts shard_file,record,label)");
+    }
+    for (int c = 0; c <= t->k; c++) {
+        const char *f = field(&s);
+        if (c == t->k ? f != NULL : !f || strcmp(f, t->names[c]))
+            return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, 0,
+                           "its classes are not the dataset's %d (%s, ...) in their order: "
+                           "start a new run", t->k, t->names[0]);
+    }
+    return PT_OK;
+}
+
+static int read_csv(tch *t, const char *dir, long long expect_rows, pt_err *e)
+{
+    char path[PATH_MAX];
+    util_path(path, sizeof path, "%s/%s", dir, TCH_CSV);
+    uint8_t *data;
+    size_t len;
+    int rc = util_read_file(path, &data, &len, e);
+    if (rc != PT_OK)
+        return rc;
+    char *text = realloc(data, len + 1);
+    double *p = malloc((size_t)t->k * sizeof *p);
+    if (!text || !p) {
+        free(text ? text : (char *)data);
+        free(p);
+        return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    }
+    text[len] = '\0';
+    long long n = 0;
+    char *line = text;
+    for (int head = 1; rc == PT_OK && line && *line; head = 0) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        rc = head ? check_header(t, line, path, e) : read_row(t, line, n++, path, p, e);
+        line = nl ? nl + 1 : NULL;
+    }
+    if (rc == PT_OK && n != expect_rows)
+        rc = err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                     "%lld rows for the training split's %lld readable records: the teacher "
+                     "predicted another dataset; start a new run", n, expect_rows);
+    free(text);
+    free(p);
+    return rc;
+}
+
+int tch_prepare(tch *t, const ds_split *train, long long expect_rows, const char *dir,
+                int reuse, int write, int *predicted, pt_err *e)
+{
+    *predicted = 0;
+    if (t->o.view == RUN_TEACHER_LIVE)
+        return PT_OK;
+    int rc = cache_alloc(t, train, e);
+    if (rc != PT_OK)
+        return rc;
+    char csv[PATH_MAX];
+    util_path(csv, sizeof csv, "%s/%s", dir ? dir : ".", TCH_CSV);
+    if (dir && reuse && util_is_file(csv)) {
+        if ((rc = check_same_teacher(t, dir, e)) != PT_OK)
+            return rc;
+        return read_csv(t, dir, expect_rows, e);
+    }
+    *predicted = 1;
+    return predict_split(t, train, dir, write, e);
+}
+
+/* ---- a batch's soft targets ---- */
+
+static int cached_row(const tch *t, const batch_src *src, const float **row, pt_err *e)
+{
+    long long at = -1;
+    if (src->shard >= 0 && src->shard < t->split->n_shards && src->record >= 0 &&
+        src->record < t->base[src->shard + 1] - t->base[src->shard])
+        at = t->base[src->shard] + src->record;
+    if (at < 0 || t->label[at] < 0)
+        return err_set(e, PT_EUSAGE, t->split->shards[src->shard >= 0 ? src->shard : 0].path,
+                       (long long)src->record, (long long)src->offset,
+                       "the teacher's cache has no row for this training record");
+    *row = t->pt + (size_t)at * t->k;
+    return PT_OK;
+}
+
+static int fill_cached(tch *t, const batch *b, float *soft, pt_err *e)
+{
+    for (int i = 0; i < b->n; i++) {
+        const float *pa, *pb;
+        int rc = cached_row(t, &b->src[i], &pa, e);
+        if (rc == PT_OK)
+            rc = cached_row(t, &b->src2[i], &pb, e);
+        if (rc != PT_OK)
+            return rc;
+        long long at = t->base[b->src[i].shard] + b->src[i].record;
+        if (t->label[at] != b->label[i])
+            return err_set(e, PT_EUSAGE, t->split->shards[b->src[i].shard].path,
+                           (long long)b->src[i].record, (long long)b->src[i].offset,
+                           "label %d, but the teacher's cache says %d: another dataset?",
+                           b->label[i], t->label[at]);
+        const float m = b->mix[i];
+        float *out = soft + (size_t)i * t->k;
+        for (int c = 0; c < t->k; c++)
+            out[c] = m * pa[c] + (1.0f - m) * pb[c];
+    }
+    return PT_OK;
+}
+
+static int fill_live(tch *t, const batch *b, float *soft, pt_err *e)
+{
+    const int S = t->m.image_size, k = t->k;
+    const size_t px = (size_t)S * S * 3;
+    if (b->n > t->o.batch)
+        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                       "teacher: a batch of %d, more than the %d planned", b->n, t->o.batch);
+    for (int i = 0; i < b->n; i++) {
+        uint8_t *dst = t->img + (size_t)i * px;
+        if (b->h == S && b->w == S)
+            memcpy(dst, batch_image(b, i), px);
+        else if (img_resize(batch_image(b, i), b->w * 3, 0, 0, b->w, b->h, dst, S, S,
+                            &t->scratch) != 0)
+            return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
+    }
+    int rc = inf_probs(t->pool, t->img, b->n, S, S, k, t->m.tta_flip, t->logits, t->probs, e);
+    if (rc != PT_OK)
+        return rc;
+    for (int i = 0; i < b->n; i++) {
+        to_dataset_order(t, t->probs + (size_t)i * k, t->row);
+        tch_temper(t->probs + (size_t)i * k, k, t->o.t, soft + (size_t)i * k);
+    }
+    return PT_OK;
+}
+
+int tch_fill(tch *t, const batch *b, float *soft, pt_err *e)
+{
+    return t->o.view == RUN_TEACHER_LIVE ? fill_live(t, b, soft, e) : fill_cached(t, b, soft, e);
+}
