@@ -12,7 +12,15 @@
 
 #include "base/rng.h"
 #include "base/util.h"
+#include "config.h"
+#include "data/batch.h"
+#include "data/dataset.h"
+#include "data/pipeline.h"
+#include "infer/runmodel.h"
 #include "nn/nn.h"
+#include "nn/optim.h"
+#include "pool/rpool.h"
+#include "tests/fixtures.h"
 #include "train/teacher.h"
 
 /* ---- the loss ---- */
@@ -123,4 +131,343 @@ TEST(distill_temper_is_the_softmax_of_log_p_over_t)
     for (int j = 0; j < 3; j++)
         T_NEAR(out[j], pow(p[j], 0.25) / s, 1e-7);
     T_CHECK(out[3] == 0.0f);
+}
+
+/* ---- the replica pool: soft targets slice with the batch ---- */
+
+static nn_model *tiny_net(int size, int classes)
+{
+    nn_model *m = nn_model_new(size, size, 3);
+    int x = nn_input(m);
+    x = nn_conv2d(m, x, 8, 3, 3, 2, NN_PAD_SAME, 1, 1);
+    x = nn_relu(m, x);
+    x = nn_gap(m, x);
+    x = nn_dense(m, x, classes);
+    pt_err e;
+    if (nn_model_finalize(m, x, &e) != PT_OK) {
+        printf("  %s\n", e.msg);
+        nn_model_free(m);
+        return NULL;
+    }
+    nn_model_init_params(m, 11);
+    return m;
+}
+
+/* Examples from..from+n: images and labels from their index, mixed pairs, and soft
+ * targets of their own (rows summing to 1). */
+static void fill_examples(batch *b, float *soft, int from, int n, int k)
+{
+    b->n = n;
+    for (int i = 0; i < n; i++) {
+        rng r;
+        rng_derive(&r, 7, (uint64_t)(from + i), 0);
+        uint8_t *img = batch_image(b, i);
+        for (int j = 0; j < b->h * b->w * 3; j++)
+            img[j] = (uint8_t)rng_below(&r, 256);
+        b->label[i] = (from + i) % k;
+        b->label2[i] = (from + i + 1) % k;
+        b->mix[i] = (from + i) % 3 ? 1.0f : 0.6f;
+        double s = 0;
+        for (int c = 0; c < k; c++)
+            s += soft[i * k + c] = (float)(rng_double(&r) + 0.05);
+        for (int c = 0; c < k; c++)
+            soft[i * k + c] = (float)(soft[i * k + c] / s);
+    }
+    b->soft = soft;
+}
+
+/* Two updates of 16 examples split R x B x A; the weights and the reported loss. */
+static float *train_distilled(int R, int B, int A, size_t *np, double *loss)
+{
+    enum { S = 8, K = 3 };
+    nn_model *m = tiny_net(S, K);
+    if (!m)
+        return NULL;
+    opt o;
+    opt_init(&o, OPT_ADAM, nn_param_count(m), 0, 0);
+    rpool_config c = { .model = m, .optimizer = &o, .replicas = R, .batch_per_replica = B,
+                       .grad_acc = A, .label_smoothing = 0.1f, .distill_t = 3.0f,
+                       .distill_alpha = 0.8f };
+    rpool *s;
+    pt_err e;
+    float *w = NULL;
+    batch *bs[2] = { NULL, NULL };
+    float soft[2][16 * K];
+    *loss = 0;
+    if (rpool_new(&c, &s, &e) != PT_OK) {
+        printf("  %s\n", e.msg);
+        opt_free(&o);
+        nn_model_free(m);
+        return NULL;
+    }
+    for (int a = 0; a < A; a++)
+        bs[a] = batch_new(R * B, S, S);
+    int ok = 1;
+    for (int t = 1; ok && t <= 2; t++) {
+        for (int a = 0; a < A; a++)
+            fill_examples(bs[a], soft[a], (t - 1) * 16 + a * R * B, R * B, K);
+        rpool_result res;
+        ok = rpool_update(s, bs, 1e-2, t, 5, &res, NULL, &e) == PT_OK && res.finite &&
+             res.examples == 16;
+        *loss += res.loss_sum;
+    }
+    if (ok) {
+        *np = nn_param_count(m);
+        w = malloc(*np * sizeof *w);
+        memcpy(w, nn_params(m), *np * sizeof *w);
+    }
+    for (int a = 0; a < A; a++)
+        batch_free(bs[a]);
+    rpool_free(s);
+    opt_free(&o);
+    nn_model_free(m);
+    return w;
+}
+
+TEST(distill_replicas_and_accumulation_give_the_same_loss_and_weights)
+{
+    size_t n1 = 0, n2 = 0, n3 = 0;
+    double l1, l2, l3;
+    float *w1 = train_distilled(1, 16, 1, &n1, &l1);
+    float *w2 = train_distilled(2, 8, 1, &n2, &l2);
+    float *w3 = train_distilled(2, 4, 2, &n3, &l3);
+    T_REQUIRE(w1 && w2 && w3 && n1 == n2 && n1 == n3);
+    T_NEAR(l2, l1, 1e-5 * fabs(l1));
+    T_NEAR(l3, l1, 1e-5 * fabs(l1));
+    double d2 = 0, d3 = 0, moved = 0;
+    nn_model *m0 = tiny_net(8, 3);
+    T_REQUIRE(m0);
+    for (size_t i = 0; i < n1; i++) {
+        d2 = fmax(d2, fabs(w1[i] - w2[i]));
+        d3 = fmax(d3, fabs(w1[i] - w3[i]));
+        moved = fmax(moved, fabs(w1[i] - nn_params(m0)[i]));
+    }
+    T_CHECKF(d2 < 1e-5 && d3 < 1e-5, "weights differ by %.3g (2 replicas), %.3g (+ accumulation)",
+             d2, d3);
+    T_CHECKF(moved > 1e-3, "the updates moved nothing (%.3g)", moved);
+    nn_model_free(m0);
+    free(w1);
+    free(w2);
+    free(w3);
+}
+
+/* ---- distilled runs on the small dataset ---- */
+
+/* A 1-epoch teacher run on fx_small_dataset, made once per test process. */
+static const char *teacher_run(void)
+{
+    static char dir[4200];
+    static int made; /* 1 made, -1 failed */
+    if (made)
+        return made > 0 ? dir : NULL;
+    made = -1;
+    util_path(dir, sizeof dir, "%s/teacher", t_tmpdir());
+    run_config c;
+    fx_small_config(&c, dir);
+    c.epochs = 1;
+    run_snapshot s;
+    if (fx_run_to_end(&c, &s) != RUN_DONE) {
+        printf("  the teacher run: %s\n", s.message);
+        return NULL;
+    }
+    made = 1;
+    return dir;
+}
+
+/* The run's epoch's train_loss from its history.json (NAN when it is not there). */
+static double history_train_loss(const char *dir, int epoch)
+{
+    char path[4200];
+    util_path(path, sizeof path, "%s/history.json", dir);
+    char *text = fx_slurp(path);
+    double v = NAN;
+    char want[64];
+    snprintf(want, sizeof want, "\"epoch\": %d,", epoch);
+    const char *at = text ? strstr(text, want) : NULL;
+    at = at ? strstr(at, "\"train_loss\": ") : NULL;
+    if (at)
+        v = strtod(at + strlen("\"train_loss\": "), NULL);
+    free(text);
+    return v;
+}
+
+/* teacher_probs.csv's rows: shard file, record, label, k probabilities. */
+typedef struct csv_row {
+    char shard[128];
+    long long record;
+    int label;
+    double p[8];
+} csv_row;
+
+static int read_teacher_csv(const char *dir, int k, csv_row *rows, int max, char *header,
+                            size_t hn)
+{
+    char path[4200];
+    util_path(path, sizeof path, "%s/teacher_probs.csv", dir);
+    char *text = fx_slurp(path);
+    if (!text)
+        return -1;
+    int n = 0, head = 1;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (head) {
+            if (header)
+                util_copy(header, hn, line);
+            head = 0;
+            continue;
+        }
+        if (n == max)
+            break;
+        csv_row *r = &rows[n++];
+        char *f = strchr(line, ',');
+        if (!f)
+            break;
+        *f = '\0';
+        util_copy(r->shard, sizeof r->shard, line);
+        char *end;
+        r->record = strtoll(f + 1, &end, 10);
+        r->label = (int)strtol(end + 1, &end, 10);
+        for (int c = 0; c < k; c++)
+            r->p[c] = strtod(end + 1, &end);
+    }
+    free(text);
+    return n;
+}
+
+/* The student's logits of every training record in a training-mode forward (batch
+ * statistics), as (shard file, record) with them: the run's own weights (lr 0: the
+ * initial ones), its images as validation makes them (the same as training's for
+ * this 32 px dataset at 32 px, augmentation none). */
+static int student_logits(const char *run, int n_max, float *logits, char (*shard)[128],
+                          long long *record, int32_t *label)
+{
+    rm_model m = { 0 };
+    pt_err e;
+    ds_dataset *ds = NULL;
+    int n = -1;
+    if (rm_open(run, 0, &m, &e) != PT_OK || ds_open(fx_small_dataset(), 0, &ds, &e) != PT_OK) {
+        printf("  %s\n", e.msg);
+        rm_close(&m);
+        return -1;
+    }
+    pipe_config pc;
+    rm_pipe_config(&m, &pc);
+    pc.split = &ds->split[DS_TRAIN];
+    pc.labeled = 1;
+    pc.n_classes = m.n_classes;
+    pc.batch_size = n_max;
+    pc.interleave = 1;
+    pc.workers = 1;
+    pipeline *pl = NULL;
+    batch *b = NULL;
+    nn_ctx *ctx = NULL;
+    float *in = NULL;
+    if (pipe_create(&pc, &pl, &e) == PT_OK && pipe_next(pl, &b, &e) == 1 &&
+        (ctx = nn_ctx_new(m.net, b->n, &e)) &&
+        (in = malloc((size_t)b->n * b->h * b->w * 3 * sizeof *in))) {
+        for (size_t i = 0; i < (size_t)b->n * b->h * b->w * 3; i++)
+            in[i] = (float)b->images[i] * (1.0f / 255.0f);
+        const float *z = nn_forward(ctx, in, b->n, 1, 1, 0);
+        if (z) {
+            n = b->n;
+            memcpy(logits, z, (size_t)n * m.n_classes * sizeof *logits);
+            for (int i = 0; i < n; i++) {
+                const char *path = ds->split[DS_TRAIN].shards[b->src[i].shard].path;
+                const char *slash = strrchr(path, '/');
+                util_copy(shard[i], sizeof shard[i], slash ? slash + 1 : path);
+                record[i] = b->src[i].record;
+                label[i] = b->label[i];
+            }
+        }
+    } else {
+        printf("  %s\n", e.msg);
+    }
+    free(in);
+    nn_ctx_free(ctx);
+    if (b)
+        pipe_release(pl, b);
+    pipe_destroy(pl);
+    ds_free(ds);
+    rm_close(&m);
+    return n;
+}
+
+/* The small dataset's 70 training images in one update at learning rate 0: the loss
+ * the run reports for it is the formula computed here from the student's initial
+ * weights' logits and the teacher's cached probabilities. */
+TEST(distill_run_loss_is_the_formula)
+{
+    enum { N = 70, K = 4 };
+    const char *teacher = teacher_run();
+    T_REQUIRE(teacher);
+    char dir[4200];
+    util_path(dir, sizeof dir, "%s/student", t_tmpdir());
+    run_config c;
+    fx_small_config(&c, dir);
+    c.epochs = 1;
+    c.replicas = 1;
+    c.batch_per_replica = N;
+    c.lr_start = c.lr_max = c.lr_end = 0;
+    c.ema = 0;
+    c.dropout = 0;
+    c.label_smoothing = 0.1;
+    /* The one update is every record once only in file order: a shuffle buffer draws
+     * across the epoch's end. */
+    c.shuffle_buffer = 0;
+    snprintf(c.augment, sizeof c.augment, "none");
+    util_copy(c.teacher, sizeof c.teacher, teacher);
+    c.distill_t = 3;
+    c.distill_alpha = 0.7;
+    run_snapshot s;
+    T_REQUIRE(fx_run_to_end(&c, &s) == RUN_DONE);
+    T_CHECKF(strstr(s.message, "distilled from ") != NULL, "%s", s.message);
+    T_CHECKF(!strcmp(s.distill, "distilling teacher T3 a0.7"), "header: '%s'", s.distill);
+    const double reported = history_train_loss(dir, 1);
+    T_REQUIRE(isfinite(reported));
+
+    static csv_row rows[N + 1];
+    T_REQUIRE(read_teacher_csv(dir, K, rows, N + 1, NULL, 0) == N);
+    static float z[N * K];
+    static char shard[N][128];
+    long long record[N];
+    int32_t label[N];
+    T_REQUIRE(student_logits(dir, N, z, shard, record, label) == N);
+    const double T = 3, alpha = 0.7, sm = 0.1;
+    double sum = 0, ce_only = 0;
+    for (int i = 0; i < N; i++) {
+        const csv_row *r = NULL;
+        for (int j = 0; j < N && !r; j++)
+            if (!strcmp(rows[j].shard, shard[i]) && rows[j].record == record[i])
+                r = &rows[j];
+        T_REQUIRE(r && r->label == label[i]);
+        /* p_T = p^(1/T) / sum; log q_T and log q from the logits */
+        double pt[K], s1 = 0, mz = -INFINITY, e1 = 0, eT = 0;
+        for (int j = 0; j < K; j++) {
+            s1 += pt[j] = pow(r->p[j], 1 / T);
+            mz = fmax(mz, z[i * K + j]);
+        }
+        for (int j = 0; j < K; j++) {
+            e1 += exp(z[i * K + j] - mz);
+            eT += exp((z[i * K + j] - mz) / T);
+        }
+        double kl = 0, ce = 0;
+        for (int j = 0; j < K; j++) {
+            pt[j] /= s1;
+            const double log_q = z[i * K + j] - mz - log(e1);
+            const double log_qt = (z[i * K + j] - mz) / T - log(eT);
+            if (pt[j] > 0)
+                kl += pt[j] * (log(pt[j]) - log_qt);
+            ce -= ((j == label[i]) * (1 - sm) + sm / K) * log_q;
+        }
+        sum += alpha * T * T * kl + (1 - alpha) * ce;
+        ce_only += ce;
+    }
+    const double formula = sum / N;
+    printf("  reported %.9g, formula %.9g\n", reported, formula);
+    /* float32 forward passes whose batch-norm sums run in another order: 1e-4 of it */
+    T_CHECKF(fabs(reported - formula) <= 1e-4 * formula,
+             "the run reports %.9g, the formula gives %.9g", reported, formula);
+    /* ... and the teacher's term counts: the labels' loss alone is another number */
+    T_CHECKF(fabs(ce_only / N - formula) > 1e-2, "CE %.6g, formula %.6g", ce_only / N,
+             formula);
 }

@@ -191,8 +191,8 @@ static int open_model(tch *t, pt_err *e)
                        "--teacher: not a run folder or an .onnx file");
     pt_err me;
     if (rm_open(path, 0, &t->m, &me) != PT_OK)
-        return err_set(e, me.code == PT_ENOMEM ? PT_ENOMEM : PT_EUSAGE, path, PT_NO_RECORD,
-                       PT_NO_OFFSET, "--teacher: %s", me.msg);
+        return err_set(e, me.code == PT_ENOMEM ? PT_ENOMEM : PT_EUSAGE, NULL, PT_NO_RECORD,
+                       PT_NO_OFFSET, "--teacher %s", me.msg);
     if (!realpath(path, t->abs))
         util_copy(t->abs, sizeof t->abs, path);
     const char *slash = strrchr(t->abs, '/');
