@@ -632,3 +632,36 @@ TEST(distill_resume_reuses_the_cache_and_refuses_another_teacher)
     free(before);
     free(after);
 }
+
+/* The workbench's header says it distils and from whom, before the start and while
+ * the run trains (seen through shared/tools/tui-text, a private tmux). */
+TEST(distill_workbench_header_names_the_teacher)
+{
+    T_NEED_TOOL("tmux");
+    char tool[4200];
+    util_path(tool, sizeof tool, "%s/../tools/tui-text", t_data(""));
+    if (!util_is_file(tool))
+        T_NEED_TOOL("tui-text"); /* skipped, saying so, without shared/tools */
+    const char *teacher = teacher_run();
+    T_REQUIRE(teacher);
+    char before[4200], during[4200], out_dir[4200], cmd[20000];
+    util_path(before, sizeof before, "%s/before.txt", t_tmpdir());
+    util_path(during, sizeof during, "%s/during.txt", t_tmpdir());
+    util_path(out_dir, sizeof out_dir, "%s/workbench", t_tmpdir());
+    util_path(cmd, sizeof cmd,
+              "'%s' --cols 160 --rows 30 --wait 2 --shot '%s' --keys s --sleep 3 --shot '%s' "
+              "--keys q -- %s --no-sixel --data '%s' --image-size 32 --epochs 500 --replicas 1 "
+              "--workers 1 --teacher '%s' --distill-t 2 --out '%s'",
+              tool, before, during, t_bin(), fx_small_dataset(), teacher, out_dir);
+    char *out = NULL;
+    t_run(cmd, &out);
+    free(out);
+    char *a = fx_slurp(before), *b = fx_slurp(during);
+    T_REQUIRE(a && b);
+    const char *want = "| distilling teacher T2 a0.9 ";
+    T_CHECKF(strstr(a, want) && strchr(a, '\n') > strstr(a, want), "before the start:\n%s", a);
+    T_CHECKF(strstr(b, want) && strchr(b, '\n') > strstr(b, want) && strstr(b, "RUNNING"),
+             "while training:\n%s", b);
+    free(a);
+    free(b);
+}

@@ -88,9 +88,8 @@ int trn_distill_prepare(trn *r, pt_err *e)
     trn_log(r, "%s: the teacher is %s; loss alpha x T^2 x KL(teacher_T || student_T) + "
                "(1 - alpha) x cross-entropy", what, tch_about(t));
     run_snapshot *s = prg_lock(r->env->progress);
-    util_fmt(s->distill, sizeof s->distill, "distilling %s T%g a%g%s", tch_name(t),
-             cfg->distill_t, cfg->distill_alpha,
-             cfg->teacher_view == RUN_TEACHER_LIVE ? " live" : "");
+    tch_header(cfg->teacher, cfg->distill_t, cfg->distill_alpha, cfg->teacher_view,
+               s->distill, sizeof s->distill);
     prg_unlock(r->env->progress);
     if (cfg->teacher_view == RUN_TEACHER_LIVE) {
         trn_log(r, "teacher: it sees every training batch as the student does (augmented "

@@ -73,6 +73,29 @@ const char *tch_name(const tch *t)
     return t->name;
 }
 
+/* A path's last name without a trailing slash or ".onnx". */
+static void short_name(const char *path, char *buf, size_t n)
+{
+    char tmp[PATH_MAX];
+    util_copy(tmp, sizeof tmp, path);
+    for (size_t k = strlen(tmp); k > 1 && tmp[k - 1] == '/'; k--)
+        tmp[k - 1] = '\0';
+    const char *slash = strrchr(tmp, '/');
+    util_copy(buf, n, slash && slash[1] ? slash + 1 : tmp);
+    char *dot = strrchr(buf, '.');
+    if (dot && !strcmp(dot, ".onnx"))
+        *dot = '\0';
+}
+
+void tch_header(const char *path, double t, double alpha, run_teacher_view view, char *buf,
+                size_t n)
+{
+    char name[256];
+    short_name(path, name, sizeof name);
+    util_fmt(buf, n, "distilling %s T%g a%g%s", name, t, alpha,
+             view == RUN_TEACHER_LIVE ? " live" : "");
+}
+
 const char *tch_about(const tch *t)
 {
     return t->about;
@@ -195,11 +218,7 @@ static int open_model(tch *t, pt_err *e)
                        PT_NO_OFFSET, "--teacher %s", me.msg);
     if (!realpath(path, t->abs))
         util_copy(t->abs, sizeof t->abs, path);
-    const char *slash = strrchr(t->abs, '/');
-    util_copy(t->name, sizeof t->name, slash && slash[1] ? slash + 1 : t->abs);
-    char *dot = strrchr(t->name, '.');
-    if (dot && !strcmp(dot, ".onnx"))
-        *dot = '\0';
+    short_name(t->abs, t->name, sizeof t->name);
     t->bf16 = t->m.data ? trn_precision_bf16((run_precision)t->m.precision) : 0;
     util_fmt(t->about, sizeof t->about, "%s, %d px, input %s%s", t->m.data ? "run" : "onnx",
              t->m.image_size, nn_norm_name(t->m.norm), t->m.tta_flip ? ", tta flip" : "");

@@ -76,6 +76,11 @@ int tch_prepare(tch *t, const ds_split *train, long long expect_rows, const char
  * has no row for it, or a row of another label. b's images are not changed. */
 int tch_fill(tch *t, const batch *b, float *soft, pt_err *e);
 
+/* The header's words for a teacher at path: "distilling NAME T4 a0.9" (" live" after
+ * with the live view), NAME the folder's or file's base name without ".onnx". */
+void tch_header(const char *path, double t, double alpha, run_teacher_view view, char *buf,
+                size_t n);
+
 /* The probabilities at T of probabilities p at T = 1 (k of them): softmax(log p / T),
  * a class of probability 0 staying 0. */
 void tch_temper(const double *p, int k, double t, float *out);
