@@ -100,20 +100,65 @@ def read_tfrecords(path):
         i += 12 + n + 4
 
 
-def load_split(shards, split):
+def load_split(shards, split, keys=None):
     """All images of a split of a `petal-tui shards` folder, decoded: a uint8
-    tensor N x 3 x H x W and the labels, in file order."""
+    tensor N x 3 x H x W and the labels, in file order. keys (a list) gets each
+    image's (shard file name, record index in it), the key of teacher_probs.csv."""
     files = sorted(glob.glob(os.path.join(shards, "tfrecords-jpeg-*", split, "*.tfrec")))
     if not files:
         raise SystemExit("no %s shards under %s" % (split, shards))
     images, labels = [], []
     for path in files:
-        for rec in read_tfrecords(path):
+        for r, rec in enumerate(read_tfrecords(path)):
             ex = parse_example(rec)
             img = decode_jpeg(torch.frombuffer(bytearray(ex["image"]), dtype=torch.uint8))
             images.append(img)
             labels.append(ex["class"][0])
+            if keys is not None:
+                keys.append((os.path.basename(path), r))
     return torch.stack(images), torch.tensor(labels)
+
+
+# --- distillation (petal-tui's --teacher) ---------------------------------------------
+
+def teacher_probs(path, keys, labels, classes):
+    """A distilled run's teacher_probs.csv (header shard_file,record,label,<classes>;
+    one row per training record: the teacher's probabilities at temperature 1) as an
+    N x classes tensor in the order of keys (load_split's). Every training image must
+    have its row, with the same label: anything else is another dataset."""
+    rows = {}
+    with open(path) as f:
+        head = f.readline().rstrip("\n").split(",")
+        if head[:3] != ["shard_file", "record", "label"] or len(head) - 3 != classes:
+            raise SystemExit("%s: not a teacher_probs.csv of %d classes" % (path, classes))
+        for line in f:
+            v = line.rstrip("\n").split(",")
+            rows[(v[0], int(v[1]))] = (int(v[2]), [float(x) for x in v[3:]])
+    out = torch.empty(len(keys), classes, dtype=torch.float64)
+    for i, k in enumerate(keys):
+        if k not in rows or rows[k][0] != int(labels[i]):
+            raise SystemExit("%s: no row (or another label) for %s record %d: the teacher "
+                             "predicted another dataset" % (path, k[0], k[1]))
+        out[i] = torch.tensor(rows[k][1], dtype=torch.float64)
+    return out
+
+
+def distill_targets(p, t):
+    """The teacher's probabilities p (rows) at temperature t: softmax(log p / t),
+    computed in float64 (probabilities of 0 stay 0)."""
+    logp = torch.log(p.clamp_min(1e-300)) / t
+    return torch.softmax(logp, dim=1)
+
+
+def distill_loss(logits, target_t, t, alpha, ce):
+    """petal-tui's distillation loss, the mean over the batch of
+    alpha * t^2 * KL(target_t || softmax(logits / t)) + (1 - alpha) * ce, where
+    target_t is the teacher's tempered probabilities (mixed as the images were) and
+    ce the per-example cross-entropy the recipe has without a teacher."""
+    logq = F.log_softmax(logits.double() / t, dim=1)
+    tt = target_t.double()
+    kl = (tt * (torch.log(tt.clamp_min(1e-300)) - logq)).sum(1)
+    return (alpha * t * t * kl + (1 - alpha) * ce.double()).mean().float()
 
 
 # --- recipe ------------------------------------------------------------------------
@@ -180,14 +225,17 @@ def normalise(x, norm):
     return x
 
 
-def mixup(x, y, gen, prob, alpha):
+def mixup(x, y, gen, prob, alpha, partner_out=None):
     """petal-tui's mixup:P:alpha=A, in place on the batch x: each example is, with
     probability P, mixed with its partner in a random cycle (nobody with itself),
     lambda ~ Beta(A, A) being its own share. Returns the partner labels and each
-    example's own share (1 where unmixed)."""
+    example's own share (1 where unmixed); partner_out (a list) gets each
+    example's partner index in the batch (itself where unmixed)."""
     n = len(y)
     own = torch.ones(n)
     if prob <= 0 or n < 2:
+        if partner_out is not None:
+            partner_out.extend(range(n))
         return y.clone(), own
     order = torch.randperm(n, generator=gen)
     partner = torch.empty(n, dtype=torch.long)
@@ -200,6 +248,8 @@ def mixup(x, y, gen, prob, alpha):
             lam = float(beta.sample())
             x[i] = lam * src[i] + (1 - lam) * src[partner[i]]
             own[i] = lam
+    if partner_out is not None:
+        partner_out.extend(int(partner[i]) if own[i] < 1 else i for i in range(n))
     return y[partner], own
 
 

@@ -83,6 +83,15 @@ def main():
     p.add_argument("--bf16", action="store_true",
                    help="mixed precision: the forward under torch.autocast('cpu', bfloat16), "
                         "the loss in float32; petal-tui's side gets --precision bf16")
+    p.add_argument("--teacher-probs", default=None,
+                   help="distil: a distilled petal-tui run's teacher_probs.csv (the teacher's "
+                        "probabilities of every training image), the loss then petal-tui's "
+                        "--teacher loss: alpha * T^2 * KL(teacher_T || student_T) + (1 - alpha) "
+                        "* cross-entropy")
+    p.add_argument("--teacher", default="TEACHER",
+                   help="the teacher petal-tui's printed command names (run, .onnx or ensemble)")
+    p.add_argument("--distill-t", type=float, default=4.0)
+    p.add_argument("--distill-alpha", type=float, default=0.9)
     p.add_argument("--print-command", action="store_true",
                    help="print the petal-tui command with the same recipe and stop")
     a = p.parse_args()
@@ -102,12 +111,18 @@ def main():
              ",mixup:%g:alpha=%g" % (a.mixup, a.mixup_alpha) if a.mixup > 0 else "")
           + (" --backbone-bn frozen" if a.backbone_bn == "frozen" else "")
           + " --precision %s" % ("bf16" if a.bf16 else "fp32"), flush=True)
+    if a.teacher_probs:
+        print("  (petal-tui's side: add --teacher %s --distill-t %g --distill-alpha %g)"
+              % (a.teacher, a.distill_t, a.distill_alpha), flush=True)
     if a.print_command:
         return
     t0 = time.time()
-    xtr, ytr = tc.load_split(a.data, "train")
+    keys = []
+    xtr, ytr = tc.load_split(a.data, "train", keys)
     xva, yva = tc.load_split(a.data, "val")
     classes = int(max(ytr.max(), yva.max())) + 1
+    soft = (tc.distill_targets(tc.teacher_probs(a.teacher_probs, keys, ytr, classes), a.distill_t)
+            if a.teacher_probs else None)
     if is_int8(a.model):
         model = tc.ZooMobileNetV2(a.model, classes, a.dropout)
     else:
@@ -152,7 +167,8 @@ def main():
             x = tc.augment(xtr[idx], a.size, gen, a.flip, a.crop_scale, imagenet=False)
             x = tc.normalise(x, a.input_norm).contiguous(memory_format=fmt)
             y = ytr[idx]
-            y2, own = tc.mixup(x, y, gen, a.mixup, a.mixup_alpha)
+            partner = []
+            y2, own = tc.mixup(x, y, gen, a.mixup, a.mixup_alpha, partner)
             lr = sch(step)
             opt.param_groups[0]["lr"] = lr * a.backbone_lr_scale
             opt.param_groups[1]["lr"] = lr
@@ -161,7 +177,14 @@ def main():
             logits = logits.float()
             ce = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing, reduction="none")
             ce2 = F.cross_entropy(logits, y2, label_smoothing=a.label_smoothing, reduction="none")
-            loss = (own * ce + (1 - own) * ce2).mean()
+            if soft is None:
+                loss = (own * ce + (1 - own) * ce2).mean()
+            else:
+                # the teacher's targets mixed as the images were (petal-tui's cached view)
+                ta, tb = soft[idx], soft[idx[partner]]
+                o = own.double().unsqueeze(1)
+                loss = tc.distill_loss(logits, o * ta + (1 - o) * tb, a.distill_t,
+                                       a.distill_alpha, own * ce + (1 - own) * ce2)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

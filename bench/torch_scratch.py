@@ -174,6 +174,15 @@ def main():
     p.add_argument("--bf16", action="store_true",
                    help="mixed precision: the forward under torch.autocast('cpu', bfloat16), "
                         "the loss in float32; petal-tui's side gets --precision bf16")
+    p.add_argument("--teacher-probs", default=None,
+                   help="distil: a distilled petal-tui run's teacher_probs.csv (the teacher's "
+                        "probabilities of every training image), the loss then petal-tui's "
+                        "--teacher loss: alpha * T^2 * KL(teacher_T || student_T) + (1 - alpha) "
+                        "* cross-entropy")
+    p.add_argument("--teacher", default="TEACHER",
+                   help="the teacher petal-tui's printed command names (run, .onnx or ensemble)")
+    p.add_argument("--distill-t", type=float, default=4.0)
+    p.add_argument("--distill-alpha", type=float, default=0.9)
     p.add_argument("--print-command", action="store_true",
                    help="print the petal-tui command of this recipe and stop")
     a = p.parse_args()
@@ -199,11 +208,17 @@ def main():
              a.label_smoothing, a.weight_decay, a.ema, aug, a.seed,
              " --residual yes" if a.residual else "")
           + " --precision %s" % ("bf16" if a.bf16 else "fp32"), flush=True)
+    if a.teacher_probs:
+        print("  (petal-tui's side: add --teacher %s --distill-t %g --distill-alpha %g)"
+              % (a.teacher, a.distill_t, a.distill_alpha), flush=True)
     if a.print_command:
         return
-    xtr, ytr = tc.load_split(a.data, "train")
+    keys = []
+    xtr, ytr = tc.load_split(a.data, "train", keys)
     xva, yva = tc.load_split(a.data, "val")
     classes = int(max(ytr.max(), yva.max())) + 1
+    soft = (tc.distill_targets(tc.teacher_probs(a.teacher_probs, keys, ytr, classes), a.distill_t)
+            if a.teacher_probs else None)
     model = Small(widths, classes, a.dropout, a.replicas, a.init, a.bn_momentum, a.convs,
                   a.residual)
     print("torch %s, %d threads; %d train / %d val images, %d classes; %d parameters"
@@ -238,7 +253,12 @@ def main():
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
                 logits = model(x)
             logits = logits.float()
-            loss = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing)
+            if soft is None:
+                loss = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing)
+            else:
+                ce = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing,
+                                     reduction="none")
+                loss = tc.distill_loss(logits, soft[idx], a.distill_t, a.distill_alpha, ce)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

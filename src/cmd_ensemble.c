@@ -16,16 +16,20 @@
 #include "base/json.h"
 #include "base/util.h"
 #include "src/cli.h"
-#include "src/ensemble_classes.h"
 #include "src/predict_out.h"
 #include "infer/infer.h"
+#include "infer/ensemble.h"
 #include "runs.h"
 #include "datasets.h"
 
-#define EN_MAX 32
+#define EN_MAX ENS_MAX
+/* --weights cv: folds of the validation records, and the seed of their order. */
+#define ENS_CV_FOLDS 5
+#define ENS_CV_SEED 46
 
 static const char *const usage =
-    "usage: petal-tui ensemble RUN_DIR... --data DATASET [--weights W,...] [--tta flip|none]\n"
+    "usage: petal-tui ensemble RUN_DIR... --data DATASET [--weights W,...|fit|cv]\n"
+    "        [--tta flip|none]\n"
     "        [--out DIR] [--batch N] [--replicas N] [--precision fp32|bf16|auto]\n";
 
 static const char *const help_text =
@@ -41,10 +45,19 @@ static const char *const help_text =
     "names no classes (an ONNX file without petal-tui's) is taken in label order. --out\n"
     "may not be a member or hold a training run; a previous ensemble's outputs there are\n"
     "replaced. --precision fp32|bf16|auto: as predict's (by default each member's own:\n"
-    "a run folder's, fp32 for an .onnx file).\n";
+    "a run folder's, fp32 for an .onnx file).\n"
+    "--weights fit: the weights that minimise the validation log loss of the weighted\n"
+    "mean probability (EM), printed, with a warning that the validation figures of a fit\n"
+    "on validation flatter it. --weights cv: the same fit, plus a 5-fold cross-validation\n"
+    "of it on the validation records (a fixed seeded order; each fold scored with the\n"
+    "weights fitted on the other four): the out-of-fold figures are the honest ones; the\n"
+    "weights used are those fitted on all. Both need a validation split. --out also gets\n"
+    "ensemble.json (the members' absolute paths, weights and TTA): the folder can be\n"
+    "given where a model is taken (--teacher).\n";
 
 typedef struct en_args {
     const char *data, *out, *weights;
+    ens_how how;                /* --weights: given numbers, fit, cv (equal: none) */
     const char *runs[EN_MAX];
     int n;
     long long batch, replicas;
@@ -140,56 +153,41 @@ static int parse_weights(const char *s, int n, double *w)
     return 0;
 }
 
-static long long count_code(const prd_results *r, int code)
+/* Progress and skipped records of the members as they predict, on stderr. */
+static void on_member(void *ctx, int member, const char *path)
 {
-    long long n = 0;
-    for (long long i = 0; i < r->n_errors; i++)
-        n += r->errors[i].code == code;
-    return n;
+    (void)member;
+    po_progress_init(ctx, path);
 }
 
-/* One member's probabilities for a split, in the dataset's class order (map: see
- * ensemble_classes.h). 0; -1 failed (said); 1 refused: the dataset has labels beyond the
- * members' classes (said once, with the first such record). */
-static int member_split(const en_args *a, const rm_model *m, const int *map, const ds_split *s,
-                        int labeled, prd_results *r)
+static void on_member_end(void *ctx, int member)
 {
-    prd_opts o = { .batch = (int)a->batch, .replicas = (int)a->replicas,
-                   .workers = (int)a->replicas, .bf16 = a->bf16 < 0 ? inf_model_bf16(m) : a->bf16,
-                   .tta_flip = a->tta < 0 ? inf_model_tta_flip(m) : a->tta };
+    (void)member;
+    po_progress_end(ctx);
+}
+
+static void on_skip(void *ctx, int member, const pt_err *why)
+{
+    (void)ctx;
+    (void)member;
+    fprintf(stderr, "petal-tui: %s\n", why->msg);
+}
+
+/* The ensemble's predictions of split s (member_probs: each member's too). 0; -1 failed,
+ * 1 refused (said). */
+static int ens_predict(const en_args *a, ens *x, const ds_split *s, int labeled,
+                       prd_results *r, double **member_probs)
+{
     po_progress bar;
-    po_progress_init(&bar, inf_model_source(m));
-    o.on_batch = po_progress_cb;
-    o.ctx = &bar;
-    prd *p;
+    ens_opts o = { .batch = (int)a->batch, .replicas = (int)a->replicas,
+                   .workers = (int)a->replicas, .bf16 = a->bf16, .on_member = on_member,
+                   .on_batch = po_progress_cb, .on_member_end = on_member_end,
+                   .on_skip = on_skip, .ctx = &bar };
     pt_err e;
-    int rc = prd_new(m, &o, &p, &e);
-    if (rc == PT_OK)
-        rc = prd_split(p, s, labeled, r, &e);
-    po_progress_end(&bar);
-    prd_free(p);
-    if (rc != PT_OK) {
-        fprintf(stderr, "petal-tui: %s: %s\n", inf_model_source(m), e.msg);
-        return -1;
-    }
-    for (long long i = 0; i < r->n_errors; i++)
-        if (r->errors[i].code == PT_ECLASS) {
-            /* Scores on the records that remain would be no answer for this dataset. */
-            fprintf(stderr, "petal-tui: %s: the dataset has classes beyond the members' %d "
-                            "(%lld such records): give --data the dataset the runs were "
-                            "trained on\n",
-                    r->errors[i].msg, r->k, count_code(r, PT_ECLASS));
-            prd_results_free(r); /* the caller frees the members before this one */
-            return 1;
-        }
-    for (long long i = 0; i < r->n_errors; i++)
-        fprintf(stderr, "petal-tui: %s\n", r->errors[i].msg);
-    if (enc_apply(map, r) != 0) {
-        fprintf(stderr, "petal-tui: out of memory\n");
-        prd_results_free(r);
-        return -1;
-    }
-    return 0;
+    int rc = ens_split(x, s, labeled, &o, r, member_probs, &e);
+    if (rc != PT_OK)
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+    return rc == PT_OK ? 0 : rc == PT_EUSAGE ? 1 : -1;
 }
 
 static void print_score(const char *name, const inf_score *s)
@@ -198,6 +196,7 @@ static void print_score(const char *name, const inf_score *s)
            s->acc, s->f1, s->precision, s->recall, s->loss);
 }
 
+/* A row of report.json, left open for more keys (the caller ends it). */
 static void report_row(json_w *j, const char *name, double weight, const inf_score *s)
 {
     json_obj(j);
@@ -213,33 +212,24 @@ static void report_row(json_w *j, const char *name, double weight, const inf_sco
         json_key(j, keys[i]);
         json_num(j, v[i]);
     }
-    json_obj_end(j);
 }
 
-/* The weighted mean of the members' probabilities (n x k), malloc'd; NULL (said) when
- * the members did not predict the same records. */
-static double *mix(prd_results *r, int n, const double *w)
+/* The ensemble's row of report.json: its figures, how its weights were got and, for
+ * cv, the out-of-fold figures. */
+static void report_ensemble(json_w *j, ens_how how, const inf_score *s, const inf_score *cv)
 {
-    for (int i = 1; i < n; i++) {
-        int same = r[i].n == r[0].n;
-        for (long long j = 0; same && j < r[0].n; j++)
-            same = r[i].items[j].label == r[0].items[j].label &&
-                   !strcmp(r[i].items[j].id, r[0].items[j].id);
-        if (!same) {
-            fprintf(stderr, "petal-tui: the members did not predict the same records (%lld and "
-                            "%lld): their decoding failed on different ones\n",
-                    r[0].n, r[i].n);
-            return NULL;
+    report_row(j, "ensemble", -1, s);
+    json_key(j, "weights");
+    json_str(j, ens_how_name(how));
+    if (how == ENS_W_CV) {
+        const char *keys[4] = { "cv_folds", "cv_val_loss", "cv_val_acc", "cv_val_f1" };
+        const double v[4] = { ENS_CV_FOLDS, cv->loss, cv->acc, cv->f1 };
+        for (int i = 0; i < 4; i++) {
+            json_key(j, keys[i]);
+            json_num(j, v[i]);
         }
     }
-    size_t len = (size_t)r[0].n * r[0].k;
-    double *p = calloc(len ? len : 1, sizeof *p);
-    for (int i = 0; p && i < n; i++)
-        for (size_t q = 0; q < len; q++)
-            p[q] += w[i] * r[i].probs[q];
-    if (!p)
-        fprintf(stderr, "petal-tui: out of memory\n");
-    return p;
+    json_obj_end(j);
 }
 
 /* What the splits' predictions need, and what they give: the outputs are written
@@ -247,9 +237,7 @@ static double *mix(prd_results *r, int n, const double *w)
  * (and, in a previous ensemble's folder, no new one beside an old one). */
 typedef struct en_job {
     const en_args *a;
-    rm_model **m;
-    int **maps;
-    const double *w;
+    ens *x;
     const ds_dataset *ds;
     const char *dir;
     int replaces;           /* dir holds a previous ensemble's outputs */
@@ -261,15 +249,37 @@ typedef struct en_job {
     long long n_test;
 } en_job;
 
-/* Every member's predictions of split s (0; else member_split's -1 or 1), into r. */
-static int members_split(const en_job *j, const ds_split *s, int labeled, prd_results *r,
-                         int *got)
+/* --weights fit / cv: the weights fitted on the validation predictions r (each: the
+ * members' rows), set on the ensemble and r's probabilities mixed with them; cv's
+ * out-of-fold figures into cv. 0, or -1 (said). */
+static int fit(en_job *jb, prd_results *r, const double *each, inf_score *cv)
 {
-    for (*got = 0; *got < j->a->n; (*got)++) {
-        int rc = member_split(j->a, j->m[*got], j->maps[*got], s, labeled, &r[*got]);
-        if (rc != 0)
-            return rc;
+    int n = ens_members(jb->x);
+    double w[EN_MAX];
+    pt_err e;
+    if (jb->a->how == ENS_W_CV &&
+        ens_cv(r, each, n, ENS_CV_FOLDS, ENS_CV_SEED, cv, &e) != PT_OK) {
+        fprintf(stderr, "petal-tui: --weights cv: %s\n", e.msg);
+        return -1;
     }
+    int steps = ens_fit_weights(r, each, n, NULL, 0, w);
+    if (ens_set_weights(jb->x, w, jb->a->how, &e) != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        return -1;
+    }
+    ens_mix(each, n, w, r);
+    printf("weights fitted on the %lld validation records (the least log loss of the "
+           "weighted mean, %d EM steps):", r->n, steps);
+    for (int i = 0; i < n; i++)
+        printf("%s %s %.4g", i ? "," : "", ens_member_path(jb->x, i), w[i]);
+    printf("\nwarning: the weights were fitted on the validation records they are scored "
+           "on, so the ensemble's validation figures below flatter it%s\n",
+           jb->a->how == ENS_W_CV ? "" : "; --weights cv gives an out-of-fold figure");
+    if (jb->a->how == ENS_W_CV)
+        printf("cross-validated (%d folds of the validation records, each scored with the "
+               "weights fitted on the others): out-of-fold acc %.4f  f1 %.4f  loss %.4f: the "
+               "honest figure; the weights used and written are those fitted on all\n",
+               ENS_CV_FOLDS, cv->acc, cv->f1, cv->loss);
     return 0;
 }
 
@@ -283,43 +293,49 @@ static int validate(en_job *jb)
         printf("no validation split in %s: nothing to score\n", datasets_root(ds));
         return 0;
     }
-    prd_results r[EN_MAX];
-    int got = 0, n = jb->a->n;
-    int status = members_split(jb, vs, 1, r, &got);
+    prd_results r;
+    double *each;
+    int status = ens_predict(jb->a, jb->x, vs, 1, &r, &each);
     if (status != 0)
-        goto out;
+        return status;
+    int n = ens_members(jb->x);
+    inf_score cv = { 0 };
+    status = jb->a->how >= ENS_W_FIT ? fit(jb, &r, each, &cv) : 0;
+    if (status != 0) {
+        free(each);
+        prd_results_free(&r);
+        return status;
+    }
     status = -1;
-    double *p = mix(r, n, jb->w);
-    jb->preds = malloc((size_t)(r[0].n ? r[0].n : 1) * sizeof *jb->preds);
-    jb->labels = malloc((size_t)(r[0].n ? r[0].n : 1) * sizeof *jb->labels);
-    if (p && jb->preds && jb->labels) {
+    jb->preds = malloc((size_t)(r.n ? r.n : 1) * sizeof *jb->preds);
+    jb->labels = malloc((size_t)(r.n ? r.n : 1) * sizeof *jb->labels);
+    if (jb->preds && jb->labels) {
         json_w j;
         json_init(&j, 1);
         json_arr(&j);
         inf_score s;
-        printf("validation: %lld records of %s\n", r[0].n, datasets_root(ds));
+        printf("validation: %lld records of %s\n", r.n, datasets_root(ds));
         for (int i = 0; i < n; i++) {
-            inf_score_probs(&r[i], r[i].probs, NULL, &s);
-            print_score(inf_model_source(jb->m[i]), &s);
-            report_row(&j, inf_model_source(jb->m[i]), jb->w[i], &s);
+            inf_score_probs(&r, each + (size_t)i * r.n * r.k, NULL, &s);
+            print_score(ens_member_path(jb->x, i), &s);
+            report_row(&j, ens_member_path(jb->x, i), ens_member_weight(jb->x, i), &s);
+            json_obj_end(&j);
         }
-        inf_score_probs(&r[0], p, jb->preds, &s);
+        inf_score_probs(&r, r.probs, jb->preds, &s);
         print_score("ensemble", &s);
-        report_row(&j, "ensemble", -1, &s);
+        report_ensemble(&j, jb->a->how, &s, &cv);
         json_arr_end(&j);
         jb->report = json_take(&j, &jb->report_len);
         json_free(&j);
-        for (long long i = 0; i < r[0].n; i++)
-            jb->labels[i] = r[0].items[i].label;
-        jb->n_val = r[0].n;
+        for (long long i = 0; i < r.n; i++)
+            jb->labels[i] = r.items[i].label;
+        jb->n_val = r.n;
         status = jb->report ? 0 : -1;
     }
     if (status != 0)
         fprintf(stderr, "petal-tui: out of memory\n");
-    free(p);
-out:
-    for (int i = 0; i < got; i++)
-        prd_results_free(&r[i]);
+    free(each);
+    prd_results_free(&r);
     return status;
 }
 
@@ -332,27 +348,18 @@ static int test_split(en_job *jb)
         printf("no test split in %s: no submission.csv\n", datasets_root(ds));
         return 0;
     }
-    prd_results r[EN_MAX];
-    int got = 0;
-    int status = members_split(jb, ts, 0, r, &got);
+    prd_results r;
+    int status = ens_predict(jb->a, jb->x, ts, 0, &r, NULL);
     if (status != 0)
-        goto out;
-    status = -1;
-    double *p = mix(r, jb->a->n, jb->w);
-    if (p) {
-        po_printf(&jb->sub, "id,label\n");
-        for (long long i = 0; i < r[0].n; i++) {
-            po_field(&jb->sub, r[0].items[i].id);
-            po_printf(&jb->sub, ",%d\n", inf_argmax(p + (size_t)i * r[0].k, r[0].k));
-        }
-        jb->n_test = r[0].n;
-        status = 0;
+        return status;
+    po_printf(&jb->sub, "id,label\n");
+    for (long long i = 0; i < r.n; i++) {
+        po_field(&jb->sub, r.items[i].id);
+        po_printf(&jb->sub, ",%d\n", inf_argmax(r.probs + (size_t)i * r.k, r.k));
     }
-    free(p);
-out:
-    for (int i = 0; i < got; i++)
-        prd_results_free(&r[i]);
-    return status;
+    jb->n_test = r.n;
+    prd_results_free(&r);
+    return 0;
 }
 
 /* The outputs into the folder (made now), a previous ensemble's removed first. */
@@ -365,6 +372,8 @@ static int write_outputs(const en_job *jb)
     if (rc == PT_OK && jb->report)
         rc = runs_write_val_outputs(jb->dir, jb->report, jb->report_len, jb->labels, jb->preds,
                                     jb->n_val, &e);
+    if (rc == PT_OK)
+        rc = ens_write_json(jb->x, jb->a->data, jb->dir, &e);
     if (rc != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         return -1;
@@ -403,21 +412,6 @@ static int check_out(const en_args *a, const char *dir, int *replaces)
     return 0;
 }
 
-/* The members opened, and the largest image size among them; 0 or -1 (said). */
-static int open_members(const en_args *a, rm_model **m, int *size)
-{
-    pt_err e;
-    *size = 0;
-    for (int i = 0; i < a->n; i++) {
-        if (inf_model_open(a->runs[i], 0, RUN_NORM_AUTO, &m[i], &e) != PT_OK) {
-            fprintf(stderr, "petal-tui: %s\n", e.msg);
-            return -1;
-        }
-        *size = inf_model_image_size(m[i]) > *size ? inf_model_image_size(m[i]) : *size;
-    }
-    return 0;
-}
-
 int cmd_ensemble(int argc, char **argv)
 {
     en_args a;
@@ -425,25 +419,31 @@ int cmd_ensemble(int argc, char **argv)
     if (pr)
         return pr < 0 ? 0 : pr;
     double w[EN_MAX];
-    if (parse_weights(a.weights, a.n, w) != 0)
+    a.how = !a.weights ? ENS_W_EQUAL : !strcmp(a.weights, "fit") ? ENS_W_FIT
+            : !strcmp(a.weights, "cv") ? ENS_W_CV : ENS_W_GIVEN;
+    if (a.how == ENS_W_GIVEN && parse_weights(a.weights, a.n, w) != 0)
         return 1;
-    rm_model *m[EN_MAX];
-    int *maps[EN_MAX];
-    memset(m, 0, sizeof m);
-    memset(maps, 0, sizeof maps);
-    int status = 2, size = 0;
+    int tta[EN_MAX];
+    for (int i = 0; i < a.n; i++)
+        tta[i] = a.tta < 0 ? ENS_TTA_OWN : a.tta;
+    int status = 2;
     pt_err e;
     ds_dataset *ds = NULL;
-    if (open_members(&a, m, &size) != 0)
-        goto out;
-    if (datasets_open(a.data, size, &ds, &e) != PT_OK) {
+    ens *x = NULL;
+    if (ens_open(a.runs, a.n, a.how == ENS_W_GIVEN ? w : NULL, tta, &x, &e) != PT_OK ||
+        datasets_open(a.data, ens_image_size(x), &ds, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         goto out;
     }
     /* Wrong inputs are refused (exit 1) before anything is predicted or written. */
     status = 1;
-    if (enc_match(m, a.n, ds, a.data, maps) != 0)
+    int rc = ens_match(x, ds, a.data, &e);
+    printf("%s", ens_notes(x));
+    if (rc != PT_OK) {
+        fprintf(stderr, "petal-tui: %s\n", e.msg);
+        status = rc == PT_EUSAGE ? 1 : 2;
         goto out;
+    }
     char dir[4096];
     if (a.out)
         util_copy(dir, sizeof dir, a.out);
@@ -453,11 +453,17 @@ int cmd_ensemble(int argc, char **argv)
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
         util_fmt(dir, sizeof dir, "runs/ensemble-%s", stamp);
     }
-    en_job jb = { .a = &a, .m = m, .maps = maps, .w = w, .ds = ds, .dir = dir };
+    if (a.how >= ENS_W_FIT && datasets_split_records(ds, DATASETS_VAL) <= 0) {
+        fprintf(stderr, "petal-tui: --weights %s: %s has no validation split to fit the "
+                        "weights on; give the weights (--weights W,...) or a dataset with one\n",
+                a.weights, a.data);
+        goto out;
+    }
+    en_job jb = { .a = &a, .x = x, .ds = ds, .dir = dir };
     if (check_out(&a, dir, &jb.replaces) != 0)
         goto out;
     inf_init();
-    int rc = validate(&jb);
+    rc = validate(&jb);
     if (rc == 0)
         rc = test_split(&jb);
     if (rc == 0)
@@ -470,9 +476,7 @@ int cmd_ensemble(int argc, char **argv)
     free(jb.preds);
     free(jb.sub.s);
 out:
-    enc_free(maps, a.n);
     datasets_close(ds);
-    for (int i = 0; i < a.n; i++)
-        inf_model_close(m[i]);
+    ens_close(x);
     return status;
 }

@@ -1,6 +1,7 @@
 /* Checks on the source tree itself, the bounds issues 27 and 41 set:
  * - ui/ and src/ reach the engine only through its doors (issue 41 item 5: core/engine.h,
- *   core/runs.h, core/datasets.h, core/infer/infer.h, core/config.h) and core/base/,
+ *   core/runs.h, core/datasets.h, core/infer/infer.h, core/infer/ensemble.h, core/config.h)
+ *   and core/base/,
  *   and a door includes from core/ only base/, config.h, run.h and the other doors:
  *   any other include fails, named with its line and header;
  * - the run folder's file names are known only under core/run/ (issue 41): outside
@@ -224,6 +225,7 @@ static int resolve_include(const char *root, const char *from, const char *inc, 
  * the other doors, so that naming a door names nothing else. */
 static const char *const DOORS[] = {
     "core/engine.h", "core/runs.h", "core/datasets.h", "core/infer/infer.h", "core/config.h",
+    "core/infer/ensemble.h",
 };
 #define N_DOORS ((int)(sizeof DOORS / sizeof DOORS[0]))
 
@@ -261,7 +263,8 @@ static int check_door_includes(const char *root, const char *file, int is_door)
                  is_door ? "a door includes from core/ only base/, config.h, run.h and the "
                            "other doors"
                          : "ui/ and src/ include from core/ only the doors (engine.h, "
-                           "runs.h, datasets.h, infer/infer.h, config.h) and base/");
+                           "runs.h, datasets.h, infer/infer.h, infer/ensemble.h, config.h) "
+                           "and base/");
     }
     lines_free(&L);
     return into_core;
@@ -446,7 +449,7 @@ TEST(source_sizes_within_bounds)
 static const char *const run_names[] = {
     "history.json", "checkpoint.ckpt", "valid_preds.jsonl", "valid_labels.json",
     "test_preds.json", "submission.csv", "log.txt", "model.onnx", "report.json",
-    "classes.txt", "model-int8.onnx", "best.ckpt", "summary.json",
+    "classes.txt", "model-int8.onnx", "best.ckpt", "summary.json", "ensemble.json",
 };
 
 /* 1 when the literal's text s (n bytes) names file name as a path or a part of one:

@@ -85,6 +85,7 @@ typedef enum run_file {
     RUN_F_BEST,                 /* best.ckpt: the best validated epoch's weights (--keep
                                    best), run/checkpoint.h's format without the optimizer */
     RUN_F_SUMMARY,              /* summary.json: the kept epoch and why the run stopped */
+    RUN_F_ENSEMBLE,             /* ensemble.json: an ensemble folder's members (infer/ensemble.h) */
     RUN_F_COUNT
 } run_file;
 

@@ -23,6 +23,7 @@ static const char *const file_names[RUN_F_COUNT] = {
     [RUN_F_EXPORT_INT8] = RUN_N_EXPORT_INT8,
     [RUN_F_BEST] = RUN_N_BEST,
     [RUN_F_SUMMARY] = RUN_N_SUMMARY,
+    [RUN_F_ENSEMBLE] = RUN_N_ENSEMBLE,
 };
 
 const char *run_file_name(run_file f)

@@ -24,6 +24,7 @@
 #define RUN_N_EXPORT_INT8 "model-int8.onnx"
 #define RUN_N_BEST "best.ckpt"
 #define RUN_N_SUMMARY "summary.json"
+#define RUN_N_ENSEMBLE "ensemble.json"
 
 /* The capacity of each series of a run_figures being filled. */
 typedef struct run_builder {

@@ -1,11 +1,13 @@
-/* ensemble_classes — the members' classes matched with the dataset's (see the header). */
-#include "src/ensemble_classes.h"
-
+/* ensemble_classes — the members' classes matched with the dataset's (enc_, the second
+ * prefix of the ensemble module: see infer/ensemble.h and ensemble_impl.h). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
+#include "data/dataset.h"
+#include "infer/ensemble_impl.h"
 
 /* The names a list is shown with in a message: at most this many, then how many. */
 #define ENC_SHOWN 8
@@ -58,14 +60,14 @@ static void put_names(char *buf, size_t size, enc_list l, const enc_list *other)
 }
 
 /* The refusal of member `who` (names have) against the reference (names ref, from
- * ref_who): both lists and what only each has, and what to do. */
-static void refuse(const char *who, enc_list have, const char *ref_who, enc_list ref,
-                   int ref_is_dataset)
+ * ref_who): both lists and what only each has, and what to do (PT_EUSAGE in e). */
+static int refuse(const char *who, enc_list have, const char *ref_who, enc_list ref,
+                  int ref_is_dataset, pt_err *e)
 {
     char msg[6000] = "";
     size_t at;
     const char *ref_short = ref_is_dataset ? "the dataset" : ref_who;
-    snprintf(msg, sizeof msg, "petal-tui: %s: its %d classes (", who, have.n);
+    snprintf(msg, sizeof msg, "%s: its %d classes (", who, have.n);
     put_names(msg, sizeof msg, have, NULL);
     at = strlen(msg);
     snprintf(msg + at, sizeof msg - at, ") differ from the %d of %s (", ref.n, ref_who);
@@ -81,11 +83,26 @@ static void refuse(const char *who, enc_list have, const char *ref_who, enc_list
         snprintf(msg + at, sizeof msg - at, " (a name is given twice)");
     at = strlen(msg);
     snprintf(msg + at, sizeof msg - at,
-             ": an ensemble's members must share their class names%s; %s\n",
+             ": an ensemble's members must share their class names%s; %s",
              ref_is_dataset ? " with the dataset" : "",
              ref_is_dataset ? "give --data the dataset the runs were trained on"
                             : "ensemble runs of the same classes");
-    fputs(msg, stderr);
+    return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET, "%s", msg);
+}
+
+void enc_say(char **notes, const char *fmt, ...)
+{
+    char line[9000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    size_t had = *notes ? strlen(*notes) : 0, add = strlen(line);
+    char *s = realloc(*notes, had + add + 1);
+    if (!s)
+        return; /* a note lost to a full memory: the matching itself stands */
+    memcpy(s + had, line, add + 1);
+    *notes = s;
 }
 
 /* Member output c -> reference class map[c] by name, malloc'd; NULL with *ok = 0 when
@@ -125,12 +142,11 @@ static int *drop_identity(int *map, int n)
     return NULL;
 }
 
-int enc_match(rm_model *const *m, int n, const ds_dataset *ds, const char *data, int **maps)
+int enc_match(rm_model *const *m, int n, const ds_dataset *ds, const char *data, int **maps,
+              char **notes, pt_err *e)
 {
-    char *const *dnames;
-    enc_list ref = { NULL, 0 };
-    ref.n = datasets_class_names(ds, &dnames);
-    ref.v = dnames;
+    int named = ds->names_source == DS_NAMES_FILE && ds->n_classes > 0;
+    enc_list ref = { named ? ds->class_names : NULL, named ? ds->n_classes : 0 };
     int ref_is_dataset = ref.n > 0;
     char ref_who[4200];
     util_fmt(ref_who, sizeof ref_who, "the dataset %s", data);
@@ -142,9 +158,9 @@ int enc_match(rm_model *const *m, int n, const ds_dataset *ds, const char *data,
             continue;
         ref = l;
         util_copy(ref_who, sizeof ref_who, inf_model_source(m[i]));
-        printf("the dataset %s names no classes (no classes.txt beside its split folders): "
-               "its labels are taken as %s's classes in their order\n",
-               data, ref_who);
+        enc_say(notes, "the dataset %s names no classes (no classes.txt beside its split "
+                       "folders): its labels are taken as %s's classes in their order\n",
+                data, ref_who);
         break;
     }
     for (int i = 0; i < n; i++) {
@@ -153,32 +169,32 @@ int enc_match(rm_model *const *m, int n, const ds_dataset *ds, const char *data,
         if (ref.n == 0) /* nothing names its classes: by position (labels checked later) */
             ref = (enc_list){ NULL, l.n };
         if (ref.v && unnamed(l) && l.n == ref.n && !unnamed(ref)) {
-            printf("%s names no classes: its %d outputs are taken as %s's classes in their "
-                   "order\n", who, l.n, ref_who);
+            enc_say(notes, "%s names no classes: its %d outputs are taken as %s's classes in "
+                           "their order\n", who, l.n, ref_who);
             continue;
         }
         if (!ref.v || unnamed(ref)) {
             if (l.n == ref.n)
                 continue;
-            fprintf(stderr, "petal-tui: %s: has %d classes, %s %d: an ensemble's members "
-                            "must share their class names%s\n", who, l.n, ref.v ? ref_who :
-                    inf_model_source(m[0]), ref.n,
-                    ref_is_dataset ? "; give --data the dataset the runs were trained on" : "");
             enc_free(maps, n);
-            return -1;
+            return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
+                           "%s: has %d classes, %s %d: an ensemble's members must share "
+                           "their class names%s", who, l.n,
+                           ref.v ? ref_who : inf_model_source(m[0]), ref.n,
+                           ref_is_dataset ? "; give --data the dataset the runs were trained on"
+                                          : "");
         }
         int ok;
         maps[i] = drop_identity(by_name(l, ref, &ok), l.n);
         if (!ok) {
-            refuse(who, l, ref_who, ref, ref_is_dataset);
             enc_free(maps, n);
-            return -1;
+            return refuse(who, l, ref_who, ref, ref_is_dataset, e);
         }
         if (maps[i])
-            printf("%s: its classes are %s's in another order: its probabilities are matched "
-                   "by class name\n", who, ref_who);
+            enc_say(notes, "%s: its classes are %s's in another order: its probabilities are "
+                           "matched by class name\n", who, ref_who);
     }
-    return 0;
+    return PT_OK;
 }
 
 void enc_free(int **maps, int n)
