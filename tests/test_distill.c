@@ -395,6 +395,28 @@ static int student_logits(const char *run, int n_max, float *logits, char (*shar
 /* The small dataset's 70 training images in one update at learning rate 0: the loss
  * the run reports for it is the formula computed here from the student's initial
  * weights' logits and the teacher's cached probabilities. */
+/* One update of the small dataset's 70 training images at learning rate 0, augmentation
+ * none, dropout 0, no moving average: the update's loss is the loss of the student's
+ * initial weights on every record once. */
+static void one_update_config(run_config *c, const char *dir, const char *teacher)
+{
+    fx_small_config(c, dir);
+    c->epochs = 1;
+    c->replicas = 1;
+    c->batch_per_replica = 70;
+    c->lr_start = c->lr_max = c->lr_end = 0;
+    c->ema = 0;
+    c->dropout = 0;
+    c->label_smoothing = 0.1;
+    /* The one update is every record once only in file order: a shuffle buffer draws
+     * across the epoch's end. */
+    c->shuffle_buffer = 0;
+    snprintf(c->augment, sizeof c->augment, "none");
+    util_copy(c->teacher, sizeof c->teacher, teacher);
+    c->distill_t = 3;
+    c->distill_alpha = 0.7;
+}
+
 TEST(distill_run_loss_is_the_formula)
 {
     enum { N = 70, K = 4 };
@@ -403,21 +425,7 @@ TEST(distill_run_loss_is_the_formula)
     char dir[4200];
     util_path(dir, sizeof dir, "%s/student", t_tmpdir());
     run_config c;
-    fx_small_config(&c, dir);
-    c.epochs = 1;
-    c.replicas = 1;
-    c.batch_per_replica = N;
-    c.lr_start = c.lr_max = c.lr_end = 0;
-    c.ema = 0;
-    c.dropout = 0;
-    c.label_smoothing = 0.1;
-    /* The one update is every record once only in file order: a shuffle buffer draws
-     * across the epoch's end. */
-    c.shuffle_buffer = 0;
-    snprintf(c.augment, sizeof c.augment, "none");
-    util_copy(c.teacher, sizeof c.teacher, teacher);
-    c.distill_t = 3;
-    c.distill_alpha = 0.7;
+    one_update_config(&c, dir, teacher);
     run_snapshot s;
     T_REQUIRE(fx_run_to_end(&c, &s) == RUN_DONE);
     T_CHECKF(strstr(s.message, "distilled from ") != NULL, "%s", s.message);
@@ -569,9 +577,9 @@ TEST(distill_refuses_a_wrong_teacher_and_bad_options)
     const struct {
         const char *teacher, *extra, *says;
     } cases[] = {
-        { "/nonexistent/teacher", "", "--teacher: no such run folder or .onnx file" },
-        { other, "", "the teacher's 3 classes (flower00, flower01, flower02) are not the dataset's 4" },
-        { notes, "", "--teacher: not a run folder or an .onnx file" },
+        { "/nonexistent/teacher", "", "--teacher: no such run folder, .onnx file or ensemble folder" },
+        { other, "", "its 3 classes (flower00, flower01, flower02) differ from the 4 of the dataset" },
+        { notes, "", "--teacher: not a run folder, an .onnx file or an ensemble folder" },
         { teacher, "--distill-t 0", "distill-t wants a number from 0.05 to 100, not '0'" },
         { teacher, "--distill-alpha 1.5", "distill-alpha wants a number from 0 to 1, not '1.5'" },
         { teacher, "--teacher-view sometimes", "teacher-view wants cached or live" },
@@ -664,4 +672,39 @@ TEST(distill_workbench_header_names_the_teacher)
              "while training:\n%s", b);
     free(a);
     free(b);
+}
+
+/* --teacher-view live on un-augmented 32 px images at the teacher's 32 px sees what the
+ * cache holds: the same one-update loss as the cached view's, and no teacher_probs.csv. */
+TEST(distill_live_view_equals_the_cache_when_nothing_is_augmented)
+{
+    const char *teacher = teacher_run();
+    T_REQUIRE(teacher);
+    char cached[4200], live[4200];
+    util_path(cached, sizeof cached, "%s/cached", t_tmpdir());
+    util_path(live, sizeof live, "%s/live", t_tmpdir());
+    run_config c;
+    run_snapshot s;
+    one_update_config(&c, cached, teacher);
+    T_REQUIRE(fx_run_to_end(&c, &s) == RUN_DONE);
+    one_update_config(&c, live, teacher);
+    c.teacher_view = RUN_TEACHER_LIVE;
+    T_REQUIRE(fx_run_to_end(&c, &s) == RUN_DONE);
+    T_CHECKF(strstr(s.message, "(T 3, alpha 0.7, live)") != NULL, "%s", s.message);
+    double a = history_train_loss(cached, 1), b = history_train_loss(live, 1);
+    printf("  cached %.9g, live %.9g\n", a, b);
+    T_CHECKF(isfinite(a) && fabs(a - b) <= 1e-6 * a, "cached %.9g, live %.9g", a, b);
+    char csv[4200];
+    util_path(csv, sizeof csv, "%s/teacher_probs.csv", live);
+    T_CHECK(!util_is_file(csv));
+    /* With mixup the live teacher sees the mixed images: another loss, still finite. */
+    util_path(live, sizeof live, "%s/live-mixed", t_tmpdir());
+    one_update_config(&c, live, teacher);
+    c.teacher_view = RUN_TEACHER_LIVE;
+    c.replicas = 2;
+    c.batch_per_replica = 35;
+    snprintf(c.augment, sizeof c.augment, "mixup:1,flip:0.5");
+    T_REQUIRE(fx_run_to_end(&c, &s) == RUN_DONE);
+    b = history_train_loss(live, 1);
+    T_CHECKF(isfinite(b) && fabs(a - b) > 1e-3 * a, "cached %.9g, live with mixup %.9g", a, b);
 }

@@ -59,8 +59,8 @@ static int open_teacher(trn *r, pt_err *e)
     char **names = class_names(r);
     if (!names)
         return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    int named = r->ds->names_source == DS_NAMES_FILE;
-    int rc = tch_open(&o, names, named, r->plan.n_classes, &r->parts.teacher, e);
+    int rc = tch_open(&o, r->ds, cfg->data[0] ? cfg->data : r->ds->root, names,
+                      r->plan.n_classes, &r->parts.teacher, e);
     for (int c = 0; c < r->plan.n_classes; c++)
         free(names[c]);
     free(names);
@@ -87,6 +87,12 @@ int trn_distill_prepare(trn *r, pt_err *e)
     trn_distill_text(r, what, sizeof what);
     trn_log(r, "%s: the teacher is %s; loss alpha x T^2 x KL(teacher_T || student_T) + "
                "(1 - alpha) x cross-entropy", what, tch_about(t));
+    /* ens_match's notes: classes matched by name or by position */
+    for (const char *l = tch_notes(t); *l;) {
+        size_t n = strcspn(l, "\n");
+        trn_log(r, "teacher: %.*s", (int)n, l);
+        l += n + (l[n] == '\n');
+    }
     run_snapshot *s = prg_lock(r->env->progress);
     tch_header(cfg->teacher, cfg->distill_t, cfg->distill_alpha, cfg->teacher_view,
                s->distill, sizeof s->distill);

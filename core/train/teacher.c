@@ -2,8 +2,8 @@
  * classes, the cache of its probabilities (predicted, or read back from the run
  * folder) and each batch's soft targets. */
 #include "train/teacher.h"
+#include "train/teacher_impl.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 
 #include "base/util.h"
 #include "data/image.h"
+#include "infer/ensemble.h"
 #include "infer/infer.h"
 #include "infer/predict.h"
 #include "infer/runmodel.h"
@@ -21,49 +22,27 @@
 
 #define TCH_CSV "teacher_probs.csv"
 #define TCH_TXT "teacher.txt"
-#define TCH_SHOWN 8     /* class names a refusal lists */
-
-struct tch {
-    tch_opts o;
-    rm_model m;
-    int k;                      /* classes, the dataset's */
-    char **names;               /* the dataset's class names */
-    int *map;                   /* teacher output c -> dataset class map[c] */
-    char name[256], about[200];
-    char abs[PATH_MAX];         /* the teacher's absolute path */
-    char print[256];            /* what tells this teacher's weights from another's */
-    int bf16;
-    /* cached: row base[s] + record of shard s */
-    const ds_split *split;
-    long long *base, total;
-    float *pt;                  /* total x k, at T */
-    int32_t *label;             /* total; -1: no row */
-    /* live */
-    rpool *pool;
-    uint8_t *img;               /* batch x S x S x 3 */
-    float *logits;
-    double *probs, *row;
-    img_scratch scratch;
-};
 
 void tch_close(tch *t)
 {
     if (!t)
         return;
-    rm_close(&t->m);
+    for (int i = 0; i < t->n_live; i++) {
+        free(t->live[i].map);
+        if (t->live[i].pool)
+            inf_pool_free(t->live[i].pool);
+        free(t->live[i].img);
+    }
+    ens_close(t->x);
     for (int c = 0; t->names && c < t->k; c++)
         free(t->names[c]);
     free(t->names);
-    free(t->map);
     free(t->base);
     free(t->pt);
     free(t->label);
-    if (t->pool)
-        inf_pool_free(t->pool);
-    free(t->img);
     free(t->logits);
     free(t->probs);
-    free(t->row);
+    free(t->mean);
     img_scratch_free(&t->scratch);
     free(t);
 }
@@ -101,6 +80,11 @@ const char *tch_about(const tch *t)
     return t->about;
 }
 
+const char *tch_notes(const tch *t)
+{
+    return ens_notes(t->x);
+}
+
 void tch_temper(const double *p, int k, double t, float *out)
 {
     double mx = -INFINITY, s = 0.0;
@@ -113,137 +97,73 @@ void tch_temper(const double *p, int k, double t, float *out)
         out[j] = p[j] > 0.0 && s > 0.0 ? (float)(exp(log(p[j]) / t - mx) / s) : 0.0f;
 }
 
-/* ---- classes ---- */
-
-/* 1 when the names are the placeholders "class 0", "class 1", ... */
-static int unnamed(char *const *v, int n)
-{
-    for (int c = 0; c < n; c++) {
-        char want[32];
-        util_fmt(want, sizeof want, "class %d", c);
-        if (strcmp(v[c], want) != 0)
-            return 0;
-    }
-    return 1;
-}
-
-static void list_names(char *buf, size_t size, char *const *v, int n)
-{
-    size_t at = strlen(buf);
-    for (int c = 0; c < n && c < TCH_SHOWN; c++, at = strlen(buf))
-        snprintf(buf + at, size - at, "%s%s", c ? ", " : "", v[c]);
-    if (n > TCH_SHOWN)
-        snprintf(buf + at, size - at, ", ... (%d in all)", n);
-}
-
-static int refuse_classes(const tch *t, char *const *names, int n, pt_err *e)
-{
-    char msg[1600];
-    util_fmt(msg, sizeof msg, "the teacher's %d classes (", t->m.n_classes);
-    list_names(msg, sizeof msg, t->m.class_names, t->m.n_classes);
-    size_t at = strlen(msg);
-    snprintf(msg + at, sizeof msg - at, ") are not the dataset's %d (", n);
-    list_names(msg, sizeof msg, names, n);
-    at = strlen(msg);
-    snprintf(msg + at, sizeof msg - at,
-             "): a teacher must be trained on the same classes (their names matched in any "
-             "order)");
-    return err_set(e, PT_EUSAGE, t->o.path, PT_NO_RECORD, PT_NO_OFFSET, "%s", msg);
-}
-
-/* Teacher output c -> the dataset's class: by name when both name their classes,
- * else by position (the same count). */
-static int match_classes(tch *t, char *const *names, int named, int n, pt_err *e)
-{
-    if (t->m.n_classes != n)
-        return refuse_classes(t, names, n, e);
-    t->map = malloc((size_t)n * sizeof *t->map);
-    int *used = calloc((size_t)n, sizeof *used);
-    if (!t->map || !used) {
-        free(used);
-        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    }
-    int by_name = named && !unnamed(t->m.class_names, n);
-    for (int c = 0; c < n; c++) {
-        int j = c;
-        if (by_name)
-            for (j = 0; j < n && strcmp(names[j], t->m.class_names[c]); j++)
-                ;
-        if (j >= n || used[j]) {
-            free(used);
-            return refuse_classes(t, names, n, e);
-        }
-        used[j] = 1;
-        t->map[c] = j;
-    }
-    free(used);
-    return PT_OK;
-}
-
 /* ---- opening ---- */
 
-/* The teacher's identity for teacher.txt: its weights' epoch and update (a run), or
- * its file's size and time (an .onnx). */
+/* The teacher's identity for teacher.txt: per member its path, weight and TTA, and its
+ * weights' epoch and update (a run) or its file's size and time (an .onnx). */
 static void fingerprint(tch *t)
 {
-    struct stat st;
-    if (t->m.data)
-        util_fmt(t->print, sizeof t->print, "run, epoch %d, update %d, %s", t->m.epoch,
-                 t->m.update, t->m.weights);
-    else if (stat(t->abs, &st) == 0)
-        util_fmt(t->print, sizeof t->print, "onnx, %lld bytes, modified %lld",
-                 (long long)st.st_size, (long long)st.st_mtime);
-    else
-        util_fmt(t->print, sizeof t->print, "onnx");
+    size_t at = 0;
+    t->print[0] = '\0';
+    for (int i = 0; i < ens_members(t->x) && at + 1 < sizeof t->print; i++) {
+        const rm_model *m = ens_member_model(t->x, i);
+        struct stat st;
+        char what[300];
+        if (m->data)
+            util_fmt(what, sizeof what, "run, epoch %d, update %d", m->epoch, m->update);
+        else if (stat(m->source, &st) == 0)
+            util_fmt(what, sizeof what, "onnx, %lld bytes, modified %lld", (long long)st.st_size,
+                     (long long)st.st_mtime);
+        else
+            util_fmt(what, sizeof what, "onnx");
+        at += (size_t)snprintf(t->print + at, sizeof t->print - at, "%s%s (%s, weight %.6g, tta %s)",
+                               i ? "; " : "", ens_members(t->x) > 1 ? m->source : "", what,
+                               ens_member_weight(t->x, i), ens_tta_name(ens_member_tta(t->x, i)));
+    }
 }
 
-static int open_model(tch *t, pt_err *e)
+static void describe(tch *t)
+{
+    const int n = ens_members(t->x);
+    const rm_model *m = ens_member_model(t->x, 0);
+    if (n == 1)
+        util_fmt(t->about, sizeof t->about, "%s, %d px, input %s, tta %s",
+                 m->data ? "a run" : "an .onnx", m->image_size, nn_norm_name(m->norm),
+                 ens_tta_name(ens_member_tta(t->x, 0)));
+    else
+        util_fmt(t->about, sizeof t->about, "an ensemble of %d members (weights %s), %d px the "
+                                            "largest",
+                 n, ens_how_name(ens_weights_how(t->x)), ens_image_size(t->x));
+}
+
+static int open_teacher(tch *t, const ds_dataset *ds, const char *data_path, pt_err *e)
 {
     const char *path = t->o.path;
     if (!util_is_dir(path) && !util_is_file(path))
         return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
-                       "--teacher: no such run folder or .onnx file");
-    char ens[PATH_MAX];
-    util_path(ens, sizeof ens, "%s/ensemble.json", path);
-    if (util_is_file(ens))
-        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
-                       "--teacher: an ensemble folder is not supported by this build yet; "
-                       "give one of its members (a run folder or an .onnx file)");
+                       "--teacher: no such run folder, .onnx file or ensemble folder");
     if (util_is_file(path) && !run_model_is_onnx(path))
         return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
-                       "--teacher: not a run folder or an .onnx file");
+                       "--teacher: not a run folder, an .onnx file or an ensemble folder");
     pt_err me;
-    if (rm_open(path, 0, &t->m, &me) != PT_OK)
+    if (ens_open_path(path, &t->x, &me) != PT_OK ||
+        ens_match(t->x, ds, data_path, &me) != PT_OK)
         return err_set(e, me.code == PT_ENOMEM ? PT_ENOMEM : PT_EUSAGE, NULL, PT_NO_RECORD,
                        PT_NO_OFFSET, "--teacher %s", me.msg);
+    if (ens_classes(t->x) != t->k)
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--teacher: its %d classes are not the dataset's %d", ens_classes(t->x),
+                       t->k);
     if (!realpath(path, t->abs))
         util_copy(t->abs, sizeof t->abs, path);
     short_name(t->abs, t->name, sizeof t->name);
-    t->bf16 = t->m.data ? trn_precision_bf16((run_precision)t->m.precision) : 0;
-    util_fmt(t->about, sizeof t->about, "%s, %d px, input %s%s", t->m.data ? "run" : "onnx",
-             t->m.image_size, nn_norm_name(t->m.norm), t->m.tta_flip ? ", tta flip" : "");
+    describe(t);
     fingerprint(t);
     return PT_OK;
 }
 
-static int live_buffers(tch *t, pt_err *e)
-{
-    const int B = t->o.batch, S = t->m.image_size, k = t->k;
-    int per = (B + t->o.replicas - 1) / t->o.replicas;
-    int rc = inf_pool_new(t->m.net, t->o.replicas, per, t->bf16, &t->pool, e);
-    if (rc != PT_OK)
-        return rc;
-    t->img = malloc((size_t)B * S * S * 3);
-    t->logits = malloc((size_t)B * k * sizeof *t->logits);
-    t->probs = malloc((size_t)B * k * sizeof *t->probs);
-    t->row = malloc((size_t)k * sizeof *t->row);
-    if (!t->img || !t->logits || !t->probs || !t->row)
-        return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    return PT_OK;
-}
-
-int tch_open(const tch_opts *o, char *const *names, int named, int n_classes, tch **out,
-             pt_err *e)
+int tch_open(const tch_opts *o, const ds_dataset *ds, const char *data_path, char *const *names,
+             int n_classes, tch **out, pt_err *e)
 {
     *out = NULL;
     if (!o->path || !o->path[0] || !(o->t > 0) || o->replicas < 1 || o->batch < 1 ||
@@ -262,11 +182,9 @@ int tch_open(const tch_opts *o, char *const *names, int named, int n_classes, tc
         if (!(t->names[c] = strdup(names[c])))
             rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     if (rc == PT_OK)
-        rc = open_model(t, e);
-    if (rc == PT_OK)
-        rc = match_classes(t, names, named, n_classes, e);
+        rc = open_teacher(t, ds, data_path, e);
     if (rc == PT_OK && o->view == RUN_TEACHER_LIVE)
-        rc = live_buffers(t, e);
+        rc = tch_live_open(t, e);
     if (rc != PT_OK) {
         tch_close(t);
         return rc;
@@ -387,14 +305,6 @@ static int write_csv(const tch *t, const prd_results *r, const char *dir, pt_err
     return rc;
 }
 
-/* Back to the dataset's class order (the teacher's output c is class map[c]). */
-static void to_dataset_order(const tch *t, double *p, double *tmp)
-{
-    for (int c = 0; c < t->k; c++)
-        tmp[t->map[c]] = p[c];
-    memcpy(p, tmp, (size_t)t->k * sizeof *p);
-}
-
 typedef struct pred_ctx {
     const tch *t;
     volatile sig_atomic_t stop;
@@ -409,38 +319,25 @@ static void on_batch(void *ctx, long long done, long long total)
         pc->stop = 1;
 }
 
-/* The teacher predicts the training split (validation's pipeline, its own size,
- * normalisation and flip), the rows go into the cache, and to the files when write. */
+/* The teacher predicts the training split (each member at its own size, normalisation
+ * and TTA, as predict does), the rows go into the cache, and to the files when write. */
 static int predict_split(tch *t, const ds_split *s, const char *dir, int write, pt_err *e)
 {
     pred_ctx pc = { .t = t };
-    prd_opts po = { .batch = t->o.batch, .replicas = t->o.replicas, .workers = t->o.workers,
-                    .tta_flip = t->m.tta_flip, .bf16 = t->bf16, .on_batch = on_batch,
-                    .ctx = &pc, .stop = &pc.stop };
-    prd *p;
-    int rc = prd_new(&t->m, &po, &p, e);
-    if (rc != PT_OK)
-        return rc;
+    ens_opts eo = { .batch = t->o.batch, .replicas = t->o.replicas, .workers = t->o.workers,
+                    .bf16 = -1, .on_batch = on_batch, .ctx = &pc, .stop = &pc.stop };
     prd_results r;
-    rc = prd_split(p, s, 1, &r, e);
-    prd_free(p);
+    int rc = ens_split(t->x, s, 1, &eo, &r, NULL, e);
     if (rc != PT_OK)
         return rc;
     if (r.stopped) {
         prd_results_free(&r);
         return err_set(e, PT_ESTOPPED, NULL, PT_NO_RECORD, PT_NO_OFFSET, "stopped");
     }
-    double *tmp = malloc((size_t)t->k * sizeof *tmp);
-    if (!tmp)
-        rc = err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    for (long long i = 0; rc == PT_OK && i < r.n; i++) {
-        if (!r.items[i].ok)
-            continue;
-        to_dataset_order(t, r.probs + (size_t)i * t->k, tmp);
-        rc = cache_put(t, r.items[i].shard, r.items[i].record, r.items[i].label,
-                       r.probs + (size_t)i * t->k, e);
-    }
-    free(tmp);
+    for (long long i = 0; rc == PT_OK && i < r.n; i++)
+        if (r.items[i].ok)
+            rc = cache_put(t, r.items[i].shard, r.items[i].record, r.items[i].label,
+                           r.probs + (size_t)i * t->k, e);
     if (rc == PT_OK && write && dir)
         rc = write_csv(t, &r, dir, e);
     prd_results_free(&r);
@@ -660,32 +557,7 @@ static int fill_cached(tch *t, const batch *b, float *soft, pt_err *e)
     return PT_OK;
 }
 
-static int fill_live(tch *t, const batch *b, float *soft, pt_err *e)
-{
-    const int S = t->m.image_size, k = t->k;
-    const size_t px = (size_t)S * S * 3;
-    if (b->n > t->o.batch)
-        return err_set(e, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
-                       "teacher: a batch of %d, more than the %d planned", b->n, t->o.batch);
-    for (int i = 0; i < b->n; i++) {
-        uint8_t *dst = t->img + (size_t)i * px;
-        if (b->h == S && b->w == S)
-            memcpy(dst, batch_image(b, i), px);
-        else if (img_resize(batch_image(b, i), b->w * 3, 0, 0, b->w, b->h, dst, S, S,
-                            &t->scratch) != 0)
-            return err_set(e, PT_ENOMEM, NULL, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    }
-    int rc = inf_probs(t->pool, t->img, b->n, S, S, k, t->m.tta_flip, t->logits, t->probs, e);
-    if (rc != PT_OK)
-        return rc;
-    for (int i = 0; i < b->n; i++) {
-        to_dataset_order(t, t->probs + (size_t)i * k, t->row);
-        tch_temper(t->probs + (size_t)i * k, k, t->o.t, soft + (size_t)i * k);
-    }
-    return PT_OK;
-}
-
 int tch_fill(tch *t, const batch *b, float *soft, pt_err *e)
 {
-    return t->o.view == RUN_TEACHER_LIVE ? fill_live(t, b, soft, e) : fill_cached(t, b, soft, e);
+    return t->o.view == RUN_TEACHER_LIVE ? tch_live_fill(t, b, soft, e) : fill_cached(t, b, soft, e);
 }

@@ -2,10 +2,11 @@
  * probabilities, softened at temperature T, are the student's soft targets
  * (Hinton et al.; the loss is nn/nn.h's nn_distill_ce).
  *
- * A teacher is a run folder or an .onnx classifier (infer/runmodel.h), its classes
- * matched to the dataset's by name (any order; by position when either names none),
- * each at its own image size, input normalisation and test-time flip. Two views
- * (--teacher-view):
+ * A teacher is what infer/ensemble.h opens (ens_open_path): a run folder, an .onnx
+ * classifier (a one-member ensemble) or an ensemble folder (its members, weights and
+ * TTA); its classes matched to the dataset's by ens_match; each member at its own
+ * image size, input normalisation and test-time augmentation; the answer the
+ * weighted mean of the members' probabilities. Two views (--teacher-view):
  *   cached  before the first epoch the teacher predicts every training record once,
  *           un-augmented, as `petal-tui predict TEACHER --split train` would (the
  *           validation pipeline at the teacher's size); kept by (shard, record) and
@@ -15,8 +16,9 @@
  *           again. A MixUp / CutMix example's target is mix x p_T(a) + (1 - mix) x
  *           p_T(b), its two sources' (batch.src, batch.src2).
  *   live    every batch as the student sees it (augmented and mixed), each image
- *           resized (bilinear) to the teacher's side and forwarded on the teacher's
- *           own inference pool: exact, and costlier.
+ *           resized (bilinear) to each member's side and forwarded on that member's
+ *           own inference pool (its flip, not its crops: teacher_live.c): exact,
+ *           and costlier.
  *
  * Threads: one caller at a time (the trainer's thread).
  * Ownership: tch_open() makes a tch that tch_close() frees with everything it holds
@@ -30,6 +32,7 @@
 
 #include "base/err.h"
 #include "data/batch.h"
+#include "data/dataset.h"
 #include "data/dataset.h"
 #include "run.h"
 
@@ -50,18 +53,22 @@ typedef struct tch_opts {
     int (*stop)(void *ctx);
 } tch_opts;
 
-/* Opens the teacher for a dataset of n_classes named names[0..n_classes) (named: 1
- * when the dataset names them, classes.txt; 0 when they are placeholders). PT_EUSAGE
- * naming the path when it is missing, not a classifier, or its classes are not the
- * dataset's (both lists said). */
-int tch_open(const tch_opts *o, char *const *names, int named, int n_classes, tch **out,
-             pt_err *e);
+/* Opens the teacher (infer/ensemble.h's ens_open_path: a run folder, an .onnx file,
+ * an ensemble folder) for dataset ds (data_path: as the user named it, for messages)
+ * of n_classes named names[0..n_classes) (the run's names: teacher_probs.csv's
+ * header). PT_EUSAGE naming the path when it is missing, not a classifier, or its
+ * classes are not the dataset's (ens_match's message). */
+int tch_open(const tch_opts *o, const ds_dataset *ds, const char *data_path, char *const *names,
+             int n_classes, tch **out, pt_err *e);
 void tch_close(tch *t);
 
 /* A short name for the header and the log: the run folder's or file's base name. */
 const char *tch_name(const tch *t);
-/* What it is, in words: "run folder, 32 px, flip" / ".onnx, 224 px (tf)". */
+/* What it is, in words: "a run, 32 px, input unit, tta none" / "an ensemble of 3
+ * members (weights fit), 224 px the largest". */
 const char *tch_about(const tch *t);
+/* How its classes were matched to the dataset's (ens_notes: lines, "" for nothing). */
+const char *tch_notes(const tch *t);
 
 /* cached: the teacher's probabilities of every record of the training split. With
  * dir (the run folder) and reuse, read from dir/teacher_probs.csv when it is there
