@@ -511,6 +511,44 @@ static const char *student_run(void)
 
 /* teacher_probs.csv is `petal-tui predict TEACHER DATA --split train` row by row (its
  * six decimals). */
+/* `petal-tui predict MODEL DATA --split train --top 4`'s probabilities of the small
+ * dataset's training records, in file order, by class (six decimals): their count, or
+ * -1 (said) when predict failed or wrote something else. */
+static int predict_train(const char *model, double (*p)[4], int max)
+{
+    char cmd[12000], *out = NULL;
+    util_path(cmd, sizeof cmd, "%s predict '%s' '%s' --split train --top 4 --replicas 1", t_bin(),
+              model, fx_small_dataset());
+    int n = t_run(cmd, &out) == 0 ? 0 : -1;
+    char *save = NULL;
+    for (char *line = strtok_r(out, "\n", &save); n >= 0 && line;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "id,", 3) == 0 || strchr(line, ',') == NULL ||
+            strncmp(line, "petal-tui", 9) == 0)
+            continue;
+        /* id,label,class,probability,top2_class,top2_probability,... */
+        char *f[16];
+        int nf = 0;
+        for (char *s2 = NULL, *tok = strtok_r(line, ",", &s2); tok && nf < 16;
+             tok = strtok_r(NULL, ",", &s2))
+            f[nf++] = tok;
+        /* f[1]: the predicted class's index, f[2] its name */
+        if (n == max || nf != 10 || atoi(f[1]) != atoi(f[2] + strlen("flower"))) {
+            n = -1;
+            break;
+        }
+        for (int t = 0; t < 4; t++)
+            p[n][atoi(f[2 + 2 * t] + strlen("flower")) & 3] = strtod(f[3 + 2 * t], NULL);
+        n++;
+    }
+    if (n < 0)
+        printf("  %s:\n%s\n", cmd, out);
+    free(out);
+    return n;
+}
+
+/* teacher_probs.csv is `petal-tui predict TEACHER DATA --split train` row by row (its
+ * six decimals). */
 TEST(distill_teacher_probs_are_predicts_on_the_training_split)
 {
     enum { N = 70, K = 4 };
@@ -520,37 +558,78 @@ TEST(distill_teacher_probs_are_predicts_on_the_training_split)
     char header[512];
     T_REQUIRE(read_teacher_csv(run, K, rows, N + 1, header, sizeof header) == N);
     T_EQ_STR(header, "shard_file,record,label,flower00,flower01,flower02,flower03");
-    char cmd[12000], *out = NULL;
-    util_path(cmd, sizeof cmd, "%s predict '%s' '%s' --split train --top 4 --replicas 1",
-              t_bin(), teacher_run(), fx_small_dataset());
-    T_REQUIRE(t_run(cmd, &out) == 0);
-    int n = 0;
+    static double p[N + 1][4];
+    T_REQUIRE(predict_train(teacher_run(), p, N + 1) == N);
     double worst = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (strncmp(line, "id,", 3) == 0 || strchr(line, ',') == NULL ||
-            strncmp(line, "petal-tui", 9) == 0)
-            continue;
-        T_REQUIRE(n < N);
-        /* id,label,class,probability,top2_class,top2_probability,... */
-        char *f[16];
-        int nf = 0;
-        for (char *s2 = NULL, *tok = strtok_r(line, ",", &s2); tok && nf < 16;
-             tok = strtok_r(NULL, ",", &s2))
-            f[nf++] = tok;
-        T_REQUIRE(nf == 2 + 2 * K);
-        /* f[1]: the predicted class's index, f[2] its name */
-        T_EQ_INT(atoi(f[1]), atoi(f[2] + strlen("flower")));
-        for (int t = 0; t < K; t++) {
-            int cls = atoi(f[2 + 2 * t] + strlen("flower"));
-            T_REQUIRE(cls >= 0 && cls < K);
-            worst = fmax(worst, fabs(strtod(f[3 + 2 * t], NULL) - rows[n].p[cls]));
-        }
-        n++;
-    }
-    free(out);
-    T_EQ_INT(n, N);
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < K; c++)
+            worst = fmax(worst, fabs(p[i][c] - rows[i].p[c]));
     T_CHECKF(worst <= 5.1e-7, "predict and teacher_probs.csv differ by %.3g", worst);
+}
+
+/* A second teacher of the same classes (another seed), made once. */
+static const char *teacher2_run(void)
+{
+    static char dir[4200];
+    static int made;
+    if (made)
+        return made > 0 ? dir : NULL;
+    made = -1;
+    util_path(dir, sizeof dir, "%s/teacher2", t_tmpdir());
+    run_config c;
+    fx_small_config(&c, dir);
+    c.epochs = 1;
+    c.seed = 7;
+    run_snapshot s;
+    if (fx_run_to_end(&c, &s) != RUN_DONE) {
+        printf("  the second teacher: %s\n", s.message);
+        return NULL;
+    }
+    made = 1;
+    return dir;
+}
+
+/* An ensemble folder as the teacher: its members' probabilities weighted as
+ * ensemble.json says (0.25 and 0.75 here), predict's for each. */
+TEST(distill_from_an_ensemble_folder_weighs_its_members)
+{
+    enum { N = 70, K = 4 };
+    const char *a = teacher_run(), *b = teacher2_run();
+    T_REQUIRE(a && b);
+    char ens_dir[4200], dir[4200], cmd[16000], *out = NULL;
+    util_path(ens_dir, sizeof ens_dir, "%s/ens", t_tmpdir());
+    util_path(cmd, sizeof cmd, "%s ensemble '%s' '%s' --data '%s' --weights 0.25,0.75 --out '%s'",
+              t_bin(), a, b, fx_small_dataset(), ens_dir);
+    int rc = t_run(cmd, &out);
+    T_CHECKF(rc == 0, "%s:\n%s", cmd, out);
+    free(out);
+    T_REQUIRE(rc == 0);
+    util_path(dir, sizeof dir, "%s/from-ens", t_tmpdir());
+    run_config c;
+    fx_small_config(&c, dir);
+    c.epochs = 1;
+    util_copy(c.teacher, sizeof c.teacher, ens_dir);
+    run_snapshot s;
+    T_REQUIRE(fx_run_to_end(&c, &s) == RUN_DONE);
+    T_CHECKF(!strcmp(s.distill, "distilling ens T4 a0.9"), "header: '%s'", s.distill);
+    static csv_row rows[N + 1];
+    T_REQUIRE(read_teacher_csv(dir, K, rows, N + 1, NULL, 0) == N);
+    static double pa[N + 1][4], pb[N + 1][4];
+    T_REQUIRE(predict_train(a, pa, N + 1) == N && predict_train(b, pb, N + 1) == N);
+    double worst = 0, apart = 0;
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < K; k++) {
+            worst = fmax(worst, fabs(0.25 * pa[i][k] + 0.75 * pb[i][k] - rows[i].p[k]));
+            apart = fmax(apart, fabs(pa[i][k] - pb[i][k]));
+        }
+    T_CHECKF(worst <= 6e-7, "the weighted mean of predict's and teacher_probs.csv differ by %.3g",
+             worst);
+    T_CHECKF(apart > 1e-2, "the two teachers agree to %.3g: the weights are not tested", apart);
+    char txt[4200], *text;
+    util_path(txt, sizeof txt, "%s/teacher.txt", dir);
+    T_REQUIRE((text = fx_slurp(txt)) != NULL);
+    T_CHECKF(strstr(text, "weight 0.25") && strstr(text, "weight 0.75"), "%s", text);
+    free(text);
 }
 
 /* Refusals exit 1 with a message: a missing teacher, one of other classes, a file
@@ -618,14 +697,8 @@ TEST(distill_resume_reuses_the_cache_and_refuses_another_teacher)
     T_CHECK(strcmp(before, after) == 0);
     T_CHECK(isfinite(history_train_loss(run, 2)));
     /* Another teacher: the student of the first test is a run of the same classes. */
-    char other[4200];
-    util_path(other, sizeof other, "%s/teacher2", t_tmpdir());
-    run_config c;
-    fx_small_config(&c, other);
-    c.epochs = 1;
-    c.seed = 7;
-    run_snapshot s;
-    T_REQUIRE(fx_run_to_end(&c, &s) == RUN_DONE);
+    const char *other = teacher2_run();
+    T_REQUIRE(other);
     util_path(cmd, sizeof cmd, "%s --headless --resume '%s' --epochs 3 --teacher '%s'", t_bin(),
               run, other);
     rc = t_run(cmd, &out);
