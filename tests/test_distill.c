@@ -781,3 +781,71 @@ TEST(distill_live_view_equals_the_cache_when_nothing_is_augmented)
     b = history_train_loss(live, 1);
     T_CHECKF(isfinite(b) && fabs(a - b) > 1e-3 * a, "cached %.9g, live with mixup %.9g", a, b);
 }
+
+/* The index of the training shard whose file is named name, or -1. */
+static int find_in_split(const ds_dataset *ds, const char *name)
+{
+    for (int i = 0; i < ds->split[DS_TRAIN].n_shards; i++) {
+        const char *p = ds->split[DS_TRAIN].shards[i].path, *slash = strrchr(p, '/');
+        if (!strcmp(slash ? slash + 1 : p, name))
+            return i;
+    }
+    return -1;
+}
+
+/* tch_fill of a cached teacher: an unmixed example's row is its record's p_T, a mixed
+ * one's mix x p_T(a) + (1 - mix) x p_T(b) of its two records; a record the cache has
+ * not, or one of another label, is refused. */
+TEST(distill_cached_targets_mix_the_two_records_as_the_labels)
+{
+    enum { N = 70, K = 4 };
+    const char *teacher = student_run() ? teacher_run() : NULL;
+    T_REQUIRE(teacher);
+    static csv_row rows[N + 1];
+    T_REQUIRE(read_teacher_csv(student_run(), K, rows, N + 1, NULL, 0) == N);
+    ds_dataset *ds = NULL;
+    pt_err e;
+    T_REQUIRE(ds_open(fx_small_dataset(), 0, &ds, &e) == PT_OK);
+    char n0[] = "flower00", n1[] = "flower01", n2[] = "flower02", n3[] = "flower03";
+    char *names[K] = { n0, n1, n2, n3 };
+    tch_opts o = { .path = teacher, .t = 2, .replicas = 1, .batch = 8, .workers = 1 };
+    tch *t = NULL;
+    int predicted = 0;
+    T_REQUIRE(tch_open(&o, ds, fx_small_dataset(), names, K, &t, &e) == PT_OK);
+    T_CHECK(tch_prepare(t, &ds->split[DS_TRAIN], N, NULL, 0, 0, &predicted, &e) == PT_OK &&
+            predicted == 1);
+    batch *b = batch_new(2, 32, 32);
+    T_REQUIRE(b);
+    const csv_row *ra = &rows[3], *rb = &rows[40];
+    b->n = 2;
+    for (int i = 0; i < 2; i++) {
+        b->src[i].shard = find_in_split(ds, ra->shard);
+        b->src[i].record = ra->record;
+        b->label[i] = ra->label;
+        b->mix[i] = 1.0f;
+        b->src2[i] = b->src[i];
+    }
+    b->src2[1].shard = find_in_split(ds, rb->shard);
+    b->src2[1].record = rb->record;
+    b->label2[1] = rb->label;
+    b->mix[1] = 0.3f;
+    float soft[2 * K];
+    T_REQUIRE(tch_fill(t, b, soft, &e) == PT_OK);
+    double pa[K], pb[K], sa = 0, sb = 0;
+    for (int c = 0; c < K; c++) {
+        sa += pa[c] = pow(ra->p[c], 1 / 2.0);
+        sb += pb[c] = pow(rb->p[c], 1 / 2.0);
+    }
+    for (int c = 0; c < K; c++) {
+        T_NEAR(soft[c], pa[c] / sa, 2e-6);
+        T_NEAR(soft[K + c], 0.3 * pa[c] / sa + 0.7 * pb[c] / sb, 2e-6);
+    }
+    b->label[0] = (ra->label + 1) % K;
+    T_CHECK(tch_fill(t, b, soft, &e) == PT_EUSAGE && strstr(e.msg, "another dataset?"));
+    b->label[0] = ra->label;
+    b->src[0].record = 100000;
+    T_CHECK(tch_fill(t, b, soft, &e) == PT_EUSAGE && strstr(e.msg, "no row"));
+    batch_free(b);
+    tch_close(t);
+    ds_free(ds);
+}
