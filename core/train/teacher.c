@@ -82,7 +82,7 @@ const char *tch_about(const tch *t)
 
 const char *tch_notes(const tch *t)
 {
-    return ens_notes(t->x);
+    return t->x ? ens_notes(t->x) : "";
 }
 
 void tch_temper(const double *p, int k, double t, float *out)
@@ -510,12 +510,19 @@ int tch_prepare(tch *t, const ds_split *train, long long expect_rows, const char
     char csv[PATH_MAX];
     util_path(csv, sizeof csv, "%s/%s", dir ? dir : ".", TCH_CSV);
     if (dir && reuse && util_is_file(csv)) {
-        if ((rc = check_same_teacher(t, dir, e)) != PT_OK)
-            return rc;
-        return read_csv(t, dir, expect_rows, e);
+        if ((rc = check_same_teacher(t, dir, e)) == PT_OK)
+            rc = read_csv(t, dir, expect_rows, e);
+    } else {
+        *predicted = 1;
+        rc = predict_split(t, train, dir, write, e);
     }
-    *predicted = 1;
-    return predict_split(t, train, dir, write, e);
+    /* The cache is all a cached teacher is from here on: its nets give their memory
+     * back before the student's replicas take theirs. */
+    if (rc == PT_OK) {
+        ens_close(t->x);
+        t->x = NULL;
+    }
+    return rc;
 }
 
 /* ---- a batch's soft targets ---- */
