@@ -38,6 +38,8 @@ _Static_assert(sizeof(run_precision) == sizeof(int), "run_precision is int-sized
 /* run_monitor's and run_keep's order. */
 static const char *const MONITORS[] = { "f1", "loss", NULL };
 static const char *const KEEPS[] = { "auto", "best", "last", NULL };
+static const char *const TEACHER_VIEWS[] = { "cached", "live", NULL };
+_Static_assert(sizeof(run_teacher_view) == sizeof(int), "run_teacher_view is int-sized");
 _Static_assert(sizeof(run_monitor) == sizeof(int) && sizeof(run_keep) == sizeof(int),
                "run_monitor and run_keep are int-sized");
 
@@ -113,6 +115,10 @@ static const cfg_option OPTIONS[] = {
     { "ema", CFG_NUM, F(ema), "0.99", 0, 0.99999, NULL, "D", "validate and predict with a moving average of the weights, decay D (0 = off)", NULL, ALL, 0, NULL },
     { "tta", CFG_CHOICE, F(tta), "none", 0, 0, TTAS, NULL, "validate and predict each image as it is (none) or as the mean of it and its mirror image (flip)", NULL, ALL, 0, NULL },
     { "label-smoothing", CFG_NUM, F(label_smoothing), "0", 0, 0.5, NULL, "E", "train against (1 - E) x the label + E / classes", NULL, ALL, 0, NULL },
+    { "teacher", CFG_PATH, F(teacher), "", 0, 0, NULL, "PATH", "knowledge distillation from a run folder, an .onnx classifier or an ensemble folder: the loss is alpha x T^2 x KL(teacher_T || student_T) + (1 - alpha) x the labels' cross-entropy", "no teacher", ALL, 0, NULL },
+    { "distill-t", CFG_NUM, F(distill_t), "4", 0.05, 100, NULL, "T", "--teacher: the temperature of both softmaxes", NULL, ALL, 0, NULL },
+    { "distill-alpha", CFG_NUM, F(distill_alpha), "0.9", 0, 1, NULL, "A", "--teacher: the weight of the teacher's term (1 - A: the labels')", NULL, ALL, 0, NULL },
+    { "teacher-view", CFG_CHOICE, F(teacher_view), "cached", 0, 0, TEACHER_VIEWS, NULL, "--teacher: predict each training image once, un-augmented, before the first epoch (cached), or every augmented and mixed batch as the student sees it (live: exact, costlier)", NULL, ALL, 0, NULL },
     { "freeze-epochs", CFG_INT, F(freeze_epochs), "0", 0, RUN_MAX_EPOCHS, NULL, "K", "train only the new head for the first K epochs", NULL, ALL, 0, NULL },
     { "backbone-lr-scale", CFG_NUM, F(backbone_lr_scale), "0.1", 0, 1, NULL, "F", "after them, the backbone's learning rate as a fraction", NULL, ALL, 0, NULL },
     { "freeze-backbone", CFG_BOOL, F(freeze_backbone), "no", 0, 0, NULL, NULL, "train only the head", NULL, ALL, 0, NULL },

@@ -43,6 +43,9 @@ typedef enum run_monitor { RUN_MON_F1 = 0, RUN_MON_LOSS } run_monitor;
 /* Which epoch's weights are the run's model (export, predict, submission.csv): auto is
  * best when --early-stop is on, else last (run_keeps_best). */
 typedef enum run_keep { RUN_KEEP_AUTO = 0, RUN_KEEP_BEST, RUN_KEEP_LAST } run_keep;
+/* What a distillation teacher sees (--teacher-view): each training image once,
+ * un-augmented, before the first epoch (cached), or every augmented batch (live). */
+typedef enum run_teacher_view { RUN_TEACHER_CACHED = 0, RUN_TEACHER_LIVE } run_teacher_view;
 /* An ONNX model's input convention: the model's own (auto), or nn_norm's value + 1. */
 typedef enum run_input_norm {
     RUN_NORM_AUTO = 0, RUN_NORM_IMAGENET, RUN_NORM_UNIT, RUN_NORM_TF, RUN_NORM_RAW, RUN_NORM_CAFFE
@@ -82,6 +85,11 @@ typedef struct run_config {
     run_input_norm input_norm;  /* an ONNX model: how pixels become its input */
     run_backbone_bn backbone_bn; /* an ONNX model's batch norm: trained, or frozen */
     double label_smoothing;     /* of the training targets (not of validation's loss) */
+    char teacher[4096];         /* knowledge distillation: a run folder, an .onnx classifier
+                                   or an ensemble folder; "" = off */
+    double distill_t;           /* the temperature T of the teacher's and student's softmax */
+    double distill_alpha;       /* the weight of the distillation term (1 - it: the labels') */
+    run_teacher_view teacher_view;
     double ema;                 /* decay of the weights' moving average; 0 = off */
     run_tta tta;                /* test-time augmentation of validation and test */
     int freeze_epochs;          /* the first K epochs train only the new head */
@@ -188,6 +196,7 @@ typedef struct run_snapshot {
     char run_dir[512];
     char model[64];
     char phase[64];             /* fine-tuning: which part trains, and how much of it */
+    char distill[96];           /* --teacher: "distilling NAME T4 a0.9"; "" otherwise */
     char input_norm[48];        /* an ONNX model's input convention, for the header: "tf",
                                    "raw (auto)" (the model's own or the default); before
                                    the import the option's value; "" for a built-in net */

@@ -194,6 +194,11 @@ int cmd_lrfind(int argc, char **argv)
         free(rest);
         return 1;
     }
+    /* The finder does not open a teacher (its prepare steps leave it out: a pass over
+     * the training set would cost more than its 100 updates): said, so that the rate
+     * is not taken for the distilled loss's. */
+    if (a.cfg.teacher[0])
+        printf("lr-find: --teacher is ignored: the rate is found on the labels' loss\n");
     eng *g;
     pt_err e;
     if ((rc = eng_create(&a.cfg, &g, &e)) == PT_OK && (rc = eng_lrfind_start(g, &e)) != PT_OK)

@@ -51,6 +51,10 @@ static const char DEFAULT_TEXT[] =
     "ema = 0.99\n"
     "tta = none\n"
     "label-smoothing = 0\n"
+    "teacher = \n"
+    "distill-t = 4\n"
+    "distill-alpha = 0.9\n"
+    "teacher-view = cached\n"
     "freeze-epochs = 0\n"
     "backbone-lr-scale = 0.1\n"
     "freeze-backbone = no\n"
@@ -101,6 +105,10 @@ static const char OTHER_TEXT[] =
     "ema = 0\n"
     "tta = flip\n"
     "label-smoothing = 0.1\n"
+    "teacher = runs/zoo-teacher\n"
+    "distill-t = 2.5\n"
+    "distill-alpha = 0.7\n"
+    "teacher-view = live\n"
     "freeze-epochs = 2\n"
     "backbone-lr-scale = 0.25\n"
     "freeze-backbone = yes\n"
@@ -156,6 +164,10 @@ static void other_config(run_config *c)
     c->ema = 0;
     c->tta = RUN_TTA_FLIP;
     c->label_smoothing = 0.1;
+    snprintf(c->teacher, sizeof c->teacher, "runs/zoo-teacher");
+    c->distill_t = 2.5;
+    c->distill_alpha = 0.7;
+    c->teacher_view = RUN_TEACHER_LIVE;
     c->freeze_epochs = 2;
     c->backbone_lr_scale = 0.25;
     c->freeze_backbone = 1;
@@ -238,6 +250,10 @@ static void same_config(const run_config *a, const run_config *b)
     T_EQ_INT(a->input_norm, b->input_norm);
     T_EQ_INT(a->reinit, b->reinit);
     T_CHECK(a->backbone_lr_scale == b->backbone_lr_scale);
+    T_EQ_STR(a->teacher, b->teacher);
+    T_CHECK(a->distill_t == b->distill_t);
+    T_CHECK(a->distill_alpha == b->distill_alpha);
+    T_EQ_INT(a->teacher_view, b->teacher_view);
     T_EQ_STR(a->augment, b->augment);
     T_CHECK(a->seed == b->seed);
     T_EQ_INT(a->deterministic, b->deterministic);

@@ -718,3 +718,32 @@ TEST(dist_ranks_stop_early_at_the_same_epoch_and_keep_the_same_best)
     T_EQ_INT(count_lines_with(b.out_file, "early stop at epoch"), 1);
     T_EQ_INT(count_lines_with(b.out_file, "stopped early at epoch"), 1);
 }
+
+/* --teacher in a job: each rank fills its slice's soft targets from its own cache
+ * (rank 0 writes teacher_probs.csv), mixed examples included; 2 ranks of 1 replica
+ * train what one process of 2 replicas does. */
+TEST(dist_distilled_two_ranks_train_the_model_of_one_process)
+{
+    T_NEED_TOOL("mpirun");
+    T_REQUIRE(dataset()[0]);
+    const char *teacher = reference();
+    T_REQUIRE(teacher);
+    const char *extra[] = { "--teacher", teacher, "--augment", "flip:0.5,mixup:0.5", NULL };
+    char one[4200], two[4200];
+    util_path(one, sizeof one, "%s/distilled-one", t_tmpdir());
+    util_path(two, sizeof two, "%s/distilled-two", t_tmpdir());
+    job a = { .ranks = 0, .replicas = 2, .out = one, .epochs = 1, .extra = extra };
+    job b = { .ranks = 2, .replicas = 1, .out = two, .epochs = 1, .extra = extra };
+    int sa = run(&a, "distilled-one");
+    if (sa != 0)
+        show(&a);
+    int sb = sa == 0 ? run(&b, "distilled-two") : -1;
+    if (sa == 0 && sb != 0)
+        show(&b);
+    T_REQUIRE(sa == 0 && sb == 0);
+    double d = max_diff(one, two, 1);
+    T_CHECKF(d >= 0 && d <= 1e-5, "weights differ by %g", d);
+    T_CHECK(same_history(one, two));
+    T_CHECK(same_file(one, two, "teacher_probs.csv"));
+    T_EQ_INT(count_lines_with(b.out_file, "distilled from "), 2);
+}

@@ -69,8 +69,8 @@ static void first_row(WINDOW *w, ui_rect r, const run_snapshot *s)
     /* The pieces of the first row. The dataset gets what the others leave (it
      * is a path and shortens well); a piece that does not fit is left out
      * whole rather than cut, the class count first. */
-    char p[4][300];
-    ui_role pr[4] = { UI_R_NORMAL, UI_R_NORMAL, UI_R_NORMAL, UI_R_DIM };
+    char p[5][300];
+    ui_role pr[5] = { UI_R_NORMAL, UI_R_NORMAL, UI_R_NORMAL, UI_R_NORMAL, UI_R_DIM };
     /* Before the run starts the replica count may still be "one per core". */
     char reps[16], upd[16];
     snprintf(reps, sizeof reps, s->replicas > 0 ? "%d" : "auto", s->replicas);
@@ -89,16 +89,20 @@ static void first_row(WINDOW *w, ui_rect r, const run_snapshot *s)
         snprintf(p[2] + strlen(p[2]), 300 - strlen(p[2]), " %s", s->precision);
     if (s->phase[0])
         snprintf(p[2] + strlen(p[2]), 300 - strlen(p[2]), " (%s)", s->phase);
+    /* --teacher: from whom (the short name) at which T and alpha */
     p[3][0] = 0;
+    if (s->distill[0])
+        snprintf(p[3], 300, " | %s", s->distill);
+    p[4][0] = 0;
     if (s->n_classes > 0)
-        snprintf(p[3], 300, " | %d classes", s->n_classes);
+        snprintf(p[4], 300, " | %d classes", s->n_classes);
     int room = end - x;
-    int others = ui_draw_width(p[1]) + ui_draw_width(p[2]);
+    int others = ui_draw_width(p[1]) + ui_draw_width(p[2]) + ui_draw_width(p[3]);
     int dw = room - others;
     dw = dw > 44 ? 44 : dw < 12 ? 12 : dw;
     shorten_path(s->dataset[0] ? s->dataset : "demo", dw, p[0], 300);
     int used = 0;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         int pw = ui_draw_width(p[k]);
         if (used + pw > room)
             continue;

@@ -334,6 +334,7 @@ static int apply_mix(const aug_chain *c, int k, batch *b, uint64_t seed, aug_wor
                                         cx - cw / 2 + cw, cy - ch / 2 + ch);
             }
             b->label2[i] = plabel[j];
+            b->src2[i] = b->src[j];
             b->mix[i] = own;
         }
         if (pass == 0) {

@@ -21,7 +21,8 @@ batch *batch_new(int cap, int h, int w)
     b->mix = calloc(ucap, sizeof *b->mix);
     b->id = calloc(ucap, sizeof *b->id);
     b->src = calloc(ucap, sizeof *b->src);
-    if (!b->images || !b->label || !b->label2 || !b->mix || !b->id || !b->src) {
+    b->src2 = calloc(ucap, sizeof *b->src2);
+    if (!b->images || !b->label || !b->label2 || !b->mix || !b->id || !b->src || !b->src2) {
         batch_free(b);
         return NULL;
     }
@@ -38,6 +39,7 @@ void batch_free(batch *b)
     free(b->mix);
     free(b->id);
     free(b->src);
+    free(b->src2);
     free(b);
 }
 
@@ -46,5 +48,6 @@ void batch_clear_mix(batch *b)
     for (int i = 0; i < b->n; i++) {
         b->label2[i] = b->label[i];
         b->mix[i] = 1.0f;
+        b->src2[i] = b->src[i];
     }
 }

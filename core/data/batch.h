@@ -6,7 +6,13 @@
  * example i is label[i] with weight mix[i] and label2[i] with weight 1 - mix[i]; an
  * unmixed example has label2[i] == label[i] and mix[i] == 1. Unlabeled (test)
  * examples have label -1 and carry their id. src[] says where each example came
- * from, for error messages and the inspect view.
+ * from, for error messages and the inspect view; src2[i] where example i's MixUp /
+ * CutMix partner came from (src[i] when unmixed), so that a teacher's cached
+ * probabilities can be mixed as the labels are.
+ *
+ * soft is not the batch's: NULL, or the trainer's [n][k] of the teacher's tempered
+ * probabilities of each example (knowledge distillation), set by the trainer before
+ * the batch goes to the replicas and cleared before it goes back to the pipeline.
  *
  * Ownership: batch_new() allocates every array for `cap` examples; batch_free()
  * releases them. The pipeline owns the batches it hands out and takes them back
@@ -42,6 +48,8 @@ typedef struct batch {
     float *mix;
     char (*id)[BATCH_ID_MAX];
     batch_src *src;
+    batch_src *src2;    /* the mix partner's (src[i] when unmixed) */
+    const float *soft;  /* borrowed: the teacher's targets, or NULL (see above) */
 } batch;
 
 batch *batch_new(int cap, int h, int w);
@@ -55,7 +63,7 @@ static inline int32_t batch_dominant_label(const batch *b, int i)
 {
     return b->mix[i] >= 0.5f ? b->label[i] : b->label2[i];
 }
-/* Reset labels to "unmixed" for the first n examples. */
+/* Reset labels (and src2) to "unmixed" for the first n examples. */
 void batch_clear_mix(batch *b);
 
 #endif

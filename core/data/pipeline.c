@@ -404,6 +404,7 @@ static void keep_slice(batch *b, int first, int count)
         memmove(b->mix, b->mix + lo, (size_t)(hi - lo) * sizeof *b->mix);
         memmove(b->id, b->id + lo, (size_t)(hi - lo) * sizeof *b->id);
         memmove(b->src, b->src + lo, (size_t)(hi - lo) * sizeof *b->src);
+        memmove(b->src2, b->src2 + lo, (size_t)(hi - lo) * sizeof *b->src2);
     }
     int planned_lo = first < b->planned ? first : b->planned;
     int planned_hi = first + count < b->planned ? first + count : b->planned;

@@ -110,6 +110,10 @@ typedef struct prd_item {
     int ok;                 /* 1: its row of probs holds its probabilities */
     int label;              /* a labeled record's class; -1 otherwise */
     char id[INF_ID_MAX];  /* a test record's id; "" otherwise */
+    int shard;              /* prd_split: the split's shard index of the record (batch_src's);
+                               -1 for a file */
+    long long record;       /* prd_split: the record's index in that shard; for a file, its
+                               index in the list */
     pt_err err;             /* !ok: why */
 } prd_item;
 

@@ -241,6 +241,8 @@ int prd_files(prd *p, char *const *paths, long long n, prd_results *out, pt_err 
         for (int i = 0; i < b->n; i++) {
             prd_item *it = &out->items[lo + i];
             it->label = -1;
+            it->shard = -1;
+            it->record = lo + i;
             it->ok = errs[lo + i].code == PT_OK;
             if (!it->ok)
                 it->err = errs[lo + i];
@@ -358,6 +360,8 @@ int prd_split(prd *p, const ds_split *split, int labeled, prd_results *out, pt_e
             prd_item *it = &out->items[out->n + i];
             it->ok = 1;
             it->label = labeled ? b->label[i] : -1;
+            it->shard = b->src[i].shard;
+            it->record = (long long)b->src[i].record;
             util_copy(it->id, sizeof it->id, labeled ? "" : b->id[i]);
         }
         rc = forward_batch(p, b->images, NULL, b->n, out->probs + (size_t)out->n * p->k, e);

@@ -463,4 +463,15 @@ int nn_softmax_ce_smooth(const float *logits, int n, int k, const int32_t *a, co
                          const float *mix, float smooth, float scale, double *loss,
                          float *dlogits, int32_t *pred, pt_err *e);
 
+/* Knowledge distillation (Hinton et al.): per example
+ *   alpha x T^2 x KL(soft || softmax(z / T)) + (1 - alpha) x CE
+ * with CE nn_softmax_ce_smooth's loss against the batch's targets, and soft [n][k] the
+ * teacher's probabilities already at temperature T (softmax(log p / T)), each row
+ * summing to 1. *loss is the sum over the n examples; dlogits = scale x its gradient,
+ * alpha T (q_T - soft) + (1 - alpha) x CE's. PT_EUSAGE without soft, with T <= 0 or
+ * alpha outside [0, 1]; PT_ECLASS as nn_softmax_ce_smooth. */
+int nn_distill_ce(const float *logits, int n, int k, const int32_t *a, const int32_t *b,
+                  const float *mix, float smooth, const float *soft, float t, float alpha,
+                  float scale, double *loss, float *dlogits, int32_t *pred, pt_err *e);
+
 #endif

@@ -51,9 +51,14 @@ static int run_forward(replica *p, int a, int lo, int n)
         return err_set(&p->err, PT_EUSAGE, NULL, PT_NO_RECORD, PT_NO_OFFSET,
                        "replica %d: forward of %d examples failed", p->r, n);
     double loss = 0;
-    int rc = nn_softmax_ce_smooth(logits, n, s->k, b->label + lo, b->label2 + lo, b->mix + lo,
-                                  s->cfg.label_smoothing, 1.0f / (float)s->U, &loss,
-                                  p->dlogits, p->pred, &p->err);
+    int rc = b->soft ? nn_distill_ce(logits, n, s->k, b->label + lo, b->label2 + lo, b->mix + lo,
+                                     s->cfg.label_smoothing, b->soft + (size_t)lo * s->k,
+                                     s->cfg.distill_t, s->cfg.distill_alpha, 1.0f / (float)s->U,
+                                     &loss, p->dlogits, p->pred, &p->err)
+                     : nn_softmax_ce_smooth(logits, n, s->k, b->label + lo, b->label2 + lo,
+                                            b->mix + lo, s->cfg.label_smoothing,
+                                            1.0f / (float)s->U, &loss, p->dlogits, p->pred,
+                                            &p->err);
     if (rc != PT_OK)
         return rc;
     if (!isfinite(loss))

@@ -99,6 +99,10 @@ typedef struct rpool_config {
     int grad_acc;               /* A */
     int predict_batch;          /* per replica, for rpool_infer */
     float label_smoothing;      /* 0: the dataset's targets as they are */
+    /* Knowledge distillation: a batch with soft targets (batch.soft) trains on
+     * nn_distill_ce at temperature distill_t with weight distill_alpha; one without,
+     * on the plain loss. */
+    float distill_t, distill_alpha;
     /* A rank of a job (reducer->ranks > 1): its replicas' place among all of the
      * job's. all_replicas 0 or reducer NULL: this process alone. */
     const rpool_reducer *reducer;

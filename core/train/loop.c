@@ -6,6 +6,7 @@
 
 #include "base/util.h"
 #include "train/dist.h"
+#include "train/distill.h"
 #include "train/metrics.h"
 #include "train/plan.h"
 #include "train/publish.h"
@@ -99,7 +100,14 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
     int rc = trn_next_batches(r, batches, e);
     if (rc != PT_OK)
         return rc;
+    /* The teacher's time (live: its forward passes) is the update's, not idle. */
     double idle = util_now() - t0;
+    if ((rc = trn_distill_fill(r, batches, e)) != PT_OK) {
+        trn_distill_release(r, batches);
+        for (int a = 0; a < r->plan.grad_acc; a++)
+            pipe_release(r->parts.pipeline, batches[a]);
+        return rc;
+    }
     double comm0 = dist_comm_seconds();
     double lr = sched_lr(&r->plan.schedule, r->loop.update);
     rpool_result res;
@@ -120,6 +128,7 @@ static int step(trn *r, batch **batches, int *finite, pt_err *e)
             off += b->n;
         }
     }
+    trn_distill_release(r, batches);
     for (int a = 0; a < r->plan.grad_acc; a++)
         pipe_release(r->parts.pipeline, batches[a]);
     *finite = rc == PT_OK && res.finite;

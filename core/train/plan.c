@@ -7,6 +7,7 @@
 #include "infer/netcfg.h"
 #include "nn/nn_import.h"
 #include "train/dist.h"
+#include "train/distill.h"
 #include "train/publish.h"
 #include "train/rank.h"
 #include "train/replicas.h"
@@ -312,6 +313,8 @@ static int step_start_replicas(trn *r, pt_err *e)
                         .grad_acc = r->plan.grad_acc,
                         .predict_batch = r->plan.predict_batch,
                         .label_smoothing = (float)r->cfg->label_smoothing,
+                        .distill_t = (float)r->cfg->distill_t,
+                        .distill_alpha = (float)r->cfg->distill_alpha,
                         .reducer = r->plan.ranks > 1 ? dist_reducer() : NULL,
                         .first_replica = r->plan.first_replica,
                         .all_replicas = r->plan.ranks > 1 ? r->plan.job_replicas : 0,
@@ -485,6 +488,7 @@ static const struct {
     { "scan labels", step_scan_labels, 1 },
     { "plan the updates", step_plan_updates, 1 },
     { "make the run folder", step_run_folder, 0 },
+    { "open the teacher", trn_distill_prepare, 0 },
     { "build the model", step_build_model, 1 },
     { "start the replicas", step_start_replicas, 1 },
     { "measure the sgemm peak", step_measure_peak, 0 },
@@ -522,6 +526,8 @@ void trn_plan_free(trn_plan *p)
 void trn_parts_free(trn_parts *p)
 {
     pipe_destroy(p->pipeline);
+    tch_close(p->teacher);
+    free(p->soft);
     rpool_free(p->pool);
     if (p->optimizer_ready)
         opt_free(&p->optimizer);

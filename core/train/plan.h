@@ -27,6 +27,7 @@
 #include "run.h"
 #include "train/ema.h"
 #include "train/schedule.h"
+#include "train/teacher.h"
 
 typedef struct trn trn;
 
@@ -64,6 +65,8 @@ typedef struct trn_parts {
     uint8_t *slow_mask;         /* --freeze-epochs: 1 for the backbone's parameters */
     rpool *pool;
     pipeline *pipeline;         /* the training examples */
+    tch *teacher;               /* --teacher (train/distill.h), or NULL */
+    float *soft;                /* its soft targets: A x this rank's R x B x classes */
 } trn_parts;
 
 /* The steps before the first update, in order; PT_ESTOPPED when a stop was asked

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "train/metrics.h"
 #include "train/replicas.h"
+#include "train/teacher.h"
 #include "train/trainer.h"
 
 struct prg {
@@ -45,6 +46,9 @@ prg *prg_new(const run_config *cfg)
     s->update_size = s->replicas * cfg->batch_per_replica * cfg->grad_acc;
     s->image_size = cfg->image_size;
     util_copy(s->precision, sizeof s->precision, trn_precision_bf16(cfg->precision) ? "bf16" : "fp32");
+    if (cfg->teacher[0])
+        tch_header(cfg->teacher, cfg->distill_t, cfg->distill_alpha, cfg->teacher_view,
+                   s->distill, sizeof s->distill);
     return p;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "train/distill.h"
 #include "train/loop.h"
 #include "train/plan.h"
 #include "train/publish.h"
@@ -100,10 +101,14 @@ static run_state finish(trn *r, int stopped, int *rc, pt_err *e)
     trn_keep_text(r, model, sizeof model);
     if (model[0])
         util_fmt(model + strlen(model), sizeof model - strlen(model), ": ");
+    char distilled[4400] = "";
+    trn_distill_text(r, distilled + 2, sizeof distilled - 2);
+    if (distilled[2])
+        memcpy(distilled, "; ", 2);
     trn_set_state(r, RUN_DONE,
-                  "done: %d epochs in %.0fs%s%s; %sval_acc %.4f, val_f1 %.4f; outputs in %s",
+                  "done: %d epochs in %.0fs%s%s; %sval_acc %.4f, val_f1 %.4f%s; outputs in %s",
                   r->loop.epoch, trn_elapsed(r), here, early, model, kept ? kept->val_acc : 0,
-                  kept ? kept->val_f1 : 0, r->persist.folder.dir);
+                  kept ? kept->val_f1 : 0, distilled, r->persist.folder.dir);
     write_outcome(r, r->keep.early ? RUN_STOP_EARLY : RUN_STOP_EPOCHS);
     return RUN_DONE;
 }
