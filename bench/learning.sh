@@ -11,6 +11,10 @@
 #   TWIN=finetune bench/learning.sh OUTDIR "1 2 3" --data photos320 --size 224 ...
 #   SIDES=petal bench/learning.sh ...     one side only (petal or torch)
 #   TARGETS="0.75 0.80" bench/learning.sh ...   the F1s the table times (default 0.75 0.80)
+#   TEACHER=ENSEMBLE_DIR bench/learning.sh ...   distilled (petal-tui's --teacher, with
+#       DISTILL_T and DISTILL_ALPHA, default 4 and 0.9); PyTorch's side reads the teacher's
+#       probabilities petal-tui's run wrote (--teacher-probs OUTDIR/petal-run-SEED/
+#       teacher_probs.csv), so petal-tui's side of a seed runs first
 #
 # Without --data it makes (once) and uses the benchmark of record's shards of
 # $PT_SHARED_DATA/flower-jpegs-320 (default ../shared/data): `petal-tui shards ... --size N
@@ -64,12 +68,18 @@ mkdir -p "$out"
 now() { date +%s.%N; }
 # A finished log is kept: run the command again to add seeds or finish an interrupted set.
 for s in $seeds; do
-    cmd=$(/usr/bin/python3 "$twin" "$@" --seed "$s" --print-command)
+    cmd=$(/usr/bin/python3 "$twin" "$@" --seed "$s" --print-command | head -1)
+    kd_petal= kd_torch=
+    if [ -n "${TEACHER:-}" ]; then
+        kd="--distill-t ${DISTILL_T:-4} --distill-alpha ${DISTILL_ALPHA:-0.9}"
+        kd_petal="--teacher $TEACHER $kd"
+        kd_torch="--teacher-probs $out/petal-run-$s/teacher_probs.csv $kd"
+    fi
     if echo "$sides" | grep -q petal && [ ! -f "$out/petal-$s.log" ]; then
         rm -rf "$out/petal-run-$s"
         t0=$(now)
         # shellcheck disable=SC2086 # the command is words by design
-        $petal ${cmd#petal-tui} --out "$out/petal-run-$s" > "$out/petal-$s.tmp" 2>&1
+        $petal ${cmd#petal-tui} $kd_petal --out "$out/petal-run-$s" > "$out/petal-$s.tmp" 2>&1
         echo "wall_s $(/usr/bin/python3 -c "print('%.1f' % ($(now) - $t0))")" >> "$out/petal-$s.tmp"
         mv "$out/petal-$s.tmp" "$out/petal-$s.log"
     fi
@@ -79,7 +89,7 @@ for s in $seeds; do
         MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-33554432} \
             MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-17179869184} \
             MALLOC_TOP_PAD_=${MALLOC_TOP_PAD_:-1073741824} \
-            /usr/bin/python3 "$twin" "$@" --seed "$s" > "$out/torch-$s.tmp" 2>&1
+            /usr/bin/python3 "$twin" "$@" --seed "$s" $kd_torch > "$out/torch-$s.tmp" 2>&1
         echo "wall_s $(/usr/bin/python3 -c "print('%.1f' % ($(now) - $t0))")" >> "$out/torch-$s.tmp"
         mv "$out/torch-$s.tmp" "$out/torch-$s.log"
     fi
