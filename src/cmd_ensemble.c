@@ -53,7 +53,8 @@ static const char *const help_text =
     "weights fitted on the other four): the out-of-fold figures are the honest ones; the\n"
     "weights used are those fitted on all. Both need a validation split. --out also gets\n"
     "ensemble.json (the members' absolute paths, weights and TTA): the folder can be\n"
-    "given where a model is taken (--teacher).\n"
+    "given where a model is taken (--teacher), and as the one RUN_DIR of ensemble (its\n"
+    "members, weights and TTA; with --weights fit or cv, refitted).\n"
     "--tta none|flip|crops|flip+crops: the test-time augmentation of every member, or a\n"
     "comma list of one per member (default: each member's own: a run's --tta, none for\n"
     "an .onnx file). flip: the mean with the mirror image; crops: the mean over five\n"
@@ -444,15 +445,16 @@ static int write_outputs(const en_job *jb)
 /* --out, asked before anything is predicted: not a member, not a training run's folder,
  * nothing there replaced but a previous ensemble's outputs (said, *replaces 1). 0, or 1
  * refused. */
-static int check_out(const en_args *a, const char *dir, int *replaces)
+static int check_out(const ens *x, const char *dir, int *replaces)
 {
     struct stat so, sm;
-    for (int i = 0; i < a->n && stat(dir, &so) == 0; i++)
-        if (stat(a->runs[i], &sm) == 0 && sm.st_dev == so.st_dev && sm.st_ino == so.st_ino) {
+    for (int i = 0; i < ens_members(x) && stat(dir, &so) == 0; i++)
+        if (stat(ens_member_path(x, i), &sm) == 0 && sm.st_dev == so.st_dev &&
+            sm.st_ino == so.st_ino) {
             fprintf(stderr, "petal-tui: %s: is the member %s: the ensemble's outputs would "
                             "replace the run's own; choose another --out (a new folder, or a "
                             "previous ensemble's)\n",
-                    dir, a->runs[i]);
+                    dir, ens_member_path(x, i));
             return 1;
         }
     pt_err e;
@@ -483,14 +485,18 @@ int cmd_ensemble(int argc, char **argv)
     pt_err e;
     ds_dataset *ds = NULL;
     ens *x = NULL;
-    if (ens_open(a.runs, a.n, a.how == ENS_W_GIVEN ? w : NULL, tta, &x, &e) != PT_OK ||
-        datasets_open(a.data, ens_image_size(x), &ds, &e) != PT_OK) {
+    /* One ensemble folder alone: its members, weights and TTA (ensemble.json), the
+     * weights refitted with fit or cv. */
+    int folder = a.n == 1 && !a.tta && a.how != ENS_W_GIVEN;
+    int rc = folder ? ens_open_path(a.runs[0], &x, &e)
+                    : ens_open(a.runs, a.n, a.how == ENS_W_GIVEN ? w : NULL, tta, &x, &e);
+    if (rc != PT_OK || datasets_open(a.data, ens_image_size(x), &ds, &e) != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
         goto out;
     }
     /* Wrong inputs are refused (exit 1) before anything is predicted or written. */
     status = 1;
-    int rc = ens_match(x, ds, a.data, &e);
+    rc = ens_match(x, ds, a.data, &e);
     printf("%s", ens_notes(x));
     if (rc != PT_OK) {
         fprintf(stderr, "petal-tui: %s\n", e.msg);
@@ -513,7 +519,7 @@ int cmd_ensemble(int argc, char **argv)
         goto out;
     }
     en_job jb = { .a = &a, .x = x, .ds = ds, .dir = dir };
-    if (check_out(&a, dir, &jb.replaces) != 0)
+    if (check_out(x, dir, &jb.replaces) != 0)
         goto out;
     inf_init();
     rc = validate(&jb);

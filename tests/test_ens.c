@@ -80,6 +80,19 @@ TEST(ens_json_round_trip_gives_the_same_probabilities)
     util_path(args, sizeof args, "ensemble '%s' '%s' --weights 3,1 --tta flip --data '%s' "
               "--out '%s' --replicas 1", f->a, f->b, f->demo, dir);
     T_EQ_INT(ens_cli(args, &out, &err), 0);
+    const char *row = out ? strstr(out, "\nensemble ") : NULL;
+    char first[400] = "";
+    if (row)
+        snprintf(first, sizeof first, "%.*s", (int)strcspn(row + 1, "\n"), row + 1);
+    free(out);
+    free(err);
+    /* The folder as ensemble's one member: its members, weights and TTA again. */
+    char dir2[4200];
+    util_path(dir2, sizeof dir2, "%s/again", t_tmpdir());
+    util_path(args, sizeof args, "ensemble '%s' --data '%s' --out '%s' --replicas 1", dir,
+              f->demo, dir2);
+    T_EQ_INT(ens_cli(args, &out, &err), 0);
+    T_CHECKF(first[0] && out && strstr(out, first), "%s\nnot in\n%s", first, out ? out : "");
     free(out);
     free(err);
     /* The folder opened again: the same members, weights and TTA. */

@@ -360,10 +360,11 @@ static void txt_value(const char *text, const char *key, char *out, size_t n)
         }
 }
 
-/* PT_OK when dir/teacher.txt names this teacher with these weights. */
-static int check_same_teacher(const tch *t, const char *dir, pt_err *e)
+/* PT_OK when dir/teacher.txt names this teacher with these weights; *rows: the rows
+ * it says teacher_probs.csv holds. */
+static int check_same_teacher(const tch *t, const char *dir, long long *rows, pt_err *e)
 {
-    char path[PATH_MAX], who[PATH_MAX], print[256];
+    char path[PATH_MAX], who[PATH_MAX], print[sizeof t->print], n[32];
     util_path(path, sizeof path, "%s/%s", dir, TCH_TXT);
     uint8_t *data;
     size_t len;
@@ -378,7 +379,9 @@ static int check_same_teacher(const tch *t, const char *dir, pt_err *e)
     text[len] = '\0';
     txt_value(text, "teacher", who, sizeof who);
     txt_value(text, "weights", print, sizeof print);
+    txt_value(text, "rows", n, sizeof n);
     free(text);
+    *rows = n[0] ? atoll(n) : -1;
     if (strcmp(who, t->abs) != 0 || strcmp(print, t->print) != 0)
         return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
                        "the run's %s holds the probabilities of the teacher %s (%s), not of "
@@ -463,7 +466,9 @@ static int check_header(const tch *t, char *line, const char *path, pt_err *e)
     return PT_OK;
 }
 
-static int read_csv(tch *t, const char *dir, long long expect_rows, pt_err *e)
+/* The rows of dir/teacher_probs.csv into the cache: as many as teacher.txt says
+ * (rows), and at most the training split's readable records (most). */
+static int read_csv(tch *t, const char *dir, long long rows, long long most, pt_err *e)
 {
     char path[PATH_MAX];
     util_path(path, sizeof path, "%s/%s", dir, TCH_CSV);
@@ -489,10 +494,14 @@ static int read_csv(tch *t, const char *dir, long long expect_rows, pt_err *e)
         rc = head ? check_header(t, line, path, e) : read_row(t, line, n++, path, p, e);
         line = nl ? nl + 1 : NULL;
     }
-    if (rc == PT_OK && n != expect_rows)
+    if (rc == PT_OK && n != rows)
+        rc = err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                     "%lld rows where teacher.txt says %lld: cut short? start a new run", n, rows);
+    /* Records that do not decode are in the label scan's count, not in the cache. */
+    if (rc == PT_OK && n > most)
         rc = err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
                      "%lld rows for the training split's %lld readable records: the teacher "
-                     "predicted another dataset; start a new run", n, expect_rows);
+                     "predicted another dataset; start a new run", n, most);
     free(text);
     free(p);
     return rc;
@@ -510,8 +519,9 @@ int tch_prepare(tch *t, const ds_split *train, long long expect_rows, const char
     char csv[PATH_MAX];
     util_path(csv, sizeof csv, "%s/%s", dir ? dir : ".", TCH_CSV);
     if (dir && reuse && util_is_file(csv)) {
-        if ((rc = check_same_teacher(t, dir, e)) == PT_OK)
-            rc = read_csv(t, dir, expect_rows, e);
+        long long rows = -1;
+        if ((rc = check_same_teacher(t, dir, &rows, e)) == PT_OK)
+            rc = read_csv(t, dir, rows, expect_rows, e);
     } else {
         *predicted = 1;
         rc = predict_split(t, train, dir, write, e);
@@ -534,7 +544,10 @@ static int cached_row(const tch *t, const batch_src *src, const float **row, pt_
         src->record < t->base[src->shard + 1] - t->base[src->shard])
         at = t->base[src->shard] + src->record;
     if (at < 0 || t->label[at] < 0)
-        return err_set(e, PT_EUSAGE, t->split->shards[src->shard >= 0 ? src->shard : 0].path,
+        return err_set(e, PT_EUSAGE,
+                       src->shard >= 0 && src->shard < t->split->n_shards
+                           ? t->split->shards[src->shard].path
+                           : t->split->dir,
                        (long long)src->record, (long long)src->offset,
                        "the teacher's cache has no row for this training record");
     *row = t->pt + (size_t)at * t->k;

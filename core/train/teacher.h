@@ -72,8 +72,9 @@ const char *tch_notes(const tch *t);
 
 /* cached: the teacher's probabilities of every record of the training split. With
  * dir (the run folder) and reuse, read from dir/teacher_probs.csv when it is there
- * (refused, PT_EUSAGE, when it is another teacher's, other classes', or not the
- * split's: expect_rows records); otherwise predicted, then written there when write
+ * (refused, PT_EUSAGE, when it is another teacher's, other classes', not the split's
+ * shards, or more rows than expect_rows, the split's readable records); otherwise
+ * predicted, then written there when write
  * (rank 0 of a job). *predicted: 1 predicted, 0 read back. Once the cache is made the
  * teacher's nets are closed (the cache is all tch_fill reads). live: nothing to do. */
 int tch_prepare(tch *t, const ds_split *train, long long expect_rows, const char *dir,
