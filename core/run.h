@@ -85,8 +85,9 @@ typedef struct run_config {
     run_input_norm input_norm;  /* an ONNX model: how pixels become its input */
     run_backbone_bn backbone_bn; /* an ONNX model's batch norm: trained, or frozen */
     double label_smoothing;     /* of the training targets (not of validation's loss) */
-    char teacher[4096];         /* knowledge distillation: a run folder, an .onnx classifier
-                                   or an ensemble folder; "" = off */
+    char teacher[4096];         /* knowledge distillation: a run folder, an .onnx classifier,
+                                   an ensemble folder or a teacher_probs.csv; "" = off */
+    char teacher_data[4096];    /* the dataset a cached teacher predicts; "" = the run's */
     double distill_t;           /* the temperature T of the teacher's and student's softmax */
     double distill_alpha;       /* the weight of the distillation term (1 - it: the labels') */
     run_teacher_view teacher_view;

@@ -54,6 +54,7 @@ static const char DEFAULT_TEXT[] =
     "teacher = \n"
     "distill-t = 4\n"
     "distill-alpha = 0.9\n"
+    "teacher-data = \n"
     "teacher-view = cached\n"
     "freeze-epochs = 0\n"
     "backbone-lr-scale = 0.1\n"
@@ -108,6 +109,7 @@ static const char OTHER_TEXT[] =
     "teacher = runs/zoo-teacher\n"
     "distill-t = 2.5\n"
     "distill-alpha = 0.7\n"
+    "teacher-data = data/photos256\n"
     "teacher-view = live\n"
     "freeze-epochs = 2\n"
     "backbone-lr-scale = 0.25\n"
@@ -167,6 +169,7 @@ static void other_config(run_config *c)
     snprintf(c->teacher, sizeof c->teacher, "runs/zoo-teacher");
     c->distill_t = 2.5;
     c->distill_alpha = 0.7;
+    snprintf(c->teacher_data, sizeof c->teacher_data, "data/photos256");
     c->teacher_view = RUN_TEACHER_LIVE;
     c->freeze_epochs = 2;
     c->backbone_lr_scale = 0.25;
@@ -253,6 +256,7 @@ static void same_config(const run_config *a, const run_config *b)
     T_EQ_STR(a->teacher, b->teacher);
     T_CHECK(a->distill_t == b->distill_t);
     T_CHECK(a->distill_alpha == b->distill_alpha);
+    T_EQ_STR(a->teacher_data, b->teacher_data);
     T_EQ_INT(a->teacher_view, b->teacher_view);
     T_EQ_STR(a->augment, b->augment);
     T_CHECK(a->seed == b->seed);

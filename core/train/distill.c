@@ -51,7 +51,7 @@ static int open_teacher(trn *r, pt_err *e)
 {
     const run_config *cfg = r->cfg;
     const int per_rank = r->plan.replicas * r->plan.batch_per_replica;
-    tch_opts o = { .path = cfg->teacher, .t = cfg->distill_t, .view = cfg->teacher_view,
+    tch_opts o = { .path = cfg->teacher, .data = cfg->teacher_data, .t = cfg->distill_t, .view = cfg->teacher_view,
                    .replicas = r->plan.replicas,
                    .batch = cfg->teacher_view == RUN_TEACHER_LIVE ? per_rank : TRN_TEACHER_BATCH,
                    .workers = cfg->workers, .on_progress = on_progress, .ctx = r,
@@ -113,7 +113,10 @@ int trn_distill_prepare(trn *r, pt_err *e)
                      &predicted, e);
     if (rc != PT_OK)
         return rc;
-    if (predicted)
+    if (predicted == 2)
+        trn_log(r, "teacher: its probabilities of the un-augmented photos read from %s%s",
+                cfg->teacher, dir ? " (copied to the run's teacher_probs.csv)" : "");
+    else if (predicted)
         trn_log(r, "teacher: predicted %lld training images in %.1fs%s; the student's soft "
                    "targets are its probabilities of the un-augmented photos (a mixed "
                    "example's: the two photos' mixed as the labels are)",

@@ -122,6 +122,18 @@ static void fingerprint(tch *t)
     }
 }
 
+/* --teacher-data is part of what the cache is: a resume with another is refused. */
+static void fingerprint_data(tch *t)
+{
+    if (!t->o.data || !t->o.data[0])
+        return;
+    char abs[PATH_MAX];
+    if (!realpath(t->o.data, abs))
+        util_copy(abs, sizeof abs, t->o.data);
+    size_t at = strlen(t->print);
+    snprintf(t->print + at, sizeof t->print - at, "; predicted on %s", abs);
+}
+
 static void describe(tch *t)
 {
     const int n = ens_members(t->x);
@@ -136,15 +148,55 @@ static void describe(tch *t)
                  n, ens_how_name(ens_weights_how(t->x)), ens_image_size(t->x));
 }
 
+static int is_csv(const char *path)
+{
+    size_t n = strlen(path);
+    return n > 4 && !strcmp(path + n - 4, ".csv");
+}
+
+/* --teacher FILE.csv: an earlier distilled run's teacher_probs.csv, read by
+ * tch_prepare; named after the folder that holds it. */
+static int open_csv(tch *t, const char *path, pt_err *e)
+{
+    if (t->o.view == RUN_TEACHER_LIVE)
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--teacher-view live needs the teacher's nets, and a %s holds only "
+                       "their probabilities of the un-augmented photos: give --teacher the "
+                       "run, .onnx file or ensemble folder that made it, or --teacher-view "
+                       "cached", TCH_CSV);
+    if (t->o.data && t->o.data[0])
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--teacher-data: a teacher_probs.csv was predicted already (on the "
+                       "dataset it names by shard file); leave --teacher-data out");
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET, "--teacher: cannot read it");
+    t->csv = 1;
+    if (!realpath(path, t->abs))
+        util_copy(t->abs, sizeof t->abs, path);
+    char dir[PATH_MAX];
+    util_copy(dir, sizeof dir, t->abs);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir)
+        *slash = '\0';
+    short_name(slash && slash != dir ? dir : t->abs, t->name, sizeof t->name);
+    util_fmt(t->about, sizeof t->about, "the probabilities in %s (read, not predicted)", path);
+    util_fmt(t->print, sizeof t->print, "csv, %lld bytes, modified %lld", (long long)st.st_size,
+             (long long)st.st_mtime);
+    return PT_OK;
+}
+
 static int open_teacher(tch *t, const ds_dataset *ds, const char *data_path, pt_err *e)
 {
     const char *path = t->o.path;
     if (!util_is_dir(path) && !util_is_file(path))
         return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
                        "--teacher: no such run folder, .onnx file or ensemble folder");
-    if (util_is_file(path) && !run_model_is_onnx(path))
+    if (util_is_file(path) && !run_model_is_onnx(path) && !is_csv(path))
         return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
                        "--teacher: not a run folder, an .onnx file or an ensemble folder");
+    if (util_is_file(path) && is_csv(path))
+        return open_csv(t, path, e);
     pt_err me;
     if (ens_open_path(path, &t->x, &me) != PT_OK ||
         ens_match(t->x, ds, data_path, &me) != PT_OK)
@@ -159,6 +211,7 @@ static int open_teacher(tch *t, const ds_dataset *ds, const char *data_path, pt_
     short_name(t->abs, t->name, sizeof t->name);
     describe(t);
     fingerprint(t);
+    fingerprint_data(t);
     return PT_OK;
 }
 
@@ -267,6 +320,17 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
+/* RUN/teacher.txt: which teacher's probabilities teacher_probs.csv holds, and how many. */
+static int write_txt(const tch *t, const char *dir, long long rows, pt_err *e)
+{
+    char buf[PATH_MAX + sizeof t->print + 256], path[PATH_MAX];
+    int n = snprintf(buf, sizeof buf, "# the teacher whose probabilities teacher_probs.csv holds\n"
+                                      "teacher = %s\nweights = %s\nrows = %lld\n",
+                     t->abs, t->print, rows);
+    util_path(path, sizeof path, "%s/%s", dir, TCH_TXT);
+    return util_write_file_atomic(path, buf, (size_t)n, e);
+}
+
 /* RUN/teacher_probs.csv from the results (dataset order, at T = 1) and RUN/teacher.txt. */
 static int write_csv(const tch *t, const prd_results *r, const char *dir, pt_err *e)
 {
@@ -278,10 +342,12 @@ static int write_csv(const tch *t, const prd_results *r, const char *dir, pt_err
     for (int c = 0; c < t->k; c++)
         at += (size_t)snprintf(buf + at, cap - at, ",%s", t->names[c]);
     at += (size_t)snprintf(buf + at, cap - at, "\n");
+    long long rows = 0;
     for (long long i = 0; i < r->n && at < cap; i++) {
         const prd_item *it = &r->items[i];
         if (!it->ok)
             continue;
+        rows++;
         at += (size_t)snprintf(buf + at, cap - at, "%s,%lld,%d",
                                base_name(t->split->shards[it->shard].path), it->record,
                                it->label);
@@ -294,15 +360,26 @@ static int write_csv(const tch *t, const prd_results *r, const char *dir, pt_err
     util_path(path, sizeof path, "%s/%s", dir, TCH_CSV);
     int rc = at < cap ? util_write_file_atomic(path, buf, at, e)
                       : err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "too long");
-    if (rc == PT_OK) {
-        int n = snprintf(buf, cap, "# the teacher whose probabilities teacher_probs.csv holds\n"
-                                   "teacher = %s\nweights = %s\nrows = %lld\n",
-                         t->abs, t->print, r->n);
-        util_path(path, sizeof path, "%s/%s", dir, TCH_TXT);
-        rc = util_write_file_atomic(path, buf, (size_t)n, e);
-    }
+    if (rc == PT_OK)
+        rc = write_txt(t, dir, rows, e);
     free(buf);
     return rc;
+}
+
+/* --teacher FILE.csv: the file as it is into the run folder (a resume reads it there,
+ * and PyTorch's twin too), with its teacher.txt. */
+static int copy_csv(const tch *t, const char *dir, long long rows, pt_err *e)
+{
+    uint8_t *data;
+    size_t len;
+    int rc = util_read_file(t->abs, &data, &len, e);
+    if (rc != PT_OK)
+        return rc;
+    char path[PATH_MAX];
+    util_path(path, sizeof path, "%s/%s", dir, TCH_CSV);
+    rc = util_write_file_atomic(path, data, len, e);
+    free(data);
+    return rc == PT_OK ? write_txt(t, dir, rows, e) : rc;
 }
 
 typedef struct pred_ctx {
@@ -319,9 +396,45 @@ static void on_batch(void *ctx, long long done, long long total)
         pc->stop = 1;
 }
 
+/* --teacher-data: that dataset's training split, which must hold the student's
+ * records at another stored size (the same classes, shard by shard the same counts);
+ * its rows then stand for the student's shard and record indices. */
+static int teacher_split(tch *t, const ds_split *mine, ds_dataset **tds, const ds_split **out,
+                         pt_err *e)
+{
+    const char *path = t->o.data;
+    int rc = ds_open(path, ens_image_size(t->x), tds, e);
+    if (rc != PT_OK)
+        return rc;
+    const ds_dataset *d = *tds;
+    const ds_split *s = &d->split[DS_TRAIN];
+    int same = d->n_classes == t->k;
+    for (int c = 0; same && d->class_names && c < t->k; c++)
+        same = !strcmp(d->class_names[c], t->names[c]);
+    if (!same)
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--teacher-data: its classes are not the student's dataset's %d (%s, "
+                       "...) in their order", t->k, t->names[0]);
+    if (!s->dir || s->n_shards != mine->n_shards)
+        return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
+                       "--teacher-data: %d training shards where the student's dataset has "
+                       "%d: not the same records at another size (make both with `petal-tui "
+                       "shards` of the same photos and the same --val)",
+                       s->dir ? s->n_shards : 0, mine->n_shards);
+    for (int i = 0; i < s->n_shards; i++)
+        if (s->shards[i].count != mine->shards[i].count)
+            return err_set(e, PT_EUSAGE, s->shards[i].path, PT_NO_RECORD, PT_NO_OFFSET,
+                           "--teacher-data: %lld records where the student's %s has %lld: "
+                           "not the same records at another size",
+                           (long long)s->shards[i].count, mine->shards[i].path,
+                           (long long)mine->shards[i].count);
+    *out = s;
+    return PT_OK;
+}
+
 /* The teacher predicts the training split (each member at its own size, normalisation
  * and TTA, as predict does), the rows go into the cache, and to the files when write. */
-static int predict_split(tch *t, const ds_split *s, const char *dir, int write, pt_err *e)
+static int predict_rows(tch *t, const ds_split *s, const char *dir, int write, pt_err *e)
 {
     pred_ctx pc = { .t = t };
     ens_opts eo = { .batch = t->o.batch, .replicas = t->o.replicas, .workers = t->o.workers,
@@ -341,6 +454,22 @@ static int predict_split(tch *t, const ds_split *s, const char *dir, int write, 
     if (rc == PT_OK && write && dir)
         rc = write_csv(t, &r, dir, e);
     prd_results_free(&r);
+    return rc;
+}
+
+/* The same, of --teacher-data's split when there is one. */
+static int predict_split(tch *t, const ds_split *s, const char *dir, int write, pt_err *e)
+{
+    ds_dataset *tds = NULL;
+    if (t->o.data && t->o.data[0]) {
+        int rc = teacher_split(t, s, &tds, &s, e);
+        if (rc != PT_OK) {
+            ds_free(tds);
+            return rc;
+        }
+    }
+    int rc = predict_rows(t, s, dir, write, e);
+    ds_free(tds);
     return rc;
 }
 
@@ -468,10 +597,9 @@ static int check_header(const tch *t, char *line, const char *path, pt_err *e)
 
 /* The rows of dir/teacher_probs.csv into the cache: as many as teacher.txt says
  * (rows), and at most the training split's readable records (most). */
-static int read_csv(tch *t, const char *dir, long long rows, long long most, pt_err *e)
+static int read_csv(tch *t, const char *path, long long rows, long long most, long long *got,
+                    pt_err *e)
 {
-    char path[PATH_MAX];
-    util_path(path, sizeof path, "%s/%s", dir, TCH_CSV);
     uint8_t *data;
     size_t len;
     int rc = util_read_file(path, &data, &len, e);
@@ -494,7 +622,8 @@ static int read_csv(tch *t, const char *dir, long long rows, long long most, pt_
         rc = head ? check_header(t, line, path, e) : read_row(t, line, n++, path, p, e);
         line = nl ? nl + 1 : NULL;
     }
-    if (rc == PT_OK && n != rows)
+    *got = n;
+    if (rc == PT_OK && rows >= 0 && n != rows)
         rc = err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
                      "%lld rows where teacher.txt says %lld: cut short? start a new run", n, rows);
     /* Records that do not decode are in the label scan's count, not in the cache. */
@@ -518,10 +647,20 @@ int tch_prepare(tch *t, const ds_split *train, long long expect_rows, const char
         return rc;
     char csv[PATH_MAX];
     util_path(csv, sizeof csv, "%s/%s", dir ? dir : ".", TCH_CSV);
+    long long got = 0;
     if (dir && reuse && util_is_file(csv)) {
         long long rows = -1;
         if ((rc = check_same_teacher(t, dir, &rows, e)) == PT_OK)
-            rc = read_csv(t, dir, rows, expect_rows, e);
+            rc = read_csv(t, csv, rows, expect_rows, &got, e);
+    } else if (t->csv) {
+        *predicted = 2;
+        rc = read_csv(t, t->abs, -1, expect_rows, &got, e);
+        if (rc == PT_OK && got != expect_rows)
+            rc = err_set(e, PT_EUSAGE, t->abs, PT_NO_RECORD, PT_NO_OFFSET,
+                         "%lld rows for the training split's %lld readable records: the "
+                         "probabilities of another dataset's training split", got, expect_rows);
+        if (rc == PT_OK && write && dir)
+            rc = copy_csv(t, dir, got, e);
     } else {
         *predicted = 1;
         rc = predict_split(t, train, dir, write, e);

@@ -15,6 +15,17 @@
  *           can tell it changed). A resumed run reads them back instead of predicting
  *           again. A MixUp / CutMix example's target is mix x p_T(a) + (1 - mix) x
  *           p_T(b), its two sources' (batch.src, batch.src2).
+ *           Two more sources of a cached teacher's probabilities:
+ *           - a teacher_probs.csv as --teacher (an earlier distilled run's): read,
+ *             not predicted (copied into the run folder with its teacher.txt), so
+ *             that several students share one teacher's predictions;
+ *           - --teacher-data DATASET: the teacher predicts that dataset's training
+ *             split instead of the student's: the same records at another stored
+ *             size (`petal-tui shards PHOTOS OUT --size 256` beside --size 128), so
+ *             that a teacher at 224 px sees the photos' detail while the student
+ *             trains on 128 px ones. Its split must have the student's shards'
+ *             record counts, shard by shard (refused otherwise), and each record's
+ *             label is checked against the student's as batches come.
  *   live    every batch as the student sees it (augmented and mixed), each image
  *           resized (bilinear) to each member's side and forwarded on that member's
  *           own inference pool (its flip, not its crops: teacher_live.c): exact,
@@ -33,13 +44,14 @@
 #include "base/err.h"
 #include "data/batch.h"
 #include "data/dataset.h"
-#include "data/dataset.h"
 #include "run.h"
 
 typedef struct tch tch;
 
 typedef struct tch_opts {
     const char *path;           /* --teacher */
+    const char *data;           /* --teacher-data: the dataset the teacher predicts
+                                   (NULL or "": the student's) */
     double t;                   /* --distill-t, > 0 */
     run_teacher_view view;
     int replicas;               /* the teacher's forward threads, >= 1 */
@@ -75,7 +87,9 @@ const char *tch_notes(const tch *t);
  * (refused, PT_EUSAGE, when it is another teacher's, other classes', not the split's
  * shards, or more rows than expect_rows, the split's readable records); otherwise
  * predicted, then written there when write
- * (rank 0 of a job). *predicted: 1 predicted, 0 read back. Once the cache is made the
+ * (rank 0 of a job). *predicted: 1 predicted, 0 read back, 2 read from --teacher's
+ * teacher_probs.csv (refused unless it has a row for every readable training record,
+ * expect_rows; copied into dir when write). Once the cache is made the
  * teacher's nets are closed (the cache is all tch_fill reads). live: nothing to do. */
 int tch_prepare(tch *t, const ds_split *train, long long expect_rows, const char *dir,
                 int reuse, int write, int *predicted, pt_err *e);

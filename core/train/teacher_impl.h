@@ -23,7 +23,8 @@ typedef struct tch_member {
 
 struct tch {
     tch_opts o;
-    ens *x;
+    ens *x;                     /* NULL: a teacher_probs.csv (csv), or once cached */
+    int csv;                    /* --teacher is a teacher_probs.csv */
     int k;                      /* classes, the dataset's */
     char **names;               /* the dataset's class names */
     char name[256], about[300];
