@@ -1523,7 +1523,8 @@ TEST(ui_settings_dialog_order_values_and_edits)
         "width", "widths", "convs", "residual", "init", "bn-momentum", "image-size",
         "early-stop", "monitor", "keep", "optimizer", "lr-scaling",
         "momentum", "weight-decay", "dropout",
-        "ema", "tta", "label-smoothing", "freeze-epochs", "backbone-lr-scale", "freeze-backbone",
+        "ema", "tta", "label-smoothing", "teacher", "distill-t", "distill-alpha", "teacher-data",
+        "teacher-view", "freeze-epochs", "backbone-lr-scale", "freeze-backbone",
         "input-norm", "backbone-bn", "reinit",
         "seed", "deterministic",
         "shuffle-buffer", "workers", "prefetch", "precision", "recompute",
@@ -1570,7 +1571,7 @@ TEST(ui_settings_dialog_order_values_and_edits)
     /* Drawn: every key in order, each value or what an empty one means (a screen tall
      * enough for all of them). */
     null_screen ns;
-    int up = null_screen_open(&ns, "60", "100");
+    int up = null_screen_open(&ns, "72", "100");
     if (!up)
         free(d);
     T_REQUIRE(up);
