@@ -533,11 +533,15 @@ TEST(ui_tmux_inspect_after_an_epoch_and_hangup_checkpoint)
 }
 
 /* The losses the captions show ("loss 0.42"), in screen order (rows, then
- * columns), into out; how many. */
+ * columns), into out; how many. Only below the view's title ("... all by loss 1-8
+ * ..."): the status line above shows the training loss. */
 static int caption_losses(const char *s, double *out, int max)
 {
     int n = 0;
-    for (const char *p = strstr(s, "loss "); p && n < max; p = strstr(p + 5, "loss ")) {
+    const char *title = strstr(s, "all by loss");
+    const char *from = title ? strchr(title, '\n') : NULL;
+    for (const char *p = from ? strstr(from, "loss ") : NULL; p && n < max;
+         p = strstr(p + 5, "loss ")) {
         char *end;
         double v = strtod(p + 5, &end);
         if (end != p + 5)
