@@ -5,6 +5,7 @@
  * runs through the command line. */
 #include "tests/t.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,7 +133,10 @@ TEST(distill_teacher_data_and_a_teacher_probs_csv)
     T_REQUIRE(d && r_d);
     T_CHECK(strcmp(a, d) == 0);
     double la = train_loss("at32-data64"), ld = train_loss("from-csv");
-    T_CHECKF(la > 0 && la == ld, "train loss %.9g with the teacher, %.9g with its csv", la, ld);
+    /* The file's 9 digits round the probabilities the first run kept in double: the
+     * same targets to float precision, so the same loss to about that. */
+    T_CHECKF(la > 0 && fabs(la - ld) <= 1e-5 * la,
+             "train loss %.9g with the teacher, %.9g with its csv", la, ld);
     free(a);
     free(b);
     free(c);
