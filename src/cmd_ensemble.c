@@ -368,7 +368,7 @@ static int validate(en_job *jb)
         }
         inf_score_probs(&r, r.probs, jb->preds, &s);
         print_score("ensemble", &s);
-        report_ensemble(&j, jb->a->how, &s, &cv);
+        report_ensemble(&j, ens_weights_how(jb->x), &s, &cv);
         json_arr_end(&j);
         jb->report = json_take(&j, &jb->report_len);
         json_free(&j);
