@@ -564,10 +564,18 @@ TEST(ui_tmux_inspect_top_losses_and_the_grad_cam_of_the_selected_image)
     /* t: the images by loss, highest first, each caption with its loss. */
     tmx_keys(&t, "t");
     WAIT(&t, "all by loss 1-", 30);
-    WAIT(&t, "loss ", 30);
-    char *s = tmx_screen(&t, 0);
+    /* The captions come with the pictures, after the title: wait for two of them. */
+    char *s = NULL;
     double loss[64];
-    int n = caption_losses(s, loss, 64);
+    int n = 0;
+    for (int tries = 0; tries < 300 && n < 2; tries++) {
+        if (tries)
+            usleep(100000);
+        free(s);
+        s = tmx_screen(&t, 0);
+        n = s ? caption_losses(s, loss, 64) : 0;
+    }
+    T_REQUIRE(s);
     T_CHECKF(n >= 2, "fewer than two losses on screen:\n%s", s);
     for (int i = 1; i < n; i++)
         T_CHECKF(loss[i] <= loss[i - 1] + 0.01, "loss %d (%g) above loss %d (%g):\n%s", i,
