@@ -2,8 +2,8 @@
 """Candidate nets for learning from scratch at 128 px (issue 12), written as ONNX
 files with random weights, to train in petal-tui with `--model FILE.onnx --reinit`
 (the importer keeps the architecture, initialises every weight afresh by --init and
-replaces the final Linear with dropout and a new dense head; see bench/RESULTS.md,
-"Other nets at 128 px").
+replaces the final Linear with dropout and a new dense head; see
+bench/history/RESULTS-128px-photos-2026-11-24-to-25.md, "Other nets at 128 px").
 
   /usr/bin/python3 bench/onnx_nets.py OUTDIR [NAME...]     # all nets without NAMEs
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Fine-tuning an ONNX backbone in PyTorch with petal-tui's recipe: the ONNX zoo's int8
-MobileNetV2 for the side-by-side of bench/RESULTS.md ("Fine-tuning beside PyTorch"), or
+MobileNetV2 for the side-by-side of bench/history/RESULTS-128px-photos-2026-11-24-to-25.md ("Fine-tuning beside PyTorch"), or
 a float graph with batch-norm such as the Keras MobileNetV2
 (mobilenetv2-1.0-tfslim-float-notop.onnx, "Fine-tuning the float Keras backbone beside
 PyTorch"; bench/torch_onnx.py builds it, `--input-norm tf`). Same

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Training petal-tui's VGG-style `small` net from scratch in PyTorch, for the
-learning side-by-side of bench/RESULTS.md ("Learning from scratch beside PyTorch").
+learning side-by-side of bench/history/RESULTS-128px-photos-2026-11-24-to-25.md ("Learning from scratch beside PyTorch").
 
 The same net as `petal-tui --model small --widths W`: the input's x * 2 - 1, then per
 width a 3x3 conv without bias, batch-norm (epsilon 1e-3, Keras momentum 0.99 =

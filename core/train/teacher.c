@@ -595,8 +595,9 @@ static int check_header(const tch *t, char *line, const char *path, pt_err *e)
     return PT_OK;
 }
 
-/* The rows of dir/teacher_probs.csv into the cache: as many as teacher.txt says
- * (rows), and at most the training split's readable records (most). */
+/* The rows of a teacher_probs.csv (path: the run's own, or --teacher's) into the
+ * cache: as many as teacher.txt says (rows; -1: no count to hold it to), and at most
+ * the training split's readable records (most); *got: the rows read. */
 static int read_csv(tch *t, const char *path, long long rows, long long most, long long *got,
                     pt_err *e)
 {
