@@ -500,16 +500,11 @@ static int check_same_teacher(const tch *t, const char *dir, long long *rows, pt
     int rc = util_read_file(path, &data, &len, e);
     if (rc != PT_OK)
         return rc;
-    char *text = realloc(data, len + 1);
-    if (!text) {
-        free(data);
-        return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
-    }
-    text[len] = '\0';
+    const char *text = (const char *)data; /* util_read_file ends it with a NUL */
     txt_value(text, "teacher", who, sizeof who);
     txt_value(text, "weights", print, sizeof print);
     txt_value(text, "rows", n, sizeof n);
-    free(text);
+    free(data);
     *rows = n[0] ? atoll(n) : -1;
     if (strcmp(who, t->abs) != 0 || strcmp(print, t->print) != 0)
         return err_set(e, PT_EUSAGE, path, PT_NO_RECORD, PT_NO_OFFSET,
@@ -606,14 +601,12 @@ static int read_csv(tch *t, const char *path, long long rows, long long most, lo
     int rc = util_read_file(path, &data, &len, e);
     if (rc != PT_OK)
         return rc;
-    char *text = realloc(data, len + 1);
+    char *text = (char *)data; /* util_read_file ends it with a NUL */
     double *p = malloc((size_t)t->k * sizeof *p);
-    if (!text || !p) {
-        free(text ? text : (char *)data);
-        free(p);
+    if (!p) {
+        free(data);
         return err_set(e, PT_ENOMEM, path, PT_NO_RECORD, PT_NO_OFFSET, "out of memory");
     }
-    text[len] = '\0';
     long long n = 0;
     char *line = text;
     for (int head = 1; rc == PT_OK && line && *line; head = 0) {
