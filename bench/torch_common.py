@@ -121,6 +121,27 @@ def load_split(shards, split, keys=None):
 
 # --- distillation (petal-tui's --teacher) ---------------------------------------------
 
+def add_distill_args(p):
+    """The twins' distillation options (petal-tui's --teacher side)."""
+    p.add_argument("--teacher-probs", default=None,
+                   help="distil: a distilled petal-tui run's teacher_probs.csv (the teacher's "
+                        "probabilities of every training image), the loss then petal-tui's "
+                        "--teacher loss: alpha * T^2 * KL(teacher_T || student_T) + (1 - alpha) "
+                        "* cross-entropy")
+    p.add_argument("--teacher", default="TEACHER",
+                   help="the teacher petal-tui's printed command names (run, .onnx or ensemble)")
+    p.add_argument("--distill-t", type=float, default=4.0)
+    p.add_argument("--distill-alpha", type=float, default=0.9)
+
+
+def distill_soft(a, keys, labels, classes):
+    """The training images' tempered teacher targets (N x classes, float64) from
+    --teacher-probs, or None without it."""
+    if not a.teacher_probs:
+        return None
+    return distill_targets(teacher_probs(a.teacher_probs, keys, labels, classes), a.distill_t)
+
+
 def teacher_probs(path, keys, labels, classes):
     """A distilled run's teacher_probs.csv (header shard_file,record,label,<classes>;
     one row per training record: the teacher's probabilities at temperature 1) as an

@@ -83,15 +83,7 @@ def main():
     p.add_argument("--bf16", action="store_true",
                    help="mixed precision: the forward under torch.autocast('cpu', bfloat16), "
                         "the loss in float32; petal-tui's side gets --precision bf16")
-    p.add_argument("--teacher-probs", default=None,
-                   help="distil: a distilled petal-tui run's teacher_probs.csv (the teacher's "
-                        "probabilities of every training image), the loss then petal-tui's "
-                        "--teacher loss: alpha * T^2 * KL(teacher_T || student_T) + (1 - alpha) "
-                        "* cross-entropy")
-    p.add_argument("--teacher", default="TEACHER",
-                   help="the teacher petal-tui's printed command names (run, .onnx or ensemble)")
-    p.add_argument("--distill-t", type=float, default=4.0)
-    p.add_argument("--distill-alpha", type=float, default=0.9)
+    tc.add_distill_args(p)
     p.add_argument("--print-command", action="store_true",
                    help="print the petal-tui command with the same recipe and stop")
     a = p.parse_args()
@@ -121,8 +113,7 @@ def main():
     xtr, ytr = tc.load_split(a.data, "train", keys)
     xva, yva = tc.load_split(a.data, "val")
     classes = int(max(ytr.max(), yva.max())) + 1
-    soft = (tc.distill_targets(tc.teacher_probs(a.teacher_probs, keys, ytr, classes), a.distill_t)
-            if a.teacher_probs else None)
+    soft = tc.distill_soft(a, keys, ytr, classes)
     if is_int8(a.model):
         model = tc.ZooMobileNetV2(a.model, classes, a.dropout)
     else:
